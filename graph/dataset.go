@@ -1,0 +1,117 @@
+package graph
+
+import (
+	"fmt"
+	"sort"
+
+	"gnnmpi/dense"
+	"gnnmpi/sparse"
+)
+
+// Split is one train/validation/test split: ascending global vertex ids.
+type Split struct {
+	Train, Valid, Test []int64
+}
+
+// Dataset is a node-classification graph: topology, features, labels and
+// named splits.
+//
+// A Dataset may hold only some rows of the whole graph (a rank's partition):
+// then Rows lists their ascending global ids, and row i of Adj, Feat and
+// Labels belongs to global vertex Rows[i]. Rows is nil when every vertex is
+// held, in which case row i is vertex i. Column indices of Adj are always
+// global ids, and NumNodes is always the size of the whole graph. Splits
+// always hold global ids of the whole graph.
+type Dataset struct {
+	Name       string
+	NumNodes   int64
+	Rows       []int64       // held rows' global ids, ascending; nil = all
+	Adj        *sparse.CSR   // len(Rows) (or NumNodes) × NumNodes
+	Feat       *dense.Matrix // one row per held vertex; nil if absent
+	Labels     []int32       // one per held vertex; nil if absent
+	NumClasses int           // 1 + the largest label over the whole graph
+	Splits     map[string]Split
+}
+
+// NumEdges returns the number of stored (directed) edges held.
+func (d *Dataset) NumEdges() int64 {
+	if d.Adj == nil {
+		return 0
+	}
+	return d.Adj.NNZ()
+}
+
+// NumFeatures returns the feature dimension, 0 when there are no features.
+func (d *Dataset) NumFeatures() int {
+	if d.Feat == nil {
+		return 0
+	}
+	return d.Feat.Cols
+}
+
+// SplitNames returns the split names in sorted order. The first one is the
+// default split.
+func (d *Dataset) SplitNames() []string {
+	names := make([]string, 0, len(d.Splits))
+	for k := range d.Splits {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// DefaultSplit returns the split to use when the user names none: the first
+// in sorted order (planetoid, random-20-30-seed0 and geom-gcn-0 for the
+// datasets shipped in ../shared/data). ok is false when there is no split.
+func (d *Dataset) DefaultSplit() (name string, s Split, ok bool) {
+	names := d.SplitNames()
+	if len(names) == 0 {
+		return "", Split{}, false
+	}
+	return names[0], d.Splits[names[0]], true
+}
+
+// Validate checks the dataset's internal consistency: matrix structure, row
+// counts of features and labels, label range, split ids in range.
+func (d *Dataset) Validate() error {
+	held := d.NumNodes
+	if d.Rows != nil {
+		held = int64(len(d.Rows))
+		for i, g := range d.Rows {
+			if g < 0 || g >= d.NumNodes || (i > 0 && d.Rows[i-1] >= g) {
+				return fmt.Errorf("graph: Rows[%d]=%d not ascending in [0,%d)", i, g, d.NumNodes)
+			}
+		}
+	}
+	if d.Adj != nil {
+		if d.Adj.NRows != held || d.Adj.NCols != d.NumNodes {
+			return fmt.Errorf("graph: adjacency is %d×%d, want %d×%d", d.Adj.NRows, d.Adj.NCols, held, d.NumNodes)
+		}
+		if err := d.Adj.Validate(); err != nil {
+			return err
+		}
+	}
+	if d.Feat != nil && int64(d.Feat.Rows) != held {
+		return fmt.Errorf("graph: %d feature rows, want %d", d.Feat.Rows, held)
+	}
+	if d.Labels != nil {
+		if int64(len(d.Labels)) != held {
+			return fmt.Errorf("graph: %d labels, want %d", len(d.Labels), held)
+		}
+		for i, l := range d.Labels {
+			if l < 0 || int(l) >= d.NumClasses {
+				return fmt.Errorf("graph: label %d of row %d outside [0,%d)", l, i, d.NumClasses)
+			}
+		}
+	}
+	for name, s := range d.Splits {
+		for _, part := range [][]int64{s.Train, s.Valid, s.Test} {
+			for _, v := range part {
+				if v < 0 || v >= d.NumNodes {
+					return fmt.Errorf("graph: split %s has vertex %d outside [0,%d)", name, v, d.NumNodes)
+				}
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,20 @@
+// Package graph is gnnmpi's data layer: graph storage, file formats,
+// transformations, generators and partitioning.
+//
+// # Overview
+//
+// A Dataset holds a graph's adjacency (sparse.CSR with 64-bit offsets and
+// global ids), dense float32 features, integer labels and named
+// train/valid/test splits, either whole or only the rows a rank owns.
+//
+// Readers take the OGB raw layout (edge.csv.gz, node-feat.csv.gz,
+// node-label.csv.gz, split/<name>/{train,valid,test}.csv.gz), SNAP-style
+// edge lists and Matrix Market coordinate files; every malformed input is
+// reported as an error naming the file and line. The binary format written by
+// `gnnmpi convert` is versioned, checksummed and memory-mapped on load.
+//
+// Generators make R-MAT graphs with Graph500 parameters and planted-partition
+// stochastic block models with class-correlated features. Partitioners
+// (block, random and METIS through package graph/metis) give a PartitionBook
+// mapping global ids to (rank, local id).
+package graph

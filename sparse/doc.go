@@ -1,0 +1,10 @@
+// Package sparse holds local sparse-matrix storage and kernels that do no
+// communication.
+//
+// # Overview
+//
+// CSR is the storage used throughout gnnmpi: 64-bit row offsets and 64-bit
+// column indices, so that graphs with billions of edges or vertices fit.
+// Distributed products live in package spgemm and call into this package
+// for their local work.
+package sparse
