@@ -1,0 +1,118 @@
+package collective
+
+import "time"
+
+// counted decorates a Comm with byte accounting.
+type counted struct {
+	c Comm
+	s *Stats
+}
+
+// WithStats returns c with every call counted in s (a new Stats if s is
+// nil). Sub-communicators from Split are counted in the same s. The volume of
+// each call is given by the functions of volume.go, from the call's arguments
+// only, so equal programs give equal counts on every backend.
+func WithStats(c Comm, s *Stats) Comm {
+	if s == nil {
+		s = NewStats()
+	}
+	return &counted{c: c, s: s}
+}
+
+var (
+	_ Comm    = (*counted)(nil)
+	_ Counter = (*counted)(nil)
+	_ Aborter = (*counted)(nil)
+	_ Freer   = (*counted)(nil)
+)
+
+func (k *counted) Stats() *Stats { return k.s }
+func (k *counted) Rank() int     { return k.c.Rank() }
+func (k *counted) Size() int     { return k.c.Size() }
+
+// Unwrap returns the decorated communicator.
+func (k *counted) Unwrap() Comm { return k.c }
+
+func (k *counted) Abort(code int) {
+	if !Abort(k.c, code) {
+		panic("collective: Abort on a communicator without Abort")
+	}
+}
+
+func (k *counted) Free() error { return Free(k.c) }
+
+func (k *counted) Barrier() error {
+	t := time.Now()
+	err := k.c.Barrier()
+	k.s.Add(OpBarrier, 0, 0, time.Since(t))
+	return err
+}
+
+func (k *counted) Bcast(buf Buf, root int) error {
+	t := time.Now()
+	err := k.c.Bcast(buf, root)
+	sent, recv := BcastVolume(k.Rank(), root, k.Size(), buf.Bytes())
+	k.s.Add(OpBcast, sent, recv, time.Since(t))
+	return err
+}
+
+func (k *counted) Allreduce(send, recv Buf, op Op) error {
+	t := time.Now()
+	err := k.c.Allreduce(send, recv, op)
+	s, r := AllreduceVolume(k.Rank(), k.Size(), send.Len(), send.DType().Size())
+	k.s.Add(OpAllreduce, s, r, time.Since(t))
+	return err
+}
+
+func (k *counted) Allgatherv(send, recv Buf, counts []int) error {
+	t := time.Now()
+	err := k.c.Allgatherv(send, recv, counts)
+	if err == nil {
+		s, r := AllgathervVolume(k.Rank(), counts, send.DType().Size())
+		k.s.Add(OpAllgatherv, s, r, time.Since(t))
+	}
+	return err
+}
+
+func (k *counted) Alltoallv(send Buf, sendCounts []int, recv Buf, recvCounts []int) error {
+	t := time.Now()
+	err := k.c.Alltoallv(send, sendCounts, recv, recvCounts)
+	if err == nil {
+		s, r := AlltoallvVolume(k.Rank(), sendCounts, recvCounts, send.DType().Size())
+		k.s.Add(OpAlltoallv, s, r, time.Since(t))
+	}
+	return err
+}
+
+func (k *counted) Send(buf Buf, dst, tag int) error {
+	t := time.Now()
+	err := k.c.Send(buf, dst, tag)
+	var sent int64
+	if dst != k.Rank() {
+		sent = buf.Bytes()
+	}
+	k.s.Add(OpSend, sent, 0, time.Since(t))
+	return err
+}
+
+func (k *counted) Recv(buf Buf, src, tag int) (int, error) {
+	t := time.Now()
+	n, err := k.c.Recv(buf, src, tag)
+	var recv int64
+	if src != k.Rank() {
+		recv = int64(n) * int64(buf.DType().Size())
+	}
+	k.s.Add(OpRecv, 0, recv, time.Since(t))
+	return n, err
+}
+
+func (k *counted) Split(color, key int) (Comm, error) {
+	t := time.Now()
+	sub, err := k.c.Split(color, key)
+	s, r := SplitVolume(k.Size())
+	k.s.Add(OpSplit, s, r, time.Since(t))
+	if err != nil || sub == nil {
+		return nil, err
+	}
+	return &counted{c: sub, s: k.s}, nil
+}
