@@ -289,3 +289,9 @@ func CheckCounts(what string, counts []int, p int) (int, error) {
 	}
 	return sum, nil
 }
+
+// NodeSplitter is implemented by communicators that can group the ranks
+// sharing a node (MPI_Comm_split_type with MPI_COMM_TYPE_SHARED).
+type NodeSplitter interface {
+	SplitNode() (Comm, error)
+}

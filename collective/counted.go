@@ -116,3 +116,16 @@ func (k *counted) Split(color, key int) (Comm, error) {
 	}
 	return &counted{c: sub, s: k.s}, nil
 }
+
+// SplitNode splits by node through the decorated communicator and counts
+// it as a Split.
+func (k *counted) SplitNode() (Comm, error) {
+	t := time.Now()
+	sub, err := SplitNode(k.c)
+	s, r := SplitVolume(k.Size())
+	k.s.Add(OpSplit, s, r, time.Since(t))
+	if err != nil || sub == nil {
+		return nil, err
+	}
+	return &counted{c: sub, s: k.s}, nil
+}

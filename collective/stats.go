@@ -188,3 +188,12 @@ func (s Snapshot) WithoutTime() Snapshot {
 func (s Snapshot) MarshalJSON() ([]byte, error) {
 	return json.Marshal(map[string]map[string]Count(s))
 }
+
+// SnapshotOf returns the byte counts of c, or an empty Snapshot when c does
+// not count.
+func SnapshotOf(c Comm) Snapshot {
+	if s := StatsOf(c); s != nil {
+		return s.Snapshot()
+	}
+	return Snapshot{}
+}

@@ -72,6 +72,14 @@ func Run(c collective.Comm) (map[string]error, error) {
 	return out, nil
 }
 
+// IsCommError reports whether a case's error is a failure of the
+// communicator itself (after which the ranks' calls may no longer be
+// aligned) rather than a wrong result.
+func IsCommError(err error) bool {
+	var e *commError
+	return errors.As(err, &e)
+}
+
 // commError marks a failure of the communicator itself, as opposed to a
 // wrong result.
 type commError struct{ err error }

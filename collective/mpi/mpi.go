@@ -1,0 +1,499 @@
+//go:build !nompi
+
+package mpi
+
+/*
+#cgo pkg-config: ompi-c
+#include <mpi.h>
+#include <stdlib.h>
+
+static int gm_init(int *provided, int *already) {
+	MPI_Initialized(already);
+	if (*already) {
+		return MPI_Query_thread(provided);
+	}
+	int rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, provided);
+	if (rc != MPI_SUCCESS) return rc;
+	return MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+}
+
+static int gm_funneled(void) { return MPI_THREAD_FUNNELED; }
+static MPI_Comm gm_world(void) { return MPI_COMM_WORLD; }
+static MPI_Comm gm_null(void) { return MPI_COMM_NULL; }
+
+static MPI_Datatype gm_type(int t) {
+	switch (t) {
+	case 1: return MPI_BYTE;
+	case 2: return MPI_INT32_T;
+	case 3: return MPI_INT64_T;
+	case 4: return MPI_FLOAT;
+	default: return MPI_DOUBLE;
+	}
+}
+
+static MPI_Op gm_op(int o) {
+	switch (o) {
+	case 1: return MPI_SUM;
+	case 2: return MPI_MAX;
+	default: return MPI_MIN;
+	}
+}
+
+static int gm_rank_size(MPI_Comm c, int *rank, int *size) {
+	int rc = MPI_Comm_rank(c, rank);
+	if (rc != MPI_SUCCESS) return rc;
+	return MPI_Comm_size(c, size);
+}
+
+static int gm_barrier(MPI_Comm c) { return MPI_Barrier(c); }
+
+static int gm_bcast(void *b, int n, int t, int root, MPI_Comm c) {
+	return MPI_Bcast(b, n, gm_type(t), root, c);
+}
+
+static int gm_allreduce(void *s, void *r, int n, int t, int o, MPI_Comm c) {
+	if (n > 0 && s == r) s = MPI_IN_PLACE;
+	return MPI_Allreduce(s, r, n, gm_type(t), gm_op(o), c);
+}
+
+static int gm_allgatherv(void *s, int n, void *r, int *counts, int *displs, int t, MPI_Comm c) {
+	return MPI_Allgatherv(s, n, gm_type(t), r, counts, displs, gm_type(t), c);
+}
+
+static int gm_alltoallv(void *s, int *sc, int *sd, void *r, int *rc, int *rd, int t, MPI_Comm c) {
+	return MPI_Alltoallv(s, sc, sd, gm_type(t), r, rc, rd, gm_type(t), c);
+}
+
+static int gm_isend(void *b, int n, int t, int dst, int tag, MPI_Comm c, MPI_Request *req) {
+	return MPI_Isend(b, n, gm_type(t), dst, tag, c, req);
+}
+
+static int gm_irecv(void *b, int n, int t, int src, int tag, MPI_Comm c, MPI_Request *req) {
+	return MPI_Irecv(b, n, gm_type(t), src, tag, c, req);
+}
+
+// gm_test tests a request; on completion it stores the received count and
+// the status's error code.
+static int gm_test(MPI_Request *req, int t, int *flag, int *count, int *err) {
+	MPI_Status st;
+	int rc = MPI_Test(req, flag, &st);
+	if (*flag) {
+		*err = st.MPI_ERROR;
+		if (rc == MPI_SUCCESS) MPI_Get_count(&st, gm_type(t), count);
+	}
+	return rc;
+}
+
+static int gm_split(MPI_Comm c, int color, int key, MPI_Comm *out) {
+	return MPI_Comm_split(c, color < 0 ? MPI_UNDEFINED : color, key, out);
+}
+
+static int gm_split_node(MPI_Comm c, int key, MPI_Comm *out) {
+	return MPI_Comm_split_type(c, MPI_COMM_TYPE_SHARED, key, MPI_INFO_NULL, out);
+}
+
+static int gm_free(MPI_Comm *c) { return MPI_Comm_free(c); }
+
+static int gm_abort(int code) { return MPI_Abort(MPI_COMM_WORLD, code); }
+
+static void gm_errstr(int rc, char *buf) {
+	int len = 0;
+	MPI_Error_string(rc, buf, &len);
+	buf[len] = 0;
+}
+
+static int gm_max_string(void) { return MPI_MAX_ERROR_STRING; }
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"runtime"
+	"sync"
+	"time"
+	"unsafe"
+
+	gompi "github.com/sbromberger/gompi"
+
+	"gnnmpi/collective"
+)
+
+// Available reports whether this binary was built with MPI.
+const Available = true
+
+var (
+	initMu   sync.Mutex
+	world    *Comm
+	finished bool
+)
+
+// Init initialises MPI with MPI_THREAD_FUNNELED on a dedicated thread and
+// returns the world communicator. Calling it again returns the same
+// communicator.
+func Init() (*Comm, error) {
+	initMu.Lock()
+	defer initMu.Unlock()
+	if world != nil {
+		return world, nil
+	}
+	if finished {
+		return nil, errors.New("mpi: Init after Finalize")
+	}
+	var rc, provided, already C.int
+	mpiThread = startExecutor(func() {
+		rc = C.gm_init(&provided, &already)
+	})
+	if err := check("MPI_Init_thread", rc); err != nil {
+		return nil, err
+	}
+	if provided < C.gm_funneled() {
+		return nil, fmt.Errorf("mpi: MPI_Init_thread provided thread level %d, need MPI_THREAD_FUNNELED (%d)", provided, C.gm_funneled())
+	}
+	var w *Comm
+	mpiThread.do(func() {
+		if !gompi.IsOn() {
+			return
+		}
+		w = &Comm{c: C.gm_world(), rank: gompi.WorldRank(), size: gompi.WorldSize(), world: true}
+	})
+	if w == nil {
+		return nil, errors.New("mpi: MPI reports it is not initialised after MPI_Init_thread")
+	}
+	world = w
+	return world, nil
+}
+
+// Finalize shuts MPI down (MPI_Finalize) and stops the MPI thread. Every rank
+// must call it once, after its last call.
+func Finalize() error {
+	initMu.Lock()
+	defer initMu.Unlock()
+	if world == nil {
+		return nil
+	}
+	mpiThread.stop(gompi.Stop)
+	world, finished = nil, true
+	return nil
+}
+
+// Wtime returns MPI_Wtime, seconds since an arbitrary time in the past.
+func Wtime() float64 {
+	var t float64
+	mpiThread.do(func() { t = gompi.WorldTime() })
+	return t
+}
+
+func errString(rc C.int) string {
+	buf := (*C.char)(C.malloc(C.size_t(C.gm_max_string() + 1)))
+	defer C.free(unsafe.Pointer(buf))
+	C.gm_errstr(rc, buf)
+	return C.GoString(buf)
+}
+
+func check(what string, rc C.int) error {
+	if rc == 0 { // MPI_SUCCESS
+		return nil
+	}
+	return fmt.Errorf("mpi: %s: %s (error %d)", what, errString(rc), int(rc))
+}
+
+// Comm is an MPI communicator.
+type Comm struct {
+	c     C.MPI_Comm
+	rank  int
+	size  int
+	world bool
+}
+
+var (
+	_ collective.Comm         = (*Comm)(nil)
+	_ collective.Aborter      = (*Comm)(nil)
+	_ collective.Freer        = (*Comm)(nil)
+	_ collective.NodeSplitter = (*Comm)(nil)
+)
+
+// Rank returns the rank of the calling process in c.
+func (c *Comm) Rank() int { return c.rank }
+
+// Size returns the number of processes in c.
+func (c *Comm) Size() int { return c.size }
+
+// Abort ends every process of the job (MPI_Abort on MPI_COMM_WORLD). It is
+// run on the MPI thread when that thread is free within a second, and from
+// the calling thread otherwise (the MPI thread may be blocked in a collective
+// that will never complete).
+func (c *Comm) Abort(code int) {
+	done := make(chan struct{})
+	go func() {
+		mpiThread.do(func() { C.gm_abort(C.int(code)) })
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(time.Second):
+		C.gm_abort(C.int(code))
+	}
+	// MPI_Abort does not return on success.
+	panic(fmt.Sprintf("mpi: MPI_Abort(%d) returned", code))
+}
+
+func cint(what string, n int) (C.int, error) {
+	if n > math.MaxInt32 {
+		return 0, fmt.Errorf("mpi: %s: %d elements exceed MPI's 2³¹−1 count limit; exchange in parts", what, n)
+	}
+	return C.int(n), nil
+}
+
+// counts converts per-rank counts to C counts and displacements.
+func cCounts(what string, counts []int, p int) (cnt, displ []C.int, err error) {
+	if _, err := collective.CheckCounts(what, counts, p); err != nil {
+		return nil, nil, err
+	}
+	cnt = make([]C.int, p)
+	displ = make([]C.int, p)
+	off := 0
+	for q, n := range counts {
+		if cnt[q], err = cint(what, n); err != nil {
+			return nil, nil, err
+		}
+		if displ[q], err = cint(what+" displacement", off); err != nil {
+			return nil, nil, err
+		}
+		off += n
+	}
+	return cnt, displ, nil
+}
+
+// Barrier blocks until every rank has entered it.
+func (c *Comm) Barrier() error {
+	var rc C.int
+	mpiThread.do(func() { rc = C.gm_barrier(c.c) })
+	return check("MPI_Barrier", rc)
+}
+
+// Bcast copies buf of root to every rank.
+func (c *Comm) Bcast(buf collective.Buf, root int) error {
+	n, err := cint("Bcast", buf.Len())
+	if err != nil {
+		return err
+	}
+	if root < 0 || root >= c.size {
+		return fmt.Errorf("mpi: Bcast: root %d out of range [0,%d)", root, c.size)
+	}
+	var rc C.int
+	mpiThread.do(func() { rc = C.gm_bcast(buf.Ptr(), n, C.int(buf.DType()), C.int(root), c.c) })
+	return check("MPI_Bcast", rc)
+}
+
+// Allreduce reduces send over all ranks into recv (MPI_IN_PLACE when they
+// are the same buffer).
+func (c *Comm) Allreduce(send, recv collective.Buf, op collective.Op) error {
+	if send.DType() != recv.DType() || send.Len() != recv.Len() {
+		return fmt.Errorf("mpi: Allreduce: send is %d×%s, recv is %d×%s", send.Len(), send.DType(), recv.Len(), recv.DType())
+	}
+	if op < collective.Sum || op > collective.Min {
+		return fmt.Errorf("mpi: Allreduce: invalid operator %s", op)
+	}
+	n, err := cint("Allreduce", send.Len())
+	if err != nil {
+		return err
+	}
+	var rc C.int
+	mpiThread.do(func() {
+		rc = C.gm_allreduce(send.Ptr(), recv.Ptr(), n, C.int(send.DType()), C.int(op), c.c)
+	})
+	return check("MPI_Allreduce", rc)
+}
+
+// Allgatherv concatenates every rank's send into recv.
+func (c *Comm) Allgatherv(send, recv collective.Buf, counts []int) error {
+	cnt, displ, err := cCounts("Allgatherv", counts, c.size)
+	if err != nil {
+		return err
+	}
+	total := 0
+	for _, n := range counts {
+		total += n
+	}
+	if send.Len() != counts[c.rank] || recv.Len() != total || send.DType() != recv.DType() {
+		return fmt.Errorf("mpi: Allgatherv on rank %d: send %d×%s, recv %d×%s, want %d and %d elements of one type",
+			c.rank, send.Len(), send.DType(), recv.Len(), recv.DType(), counts[c.rank], total)
+	}
+	var rc C.int
+	mpiThread.do(func() {
+		rc = C.gm_allgatherv(send.Ptr(), cnt[c.rank], recv.Ptr(), &cnt[0], &displ[0], C.int(send.DType()), c.c)
+	})
+	return check("MPI_Allgatherv", rc)
+}
+
+// Alltoallv exchanges packed per-rank parts.
+func (c *Comm) Alltoallv(send collective.Buf, sendCounts []int, recv collective.Buf, recvCounts []int) error {
+	sc, sd, err := cCounts("Alltoallv send", sendCounts, c.size)
+	if err != nil {
+		return err
+	}
+	rcn, rd, err := cCounts("Alltoallv recv", recvCounts, c.size)
+	if err != nil {
+		return err
+	}
+	ns, nr := 0, 0
+	for q := range sendCounts {
+		ns += sendCounts[q]
+		nr += recvCounts[q]
+	}
+	if send.Len() != ns || recv.Len() != nr || send.DType() != recv.DType() {
+		return fmt.Errorf("mpi: Alltoallv on rank %d: send %d×%s, recv %d×%s, want %d and %d elements of one type",
+			c.rank, send.Len(), send.DType(), recv.Len(), recv.DType(), ns, nr)
+	}
+	var rc C.int
+	mpiThread.do(func() {
+		rc = C.gm_alltoallv(send.Ptr(), &sc[0], &sd[0], recv.Ptr(), &rcn[0], &rd[0], C.int(send.DType()), c.c)
+	})
+	return check("MPI_Alltoallv", rc)
+}
+
+// request is a pending nonblocking point-to-point operation.
+type request struct {
+	what  string
+	req   C.MPI_Request
+	t     collective.DType
+	pin   runtime.Pinner
+	done  chan struct{}
+	count int
+	err   error
+}
+
+func (r *request) test() bool {
+	var flag, count, serr C.int
+	rc := C.gm_test(&r.req, C.int(r.t), &flag, &count, &serr)
+	if rc != 0 && flag == 0 {
+		// MPI_Test itself failed before completing: report and retire.
+		r.err = check(r.what, rc)
+		r.finish()
+		return true
+	}
+	if flag == 0 {
+		return false
+	}
+	if rc != 0 {
+		if serr != 0 {
+			rc = serr
+		}
+		r.err = check(r.what, rc)
+	}
+	r.count = int(count)
+	r.finish()
+	return true
+}
+
+func (r *request) finish() {
+	r.pin.Unpin()
+	close(r.done)
+}
+
+func (c *Comm) p2p(what string, buf collective.Buf, peer, tag int, post func(r *request, n C.int) C.int) (int, error) {
+	if peer < 0 || peer >= c.size {
+		return 0, fmt.Errorf("mpi: %s: rank %d out of range [0,%d)", what, peer, c.size)
+	}
+	if tag < 0 {
+		return 0, fmt.Errorf("mpi: %s: negative tag %d", what, tag)
+	}
+	n, err := cint(what, buf.Len())
+	if err != nil {
+		return 0, err
+	}
+	r := &request{what: what, t: buf.DType(), done: make(chan struct{})}
+	if p := buf.Ptr(); p != nil {
+		r.pin.Pin(p)
+	}
+	var rc C.int
+	mpiThread.do(func() {
+		rc = post(r, n)
+		if rc == 0 {
+			mpiThread.post(r)
+		}
+	})
+	if err := check(what, rc); err != nil {
+		r.pin.Unpin()
+		return 0, err
+	}
+	<-r.done
+	return r.count, r.err
+}
+
+// Send sends buf to dst and returns when the buffer may be reused.
+func (c *Comm) Send(buf collective.Buf, dst, tag int) error {
+	_, err := c.p2p("MPI_Isend", buf, dst, tag, func(r *request, n C.int) C.int {
+		return C.gm_isend(buf.Ptr(), n, C.int(buf.DType()), C.int(dst), C.int(tag), c.c, &r.req)
+	})
+	return err
+}
+
+// Recv receives a message from src with tag into buf and returns its length.
+func (c *Comm) Recv(buf collective.Buf, src, tag int) (int, error) {
+	return c.p2p("MPI_Irecv", buf, src, tag, func(r *request, n C.int) C.int {
+		return C.gm_irecv(buf.Ptr(), n, C.int(buf.DType()), C.int(src), C.int(tag), c.c, &r.req)
+	})
+}
+
+func (c *Comm) wrap(nc C.MPI_Comm) (*Comm, error) {
+	if nc == C.gm_null() {
+		return nil, nil
+	}
+	out := &Comm{c: nc}
+	var rank, size C.int
+	if err := check("MPI_Comm_rank", C.gm_rank_size(nc, &rank, &size)); err != nil {
+		return nil, err
+	}
+	out.rank, out.size = int(rank), int(size)
+	return out, nil
+}
+
+// Split partitions c by color (MPI_Comm_split); Undefined gives nil.
+func (c *Comm) Split(color, key int) (collective.Comm, error) {
+	if color < 0 && color != collective.Undefined {
+		return nil, fmt.Errorf("mpi: Split: negative color %d", color)
+	}
+	var out *Comm
+	var err error
+	mpiThread.do(func() {
+		var nc C.MPI_Comm
+		if err = check("MPI_Comm_split", C.gm_split(c.c, C.int(color), C.int(key), &nc)); err == nil {
+			out, err = c.wrap(nc)
+		}
+	})
+	if out == nil {
+		return nil, err
+	}
+	return out, err
+}
+
+// SplitNode returns the communicator of the ranks sharing this rank's node
+// (MPI_Comm_split_type with MPI_COMM_TYPE_SHARED), ordered by rank.
+func (c *Comm) SplitNode() (collective.Comm, error) {
+	var out *Comm
+	var err error
+	mpiThread.do(func() {
+		var nc C.MPI_Comm
+		if err = check("MPI_Comm_split_type", C.gm_split_node(c.c, C.int(c.rank), &nc)); err == nil {
+			out, err = c.wrap(nc)
+		}
+	})
+	if out == nil {
+		return nil, err
+	}
+	return out, err
+}
+
+// Free releases a communicator made by Split (MPI_Comm_free); it is
+// collective. Freeing the world communicator does nothing.
+func (c *Comm) Free() error {
+	if c.world {
+		return nil
+	}
+	var rc C.int
+	mpiThread.do(func() { rc = C.gm_free(&c.c) })
+	return check("MPI_Comm_free", rc)
+}

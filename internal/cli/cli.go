@@ -1,0 +1,265 @@
+// Package cli implements gnnmpi's subcommands over an already started
+// communicator. Package main parses the global flags, starts the backend
+// (MPI or in-process ranks), and hands every rank an Env.
+//
+// # Overview
+//
+// Every rank runs the same command with the same arguments (SPMD). A command
+// prints through Env.Out, which is the terminal on rank 0 and discarded on
+// the others, reports progress through Env.Progress (rank 0, standard
+// error), and ends with Env.Finish, which gathers every rank's byte counts
+// and writes the final metrics object: to standard output as JSON with
+// --json, and as the last line of the --metrics JSONL file.
+package cli
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"gnnmpi/collective"
+)
+
+// Command is one subcommand.
+type Command struct {
+	Name    string
+	Summary string
+	Usage   string // arguments after the name, for the usage line
+	// Flags defines the command's flags on fs and returns the function that
+	// runs it once the flags are parsed and the backend started.
+	Flags func(fs *flag.FlagSet) func(env *Env) error
+}
+
+// Commands returns every subcommand, sorted by name.
+func Commands() []*Command {
+	cmds := []*Command{infoCmd(), selftestCmd(), genCmd(), convertCmd(), partitionCmd()}
+	sort.Slice(cmds, func(i, j int) bool { return cmds[i].Name < cmds[j].Name })
+	return cmds
+}
+
+// Lookup returns the named command, or nil.
+func Lookup(name string) *Command {
+	for _, c := range Commands() {
+		if c.Name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// Help writes the list of commands.
+func Help(w io.Writer) {
+	fmt.Fprintf(w, "gnnmpi: distributed GNN training\n\n")
+	fmt.Fprintf(w, "usage: gnnmpi [--ranks N] [--metrics FILE] COMMAND [flags]\n")
+	fmt.Fprintf(w, "       mpirun -np N gnnmpi COMMAND [flags]\n\ncommands:\n")
+	for _, c := range Commands() {
+		fmt.Fprintf(w, "  %-10s %s\n", c.Name, c.Summary)
+	}
+	fmt.Fprintf(w, "  %-10s %s\n", "help", "list the commands")
+	fmt.Fprintf(w, "\n`gnnmpi COMMAND -h` shows a command's flags.\n")
+}
+
+// Env is what a command sees on one rank.
+type Env struct {
+	Comm    collective.Comm // counted (collective.WithStats)
+	Backend string          // "mpi" or "inproc"
+	Command string
+	Out     io.Writer // rank 0: standard output; others: discarded
+	Err     io.Writer // standard error, every rank
+	JSON    bool      // print the final metrics object on Out
+	Metrics io.Writer // JSONL metrics (rank 0), nil when not requested
+	start   time.Time
+}
+
+// NewEnv returns an Env for rank c.Rank(). metrics may be nil.
+func NewEnv(c collective.Comm, backend, command string, stdout, stderr, metrics io.Writer, jsonOut bool) *Env {
+	e := &Env{Comm: c, Backend: backend, Command: command, Out: io.Discard, Err: stderr, JSON: jsonOut, start: time.Now()}
+	if c.Rank() == 0 {
+		e.Out = stdout
+		e.Metrics = metrics
+	}
+	return e
+}
+
+// Progress prints a progress line on rank 0's standard error.
+func (e *Env) Progress(format string, args ...any) {
+	if e.Comm.Rank() == 0 {
+		fmt.Fprintf(e.Err, "[%7.2fs] %s\n", time.Since(e.start).Seconds(), fmt.Sprintf(format, args...))
+	}
+}
+
+// Printf prints on rank 0's standard output unless --json asked for JSON
+// only.
+func (e *Env) Printf(format string, args ...any) {
+	if !e.JSON {
+		fmt.Fprintf(e.Out, format, args...)
+	}
+}
+
+// Record writes one JSONL metrics record (rank 0), such as a per-epoch
+// line. It is not collective.
+func (e *Env) Record(obj map[string]any) error {
+	if e.Metrics == nil {
+		return nil
+	}
+	b, err := json.Marshal(obj)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(e.Metrics, "%s\n", b)
+	return err
+}
+
+// CommSummary is the byte accounting of a run over all ranks.
+type CommSummary struct {
+	PerRank      []collective.Snapshot `json:"per_rank"`
+	MaxSentBytes int64                 `json:"max_sent_bytes"`
+	MaxRecvBytes int64                 `json:"max_recv_bytes"`
+	TotalBytes   int64                 `json:"total_sent_bytes"`
+	ByPhase      map[string]PhaseBytes `json:"by_phase"`
+}
+
+// PhaseBytes is one phase's traffic over all ranks.
+type PhaseBytes struct {
+	TotalSent int64 `json:"total_sent_bytes"`
+	MaxSent   int64 `json:"max_sent_bytes"`
+	MaxRecv   int64 `json:"max_recv_bytes"`
+}
+
+// GatherComm collects every rank's byte counts, as they were when it was
+// called, onto every rank. It is collective; its own traffic is counted
+// under the phase "metrics" after the snapshot is taken.
+func GatherComm(c collective.Comm) (*CommSummary, error) {
+	snap := collective.SnapshotOf(c)
+	defer collective.SetPhase(c, "metrics")()
+	b, err := json.Marshal(snap)
+	if err != nil {
+		return nil, err
+	}
+	all, counts, err := collective.AllgatherSlice(c, b)
+	if err != nil {
+		return nil, err
+	}
+	s := &CommSummary{ByPhase: map[string]PhaseBytes{}}
+	off := 0
+	for _, n := range counts {
+		var sn collective.Snapshot
+		if err := json.Unmarshal(all[off:off+n], &sn); err != nil {
+			return nil, fmt.Errorf("cli: decoding byte counts: %w", err)
+		}
+		off += n
+		s.PerRank = append(s.PerRank, sn)
+		t := sn.Total()
+		s.MaxSentBytes = max(s.MaxSentBytes, t.SentBytes)
+		s.MaxRecvBytes = max(s.MaxRecvBytes, t.RecvBytes)
+		s.TotalBytes += t.SentBytes
+		for _, p := range sn.Phases() {
+			pc := sn.Phase(p)
+			pb := s.ByPhase[p]
+			pb.TotalSent += pc.SentBytes
+			pb.MaxSent = max(pb.MaxSent, pc.SentBytes)
+			pb.MaxRecv = max(pb.MaxRecv, pc.RecvBytes)
+			s.ByPhase[p] = pb
+		}
+	}
+	return s, nil
+}
+
+// Finish gathers the byte counts of every rank and writes the final metrics
+// object (result plus command, backend, ranks, seconds and comm). It is
+// collective.
+func (e *Env) Finish(result map[string]any) error {
+	cs, err := GatherComm(e.Comm)
+	if err != nil {
+		return err
+	}
+	if e.Comm.Rank() != 0 {
+		return nil
+	}
+	obj := map[string]any{}
+	for k, v := range result {
+		obj[k] = v
+	}
+	obj["command"] = e.Command
+	obj["backend"] = e.Backend
+	obj["ranks"] = e.Comm.Size()
+	obj["seconds"] = time.Since(e.start).Seconds()
+	obj["comm"] = cs
+	if e.JSON {
+		b, err := json.MarshalIndent(obj, "", "  ")
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(e.Out, "%s\n", b)
+	} else {
+		fmt.Fprintf(e.Out, "communication: max per rank sent %s, received %s; total sent %s", human(cs.MaxSentBytes), human(cs.MaxRecvBytes), human(cs.TotalBytes))
+		var parts []string
+		for _, p := range sortedKeys(cs.ByPhase) {
+			parts = append(parts, fmt.Sprintf("%s %s", p, human(cs.ByPhase[p].TotalSent)))
+		}
+		if len(parts) > 0 {
+			fmt.Fprintf(e.Out, " (%s)", strings.Join(parts, ", "))
+		}
+		fmt.Fprintln(e.Out)
+	}
+	obj["type"] = "final"
+	return e.Record(obj)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// human formats a byte count.
+func human(b int64) string {
+	switch {
+	case b >= 1<<30:
+		return fmt.Sprintf("%.2f GiB", float64(b)/(1<<30))
+	case b >= 1<<20:
+		return fmt.Sprintf("%.2f MiB", float64(b)/(1<<20))
+	case b >= 1<<10:
+		return fmt.Sprintf("%.2f KiB", float64(b)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", b)
+}
+
+// RankZero runs fn on rank 0 only and makes every rank return its outcome:
+// the other ranks wait at a broadcast of rank 0's status, so an error on rank
+// 0 fails every rank: rank 0 returns its error, the others
+// collective.ErrAborted (and package main aborts the job).
+func RankZero(c collective.Comm, fn func() error) error {
+	var err error
+	if c.Rank() == 0 {
+		err = fn()
+	}
+	status := []int32{0}
+	if err != nil {
+		status[0] = 1
+	}
+	if berr := collective.BcastSlice(c, status, 0); berr != nil {
+		return berr
+	}
+	if err != nil {
+		return err
+	}
+	if status[0] != 0 {
+		return collective.ErrAborted
+	}
+	return nil
+}
+
+// exists reports whether path exists.
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}

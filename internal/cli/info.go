@@ -1,0 +1,185 @@
+package cli
+
+import (
+	"flag"
+	"fmt"
+	"math"
+	"time"
+
+	"gnnmpi/collective"
+	"gnnmpi/gpu"
+	"gnnmpi/graph"
+)
+
+func infoCmd() *Command {
+	return &Command{
+		Name:    "info",
+		Summary: "load a dataset distributed over the ranks and print its statistics",
+		Usage:   "--data PATH",
+		Flags: func(fs *flag.FlagSet) func(*Env) error {
+			data := fs.String("data", "data/cora", "dataset: OGB raw-layout directory, .gnn binary file, .mtx or edge list")
+			book := fs.String("partition", "", "partition book (gnnmpi partition); default: vertex v on rank v mod p")
+			showGPU := fs.Bool("gpu", false, "also list the GPUs visible to each node and this rank's binding")
+			return func(env *Env) error { return info(env, *data, *book, *showGPU) }
+		},
+	}
+}
+
+// DatasetInfo is the summary `gnnmpi info` prints.
+type DatasetInfo struct {
+	Path        string           `json:"path"`
+	Name        string           `json:"name"`
+	Nodes       int64            `json:"nodes"`
+	Edges       int64            `json:"edges"`
+	Features    int              `json:"features"`
+	Classes     int              `json:"classes"`
+	Splits      map[string][]int `json:"splits"` // name → train, valid, test sizes
+	MinDegree   int64            `json:"min_degree"`
+	MaxDegree   int64            `json:"max_degree"`
+	MeanDegree  float64          `json:"mean_degree"`
+	StdDegree   float64          `json:"std_degree"`
+	Isolated    int64            `json:"isolated"`
+	SelfLoops   int64            `json:"self_loops"`
+	RowsPerRank []int64          `json:"rows_per_rank"`
+	LoadSeconds float64          `json:"load_seconds_max"`
+}
+
+func info(env *Env, path, bookPath string, showGPU bool) error {
+	c := env.Comm
+	p, r := c.Size(), c.Rank()
+	keep := func(g int64) bool { return g%int64(p) == int64(r) }
+	if bookPath != "" {
+		b, err := graph.ReadBook(bookPath)
+		if err != nil {
+			return err
+		}
+		if b.Parts != p {
+			return fmt.Errorf("info: %s has %d parts for %d ranks", bookPath, b.Parts, p)
+		}
+		keep = func(g int64) bool { return g < int64(len(b.Part)) && int(b.Part[g]) == r }
+	}
+	env.Progress("loading %s on %d ranks", path, p)
+	t0 := time.Now()
+	d, err := graph.Load(path, graph.ReadOptions{Keep: keep})
+	if err != nil {
+		return err
+	}
+	load := time.Since(t0).Seconds()
+	if err := d.Validate(); err != nil {
+		return fmt.Errorf("info: %s: %w", path, err)
+	}
+	held := int64(len(d.Rows))
+	if d.Rows == nil {
+		held = d.NumNodes
+	}
+	// Local degree statistics, then reductions.
+	var edges, selfLoops, isolated int64
+	var sumSq float64
+	minDeg, maxDeg := int64(math.MaxInt64), int64(0)
+	for i := int64(0); i < held; i++ {
+		deg := d.Adj.Degree(i)
+		g := i
+		if d.Rows != nil {
+			g = d.Rows[i]
+		}
+		edges += deg
+		sumSq += float64(deg) * float64(deg)
+		minDeg, maxDeg = min(minDeg, deg), max(maxDeg, deg)
+		if deg == 0 {
+			isolated++
+		}
+		for _, j := range d.Adj.Row(i) {
+			if j == g {
+				selfLoops++
+			}
+		}
+	}
+	defer collective.SetPhase(c, "info")()
+	sums := []int64{edges, selfLoops, isolated, held}
+	if err := collective.AllreduceSlice(c, sums, collective.Sum); err != nil {
+		return err
+	}
+	maxs := []int64{maxDeg, -minDeg, int64(d.NumFeatures()), int64(d.NumClasses), d.NumNodes, -d.NumNodes}
+	if err := collective.AllreduceSlice(c, maxs, collective.Max); err != nil {
+		return err
+	}
+	fsum := []float64{sumSq, load}
+	if err := collective.AllreduceSlice(c, fsum[:1], collective.Sum); err != nil {
+		return err
+	}
+	if err := collective.AllreduceSlice(c, fsum[1:], collective.Max); err != nil {
+		return err
+	}
+	rows, _, err := collective.AllgatherSlice(c, []int64{held})
+	if err != nil {
+		return err
+	}
+	if maxs[4] != -maxs[5] {
+		return fmt.Errorf("info: ranks disagree on the number of vertices of %s", path)
+	}
+	n := maxs[4]
+	if sums[3] != n {
+		return fmt.Errorf("info: ranks hold %d rows of %d vertices", sums[3], n)
+	}
+	mean := float64(sums[0]) / float64(max(n, 1))
+	in := DatasetInfo{
+		Path: path, Name: d.Name, Nodes: n, Edges: sums[0], Features: int(maxs[2]), Classes: int(maxs[3]),
+		Splits: map[string][]int{}, MinDegree: -maxs[1], MaxDegree: maxs[0], MeanDegree: mean,
+		StdDegree: math.Sqrt(math.Max(fsum[0]/float64(max(n, 1))-mean*mean, 0)),
+		Isolated:  sums[2], SelfLoops: sums[1], RowsPerRank: rows, LoadSeconds: fsum[1],
+	}
+	if n == 0 {
+		in.MinDegree = 0
+	}
+	for name, s := range d.Splits {
+		in.Splits[name] = []int{len(s.Train), len(s.Valid), len(s.Test)}
+	}
+	env.Printf("dataset   %s (%s)\n", in.Name, path)
+	env.Printf("nodes     %d\nedges     %d\nfeatures  %d\nclasses   %d\n", in.Nodes, in.Edges, in.Features, in.Classes)
+	for _, name := range d.SplitNames() {
+		s := in.Splits[name]
+		env.Printf("split     %s: %d/%d/%d (train/valid/test)\n", name, s[0], s[1], s[2])
+	}
+	env.Printf("degree    min %d, max %d, mean %.2f, std %.2f; %d isolated, %d self-loops\n",
+		in.MinDegree, in.MaxDegree, in.MeanDegree, in.StdDegree, in.Isolated, in.SelfLoops)
+	env.Printf("ranks     %d (%s), rows per rank %v, load %.3fs (slowest rank)\n", p, env.Backend, rows, in.LoadSeconds)
+	result := map[string]any{"dataset": in}
+	if showGPU {
+		g, err := gpuInfo(env)
+		if err != nil {
+			return err
+		}
+		result["gpu"] = g
+	}
+	return env.Finish(result)
+}
+
+// gpuInfo discovers the GPUs on every rank and binds each rank to one by
+// its local rank on the node.
+func gpuInfo(env *Env) (map[string]any, error) {
+	c := env.Comm
+	devs, derr := gpu.DiscoverSystem()
+	localRank, localSize, ok := gpu.LocalRankFromEnv(getenv)
+	if !ok {
+		var err error
+		if localRank, localSize, err = collective.LocalRank(c); err != nil {
+			return nil, err
+		}
+	}
+	out := map[string]any{"local_rank": localRank, "local_size": localSize}
+	if c.Rank() == 0 && !env.JSON {
+		gpu.Report(env.Out, devs, derr)
+	}
+	if derr != nil {
+		out["error"] = derr.Error()
+		return out, nil
+	}
+	out["devices"] = devs
+	dev, err := gpu.Bind(localRank, devs)
+	if err != nil {
+		return nil, err
+	}
+	out["bound"] = dev.Index
+	env.Printf("rank 0 is local rank %d of %d and binds to GPU %d (%s)\n", localRank, localSize, dev.Index, dev.Name)
+	return out, nil
+}

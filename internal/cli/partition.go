@@ -1,0 +1,87 @@
+package cli
+
+import (
+	"flag"
+	"fmt"
+	"time"
+
+	"gnnmpi/graph"
+)
+
+func partitionCmd() *Command {
+	return &Command{
+		Name:    "partition",
+		Summary: "partition a dataset's vertices (block, random, METIS) and write the partition book",
+		Usage:   "--data PATH --parts K --out BOOK",
+		Flags: func(fs *flag.FlagSet) func(*Env) error {
+			data := fs.String("data", "data/cora", "dataset")
+			parts := fs.Int("parts", 0, "number of parts (default: number of ranks)")
+			method := fs.String("method", "metis", "block, random or metis")
+			split := fs.String("split", "", "split whose train/valid/test vertices METIS balances (default: the dataset's first; \"none\" balances vertices only)")
+			seed := fs.Uint64("seed", 1, "random seed")
+			out := fs.String("out", "", "partition book to write (.gz for gzip)")
+			return func(env *Env) error {
+				k := *parts
+				if k == 0 {
+					k = env.Comm.Size()
+				}
+				if *out == "" {
+					return fmt.Errorf("partition: --out is required")
+				}
+				return RankZero(env.Comm, func() error { return partition(env, *data, k, *method, *split, *seed, *out) })
+			}
+		},
+	}
+}
+
+func partition(env *Env, data string, k int, method, split string, seed uint64, out string) error {
+	if k < 1 {
+		return fmt.Errorf("partition: --parts %d < 1", k)
+	}
+	d, err := graph.Load(data, graph.ReadOptions{NoFeatures: true})
+	if err != nil {
+		return err
+	}
+	if split == "" {
+		split, _, _ = d.DefaultSplit()
+	} else if split == "none" {
+		split = ""
+	} else if _, ok := d.Splits[split]; !ok {
+		return fmt.Errorf("partition: %s has no split %q (have %v)", data, split, d.SplitNames())
+	}
+	t0 := time.Now()
+	var b *graph.PartitionBook
+	switch method {
+	case "block":
+		b = graph.BlockPartition(d.NumNodes, k)
+	case "random":
+		b = graph.RandomPartition(d.NumNodes, k, seed)
+	case "metis":
+		if b, err = graph.MetisPartition(d, k, split, int(seed)); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("partition: unknown --method %q (want block, random or metis)", method)
+	}
+	took := time.Since(t0)
+	if err := graph.WriteBook(out, b); err != nil {
+		return err
+	}
+	cut := b.EdgeCut(d.Adj)
+	env.Printf("partitioned %s into %d parts with %s in %.2fs: edge cut %d of %d (%.1f%%), sizes %v\n",
+		data, k, method, took.Seconds(), cut, d.NumEdges(), 100*float64(cut)/float64(max(d.NumEdges(), 1)), b.Sizes())
+	if s, ok := d.Splits[split]; ok && split != "" {
+		bal := b.Balance(mask(d.NumNodes, s.Train), mask(d.NumNodes, s.Valid), mask(d.NumNodes, s.Test))
+		env.Printf("balance (max/mean) of split %s: train %.3f, valid %.3f, test %.3f\n", split, bal[0], bal[1], bal[2])
+	}
+	env.Printf("wrote %s\n", out)
+	return nil
+}
+
+func mask(n int64, ids []int64) []bool {
+	m := make([]bool, n)
+	for _, v := range ids {
+		m[v] = true
+	}
+	return m
+}

@@ -1,0 +1,97 @@
+package cli
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"syscall"
+
+	"gnnmpi/collective"
+	"gnnmpi/collective/collectivetest"
+)
+
+func selftestCmd() *Command {
+	return &Command{
+		Name:    "selftest",
+		Summary: "run the collective conformance suite on this backend (checks an MPI installation)",
+		Flags: func(fs *flag.FlagSet) func(*Env) error {
+			failRank := fs.Int("fail-rank", -1, "fault injection: this rank fails (-1: none)")
+			failMode := fs.String("fail-mode", "error", "how the rank fails: error (returns an error), panic, exit (exits without finalizing MPI), kill (SIGKILL itself)")
+			failAfter := fs.Int("fail-after", 3, "the failing rank fails after this many cases")
+			return func(env *Env) error {
+				return selftest(env, *failRank, *failMode, *failAfter)
+			}
+		},
+	}
+}
+
+func selftest(env *Env, failRank int, failMode string, failAfter int) error {
+	c := env.Comm
+	switch failMode {
+	case "error", "panic", "exit", "kill":
+	default:
+		return fmt.Errorf("selftest: unknown --fail-mode %q (want error, panic, exit or kill)", failMode)
+	}
+	cases := collectivetest.Cases()
+	failed := make([]int64, len(cases))
+	ran := make([]bool, len(cases))
+	for i, tc := range cases {
+		if i == failAfter && c.Rank() == failRank {
+			env.Progress("rank %d: injected failure (%s)", failRank, failMode)
+			fmt.Fprintf(env.Err, "gnnmpi: rank %d: injected failure (%s) before case %s\n", c.Rank(), failMode, tc.Name)
+			switch failMode {
+			case "error":
+				return fmt.Errorf("selftest: injected failure on rank %d", c.Rank())
+			case "panic":
+				panic("selftest: injected panic")
+			case "exit":
+				os.Exit(3)
+			case "kill":
+				_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			}
+		}
+		if c.Size() < tc.MinRanks {
+			continue
+		}
+		ran[i] = true
+		restore := collective.SetPhase(c, tc.Name)
+		err := tc.Fn(c)
+		restore()
+		if err != nil {
+			if collectivetest.IsCommError(err) {
+				return fmt.Errorf("selftest %s: %w", tc.Name, err)
+			}
+			fmt.Fprintf(env.Err, "gnnmpi: rank %d: selftest %s: %v\n", c.Rank(), tc.Name, err)
+			failed[i] = 1
+		}
+	}
+	restore := collective.SetPhase(c, "verdict")
+	if err := collective.AllreduceSlice(c, failed, collective.Sum); err != nil {
+		return err
+	}
+	restore()
+	nfail := 0
+	results := map[string]string{}
+	for i, tc := range cases {
+		switch {
+		case !ran[i]:
+			results[tc.Name] = "skip"
+			env.Printf("  %-24s skip (needs %d ranks)\n", tc.Name, tc.MinRanks)
+		case failed[i] > 0:
+			nfail++
+			results[tc.Name] = "fail"
+			env.Printf("  %-24s FAIL on %d rank(s)\n", tc.Name, failed[i])
+		default:
+			results[tc.Name] = "pass"
+			env.Printf("  %-24s ok\n", tc.Name)
+		}
+	}
+	env.Printf("selftest: %d ranks, backend %s: %d of %d cases failed\n", c.Size(), env.Backend, nfail, len(cases))
+	if err := env.Finish(map[string]any{"cases": results, "failed": nfail}); err != nil {
+		return err
+	}
+	if nfail > 0 {
+		return fmt.Errorf("selftest: %d cases failed", nfail)
+	}
+	return nil
+}

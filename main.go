@@ -1,0 +1,195 @@
+// Command gnnmpi trains graph neural networks on HPC clusters. Every rank
+// runs this same binary (mpirun, srun); ranks communicate only through the
+// collectives of package collective.
+//
+// Usage:
+//
+//	gnnmpi [--ranks N] [--metrics FILE] [--json] COMMAND [flags]
+//	mpirun -np N gnnmpi COMMAND [flags]
+//
+// Under an MPI launcher the MPI backend is used; otherwise --ranks N runs N
+// ranks as goroutines of this process (default 1). After MPI starts, an
+// error or panic on any rank aborts the whole job (MPI_Abort) with a non-zero
+// exit status.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"gnnmpi/collective"
+	"gnnmpi/collective/inproc"
+	"gnnmpi/collective/mpi"
+	"gnnmpi/internal/cli"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+type globalFlags struct {
+	ranks       int
+	metrics     string
+	json        bool
+	commTimeout time.Duration
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("gnnmpi", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var g globalFlags
+	fs.IntVar(&g.ranks, "ranks", 0, "run N in-process ranks (goroutines) instead of MPI processes")
+	fs.StringVar(&g.metrics, "metrics", "", "append JSONL metrics to this file (rank 0)")
+	fs.BoolVar(&g.json, "json", false, "print the final metrics object as JSON")
+	fs.DurationVar(&g.commTimeout, "comm-timeout", 10*time.Minute, "in-process ranks: fail a call blocked longer than this (deadlock)")
+	fs.Usage = func() { cli.Help(stderr) }
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	rest := fs.Args()
+	if len(rest) == 0 || rest[0] == "help" || rest[0] == "-h" || rest[0] == "--help" {
+		cli.Help(stdout)
+		if len(rest) == 0 {
+			return 2
+		}
+		return 0
+	}
+	cmd := cli.Lookup(rest[0])
+	if cmd == nil {
+		fmt.Fprintf(stderr, "gnnmpi: unknown command %q\n\n", rest[0])
+		cli.Help(stderr)
+		return 2
+	}
+	cfs := flag.NewFlagSet("gnnmpi "+cmd.Name, flag.ContinueOnError)
+	cfs.SetOutput(stderr)
+	cfs.BoolVar(&g.json, "json", g.json, "print the final metrics object as JSON")
+	cfs.StringVar(&g.metrics, "metrics", g.metrics, "append JSONL metrics to this file (rank 0)")
+	runCmd := cmd.Flags(cfs)
+	cfs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: gnnmpi %s %s [flags]\n\n%s\n\nflags:\n", cmd.Name, cmd.Usage, cmd.Summary)
+		cfs.PrintDefaults()
+	}
+	// Flags are parsed on every rank before the backend starts, so a bad
+	// flag fails every rank alike without a collective.
+	if err := cfs.Parse(interleave(cfs, rest[1:])); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	var metrics io.Writer
+	if g.metrics != "" {
+		f, err := os.OpenFile(g.metrics, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		if err != nil {
+			fmt.Fprintf(stderr, "gnnmpi: %v\n", err)
+			return 1
+		}
+		defer f.Close()
+		metrics = f
+	}
+	launched := mpi.Launched(os.Getenv)
+	if launched {
+		if g.ranks > 0 {
+			fmt.Fprintf(stderr, "gnnmpi: --ranks runs in-process ranks and cannot be combined with an MPI launcher\n")
+			return 2
+		}
+		if !mpi.Available {
+			// A nompi binary under mpirun would run p independent copies.
+			fmt.Fprintf(stderr, "gnnmpi: %v\n", mpi.ErrNoMPI)
+			return 1
+		}
+		return runMPI(cmd.Name, runCmd, g, metrics, stdout, stderr)
+	}
+	p := max(g.ranks, 1)
+	err := inproc.Run(p, inproc.Options{Timeout: g.commTimeout}, func(c collective.Comm) error {
+		env := cli.NewEnv(collective.WithStats(c, nil), "inproc", cmd.Name, stdout, stderr, metrics, g.json)
+		return runCmd(env)
+	})
+	if err != nil {
+		fmt.Fprintf(stderr, "gnnmpi: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// runMPI runs the command on this MPI rank. Any error or panic after MPI
+// starts ends the whole job through MPI_Abort, so no rank is left waiting.
+func runMPI(name string, runCmd func(*cli.Env) error, g globalFlags, metrics io.Writer, stdout, stderr io.Writer) (code int) {
+	world, err := mpi.Init()
+	if err != nil {
+		fmt.Fprintf(stderr, "gnnmpi: %v\n", err)
+		return 1
+	}
+	comm := collective.WithStats(world, nil)
+	fail := func(err error) {
+		if errors.Is(err, collective.ErrAborted) {
+			// Another rank failed and is aborting the job; give it the time
+			// to print its error, then make sure the job ends.
+			time.Sleep(3 * time.Second)
+		} else {
+			fmt.Fprintf(stderr, "gnnmpi: rank %d: %v\n", world.Rank(), err)
+		}
+		if world.Size() > 1 {
+			world.Abort(1)
+		}
+		_ = mpi.Finalize()
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			fail(fmt.Errorf("panic: %v\n%s", v, debug.Stack()))
+			code = 1
+		}
+	}()
+	env := cli.NewEnv(comm, "mpi", name, stdout, stderr, metrics, g.json)
+	if err := runCmd(env); err != nil {
+		fail(err)
+		return 1
+	}
+	if err := mpi.Finalize(); err != nil {
+		fmt.Fprintf(stderr, "gnnmpi: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// interleave moves positional arguments after the flags, so that
+// `gnnmpi gen rmat --scale 20` parses like `gnnmpi gen --scale 20 rmat`.
+func interleave(fs *flag.FlagSet, args []string) []string {
+	var flags, pos []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			pos = append(pos, args[i+1:]...)
+			i = len(args)
+		case strings.HasPrefix(a, "-"):
+			flags = append(flags, a)
+			// A non-boolean flag without "=" takes the next argument.
+			if !strings.Contains(a, "=") && i+1 < len(args) && !isBoolFlag(fs, a) {
+				flags = append(flags, args[i+1])
+				i++
+			}
+		default:
+			pos = append(pos, a)
+		}
+	}
+	return append(flags, pos...)
+}
+
+func isBoolFlag(fs *flag.FlagSet, arg string) bool {
+	f := fs.Lookup(strings.TrimLeft(arg, "-"))
+	if f == nil {
+		return true // unknown: let Parse report it
+	}
+	b, ok := f.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
+}
