@@ -139,7 +139,7 @@ func runMPI(name string, runCmd func(*cli.Env) error, g globalFlags, metrics io.
 			fmt.Fprintf(stderr, "gnnmpi: rank %d: %v\n", world.Rank(), err)
 		}
 		if world.Size() > 1 {
-			world.Abort(1)
+			collective.Abort(world, 1)
 		}
 		_ = mpi.Finalize()
 	}

@@ -1,0 +1,208 @@
+package mpitest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"gnnmpi/collective"
+)
+
+var bin, binNompi, root string
+
+func TestMain(m *testing.M) {
+	if os.Getenv("GNNMPI_MPI_TESTS") != "1" {
+		fmt.Println("mpitest: skipped (set GNNMPI_MPI_TESTS=1; ./run.sh test does)")
+		os.Exit(m.Run())
+	}
+	dir, err := os.MkdirTemp("", "gnnmpi-mpitest")
+	if err != nil {
+		panic(err)
+	}
+	_, file, _, _ := runtime.Caller(0)
+	root = filepath.Join(filepath.Dir(file), "..", "..")
+	bin = filepath.Join(dir, "gnnmpi")
+	binNompi = filepath.Join(dir, "gnnmpi-nompi")
+	for _, b := range [][]string{{"-o", bin}, {"-tags", "nompi", "-o", binNompi}} {
+		cmd := exec.Command("go", append(append([]string{"build"}, b...), ".")...)
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "mpitest: build failed: %v\n%s", err, out)
+			os.Exit(1)
+		}
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func skipUnlessMPI(t *testing.T) {
+	t.Helper()
+	if bin == "" {
+		t.Skip("set GNNMPI_MPI_TESTS=1 to run the mpirun tests")
+	}
+}
+
+type result struct {
+	stdout, stderr string
+	code           int
+	took           time.Duration
+}
+
+// mpirun runs `mpirun -np np --oversubscribe program args...` in the
+// repository root, killing it after limit.
+func mpirun(t *testing.T, limit time.Duration, np int, program string, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	full := append([]string{"-np", fmt.Sprint(np), "--oversubscribe", program}, args...)
+	cmd := exec.CommandContext(ctx, "mpirun", full...)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1", "OMPI_MCA_rmaps_base_oversubscribe=1")
+	var so, se bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &so, &se
+	start := time.Now()
+	err := cmd.Run()
+	r := result{stdout: so.String(), stderr: se.String(), took: time.Since(start)}
+	if ctx.Err() != nil {
+		t.Fatalf("mpirun %v did not finish within %v\nstderr:\n%s", full, limit, r.stderr)
+	}
+	if ee, ok := err.(*exec.ExitError); ok {
+		r.code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("mpirun: %v", err)
+	}
+	return r
+}
+
+// local runs the binary without mpirun (in-process ranks).
+func local(t *testing.T, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = root
+	var so, se bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &so, &se
+	err := cmd.Run()
+	r := result{stdout: so.String(), stderr: se.String()}
+	if ee, ok := err.(*exec.ExitError); ok {
+		r.code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+type final struct {
+	Backend string         `json:"backend"`
+	Ranks   int            `json:"ranks"`
+	Failed  int            `json:"failed"`
+	Cases   map[string]any `json:"cases"`
+	Comm    struct {
+		PerRank []collective.Snapshot `json:"per_rank"`
+	} `json:"comm"`
+	Dataset map[string]any `json:"dataset"`
+}
+
+func decode(t *testing.T, r result) final {
+	t.Helper()
+	var f final
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &f), "stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+	return f
+}
+
+func withoutTime(s []collective.Snapshot) []collective.Snapshot {
+	out := make([]collective.Snapshot, len(s))
+	for i, x := range s {
+		out[i] = x.WithoutTime()
+	}
+	return out
+}
+
+// The conformance suite passes under mpirun at every np, and every rank's
+// byte counts, per phase and kind of call, equal those of the in-process
+// backend running the same program.
+func TestSelftestMatchesInproc(t *testing.T) {
+	skipUnlessMPI(t)
+	for _, np := range []int{1, 2, 3, 4} {
+		t.Run(fmt.Sprintf("np=%d", np), func(t *testing.T) {
+			m := mpirun(t, 2*time.Minute, np, bin, "selftest", "--json")
+			require.Equal(t, 0, m.code, "stderr:\n%s", m.stderr)
+			fm := decode(t, m)
+			require.Equal(t, "mpi", fm.Backend)
+			require.Equal(t, np, fm.Ranks)
+			require.Zero(t, fm.Failed)
+			require.Len(t, fm.Comm.PerRank, np)
+
+			l := local(t, "--ranks", fmt.Sprint(np), "selftest", "--json")
+			require.Equal(t, 0, l.code, "stderr:\n%s", l.stderr)
+			fl := decode(t, l)
+			require.Equal(t, "inproc", fl.Backend)
+			require.Equal(t, withoutTime(fl.Comm.PerRank), withoutTime(fm.Comm.PerRank))
+			if np > 1 {
+				require.NotZero(t, fm.Comm.PerRank[np-1].Total().SentBytes)
+			}
+		})
+	}
+}
+
+// One failing rank ends the whole job with a non-zero status within 10 s,
+// however it fails.
+func TestFailingRankEndsJob(t *testing.T) {
+	skipUnlessMPI(t)
+	for _, mode := range []string{"error", "panic", "exit", "kill"} {
+		t.Run(mode, func(t *testing.T) {
+			r := mpirun(t, 60*time.Second, 4, bin, "selftest", "--fail-rank", "2", "--fail-mode", mode, "--fail-after", "2")
+			require.NotEqual(t, 0, r.code)
+			require.Less(t, r.took, 10*time.Second, "stderr:\n%s", r.stderr)
+			require.Contains(t, r.stderr, "rank 2")
+			if mode == "error" || mode == "panic" {
+				require.Contains(t, r.stderr, "MPI_ABORT")
+			}
+		})
+	}
+}
+
+// A bad flag or input fails on every rank, with a clear message, before or
+// after MPI starts.
+func TestBadInputFailsEveryRank(t *testing.T) {
+	skipUnlessMPI(t)
+	r := mpirun(t, 60*time.Second, 3, bin, "info", "--data", "no/such/dataset")
+	require.NotEqual(t, 0, r.code)
+	require.Less(t, r.took, 10*time.Second)
+	require.Contains(t, r.stderr, "no/such/dataset")
+}
+
+// `info` on 4 ranks loads Cora distributed and reports the published sizes.
+func TestInfoCoraDistributed(t *testing.T) {
+	skipUnlessMPI(t)
+	r := mpirun(t, 2*time.Minute, 4, bin, "info", "--data", "data/cora", "--json")
+	require.Equal(t, 0, r.code, "stderr:\n%s", r.stderr)
+	f := decode(t, r)
+	d := f.Dataset
+	require.EqualValues(t, 2708, d["nodes"])
+	require.EqualValues(t, 10556, d["edges"])
+	require.EqualValues(t, 1433, d["features"])
+	require.EqualValues(t, 7, d["classes"])
+	require.Equal(t, []any{140.0, 500.0, 1000.0}, d["splits"].(map[string]any)["planetoid"])
+	rows := d["rows_per_rank"].([]any)
+	require.Equal(t, []any{677.0, 677.0, 677.0, 677.0}, rows, "each rank holds only its own rows")
+}
+
+// A binary built without MPI refuses to run under mpirun instead of
+// running p independent copies.
+func TestNompiRefusesUnderMpirun(t *testing.T) {
+	skipUnlessMPI(t)
+	r := mpirun(t, 60*time.Second, 2, binNompi, "selftest")
+	require.NotEqual(t, 0, r.code)
+	require.True(t, strings.Contains(r.stderr, "built without MPI"), "stderr:\n%s", r.stderr)
+}
