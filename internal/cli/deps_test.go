@@ -1,0 +1,38 @@
+package cli
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// The import graph flows one way (STYLE.md §2). Each package lists the
+// gnnmpi packages it must not depend on, directly or indirectly.
+func TestImportDirection(t *testing.T) {
+	forbidden := map[string][]string{
+		"gnnmpi/sparse":                    {"gnnmpi/collective", "gnnmpi/graph", "gnnmpi/dense", "gnnmpi/model"},
+		"gnnmpi/dense":                     {"gnnmpi/collective", "gnnmpi/graph", "gnnmpi/sparse"},
+		"gnnmpi/collective":                {"gnnmpi/graph", "gnnmpi/sparse", "gnnmpi/dense", "gnnmpi/collective/mpi", "gnnmpi/collective/inproc", "gnnmpi/gpu"},
+		"gnnmpi/collective/inproc":         {"gnnmpi/collective/mpi", "gnnmpi/graph"},
+		"gnnmpi/collective/mpi":            {"gnnmpi/collective/inproc", "gnnmpi/graph"},
+		"gnnmpi/gpu":                       {"gnnmpi/collective", "gnnmpi/graph", "gnnmpi/sparse"},
+		"gnnmpi/graph":                     {"gnnmpi/collective", "gnnmpi/gpu", "gnnmpi/model"},
+		"gnnmpi/graph/metis":               {"gnnmpi/graph", "gnnmpi/sparse"},
+		"gnnmpi/model":                     {"gnnmpi/collective", "gnnmpi/graph"},
+		"gnnmpi/internal/rng":              {"gnnmpi/collective", "gnnmpi/graph"},
+		"gnnmpi/collective/collectivetest": {"gnnmpi/collective/mpi", "gnnmpi/collective/inproc"},
+	}
+	for pkg, bad := range forbidden {
+		out, err := exec.Command("go", "list", "-deps", pkg).Output()
+		require.NoError(t, err, pkg)
+		deps := map[string]bool{}
+		for _, d := range strings.Fields(string(out)) {
+			deps[d] = true
+		}
+		for _, b := range bad {
+			require.False(t, deps[b], "%s must not import %s", pkg, b)
+		}
+	}
+}

@@ -1,0 +1,160 @@
+package main
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func gnnmpi(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var so, se bytes.Buffer
+	code = run(args, &so, &se)
+	return so.String(), se.String(), code
+}
+
+func infoJSON(t *testing.T, args ...string) map[string]any {
+	t.Helper()
+	so, se, code := gnnmpi(t, append(args, "--json")...)
+	require.Equal(t, 0, code, se)
+	var out map[string]any
+	require.NoError(t, json.Unmarshal([]byte(so), &out), so)
+	return out
+}
+
+func TestHelp(t *testing.T) {
+	so, _, code := gnnmpi(t, "help")
+	require.Equal(t, 0, code)
+	for _, c := range []string{"info", "gen", "convert", "partition", "selftest"} {
+		require.Contains(t, so, c)
+	}
+	_, se, code := gnnmpi(t, "info", "-h")
+	require.Equal(t, 0, code)
+	require.Contains(t, se, "-data")
+	_, se, code = gnnmpi(t, "nosuch")
+	require.Equal(t, 2, code)
+	require.Contains(t, se, `unknown command "nosuch"`)
+}
+
+// Cora loaded on 1 and 3 in-process ranks gives the same statistics.
+func TestInfoCora(t *testing.T) {
+	one := infoJSON(t, "info", "--data", "data/cora")["dataset"].(map[string]any)
+	three := infoJSON(t, "--ranks", "3", "info", "--data", "data/cora")["dataset"].(map[string]any)
+	for _, k := range []string{"nodes", "edges", "features", "classes", "max_degree", "min_degree", "isolated", "splits"} {
+		require.Equal(t, one[k], three[k], k)
+	}
+	require.EqualValues(t, 2708, three["nodes"])
+	require.EqualValues(t, 10556, three["edges"])
+	require.Equal(t, []any{903.0, 903.0, 902.0}, three["rows_per_rank"])
+}
+
+// gen → convert → info: the generated graph reads the same from csv.gz and
+// from the binary format, on any number of ranks.
+func TestGenConvertInfo(t *testing.T) {
+	dir := t.TempDir()
+	src, bin := filepath.Join(dir, "rmat"), filepath.Join(dir, "rmat.gnn")
+	_, se, code := gnnmpi(t, "--ranks", "2", "gen", "rmat", "--scale", "10", "--edgefactor", "8", "--out", src)
+	require.Equal(t, 0, code, se)
+	_, se, code = gnnmpi(t, "convert", "--data", src, "--out", bin)
+	require.Equal(t, 0, code, se)
+	a := infoJSON(t, "info", "--data", src)["dataset"].(map[string]any)
+	b := infoJSON(t, "--ranks", "3", "info", "--data", bin)["dataset"].(map[string]any)
+	require.EqualValues(t, 1024, a["nodes"])
+	require.NotZero(t, a["edges"])
+	for _, k := range []string{"nodes", "edges", "max_degree", "isolated", "self_loops"} {
+		require.Equal(t, a[k], b[k], k)
+	}
+	require.EqualValues(t, 0, a["self_loops"])
+
+	// The SBM carries features, labels and a split through the binary format.
+	sbm := filepath.Join(dir, "sbm.gnn")
+	_, se, code = gnnmpi(t, "gen", "sbm", "--nodes", "2000", "--classes", "4", "--features", "8", "--out", sbm)
+	require.Equal(t, 0, code, se)
+	s := infoJSON(t, "--ranks", "2", "info", "--data", sbm)["dataset"].(map[string]any)
+	require.EqualValues(t, 2000, s["nodes"])
+	require.EqualValues(t, 8, s["features"])
+	require.EqualValues(t, 4, s["classes"])
+	require.NotEmpty(t, s["splits"])
+}
+
+// A METIS partition book drives the distributed load.
+func TestPartitionThenInfo(t *testing.T) {
+	book := filepath.Join(t.TempDir(), "cora.book")
+	so, se, code := gnnmpi(t, "partition", "--data", "data/cora", "--parts", "4", "--method", "metis", "--out", book)
+	require.Equal(t, 0, code, se)
+	require.Contains(t, so, "edge cut")
+	d := infoJSON(t, "--ranks", "4", "info", "--data", "data/cora", "--partition", book)["dataset"].(map[string]any)
+	require.EqualValues(t, 10556, d["edges"])
+	sum := 0.0
+	for _, r := range d["rows_per_rank"].([]any) {
+		sum += r.(float64)
+	}
+	require.EqualValues(t, 2708, sum)
+	// A book for another number of ranks is refused.
+	_, se, code = gnnmpi(t, "--ranks", "2", "info", "--data", "data/cora", "--partition", book)
+	require.Equal(t, 1, code)
+	require.Contains(t, se, "4 parts for 2 ranks")
+}
+
+func writeGz(t *testing.T, path, content string) {
+	t.Helper()
+	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+	var b bytes.Buffer
+	w := gzip.NewWriter(&b)
+	_, err := w.Write([]byte(content))
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+	require.NoError(t, os.WriteFile(path, b.Bytes(), 0o644))
+}
+
+// Each kind of malformed input fails every rank with an error naming the
+// file and line.
+func TestBadInputNamesFileAndLine(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		files map[string]string
+		want  string
+	}{
+		{"id out of range", map[string]string{"raw/edge.csv.gz": "0,1\n1,0\n2,7\n"}, "raw/edge.csv.gz:3"},
+		{"malformed edge", map[string]string{"raw/edge.csv.gz": "0,1\n1;0\n"}, "raw/edge.csv.gz:2"},
+		{"ragged features", map[string]string{"raw/node-feat.csv.gz": "1,0\n0,1\n1\n"}, "raw/node-feat.csv.gz:3"},
+		{"label count", map[string]string{"raw/node-label.csv.gz": "0\n1\n"}, "raw/node-label.csv.gz"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			files := map[string]string{
+				"raw/num-node-list.csv.gz": "3\n",
+				"raw/edge.csv.gz":          "0,1\n1,0\n",
+				"raw/node-feat.csv.gz":     "1,0\n0,1\n1,1\n",
+				"raw/node-label.csv.gz":    "0\n1\n0\n",
+			}
+			for k, v := range tc.files {
+				files[k] = v
+			}
+			for k, v := range files {
+				writeGz(t, filepath.Join(dir, k), v)
+			}
+			_, se, code := gnnmpi(t, "--ranks", "2", "info", "--data", dir)
+			require.Equal(t, 1, code)
+			require.Contains(t, se, tc.want)
+		})
+	}
+	_, se, code := gnnmpi(t, "info", "--data", "no/such/dir")
+	require.Equal(t, 1, code)
+	require.Contains(t, se, "no/such/dir")
+}
+
+func TestInterleave(t *testing.T) {
+	_, se, code := gnnmpi(t, "gen", "rmat", "--scale")
+	require.Equal(t, 2, code, se)
+	_, se, code = gnnmpi(t, "gen", "--out")
+	require.Equal(t, 2, code, se)
+	_, se, code = gnnmpi(t, "gen", "tree", "--out", filepath.Join(t.TempDir(), "x"))
+	require.Equal(t, 1, code)
+	require.Contains(t, se, "want one generator")
+}
