@@ -1,0 +1,663 @@
+package graph
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"unsafe"
+
+	"gnnmpi/dense"
+	"gnnmpi/sparse"
+)
+
+// Binary dataset format, version 1, written by WriteBinary (and
+// `gnnmpi convert`), read by OpenBinary. All integers are little-endian.
+//
+//	offset  size  field
+//	0       8     magic "\x89GNNMPI\n"
+//	8       4     format version (uint32) = 1
+//	12      4     flags (uint32), 0
+//	16      8     metadata offset (uint64) = 64
+//	24      8     metadata length in bytes (uint64)
+//	32      4     CRC-32C of the metadata (uint32)
+//	36      24    reserved, zero
+//	60      4     CRC-32C of bytes [0, 60) (uint32)
+//	64      …     metadata: JSON, see binMeta
+//	…             sections, each starting at a multiple of 4096
+//
+// The sections are raw little-endian arrays: "indptr" (int64, n+1),
+// "indices" (int64, nnz), "values" (float64, nnz; weighted graphs only),
+// "features" (float32, n×f row-major), "labels" (int32, n) and one
+// "split/<name>/<train|valid|test>" (int64) per split part. The metadata
+// records each section's offset, length and CRC-32C, so that sections can
+// be memory-mapped and verified independently.
+const (
+	binMagic      = "\x89GNNMPI\n"
+	binVersion    = 1
+	binHeaderSize = 64
+	binAlign      = 4096
+	// binMaxMeta bounds the metadata block, to reject corrupt lengths
+	// before allocating.
+	binMaxMeta = 64 << 20
+)
+
+// binMeta is the JSON metadata block of a binary dataset.
+type binMeta struct {
+	Name        string       `json:"name"`
+	NumNodes    int64        `json:"num_nodes"`
+	NumEdges    int64        `json:"num_edges"`
+	Weighted    bool         `json:"weighted"`
+	HasFeatures bool         `json:"has_features"`
+	NumFeatures int          `json:"num_features"`
+	HasLabels   bool         `json:"has_labels"`
+	NumClasses  int          `json:"num_classes"`
+	Splits      []binSplit   `json:"splits"`
+	Sections    []binSection `json:"sections"`
+}
+
+// binSplit records a split's name and part sizes.
+type binSplit struct {
+	Name  string `json:"name"`
+	Train int64  `json:"train"`
+	Valid int64  `json:"valid"`
+	Test  int64  `json:"test"`
+}
+
+// binSection locates one array in the file.
+type binSection struct {
+	Name   string `json:"name"`
+	DType  string `json:"dtype"`  // int64, int32, float64 or float32
+	Count  int64  `json:"count"`  // elements
+	Offset int64  `json:"offset"` // bytes from the start of the file
+	Length int64  `json:"length"` // bytes, Count × element size
+	CRC32C uint32 `json:"crc32c"`
+}
+
+var dtypeSize = map[string]int64{"int64": 8, "int32": 4, "float64": 8, "float32": 4}
+
+// littleEndian reports whether the host stores integers little-endian, the
+// byte order of the binary format.
+var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
+
+// errBigEndian is returned by the binary reader and writer on big-endian
+// hosts, where the mapped arrays would need byte swapping.
+var errBigEndian = errors.New("graph: the binary dataset format needs a little-endian host")
+
+// asBytes returns the memory of s as bytes, without copying.
+func asBytes[T int64 | int32 | float64 | float32](s []T) []byte {
+	if len(s) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), len(s)*int(unsafe.Sizeof(s[0])))
+}
+
+// alignUp rounds x up to a multiple of binAlign.
+func alignUp(x int64) int64 { return (x + binAlign - 1) &^ (binAlign - 1) }
+
+// WriteBinary writes the whole dataset d to path in the binary format read
+// by OpenBinary. The file is written under a temporary name in the same
+// directory, synced to stable storage and renamed over path, so readers see
+// either the old file or the complete new one.
+//
+// d must be whole (Rows nil), have an adjacency and pass Validate.
+// WriteBinary returns an error on big-endian hosts.
+func WriteBinary(path string, d *Dataset) (err error) {
+	if !littleEndian {
+		return errBigEndian
+	}
+	if d.Rows != nil {
+		return fmt.Errorf("graph: WriteBinary of a partial dataset (%d of %d rows)", len(d.Rows), d.NumNodes)
+	}
+	if d.Adj == nil {
+		return errors.New("graph: WriteBinary of a dataset without adjacency")
+	}
+	if err := d.Validate(); err != nil {
+		return fmt.Errorf("graph: WriteBinary: %w", err)
+	}
+
+	meta := binMeta{
+		Name:       d.Name,
+		NumNodes:   d.NumNodes,
+		NumEdges:   d.Adj.NNZ(),
+		Weighted:   d.Adj.Values != nil,
+		HasLabels:  d.Labels != nil,
+		NumClasses: d.NumClasses,
+		Splits:     []binSplit{},
+	}
+	type part struct {
+		name, dtype string
+		count       int64
+		data        []byte
+	}
+	parts := []part{
+		{"indptr", "int64", int64(len(d.Adj.Indptr)), asBytes(d.Adj.Indptr)},
+		{"indices", "int64", int64(len(d.Adj.Indices)), asBytes(d.Adj.Indices)},
+	}
+	if meta.Weighted {
+		parts = append(parts, part{"values", "float64", int64(len(d.Adj.Values)), asBytes(d.Adj.Values)})
+	}
+	if d.Feat != nil {
+		meta.HasFeatures, meta.NumFeatures = true, d.Feat.Cols
+		data := d.Feat.Data[:d.Feat.Rows*d.Feat.Cols]
+		parts = append(parts, part{"features", "float32", int64(len(data)), asBytes(data)})
+	}
+	if d.Labels != nil {
+		parts = append(parts, part{"labels", "int32", int64(len(d.Labels)), asBytes(d.Labels)})
+	}
+	for _, name := range d.SplitNames() {
+		s := d.Splits[name]
+		meta.Splits = append(meta.Splits, binSplit{name, int64(len(s.Train)), int64(len(s.Valid)), int64(len(s.Test))})
+		for k, ids := range [...][]int64{s.Train, s.Valid, s.Test} {
+			parts = append(parts, part{"split/" + name + "/" + splitParts[k], "int64", int64(len(ids)), asBytes(ids)})
+		}
+	}
+	meta.Sections = make([]binSection, len(parts))
+	for k, p := range parts {
+		meta.Sections[k] = binSection{Name: p.name, DType: p.dtype, Count: p.count,
+			Length: int64(len(p.data)), CRC32C: checksum(p.data)}
+	}
+
+	// The sections start after the metadata, whose length depends on the
+	// offsets it records: lay out until stable (two rounds at most in
+	// practice, as the length grows by a few digits).
+	var mj []byte
+	for start := int64(-1); ; {
+		off := alignUp(binHeaderSize + int64(len(mj)))
+		if off == start {
+			break
+		}
+		start = off
+		for k := range meta.Sections {
+			meta.Sections[k].Offset = off
+			off = alignUp(off + meta.Sections[k].Length)
+		}
+		if mj, err = json.Marshal(&meta); err != nil {
+			return err
+		}
+	}
+
+	var hdr [binHeaderSize]byte
+	copy(hdr[:8], binMagic)
+	le := binary.LittleEndian
+	le.PutUint32(hdr[8:], binVersion)
+	le.PutUint64(hdr[16:], binHeaderSize)
+	le.PutUint64(hdr[24:], uint64(len(mj)))
+	le.PutUint32(hdr[32:], crc32.Checksum(mj, castagnoli))
+	le.PutUint32(hdr[60:], crc32.Checksum(hdr[:60], castagnoli))
+
+	af, err := createAtomic(path)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			af.abort()
+			err = fmt.Errorf("graph: writing %s: %w", path, err)
+		}
+	}()
+	w := bufio.NewWriterSize(af, bufSize)
+	pos := int64(0)
+	write := func(b []byte) error {
+		n, err := w.Write(b)
+		pos += int64(n)
+		return err
+	}
+	pad := func(to int64) error {
+		var zero [binAlign]byte
+		for pos < to {
+			if err := write(zero[:min(int64(len(zero)), to-pos)]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := write(hdr[:]); err != nil {
+		return err
+	}
+	if err := write(mj); err != nil {
+		return err
+	}
+	for k, p := range parts {
+		if err := pad(meta.Sections[k].Offset); err != nil {
+			return err
+		}
+		if err := write(p.data); err != nil {
+			return err
+		}
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	return af.commit()
+}
+
+// Mapping is the memory map behind a Dataset returned by OpenBinary. The
+// Dataset's arrays alias it: they are valid until Close and must not be
+// used afterwards.
+type Mapping struct {
+	mu   sync.Mutex
+	data []byte
+}
+
+// Close unmaps the file. Every slice of the Dataset that came with the
+// Mapping becomes invalid: using it afterwards crashes the program. Close
+// is idempotent, and a nil *Mapping may be closed.
+func (m *Mapping) Close() error {
+	if m == nil {
+		return nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.data == nil {
+		return nil
+	}
+	err := syscall.Munmap(m.data)
+	m.data = nil
+	return err
+}
+
+// OpenBinary opens a dataset written by WriteBinary.
+//
+// With opt.Keep nil the file is memory-mapped read-only and the Dataset's
+// arrays (Adj, Feat, Labels, splits) alias the mapping without copying:
+// pages are read from disk when first touched and shared with other
+// processes mapping the same file. The arrays are read-only; writing to
+// them crashes the program, so copy what must be modified (or load with a
+// Keep that keeps every row, which copies). The returned Mapping must be
+// closed when the Dataset is no longer used, and the Dataset is invalid
+// after Close.
+//
+// With opt.Keep set, only the kept rows are copied out (see Dataset and
+// ReadOptions), the file is unmapped before OpenBinary returns and the
+// Mapping is nil. Splits are copied whole.
+//
+// opt.NoFeatures and opt.NoLabels leave Feat and Labels nil. Unless
+// opt.NoVerify is set, the CRC-32C of every section used is verified, which
+// reads those sections in full; the header and metadata are always
+// verified. A file with the wrong magic, an unknown version, a bad
+// checksum, or that is truncated gives a *ParseError naming the file (and
+// the section) and wrapping ErrNotBinary, ErrVersion, ErrChecksum or
+// ErrTruncated.
+//
+// OpenBinary returns an error on big-endian hosts.
+func OpenBinary(path string, opt ReadOptions) (*Dataset, *Mapping, error) {
+	if !littleEndian {
+		return nil, nil, errBigEndian
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, openErr(path, err)
+	}
+	defer f.Close() // the mapping outlives the descriptor
+	st, err := f.Stat()
+	if err != nil {
+		return nil, nil, &ParseError{Path: path, Msg: "cannot stat", Err: err}
+	}
+	size := st.Size()
+	meta, err := readBinMeta(f, path, size)
+	if err != nil {
+		return nil, nil, err
+	}
+	if int64(int(size)) != size {
+		return nil, nil, parseErr(path, 0, "file too large to map on this platform")
+	}
+	data, err := syscall.Mmap(int(f.Fd()), 0, int(size), syscall.PROT_READ, syscall.MAP_SHARED)
+	if err != nil {
+		return nil, nil, &ParseError{Path: path, Msg: "cannot map", Err: err}
+	}
+	m := &Mapping{data: data}
+	d, err := binDataset(path, data, meta, opt)
+	if err != nil || opt.Keep != nil {
+		m.Close()
+		m = nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return d, m, nil
+}
+
+// readBinMeta reads and checks the header and metadata of a binary file of
+// the given size.
+func readBinMeta(r io.ReaderAt, path string, size int64) (*binMeta, error) {
+	var hdr [binHeaderSize]byte
+	n, err := r.ReadAt(hdr[:], 0)
+	if n < len(binMagic) || string(hdr[:len(binMagic)]) != binMagic {
+		if err != nil && err != io.EOF {
+			return nil, &ParseError{Path: path, Msg: "cannot read header", Err: err}
+		}
+		return nil, &ParseError{Path: path, Err: ErrNotBinary}
+	}
+	if n < binHeaderSize {
+		return nil, &ParseError{Path: path, Msg: "header", Err: ErrTruncated}
+	}
+	le := binary.LittleEndian
+	if le.Uint32(hdr[60:]) != crc32.Checksum(hdr[:60], castagnoli) {
+		return nil, &ParseError{Path: path, Msg: "header", Err: ErrChecksum}
+	}
+	if v := le.Uint32(hdr[8:]); v != binVersion {
+		return nil, &ParseError{Path: path, Msg: fmt.Sprintf("version %d (this build reads %d)", v, binVersion), Err: ErrVersion}
+	}
+	metaOff, metaLen := le.Uint64(hdr[16:]), le.Uint64(hdr[24:])
+	if metaOff < binHeaderSize || metaLen > binMaxMeta || metaOff > uint64(size) {
+		return nil, parseErr(path, 0, fmt.Sprintf("corrupt header: metadata at %d, %d bytes", metaOff, metaLen))
+	}
+	if metaOff+metaLen > uint64(size) {
+		return nil, &ParseError{Path: path, Msg: "metadata", Err: ErrTruncated}
+	}
+	mj := make([]byte, metaLen)
+	if _, err := r.ReadAt(mj, int64(metaOff)); err != nil {
+		return nil, &ParseError{Path: path, Msg: "cannot read metadata", Err: err}
+	}
+	if le.Uint32(hdr[32:]) != crc32.Checksum(mj, castagnoli) {
+		return nil, &ParseError{Path: path, Msg: "metadata", Err: ErrChecksum}
+	}
+	var meta binMeta
+	if err := json.Unmarshal(mj, &meta); err != nil {
+		return nil, &ParseError{Path: path, Msg: "malformed metadata", Err: err}
+	}
+	if err := meta.check(path, size); err != nil {
+		return nil, err
+	}
+	return &meta, nil
+}
+
+// check verifies that the metadata is self-consistent and that every
+// section lies within a file of the given size. Errors are *ParseError
+// naming path.
+func (m *binMeta) check(path string, size int64) error {
+	if m.NumNodes < 0 || m.NumNodes > maxNodes || m.NumEdges < 0 || m.NumFeatures < 0 || m.NumClasses < 0 {
+		return parseErr(path, 0, "corrupt metadata: negative or huge count")
+	}
+	want := map[string]struct {
+		dtype string
+		count int64
+	}{
+		"indptr":  {"int64", m.NumNodes + 1},
+		"indices": {"int64", m.NumEdges},
+	}
+	if m.Weighted {
+		want["values"] = struct {
+			dtype string
+			count int64
+		}{"float64", m.NumEdges}
+	}
+	if m.HasFeatures {
+		if m.NumFeatures > 0 && m.NumNodes > (1<<62)/int64(m.NumFeatures) {
+			return parseErr(path, 0, "corrupt metadata: feature matrix too large")
+		}
+		want["features"] = struct {
+			dtype string
+			count int64
+		}{"float32", m.NumNodes * int64(m.NumFeatures)}
+	}
+	if m.HasLabels {
+		want["labels"] = struct {
+			dtype string
+			count int64
+		}{"int32", m.NumNodes}
+	}
+	for _, s := range m.Splits {
+		for k, c := range [...]int64{s.Train, s.Valid, s.Test} {
+			want["split/"+s.Name+"/"+splitParts[k]] = struct {
+				dtype string
+				count int64
+			}{"int64", c}
+		}
+	}
+	seen := map[string]bool{}
+	for _, s := range m.Sections {
+		w, ok := want[s.Name]
+		if !ok || seen[s.Name] {
+			return parseErr(path, 0, fmt.Sprintf("corrupt metadata: unexpected section %q", s.Name))
+		}
+		seen[s.Name] = true
+		if s.DType != w.dtype || s.Count != w.count || s.Count < 0 || s.Length != s.Count*dtypeSize[s.DType] {
+			return parseErr(path, 0, fmt.Sprintf("corrupt metadata: section %q is %d×%s in %d bytes, want %d×%s", s.Name, s.Count, s.DType, s.Length, w.count, w.dtype))
+		}
+		if s.Offset < binHeaderSize || s.Offset%binAlign != 0 {
+			return parseErr(path, 0, fmt.Sprintf("corrupt metadata: section %q at unaligned offset %d", s.Name, s.Offset))
+		}
+		if s.Offset > size || s.Length > size-s.Offset {
+			return &ParseError{Path: path, Msg: fmt.Sprintf("section %s ends at byte %d, past the end of the %d-byte file", s.Name, s.Offset+s.Length, size), Err: ErrTruncated}
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(want)) {
+		if !seen[name] {
+			return parseErr(path, 0, fmt.Sprintf("corrupt metadata: section %q missing", name))
+		}
+	}
+	return nil
+}
+
+// section returns the section of the given name; check guarantees it
+// exists for every name binDataset asks for.
+func (m *binMeta) section(name string) binSection {
+	for _, s := range m.Sections {
+		if s.Name == name {
+			return s
+		}
+	}
+	panic("graph: internal error: missing section " + name)
+}
+
+// view returns the elements of section s of the mapped file data, aliasing
+// data; an empty section gives an empty, non-nil slice.
+func view[T int64 | int32 | float64 | float32](data []byte, s binSection) []T {
+	if s.Count == 0 {
+		return []T{}
+	}
+	return unsafe.Slice((*T)(unsafe.Pointer(&data[s.Offset])), s.Count)
+}
+
+// binDataset builds the Dataset of a mapped file, verifying checksums
+// unless opt.NoVerify.
+func binDataset(path string, data []byte, meta *binMeta, opt ReadOptions) (*Dataset, error) {
+	verify := func(s binSection) error {
+		if opt.NoVerify {
+			return nil
+		}
+		if checksum(data[s.Offset:s.Offset+s.Length]) != s.CRC32C {
+			return &ParseError{Path: path, Msg: "section " + s.Name, Err: ErrChecksum}
+		}
+		return nil
+	}
+	use := func(name string) (binSection, error) {
+		s := meta.section(name)
+		return s, verify(s)
+	}
+
+	n := meta.NumNodes
+	d := &Dataset{Name: meta.Name, NumNodes: n, Splits: map[string]Split{}}
+	sPtr, err := use("indptr")
+	if err != nil {
+		return nil, err
+	}
+	sInd, err := use("indices")
+	if err != nil {
+		return nil, err
+	}
+	indptr, indices := view[int64](data, sPtr), view[int64](data, sInd)
+	if indptr[0] != 0 || indptr[n] != meta.NumEdges {
+		return nil, parseErr(path, 0, "section indptr: corrupt row pointer")
+	}
+	var values []float64
+	if meta.Weighted {
+		s, err := use("values")
+		if err != nil {
+			return nil, err
+		}
+		values = view[float64](data, s)
+	}
+	var feat []float32
+	if meta.HasFeatures && !opt.NoFeatures {
+		s, err := use("features")
+		if err != nil {
+			return nil, err
+		}
+		feat = view[float32](data, s)
+	}
+	var labels []int32
+	if meta.HasLabels && !opt.NoLabels {
+		s, err := use("labels")
+		if err != nil {
+			return nil, err
+		}
+		labels = view[int32](data, s)
+		d.NumClasses = meta.NumClasses
+	}
+	for _, sp := range meta.Splits {
+		var parts [len(splitParts)][]int64
+		for k, part := range splitParts {
+			s, err := use("split/" + sp.Name + "/" + part)
+			if err != nil {
+				return nil, err
+			}
+			parts[k] = view[int64](data, s)
+			if opt.Keep != nil {
+				parts[k] = append([]int64{}, parts[k]...)
+			}
+		}
+		d.Splits[sp.Name] = Split{Train: parts[0], Valid: parts[1], Test: parts[2]}
+	}
+	dim := meta.NumFeatures
+
+	if opt.Keep == nil {
+		d.Adj = &sparse.CSR{NRows: n, NCols: n, Indptr: indptr, Indices: indices, Values: values}
+		if feat != nil {
+			d.Feat = &dense.Matrix{Rows: int(n), Cols: dim, Data: feat}
+		}
+		d.Labels = labels
+		return d, nil
+	}
+
+	// Copy the kept rows out of the mapping.
+	d.Rows = keptRows(n, opt.Keep)
+	held := len(d.Rows)
+	ptr := make([]int64, held+1)
+	for k, g := range d.Rows {
+		lo, hi := indptr[g], indptr[g+1]
+		if lo < 0 || hi < lo || hi > meta.NumEdges {
+			return nil, parseErr(path, 0, fmt.Sprintf("section indptr: corrupt row pointer at row %d", g))
+		}
+		ptr[k+1] = ptr[k] + hi - lo
+	}
+	adj := &sparse.CSR{NRows: int64(held), NCols: n, Indptr: ptr, Indices: make([]int64, ptr[held])}
+	if values != nil {
+		adj.Values = make([]float64, ptr[held])
+	}
+	for k, g := range d.Rows {
+		lo, hi := indptr[g], indptr[g+1]
+		copy(adj.Indices[ptr[k]:], indices[lo:hi])
+		if values != nil {
+			copy(adj.Values[ptr[k]:], values[lo:hi])
+		}
+	}
+	d.Adj = adj
+	if feat != nil {
+		d.Feat = dense.New(held, dim)
+		for k, g := range d.Rows {
+			copy(d.Feat.Data[k*dim:(k+1)*dim], feat[int(g)*dim:(int(g)+1)*dim])
+		}
+	}
+	if labels != nil {
+		d.Labels = make([]int32, held)
+		for k, g := range d.Rows {
+			d.Labels[k] = labels[g]
+		}
+	}
+	return d, nil
+}
+
+// Load reads a dataset, choosing the reader from what path is:
+//
+//   - a directory: the OGB raw layout (ReadOGB);
+//   - a file starting with the binary magic: OpenBinary;
+//   - a file named *.mtx or *.mtx.gz: ReadMatrixMarket, which must give a
+//     square matrix;
+//   - any other file: a SNAP-style edge list (ReadEdgeList).
+//
+// Matrix Market files and edge lists give a Dataset without features,
+// labels or splits, named after the file. opt applies to every kind (Keep
+// selects rows; NoVerify matters for binary files only).
+//
+// A binary file loaded without Keep stays mapped for the rest of the
+// process: the Dataset aliases read-only mapped memory that is never
+// unmapped (use OpenBinary to control the mapping's lifetime).
+func Load(path string, opt ReadOptions) (*Dataset, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, openErr(path, err)
+	}
+	if st.IsDir() {
+		return ReadOGB(path, opt)
+	}
+	if isBinary(path) {
+		d, _, err := OpenBinary(path, opt) // the mapping lives as long as the process
+		return d, err
+	}
+	var a *sparse.CSR
+	lower := strings.ToLower(path)
+	if strings.HasSuffix(lower, ".mtx") || strings.HasSuffix(lower, ".mtx.gz") {
+		if a, err = ReadMatrixMarket(path); err != nil {
+			return nil, err
+		}
+		if a.NRows != a.NCols {
+			return nil, parseErr(path, 0, fmt.Sprintf("adjacency matrix is %d×%d, not square", a.NRows, a.NCols))
+		}
+	} else if a, err = ReadEdgeList(path); err != nil {
+		return nil, err
+	}
+	name := strings.TrimSuffix(filepath.Base(path), ".gz")
+	name = strings.TrimSuffix(name, filepath.Ext(name))
+	d := &Dataset{Name: name, NumNodes: a.NRows, Adj: a, Splits: map[string]Split{}}
+	if opt.Keep != nil {
+		d.Rows = keptRows(a.NRows, opt.Keep)
+		d.Adj = selectRows(a, d.Rows)
+	}
+	return d, nil
+}
+
+// isBinary reports whether the file at path starts with the binary magic.
+func isBinary(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	var b [len(binMagic)]byte
+	_, err = io.ReadFull(f, b[:])
+	return err == nil && bytes.Equal(b[:], []byte(binMagic))
+}
+
+// selectRows returns the rows of a listed in rows, in that order, as a new
+// len(rows)×a.NCols matrix.
+func selectRows(a *sparse.CSR, rows []int64) *sparse.CSR {
+	ptr := make([]int64, len(rows)+1)
+	for k, g := range rows {
+		ptr[k+1] = ptr[k] + a.Degree(g)
+	}
+	s := &sparse.CSR{NRows: int64(len(rows)), NCols: a.NCols, Indptr: ptr, Indices: make([]int64, ptr[len(rows)])}
+	if a.Values != nil {
+		s.Values = make([]float64, ptr[len(rows)])
+	}
+	for k, g := range rows {
+		copy(s.Indices[ptr[k]:], a.Row(g))
+		if a.Values != nil {
+			copy(s.Values[ptr[k]:], a.Values[a.Indptr[g]:a.Indptr[g+1]])
+		}
+	}
+	return s
+}

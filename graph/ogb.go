@@ -1,0 +1,811 @@
+package graph
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"gnnmpi/dense"
+	"gnnmpi/sparse"
+)
+
+// ReadOptions selects what a reader loads. The zero value loads everything.
+type ReadOptions struct {
+	// Keep, if not nil, selects the rows to hold: only vertices gid with
+	// Keep(gid) true get adjacency rows, features and labels, and the
+	// Dataset's Rows lists them in ascending order. Keep is called once
+	// for every vertex of the graph, in ascending order, from the calling
+	// goroutine. nil keeps all rows.
+	Keep func(gid int64) bool
+	// NoFeatures skips the node features: Dataset.Feat is nil.
+	NoFeatures bool
+	// NoLabels skips the node labels: Dataset.Labels is nil and
+	// NumClasses is 0.
+	NoLabels bool
+	// NoVerify skips checksum verification of binary datasets
+	// (OpenBinary). Text readers ignore it. A corrupted file read with
+	// NoVerify may give a Dataset that fails Validate.
+	NoVerify bool
+}
+
+// maxNodes bounds the vertex count a text file may declare. It is far above
+// any real graph and well below the point where sizes overflow.
+const maxNodes = 1 << 40
+
+// ReadOGB reads a node-classification dataset in the OGB raw layout:
+//
+//	dir/raw/num-node-list.csv.gz  the number of vertices n (required)
+//	dir/raw/edge.csv.gz           "src,dst" per line, 0-based (required)
+//	dir/raw/num-edge-list.csv.gz  the number of edge lines (optional; checked)
+//	dir/raw/node-feat.csv.gz      n lines of comma-separated numbers (optional)
+//	dir/raw/node-label.csv.gz     n lines of one integer class (optional)
+//	dir/split/<name>/{train,valid,test}.csv.gz  vertex ids, one a line
+//
+// Each table may also be stored uncompressed, without the ".gz"; the
+// compressed file wins when both exist. Edge (src, dst) becomes the entry in
+// row src and column dst of Dataset.Adj, in file order within a row; no
+// symmetrization, sorting or deduplication is applied (see Symmetrize and
+// Dedupe). The dataset's Name is the base name of dir.
+//
+// With opt.Keep set only the kept rows are held (see Dataset), but every
+// file is streamed in full, so that the whole feature matrix is never in
+// memory; NumClasses still is 1 + the largest label in the whole file. Only
+// the kept feature rows are parsed as numbers; the others are checked for
+// their column count only. Splits always hold the whole graph's ids,
+// sorted ascending.
+//
+// Every malformed input gives a *ParseError naming the file and line.
+func ReadOGB(dir string, opt ReadOptions) (*Dataset, error) {
+	raw := filepath.Join(dir, "raw")
+	nodePath, ok := findTable(raw, "num-node-list")
+	if !ok {
+		return nil, &ParseError{Path: nodePath, Msg: "missing file", Err: fs.ErrNotExist}
+	}
+	n, err := readCount(nodePath, "number of nodes")
+	if err != nil {
+		return nil, err
+	}
+	if n > maxNodes {
+		return nil, parseErr(nodePath, 1, fmt.Sprintf("%d nodes exceeds the limit of %d", n, int64(maxNodes)))
+	}
+
+	// Find the optional tables and check that they can hold n lines before
+	// anything is allocated for n vertices.
+	var labelPath, featPath string
+	if !opt.NoLabels {
+		if p, ok := findTable(raw, "node-label"); ok {
+			labelPath = p
+			if n > maxLines(p) {
+				return nil, parseErr(p, 0, fmt.Sprintf("file too small for the %d labels %s declares", n, filepath.Base(nodePath)))
+			}
+		}
+	}
+	if !opt.NoFeatures {
+		if p, ok := findTable(raw, "node-feat"); ok {
+			featPath = p
+			if n > maxLines(p) {
+				return nil, parseErr(p, 0, fmt.Sprintf("file too small for the %d rows %s declares", n, filepath.Base(nodePath)))
+			}
+		}
+	}
+	edgePath, ok := findTable(raw, "edge")
+	if !ok {
+		return nil, &ParseError{Path: edgePath, Msg: "missing file", Err: fs.ErrNotExist}
+	}
+	if labelPath == "" && featPath == "" && !rowsPlausible(n, maxLines(edgePath)/2) {
+		// Nothing bounds n but the edge file ("0,0\n" is 4 bytes).
+		return nil, parseErr(nodePath, 1, fmt.Sprintf("%d nodes is implausible for the size of %s", n, filepath.Base(edgePath)))
+	}
+
+	name := filepath.Base(filepath.Clean(dir))
+	if abs, err := filepath.Abs(dir); err == nil {
+		name = filepath.Base(abs)
+	}
+	d := &Dataset{Name: name, NumNodes: n}
+	if opt.Keep != nil {
+		d.Rows = keptRows(n, opt.Keep)
+	}
+	if labelPath != "" {
+		if d.Labels, d.NumClasses, err = readLabels(labelPath, n, d.Rows); err != nil {
+			return nil, err
+		}
+	}
+	if featPath != "" {
+		if d.Feat, err = readFeatures(featPath, n, d.Rows); err != nil {
+			return nil, err
+		}
+	}
+
+	m := int64(-1)
+	countPath, haveCount := findTable(raw, "num-edge-list")
+	if haveCount {
+		if m, err = readCount(countPath, "number of edges"); err != nil {
+			return nil, err
+		}
+	}
+	var lines int64
+	if d.Adj, lines, err = readEdges(edgePath, n, d.Rows, m); err != nil {
+		return nil, err
+	}
+	if haveCount && lines != m {
+		return nil, parseErr(edgePath, 0, fmt.Sprintf("%d edge lines, but %s says %d", lines, filepath.Base(countPath), m))
+	}
+	if d.Splits, err = readSplits(filepath.Join(dir, "split"), n); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// keptRows returns the ascending ids g in [0, n) with keep(g).
+func keptRows(n int64, keep func(int64) bool) []int64 {
+	rows := []int64{}
+	for g := int64(0); g < n; g++ {
+		if keep(g) {
+			rows = append(rows, g)
+		}
+	}
+	return slices.Clip(rows)
+}
+
+// readCount reads a file holding one non-negative integer (what names it
+// in messages). Blank lines around it are ignored.
+func readCount(path, what string) (int64, error) {
+	lr, err := openLines(path)
+	if err != nil {
+		return 0, err
+	}
+	defer lr.close()
+	v := int64(-1)
+	for {
+		line, err := lr.next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return 0, err
+		}
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 {
+			continue
+		}
+		if v >= 0 {
+			return 0, lr.errorf("unexpected second value %s: want a single %s", quote(line), what)
+		}
+		x, ok := parseInt(line)
+		if !ok {
+			return 0, lr.errorf("malformed %s %s", what, quote(line))
+		}
+		if x < 0 {
+			return 0, lr.errorf("negative %s %d", what, x)
+		}
+		v = x
+	}
+	if v < 0 {
+		return 0, parseErr(path, 0, "empty file, want the "+what)
+	}
+	return v, nil
+}
+
+// readLabels reads n lines of one non-negative integer each. It returns the
+// labels of the held rows (all when rows is nil) and 1 + the largest label.
+func readLabels(path string, n int64, rows []int64) ([]int32, int, error) {
+	lr, err := openLines(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer lr.close()
+	held := n
+	if rows != nil {
+		held = int64(len(rows))
+	}
+	labels := make([]int32, held)
+	maxLabel := int64(-1)
+	next := 0 // index into rows of the next held vertex
+	var g int64
+	for ; ; g++ {
+		line, err := lr.next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, 0, err
+		}
+		if g >= n {
+			return nil, 0, lr.errorf("more labels than the %d nodes of num-node-list", n)
+		}
+		v, ok := parseInt(line)
+		switch {
+		case !ok:
+			return nil, 0, lr.errorf("malformed label %s: want one integer", quote(line))
+		case v < 0:
+			return nil, 0, lr.errorf("negative label %d", v)
+		case v > math.MaxInt32-1:
+			return nil, 0, lr.errorf("label %d too large", v)
+		}
+		maxLabel = max(maxLabel, v)
+		if rows == nil {
+			labels[g] = int32(v)
+		} else if next < len(rows) && rows[next] == g {
+			labels[next] = int32(v)
+			next++
+		}
+	}
+	if g != n {
+		return nil, 0, parseErr(path, 0, fmt.Sprintf("%d labels, but num-node-list declares %d nodes", g, n))
+	}
+	return labels, int(maxLabel + 1), nil
+}
+
+// readFeatures reads n lines of comma-separated numbers, all with the
+// column count of the first line, and returns the held rows.
+func readFeatures(path string, n int64, rows []int64) (*dense.Matrix, error) {
+	lr, err := openLines(path)
+	if err != nil {
+		return nil, err
+	}
+	defer lr.close()
+	held := n
+	if rows != nil {
+		held = int64(len(rows))
+	}
+	var feat *dense.Matrix
+	dim := 0
+	next := 0
+	var g int64
+	for ; ; g++ {
+		line, err := lr.next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		if g >= n {
+			return nil, lr.errorf("more feature rows than the %d nodes of num-node-list", n)
+		}
+		if len(line) == 0 {
+			return nil, lr.errorf("empty line, want %s comma-separated numbers", dimString(dim))
+		}
+		if feat == nil {
+			dim = bytes.Count(line, []byte{','}) + 1
+			// Every row takes at least 2 bytes a column.
+			if n > maxLines(path)/int64(dim)+1 || held > math.MaxInt/int64(dim) {
+				return nil, parseErr(path, 0, fmt.Sprintf("file too small for %d rows of %d columns", n, dim))
+			}
+			feat = dense.New(int(held), dim)
+		}
+		lid := int(g)
+		if rows != nil {
+			if next >= len(rows) || rows[next] != g {
+				if c := bytes.Count(line, []byte{','}) + 1; c != dim {
+					return nil, lr.errorf("ragged row: %d columns, but the first row has %d", c, dim)
+				}
+				continue
+			}
+			lid = next
+			next++
+		}
+		dst := feat.Data[lid*dim : (lid+1)*dim]
+		nf, bad, ok := parseRow(line, dst)
+		if !ok {
+			return nil, lr.errorf("column %d: malformed number %s", nf+1, quote(bad))
+		}
+		if nf != dim {
+			return nil, lr.errorf("ragged row: %d columns, but the first row has %d", nf, dim)
+		}
+	}
+	if g != n {
+		return nil, parseErr(path, 0, fmt.Sprintf("%d feature rows, but num-node-list declares %d nodes", g, n))
+	}
+	if feat == nil { // n == 0
+		feat = dense.New(0, 0)
+	}
+	return feat, nil
+}
+
+func dimString(dim int) string {
+	if dim == 0 {
+		return "some"
+	}
+	return strconv.Itoa(dim)
+}
+
+// parseRow parses the comma-separated numbers of line into dst and returns
+// how many fields line has (storing only the first len(dst)). If a field is
+// not a finite number, ok is false, nf is the field's 0-based index and bad
+// the field.
+func parseRow(line []byte, dst []float32) (nf int, bad []byte, ok bool) {
+	i := 0
+	for {
+		// Fastest path: a single digit and a comma, as in 0/1
+		// bag-of-words features.
+		for nf < len(dst) && i+1 < len(line) && line[i+1] == ',' && line[i]-'0' <= 9 {
+			dst[nf] = float32(line[i] - '0')
+			nf++
+			i += 2
+		}
+		// Fast path: a plain integer of up to 18 digits, as in count
+		// features.
+		j := i
+		neg := j < len(line) && line[j] == '-'
+		if neg {
+			j++
+		}
+		d0 := j
+		var v int64
+		for j < len(line) && line[j]-'0' <= 9 && j-d0 < 18 {
+			v = v*10 + int64(line[j]-'0')
+			j++
+		}
+		var f float32
+		if j > d0 && (j == len(line) || line[j] == ',') {
+			f = float32(v)
+			if neg {
+				f = -f
+			}
+		} else {
+			e := bytes.IndexByte(line[i:], ',')
+			if e < 0 {
+				e = len(line)
+			} else {
+				e += i
+			}
+			f, ok = parseFloat32(bytes.TrimSpace(line[i:e]))
+			if !ok {
+				return nf, line[i:e], false
+			}
+			j = e
+		}
+		if nf < len(dst) {
+			dst[nf] = f
+		}
+		nf++
+		if j == len(line) {
+			return nf, nil, true
+		}
+		i = j + 1
+	}
+}
+
+// readEdges reads "src,dst" lines into a CSR matrix with the held rows
+// (all when rows is nil) and n columns, and returns the number of lines.
+// m, if not negative, is the expected line count, used to size buffers.
+func readEdges(path string, n int64, rows []int64, m int64) (*sparse.CSR, int64, error) {
+	lr, err := openLines(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer lr.close()
+	held := n
+	if rows != nil {
+		held = int64(len(rows))
+	}
+	// Size buffers from the declared count, but never beyond what the
+	// file can hold ("0,0\n" is 4 bytes).
+	hint := int64(0)
+	if m > 0 {
+		hint = min(m, maxLines(path)/2)
+		if rows != nil && n > 0 {
+			hint = int64(float64(hint) * float64(held) / float64(n) * 1.05)
+		}
+	}
+	counts := make([]int64, held+1) // counts[lid+1] = degree of lid
+	dsts := make([]int64, 0, hint)
+	var lids []int64 // only once the file turns out not to be sorted by src
+	sorted := true
+	last := int64(0)
+	prevSrc, prevLid, prevKept := int64(-1), int64(0), false
+
+	var lines int64
+	for {
+		line, err := lr.next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, 0, err
+		}
+		lines++
+		c := bytes.IndexByte(line, ',')
+		if c < 0 {
+			return nil, 0, lr.errorf("malformed edge %s: want \"src,dst\"", quote(line))
+		}
+		src, ok1 := parseInt(line[:c])
+		dst, ok2 := parseInt(line[c+1:])
+		if !ok1 || !ok2 {
+			return nil, 0, lr.errorf("malformed edge %s: want \"src,dst\" with integer ids", quote(line))
+		}
+		if err := checkID(lr, src, n); err != nil {
+			return nil, 0, err
+		}
+		if err := checkID(lr, dst, n); err != nil {
+			return nil, 0, err
+		}
+		lid := src
+		if rows != nil {
+			if src != prevSrc {
+				prevSrc = src
+				prevLid, prevKept = searchRow(rows, src)
+			}
+			if !prevKept {
+				continue
+			}
+			lid = prevLid
+		}
+		if sorted && lid < last {
+			sorted = false
+			lids = expandRows(counts, int64(len(dsts)), int64(cap(dsts)))
+		}
+		last = lid
+		counts[lid+1]++
+		if !sorted {
+			lids = append(lids, lid)
+		}
+		dsts = append(dsts, dst)
+	}
+	if !sorted {
+		counts = nil
+		a, err := sparse.FromCOO(held, n, lids, dsts, nil)
+		if err != nil {
+			// Unreachable: every index was checked above.
+			return nil, 0, parseErr(path, 0, err.Error())
+		}
+		return a, lines, nil
+	}
+	for i := int64(1); i <= held; i++ {
+		counts[i] += counts[i-1]
+	}
+	return &sparse.CSR{NRows: held, NCols: n, Indptr: counts, Indices: dsts}, lines, nil
+}
+
+// searchRow returns the index of g in the ascending rows and
+// whether it is there.
+func searchRow(rows []int64, g int64) (int64, bool) {
+	i, ok := slices.BinarySearch(rows, g)
+	return int64(i), ok
+}
+
+// expandRows returns the row index of each of the first nnz entries of a
+// row-sorted matrix whose row degrees are counts[1:], with capacity c.
+func expandRows(counts []int64, nnz, c int64) []int64 {
+	lids := make([]int64, 0, max(nnz, c))
+	for i := int64(0); i+1 < int64(len(counts)); i++ {
+		for k := counts[i+1]; k > 0; k-- {
+			lids = append(lids, i)
+		}
+	}
+	return lids
+}
+
+// checkID reports a vertex id outside [0, n) at the current line.
+func checkID(lr *lineReader, id, n int64) error {
+	if id < 0 {
+		return lr.errorf("negative vertex id %d", id)
+	}
+	if id >= n {
+		return lr.errorf("vertex id %d out of range [0,%d)", id, n)
+	}
+	return nil
+}
+
+// splitParts names the three files of a split directory.
+var splitParts = [...]string{"train", "valid", "test"}
+
+// readSplits reads every split directory under dir. A missing dir means no
+// splits.
+func readSplits(dir string, n int64) (map[string]Split, error) {
+	splits := map[string]Split{}
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return splits, nil
+	}
+	if err != nil {
+		return nil, &ParseError{Path: dir, Msg: "cannot list splits", Err: err}
+	}
+	for _, e := range ents {
+		sub := filepath.Join(dir, e.Name())
+		if strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		if st, err := os.Stat(sub); err != nil || !st.IsDir() {
+			continue // not a split: a stray file, or a dangling link
+		}
+		var parts [len(splitParts)][]int64
+		for k, part := range splitParts {
+			p, ok := findTable(sub, part)
+			if !ok {
+				return nil, &ParseError{Path: p, Msg: "missing file of split " + e.Name(), Err: fs.ErrNotExist}
+			}
+			if parts[k], err = readIDs(p, n); err != nil {
+				return nil, err
+			}
+		}
+		splits[e.Name()] = Split{Train: parts[0], Valid: parts[1], Test: parts[2]}
+	}
+	return splits, nil
+}
+
+// readIDs reads one vertex id in [0, n) a line and returns them ascending.
+// A repeated id is an error.
+func readIDs(path string, n int64) ([]int64, error) {
+	lr, err := openLines(path)
+	if err != nil {
+		return nil, err
+	}
+	defer lr.close()
+	ids := []int64{}
+	ascending := true
+	for {
+		line, err := lr.next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		v, ok := parseInt(line)
+		if !ok {
+			return nil, lr.errorf("malformed vertex id %s: want one integer", quote(line))
+		}
+		if err := checkID(lr, v, n); err != nil {
+			return nil, err
+		}
+		if k := len(ids); k > 0 {
+			if ids[k-1] == v {
+				return nil, lr.errorf("repeated vertex id %d", v)
+			}
+			ascending = ascending && ids[k-1] < v
+		}
+		ids = append(ids, v)
+	}
+	if !ascending {
+		slices.Sort(ids)
+		for k := 1; k < len(ids); k++ {
+			if ids[k] == ids[k-1] {
+				return nil, parseErr(path, 0, fmt.Sprintf("repeated vertex id %d", ids[k]))
+			}
+		}
+	}
+	return slices.Clip(ids), nil
+}
+
+// WriteOGB writes d to dir in the OGB raw layout read by ReadOGB: gzip
+// files with modification time 0 and no file name, integers in decimal,
+// features as the shortest decimal that reads back as the same float32
+// (integer-valued features as plain integers). Edges are written row by
+// row in storage order, and num-edge-list is written alongside. Each file
+// is replaced atomically, but the dataset as a whole is not: a reader
+// running concurrently may see a mix of old and new files.
+//
+// Tables of d's layout that d does not have (features, labels, splits) are
+// removed from dir, so that reading dir back gives d; a stale split
+// directory holding other files is an error.
+//
+// d must be whole (Rows nil), valid, unweighted (the OGB layout has no edge
+// weights) and hold only finite features.
+func WriteOGB(dir string, d *Dataset) error {
+	if d.Rows != nil {
+		return fmt.Errorf("graph: WriteOGB of a partial dataset (%d of %d rows)", len(d.Rows), d.NumNodes)
+	}
+	if err := d.Validate(); err != nil {
+		return fmt.Errorf("graph: WriteOGB: %w", err)
+	}
+	if d.Adj != nil && d.Adj.Values != nil {
+		return errors.New("graph: WriteOGB: the OGB layout cannot store edge weights")
+	}
+	if d.Feat != nil {
+		for k, v := range d.Feat.Data {
+			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+				return fmt.Errorf("graph: WriteOGB: feature (%d,%d) is %v", k/d.Feat.Cols, k%d.Feat.Cols, v)
+			}
+		}
+	}
+	raw := filepath.Join(dir, "raw")
+	if err := os.MkdirAll(raw, 0o755); err != nil {
+		return err
+	}
+	nnz := d.NumEdges()
+	if err := writeTable(raw, "num-node-list", func(w *bufio.Writer) error {
+		_, err := w.WriteString(strconv.FormatInt(d.NumNodes, 10) + "\n")
+		return err
+	}); err != nil {
+		return err
+	}
+	if err := writeTable(raw, "num-edge-list", func(w *bufio.Writer) error {
+		_, err := w.WriteString(strconv.FormatInt(nnz, 10) + "\n")
+		return err
+	}); err != nil {
+		return err
+	}
+	if err := writeTable(raw, "edge", func(w *bufio.Writer) error {
+		if d.Adj == nil {
+			return nil
+		}
+		var buf []byte
+		for i := int64(0); i < d.Adj.NRows; i++ {
+			for _, j := range d.Adj.Row(i) {
+				buf = strconv.AppendInt(buf[:0], i, 10)
+				buf = append(buf, ',')
+				buf = strconv.AppendInt(buf, j, 10)
+				buf = append(buf, '\n')
+				if _, err := w.Write(buf); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+
+	if d.Feat != nil {
+		err := writeTable(raw, "node-feat", func(w *bufio.Writer) error {
+			var buf []byte
+			for i := 0; i < d.Feat.Rows; i++ {
+				buf = buf[:0]
+				for k, v := range d.Feat.Row(i) {
+					if k > 0 {
+						buf = append(buf, ',')
+					}
+					buf = appendFloat32(buf, v)
+				}
+				buf = append(buf, '\n')
+				if _, err := w.Write(buf); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	} else if err := removeTable(raw, "node-feat"); err != nil {
+		return err
+	}
+
+	if d.Labels != nil {
+		err := writeTable(raw, "node-label", func(w *bufio.Writer) error {
+			return writeInts(w, d.Labels)
+		})
+		if err != nil {
+			return err
+		}
+	} else if err := removeTable(raw, "node-label"); err != nil {
+		return err
+	}
+
+	splitDir := filepath.Join(dir, "split")
+	if err := removeStaleSplits(splitDir, d.Splits); err != nil {
+		return err
+	}
+	for _, name := range d.SplitNames() {
+		if name == "" || name == "." || name == ".." || strings.ContainsAny(name, `/\`) || strings.HasPrefix(name, ".") {
+			return fmt.Errorf("graph: WriteOGB: split name %q is not a valid directory name", name)
+		}
+		s := d.Splits[name]
+		sd := filepath.Join(splitDir, name)
+		if err := os.MkdirAll(sd, 0o755); err != nil {
+			return err
+		}
+		for k, ids := range [...][]int64{s.Train, s.Valid, s.Test} {
+			if !slices.IsSorted(ids) {
+				ids = slices.Sorted(slices.Values(ids))
+			}
+			if err := writeTable(sd, splitParts[k], func(w *bufio.Writer) error {
+				return writeInts(w, ids)
+			}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// removeStaleSplits removes the split directories under dir that keep does
+// not name, provided they hold nothing but split tables.
+func removeStaleSplits(dir string, keep map[string]Split) error {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil // nothing there (or nothing we may touch)
+	}
+	for _, e := range ents {
+		if _, ok := keep[e.Name()]; ok || !e.IsDir() || strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		sub := filepath.Join(dir, e.Name())
+		files, err := os.ReadDir(sub)
+		if err != nil {
+			return err
+		}
+		for _, f := range files {
+			base := strings.TrimSuffix(strings.TrimSuffix(f.Name(), ".gz"), ".csv")
+			if f.IsDir() || !slices.Contains(splitParts[:], base) {
+				return fmt.Errorf("graph: WriteOGB: stale split directory %s holds %s; remove it", sub, f.Name())
+			}
+		}
+		if err := os.RemoveAll(sub); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// removeTable removes both forms of the table base in dir, if present.
+func removeTable(dir, base string) error {
+	for _, p := range []string{base + ".csv.gz", base + ".csv"} {
+		if err := os.Remove(filepath.Join(dir, p)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeTable atomically writes dir/base.csv.gz with the content fill
+// writes, and removes a stale uncompressed dir/base.csv.
+func writeTable(dir, base string, fill func(w *bufio.Writer) error) (err error) {
+	path := filepath.Join(dir, base+".csv.gz")
+	af, err := createAtomic(path)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			af.abort()
+			err = fmt.Errorf("graph: writing %s: %w", path, err)
+		}
+	}()
+	zw, err := gzip.NewWriterLevel(af, gzip.DefaultCompression) // zero Header: mtime 0, no name
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriterSize(zw, bufSize)
+	if err := fill(w); err != nil {
+		return err
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	if err := zw.Close(); err != nil {
+		return err
+	}
+	if err := af.commit(); err != nil {
+		return err
+	}
+	if err := os.Remove(filepath.Join(dir, base+".csv")); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// writeInts writes one integer a line.
+func writeInts[T int32 | int64](w *bufio.Writer, xs []T) error {
+	var buf []byte
+	for _, x := range xs {
+		buf = strconv.AppendInt(buf[:0], int64(x), 10)
+		buf = append(buf, '\n')
+		if _, err := w.Write(buf); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// appendFloat32 appends the shortest decimal form of v that parses back to
+// v as a float32; integers in (-2²⁴, 2²⁴) are written without exponent or
+// point.
+func appendFloat32(b []byte, v float32) []byte {
+	if v > -1<<24 && v < 1<<24 && v == float32(int32(v)) && !(v == 0 && math.Signbit(float64(v))) {
+		return strconv.AppendInt(b, int64(v), 10)
+	}
+	return strconv.AppendFloat(b, float64(v), 'g', -1, 32)
+}

@@ -1,0 +1,409 @@
+package graph
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+
+	"gnnmpi/sparse"
+)
+
+// rowsPlausible reports whether a text reader may allocate a row pointer
+// for nrows rows when the file holds nnz entries. Any matrix with up to 2²⁴
+// rows passes; larger ones need at least one entry per 64 rows. This stops
+// a corrupt or hostile size (a huge vertex id, a huge declared dimension)
+// from exhausting memory.
+func rowsPlausible(nrows, nnz int64) bool {
+	return nrows <= 1<<24 || nrows/64 <= nnz
+}
+
+// ReadEdgeList reads a SNAP-style edge list: one edge "src dst" or
+// "src dst weight" a line, fields separated by spaces or tabs, 0-based
+// integer vertex ids and a finite real weight. Lines whose first non-blank
+// character is '#' or '%' are comments; blank lines are skipped. Either all
+// edges have a weight (the result has Values) or none has. A file whose name
+// ends in ".gz" is decompressed.
+//
+// The result is n×n with n = 1 + the largest id, unless a comment before
+// the first edge has a SNAP header "Nodes: N" (as in
+// "# Nodes: 4039 Edges: 88234"): then n = N and every id must lie in
+// [0, N). The header's edge count is not checked, as SNAP files do not
+// agree on whether it counts directed lines or undirected edges. Edge
+// (src, dst) is the entry in row src and column dst; rows keep file order
+// and duplicates (see Dedupe).
+//
+// Malformed input gives a *ParseError naming the file and line.
+//
+// BUG(graph): Some SNAP files declare fewer "Nodes:" than their largest id
+// (their ids are not contiguous); ReadEdgeList rejects them. Remove the
+// header or relabel the ids. Files with more than 2²⁴ vertices and fewer
+// than one edge per 64 vertices are rejected as implausible.
+func ReadEdgeList(path string) (*sparse.CSR, error) {
+	lr, err := openLines(path)
+	if err != nil {
+		return nil, err
+	}
+	defer lr.close()
+	declared, headerLine := int64(-1), 0
+	weighted := -1 // unknown until the first edge
+	maxID := int64(-1)
+	var srcs, dsts []int64
+	var vals []float64
+	var f [3][]byte
+	for {
+		line, err := lr.next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		t := bytes.TrimLeft(line, " \t\v\f\r")
+		if len(t) == 0 {
+			continue
+		}
+		if t[0] == '#' || t[0] == '%' {
+			if declared < 0 && len(srcs) == 0 {
+				if n, ok, err := snapNodes(lr, t); err != nil {
+					return nil, err
+				} else if ok {
+					declared, headerLine = n, lr.line
+				}
+			}
+			continue
+		}
+		k := fields(t, f[:])
+		if k < 2 || k > 3 {
+			return nil, lr.errorf("malformed edge %s: want \"src dst\" or \"src dst weight\"", quote(line))
+		}
+		w := 0
+		if k == 3 {
+			w = 1
+		}
+		if weighted < 0 {
+			weighted = w
+		} else if weighted != w {
+			return nil, lr.errorf("edge has %d fields, but earlier edges have %d", k, 2+weighted)
+		}
+		var ids [2]int64
+		for x := range ids {
+			v, ok := parseInt(f[x])
+			switch {
+			case !ok:
+				return nil, lr.errorf("malformed vertex id %s", quote(f[x]))
+			case v < 0:
+				return nil, lr.errorf("negative vertex id %d", v)
+			case declared >= 0 && v >= declared:
+				return nil, lr.errorf("vertex id %d out of range [0,%d) declared on line %d", v, declared, headerLine)
+			case v >= maxNodes:
+				return nil, lr.errorf("vertex id %d exceeds the limit of %d", v, int64(maxNodes))
+			}
+			ids[x] = v
+			maxID = max(maxID, v)
+		}
+		if weighted == 1 {
+			v, ok := parseFloat64(f[2])
+			if !ok {
+				return nil, lr.errorf("malformed weight %s: want a finite number", quote(f[2]))
+			}
+			vals = append(vals, v)
+		}
+		srcs = append(srcs, ids[0])
+		dsts = append(dsts, ids[1])
+	}
+	n := maxID + 1
+	if declared >= 0 {
+		n = declared
+	}
+	if !rowsPlausible(n, int64(len(srcs))) {
+		return nil, parseErr(path, 0, fmt.Sprintf("%d vertices for only %d edges; refusing to allocate (relabel the ids)", n, len(srcs)))
+	}
+	if weighted == 1 && vals == nil {
+		vals = []float64{}
+	}
+	a, err := sparse.FromCOO(n, n, srcs, dsts, vals)
+	if err != nil {
+		return nil, parseErr(path, 0, err.Error()) // unreachable: ids were checked
+	}
+	return a, nil
+}
+
+// snapNodes parses the vertex count of a SNAP header comment
+// "# Nodes: N Edges: M". ok is false when the comment has no "Nodes:".
+func snapNodes(lr *lineReader, comment []byte) (n int64, ok bool, err error) {
+	i := bytes.Index(comment, []byte("Nodes:"))
+	if i < 0 {
+		return 0, false, nil
+	}
+	var f [1][]byte
+	if fields(comment[i+len("Nodes:"):], f[:]) == 0 {
+		return 0, false, lr.errorf("malformed SNAP header %s: want \"# Nodes: N\"", quote(comment))
+	}
+	v, ok := parseInt(f[0])
+	if !ok || v < 0 {
+		return 0, false, lr.errorf("malformed vertex count %s in SNAP header", quote(f[0]))
+	}
+	if v > maxNodes {
+		return 0, false, lr.errorf("%d nodes exceeds the limit of %d", v, int64(maxNodes))
+	}
+	return v, true, nil
+}
+
+// ReadMatrixMarket reads a sparse matrix in Matrix Market coordinate
+// format, "%%MatrixMarket matrix coordinate F S" with field F one of
+// pattern, integer or real and symmetry S general or symmetric. Indices are
+// 1-based in the file and 0-based in the result. A pattern matrix has nil
+// Values. A symmetric matrix is expanded: every off-diagonal entry (i, j) is
+// stored at (i, j) and (j, i). Entries keep file order within a row. A file
+// whose name ends in ".gz" is decompressed.
+//
+// The number of entries must equal the count on the size line. Dense
+// (array) matrices, complex fields and hermitian or skew-symmetric
+// matrices are rejected. Malformed input gives a *ParseError naming the
+// file and line.
+//
+// BUG(graph): Matrices with more than 2²⁴ rows and fewer than one entry per
+// 64 rows are rejected as implausible.
+func ReadMatrixMarket(path string) (*sparse.CSR, error) {
+	lr, err := openLines(path)
+	if err != nil {
+		return nil, err
+	}
+	defer lr.close()
+
+	line, err := lr.next()
+	if err == io.EOF {
+		return nil, parseErr(path, 0, "empty file, want a %%MatrixMarket header")
+	}
+	if err != nil {
+		return nil, err
+	}
+	var h [6][]byte
+	if k := fields(line, h[:]); k != 5 || !bytes.Equal(h[0], []byte("%%MatrixMarket")) {
+		return nil, lr.errorf("malformed header %s: want \"%%%%MatrixMarket matrix coordinate <field> <symmetry>\"", quote(line))
+	}
+	object, format := strings.ToLower(string(h[1])), strings.ToLower(string(h[2]))
+	field, symmetry := strings.ToLower(string(h[3])), strings.ToLower(string(h[4]))
+	if object != "matrix" {
+		return nil, lr.errorf("unsupported object %q: want matrix", object)
+	}
+	switch format {
+	case "coordinate":
+	case "array":
+		return nil, lr.errorf("dense array format is not supported: want coordinate")
+	default:
+		return nil, lr.errorf("unknown format %q: want coordinate", format)
+	}
+	switch field {
+	case "pattern", "integer", "real":
+	case "complex":
+		return nil, lr.errorf("complex matrices are not supported: want pattern, integer or real")
+	default:
+		return nil, lr.errorf("unknown field %q: want pattern, integer or real", field)
+	}
+	switch symmetry {
+	case "general", "symmetric":
+	case "hermitian", "skew-symmetric":
+		return nil, lr.errorf("%s matrices are not supported: want general or symmetric", symmetry)
+	default:
+		return nil, lr.errorf("unknown symmetry %q: want general or symmetric", symmetry)
+	}
+	symmetric := symmetry == "symmetric"
+	nf := 3 // fields an entry has
+	if field == "pattern" {
+		nf = 2
+	}
+
+	// Size line, after comments and blank lines.
+	var m, n, nnz int64
+	sizeLine := 0
+	var f [4][]byte
+	for sizeLine == 0 {
+		line, err := lr.next()
+		if err == io.EOF {
+			return nil, parseErr(path, 0, "missing size line \"rows cols entries\"")
+		}
+		if err != nil {
+			return nil, err
+		}
+		t := bytes.TrimLeft(line, " \t\v\f\r")
+		if len(t) == 0 || t[0] == '%' {
+			continue
+		}
+		if fields(t, f[:]) != 3 {
+			return nil, lr.errorf("malformed size line %s: want \"rows cols entries\"", quote(line))
+		}
+		var sz [3]int64
+		for x := range sz {
+			v, ok := parseInt(f[x])
+			if !ok || v < 0 {
+				return nil, lr.errorf("malformed size line %s: want three non-negative integers", quote(line))
+			}
+			sz[x] = v
+		}
+		m, n, nnz = sz[0], sz[1], sz[2]
+		if m > maxNodes || n > maxNodes {
+			return nil, lr.errorf("dimension %d×%d exceeds the limit of %d", m, n, int64(maxNodes))
+		}
+		if symmetric && m != n {
+			return nil, lr.errorf("symmetric matrix is %d×%d, not square", m, n)
+		}
+		sizeLine = lr.line
+	}
+
+	// Entries. Size buffers from the declared count, but never beyond
+	// what the file can hold ("1 1\n" is 4 bytes).
+	hint := min(nnz, maxLines(path)/2)
+	if symmetric {
+		hint = min(2*hint, maxLines(path))
+	}
+	rows := make([]int64, 0, hint)
+	cols := make([]int64, 0, hint)
+	var vals []float64
+	if field != "pattern" {
+		vals = make([]float64, 0, hint)
+	}
+	var found int64
+	for {
+		line, err := lr.next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		t := bytes.TrimLeft(line, " \t\v\f\r")
+		if len(t) == 0 || t[0] == '%' {
+			continue
+		}
+		if k := fields(t, f[:]); k != nf {
+			return nil, lr.errorf("malformed entry %s: want %d fields for a %s matrix, have %d", quote(line), nf, field, k)
+		}
+		found++
+		if found > nnz {
+			return nil, lr.errorf("more entries than the %d declared on line %d", nnz, sizeLine)
+		}
+		i, ok1 := parseInt(f[0])
+		j, ok2 := parseInt(f[1])
+		if !ok1 || !ok2 {
+			return nil, lr.errorf("malformed entry %s: want integer indices", quote(line))
+		}
+		if i < 1 || i > m || j < 1 || j > n {
+			return nil, lr.errorf("entry (%d,%d) outside the %d×%d matrix (indices are 1-based)", i, j, m, n)
+		}
+		i--
+		j--
+		var v float64
+		switch field {
+		case "integer":
+			x, ok := parseInt(f[2])
+			if !ok {
+				return nil, lr.errorf("malformed integer value %s", quote(f[2]))
+			}
+			v = float64(x)
+		case "real":
+			x, ok := parseFloat64(f[2])
+			if !ok {
+				return nil, lr.errorf("malformed value %s: want a finite number", quote(f[2]))
+			}
+			v = x
+		}
+		rows = append(rows, i)
+		cols = append(cols, j)
+		if vals != nil {
+			vals = append(vals, v)
+		}
+		if symmetric && i != j {
+			rows = append(rows, j)
+			cols = append(cols, i)
+			if vals != nil {
+				vals = append(vals, v)
+			}
+		}
+	}
+	if found < nnz {
+		return nil, parseErr(path, 0, fmt.Sprintf("%d entries, but line %d declares %d", found, sizeLine, nnz))
+	}
+	if !rowsPlausible(m, int64(len(rows))) {
+		return nil, parseErr(path, sizeLine, fmt.Sprintf("%d rows for only %d entries; refusing to allocate", m, len(rows)))
+	}
+	a, err := sparse.FromCOO(m, n, rows, cols, vals)
+	if err != nil {
+		return nil, parseErr(path, 0, err.Error()) // unreachable: indices were checked
+	}
+	return a, nil
+}
+
+// WriteMatrixMarket writes a to path in Matrix Market coordinate format:
+// "pattern general" when a.Values is nil, else "real general" with values
+// in the shortest form that reads back exactly. Indices are written
+// 1-based, entries in storage order. A path ending in ".gz" is written
+// gzip-compressed (modification time 0, no name). The file is replaced
+// atomically: it is written under a temporary name in the same directory,
+// synced and renamed over path.
+//
+// WriteMatrixMarket returns an error if a fails Validate or holds a
+// non-finite value.
+func WriteMatrixMarket(path string, a *sparse.CSR) (err error) {
+	if err := a.Validate(); err != nil {
+		return fmt.Errorf("graph: WriteMatrixMarket: %w", err)
+	}
+	for k, v := range a.Values {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("graph: WriteMatrixMarket: entry %d has value %v", k, v)
+		}
+	}
+	af, err := createAtomic(path)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			af.abort()
+			err = fmt.Errorf("graph: writing %s: %w", path, err)
+		}
+	}()
+	var out io.Writer = af
+	var zw *gzip.Writer
+	if strings.HasSuffix(path, ".gz") {
+		zw = gzip.NewWriter(af)
+		out = zw
+	}
+	w := bufio.NewWriterSize(out, bufSize)
+	field := "real"
+	if a.Values == nil {
+		field = "pattern"
+	}
+	fmt.Fprintf(w, "%%%%MatrixMarket matrix coordinate %s general\n", field)
+	fmt.Fprintf(w, "%d %d %d\n", a.NRows, a.NCols, a.NNZ())
+	var buf []byte
+	for i := int64(0); i < a.NRows; i++ {
+		for k := a.Indptr[i]; k < a.Indptr[i+1]; k++ {
+			buf = strconv.AppendInt(buf[:0], i+1, 10)
+			buf = append(buf, ' ')
+			buf = strconv.AppendInt(buf, a.Indices[k]+1, 10)
+			if a.Values != nil {
+				buf = append(buf, ' ')
+				buf = strconv.AppendFloat(buf, a.Values[k], 'g', -1, 64)
+			}
+			buf = append(buf, '\n')
+			if _, err := w.Write(buf); err != nil {
+				return err
+			}
+		}
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	if zw != nil {
+		if err := zw.Close(); err != nil {
+			return err
+		}
+	}
+	return af.commit()
+}
