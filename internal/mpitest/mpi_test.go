@@ -164,10 +164,9 @@ func TestFailingRankEndsJob(t *testing.T) {
 			r := mpirun(t, 60*time.Second, 4, bin, "selftest", "--fail-rank", "2", "--fail-mode", mode, "--fail-after", "2")
 			require.NotEqual(t, 0, r.code)
 			require.Less(t, r.took, 10*time.Second, "stderr:\n%s", r.stderr)
-			require.Contains(t, r.stderr, "rank 2")
-			if mode == "error" || mode == "panic" {
-				require.Contains(t, r.stderr, "MPI_ABORT")
-			}
+			// The failing rank's own message is printed (OpenMPI's MPI_ABORT
+			// banner is not asserted: ORTE sometimes fails to print it).
+			require.Contains(t, r.stderr, "gnnmpi: rank 2: ")
 		})
 	}
 }
