@@ -313,7 +313,7 @@ func OpenBinary(path string, opt ReadOptions) (*Dataset, *Mapping, error) {
 	if int64(int(size)) != size {
 		return nil, nil, parseErr(path, 0, "file too large to map on this platform")
 	}
-	data, err := syscall.Mmap(int(f.Fd()), 0, int(size), syscall.PROT_READ, syscall.MAP_SHARED)
+	data, err := syscall.Mmap(int(f.Fd()), 0, int(size), syscall.PROT_READ, syscall.MAP_SHARED|syscall.MAP_POPULATE)
 	if err != nil {
 		return nil, nil, &ParseError{Path: path, Msg: "cannot map", Err: err}
 	}

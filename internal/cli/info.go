@@ -47,7 +47,12 @@ type DatasetInfo struct {
 func info(env *Env, path, bookPath string, showGPU bool) error {
 	c := env.Comm
 	p, r := c.Size(), c.Rank()
-	keep := func(g int64) bool { return g%int64(p) == int64(r) }
+	// Keep nil on a single rank: the binary format is then mapped without a
+	// copy.
+	var keep func(int64) bool
+	if p > 1 {
+		keep = func(g int64) bool { return g%int64(p) == int64(r) }
+	}
 	if bookPath != "" {
 		b, err := graph.ReadBook(bookPath)
 		if err != nil {
