@@ -2,7 +2,6 @@ package graph
 
 import (
 	"bufio"
-	"compress/gzip"
 	"fmt"
 	"io"
 	"math"
@@ -333,7 +332,7 @@ func MetisPartition(d *Dataset, parts int, split string, seed int) (*PartitionBo
 // order. The file is gzip-compressed when path ends in ".gz". WriteBook
 // writes a temporary file in the same directory and renames it over path, so
 // readers see either the old file or the complete new one.
-func WriteBook(path string, b *PartitionBook) (err error) {
+func WriteBook(path string, b *PartitionBook) error {
 	if b.Parts < 1 || b.Parts > math.MaxInt32 {
 		return fmt.Errorf("graph: writing %s: partition book with %d parts", path, b.Parts)
 	}
@@ -346,38 +345,12 @@ func WriteBook(path string, b *PartitionBook) (err error) {
 		}
 	}
 
-	af, err := createAtomic(path)
-	if err != nil {
-		return fmt.Errorf("graph: writing %s: %w", path, err)
-	}
-	defer func() {
-		if err != nil {
-			af.abort()
-			err = fmt.Errorf("graph: writing %s: %w", path, err)
-		}
-	}()
-	var dst io.Writer = af
-	var zw *gzip.Writer
-	if strings.HasSuffix(path, ".gz") {
-		zw = gzip.NewWriter(af) // zero Header: mtime 0, no name
-		dst = zw
-	}
-	w := bufio.NewWriterSize(dst, 64<<10)
-	if _, err := fmt.Fprintf(w, "gnnmpi-partition 1 nodes=%d parts=%d method=%s\n", len(b.Part), b.Parts, b.Method); err != nil {
-		return err
-	}
-	if err := writeInts(w, b.Part); err != nil {
-		return err
-	}
-	if err := w.Flush(); err != nil {
-		return err
-	}
-	if zw != nil {
-		if err := zw.Close(); err != nil {
+	return writeText(path, func(w *bufio.Writer) error {
+		if _, err := fmt.Fprintf(w, "gnnmpi-partition 1 nodes=%d parts=%d method=%s\n", len(b.Part), b.Parts, b.Method); err != nil {
 			return err
 		}
-	}
-	return af.commit()
+		return writeInts(w, b.Part)
+	})
 }
 
 // ReadBook reads a partition book written by WriteBook, gunzipping it when

@@ -3,7 +3,6 @@ package graph
 import (
 	"bufio"
 	"bytes"
-	"compress/gzip"
 	"fmt"
 	"io"
 	"math"
@@ -349,7 +348,7 @@ func ReadMatrixMarket(path string) (*sparse.CSR, error) {
 //
 // WriteMatrixMarket returns an error if a fails Validate or holds a
 // non-finite value.
-func WriteMatrixMarket(path string, a *sparse.CSR) (err error) {
+func WriteMatrixMarket(path string, a *sparse.CSR) error {
 	if err := a.Validate(); err != nil {
 		return fmt.Errorf("graph: WriteMatrixMarket: %w", err)
 	}
@@ -358,52 +357,29 @@ func WriteMatrixMarket(path string, a *sparse.CSR) (err error) {
 			return fmt.Errorf("graph: WriteMatrixMarket: entry %d has value %v", k, v)
 		}
 	}
-	af, err := createAtomic(path)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			af.abort()
-			err = fmt.Errorf("graph: writing %s: %w", path, err)
+	return writeText(path, func(w *bufio.Writer) error {
+		field := "real"
+		if a.Values == nil {
+			field = "pattern"
 		}
-	}()
-	var out io.Writer = af
-	var zw *gzip.Writer
-	if strings.HasSuffix(path, ".gz") {
-		zw = gzip.NewWriter(af)
-		out = zw
-	}
-	w := bufio.NewWriterSize(out, bufSize)
-	field := "real"
-	if a.Values == nil {
-		field = "pattern"
-	}
-	fmt.Fprintf(w, "%%%%MatrixMarket matrix coordinate %s general\n", field)
-	fmt.Fprintf(w, "%d %d %d\n", a.NRows, a.NCols, a.NNZ())
-	var buf []byte
-	for i := int64(0); i < a.NRows; i++ {
-		for k := a.Indptr[i]; k < a.Indptr[i+1]; k++ {
-			buf = strconv.AppendInt(buf[:0], i+1, 10)
-			buf = append(buf, ' ')
-			buf = strconv.AppendInt(buf, a.Indices[k]+1, 10)
-			if a.Values != nil {
+		fmt.Fprintf(w, "%%%%MatrixMarket matrix coordinate %s general\n", field)
+		fmt.Fprintf(w, "%d %d %d\n", a.NRows, a.NCols, a.NNZ())
+		var buf []byte
+		for i := int64(0); i < a.NRows; i++ {
+			for k := a.Indptr[i]; k < a.Indptr[i+1]; k++ {
+				buf = strconv.AppendInt(buf[:0], i+1, 10)
 				buf = append(buf, ' ')
-				buf = strconv.AppendFloat(buf, a.Values[k], 'g', -1, 64)
-			}
-			buf = append(buf, '\n')
-			if _, err := w.Write(buf); err != nil {
-				return err
+				buf = strconv.AppendInt(buf, a.Indices[k]+1, 10)
+				if a.Values != nil {
+					buf = append(buf, ' ')
+					buf = strconv.AppendFloat(buf, a.Values[k], 'g', -1, 64)
+				}
+				buf = append(buf, '\n')
+				if _, err := w.Write(buf); err != nil {
+					return err
+				}
 			}
 		}
-	}
-	if err := w.Flush(); err != nil {
-		return err
-	}
-	if zw != nil {
-		if err := zw.Close(); err != nil {
-			return err
-		}
-	}
-	return af.commit()
+		return nil
+	})
 }
