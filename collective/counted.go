@@ -30,9 +30,6 @@ func (k *counted) Stats() *Stats { return k.s }
 func (k *counted) Rank() int     { return k.c.Rank() }
 func (k *counted) Size() int     { return k.c.Size() }
 
-// Unwrap returns the decorated communicator.
-func (k *counted) Unwrap() Comm { return k.c }
-
 func (k *counted) Abort(code int) {
 	if !Abort(k.c, code) {
 		panic("collective: Abort on a communicator without Abort")

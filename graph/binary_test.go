@@ -8,10 +8,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -313,46 +311,6 @@ func TestLoad(t *testing.T) {
 	checkParseError(t, err, "rect.mtx", 0, "not square")
 	_, err = Load(filepath.Join(dir, "nope"), ReadOptions{})
 	checkParseError(t, err, "nope", 0, "missing file")
-}
-
-// TestBinaryLoadSpeed measures ReadOGB against OpenBinary on Cora in the
-// same process and logs the ratios of the medians (and of the best runs).
-// It asserts nothing about timing; the ≥10× requirement is checked
-// separately.
-func TestBinaryLoadSpeed(t *testing.T) {
-	if testing.Short() {
-		t.Skip("timing")
-	}
-	path, _ := writeCoraBinary(t)
-	// timeRuns returns the median and the minimum of n runs of f.
-	timeRuns := func(n int, f func()) (med, best time.Duration) {
-		ts := make([]time.Duration, n)
-		for k := range ts {
-			t0 := time.Now()
-			f()
-			ts[k] = time.Since(t0)
-		}
-		slices.Sort(ts)
-		return ts[n/2], ts[0]
-	}
-	text, textBest := timeRuns(5, func() {
-		_, err := ReadOGB(coraDir, ReadOptions{})
-		require.NoError(t, err)
-	})
-	open := func(opt ReadOptions) func() {
-		return func() {
-			d, m, err := OpenBinary(path, opt)
-			if err != nil || d.NumNodes != 2708 {
-				t.Fatal(err)
-			}
-			m.Close()
-		}
-	}
-	bin, binBest := timeRuns(21, open(ReadOptions{}))
-	raw, rawBest := timeRuns(21, open(ReadOptions{NoVerify: true}))
-	t.Logf("cora, median (best) of runs: ReadOGB %v (%v); OpenBinary %v (%v): %.0f× (%.0f×) faster; OpenBinary NoVerify %v (%v): %.0f× (%.0f×) faster",
-		text, textBest, bin, binBest, float64(text)/float64(bin), float64(textBest)/float64(binBest),
-		raw, rawBest, float64(text)/float64(raw), float64(textBest)/float64(rawBest))
 }
 
 // BenchmarkLoad compares the csv.gz reader with the binary format on Cora.

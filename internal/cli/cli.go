@@ -17,7 +17,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strings"
 	"time"
@@ -256,10 +255,4 @@ func RankZero(c collective.Comm, fn func() error) error {
 		return collective.ErrAborted
 	}
 	return nil
-}
-
-// exists reports whether path exists.
-func exists(path string) bool {
-	_, err := os.Stat(path)
-	return err == nil
 }
