@@ -1,0 +1,158 @@
+package sampling
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+
+	"gnnmpi/sparse"
+)
+
+// NodeWise is GraphSAGE's node-wise neighbour sampler written as sparse
+// matrix products: for a frontier F it forms the |F|×n selection matrix Q
+// (one nonzero per row, at column F[i]), computes P = Q·A with sparse.Mul,
+// and draws from each row of P up to the hop's fanout of distinct
+// neighbours, uniformly without replacement.
+//
+// Adj is the full n×n adjacency, replicated on every rank: row v lists the
+// neighbours that v aggregates from. Repeated entries of a row count as one
+// neighbour. Fanouts[h] is the number of neighbours sampled at hop h+1 from
+// the seeds: Fanouts[0] belongs to the output layer, as in GraphSAGE's and
+// PyG's `--fanouts 25,10`, and len(Fanouts) is the number of layers. A
+// negative fanout takes all neighbours; a fanout of 0 takes none.
+//
+// Sample is safe for concurrent use; Adj and Fanouts must not be modified
+// while a NodeWise is in use.
+type NodeWise struct {
+	Adj     *sparse.CSR
+	Fanouts []int
+}
+
+var _ Sampler = (*NodeWise)(nil)
+
+// NewNodeWise returns a node-wise sampler over adj with the given fanouts,
+// which it keeps (adj is not copied, fanouts is). It returns an error if adj
+// is not a valid square CSR or fanouts is empty.
+func NewNodeWise(adj *sparse.CSR, fanouts []int) (*NodeWise, error) {
+	if adj == nil {
+		return nil, fmt.Errorf("sampling: nil adjacency")
+	}
+	if err := adj.Validate(); err != nil {
+		return nil, fmt.Errorf("sampling: adjacency: %w", err)
+	}
+	if adj.NRows != adj.NCols {
+		return nil, fmt.Errorf("sampling: adjacency is %d×%d, not square", adj.NRows, adj.NCols)
+	}
+	if len(fanouts) == 0 {
+		return nil, fmt.Errorf("sampling: no fanouts (need one per layer)")
+	}
+	return &NodeWise{Adj: adj, Fanouts: slices.Clone(fanouts)}, nil
+}
+
+// Sample returns the minibatch of seeds with len(s.Fanouts) blocks. Hop h+1
+// samples, for every vertex of the current frontier (the seeds at the first
+// hop, then all sources of the previous hop), min(Fanouts[h], degree)
+// distinct neighbours uniformly without replacement, and makes
+// Blocks[len(Fanouts)−1−h].
+//
+// The sources of a block are its destinations followed by the sampled
+// vertices that are not destinations, in order of first appearance when the
+// rows are read in order and each row's sampled neighbours in ascending
+// global id. All randomness comes from rng, so equal seeds and rng states
+// give equal minibatches.
+//
+// Sample returns an error if a seed is outside [0, n) or repeated. It does
+// not modify seeds and the minibatch shares no memory with it.
+// It will panic if rng is nil.
+func (s *NodeWise) Sample(seeds []int64, rng *rand.Rand) (*MiniBatch, error) {
+	if rng == nil {
+		panic("sampling: nil rng")
+	}
+	n := s.Adj.NRows
+	local := make(map[int64]int64, len(seeds))
+	for i, v := range seeds {
+		if v < 0 || v >= n {
+			return nil, fmt.Errorf("sampling: seed %d outside [0,%d)", v, n)
+		}
+		if _, dup := local[v]; dup {
+			return nil, fmt.Errorf("sampling: seed %d repeated", v)
+		}
+		local[v] = int64(i)
+	}
+	nl := len(s.Fanouts)
+	m := &MiniBatch{Blocks: make([]Block, nl)}
+	frontier := seeds
+	for h, fanout := range s.Fanouts {
+		p := selectRows(s.Adj, frontier)
+		b := newBlock(frontier, sampleRows(p, fanout, false, rng), local)
+		m.Blocks[nl-1-h] = b
+		frontier = b.Src
+	}
+	m.Seeds = m.Blocks[nl-1].Dst
+	return m, nil
+}
+
+// FullBlock returns the block of dst with all their neighbours in adj
+// (repeated entries counted once), for exact layer-wise inference. Sources
+// are ordered as by NodeWise.Sample. dst is not modified and the block
+// shares no memory with it or with adj.
+// It will panic if adj is not square or a vertex of dst is outside
+// [0, n) or repeated.
+func FullBlock(adj *sparse.CSR, dst []int64) Block {
+	if adj.NRows != adj.NCols {
+		panic("sampling: adjacency not square")
+	}
+	local := make(map[int64]int64, len(dst))
+	for i, v := range dst {
+		if v < 0 || v >= adj.NRows {
+			panic("sampling: destination vertex out of range")
+		}
+		if _, dup := local[v]; dup {
+			panic("sampling: destination vertex repeated")
+		}
+		local[v] = int64(i)
+	}
+	return newBlock(dst, sampleRows(selectRows(adj, dst), -1, false, nil), local)
+}
+
+// selectRows returns P = Q·adj, where Q is the |frontier|×n selection
+// matrix with Q(i, frontier[i]) = 1: row i of P is row frontier[i] of adj
+// with sorted columns, repeats merged into their count. frontier holds
+// vertices in range.
+func selectRows(adj *sparse.CSR, frontier []int64) *sparse.CSR {
+	nf := int64(len(frontier))
+	q := &sparse.CSR{NRows: nf, NCols: adj.NRows, Indptr: make([]int64, nf+1), Indices: frontier}
+	for i := range q.Indptr {
+		q.Indptr[i] = int64(i)
+	}
+	p, err := sparse.Mul(q, adj)
+	if err != nil {
+		panic(err) // Q has as many columns as adj has rows
+	}
+	return p
+}
+
+// newBlock turns the sampled matrix smp (|dst|×n, global columns, rows
+// sorted) into the block with destinations dst. local maps the global id of
+// every destination to its index in dst on entry; on return it maps every
+// source to its index in the block's Src.
+func newBlock(dst []int64, smp *sparse.CSR, local map[int64]int64) Block {
+	nd := len(dst)
+	src := make([]int64, nd, nd+len(smp.Indices))
+	copy(src, dst)
+	adj := &sparse.CSR{NRows: int64(nd), Indptr: smp.Indptr, Indices: make([]int64, len(smp.Indices))}
+	for k, v := range smp.Indices {
+		j, ok := local[v]
+		if !ok {
+			j = int64(len(src))
+			local[v] = j
+			src = append(src, v)
+		}
+		adj.Indices[k] = j
+	}
+	for i := range nd {
+		slices.Sort(adj.Indices[adj.Indptr[i]:adj.Indptr[i+1]])
+	}
+	adj.NCols = int64(len(src))
+	return Block{Adj: adj, Dst: src[:nd:nd], Src: slices.Clip(src)}
+}

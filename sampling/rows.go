@@ -1,0 +1,189 @@
+package sampling
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+
+	"gnnmpi/sparse"
+)
+
+// sampleRows draws from every row of p at most s of its entries without
+// replacement, the row-wise selection step of matrix-based sampling
+// (Tripathy, Yelick and Buluç, MLSys 2024): with P = Q·A, row i of P holds
+// the candidates of the i-th frontier vertex.
+//
+// When weighted is false every stored entry of a row is a candidate of
+// weight 1 and the values of p are ignored; otherwise the candidates are the
+// entries of positive value, weighted by it. A row with at most s candidates
+// (or any row when s < 0) keeps all of them and consumes no randomness.
+// Otherwise the entries are drawn by dart throwing, see darts.draw.
+//
+// The result has the shape of p, nil Values and, when the rows of p are
+// sorted, sorted rows. Rows are processed in order, so the draws from r
+// depend only on p, s and weighted.
+// It will panic if weighted and a value of p is negative, NaN or infinite.
+func sampleRows(p *sparse.CSR, s int, weighted bool, r *rand.Rand) *sparse.CSR {
+	out := &sparse.CSR{NRows: p.NRows, NCols: p.NCols, Indptr: make([]int64, p.NRows+1)}
+	var d darts
+	for i := range p.NRows {
+		lo, hi := p.Indptr[i], p.Indptr[i+1]
+		cols := p.Indices[lo:hi]
+		var w []float64
+		if weighted {
+			w = p.Values[lo:hi]
+		}
+		for _, k := range d.draw(len(cols), w, s, r) {
+			out.Indices = append(out.Indices, cols[k])
+		}
+		out.Indptr[i+1] = int64(len(out.Indices))
+	}
+	if out.Indices == nil {
+		out.Indices = []int64{}
+	}
+	return out
+}
+
+// darts holds the scratch space of weighted sampling without replacement by
+// dart throwing; the zero value is ready to use and reused across rows.
+type darts struct {
+	taken  []bool    // taken[k]: position k already drawn; all false between calls
+	idx    []int     // candidate positions after the last rebuild
+	prefix []float64 // prefix[t] = Σ weights of idx[:t+1]
+	out    []int
+}
+
+// draw returns, in ascending order, the positions of s distinct entries
+// among n with weights w (nil: all ones) drawn without replacement: each
+// draw picks a remaining candidate with probability proportional to its
+// weight (successive sampling, as numpy's choice(replace=False, p=w)).
+// Entries of weight 0 are never drawn. When there are at most s candidates,
+// or s < 0, all of them are returned and r is not used.
+//
+// A draw throws a dart u = r.Float64()·total and takes the candidate t whose
+// prefix-sum interval [prefix[t−1], prefix[t]) contains u (binary search;
+// for unit weights t = ⌊u⌋). A dart that lands on a taken candidate is
+// rejected and thrown again, which keeps the distribution exact. Once the
+// taken candidates hold more than half of the current total, the prefix
+// sums are rebuilt over the remaining candidates, so that a dart is accepted
+// with probability above one half whatever the weights.
+//
+// The returned slice is reused by the next call.
+// It will panic if a weight is negative, NaN or infinite.
+func (d *darts) draw(n int, w []float64, s int, r *rand.Rand) []int {
+	d.out = d.out[:0]
+	candidates := n
+	if w != nil {
+		candidates = 0
+		for _, x := range w {
+			if !(x >= 0) || math.IsInf(x, 1) {
+				panic("sampling: negative, NaN or infinite weight")
+			}
+			if x > 0 {
+				candidates++
+			}
+		}
+	}
+	if s < 0 || candidates <= s {
+		for k := range n {
+			if w == nil || w[k] > 0 {
+				d.out = append(d.out, k)
+			}
+		}
+		return d.out
+	}
+	if s == 0 {
+		return d.out
+	}
+
+	if len(d.taken) < n {
+		d.taken = make([]bool, n)
+	}
+	taken := d.taken[:n]
+	// Unit weights start from the identity: candidate t is position t and
+	// the prefix sums need not be stored.
+	identity := w == nil
+	var total float64
+	if identity {
+		total = float64(n)
+	} else {
+		total = d.rebuild(n, w, taken)
+	}
+	var mass float64 // weight of the candidates taken since the last rebuild
+	for len(d.out) < s {
+		u := r.Float64() * total
+		var t int
+		if w == nil {
+			t = int(u)
+		} else {
+			t = upper(d.prefix, u)
+		}
+		var pos int
+		switch {
+		case identity && t < n:
+			pos = t
+		case !identity && t < len(d.idx):
+			pos = d.idx[t]
+		default:
+			continue // rounding put the dart at the end
+		}
+		if taken[pos] {
+			continue
+		}
+		taken[pos] = true
+		d.out = append(d.out, pos)
+		if w == nil {
+			mass++
+		} else {
+			mass += w[pos]
+		}
+		if 2*mass > total && len(d.out) < s {
+			identity = false
+			total = d.rebuild(n, w, taken)
+			mass = 0
+		}
+	}
+	for _, pos := range d.out {
+		taken[pos] = false
+	}
+	slices.Sort(d.out)
+	return d.out
+}
+
+// rebuild makes idx the positions not yet taken of positive weight and, for
+// non-nil w, prefix their prefix sums. It returns their total weight.
+func (d *darts) rebuild(n int, w []float64, taken []bool) float64 {
+	d.idx = d.idx[:0]
+	d.prefix = d.prefix[:0]
+	var total float64
+	for k := range n {
+		if taken[k] {
+			continue
+		}
+		if w == nil {
+			d.idx = append(d.idx, k)
+			total++
+			continue
+		}
+		if w[k] > 0 {
+			total += w[k]
+			d.idx = append(d.idx, k)
+			d.prefix = append(d.prefix, total)
+		}
+	}
+	return total
+}
+
+// upper returns the first t with prefix[t] > u, or len(prefix).
+func upper(prefix []float64, u float64) int {
+	lo, hi := 0, len(prefix)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if prefix[m] > u {
+			hi = m
+		} else {
+			lo = m + 1
+		}
+	}
+	return lo
+}
