@@ -23,10 +23,14 @@ import (
 	"strings"
 	"time"
 
+	"gonum.org/v1/gonum/blas"
+	gonumblas "gonum.org/v1/gonum/blas/gonum"
+
 	"gnnmpi/collective"
 	"gnnmpi/collective/inproc"
 	"gnnmpi/collective/mpi"
 	"gnnmpi/internal/cli"
+	"gnnmpi/internal/openblas"
 )
 
 func main() {
@@ -38,6 +42,7 @@ type globalFlags struct {
 	metrics     string
 	json        bool
 	commTimeout time.Duration
+	blas        string
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -48,6 +53,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&g.metrics, "metrics", "", "append JSONL metrics to this file (rank 0)")
 	fs.BoolVar(&g.json, "json", false, "print the final metrics object as JSON")
 	fs.DurationVar(&g.commTimeout, "comm-timeout", 10*time.Minute, "in-process ranks: fail a call blocked longer than this (deadlock)")
+	fs.StringVar(&g.blas, "blas", "openblas", "dense products: openblas (gonum's netlib binding) or gonum (pure Go)")
 	fs.Usage = func() { cli.Help(stderr) }
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -86,6 +92,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return 2
 	}
+	impl, blasName, err := pickBLAS(g.blas)
+	if err != nil {
+		fmt.Fprintf(stderr, "gnnmpi: %v\n", err)
+		return 2
+	}
+	setBLAS := func(env *cli.Env) { env.BLAS, env.BLASName = impl, blasName }
 	var metrics io.Writer
 	if g.metrics != "" {
 		f, err := os.OpenFile(g.metrics, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
@@ -107,11 +119,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "gnnmpi: %v\n", mpi.ErrNoMPI)
 			return 1
 		}
-		return runMPI(cmd.Name, runCmd, g, metrics, stdout, stderr)
+		return runMPI(cmd.Name, runCmd, setBLAS, g, metrics, stdout, stderr)
 	}
 	p := max(g.ranks, 1)
-	err := inproc.Run(p, inproc.Options{Timeout: g.commTimeout}, func(c collective.Comm) error {
+	err = inproc.Run(p, inproc.Options{Timeout: g.commTimeout}, func(c collective.Comm) error {
 		env := cli.NewEnv(collective.WithStats(c, nil), "inproc", cmd.Name, stdout, stderr, metrics, g.json)
+		setBLAS(env)
 		return runCmd(env)
 	})
 	if err != nil {
@@ -123,7 +136,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 // runMPI runs the command on this MPI rank. Any error or panic after MPI
 // starts ends the whole job through MPI_Abort, so no rank is left waiting.
-func runMPI(name string, runCmd func(*cli.Env) error, g globalFlags, metrics io.Writer, stdout, stderr io.Writer) (code int) {
+func runMPI(name string, runCmd func(*cli.Env) error, setBLAS func(*cli.Env), g globalFlags, metrics io.Writer, stdout, stderr io.Writer) (code int) {
 	world, err := mpi.Init()
 	if err != nil {
 		fmt.Fprintf(stderr, "gnnmpi: %v\n", err)
@@ -150,6 +163,7 @@ func runMPI(name string, runCmd func(*cli.Env) error, g globalFlags, metrics io.
 		}
 	}()
 	env := cli.NewEnv(comm, "mpi", name, stdout, stderr, metrics, g.json)
+	setBLAS(env)
 	if err := runCmd(env); err != nil {
 		fail(err)
 		return 1
@@ -192,4 +206,19 @@ func isBoolFlag(fs *flag.FlagSet, arg string) bool {
 	}
 	b, ok := f.Value.(interface{ IsBoolFlag() bool })
 	return ok && b.IsBoolFlag()
+}
+
+// pickBLAS returns the dense-product implementation named by --blas. A
+// binary built with -tags noblas has only the pure-Go one.
+func pickBLAS(name string) (blas.Float32Level3, string, error) {
+	switch name {
+	case "openblas":
+		if !openblas.Available {
+			return gonumblas.Implementation{}, "gonum", nil
+		}
+		return openblas.Implementation(), openblas.Name(), nil
+	case "gonum":
+		return gonumblas.Implementation{}, "gonum", nil
+	}
+	return nil, "", fmt.Errorf("unknown --blas %q (want openblas or gonum)", name)
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # run.sh: set up, build and launch gnnmpi.
 #
-#   ./run.sh                      train/inspect the embedded default dataset (data/cora)
+#   ./run.sh                      train GraphSAGE on the embedded Cora on 4 ranks
 #   ./run.sh [-n NP] CMD ARGS...  run `gnnmpi CMD ARGS...` on NP ranks (mpirun, or srun in Slurm)
 #   ./run.sh test                 all tests: vet, gofmt, go test -race, MPI suites under mpirun
 #   ./run.sh build                build ./gnnmpi only
@@ -98,8 +98,9 @@ run_tests() {
 	fi
 	echo "== go test -race ./..." >&2
 	go test -race -timeout 20m ./...
-	echo "== nompi build" >&2
-	go build -tags nompi -o /dev/null .
+	echo "== nompi, noblas build (pure Go apart from METIS)" >&2
+	go build -tags nompi,noblas -o /dev/null .
+	go vet -tags nompi,noblas ./...
 	echo "== MPI suites under mpirun (np = 1, 2, 3, 4)" >&2
 	GNNMPI_MPI_TESTS=1 go test -count=1 -v -timeout 15m ./internal/mpitest/
 }
@@ -113,15 +114,17 @@ build)
 	build
 	;;
 *)
+	if [ $# -eq 0 ]; then
+		# The main job: GraphSAGE on the embedded Cora, 4 ranks.
+		NP=${NP:-4}
+		set -- train --data data/cora --model sage
+	fi
 	NP=${NP:-$(nproc)}
 	if [ "${1:-}" = "-n" ]; then
 		NP=$2
 		shift 2
 	fi
 	build
-	if [ $# -eq 0 ]; then
-		set -- info --data data/cora
-	fi
 	launch "$NP" "$@"
 	;;
 esac

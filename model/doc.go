@@ -1,6 +1,36 @@
-// Package model will hold the GNN layers (GraphSAGE, GCN, GAT, GCNII,
-// ResGCN) with explicit forward and backward passes, losses and optimizers.
-// It does no communication.
+// Package model holds GNN layers with explicit forward and backward passes,
+// the softmax cross-entropy loss and optimizers. It does no communication.
 //
-// It is empty until the training issue fills it.
+// # Overview
+//
+// A Layer maps a bipartite block and its source features to destination
+// features. A block is an NDst×NSrc *sparse.CSR in which row i lists the
+// sources of destination i, and the first NDst sources are the destinations
+// themselves (DGL's block convention), so x's rows 0..NDst−1 are the
+// destinations' own features. SAGE (mean aggregator), GCN (with GCNNorm to
+// build its normalised block) and GAT (multi-head attention) implement Layer.
+// Model stacks them with activations and dropout, as built by New from a
+// Config, and exposes its parameters as one flat buffer for a single
+// Allreduce (FlattenGrads, SetGrads) and for checkpoints (FlattenWeights,
+// SetWeights). Adam and SGD implement Optimizer with PyTorch's semantics and
+// a State that round-trips exactly.
+//
+// # Computation
+//
+// All values are float32, in row-major *dense.Matrix. Dense products go
+// through an injected blas.Float32Level3 (nil selects gonum's pure Go BLAS;
+// main passes OpenBLAS), using transposed operands rather than transposed
+// copies. Sparse aggregation is a CSR×dense product split across goroutines
+// by rows (gather) or by feature columns (scatter, for backward), so its
+// results do not depend on the number of goroutines.
+//
+// # Ownership and determinism
+//
+// Forward methods cache what Backward needs and keep references to their
+// inputs, which must not change until Backward returns. Returned matrices are
+// new and owned by the caller. Backward adds into Param.G; call ZeroGrad
+// before a fresh gradient. Nothing draws from a global random source: weight
+// initialisation and dropout take a *rand.Rand, so equal seeds give
+// bit-identical results. Types in this package are not safe for concurrent
+// use.
 package model

@@ -21,6 +21,8 @@ import (
 	"strings"
 	"time"
 
+	"gonum.org/v1/gonum/blas"
+
 	"gnnmpi/collective"
 )
 
@@ -36,7 +38,7 @@ type Command struct {
 
 // Commands returns every subcommand, sorted by name.
 func Commands() []*Command {
-	cmds := []*Command{infoCmd(), selftestCmd(), genCmd(), convertCmd(), partitionCmd()}
+	cmds := []*Command{infoCmd(), selftestCmd(), genCmd(), convertCmd(), partitionCmd(), trainCmd()}
 	sort.Slice(cmds, func(i, j int) bool { return cmds[i].Name < cmds[j].Name })
 	return cmds
 }
@@ -72,7 +74,11 @@ type Env struct {
 	Err     io.Writer // standard error, every rank
 	JSON    bool      // print the final metrics object on Out
 	Metrics io.Writer // JSONL metrics (rank 0), nil when not requested
-	start   time.Time
+	// BLAS does the dense products of training (main picks it: OpenBLAS
+	// through gonum's netlib, or gonum's pure Go); nil means pure Go.
+	BLAS     blas.Float32Level3
+	BLASName string
+	start    time.Time
 }
 
 // NewEnv returns an Env for rank c.Rank(). metrics may be nil.

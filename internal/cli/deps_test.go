@@ -20,7 +20,11 @@ func TestImportDirection(t *testing.T) {
 		"gnnmpi/gpu":                       {"gnnmpi/collective", "gnnmpi/graph", "gnnmpi/sparse"},
 		"gnnmpi/graph":                     {"gnnmpi/collective", "gnnmpi/gpu", "gnnmpi/model"},
 		"gnnmpi/graph/metis":               {"gnnmpi/graph", "gnnmpi/sparse"},
-		"gnnmpi/model":                     {"gnnmpi/collective", "gnnmpi/graph"},
+		"gnnmpi/model":                     {"gnnmpi/collective", "gnnmpi/graph", "gnnmpi/sampling", "gnnmpi/internal/openblas", "gonum.org/v1/netlib/blas/netlib"},
+		"gnnmpi/sampling":                  {"gnnmpi/graph", "gnnmpi/dense", "gnnmpi/model", "gnnmpi/alltoall"},
+		"gnnmpi/alltoall":                  {"gnnmpi/sampling", "gnnmpi/model"},
+		"gnnmpi/train":                     {"gnnmpi/collective/mpi", "gnnmpi/collective/inproc", "gnnmpi/internal/openblas", "gnnmpi/internal/cli"},
+		"gnnmpi/internal/openblas":         {"gnnmpi/collective", "gnnmpi/graph", "gnnmpi/model"},
 		"gnnmpi/internal/rng":              {"gnnmpi/collective", "gnnmpi/graph"},
 		"gnnmpi/collective/collectivetest": {"gnnmpi/collective/mpi", "gnnmpi/collective/inproc"},
 	}

@@ -1,0 +1,211 @@
+// Command plot draws the PNG charts of the bench/ scripts from their CSV
+// files with gonum/plot.
+//
+//	go run ./bench/plot phases bench/out/train.csv bench/out/train.png
+//	go run ./bench/plot gemm bench/out/gemm.csv bench/out/gemm.png
+//
+// phases: per dataset, the epoch time of the slowest rank split into
+// sample, fetch, compute and grad (stacked bars) against the rank count,
+// with the bytes sent per epoch beside it. gemm: GFLOP/s of each GEMM shape
+// for each implementation (grouped bars).
+package main
+
+import (
+	"encoding/csv"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+)
+
+func main() {
+	if len(os.Args) != 4 {
+		fmt.Fprintln(os.Stderr, "usage: plot phases|gemm IN.csv OUT.png")
+		os.Exit(2)
+	}
+	rows, err := readCSV(os.Args[2])
+	if err == nil {
+		switch os.Args[1] {
+		case "phases":
+			err = phases(rows, os.Args[3])
+		case "gemm":
+			err = gemm(rows, os.Args[3])
+		default:
+			err = fmt.Errorf("unknown chart %q", os.Args[1])
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "plot: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+// readCSV returns the records as maps from the header's column names.
+func readCSV(path string) ([]map[string]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	recs, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(recs) < 2 {
+		return nil, fmt.Errorf("%s: no data rows", path)
+	}
+	var out []map[string]string
+	for _, r := range recs[1:] {
+		m := map[string]string{}
+		for i, h := range recs[0] {
+			if i < len(r) {
+				m[h] = r[i]
+			}
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+func num(m map[string]string, k string) float64 {
+	v, _ := strconv.ParseFloat(m[k], 64)
+	return v
+}
+
+func groups(rows []map[string]string, key string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, r := range rows {
+		if !seen[r[key]] {
+			seen[r[key]] = true
+			out = append(out, r[key])
+		}
+	}
+	return out
+}
+
+// phases draws, for every dataset, two panels side by side: stacked
+// per-phase seconds per epoch, and bytes per epoch by phase, against np.
+func phases(rows []map[string]string, out string) error {
+	datasets := groups(rows, "dataset")
+	const w = 4.5 * vg.Inch
+	img := vgimg.New(2*w, vg.Length(len(datasets))*3.2*vg.Inch)
+	dc := draw.New(img)
+	tiles := draw.Tiles{Rows: len(datasets), Cols: 2, PadX: vg.Millimeter, PadY: vg.Millimeter}
+	plots := make([][]*plot.Plot, len(datasets))
+	for i, ds := range datasets {
+		var sel []map[string]string
+		for _, r := range rows {
+			if r["dataset"] == ds {
+				sel = append(sel, r)
+			}
+		}
+		sort.Slice(sel, func(a, b int) bool { return num(sel[a], "np") < num(sel[b], "np") })
+		names := make([]string, len(sel))
+		for k, r := range sel {
+			names[k] = "np=" + r["np"]
+		}
+		tp, err := stacked(ds+": seconds per epoch (slowest rank)", names, sel,
+			[]string{"sample_s", "fetch_s", "compute_s", "grad_s"}, 1)
+		if err != nil {
+			return err
+		}
+		bp, err := stacked(ds+": MiB sent per epoch (all ranks)", names, sel,
+			[]string{"fetch_bytes", "grad_bytes"}, 1.0/(1<<20))
+		if err != nil {
+			return err
+		}
+		plots[i] = []*plot.Plot{tp, bp}
+	}
+	canvases := plot.Align(plots, tiles, dc)
+	for i := range plots {
+		for j := range plots[i] {
+			plots[i][j].Draw(canvases[i][j])
+		}
+	}
+	return save(img, out)
+}
+
+func stacked(title string, names []string, rows []map[string]string, cols []string, scale float64) (*plot.Plot, error) {
+	p := plot.New()
+	p.Title.Text = title
+	p.Legend.Top = true
+	var below *plotter.BarChart
+	for k, c := range cols {
+		v := make(plotter.Values, len(rows))
+		for i, r := range rows {
+			v[i] = num(r, c) * scale
+		}
+		b, err := plotter.NewBarChart(v, vg.Points(28))
+		if err != nil {
+			return nil, err
+		}
+		b.LineStyle.Width = 0
+		b.Color = plotutil.Color(k)
+		if below != nil {
+			b.StackOn(below)
+		}
+		below = b
+		p.Add(b)
+		p.Legend.Add(c, b)
+	}
+	p.NominalX(names...)
+	// Room for the legend on the right of the last bar.
+	p.X.Min, p.X.Max = -0.7, float64(len(names))+0.8
+	return p, nil
+}
+
+// gemm draws GFLOP/s per shape, one bar per implementation.
+func gemm(rows []map[string]string, out string) error {
+	impls := groups(rows, "impl")
+	shapes := groups(rows, "shape")
+	p := plot.New()
+	p.Title.Text = "f32 GEMM and training-path throughput (GFLOP/s)"
+	p.Legend.Top, p.Legend.Left = true, true
+	wbar := vg.Points(14)
+	for k, im := range impls {
+		v := make(plotter.Values, len(shapes))
+		for i, s := range shapes {
+			for _, r := range rows {
+				if r["impl"] == im && r["shape"] == s {
+					v[i] = num(r, "gflops")
+				}
+			}
+		}
+		b, err := plotter.NewBarChart(v, wbar)
+		if err != nil {
+			return err
+		}
+		b.LineStyle.Width = 0
+		b.Color = plotutil.Color(k)
+		b.Offset = vg.Length(k-len(impls)/2) * wbar
+		p.Add(b)
+		p.Legend.Add(im, b)
+	}
+	p.NominalX(shapes...)
+	p.X.Tick.Label.Rotation = 0.5
+	p.X.Tick.Label.XAlign, p.X.Tick.Label.YAlign = draw.XRight, draw.YCenter
+	img := vgimg.New(vg.Length(len(shapes))*1.4*vg.Inch+2*vg.Inch, 4*vg.Inch)
+	p.Draw(draw.New(img))
+	return save(img, out)
+}
+
+func save(img *vgimg.Canvas, out string) error {
+	f, err := os.Create(out)
+	if err != nil {
+		return err
+	}
+	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+

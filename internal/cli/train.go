@@ -1,0 +1,212 @@
+package cli
+
+import (
+	"flag"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"gnnmpi/train"
+)
+
+func trainCmd() *Command {
+	return &Command{
+		Name:    "train",
+		Summary: "train a GNN (GraphSAGE, GCN, GAT) data-parallel with minibatch sampling and report accuracy",
+		Usage:   "--data PATH [--model sage|gcn|gat] [flags]",
+		Flags: func(fs *flag.FlagSet) func(*Env) error {
+			d := train.Defaults("sage")
+			data := fs.String("data", "data/cora", "dataset: OGB raw-layout directory or .gnn binary file")
+			split := fs.String("split", "", "split to train on (default: the dataset's first)")
+			part := fs.String("partition", train.PartitionMetis, "vertex partition over the ranks: block, random, metis, or a book file from `gnnmpi partition`")
+			kind := fs.String("model", "sage", "sage (GraphSAGE mean), gcn or gat")
+			layers := fs.Int("layers", d.Model.Layers, "GNN layers")
+			hidden := fs.Int("hidden", d.Model.Hidden, "hidden width (GAT: per head; default sage 128, gcn 64, gat 8)")
+			heads := fs.Int("heads", 8, "GAT attention heads of the hidden layers")
+			outHeads := fs.Int("out-heads", 1, "GAT attention heads of the output layer (averaged)")
+			fanouts := fs.String("fanouts", "25,10", "neighbours sampled per hop, from the seeds outwards (-1: all); one per layer")
+			batch := fs.Int("batch-size", d.BatchSize, "seeds per rank per minibatch (at most)")
+			epochs := fs.Int("epochs", d.Epochs, "epochs (default sage/gcn 100, gat 200)")
+			shuffle := fs.String("shuffle", train.ShuffleLocal, "local (each rank shuffles its own training vertices) or global (one shuffle split across ranks)")
+			optim := fs.String("optimizer", "adam", "adam or sgd")
+			lr := fs.Float64("lr", float64(d.LR), "learning rate (default sage/gcn 0.01, gat 0.005)")
+			wd := fs.Float64("weight-decay", float64(d.WeightDecay), "L2 weight decay")
+			mom := fs.Float64("momentum", 0, "SGD momentum")
+			drop := fs.Float64("dropout", float64(d.Model.Dropout), "feature dropout (default sage/gcn 0.5, gat 0.6)")
+			featNorm := fs.String("feature-norm", d.FeatureNorm, "input features: row (each row scaled to sum 1) or none")
+			attnDrop := fs.Float64("attn-dropout", -1, "GAT: dropout on attention coefficients (default 0.6)")
+			norm := fs.Bool("normalize", false, "GraphSAGE: L2-normalise hidden embeddings")
+			seed := fs.Uint64("seed", d.Seed, "random seed (weights, shuffles, sampling, dropout, METIS)")
+			evalEvery := fs.Int("eval-every", d.EvalEvery, "evaluate every K epochs and after the last (0: no evaluation)")
+			evalChunk := fs.Int("eval-chunk", d.EvalChunk, "vertices per chunk of layer-wise inference")
+			ckpt := fs.String("checkpoint", "", "checkpoint directory (written atomically)")
+			ckptEvery := fs.Int("checkpoint-every", d.CheckpointEvery, "epochs between checkpoints")
+			resume := fs.Bool("resume", false, "continue from the checkpoint in --checkpoint")
+			return func(env *Env) error {
+				cfg := train.Defaults(*kind)
+				set := map[string]bool{}
+				fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+				switch *kind {
+				case "sage", "gcn", "gat":
+				default:
+					return fmt.Errorf("train: unknown --model %q (want sage, gcn or gat)", *kind)
+				}
+				fo, err := parseInts(*fanouts)
+				if err != nil {
+					return fmt.Errorf("train: --fanouts %q: %w", *fanouts, err)
+				}
+				cfg.Model.Layers, cfg.Model.Heads, cfg.Model.OutHeads, cfg.Model.Normalize = *layers, *heads, *outHeads, *norm
+				if set["hidden"] {
+					cfg.Model.Hidden = *hidden
+				}
+				if set["lr"] {
+					cfg.LR = float32(*lr)
+				}
+				if set["attn-dropout"] {
+					cfg.Model.AttnDropout = float32(*attnDrop)
+				}
+				if set["epochs"] {
+					cfg.Epochs = *epochs
+				}
+				if set["dropout"] {
+					cfg.Model.Dropout = float32(*drop)
+				}
+				if !set["fanouts"] && *layers != len(fo) {
+					// The default fanouts follow --layers: 25,10 then 10 for further hops.
+					fo = fo[:min(len(fo), *layers)]
+					for len(fo) < *layers {
+						fo = append(fo, 10)
+					}
+				}
+				cfg.FeatureNorm = *featNorm
+				cfg.Fanouts, cfg.BatchSize, cfg.Shuffle = fo, *batch, *shuffle
+				cfg.Optimizer, cfg.WeightDecay, cfg.Momentum, cfg.Seed = *optim, float32(*wd), float32(*mom), *seed
+				cfg.EvalEvery, cfg.EvalChunk = *evalEvery, *evalChunk
+				cfg.CheckpointDir, cfg.CheckpointEvery, cfg.Resume = *ckpt, *ckptEvery, *resume
+				cfg.BLAS = env.BLAS
+				return runTrain(env, *data, *split, *part, cfg)
+			}
+		},
+	}
+}
+
+func parseInts(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		v, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+func runTrain(env *Env, path, split, partition string, cfg train.Config) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	c := env.Comm
+	t0 := time.Now()
+	d, err := train.Load(c, path, split, partition, cfg.Seed, env.Progress)
+	if err != nil {
+		return err
+	}
+	env.Progress("loaded %s in %.2fs: %d vertices, %d features, %d classes; split %s with %d training vertices",
+		d.Name, time.Since(t0).Seconds(), d.NumNodes(), d.Feat.Cols, d.NumClasses, d.SplitName, len(d.Split.Train))
+	env.Printf("training %s (%d layers, hidden %d) on %s, %d ranks (%s, BLAS %s): fanouts %v, batch %d/rank, %s %.3g, seed %d\n",
+		cfg.Model.Kind, cfg.Model.Layers, cfg.Model.Hidden, d.Name, c.Size(), env.Backend, env.BLASName, cfg.Fanouts, cfg.BatchSize, cfg.Optimizer, cfg.LR, cfg.Seed)
+	bar := &progressBar{env: env}
+	hooks := train.Hooks{
+		Log:   env.Progress,
+		Batch: bar.update,
+		Epoch: func(st train.EpochStats) error {
+			bar.clear()
+			printEpoch(env, st)
+			return env.Record(epochRecord(st))
+		},
+	}
+	res, err := train.Run(c, d, cfg, hooks)
+	if err != nil {
+		return err
+	}
+	if res.BestEpoch > 0 {
+		env.Printf("best validation accuracy %.4f at epoch %d; test accuracy %.4f (median epoch %.3fs)\n",
+			res.BestValAcc, res.BestEpoch, res.TestAcc, res.MedianEpochS)
+	} else {
+		env.Printf("no evaluation (--eval-every 0); median epoch %.3fs\n", res.MedianEpochS)
+	}
+	cfgOut := map[string]any{
+		"data": path, "split": d.SplitName, "partition": partition, "model": cfg.Model, "fanouts": cfg.Fanouts,
+		"batch_size": cfg.BatchSize, "feature_norm": cfg.FeatureNorm, "epochs": cfg.Epochs, "shuffle": cfg.Shuffle, "optimizer": cfg.Optimizer,
+		"lr": cfg.LR, "weight_decay": cfg.WeightDecay, "momentum": cfg.Momentum, "seed": cfg.Seed,
+		"eval_every": cfg.EvalEvery, "blas": env.BLASName,
+	}
+	out := map[string]any{
+		"final": true, "best_epoch": res.BestEpoch, "best_val_acc": res.BestValAcc, "test_acc": res.TestAcc,
+		"median_epoch_s": res.MedianEpochS, "bytes_per_epoch": res.BytesPerEpoch, "config": cfgOut,
+		"params": res.NumParams, "epochs_run": len(res.Epochs),
+	}
+	return env.Finish(out)
+}
+
+// epochRecord is the JSONL object of one epoch; its keys are documented in
+// the README and stay stable.
+func epochRecord(st train.EpochStats) map[string]any {
+	rec := map[string]any{
+		"epoch": st.Epoch, "loss": st.Loss, "train_acc": st.TrainAcc, "val_acc": nil, "test_acc": nil,
+		"epoch_s": st.Seconds, "phase_s": st.PhaseSeconds, "bytes": st.Bytes, "batches": st.Batches,
+	}
+	if st.Evaluated {
+		rec["val_acc"], rec["test_acc"] = st.ValAcc, st.TestAcc
+	}
+	return rec
+}
+
+func printEpoch(env *Env, st train.EpochStats) {
+	acc := ""
+	if st.Evaluated {
+		acc = fmt.Sprintf(" val %.4f test %.4f", st.ValAcc, st.TestAcc)
+	}
+	ps := st.PhaseSeconds
+	env.Printf("epoch %3d  loss %.4f  train %.4f%s  | %.3fs: sample %.3f fetch %.3f compute %.3f comm %.3f, eval %.3f | bytes fetch %s grad %s eval %s\n",
+		st.Epoch, st.Loss, st.TrainAcc, acc, st.Seconds, ps[train.PhaseSample], ps[train.PhaseFetch], ps[train.PhaseCompute],
+		ps[train.PhaseGrad], ps[train.PhaseEval], human(st.Bytes[train.PhaseFetch]), human(st.Bytes[train.PhaseGrad]), human(st.Bytes[train.PhaseEval]))
+}
+
+// progressBar draws a bar on rank 0's standard error inside epochs that
+// take long (more than two seconds), and nothing in short ones.
+type progressBar struct {
+	env   *Env
+	start time.Time
+	shown bool
+	last  time.Time
+}
+
+func (b *progressBar) update(epoch, batch, batches int) {
+	if b.env.Comm.Rank() != 0 {
+		return
+	}
+	now := time.Now()
+	if batch == 0 {
+		b.start = now
+		return
+	}
+	if now.Sub(b.start) < 2*time.Second || now.Sub(b.last) < 200*time.Millisecond {
+		return
+	}
+	b.last, b.shown = now, true
+	const width = 30
+	done := width * batch / batches
+	eta := time.Duration(float64(now.Sub(b.start)) * float64(batches-batch) / float64(batch))
+	fmt.Fprintf(b.env.Err, "\repoch %d [%s%s] %d/%d minibatches, %s left ", epoch,
+		strings.Repeat("#", done), strings.Repeat(".", width-done), batch, batches, eta.Round(time.Second))
+}
+
+func (b *progressBar) clear() {
+	if b.shown {
+		fmt.Fprintf(b.env.Err, "\r%s\r", strings.Repeat(" ", 79))
+		b.shown = false
+	}
+}

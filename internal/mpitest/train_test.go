@@ -1,0 +1,167 @@
+package mpitest
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// epochLine is the part of a --metrics JSONL record the tests compare.
+type epochLine struct {
+	Final   bool     `json:"final"`
+	Epoch   int      `json:"epoch"`
+	Loss    float64  `json:"loss"`
+	ValAcc  *float64 `json:"val_acc"`
+	TestAcc *float64 `json:"test_acc"`
+}
+
+// readMetrics returns the epoch records and the final object's raw map.
+func readMetrics(t *testing.T, path string) ([]epochLine, map[string]any) {
+	t.Helper()
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	var epochs []epochLine
+	var fin map[string]any
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<24)
+	for sc.Scan() {
+		var raw map[string]any
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &raw))
+		if raw["final"] == true {
+			fin = raw
+			continue
+		}
+		var e epochLine
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &e))
+		epochs = append(epochs, e)
+	}
+	require.NoError(t, sc.Err())
+	return epochs, fin
+}
+
+func lossesOf(es []epochLine) []float64 {
+	var l []float64
+	for _, e := range es {
+		l = append(l, e.Loss)
+	}
+	return l
+}
+
+// Training under mpirun follows the in-process backend's loss curve: the
+// same program on the same data with the same seed and rank count. The
+// only difference allowed is the order of the float32 gradient sums inside
+// MPI_Allreduce.
+func TestTrainMPIMatchesInproc(t *testing.T) {
+	skipUnlessMPI(t)
+	for _, np := range []int{1, 2, 4} {
+		t.Run(fmt.Sprintf("np=%d", np), func(t *testing.T) {
+			dir := t.TempDir()
+			args := []string{"train", "--data", "data/cora", "--epochs", "6", "--seed", "3"}
+			m1, m2 := filepath.Join(dir, "mpi.jsonl"), filepath.Join(dir, "inproc.jsonl")
+			r := mpirun(t, 3*time.Minute, np, bin, append(args, "--metrics", m1)...)
+			require.Equal(t, 0, r.code, "stderr:\n%s", r.stderr)
+			require.Contains(t, r.stdout, "test accuracy")
+			l := local(t, append([]string{"--ranks", fmt.Sprint(np)}, append(args, "--metrics", m2)...)...)
+			require.Equal(t, 0, l.code, "stderr:\n%s", l.stderr)
+			a, fa := readMetrics(t, m1)
+			b, fb := readMetrics(t, m2)
+			require.Len(t, a, 6)
+			require.Len(t, b, 6)
+			for i := range a {
+				require.InEpsilon(t, b[i].Loss, a[i].Loss, 1e-4, "epoch %d", i+1)
+			}
+			require.Equal(t, "mpi", fa["backend"])
+			require.Equal(t, "inproc", fb["backend"])
+			require.EqualValues(t, np, fa["ranks"])
+			// Byte counts are deterministic: the same on both backends.
+			require.Equal(t, fb["bytes_per_epoch"], fa["bytes_per_epoch"])
+		})
+	}
+}
+
+// A job killed (SIGKILL to mpirun and its ranks) after a checkpoint, then
+// resumed with --resume, ends with exactly the losses of an uninterrupted
+// run.
+func TestTrainKilledAndResumed(t *testing.T) {
+	skipUnlessMPI(t)
+	const np, epochs = 2, 60
+	dir := t.TempDir()
+	args := []string{"train", "--data", "data/cora", "--epochs", fmt.Sprint(epochs), "--seed", "5", "--eval-every", "1"}
+	full := filepath.Join(dir, "full.jsonl")
+	r := mpirun(t, 5*time.Minute, np, bin, append(args, "--metrics", full)...)
+	require.Equal(t, 0, r.code, "stderr:\n%s", r.stderr)
+
+	ckdir := filepath.Join(dir, "ck")
+	ckargs := append(args, "--checkpoint", ckdir, "--checkpoint-every", "1")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "mpirun", append([]string{"-np", fmt.Sprint(np), "--oversubscribe", bin}, append(ckargs, "--metrics", filepath.Join(dir, "killed.jsonl"))...)...)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	require.NoError(t, cmd.Start())
+	killedAt := 0
+	for killedAt == 0 {
+		time.Sleep(10 * time.Millisecond)
+		if e := checkpointEpoch(filepath.Join(ckdir, "checkpoint.bin")); e >= 5 {
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			killedAt = e
+		}
+	}
+	_ = cmd.Wait()
+	require.Less(t, killedAt, epochs, "the run must be killed before it ends")
+
+	resumed := filepath.Join(dir, "resumed.jsonl")
+	r = mpirun(t, 5*time.Minute, np, bin, append(ckargs, "--resume", "--metrics", resumed)...)
+	require.Equal(t, 0, r.code, "stderr:\n%s", r.stderr)
+	a, fa := readMetrics(t, full)
+	b, fb := readMetrics(t, resumed)
+	start := epochs - len(b) + 1
+	require.Greater(t, start, 5, "resumed after the checkpoint")
+	require.Equal(t, lossesOf(a[start-1:]), lossesOf(b), "bit-identical losses after the resume")
+	require.Equal(t, fa["best_epoch"], fb["best_epoch"])
+	require.Equal(t, fa["test_acc"], fb["test_acc"])
+}
+
+// checkpointEpoch reads the epoch from a checkpoint's JSON header, or 0.
+func checkpointEpoch(path string) int {
+	b, err := os.ReadFile(path)
+	const magic = "GNNMPI-CKPT-1\n"
+	if err != nil || len(b) < len(magic)+8 {
+		return 0
+	}
+	n := binary.LittleEndian.Uint64(b[len(magic):])
+	if n > math.MaxInt32 || len(b) < len(magic)+8+int(n) {
+		return 0
+	}
+	var h struct {
+		Epoch int `json:"epoch"`
+	}
+	if json.Unmarshal(b[len(magic)+8:len(magic)+8+int(n)], &h) != nil {
+		return 0
+	}
+	return h.Epoch
+}
+
+// A bad training flag fails every rank with a clear message.
+func TestTrainBadInput(t *testing.T) {
+	skipUnlessMPI(t)
+	r := mpirun(t, time.Minute, 2, bin, "train", "--data", "data/cora", "--model", "nope")
+	require.NotEqual(t, 0, r.code)
+	require.Contains(t, r.stderr, `unknown --model "nope"`)
+	r = mpirun(t, time.Minute, 2, bin, "train", "--data", "data/cora", "--split", "nosuch")
+	require.NotEqual(t, 0, r.code)
+	require.Contains(t, r.stderr, `no split "nosuch"`)
+}

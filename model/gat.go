@@ -1,0 +1,310 @@
+package model
+
+import (
+	"math"
+	"math/rand/v2"
+
+	"gonum.org/v1/gonum/blas"
+
+	"gnnmpi/dense"
+	"gnnmpi/sparse"
+)
+
+// leakySlope is the negative slope of the LeakyReLU on attention logits (GAT paper).
+const leakySlope = 0.2
+
+// GAT is a multi-head graph attention layer (Veličković et al. 2018; PyG
+// GATConv). With h heads of width d, Z = X·W is NSrc×(h·d) and for head k
+//
+//	e_ij = LeakyReLU_0.2(a_l·z_i + a_r·z_j),
+//	α_ij = softmax_j e_ij  over j ∈ N(i) ∪ {i},
+//	o_i  = Σ_j α_ij·z_j,
+//
+// where z_i is head k of row i of Z. The self-loop (i, i) is always in the
+// softmax: the layer adds it when row i of the block lacks it. The block's
+// Values are ignored. With Concat the heads are concatenated (output width
+// h·d), otherwise averaged (width d, as in the GAT paper's output layer);
+// a bias of the output width is added. W is fin×(h·d), a_l and a_r are h×d.
+//
+// During training, AttnDropout zeroes each α_ij with that probability and
+// scales the rest by 1/(1−p), as PyG does. The softmax subtracts each row's
+// maximum.
+type GAT struct {
+	// AttnDropout is the dropout rate on attention coefficients in
+	// training; 0 disables it.
+	AttnDropout float32
+
+	w, attL, attR, b *Param
+	fin, heads, d    int
+	concat           bool
+	impl             blas.Float32Level3
+
+	a     *sparse.CSR
+	x     *dense.Matrix
+	eptr  []int     // NDst+1: edge offsets, self-loop included
+	esrc  []int     // E: source of each edge
+	z     []float32 // NSrc×(h·d)
+	el    []float32 // NDst×h: a_l·z_i
+	er    []float32 // NSrc×h: a_r·z_j
+	s     []float32 // E×h: attention logits before the LeakyReLU
+	alpha []float32 // E×h: softmax
+	drop  []float32 // E×h: dropout scale (0 or 1/(1−p)); nil without dropout
+	dbuf  []float32 // storage of drop
+	mx    []float32 // h scratch
+	dz    []float32 // NSrc×(h·d) scratch
+	del   []float32 // NDst×h scratch
+	der   []float32 // NSrc×h scratch
+	dal   []float32 // E×h scratch: dL/dα
+	sum   []float32 // h scratch
+}
+
+var _ Layer = (*GAT)(nil)
+
+// NewGAT returns a GAT layer from fin features to heads heads of width d,
+// concatenated or averaged, with Glorot uniform W, a_l and a_r drawn from rng
+// in that order (fans fin, h·d for W and h, d for a_l and a_r, as PyG) and a
+// zero bias. Dense products use impl, or gonum's pure Go BLAS if impl is nil.
+// It will panic if fin, d or heads is not positive.
+func NewGAT(fin, d, heads int, concat bool, rng *rand.Rand, impl blas.Float32Level3) *GAT {
+	if fin <= 0 || d <= 0 || heads <= 0 {
+		panic("model: non-positive layer width or heads")
+	}
+	g := &GAT{
+		w:      newParam("w", fin, heads*d),
+		attL:   newParam("att_l", heads, d),
+		attR:   newParam("att_r", heads, d),
+		fin:    fin,
+		heads:  heads,
+		d:      d,
+		concat: concat,
+		impl:   blasOrDefault(impl),
+	}
+	g.b = newParam("b", 1, g.OutDim())
+	glorot(g.w, fin, heads*d, rng)
+	glorot(g.attL, heads, d, rng)
+	glorot(g.attR, heads, d, rng)
+	return g
+}
+
+// Params returns W, a_l, a_r and b.
+func (g *GAT) Params() []*Param { return []*Param{g.w, g.attL, g.attR, g.b} }
+
+// OutDim returns h·d with Concat, d otherwise.
+func (g *GAT) OutDim() int {
+	if g.concat {
+		return g.heads * g.d
+	}
+	return g.d
+}
+
+// Heads returns the number of attention heads.
+func (g *GAT) Heads() int { return g.heads }
+
+// Concat reports whether the heads are concatenated rather than averaged.
+func (g *GAT) Concat() bool { return g.concat }
+
+// Forward computes the layer on block a and returns a new NDst×OutDim()
+// matrix. With train and AttnDropout > 0 it draws the attention dropout mask
+// from rng. It will panic if the shapes do not conform, or if dropout is
+// needed and rng is nil.
+func (g *GAT) Forward(a *sparse.CSR, x *dense.Matrix, train bool, rng *rand.Rand) *dense.Matrix {
+	checkBlock(a, x, g.fin)
+	g.a, g.x = a, x
+	nd, ns, h, d := int(a.NRows), int(a.NCols), g.heads, g.d
+	hd := h * d
+
+	g.z = grow(g.z, ns*hd)
+	gemm(g.impl, blas.NoTrans, blas.NoTrans, ns, hd, g.fin, 1, x.Data, g.w.W, 0, g.z)
+	g.el = grow(g.el, nd*h)
+	g.er = grow(g.er, ns*h)
+	for j := range ns {
+		for k := range h {
+			zk := g.z[j*hd+k*d : j*hd+(k+1)*d]
+			g.er[j*h+k] = dot(g.attR.W[k*d:(k+1)*d], zk)
+			if j < nd {
+				g.el[j*h+k] = dot(g.attL.W[k*d:(k+1)*d], zk)
+			}
+		}
+	}
+
+	// Edge list with the self-loops.
+	if cap(g.eptr) < nd+1 {
+		g.eptr = make([]int, nd+1)
+	}
+	g.eptr = g.eptr[:nd+1]
+	g.esrc = g.esrc[:0]
+	for i := range nd {
+		self := false
+		for _, j := range a.Row(int64(i)) {
+			g.esrc = append(g.esrc, int(j))
+			self = self || int(j) == i
+		}
+		if !self {
+			g.esrc = append(g.esrc, i)
+		}
+		g.eptr[i+1] = len(g.esrc)
+	}
+	ne := len(g.esrc)
+
+	// Softmax of the LeakyReLU logits over each row, per head.
+	g.s = grow(g.s, ne*h)
+	g.alpha = grow(g.alpha, ne*h)
+	g.mx = grow(g.mx, h)
+	g.sum = grow(g.sum, h)
+	for i := range nd {
+		lo, hi := g.eptr[i], g.eptr[i+1]
+		for k := range h {
+			g.mx[k] = float32(math.Inf(-1))
+			g.sum[k] = 0
+		}
+		for e := lo; e < hi; e++ {
+			j := g.esrc[e]
+			for k := range h {
+				s := g.el[i*h+k] + g.er[j*h+k]
+				g.s[e*h+k] = s
+				if s < 0 {
+					s *= leakySlope
+				}
+				g.alpha[e*h+k] = s
+				g.mx[k] = max(g.mx[k], s)
+			}
+		}
+		for e := lo; e < hi; e++ {
+			for k := range h {
+				v := float32(math.Exp(float64(g.alpha[e*h+k] - g.mx[k])))
+				g.alpha[e*h+k] = v
+				g.sum[k] += v
+			}
+		}
+		for k := range h {
+			g.sum[k] = 1 / g.sum[k]
+		}
+		for e := lo; e < hi; e++ {
+			for k := range h {
+				g.alpha[e*h+k] *= g.sum[k]
+			}
+		}
+	}
+
+	g.drop = nil
+	if train && g.AttnDropout > 0 {
+		if rng == nil {
+			panic("model: attention dropout needs an rng")
+		}
+		g.dbuf = grow(g.dbuf, ne*h)
+		g.drop = g.dbuf
+		dropMask(g.drop, g.AttnDropout, rng)
+	}
+
+	od := g.OutDim()
+	out := dense.New(nd, od)
+	for i := range nd {
+		row := out.Data[i*od : (i+1)*od]
+		for e := g.eptr[i]; e < g.eptr[i+1]; e++ {
+			j := g.esrc[e]
+			for k := range h {
+				c := g.alpha[e*h+k]
+				if g.drop != nil {
+					c *= g.drop[e*h+k]
+				}
+				dst := row
+				if g.concat {
+					dst = row[k*d : (k+1)*d]
+				}
+				axpy(c, g.z[j*hd+k*d:j*hd+(k+1)*d], dst)
+			}
+		}
+		if !g.concat {
+			scale(1/float32(h), row)
+		}
+	}
+	addRowVec(out.Data, g.b.W, nd, od)
+	return out
+}
+
+// Backward adds dL/dW, dL/da_l, dL/da_r and dL/db into the parameters' G and
+// returns dL/dx (NSrc×fin, new) if needInput, else nil. It will panic if dy
+// is not NDst×OutDim() or no Forward preceded it.
+func (g *GAT) Backward(dy *dense.Matrix, needInput bool) *dense.Matrix {
+	if g.a == nil {
+		panic("model: Backward before Forward")
+	}
+	nd, ns, h, d := int(g.a.NRows), int(g.a.NCols), g.heads, g.d
+	hd, od := h*d, g.OutDim()
+	checkGrad(dy, nd, od)
+	colSumAdd(g.b.G, dy.Data, nd, od)
+
+	ne := len(g.esrc)
+	g.dz = grow(g.dz, ns*hd)
+	clear(g.dz)
+	g.del = grow(g.del, nd*h)
+	clear(g.del)
+	g.der = grow(g.der, ns*h)
+	clear(g.der)
+	g.dal = grow(g.dal, ne*h)
+	dal := g.dal // dL/dα
+	hs := float32(1)
+	if !g.concat {
+		hs = 1 / float32(h)
+	}
+	for i := range nd {
+		lo, hi := g.eptr[i], g.eptr[i+1]
+		gy := dy.Data[i*od : (i+1)*od]
+		for e := lo; e < hi; e++ {
+			j := g.esrc[e]
+			for k := range h {
+				gk := gy
+				if g.concat {
+					gk = gy[k*d : (k+1)*d]
+				}
+				zk := g.z[j*hd+k*d : j*hd+(k+1)*d]
+				c := g.alpha[e*h+k]
+				dc := hs * dot(gk, zk)
+				if g.drop != nil {
+					c *= g.drop[e*h+k]
+					dc *= g.drop[e*h+k]
+				}
+				dal[e*h+k] = dc
+				axpy(hs*c, gk, g.dz[j*hd+k*d:j*hd+(k+1)*d])
+			}
+		}
+		// Softmax backward, then the LeakyReLU.
+		for k := range h {
+			var s float32
+			for e := lo; e < hi; e++ {
+				s += g.alpha[e*h+k] * dal[e*h+k]
+			}
+			for e := lo; e < hi; e++ {
+				ds := g.alpha[e*h+k] * (dal[e*h+k] - s)
+				if g.s[e*h+k] <= 0 {
+					ds *= leakySlope
+				}
+				g.del[i*h+k] += ds
+				g.der[g.esrc[e]*h+k] += ds
+			}
+		}
+	}
+	for j := range ns {
+		for k := range h {
+			zk := g.z[j*hd+k*d : j*hd+(k+1)*d]
+			dzk := g.dz[j*hd+k*d : j*hd+(k+1)*d]
+			if r := g.der[j*h+k]; r != 0 {
+				axpy(r, g.attR.W[k*d:(k+1)*d], dzk)
+				axpy(r, zk, g.attR.G[k*d:(k+1)*d])
+			}
+			if j < nd {
+				if l := g.del[j*h+k]; l != 0 {
+					axpy(l, g.attL.W[k*d:(k+1)*d], dzk)
+					axpy(l, zk, g.attL.G[k*d:(k+1)*d])
+				}
+			}
+		}
+	}
+	gemm(g.impl, blas.Trans, blas.NoTrans, g.fin, hd, ns, 1, g.x.Data, g.dz, 1, g.w.G)
+	if !needInput {
+		return nil
+	}
+	dx := dense.New(ns, g.fin)
+	gemm(g.impl, blas.NoTrans, blas.Trans, ns, g.fin, hd, 1, g.dz, g.w.W, 0, dx.Data)
+	return dx
+}

@@ -1,0 +1,212 @@
+package model
+
+import (
+	"math"
+	"math/rand/v2"
+
+	"gonum.org/v1/gonum/blas"
+
+	"gnnmpi/dense"
+	"gnnmpi/sparse"
+)
+
+// spmmCost is the cost of one sparse multiply-add in dense multiply-adds,
+// used to choose the order of GCN's two products: SpMM runs at a fraction of
+// GEMM's speed because its reads are gathers.
+const spmmCost = 4
+
+// GCN is a graph convolution layer (Kipf and Welling 2017):
+//
+//	H′ = Â·X·W + b,
+//
+// where Â is the block a with its Values (NDst×NSrc; see GCNNorm), X is
+// NSrc×fin, W is fin×fout and b is 1×fout. The block must carry Values,
+// including any self-loop entries it wants.
+//
+// The layer computes (Â·X)·W when that is cheaper and Â·(X·W) otherwise,
+// comparing nnz·fin·c + NDst·fin·fout with NSrc·fin·fout + nnz·fout·c
+// multiply-adds, where c = 4 weighs a sparse multiply-add against a dense
+// one. On sampled blocks (NSrc ≫ NDst) that is nearly always aggregate
+// first; on full-graph blocks it is multiply first when fout < fin.
+type GCN struct {
+	w, b      *Param
+	fin, fout int
+	impl      blas.Float32Level3
+
+	a        *sparse.CSR
+	x        *dense.Matrix
+	aggFirst bool
+	val      []float32 // nnz: Â's values as float32
+	t        []float32 // NDst×fin (Â·X) when aggFirst, else NSrc×fout (X·W)
+	scr      []float32 // scratch of the other shape
+	at       transposed
+}
+
+var _ Layer = (*GCN)(nil)
+
+// NewGCN returns a GCN layer from fin to fout features with Glorot uniform
+// weights drawn from rng and a zero bias. Dense products use impl, or gonum's
+// pure Go BLAS if impl is nil. It will panic if fin or fout is not positive.
+func NewGCN(fin, fout int, rng *rand.Rand, impl blas.Float32Level3) *GCN {
+	if fin <= 0 || fout <= 0 {
+		panic("model: non-positive layer width")
+	}
+	g := &GCN{w: newParam("w", fin, fout), b: newParam("b", 1, fout), fin: fin, fout: fout, impl: blasOrDefault(impl)}
+	glorot(g.w, fin, fout, rng)
+	return g
+}
+
+// Params returns W and b.
+func (g *GCN) Params() []*Param { return []*Param{g.w, g.b} }
+
+// OutDim returns fout.
+func (g *GCN) OutDim() int { return g.fout }
+
+// Forward computes Â·X·W + b on block a and returns a new NDst×fout matrix.
+// train and rng are unused. It will panic if a.Values is nil or the shapes
+// do not conform.
+func (g *GCN) Forward(a *sparse.CSR, x *dense.Matrix, train bool, rng *rand.Rand) *dense.Matrix {
+	checkBlock(a, x, g.fin)
+	if a.Values == nil {
+		panic("model: GCN block has no Values (see GCNNorm)")
+	}
+	g.a, g.x = a, x
+	nd, ns, fin, fout := int64(a.NRows), int64(a.NCols), int64(g.fin), int64(g.fout)
+	nnz := a.NNZ()
+	g.val = grow(g.val, int(nnz))
+	for e, v := range a.Values {
+		g.val[e] = float32(v)
+	}
+	g.aggFirst = nnz*fin*spmmCost+nd*fin*fout <= ns*fin*fout+nnz*fout*spmmCost
+	out := dense.New(int(nd), g.fout)
+	if g.aggFirst {
+		g.t = grow(g.t, int(nd*fin))
+		spmm(g.t, a, g.val, nil, x.Data, g.fin)
+		gemm(g.impl, blas.NoTrans, blas.NoTrans, int(nd), g.fout, g.fin, 1, g.t, g.w.W, 0, out.Data)
+	} else {
+		g.t = grow(g.t, int(ns*fout))
+		gemm(g.impl, blas.NoTrans, blas.NoTrans, int(ns), g.fout, g.fin, 1, x.Data, g.w.W, 0, g.t)
+		spmm(out.Data, a, g.val, nil, g.t, g.fout)
+	}
+	addRowVec(out.Data, g.b.W, int(nd), g.fout)
+	return out
+}
+
+// Backward adds dL/dW and dL/db into the parameters' G and returns dL/dx
+// (NSrc×fin, new) if needInput, else nil. It will panic if dy is not
+// NDst×fout or no Forward preceded it.
+func (g *GCN) Backward(dy *dense.Matrix, needInput bool) *dense.Matrix {
+	if g.a == nil {
+		panic("model: Backward before Forward")
+	}
+	nd, ns, fin, fout := int(g.a.NRows), int(g.a.NCols), g.fin, g.fout
+	checkGrad(dy, nd, fout)
+	colSumAdd(g.b.G, dy.Data, nd, fout)
+	if g.aggFirst {
+		// out = T·W with T = Â·X.
+		gemm(g.impl, blas.Trans, blas.NoTrans, fin, fout, nd, 1, g.t, dy.Data, 1, g.w.G)
+		if !needInput {
+			return nil
+		}
+		g.scr = grow(g.scr, nd*fin)
+		gemm(g.impl, blas.NoTrans, blas.Trans, nd, fin, fout, 1, dy.Data, g.w.W, 0, g.scr)
+		dx := dense.New(ns, fin)
+		g.at.build(g.a, g.val, nil)
+		g.at.mulAdd(dx.Data, g.scr, fin)
+		return dx
+	}
+	// out = Â·Z with Z = X·W.
+	g.scr = grow(g.scr, ns*fout)
+	clear(g.scr)
+	g.at.build(g.a, g.val, nil)
+	g.at.mulAdd(g.scr, dy.Data, fout)
+	gemm(g.impl, blas.Trans, blas.NoTrans, fin, fout, ns, 1, g.x.Data, g.scr, 1, g.w.G)
+	if !needInput {
+		return nil
+	}
+	dx := dense.New(ns, fin)
+	gemm(g.impl, blas.NoTrans, blas.Trans, ns, fin, fout, 1, g.scr, g.w.W, 0, dx.Data)
+	return dx
+}
+
+// GCNNorm returns a new block with GCN's normalised weights for block a
+// (NDst×NSrc, destination i being source i). Row i gets a self-loop entry
+// (i, i) if it has none, inserted before the first column greater than i so
+// that sorted rows stay sorted, and the values
+//
+//	w_ii = 1/(deg_i+1),  w_ij = (deg_i/k_i) / √((deg_i+1)(deg_j+1))  for j ≠ i,
+//
+// where deg_i = degDst[i] and deg_j = degSrc[j] are full-graph degrees
+// without self-loops and k_i is the number of entries of row i other than
+// (i, i). a's Values are ignored. With the full neighbourhood (k_i = deg_i)
+// this is the Kipf–Welling D̃^{-1/2}(A+I)D̃^{-1/2}; with k_i sampled
+// neighbours it is its unbiased estimate. It will panic if len(degDst) !=
+// NDst, len(degSrc) != NSrc or NDst > NSrc.
+func GCNNorm(a *sparse.CSR, degDst, degSrc []int64) *sparse.CSR {
+	if int64(len(degDst)) != a.NRows || int64(len(degSrc)) != a.NCols {
+		panic("model: GCNNorm degree length mismatch")
+	}
+	if a.NRows > a.NCols {
+		panic("model: block NDst > NSrc")
+	}
+	nd := a.NRows
+	missing := int64(0)
+	for i := range nd {
+		if !rowHas(a, i, i) {
+			missing++
+		}
+	}
+	nnz := a.NNZ() + missing
+	out := &sparse.CSR{
+		NRows:   a.NRows,
+		NCols:   a.NCols,
+		Indptr:  make([]int64, nd+1),
+		Indices: make([]int64, 0, nnz),
+		Values:  make([]float64, 0, nnz),
+	}
+	for i := range nd {
+		row := a.Row(i)
+		k := int64(0)
+		for _, j := range row {
+			if j != i {
+				k++
+			}
+		}
+		di := float64(degDst[i])
+		scaleI := 0.0
+		if k > 0 {
+			scaleI = di / float64(k) / math.Sqrt(di+1)
+		}
+		self := 1 / (di + 1)
+		has := rowHas(a, i, i)
+		for _, j := range row {
+			if !has && j > i {
+				out.Indices = append(out.Indices, i)
+				out.Values = append(out.Values, self)
+				has = true
+			}
+			out.Indices = append(out.Indices, j)
+			if j == i {
+				out.Values = append(out.Values, self)
+			} else {
+				out.Values = append(out.Values, scaleI/math.Sqrt(float64(degSrc[j])+1))
+			}
+		}
+		if !has {
+			out.Indices = append(out.Indices, i)
+			out.Values = append(out.Values, self)
+		}
+		out.Indptr[i+1] = int64(len(out.Indices))
+	}
+	return out
+}
+
+// rowHas reports whether row i of a stores column j.
+func rowHas(a *sparse.CSR, i, j int64) bool {
+	for _, c := range a.Row(i) {
+		if c == j {
+			return true
+		}
+	}
+	return false
+}

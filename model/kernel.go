@@ -1,0 +1,235 @@
+package model
+
+import (
+	"runtime"
+	"sync"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/gonum"
+
+	"gnnmpi/sparse"
+)
+
+// vec supplies the level-1 kernels (SSE assembly in gonum) used inside the
+// sparse loops; dense products go through the injected blas.Float32Level3.
+var vec gonum.Implementation
+
+// blasOrDefault returns impl, or gonum's pure Go BLAS when impl is nil.
+func blasOrDefault(impl blas.Float32Level3) blas.Float32Level3 {
+	if impl == nil {
+		return gonum.Implementation{}
+	}
+	return impl
+}
+
+// gemm computes C = alpha·op(A)·op(B) + beta·C on contiguous row-major
+// storage: op(A) is m×k, op(B) is k×n and C is m×n. A is stored m×k (NoTrans)
+// or k×m (Trans); B is stored k×n or n×k.
+func gemm(impl blas.Float32Level3, tA, tB blas.Transpose, m, n, k int, alpha float32, a, b []float32, beta float32, c []float32) {
+	if m == 0 || n == 0 {
+		return
+	}
+	c = c[:m*n]
+	if k == 0 {
+		scale(beta, c)
+		return
+	}
+	lda, ldb := k, n
+	if tA == blas.Trans {
+		lda = m
+	}
+	if tB == blas.Trans {
+		ldb = k
+	}
+	impl.Sgemm(tA, tB, m, n, k, alpha, a[:m*k], lda, b[:k*n], ldb, beta, c, n)
+}
+
+// scale sets x = alpha·x (x = 0 when alpha is 0, whatever x held).
+func scale(alpha float32, x []float32) {
+	if alpha == 0 {
+		clear(x)
+		return
+	}
+	if alpha != 1 {
+		for i := range x {
+			x[i] *= alpha
+		}
+	}
+}
+
+// axpy computes y += alpha·x with len(y) ≥ len(x).
+func axpy(alpha float32, x, y []float32) {
+	n := len(x)
+	if n >= 16 {
+		vec.Saxpy(n, alpha, x, 1, y, 1)
+		return
+	}
+	y = y[:n]
+	for i, v := range x {
+		y[i] += alpha * v
+	}
+}
+
+// dot returns x·y with len(y) ≥ len(x).
+func dot(x, y []float32) float32 {
+	n := len(x)
+	if n >= 16 {
+		return vec.Sdot(n, x, 1, y, 1)
+	}
+	y = y[:n]
+	var s float32
+	for i, v := range x {
+		s += v * y[i]
+	}
+	return s
+}
+
+// grow returns a slice of length n, reusing buf's storage when it is large
+// enough. The contents are unspecified.
+func grow(buf []float32, n int) []float32 {
+	if cap(buf) < n {
+		return make([]float32, n)
+	}
+	return buf[:n]
+}
+
+// minParallelWork is the number of multiply-adds below which a sparse kernel
+// runs on one goroutine.
+const minParallelWork = 1 << 16
+
+// parallel calls fn on consecutive chunks [lo, hi) covering [0, n), on up to
+// GOMAXPROCS goroutines when work (multiply-adds in total) is large enough.
+// Chunk boundaries are multiples of align. Each index is handled by exactly
+// one call, so results do not depend on the number of goroutines.
+func parallel(n, align int, work int64, fn func(lo, hi int)) {
+	p := runtime.GOMAXPROCS(0)
+	if q := int(work / minParallelWork); q < p {
+		p = q
+	}
+	if q := (n + align - 1) / align; q < p {
+		p = q
+	}
+	if p <= 1 {
+		fn(0, n)
+		return
+	}
+	chunk := ((n+p-1)/p + align - 1) / align * align
+	var wg sync.WaitGroup
+	for lo := 0; lo < n; lo += chunk {
+		hi := min(lo+chunk, n)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fn(lo, hi)
+		}()
+	}
+	wg.Wait()
+}
+
+// spmm computes dst = S·x, where S is a's sparsity pattern weighted by w
+// (one weight per stored entry, or nil for all ones) and with row i scaled by
+// rowScale[i] (nil for 1). x has a.NCols rows and f columns; dst has a.NRows
+// rows of f columns and is overwritten.
+func spmm(dst []float32, a *sparse.CSR, w, rowScale []float32, x []float32, f int) {
+	nr := int(a.NRows)
+	dst = dst[:nr*f]
+	parallel(nr, 1, a.NNZ()*int64(f), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			out := dst[i*f : (i+1)*f]
+			clear(out)
+			s := float32(1)
+			if rowScale != nil {
+				s = rowScale[i]
+			}
+			for e := a.Indptr[i]; e < a.Indptr[i+1]; e++ {
+				j := int(a.Indices[e])
+				alpha := s
+				if w != nil {
+					alpha *= w[e]
+				}
+				axpy(alpha, x[j*f:(j+1)*f], out)
+			}
+		}
+	})
+}
+
+// transposed is the transpose of a block's weighted pattern (CSC order):
+// column j's entries are ptr[j]:ptr[j+1] of row (the destination) and val
+// (the weight), in increasing row order. Backward passes use it to turn the
+// scatter dL/dx += Sᵀ·dy into a gather with sequential writes, which runs in
+// parallel over source rows and sums in a fixed order.
+type transposed struct {
+	ptr []int
+	row []int32
+	val []float32
+}
+
+// build sets t to the transpose of S, S as in spmm.
+func (t *transposed) build(a *sparse.CSR, w, rowScale []float32) {
+	nr, nc, nnz := int(a.NRows), int(a.NCols), int(a.NNZ())
+	if cap(t.ptr) < nc+1 {
+		t.ptr = make([]int, nc+1)
+	}
+	t.ptr = t.ptr[:nc+1]
+	clear(t.ptr)
+	for _, j := range a.Indices {
+		t.ptr[j+1]++
+	}
+	for j := range nc {
+		t.ptr[j+1] += t.ptr[j]
+	}
+	if cap(t.row) < nnz {
+		t.row = make([]int32, nnz)
+	}
+	t.row = t.row[:nnz]
+	t.val = grow(t.val, nnz)
+	// t.ptr[j] serves as the insertion cursor of column j, then is shifted back.
+	for i := range nr {
+		s := float32(1)
+		if rowScale != nil {
+			s = rowScale[i]
+		}
+		for e := a.Indptr[i]; e < a.Indptr[i+1]; e++ {
+			j := a.Indices[e]
+			k := t.ptr[j]
+			t.ptr[j]++
+			t.row[k] = int32(i)
+			v := s
+			if w != nil {
+				v *= w[e]
+			}
+			t.val[k] = v
+		}
+	}
+	copy(t.ptr[1:], t.ptr[:nc])
+	t.ptr[0] = 0
+}
+
+// mulAdd computes dst += Sᵀ·dy: dy has one row of f columns per row of S
+// and dst one per column.
+func (t *transposed) mulAdd(dst, dy []float32, f int) {
+	nc := len(t.ptr) - 1
+	parallel(nc, 1, int64(len(t.row))*int64(f), func(lo, hi int) {
+		for j := lo; j < hi; j++ {
+			out := dst[j*f : (j+1)*f]
+			for k := t.ptr[j]; k < t.ptr[j+1]; k++ {
+				i := int(t.row[k])
+				axpy(t.val[k], dy[i*f:(i+1)*f], out)
+			}
+		}
+	})
+}
+
+// colSumAdd adds the column sums of the r×f matrix x to dst (len f).
+func colSumAdd(dst, x []float32, r, f int) {
+	for i := 0; i < r; i++ {
+		axpy(1, x[i*f:(i+1)*f], dst)
+	}
+}
+
+// addRowVec adds v (len f) to every row of the r×f matrix x.
+func addRowVec(x, v []float32, r, f int) {
+	for i := 0; i < r; i++ {
+		axpy(1, v, x[i*f:(i+1)*f])
+	}
+}

@@ -1,0 +1,85 @@
+package model
+
+import (
+	"math"
+
+	"gnnmpi/dense"
+)
+
+// SoftmaxCrossEntropy returns the mean over rows of −log softmax(logits_i)[y_i]
+// and its gradient with respect to logits, (softmax(logits_i) − onehot(y_i))/n,
+// as a new matrix. logits is n×c; each row is shifted by its maximum and
+// reduced in float64. With n = 0 the loss is 0.
+// It will panic if len(labels) != n or a label is outside [0, c).
+func SoftmaxCrossEntropy(logits *dense.Matrix, labels []int32) (loss float64, dlogits *dense.Matrix) {
+	n, c := logits.Rows, logits.Cols
+	if len(labels) != n {
+		panic("model: len(labels) != logits.Rows")
+	}
+	dlogits = dense.New(n, c)
+	if n == 0 {
+		return 0, dlogits
+	}
+	inv := 1 / float64(n)
+	for i := range n {
+		y := int(labels[i])
+		if y < 0 || y >= c {
+			panic("model: label out of range")
+		}
+		row := logits.Data[i*c : (i+1)*c]
+		g := dlogits.Data[i*c : (i+1)*c]
+		mx := math.Inf(-1)
+		for _, v := range row {
+			mx = math.Max(mx, float64(v))
+		}
+		var sum float64
+		for _, v := range row {
+			sum += math.Exp(float64(v) - mx)
+		}
+		loss += mx + math.Log(sum) - float64(row[y])
+		for j, v := range row {
+			p := math.Exp(float64(v)-mx) / sum
+			if j == y {
+				p--
+			}
+			g[j] = float32(p * inv)
+		}
+	}
+	return loss * inv, dlogits
+}
+
+// Argmax returns the index of the largest entry of every row of logits (the
+// first one on ties), as a new slice.
+func Argmax(logits *dense.Matrix) []int32 {
+	c := logits.Cols
+	out := make([]int32, logits.Rows)
+	if c == 0 {
+		return out
+	}
+	for i := range out {
+		row := logits.Data[i*c : (i+1)*c]
+		best := 0
+		for j, v := range row {
+			if v > row[best] {
+				best = j
+			}
+		}
+		out[i] = int32(best)
+	}
+	return out
+}
+
+// Correct returns the number of rows whose argmax equals the label.
+// It will panic if len(labels) != logits.Rows.
+func Correct(logits *dense.Matrix, labels []int32) int {
+	if len(labels) != logits.Rows {
+		panic("model: len(labels) != logits.Rows")
+	}
+	n := 0
+	for i, p := range Argmax(logits) {
+		if p == labels[i] {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,277 @@
+package model
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+
+	"gonum.org/v1/gonum/blas"
+
+	"gnnmpi/dense"
+	"gnnmpi/sparse"
+)
+
+// ErrConfig is wrapped by the errors New returns for an invalid Config.
+var ErrConfig = errors.New("model: invalid config")
+
+// Config describes a stack of GNN layers.
+type Config struct {
+	// Kind is "sage", "gcn" or "gat".
+	Kind string
+	// In is the number of input features, Out the number of classes.
+	// Hidden is the width of hidden layers; for GAT it is the width of one
+	// head, so hidden layers output Heads·Hidden features.
+	In, Hidden, Out int
+	// Layers is the number of GNN layers, at least 1.
+	Layers int
+	// Heads is the number of GAT heads in hidden layers (0 means 1), which
+	// are concatenated. OutHeads is the number of GAT heads in the output
+	// layer (0 means 1), which are averaged: the GAT paper uses 1 for Cora
+	// and 6 for PPI.
+	Heads, OutHeads int
+	// Dropout is the feature dropout rate applied to the input of every
+	// layer in training, as in PyG's examples; 0 disables it.
+	Dropout float32
+	// Normalize L2-normalises the outputs of hidden SAGE layers.
+	Normalize bool
+	// AttnDropout is the GAT dropout rate on attention coefficients in
+	// training (the GAT paper uses 0.6 on Cora); 0 disables it.
+	AttnDropout float32
+}
+
+// withDefaults returns c with zero head counts set to 1, or an error
+// wrapping ErrConfig.
+func (c Config) withDefaults() (Config, error) {
+	switch c.Kind {
+	case "sage", "gcn", "gat":
+	default:
+		return c, fmt.Errorf("%w: kind %q, want sage, gcn or gat", ErrConfig, c.Kind)
+	}
+	if c.Heads == 0 {
+		c.Heads = 1
+	}
+	if c.OutHeads == 0 {
+		c.OutHeads = 1
+	}
+	switch {
+	case c.Layers < 1:
+		return c, fmt.Errorf("%w: %d layers, want ≥ 1", ErrConfig, c.Layers)
+	case c.In < 1 || c.Out < 1:
+		return c, fmt.Errorf("%w: in %d, out %d, want ≥ 1", ErrConfig, c.In, c.Out)
+	case c.Layers > 1 && c.Hidden < 1:
+		return c, fmt.Errorf("%w: hidden %d, want ≥ 1", ErrConfig, c.Hidden)
+	case c.Heads < 1 || c.OutHeads < 1:
+		return c, fmt.Errorf("%w: heads %d, out heads %d, want ≥ 1", ErrConfig, c.Heads, c.OutHeads)
+	case !(c.Dropout >= 0 && c.Dropout < 1):
+		return c, fmt.Errorf("%w: dropout %g, want [0, 1)", ErrConfig, c.Dropout)
+	}
+	return c, nil
+}
+
+// activation is an elementwise nonlinearity with a backward pass.
+type activation interface {
+	Forward(x *dense.Matrix) *dense.Matrix
+	Backward(dy *dense.Matrix) *dense.Matrix
+}
+
+// Model is a stack of GNN layers trained on per-layer blocks:
+//
+//	H⁰ = X,  Hˡ⁺¹ = σ(layerₗ(blocksₗ, dropout(Hˡ))),
+//
+// with σ = ReLU for SAGE and GCN and ELU for GAT (the GAT paper's choice)
+// between layers, and no activation after the last layer, whose output is the
+// logits. Dropout acts only in training.
+//
+// A Model is not safe for concurrent use. Ranks that build it from the same
+// Config and the same rng stream get identical weights.
+type Model struct {
+	// Layers are the GNN layers, input layer first. They are the model's
+	// own: use them to read OutDim or drive a layer directly, but do not
+	// replace them.
+	Layers []Layer
+
+	cfg    Config
+	acts   []activation // per layer; nil for the last
+	drops  []Dropout
+	params []*Param
+	n      int // number of scalars in params
+	ready  bool
+}
+
+// New returns a model for cfg with Glorot uniform weights drawn from rng
+// (layer by layer, in Params order) and zero biases. Dense products use
+// impl, or gonum's pure Go BLAS if impl is nil. It returns an error wrapping
+// ErrConfig if cfg is invalid.
+func New(cfg Config, rng *rand.Rand, impl blas.Float32Level3) (*Model, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	m := &Model{cfg: cfg, drops: make([]Dropout, cfg.Layers)}
+	fin := cfg.In
+	for l := range cfg.Layers {
+		last := l == cfg.Layers-1
+		var layer Layer
+		switch cfg.Kind {
+		case "sage":
+			fout := cfg.Hidden
+			if last {
+				fout = cfg.Out
+			}
+			layer = NewSAGE(fin, fout, cfg.Normalize && !last, rng, impl)
+		case "gcn":
+			fout := cfg.Hidden
+			if last {
+				fout = cfg.Out
+			}
+			layer = NewGCN(fin, fout, rng, impl)
+		case "gat":
+			if last {
+				layer = NewGAT(fin, cfg.Out, cfg.OutHeads, false, rng, impl)
+			} else {
+				layer = NewGAT(fin, cfg.Hidden, cfg.Heads, true, rng, impl)
+			}
+			layer.(*GAT).AttnDropout = cfg.AttnDropout
+		}
+		var act activation
+		if !last {
+			act = &ReLU{}
+			if cfg.Kind == "gat" {
+				act = &ELU{}
+			}
+		}
+		m.Layers = append(m.Layers, layer)
+		m.acts = append(m.acts, act)
+		m.drops[l].Rate = cfg.Dropout
+		for _, p := range layer.Params() {
+			p.Name = fmt.Sprintf("layer%d.%s", l, p.Name)
+			m.params = append(m.params, p)
+			m.n += len(p.W)
+		}
+		fin = layer.OutDim()
+	}
+	return m, nil
+}
+
+// Config returns the model's configuration, with defaults filled in.
+func (m *Model) Config() Config { return m.cfg }
+
+// Forward runs the model on blocks (blocks[0] for the input layer, whose
+// NSrc is x.Rows; blocks[len-1] for the output layer) and returns the
+// logits, NDst×Out of the last block, as a new matrix. With train, dropout is
+// on and its masks come from rng, in layer order; rng may be nil when train
+// is false or nothing drops. Forward caches what
+// Backward needs; x and blocks must not change until Backward returns.
+// It will panic if len(blocks) != len(m.Layers) or the shapes do not conform.
+func (m *Model) Forward(blocks []*sparse.CSR, x *dense.Matrix, train bool, rng *rand.Rand) *dense.Matrix {
+	if len(blocks) != len(m.Layers) {
+		panic("model: len(blocks) != number of layers")
+	}
+	h := x
+	for l, layer := range m.Layers {
+		h = m.drops[l].Forward(h, train, rng)
+		h = layer.Forward(blocks[l], h, train, rng)
+		if m.acts[l] != nil {
+			h = m.acts[l].Forward(h)
+		}
+	}
+	m.ready = true
+	return h
+}
+
+// Backward back-propagates dL/dlogits through the last Forward and adds the
+// gradients into every Param's G (call ZeroGrad first for a fresh
+// gradient). It does not compute dL/dx for the input.
+// It will panic if no Forward preceded it or dlogits has the wrong shape.
+func (m *Model) Backward(dlogits *dense.Matrix) {
+	if !m.ready {
+		panic("model: Backward before Forward")
+	}
+	dy := dlogits
+	for l := len(m.Layers) - 1; l >= 0; l-- {
+		if m.acts[l] != nil {
+			dy = m.acts[l].Backward(dy)
+		}
+		dy = m.Layers[l].Backward(dy, l > 0)
+		if l > 0 {
+			dy = m.drops[l].Backward(dy)
+		}
+	}
+}
+
+// ForwardLayer computes layer l in evaluation mode (no dropout) on block a
+// and input x, followed by its activation unless l is the last layer, and
+// returns a new matrix. Chaining it over l = 0, 1, … with full-neighbourhood
+// blocks gives layer-wise inference; with the blocks of Forward it gives
+// Forward's eval-mode result. It replaces layer l's cache, so a pending
+// Backward is invalid afterwards.
+// It will panic if l is out of range or the shapes do not conform.
+func (m *Model) ForwardLayer(l int, a *sparse.CSR, x *dense.Matrix) *dense.Matrix {
+	h := m.Layers[l].Forward(a, x, false, nil)
+	if m.acts[l] != nil {
+		h = m.acts[l].Forward(h)
+	}
+	m.ready = false
+	return h
+}
+
+// Params returns the parameters of all layers in order (a new slice of the
+// model's own Params). Names are "layer<l>.<name>".
+func (m *Model) Params() []*Param { return append([]*Param(nil), m.params...) }
+
+// NumParams returns the number of scalar weights.
+func (m *Model) NumParams() int { return m.n }
+
+// ZeroGrad sets every gradient to zero.
+func (m *Model) ZeroGrad() {
+	for _, p := range m.params {
+		clear(p.G)
+	}
+}
+
+// FlattenGrads copies all gradients, in Params order, into one buffer and
+// returns it: dst[:NumParams()] when cap(dst) suffices, else a new slice.
+// It suits a single Allreduce followed by SetGrads.
+func (m *Model) FlattenGrads(dst []float32) []float32 {
+	return flatten(dst, m.n, m.params, func(p *Param) []float32 { return p.G })
+}
+
+// SetGrads copies src, laid out as FlattenGrads writes it, into the
+// gradients. It will panic if len(src) != NumParams().
+func (m *Model) SetGrads(src []float32) {
+	unflatten(src, m.n, m.params, func(p *Param) []float32 { return p.G })
+}
+
+// FlattenWeights copies all weights, in Params order, into one buffer and
+// returns it: dst[:NumParams()] when cap(dst) suffices, else a new slice.
+func (m *Model) FlattenWeights(dst []float32) []float32 {
+	return flatten(dst, m.n, m.params, func(p *Param) []float32 { return p.W })
+}
+
+// SetWeights copies src, laid out as FlattenWeights writes it, into the
+// weights. It will panic if len(src) != NumParams().
+func (m *Model) SetWeights(src []float32) {
+	unflatten(src, m.n, m.params, func(p *Param) []float32 { return p.W })
+}
+
+func flatten(dst []float32, n int, ps []*Param, f func(*Param) []float32) []float32 {
+	if cap(dst) < n {
+		dst = make([]float32, n)
+	}
+	dst = dst[:n]
+	off := 0
+	for _, p := range ps {
+		off += copy(dst[off:], f(p))
+	}
+	return dst
+}
+
+func unflatten(src []float32, n int, ps []*Param, f func(*Param) []float32) {
+	if len(src) != n {
+		panic("model: flat buffer length != NumParams")
+	}
+	off := 0
+	for _, p := range ps {
+		off += copy(f(p), src[off:])
+	}
+}

@@ -1,0 +1,209 @@
+package model
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// ErrState is wrapped by the errors SetState returns for a state that was
+// not written by the same kind of optimizer.
+var ErrState = errors.New("model: bad optimizer state")
+
+// Optimizer updates parameters from their gradients.
+//
+// Step must be given the same parameters, in the same order, on every call;
+// it reads G and updates W, leaving G as it is. State returns a copy of the
+// optimizer's internal state (moments, step count) as a new slice, and
+// SetState restores it, so that a resumed run continues bit-identically.
+type Optimizer interface {
+	Step(params []*Param)
+	State() []float32
+	SetState(state []float32) error
+}
+
+// State headers: the first word names the optimizer.
+const (
+	stateAdam = 1
+	stateSGD  = 2
+)
+
+// Adam is the Adam optimizer with PyTorch's semantics (torch.optim.Adam,
+// amsgrad off): with g = G + WeightDecay·W (L2 decay added to the gradient),
+//
+//	m ← β₁m + (1−β₁)g,  v ← β₂v + (1−β₂)g²,
+//	W ← W − LR/(1−β₁ᵗ) · m / (√v/√(1−β₂ᵗ) + Eps),
+//
+// where t counts the steps. Moments are float32 like the weights; the bias
+// corrections are computed in float64.
+type Adam struct {
+	LR, Beta1, Beta2, Eps, WeightDecay float32
+
+	t    uint64
+	m, v []float32
+}
+
+var _ Optimizer = (*Adam)(nil)
+
+// NewAdam returns Adam with learning rate lr, weight decay wd and PyTorch's
+// defaults β₁ = 0.9, β₂ = 0.999, ε = 1e-8.
+func NewAdam(lr, wd float32) *Adam {
+	return &Adam{LR: lr, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: wd}
+}
+
+// Step applies one Adam update to params. It will panic if params do not
+// match the moments of earlier steps or of SetState.
+func (o *Adam) Step(params []*Param) {
+	n := countParams(params)
+	if o.m == nil {
+		o.m = make([]float32, n)
+		o.v = make([]float32, n)
+	}
+	if len(o.m) != n {
+		panic("model: optimizer state does not match params")
+	}
+	o.t++
+	t := float64(o.t)
+	bc1 := 1 - math.Pow(float64(o.Beta1), t)
+	bc2 := 1 - math.Pow(float64(o.Beta2), t)
+	step := float32(float64(o.LR) / bc1)
+	bc2s := float32(math.Sqrt(bc2))
+	b1, b2, eps, wd := o.Beta1, o.Beta2, o.Eps, o.WeightDecay
+	off := 0
+	for _, p := range params {
+		m := o.m[off : off+len(p.W)]
+		v := o.v[off : off+len(p.W)]
+		g := p.G[:len(p.W)]
+		for i, w := range p.W {
+			gi := g[i] + wd*w
+			m[i] = b1*m[i] + (1-b1)*gi
+			v[i] = b2*v[i] + (1-b2)*gi*gi
+			den := float32(math.Sqrt(float64(v[i])))/bc2s + eps
+			p.W[i] = w - step*m[i]/den
+		}
+		off += len(p.W)
+	}
+}
+
+// State returns [1, t as three 16-bit words, m…, v…] as a new slice.
+func (o *Adam) State() []float32 {
+	s := make([]float32, 0, 4+2*len(o.m))
+	s = append(s, stateAdam, float32(o.t&0xffff), float32(o.t>>16&0xffff), float32(o.t>>32&0xffff))
+	s = append(s, o.m...)
+	return append(s, o.v...)
+}
+
+// SetState restores a state written by State. It returns an error wrapping
+// ErrState if state was not written by Adam.
+func (o *Adam) SetState(state []float32) error {
+	if len(state) < 4 || state[0] != stateAdam || (len(state)-4)%2 != 0 {
+		return fmt.Errorf("%w: not an Adam state of valid length", ErrState)
+	}
+	t, err := decodeCount(state[1:4])
+	if err != nil {
+		return err
+	}
+	n := (len(state) - 4) / 2
+	o.t = t
+	o.m, o.v = nil, nil
+	if n > 0 {
+		o.m = append([]float32(nil), state[4:4+n]...)
+		o.v = append([]float32(nil), state[4+n:]...)
+	}
+	return nil
+}
+
+// SGD is stochastic gradient descent with PyTorch's semantics
+// (torch.optim.SGD, no dampening, not Nesterov): with g = G + WeightDecay·W,
+//
+//	b ← Momentum·b + g  (b = g on the first step),  W ← W − LR·b,
+//
+// or W ← W − LR·g when Momentum is 0.
+type SGD struct {
+	LR, Momentum, WeightDecay float32
+
+	buf []float32
+}
+
+var _ Optimizer = (*SGD)(nil)
+
+// NewSGD returns SGD with learning rate lr, momentum and weight decay wd.
+func NewSGD(lr, momentum, wd float32) *SGD {
+	return &SGD{LR: lr, Momentum: momentum, WeightDecay: wd}
+}
+
+// Step applies one SGD update to params. It will panic if params do not
+// match the momentum buffer of earlier steps or of SetState.
+func (o *SGD) Step(params []*Param) {
+	n := countParams(params)
+	first := false
+	if o.Momentum != 0 && o.buf == nil {
+		o.buf = make([]float32, n)
+		first = true
+	}
+	if o.buf != nil && len(o.buf) != n {
+		panic("model: optimizer state does not match params")
+	}
+	lr, mu, wd := o.LR, o.Momentum, o.WeightDecay
+	off := 0
+	for _, p := range params {
+		g := p.G[:len(p.W)]
+		for i, w := range p.W {
+			gi := g[i] + wd*w
+			if o.buf != nil {
+				b := &o.buf[off+i]
+				if first {
+					*b = gi
+				} else {
+					*b = mu**b + gi
+				}
+				gi = *b
+			}
+			p.W[i] = w - lr*gi
+		}
+		off += len(p.W)
+	}
+}
+
+// State returns [2, momentum buffer…] as a new slice; the buffer is empty
+// before the first step with momentum.
+func (o *SGD) State() []float32 {
+	return append([]float32{stateSGD}, o.buf...)
+}
+
+// SetState restores a state written by State. It returns an error wrapping
+// ErrState if state was not written by SGD.
+func (o *SGD) SetState(state []float32) error {
+	if len(state) < 1 || state[0] != stateSGD {
+		return fmt.Errorf("%w: not an SGD state", ErrState)
+	}
+	o.buf = nil
+	if len(state) > 1 {
+		o.buf = append([]float32(nil), state[1:]...)
+	}
+	return nil
+}
+
+// countParams returns the number of scalars in params.
+func countParams(params []*Param) int {
+	n := 0
+	for _, p := range params {
+		if len(p.G) != len(p.W) {
+			panic("model: len(G) != len(W)")
+		}
+		n += len(p.W)
+	}
+	return n
+}
+
+// decodeCount reads a step count stored as three 16-bit words.
+func decodeCount(w []float32) (uint64, error) {
+	var t uint64
+	for i, x := range w {
+		if x < 0 || x > 0xffff || x != float32(math.Trunc(float64(x))) {
+			return 0, fmt.Errorf("%w: bad step count", ErrState)
+		}
+		t |= uint64(x) << (16 * i)
+	}
+	return t, nil
+}

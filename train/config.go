@@ -1,0 +1,105 @@
+package train
+
+import (
+	"fmt"
+
+	"gonum.org/v1/gonum/blas"
+
+	"gnnmpi/model"
+)
+
+// Config is a training run's configuration. It must be the same on every
+// rank; Validate checks it before the first collective.
+type Config struct {
+	Model model.Config
+
+	// FeatureNorm is "row" (scale every feature row to sum 1, as PyG's
+	// NormalizeFeatures and the Planetoid/Shchur et al. setups do) or
+	// "none".
+	FeatureNorm string
+
+	Fanouts   []int  // per hop from the seeds (output layer first); < 0: all neighbours
+	BatchSize int    // seeds per rank per minibatch (upper bound)
+	Epochs    int    // last epoch (1-based) to train
+	Shuffle   string // ShuffleLocal or ShuffleGlobal
+
+	Optimizer   string // "adam" or "sgd"
+	LR          float32
+	WeightDecay float32
+	Momentum    float32 // SGD only
+
+	Seed      uint64
+	EvalEvery int // evaluate every K epochs (and after the last); 0: never
+	EvalChunk int // destination vertices per chunk of layer-wise inference
+
+	CheckpointDir   string // "" disables checkpoints
+	CheckpointEvery int    // epochs between checkpoints (and after the last)
+	Resume          bool   // continue from CheckpointDir's checkpoint
+
+	// BLAS does the dense products; nil selects gonum's pure Go.
+	BLAS blas.Float32Level3 `json:"-"`
+}
+
+// Validate reports the first invalid setting.
+func (c *Config) Validate() error {
+	switch {
+	case c.Model.Layers < 1:
+		return fmt.Errorf("train: %d layers; want at least 1", c.Model.Layers)
+	case len(c.Fanouts) != c.Model.Layers:
+		return fmt.Errorf("train: %d fanouts for %d layers; give one per layer (e.g. --fanouts 25,10)", len(c.Fanouts), c.Model.Layers)
+	case c.BatchSize < 1:
+		return fmt.Errorf("train: batch size %d < 1", c.BatchSize)
+	case c.Epochs < 0:
+		return fmt.Errorf("train: %d epochs < 0", c.Epochs)
+	case c.Shuffle != ShuffleLocal && c.Shuffle != ShuffleGlobal:
+		return fmt.Errorf("train: unknown shuffle %q (want %s or %s)", c.Shuffle, ShuffleLocal, ShuffleGlobal)
+	case c.FeatureNorm != "row" && c.FeatureNorm != "none":
+		return fmt.Errorf("train: unknown feature normalisation %q (want row or none)", c.FeatureNorm)
+	case c.Optimizer != "adam" && c.Optimizer != "sgd":
+		return fmt.Errorf("train: unknown optimizer %q (want adam or sgd)", c.Optimizer)
+	case !(c.LR > 0):
+		return fmt.Errorf("train: learning rate %g must be positive", c.LR)
+	case c.WeightDecay < 0:
+		return fmt.Errorf("train: weight decay %g < 0", c.WeightDecay)
+	case c.EvalEvery < 0:
+		return fmt.Errorf("train: eval every %d < 0", c.EvalEvery)
+	case c.EvalChunk < 1:
+		return fmt.Errorf("train: eval chunk %d < 1", c.EvalChunk)
+	case c.CheckpointDir != "" && c.CheckpointEvery < 1:
+		return fmt.Errorf("train: checkpoint every %d < 1", c.CheckpointEvery)
+	case c.Resume && c.CheckpointDir == "":
+		return fmt.Errorf("train: resume needs a checkpoint directory")
+	}
+	for _, f := range c.Fanouts {
+		if f == 0 {
+			return fmt.Errorf("train: fanout 0 samples nothing; use a positive fanout or -1 for all neighbours")
+		}
+	}
+	return nil
+}
+
+// Defaults returns the defaults of a model kind: the settings with which
+// `gnnmpi train --data data/cora --model KIND` reaches the published
+// accuracy (README, results).
+func Defaults(kind string) Config {
+	c := Config{
+		Model:       model.Config{Kind: kind, Layers: 2, Hidden: 128, Heads: 1, OutHeads: 1, Dropout: 0.5},
+		FeatureNorm: "row",
+		Fanouts:     []int{25, 10},
+		BatchSize:   32,
+		Epochs:      100,
+		Shuffle:     ShuffleLocal,
+		Optimizer:   "adam", LR: 0.01, WeightDecay: 5e-4,
+		Seed: 1, EvalEvery: 1, EvalChunk: 1024, CheckpointEvery: 10,
+	}
+	switch kind {
+	case "gcn":
+		c.Model.Hidden = 64
+	case "gat":
+		c.Model.Hidden, c.Model.Heads, c.Model.OutHeads = 8, 8, 1
+		c.Model.Dropout, c.Model.AttnDropout = 0.6, 0.6
+		c.LR = 0.005
+		c.Epochs = 200
+	}
+	return c
+}

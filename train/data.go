@@ -1,0 +1,187 @@
+package train
+
+import (
+	"fmt"
+	"os"
+	"slices"
+
+	"gnnmpi/collective"
+	"gnnmpi/dense"
+	"gnnmpi/graph"
+	"gnnmpi/sparse"
+)
+
+// Data is what one rank trains on: the replicated topology and labels, the
+// feature rows it owns, and the partition book that says who owns the rest.
+type Data struct {
+	Name       string
+	Adj        *sparse.CSR   // the whole graph, n×n, replicated on every rank
+	Feat       *dense.Matrix // rows this rank owns, in the book's local-id order
+	Labels     []int32       // every vertex's label (replicated)
+	NumClasses int
+	SplitName  string
+	Split      graph.Split // global ids, ascending
+	Book       *graph.PartitionBook
+}
+
+// NumNodes returns the number of vertices.
+func (d *Data) NumNodes() int64 { return d.Adj.NRows }
+
+// Partitioning methods accepted by Load besides a book file.
+const (
+	PartitionBlock  = "block"
+	PartitionRandom = "random"
+	PartitionMetis  = "metis"
+)
+
+// Load reads the dataset at path for rank c.Rank() of c.Size(): topology,
+// labels and splits on every rank, the features of the vertices the rank
+// owns. partition is block, random, metis (multi-constraint: balances the
+// split's train, valid and test vertices) or the path of a partition book
+// written by `gnnmpi partition`. METIS and book files are computed or read
+// on rank 0 and broadcast (phase "setup"). progress, if not nil, receives
+// progress lines.
+//
+// Load is collective over c.
+func Load(c collective.Comm, path, split, partition string, seed uint64, progress func(string, ...any)) (*Data, error) {
+	if progress == nil {
+		progress = func(string, ...any) {}
+	}
+	p, r := c.Size(), c.Rank()
+	defer collective.SetPhase(c, "setup")()
+	progress("loading topology and labels of %s", path)
+	g, err := graph.Load(path, graph.ReadOptions{NoFeatures: true})
+	if err != nil {
+		return nil, err
+	}
+	if g.Labels == nil || g.NumClasses < 1 {
+		return nil, fmt.Errorf("train: %s has no node labels", path)
+	}
+	if split == "" {
+		var ok bool
+		if split, _, ok = g.DefaultSplit(); !ok {
+			return nil, fmt.Errorf("train: %s has no split (a split/<name>/{train,valid,test}.csv.gz directory)", path)
+		}
+	}
+	s, ok := g.Splits[split]
+	if !ok {
+		return nil, fmt.Errorf("train: %s has no split %q (have %v)", path, split, g.SplitNames())
+	}
+	if len(s.Train) == 0 {
+		return nil, fmt.Errorf("train: split %q of %s has no training vertices", split, path)
+	}
+	book, err := partitionBook(c, g, split, partition, seed, progress)
+	if err != nil {
+		return nil, err
+	}
+	d := &Data{Name: g.Name, Adj: g.Adj, Labels: g.Labels, NumClasses: g.NumClasses, SplitName: split, Split: s, Book: book}
+	progress("loading the features of the vertices each rank owns")
+	var keep func(int64) bool
+	if p > 1 {
+		keep = func(gid int64) bool { return int(book.Part[gid]) == r }
+	}
+	f, err := graph.Load(path, graph.ReadOptions{Keep: keep, NoLabels: true})
+	if err != nil {
+		return nil, err
+	}
+	if f.Feat == nil {
+		return nil, fmt.Errorf("train: %s has no node features", path)
+	}
+	if f.NumNodes != g.NumNodes {
+		return nil, fmt.Errorf("train: %s changed while loading (%d then %d vertices)", path, g.NumNodes, f.NumNodes)
+	}
+	if f.Rows != nil {
+		// Keep yields rows in ascending gid order, which is the book's
+		// local-id order.
+		for k, gid := range f.Rows {
+			if book.Local[gid] != int64(k) {
+				return nil, fmt.Errorf("train: row %d of rank %d is vertex %d with local id %d", k, r, gid, book.Local[gid])
+			}
+		}
+	} else if p > 1 || f.Feat.Rows != int(g.NumNodes) {
+		return nil, fmt.Errorf("train: %s: expected %d feature rows, got %d", path, g.NumNodes, f.Feat.Rows)
+	}
+	d.Feat = f.Feat
+	return d, nil
+}
+
+// partitionBook makes or reads the book and gives every rank the same one.
+func partitionBook(c collective.Comm, g *graph.Dataset, split, method string, seed uint64, progress func(string, ...any)) (*graph.PartitionBook, error) {
+	p := c.Size()
+	if p == 1 && (method == PartitionMetis || method == PartitionRandom) {
+		return graph.NewPartitionBook(make([]int32, g.NumNodes), 1, method)
+	}
+	switch method {
+	case PartitionBlock:
+		return graph.BlockPartition(g.NumNodes, p), nil
+	case PartitionRandom:
+		return graph.RandomPartition(g.NumNodes, p, seed), nil
+	}
+	if method != PartitionMetis {
+		if _, err := os.Stat(method); err != nil {
+			return nil, fmt.Errorf("train: --partition %q is neither block, random, metis nor a readable book: %w", method, err)
+		}
+	}
+	// METIS runs and book files are read on rank 0 only; the assignment is
+	// broadcast with a status word first so that a failure there fails
+	// every rank instead of leaving them waiting.
+	part := make([]int32, g.NumNodes)
+	var ferr error
+	status := []int64{0}
+	if c.Rank() == 0 {
+		var b *graph.PartitionBook
+		if method == PartitionMetis {
+			progress("partitioning with METIS into %d parts, balancing split %s", p, split)
+			b, ferr = graph.MetisPartition(g, p, split, int(seed))
+		} else {
+			b, ferr = graph.ReadBook(method)
+			if ferr == nil && (b.Parts != p || b.NumNodes() != g.NumNodes) {
+				ferr = fmt.Errorf("train: partition book %s has %d parts over %d vertices; the run has %d ranks and %d vertices", method, b.Parts, b.NumNodes(), p, g.NumNodes)
+			}
+		}
+		if ferr != nil {
+			status[0] = 1
+		} else {
+			copy(part, b.Part)
+		}
+	}
+	if err := collective.BcastSlice(c, status, 0); err != nil {
+		return nil, err
+	}
+	if status[0] != 0 {
+		if ferr == nil {
+			ferr = fmt.Errorf("train: partitioning failed on rank 0")
+		}
+		return nil, ferr
+	}
+	if err := collective.BcastSlice(c, part, 0); err != nil {
+		return nil, err
+	}
+	name := method
+	if method != PartitionMetis {
+		name = "file"
+	}
+	return graph.NewPartitionBook(slices.Clip(part), p, name)
+}
+
+// Distribute returns rank's share of a dataset held whole in memory (a
+// generated graph, a test fixture): the topology and labels shared, the
+// feature rows rank owns under book copied out. It does not communicate.
+func Distribute(g *graph.Dataset, split string, book *graph.PartitionBook, rank int) (*Data, error) {
+	if g.Rows != nil || g.Feat == nil || g.Labels == nil {
+		return nil, fmt.Errorf("train: Distribute needs a whole dataset with features and labels")
+	}
+	s, ok := g.Splits[split]
+	if !ok {
+		return nil, fmt.Errorf("train: %s has no split %q (have %v)", g.Name, split, g.SplitNames())
+	}
+	if book.NumNodes() != g.NumNodes || rank < 0 || rank >= book.Parts {
+		return nil, fmt.Errorf("train: book of %d vertices and %d parts does not fit %d vertices, rank %d", book.NumNodes(), book.Parts, g.NumNodes, rank)
+	}
+	owned := book.Owned(rank)
+	f := dense.New(len(owned), g.Feat.Cols)
+	for k, gid := range owned {
+		copy(f.Row(k), g.Feat.Row(int(gid)))
+	}
+	return &Data{Name: g.Name, Adj: g.Adj, Feat: f, Labels: g.Labels, NumClasses: g.NumClasses, SplitName: split, Split: s, Book: book}, nil
+}

@@ -1,0 +1,118 @@
+package train
+
+import (
+	"slices"
+
+	"gnnmpi/internal/rng"
+)
+
+// Stream identifiers of the seeded random streams (internal/rng). Every
+// random choice of a run comes from one of them, keyed by the seed and,
+// where it differs between ranks or steps, by epoch, step and rank, so a
+// resumed run draws exactly what an uninterrupted one does.
+const (
+	streamInit    = iota + 1 // weight initialisation (rank-free)
+	streamShuffle            // per-epoch shuffle of the training vertices
+	streamSample             // neighbour sampling of one minibatch
+	streamDropout            // dropout masks of one minibatch
+)
+
+// Shuffle modes.
+const (
+	ShuffleLocal  = "local"  // each rank shuffles the training vertices it owns
+	ShuffleGlobal = "global" // one global shuffle, split evenly across ranks
+)
+
+// evenSplit returns the sizes of n items split into k near-equal parts:
+// the first n mod k parts get one more.
+func evenSplit(n, k int) []int {
+	s := make([]int, k)
+	for i := range s {
+		s[i] = n / k
+		if i < n%k {
+			s[i]++
+		}
+	}
+	return s
+}
+
+// numBatches returns the number of minibatches every rank takes per epoch:
+// enough that no rank's batch exceeds batch vertices. parts[r] is the
+// number of training vertices rank r draws from per epoch. It is at least 1.
+func numBatches(parts []int, batch int) int {
+	nb := 1
+	for _, n := range parts {
+		nb = max(nb, (n+batch-1)/batch)
+	}
+	return nb
+}
+
+// globalBatchSizes returns, for each of the nb steps, the number of seeds
+// over all ranks: the denominator of the global mean loss.
+func globalBatchSizes(parts []int, nb int) []int {
+	tot := make([]int, nb)
+	for _, n := range parts {
+		for i, s := range evenSplit(n, nb) {
+			tot[i] += s
+		}
+	}
+	return tot
+}
+
+// schedule describes one epoch's minibatches on every rank: which training
+// vertices each rank draws from, shuffled, and how they are cut into the
+// same number of batches on every rank so that the collectives line up.
+type schedule struct {
+	mode  string
+	train []int64 // local mode: this rank's training vertices; global: all of them (sorted)
+	parts []int   // vertices each rank draws from per epoch
+	nb    int     // minibatches per rank per epoch
+	sizes []int   // seeds per step over all ranks
+}
+
+// newSchedule builds the schedule of rank r of p. owned is the training
+// vertices rank r owns (sorted); counts[q] is the number rank q owns; all
+// is every training vertex (sorted), used by the global mode.
+func newSchedule(mode string, owned, all []int64, counts []int, r, batch int) *schedule {
+	s := &schedule{mode: mode}
+	switch mode {
+	case ShuffleGlobal:
+		s.train = all
+		s.parts = evenSplit(len(all), len(counts))
+	default:
+		s.train = owned
+		s.parts = counts
+	}
+	s.nb = numBatches(s.parts, batch)
+	s.sizes = globalBatchSizes(s.parts, s.nb)
+	return s
+}
+
+// batches returns rank r's minibatch seeds of one epoch, each sorted. The
+// shuffle stream is keyed by (seed, epoch) in global mode, so every rank
+// computes the same permutation and takes its contiguous share, and by
+// (seed, epoch, rank) in local mode.
+func (s *schedule) batches(seed uint64, epoch, r int) [][]int64 {
+	perm := slices.Clone(s.train)
+	var g = rng.New(seed, streamShuffle, uint64(epoch))
+	if s.mode != ShuffleGlobal {
+		g = rng.New(seed, streamShuffle, uint64(epoch), uint64(r))
+	}
+	g.Shuffle(len(perm), func(i, j int) { perm[i], perm[j] = perm[j], perm[i] })
+	if s.mode == ShuffleGlobal {
+		lo := 0
+		for q := range r {
+			lo += s.parts[q]
+		}
+		perm = perm[lo : lo+s.parts[r]]
+	}
+	out := make([][]int64, s.nb)
+	lo := 0
+	for i, n := range evenSplit(len(perm), s.nb) {
+		b := slices.Clone(perm[lo : lo+n])
+		slices.Sort(b)
+		out[i] = b
+		lo += n
+	}
+	return out
+}

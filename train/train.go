@@ -1,0 +1,558 @@
+package train
+
+import (
+	"encoding/json"
+	"fmt"
+	"hash/crc32"
+	"math"
+	"path/filepath"
+	"slices"
+	"sort"
+	"time"
+
+	"gnnmpi/alltoall"
+	"gnnmpi/collective"
+	"gnnmpi/dense"
+	"gnnmpi/internal/rng"
+	"gnnmpi/model"
+	"gnnmpi/sampling"
+	"gnnmpi/sparse"
+)
+
+// Phases of the epoch time (EpochStats.PhaseSeconds) and of the byte
+// counts (EpochStats.Bytes; collective.SetPhase).
+const (
+	PhaseSample  = "sample"  // neighbour sampling (local, no communication)
+	PhaseFetch   = "fetch"   // feature all-to-all of the minibatch inputs
+	PhaseCompute = "compute" // forward, backward, optimizer step
+	PhaseGrad    = "grad"    // gradient Allreduce
+	PhaseEval    = "eval"    // layer-wise full-neighbour inference
+	PhaseMetrics = "metrics" // per-epoch reductions of losses, times and bytes
+	PhaseSetup   = "setup"   // loading, partitioning, resuming
+)
+
+var timePhases = []string{PhaseSample, PhaseFetch, PhaseCompute, PhaseGrad, PhaseEval}
+
+// bytePhases are the phases of EpochStats.Bytes. The per-epoch reductions
+// themselves (phase "metrics", a few hundred bytes) and the setup appear in
+// the run's final communication summary only.
+var bytePhases = []string{PhaseFetch, PhaseGrad, PhaseEval}
+
+// EpochStats is one epoch's summary over all ranks.
+type EpochStats struct {
+	Epoch        int                `json:"epoch"`
+	Loss         float64            `json:"loss"`      // mean training loss per seed
+	TrainAcc     float64            `json:"train_acc"` // accuracy on the epoch's minibatch seeds (training mode)
+	Evaluated    bool               `json:"evaluated"`
+	ValAcc       float64            `json:"val_acc"`  // exact inference; 0 unless Evaluated
+	TestAcc      float64            `json:"test_acc"` // exact inference; 0 unless Evaluated
+	Seconds      float64            `json:"epoch_s"`  // training time of the slowest rank, evaluation excluded
+	PhaseSeconds map[string]float64 `json:"phase_s"`  // slowest rank per phase
+	Bytes        map[string]int64   `json:"bytes"`    // bytes sent by phase, summed over ranks
+	Batches      int                `json:"batches"`  // minibatches per rank
+}
+
+// Result is a finished run's summary.
+type Result struct {
+	Epochs        []EpochStats     // every epoch, including those before a resume
+	BestEpoch     int              // epoch with the best validation accuracy (0: none evaluated)
+	BestValAcc    float64          //
+	TestAcc       float64          // test accuracy at BestEpoch
+	MedianEpochS  float64          // median of Epochs[i].Seconds
+	BytesPerEpoch map[string]int64 // mean bytes per epoch by phase, summed over ranks
+	NumParams     int
+	Best          []float32 // parameters at BestEpoch
+}
+
+// Hooks let the caller report progress; any may be nil. They run on every
+// rank; print on rank 0 only.
+type Hooks struct {
+	Epoch func(EpochStats) error
+	Batch func(epoch, batch, batches int)
+	Log   func(format string, args ...any)
+}
+
+// Run trains a model on d with cfg: data-parallel minibatch SGD, every rank
+// sampling and fetching its own minibatches, gradients averaged with
+// Allreduce, evaluation by exact layer-wise inference.
+//
+// Run is collective over c: every rank must call it with the same cfg and
+// partition book.
+func Run(c collective.Comm, d *Data, cfg Config, h Hooks) (*Result, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if h.Log == nil {
+		h.Log = func(string, ...any) {}
+	}
+	t, err := newTrainer(c, d, cfg)
+	if err != nil {
+		return nil, err
+	}
+	start := 1
+	if cfg.Resume {
+		if start, err = t.resume(); err != nil {
+			return nil, err
+		}
+		h.Log("resumed from %s at epoch %d", t.ckptPath(), start-1)
+	}
+	for epoch := start; epoch <= cfg.Epochs; epoch++ {
+		st, err := t.epoch(epoch, h.Batch)
+		if err != nil {
+			return nil, err
+		}
+		if math.IsNaN(st.Loss) || math.IsInf(st.Loss, 0) {
+			// A diverged run is an error, not a silent NaN curve.
+			return nil, fmt.Errorf("train: epoch %d: loss is %v (diverged; lower --lr?)", epoch, st.Loss)
+		}
+		t.history = append(t.history, st)
+		if st.Evaluated && (t.bestEpoch == 0 || st.ValAcc > t.bestVal) {
+			t.bestEpoch, t.bestVal, t.bestTest = epoch, st.ValAcc, st.TestAcc
+			t.best = t.m.FlattenWeights(t.best[:0])
+		}
+		if cfg.CheckpointDir != "" && (epoch%cfg.CheckpointEvery == 0 || epoch == cfg.Epochs) {
+			if err := t.save(epoch); err != nil {
+				return nil, err
+			}
+		}
+		if h.Epoch != nil {
+			if err := h.Epoch(st); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return t.result(), nil
+}
+
+// trainer is one rank's training state.
+type trainer struct {
+	c       collective.Comm
+	d       *Data
+	cfg     Config
+	m       *model.Model
+	opt     model.Optimizer
+	sampler *sampling.NodeWise
+	sched   *schedule
+	deg     []int64 // full-graph degree of every vertex (GCN normalisation)
+	grads   []float32
+
+	history             []EpochStats
+	bestEpoch           int
+	bestVal, bestTest   float64
+	best                []float32
+	fingerprint         string
+	evalChunks          int
+	trainMask, valMask  []bool
+	testMask, ownedMask []bool
+}
+
+func newTrainer(c collective.Comm, d *Data, cfg Config) (*trainer, error) {
+	mc := cfg.Model
+	mc.In, mc.Out = d.Feat.Cols, d.NumClasses
+	m, err := model.New(mc, rng.New(cfg.Seed, streamInit), cfg.BLAS)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.FeatureNorm == "row" {
+		// A normalised copy: d.Feat may be read-only mapped memory.
+		dd := *d
+		dd.Feat = rowNormalized(d.Feat)
+		d = &dd
+	}
+	t := &trainer{c: c, d: d, cfg: cfg, m: m}
+	switch cfg.Optimizer {
+	case "sgd":
+		t.opt = model.NewSGD(cfg.LR, cfg.Momentum, cfg.WeightDecay)
+	default:
+		t.opt = model.NewAdam(cfg.LR, cfg.WeightDecay)
+	}
+	if t.sampler, err = sampling.NewNodeWise(d.Adj, cfg.Fanouts); err != nil {
+		return nil, err
+	}
+	n := d.NumNodes()
+	t.deg = make([]int64, n)
+	for i := range n {
+		t.deg[i] = d.Adj.Degree(i)
+	}
+	r := c.Rank()
+	var owned []int64
+	for _, g := range d.Split.Train {
+		if int(d.Book.Part[g]) == r {
+			owned = append(owned, g)
+		}
+	}
+	defer collective.SetPhase(c, PhaseSetup)()
+	counts64, _, err := collective.AllgatherSlice(c, []int64{int64(len(owned))})
+	if err != nil {
+		return nil, err
+	}
+	counts := make([]int, len(counts64))
+	for i, v := range counts64 {
+		counts[i] = int(v)
+	}
+	t.sched = newSchedule(cfg.Shuffle, owned, d.Split.Train, counts, r, cfg.BatchSize)
+	// Layer-wise inference walks the owned vertices in chunks; every rank
+	// takes the same number of exchange rounds.
+	mine := int64(d.Feat.Rows)
+	chunks, err := collective.AllreduceScalar(c, (mine+int64(cfg.EvalChunk)-1)/int64(cfg.EvalChunk), collective.Max)
+	if err != nil {
+		return nil, err
+	}
+	t.evalChunks = int(max(chunks, 1))
+	t.trainMask, t.valMask, t.testMask = mask(n, d.Split.Train), mask(n, d.Split.Valid), mask(n, d.Split.Test)
+	t.fingerprint = t.makeFingerprint()
+	return t, nil
+}
+
+// rowNormalized returns a copy of x with every row divided by its sum,
+// clamped below at 1 as PyG's NormalizeFeatures does (rows of 0/1 or count
+// features then sum to 1; rows summing to less than 1 are left as they are).
+func rowNormalized(x *dense.Matrix) *dense.Matrix {
+	y := dense.New(x.Rows, x.Cols)
+	for i := range x.Rows {
+		var s float64
+		for _, v := range x.Row(i) {
+			s += float64(v)
+		}
+		inv := 1 / max(s, 1)
+		row := y.Row(i)
+		for j, v := range x.Row(i) {
+			row[j] = float32(float64(v) * inv)
+		}
+	}
+	return y
+}
+
+func mask(n int64, ids []int64) []bool {
+	m := make([]bool, n)
+	for _, g := range ids {
+		m[g] = true
+	}
+	return m
+}
+
+// blocks turns a minibatch into the model's per-layer adjacencies,
+// normalised for GCN.
+func (t *trainer) blocks(mb *sampling.MiniBatch) []*sparse.CSR {
+	out := make([]*sparse.CSR, len(mb.Blocks))
+	for l, b := range mb.Blocks {
+		out[l] = t.adjacency(b)
+	}
+	return out
+}
+
+func (t *trainer) adjacency(b sampling.Block) *sparse.CSR {
+	if t.cfg.Model.Kind != "gcn" {
+		return b.Adj
+	}
+	dd, ds := make([]int64, len(b.Dst)), make([]int64, len(b.Src))
+	for i, g := range b.Dst {
+		dd[i] = t.deg[g]
+	}
+	for j, g := range b.Src {
+		ds[j] = t.deg[g]
+	}
+	return model.GCNNorm(b.Adj, dd, ds)
+}
+
+// epoch trains one epoch and, when due, evaluates.
+func (t *trainer) epoch(epoch int, progress func(epoch, batch, batches int)) (EpochStats, error) {
+	c, r := t.c, t.c.Rank()
+	before := collective.SnapshotOf(c)
+	secs := map[string]float64{}
+	lap := func(phase string, t0 time.Time) time.Time {
+		now := time.Now()
+		secs[phase] += now.Sub(t0).Seconds()
+		return now
+	}
+	var lossSum, correct, seen float64
+	batches := t.sched.batches(t.cfg.Seed, epoch, r)
+	start := time.Now()
+	for i, seeds := range batches {
+		if progress != nil {
+			progress(epoch, i, len(batches))
+		}
+		t0 := time.Now()
+		mb, err := t.sampler.Sample(seeds, rng.New(t.cfg.Seed, streamSample, uint64(epoch), uint64(i), uint64(r)))
+		if err != nil {
+			return EpochStats{}, err
+		}
+		t0 = lap(PhaseSample, t0)
+		x, err := alltoall.Fetch(c, mb.Input(), t.d.Book, t.d.Feat)
+		if err != nil {
+			return EpochStats{}, err
+		}
+		t0 = lap(PhaseFetch, t0)
+		t.m.ZeroGrad()
+		if len(seeds) > 0 {
+			logits := t.m.Forward(t.blocks(mb), x, true, rng.New(t.cfg.Seed, streamDropout, uint64(epoch), uint64(i), uint64(r)))
+			labels := make([]int32, len(seeds))
+			for k, g := range seeds {
+				labels[k] = t.d.Labels[g]
+			}
+			loss, dl := model.SoftmaxCrossEntropy(logits, labels)
+			// dl is the gradient of this rank's mean loss; rescale it to
+			// this rank's share of the global mean over the step's seeds,
+			// so that summing over ranks gives the global gradient.
+			scale := float32(float64(len(seeds)) / float64(t.sched.sizes[i]))
+			for k := range dl.Data {
+				dl.Data[k] *= scale
+			}
+			t.m.Backward(dl)
+			lossSum += loss * float64(len(seeds))
+			correct += float64(model.Correct(logits, labels))
+			seen += float64(len(seeds))
+		}
+		t0 = lap(PhaseCompute, t0)
+		t.grads = t.m.FlattenGrads(t.grads[:0])
+		restore := collective.SetPhase(c, PhaseGrad)
+		err = collective.AllreduceSlice(c, t.grads, collective.Sum)
+		restore()
+		if err != nil {
+			return EpochStats{}, err
+		}
+		t.m.SetGrads(t.grads)
+		t0 = lap(PhaseGrad, t0)
+		t.opt.Step(t.m.Params())
+		lap(PhaseCompute, t0)
+	}
+	trainSecs := time.Since(start).Seconds()
+	st := EpochStats{Epoch: epoch, Batches: len(batches)}
+	if t.cfg.EvalEvery > 0 && (epoch%t.cfg.EvalEvery == 0 || epoch == t.cfg.Epochs) {
+		t0 := time.Now()
+		acc, err := t.evaluate()
+		if err != nil {
+			return EpochStats{}, err
+		}
+		lap(PhaseEval, t0)
+		st.Evaluated, st.ValAcc, st.TestAcc = true, acc[1], acc[2]
+	}
+	// Reductions: sums of loss and accuracy counts, maxima of times, sums
+	// of this epoch's bytes by phase.
+	defer collective.SetPhase(c, PhaseMetrics)()
+	sums := []float64{lossSum, correct, seen}
+	if err := collective.AllreduceSlice(c, sums, collective.Sum); err != nil {
+		return EpochStats{}, err
+	}
+	times := []float64{trainSecs}
+	for _, p := range timePhases {
+		times = append(times, secs[p])
+	}
+	if err := collective.AllreduceSlice(c, times, collective.Max); err != nil {
+		return EpochStats{}, err
+	}
+	delta := collective.SnapshotOf(c).Sub(before)
+	bytes := make([]int64, len(bytePhases))
+	for k, p := range bytePhases {
+		bytes[k] = delta.Phase(p).SentBytes
+	}
+	if err := collective.AllreduceSlice(c, bytes, collective.Sum); err != nil {
+		return EpochStats{}, err
+	}
+	st.Loss = sums[0] / max(sums[2], 1)
+	st.TrainAcc = sums[1] / max(sums[2], 1)
+	st.Seconds = times[0]
+	st.PhaseSeconds = map[string]float64{}
+	for k, p := range timePhases {
+		st.PhaseSeconds[p] = times[k+1]
+	}
+	st.Bytes = map[string]int64{}
+	for k, p := range bytePhases {
+		st.Bytes[p] = bytes[k]
+	}
+	return st, nil
+}
+
+// evaluate runs exact layer-wise full-neighbour inference over every vertex
+// and returns the train, validation and test accuracy. Each rank computes
+// the layer's output for the vertices it owns, fetching the inputs of their
+// neighbours from the owners (phase "eval"), chunk by chunk.
+func (t *trainer) evaluate() ([3]float64, error) {
+	c, r := t.c, t.c.Rank()
+	defer collective.SetPhase(c, PhaseEval)()
+	owned := t.d.Book.Owned(r)
+	h := t.d.Feat
+	for l := range t.cfg.Model.Layers {
+		var out *dense.Matrix
+		for k := range t.evalChunks {
+			lo := min(k*t.cfg.EvalChunk, len(owned))
+			hi := min(lo+t.cfg.EvalChunk, len(owned))
+			dst := owned[lo:hi]
+			blk := sampling.FullBlock(t.d.Adj, dst)
+			plan := alltoall.NewPlan(blk.Src, t.d.Book, r)
+			x, err := alltoall.Exchange(c, plan, t.d.Book, h)
+			if err != nil {
+				return [3]float64{}, err
+			}
+			if len(dst) == 0 {
+				continue
+			}
+			y := t.m.ForwardLayer(l, t.adjacency(blk), x)
+			if out == nil {
+				out = dense.New(len(owned), y.Cols)
+			}
+			copy(out.Data[lo*y.Cols:], y.Data)
+		}
+		if out == nil {
+			out = dense.New(0, t.m.Layers[l].OutDim())
+		}
+		h = out
+	}
+	var counts [6]int64
+	for k, g := range owned {
+		pred := argmax(h.Row(k))
+		hit := int64(0)
+		if int32(pred) == t.d.Labels[g] {
+			hit = 1
+		}
+		for s, m := range [][]bool{t.trainMask, t.valMask, t.testMask} {
+			if m[g] {
+				counts[2*s] += hit
+				counts[2*s+1]++
+			}
+		}
+	}
+	if err := collective.AllreduceSlice(c, counts[:], collective.Sum); err != nil {
+		return [3]float64{}, err
+	}
+	var acc [3]float64
+	for s := range acc {
+		acc[s] = float64(counts[2*s]) / float64(max(counts[2*s+1], 1))
+	}
+	return acc, nil
+}
+
+func argmax(x []float32) int {
+	best := 0
+	for i, v := range x {
+		if v > x[best] {
+			best = i
+		}
+	}
+	return best
+}
+
+func (t *trainer) ckptPath() string { return filepath.Join(t.cfg.CheckpointDir, CheckpointFile) }
+
+// makeFingerprint describes everything that must match for a resumed run to
+// continue the same loss curve.
+func (t *trainer) makeFingerprint() string {
+	cfg := t.cfg
+	cfg.Epochs, cfg.EvalEvery, cfg.CheckpointDir, cfg.CheckpointEvery, cfg.Resume, cfg.EvalChunk = 0, 0, "", 0, false, 0
+	b, _ := json.Marshal(struct {
+		Config  Config
+		Ranks   int
+		Dataset string
+		Split   string
+		Nodes   int64
+		Book    uint32
+	}{cfg, t.c.Size(), t.d.Name, t.d.SplitName, t.d.NumNodes(), crc32.Checksum(int32Bytes(t.d.Book.Part), castagnoli)})
+	return string(b)
+}
+
+func int32Bytes(x []int32) []byte {
+	b := make([]byte, 4*len(x))
+	for i, v := range x {
+		b[4*i], b[4*i+1], b[4*i+2], b[4*i+3] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24)
+	}
+	return b
+}
+
+// save writes the checkpoint after epoch (rank 0; every rank holds the same
+// model and optimizer state).
+func (t *trainer) save(epoch int) error {
+	if t.c.Rank() != 0 {
+		return nil
+	}
+	ck := &checkpoint{
+		Header: ckptHeader{Fingerprint: t.fingerprint, Epoch: epoch, Seed: t.cfg.Seed, Ranks: t.c.Size(),
+			BestEpoch: t.bestEpoch, BestVal: t.bestVal, BestTest: t.bestTest, History: t.history},
+		Weights: t.m.FlattenWeights(nil),
+		Opt:     t.opt.State(),
+		Best:    t.best,
+	}
+	if !finite(ck.Weights) {
+		return fmt.Errorf("train: epoch %d: parameters are not finite; not checkpointing", epoch)
+	}
+	b, err := ck.encode()
+	if err != nil {
+		return err
+	}
+	return writeAtomic(t.ckptPath(), b)
+}
+
+// resume reads the checkpoint on rank 0, broadcasts it, restores the state
+// and returns the first epoch to run.
+func (t *trainer) resume() (int, error) {
+	c := t.c
+	defer collective.SetPhase(c, PhaseSetup)()
+	var data []byte
+	var rerr error
+	if c.Rank() == 0 {
+		ck, err := readCheckpoint(t.ckptPath())
+		if err == nil {
+			data, err = ck.encode()
+		}
+		rerr = err
+	}
+	n := []int64{int64(len(data))}
+	if rerr != nil {
+		n[0] = -1
+	}
+	if err := collective.BcastSlice(c, n, 0); err != nil {
+		return 0, err
+	}
+	if n[0] < 0 {
+		if rerr == nil {
+			rerr = fmt.Errorf("train: rank 0 could not read the checkpoint %s", t.ckptPath())
+		}
+		return 0, rerr
+	}
+	if c.Rank() != 0 {
+		data = make([]byte, n[0])
+	}
+	if err := collective.BcastSlice(c, data, 0); err != nil {
+		return 0, err
+	}
+	ck, err := decodeCheckpoint(data, t.ckptPath())
+	if err != nil {
+		return 0, err
+	}
+	if ck.Header.Fingerprint != t.fingerprint {
+		return 0, fmt.Errorf("train: checkpoint %s was written by a run with other settings; resume needs the same model, data, partition, seed and rank count\n  checkpoint: %s\n  this run:   %s", t.ckptPath(), ck.Header.Fingerprint, t.fingerprint)
+	}
+	if len(ck.Weights) != t.m.NumParams() {
+		return 0, fmt.Errorf("train: checkpoint %s has %d parameters, the model %d", t.ckptPath(), len(ck.Weights), t.m.NumParams())
+	}
+	t.m.SetWeights(ck.Weights)
+	if err := t.opt.SetState(ck.Opt); err != nil {
+		return 0, fmt.Errorf("train: checkpoint %s: %w", t.ckptPath(), err)
+	}
+	h := ck.Header
+	t.history = slices.Clone(h.History)
+	t.bestEpoch, t.bestVal, t.bestTest, t.best = h.BestEpoch, h.BestVal, h.BestTest, slices.Clone(ck.Best)
+	return h.Epoch + 1, nil
+}
+
+func (t *trainer) result() *Result {
+	res := &Result{Epochs: t.history, BestEpoch: t.bestEpoch, BestValAcc: t.bestVal, TestAcc: t.bestTest,
+		NumParams: t.m.NumParams(), Best: t.best, BytesPerEpoch: map[string]int64{}}
+	if len(t.history) > 0 {
+		s := make([]float64, len(t.history))
+		for i, e := range t.history {
+			s[i] = e.Seconds
+			for p, b := range e.Bytes {
+				res.BytesPerEpoch[p] += b
+			}
+		}
+		sort.Float64s(s)
+		res.MedianEpochS = s[len(s)/2]
+		if len(s)%2 == 0 {
+			res.MedianEpochS = (s[len(s)/2-1] + s[len(s)/2]) / 2
+		}
+		for p := range res.BytesPerEpoch {
+			res.BytesPerEpoch[p] /= int64(len(t.history))
+		}
+	}
+	return res
+}
