@@ -20,6 +20,7 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -43,6 +44,7 @@ type globalFlags struct {
 	json        bool
 	commTimeout time.Duration
 	blas        string
+	cpuprofile  string
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -54,6 +56,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&g.json, "json", false, "print the final metrics object as JSON")
 	fs.DurationVar(&g.commTimeout, "comm-timeout", 10*time.Minute, "in-process ranks: fail a call blocked longer than this (deadlock)")
 	fs.StringVar(&g.blas, "blas", "openblas", "dense products: openblas (gonum's netlib binding) or gonum (pure Go)")
+	fs.StringVar(&g.cpuprofile, "cpuprofile", "", "write a CPU profile of this process to FILE (under MPI: FILE.RANK)")
 	fs.Usage = func() { cli.Help(stderr) }
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -98,6 +101,23 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	setBLAS := func(env *cli.Env) { env.BLAS, env.BLASName = impl, blasName }
+	if g.cpuprofile != "" {
+		path := g.cpuprofile
+		if r := os.Getenv("OMPI_COMM_WORLD_RANK"); r != "" {
+			path += "." + r
+		}
+		f, err := os.Create(path)
+		if err != nil {
+			fmt.Fprintf(stderr, "gnnmpi: %v\n", err)
+			return 1
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintf(stderr, "gnnmpi: %v\n", err)
+			return 1
+		}
+		defer pprof.StopCPUProfile()
+	}
 	var metrics io.Writer
 	if g.metrics != "" {
 		f, err := os.OpenFile(g.metrics, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)

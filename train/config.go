@@ -30,7 +30,10 @@ type Config struct {
 
 	Seed      uint64
 	EvalEvery int // evaluate every K epochs (and after the last); 0: never
-	EvalChunk int // destination vertices per chunk of layer-wise inference
+	// EvalMemory bounds the input rows one chunk of layer-wise inference
+	// gathers, in float32 values (the destinations' rows plus all their
+	// neighbours' rows times the layer's input width).
+	EvalMemory int64
 
 	CheckpointDir   string // "" disables checkpoints
 	CheckpointEvery int    // epochs between checkpoints (and after the last)
@@ -63,8 +66,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("train: weight decay %g < 0", c.WeightDecay)
 	case c.EvalEvery < 0:
 		return fmt.Errorf("train: eval every %d < 0", c.EvalEvery)
-	case c.EvalChunk < 1:
-		return fmt.Errorf("train: eval chunk %d < 1", c.EvalChunk)
+	case c.EvalMemory < 1:
+		return fmt.Errorf("train: eval memory %d < 1", c.EvalMemory)
 	case c.CheckpointDir != "" && c.CheckpointEvery < 1:
 		return fmt.Errorf("train: checkpoint every %d < 1", c.CheckpointEvery)
 	case c.Resume && c.CheckpointDir == "":
@@ -90,7 +93,7 @@ func Defaults(kind string) Config {
 		Epochs:      100,
 		Shuffle:     ShuffleLocal,
 		Optimizer:   "adam", LR: 0.01, WeightDecay: 5e-4,
-		Seed: 1, EvalEvery: 1, EvalChunk: 1024, CheckpointEvery: 10,
+		Seed: 1, EvalEvery: 1, EvalMemory: 64 << 20, CheckpointEvery: 10,
 	}
 	switch kind {
 	case "gcn":

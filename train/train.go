@@ -141,7 +141,7 @@ type trainer struct {
 	bestVal, bestTest   float64
 	best                []float32
 	fingerprint         string
-	evalChunks          int
+	evalChunks          [][]int // per layer: this rank's chunk boundaries, padded to the ranks' maximum count
 	trainMask, valMask  []bool
 	testMask, ownedMask []bool
 }
@@ -191,14 +191,9 @@ func newTrainer(c collective.Comm, d *Data, cfg Config) (*trainer, error) {
 		counts[i] = int(v)
 	}
 	t.sched = newSchedule(cfg.Shuffle, owned, d.Split.Train, counts, r, cfg.BatchSize)
-	// Layer-wise inference walks the owned vertices in chunks; every rank
-	// takes the same number of exchange rounds.
-	mine := int64(d.Feat.Rows)
-	chunks, err := collective.AllreduceScalar(c, (mine+int64(cfg.EvalChunk)-1)/int64(cfg.EvalChunk), collective.Max)
-	if err != nil {
+	if t.evalChunks, err = t.planChunks(); err != nil {
 		return nil, err
 	}
-	t.evalChunks = int(max(chunks, 1))
 	t.trainMask, t.valMask, t.testMask = mask(n, d.Split.Train), mask(n, d.Split.Valid), mask(n, d.Split.Test)
 	t.fingerprint = t.makeFingerprint()
 	return t, nil
@@ -229,6 +224,48 @@ func mask(n int64, ids []int64) []bool {
 		m[g] = true
 	}
 	return m
+}
+
+// planChunks cuts the owned vertices, for every layer, into chunks whose
+// gathered input (each destination and its neighbours, times the layer's
+// input width) stays within EvalMemory values; every rank then takes as
+// many exchange rounds as the rank with the most chunks. It returns the
+// boundaries: chunk k of layer l is owned[b[l][k]:b[l][k+1]].
+func (t *trainer) planChunks() ([][]int, error) {
+	owned := t.d.Book.Owned(t.c.Rank())
+	L := t.cfg.Model.Layers
+	bounds := make([][]int, L)
+	counts := make([]int64, L)
+	for l := range L {
+		fin := int64(t.d.Feat.Cols)
+		if l > 0 {
+			fin = int64(t.m.Layers[l-1].OutDim())
+		}
+		b := []int{0}
+		var acc int64
+		for k, g := range owned {
+			need := (t.deg[g] + 1) * fin
+			if acc > 0 && acc+need > t.cfg.EvalMemory {
+				b = append(b, k)
+				acc = 0
+			}
+			acc += need
+		}
+		if len(owned) > 0 {
+			b = append(b, len(owned))
+		}
+		bounds[l] = b
+		counts[l] = int64(len(b) - 1)
+	}
+	if err := collective.AllreduceSlice(t.c, counts, collective.Max); err != nil {
+		return nil, err
+	}
+	for l := range L {
+		for int64(len(bounds[l])-1) < max(counts[l], 1) {
+			bounds[l] = append(bounds[l], len(owned)) // empty rounds
+		}
+	}
+	return bounds, nil
 }
 
 // blocks turns a minibatch into the model's per-layer adjacencies,
@@ -374,9 +411,9 @@ func (t *trainer) evaluate() ([3]float64, error) {
 	h := t.d.Feat
 	for l := range t.cfg.Model.Layers {
 		var out *dense.Matrix
-		for k := range t.evalChunks {
-			lo := min(k*t.cfg.EvalChunk, len(owned))
-			hi := min(lo+t.cfg.EvalChunk, len(owned))
+		b := t.evalChunks[l]
+		for k := range len(b) - 1 {
+			lo, hi := b[k], b[k+1]
 			dst := owned[lo:hi]
 			blk := sampling.FullBlock(t.d.Adj, dst)
 			plan := alltoall.NewPlan(blk.Src, t.d.Book, r)
@@ -438,7 +475,7 @@ func (t *trainer) ckptPath() string { return filepath.Join(t.cfg.CheckpointDir, 
 // continue the same loss curve.
 func (t *trainer) makeFingerprint() string {
 	cfg := t.cfg
-	cfg.Epochs, cfg.EvalEvery, cfg.CheckpointDir, cfg.CheckpointEvery, cfg.Resume, cfg.EvalChunk = 0, 0, "", 0, false, 0
+	cfg.Epochs, cfg.EvalEvery, cfg.CheckpointDir, cfg.CheckpointEvery, cfg.Resume, cfg.EvalMemory = 0, 0, "", 0, false, 0
 	b, _ := json.Marshal(struct {
 		Config  Config
 		Ranks   int

@@ -34,8 +34,8 @@ func testConfig(kind string) Config {
 	if kind == "gat" {
 		cfg.Model.Hidden, cfg.Model.Heads = 4, 2
 	}
-	cfg.EvalChunk = 50       // several inference chunks per rank
-	cfg.FeatureNorm = "none" // SBM features are signed
+	cfg.EvalMemory = 50 * 11 * 32 // several inference chunks per rank
+	cfg.FeatureNorm = "none"      // SBM features are signed
 	return cfg
 }
 
@@ -175,7 +175,7 @@ func TestEvaluationIndependentOfRanks(t *testing.T) {
 					return err
 				}
 				cfg := testConfig(kind)
-				cfg.EvalChunk = 7 * (p + 1)
+				cfg.EvalMemory = int64(7 * (p + 1) * 11 * 32)
 				tr, err := newTrainer(c, d, cfg)
 				if err != nil {
 					return err

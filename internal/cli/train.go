@@ -39,7 +39,7 @@ func trainCmd() *Command {
 			norm := fs.Bool("normalize", false, "GraphSAGE: L2-normalise hidden embeddings")
 			seed := fs.Uint64("seed", d.Seed, "random seed (weights, shuffles, sampling, dropout, METIS)")
 			evalEvery := fs.Int("eval-every", d.EvalEvery, "evaluate every K epochs and after the last (0: no evaluation)")
-			evalChunk := fs.Int("eval-chunk", d.EvalChunk, "vertices per chunk of layer-wise inference")
+			evalMem := fs.Int64("eval-memory", d.EvalMemory*4>>20, "MiB of gathered inputs per chunk of layer-wise inference")
 			ckpt := fs.String("checkpoint", "", "checkpoint directory (written atomically)")
 			ckptEvery := fs.Int("checkpoint-every", d.CheckpointEvery, "epochs between checkpoints")
 			resume := fs.Bool("resume", false, "continue from the checkpoint in --checkpoint")
@@ -82,7 +82,7 @@ func trainCmd() *Command {
 				cfg.FeatureNorm = *featNorm
 				cfg.Fanouts, cfg.BatchSize, cfg.Shuffle = fo, *batch, *shuffle
 				cfg.Optimizer, cfg.WeightDecay, cfg.Momentum, cfg.Seed = *optim, float32(*wd), float32(*mom), *seed
-				cfg.EvalEvery, cfg.EvalChunk = *evalEvery, *evalChunk
+				cfg.EvalEvery, cfg.EvalMemory = *evalEvery, *evalMem<<20/4
 				cfg.CheckpointDir, cfg.CheckpointEvery, cfg.Resume = *ckpt, *ckptEvery, *resume
 				cfg.BLAS = env.BLAS
 				return runTrain(env, *data, *split, *part, cfg)
