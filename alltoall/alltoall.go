@@ -123,11 +123,27 @@ func (p *Plan) Remote() int { return len(p.req) }
 // c's, if book has another number of parts, or if local lacks a row the plan
 // copies from this rank.
 func Exchange(c collective.Comm, p *Plan, book *graph.PartitionBook, local *dense.Matrix) (*dense.Matrix, error) {
+	return ExchangeTo(c, nil, p, book, local)
+}
+
+// ExchangeTo is Exchange writing into dst's storage when it is large
+// enough (dst may be nil), and returns the result, which aliases dst then.
+// Reusing one buffer across minibatches avoids faulting in fresh pages for
+// every exchange, which dominates the cost of wide feature rows.
+//
+// ExchangeTo is collective over c, under the conditions of Exchange.
+func ExchangeTo(c collective.Comm, dst *dense.Matrix, p *Plan, book *graph.PartitionBook, local *dense.Matrix) (*dense.Matrix, error) {
 	if c.Rank() != p.rank || c.Size() != p.parts || book.Parts != p.parts {
 		panic("alltoall: plan made for another rank or communicator size")
 	}
 	f := local.Cols
-	out := dense.New(len(p.from), f)
+	var out *dense.Matrix
+	if n := len(p.from) * f; dst != nil && cap(dst.Data) >= n {
+		// Every row is written below: own rows here, the others on receipt.
+		out = &dense.Matrix{Rows: len(p.from), Cols: f, Data: dst.Data[:n]}
+	} else {
+		out = dense.New(len(p.from), f)
+	}
 	// Copy the own rows first, so that a bad local matrix panics before any
 	// communication rather than leaving the other ranks blocked.
 	for i, src := range p.from {
@@ -182,8 +198,16 @@ func Exchange(c collective.Comm, p *Plan, book *graph.PartitionBook, local *dens
 // It will panic if an id is out of range or local lacks a row this rank
 // owns.
 func Fetch(c collective.Comm, ids []int64, book *graph.PartitionBook, local *dense.Matrix) (*dense.Matrix, error) {
+	return FetchTo(c, nil, ids, book, local)
+}
+
+// FetchTo is Fetch writing into dst's storage when it is large enough, as
+// ExchangeTo does.
+//
+// FetchTo is collective over c, under the conditions of Exchange.
+func FetchTo(c collective.Comm, dst *dense.Matrix, ids []int64, book *graph.PartitionBook, local *dense.Matrix) (*dense.Matrix, error) {
 	defer collective.SetPhase(c, "fetch")()
-	return Exchange(c, NewPlan(ids, book, c.Rank()), book, local)
+	return ExchangeTo(c, dst, NewPlan(ids, book, c.Rank()), book, local)
 }
 
 // scaled returns counts multiplied by f.

@@ -38,6 +38,21 @@ func layerCases() []layerCase {
 		{name: "sage/normalize", fin: 5, block: plain, make: func(fin int, rnd *rand.Rand, impl blas.Float32Level3) Layer {
 			return NewSAGE(fin, 4, true, rnd, impl)
 		}},
+		{name: "sage/aggregate-first", fin: 5, block: plain, make: func(fin int, rnd *rand.Rand, impl blas.Float32Level3) Layer {
+			s := NewSAGE(fin, 4, false, rnd, impl)
+			s.order = 1
+			return s
+		}},
+		{name: "sage/multiply-first", fin: 5, block: plain, make: func(fin int, rnd *rand.Rand, impl blas.Float32Level3) Layer {
+			s := NewSAGE(fin, 4, false, rnd, impl)
+			s.order = 2
+			return s
+		}},
+		{name: "sage/multiply-first/normalize", fin: 5, block: plain, make: func(fin int, rnd *rand.Rand, impl blas.Float32Level3) Layer {
+			s := NewSAGE(fin, 4, true, rnd, impl)
+			s.order = 2
+			return s
+		}},
 		// Shapes chosen so that GCN aggregates first (fin < fout) ...
 		{name: "gcn/aggregate-first", fin: 3, block: gcn, make: func(fin int, rnd *rand.Rand, impl blas.Float32Level3) Layer {
 			return NewGCN(fin, 8, rnd, impl)
@@ -192,4 +207,32 @@ func TestSAGEForward(t *testing.T) {
 	out = s.Forward(a, x, false, nil)
 	// (5.5, 6.5)/√72.5 and (3.5, 3.5)/√24.5.
 	assert.InDeltaSlice(t, []float32{0.645942, 0.763386, 0.707107, 0.707107}, out.Data, 1e-6)
+}
+
+// Both SAGE orders compute the same function and the same gradients.
+func TestSAGEOrdersAgree(t *testing.T) {
+	rnd := testRNG(7)
+	a := randBlock(rnd, tnd, tns, tdeg)
+	x := randMatrix(rnd, tns, 6)
+	dy := randMatrix(rnd, tnd, 3)
+	var outs, dxs []*dense.Matrix
+	var grads [][]float32
+	for _, order := range []int{1, 2} {
+		s := NewSAGE(6, 3, false, testRNG(1), nil)
+		s.order = order
+		outs = append(outs, s.Forward(a, x, false, nil))
+		dxs = append(dxs, s.Backward(dy, true))
+		var g []float32
+		for _, p := range s.Params() {
+			g = append(g, p.G...)
+		}
+		grads = append(grads, g)
+	}
+	require.True(t, testutil.Close(outs[0].Data, outs[1].Data, 1e-5))
+	require.True(t, testutil.Close(dxs[0].Data, dxs[1].Data, 1e-5))
+	require.True(t, testutil.Close(grads[0], grads[1], 1e-5))
+	// Full-neighbour inference on wide features multiplies first;
+	// sampled blocks aggregate first.
+	require.True(t, sageOrder(34493, 34493, 495924, 8415, 128))
+	require.False(t, sageOrder(1024, 12000, 11000, 8415, 128))
 }

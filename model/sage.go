@@ -25,9 +25,12 @@ const normEps = 1e-12
 // Normalize, the output is h_i/max(‖h_i‖₂, 1e-12), otherwise h_i. W_self and
 // W_neigh are fin×fout, b is 1×fout.
 //
-// Forward aggregates first (an SpMM over fin columns, then two GEMMs with
-// NDst rows), which is the cheaper order on sampled blocks, where NSrc is
-// many times NDst.
+// Forward picks the cheaper of two orders by an operation count (sageOrder):
+// aggregate first (an SpMM over fin columns, then two GEMMs with NDst rows),
+// the cheaper order on sampled blocks, where NSrc is many times NDst; or
+// multiply first (X·W_neigh over all NSrc rows, then an SpMM over fout
+// columns), the cheaper order for full-neighbour inference on wide
+// features, where the SpMM over fin columns is bound by memory bandwidth.
 type SAGE struct {
 	// Normalize enables the L2 normalisation of output rows.
 	Normalize bool
@@ -45,6 +48,30 @@ type SAGE struct {
 	dh     []float32 // NDst×fout scratch
 	dagg   []float32 // NDst×fin scratch
 	at     transposed
+
+	// order forces an order (tests): 0 chooses, 1 aggregates first, 2
+	// multiplies first.
+	order    int
+	mulFirst bool
+	xn       []float32 // NSrc×fout: X·W_neigh (multiply first)
+	aggOut   []float32 // NDst×fout: mean of xn over neighbours (multiply first)
+	dxn      []float32 // NSrc×fout scratch (multiply first)
+}
+
+// sparseCost is the cost of one SpMM multiply-add over rows of the given
+// width, in GEMM multiply-adds. GEMM runs at 100+ GFLOP/s here while the
+// SpMM gathers whole rows; rows wider than a few hundred values miss the
+// caches and the SpMM becomes bound by memory bandwidth (about 0.5 G
+// multiply-adds/s over 8415-wide rows against 60+ for GEMM), so the cost
+// grows with the width.
+func sparseCost(width int) int64 { return 4 + int64(width)/256 }
+
+// sageOrder reports whether multiplying first is cheaper for a block of nd
+// destinations, ns sources and nnz entries.
+func sageOrder(nd, ns int, nnz int64, fin, fout int) (mulFirst bool) {
+	agg := nnz*int64(fin)*sparseCost(fin) + int64(nd)*int64(fin)*int64(fout)
+	mul := int64(ns)*int64(fin)*int64(fout) + nnz*int64(fout)*sparseCost(fout)
+	return mul < agg
 }
 
 var _ Layer = (*SAGE)(nil)
@@ -91,12 +118,28 @@ func (s *SAGE) Forward(a *sparse.CSR, x *dense.Matrix, train bool, rng *rand.Ran
 			s.invDeg[i] = 1 / float32(d)
 		}
 	}
-	s.agg = grow(s.agg, nd*fin)
-	spmm(s.agg, a, nil, s.invDeg, x.Data, fin)
-
+	ns := int(a.NCols)
+	switch s.order {
+	case 1:
+		s.mulFirst = false
+	case 2:
+		s.mulFirst = true
+	default:
+		s.mulFirst = sageOrder(nd, ns, a.NNZ(), fin, fout)
+	}
 	out := dense.New(nd, fout)
 	gemm(s.impl, blas.NoTrans, blas.NoTrans, nd, fout, fin, 1, x.Data, s.wSelf.W, 0, out.Data)
-	gemm(s.impl, blas.NoTrans, blas.NoTrans, nd, fout, fin, 1, s.agg, s.wNeigh.W, 1, out.Data)
+	if s.mulFirst {
+		s.xn = grow(s.xn, ns*fout)
+		gemm(s.impl, blas.NoTrans, blas.NoTrans, ns, fout, fin, 1, x.Data, s.wNeigh.W, 0, s.xn)
+		s.aggOut = grow(s.aggOut, nd*fout)
+		spmm(s.aggOut, a, nil, s.invDeg, s.xn, fout)
+		axpy(1, s.aggOut, out.Data)
+	} else {
+		s.agg = grow(s.agg, nd*fin)
+		spmm(s.agg, a, nil, s.invDeg, x.Data, fin)
+		gemm(s.impl, blas.NoTrans, blas.NoTrans, nd, fout, fin, 1, s.agg, s.wNeigh.W, 1, out.Data)
+	}
 	addRowVec(out.Data, s.b.W, nd, fout)
 	if s.Normalize {
 		s.h = grow(s.h, nd*fout)
@@ -144,6 +187,22 @@ func (s *SAGE) Backward(dy *dense.Matrix, needInput bool) *dense.Matrix {
 	}
 	colSumAdd(s.b.G, dh, nd, fout)
 	gemm(s.impl, blas.Trans, blas.NoTrans, fin, fout, nd, 1, s.x.Data, dh, 1, s.wSelf.G)
+	if s.mulFirst {
+		// out = X_dst·W_self + M·X·W_neigh with M the row-mean matrix:
+		// dL/d(X·W_neigh) = Mᵀ·dh, dW_neigh = Xᵀ·Mᵀ·dh.
+		s.dxn = grow(s.dxn, ns*fout)
+		clear(s.dxn)
+		s.at.build(s.a, nil, s.invDeg)
+		s.at.mulAdd(s.dxn, dh, fout)
+		gemm(s.impl, blas.Trans, blas.NoTrans, fin, fout, ns, 1, s.x.Data, s.dxn, 1, s.wNeigh.G)
+		if !needInput {
+			return nil
+		}
+		dx := dense.New(ns, fin)
+		gemm(s.impl, blas.NoTrans, blas.Trans, ns, fin, fout, 1, s.dxn, s.wNeigh.W, 0, dx.Data)
+		gemm(s.impl, blas.NoTrans, blas.Trans, nd, fin, fout, 1, dh, s.wSelf.W, 1, dx.Data)
+		return dx
+	}
 	gemm(s.impl, blas.Trans, blas.NoTrans, fin, fout, nd, 1, s.agg, dh, 1, s.wNeigh.G)
 	if !needInput {
 		return nil

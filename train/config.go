@@ -93,7 +93,7 @@ func Defaults(kind string) Config {
 		Epochs:      100,
 		Shuffle:     ShuffleLocal,
 		Optimizer:   "adam", LR: 0.01, WeightDecay: 5e-4,
-		Seed: 1, EvalEvery: 1, EvalMemory: 64 << 20, CheckpointEvery: 10,
+		Seed: 1, EvalEvery: 1, EvalMemory: 256 << 20, CheckpointEvery: 10,
 	}
 	switch kind {
 	case "gcn":

@@ -135,6 +135,7 @@ type trainer struct {
 	sched   *schedule
 	deg     []int64 // full-graph degree of every vertex (GCN normalisation)
 	grads   []float32
+	xbuf    *dense.Matrix // reused input rows of minibatches and inference chunks
 
 	history             []EpochStats
 	bestEpoch           int
@@ -227,29 +228,52 @@ func mask(n int64, ids []int64) []bool {
 }
 
 // planChunks cuts the owned vertices, for every layer, into chunks whose
-// gathered input (each destination and its neighbours, times the layer's
-// input width) stays within EvalMemory values; every rank then takes as
-// many exchange rounds as the rank with the most chunks. It returns the
-// boundaries: chunk k of layer l is owned[b[l][k]:b[l][k+1]].
+// gathered input (the distinct rows of the destinations and all their
+// neighbours, times the layer's input width) stays within EvalMemory
+// values; every rank then takes as many exchange rounds as the rank with
+// the most chunks. It returns the boundaries: chunk k of layer l is
+// owned[b[l][k]:b[l][k+1]].
 func (t *trainer) planChunks() ([][]int, error) {
 	owned := t.d.Book.Owned(t.c.Rank())
 	L := t.cfg.Model.Layers
 	bounds := make([][]int, L)
 	counts := make([]int64, L)
+	seen := make([]int32, t.d.NumNodes()) // chunk number + 1 that last counted the vertex
 	for l := range L {
 		fin := int64(t.d.Feat.Cols)
 		if l > 0 {
 			fin = int64(t.m.Layers[l-1].OutDim())
 		}
+		clear(seen)
 		b := []int{0}
-		var acc int64
+		chunk := int32(1)
+		var rows int64
 		for k, g := range owned {
-			need := (t.deg[g] + 1) * fin
-			if acc > 0 && acc+need > t.cfg.EvalMemory {
-				b = append(b, k)
-				acc = 0
+			// Distinct new rows vertex g brings into the current chunk.
+			var add int64
+			count := func(v int64) {
+				if seen[v] != chunk {
+					seen[v] = chunk
+					add++
+				}
 			}
-			acc += need
+			count(g)
+			for _, v := range t.d.Adj.Row(g) {
+				count(v)
+			}
+			// On one rank the whole layer reads the rank's rows in place
+			// (see evaluate), so nothing is gathered and one chunk does.
+			if rows > 0 && (rows+add)*fin > t.cfg.EvalMemory && t.c.Size() > 1 {
+				// Start a new chunk with g.
+				b = append(b, k)
+				chunk++
+				rows, add = 0, 0
+				count(g)
+				for _, v := range t.d.Adj.Row(g) {
+					count(v)
+				}
+			}
+			rows += add
 		}
 		if len(owned) > 0 {
 			b = append(b, len(owned))
@@ -315,10 +339,11 @@ func (t *trainer) epoch(epoch int, progress func(epoch, batch, batches int)) (Ep
 			return EpochStats{}, err
 		}
 		t0 = lap(PhaseSample, t0)
-		x, err := alltoall.Fetch(c, mb.Input(), t.d.Book, t.d.Feat)
+		x, err := alltoall.FetchTo(c, t.xbuf, mb.Input(), t.d.Book, t.d.Feat)
 		if err != nil {
 			return EpochStats{}, err
 		}
+		t.xbuf = x
 		t0 = lap(PhaseFetch, t0)
 		t.m.ZeroGrad()
 		if len(seeds) > 0 {
@@ -416,10 +441,18 @@ func (t *trainer) evaluate() ([3]float64, error) {
 			lo, hi := b[k], b[k+1]
 			dst := owned[lo:hi]
 			blk := sampling.FullBlock(t.d.Adj, dst)
-			plan := alltoall.NewPlan(blk.Src, t.d.Book, r)
-			x, err := alltoall.Exchange(c, plan, t.d.Book, h)
-			if err != nil {
-				return [3]float64{}, err
+			var x *dense.Matrix
+			if identity(blk.Src, t.d.Book.Local, h.Rows) {
+				// One rank, one chunk: the sources are this rank's rows in
+				// order, so the layer reads h itself (exchanging nothing).
+				x = h
+			} else {
+				plan := alltoall.NewPlan(blk.Src, t.d.Book, r)
+				var err error
+				if x, err = alltoall.ExchangeTo(c, t.xbuf, plan, t.d.Book, h); err != nil {
+					return [3]float64{}, err
+				}
+				t.xbuf = x
 			}
 			if len(dst) == 0 {
 				continue
@@ -457,6 +490,20 @@ func (t *trainer) evaluate() ([3]float64, error) {
 		acc[s] = float64(counts[2*s]) / float64(max(counts[2*s+1], 1))
 	}
 	return acc, nil
+}
+
+// identity reports whether src lists exactly the n local rows 0..n−1 in
+// order.
+func identity(src []int64, local []int64, n int) bool {
+	if len(src) != n {
+		return false
+	}
+	for i, g := range src {
+		if local[g] != int64(i) {
+			return false
+		}
+	}
+	return true
 }
 
 func argmax(x []float32) int {
