@@ -208,4 +208,3 @@ func save(img *vgimg.Canvas, out string) error {
 	}
 	return f.Close()
 }
-
