@@ -76,7 +76,10 @@ for line in open(sys.argv[1]):
     impl = parts.pop("impl", kind)
     if kind != "GEMM":
         impl = f"{kind.lower()}({impl})"
-    shape = "/".join(f"{k}={v}" for k, v in parts.items())
+    # Group by the product's inner and output widths (k×n for GEMM, fin×fout
+    # for the layer), which both share.
+    shape = f'{parts.get("k", parts.get("fin"))}x{parts.get("n", parts.get("fout"))}'
+
     print(f"{impl},{shape},{g}")
 PY
 go run ./bench/plot gemm "$OUT/gemm.csv" "$OUT/gemm.png"
