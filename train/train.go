@@ -248,30 +248,25 @@ func (t *trainer) planChunks() ([][]int, error) {
 		b := []int{0}
 		chunk := int32(1)
 		var rows int64
-		for k, g := range owned {
-			// Distinct new rows vertex g brings into the current chunk.
-			var add int64
-			count := func(v int64) {
+		// fresh counts the rows vertex g adds to the current chunk and
+		// marks them.
+		fresh := func(g int64) (add int64) {
+			for _, v := range append([]int64{g}, t.d.Adj.Row(g)...) {
 				if seen[v] != chunk {
 					seen[v] = chunk
 					add++
 				}
 			}
-			count(g)
-			for _, v := range t.d.Adj.Row(g) {
-				count(v)
-			}
+			return add
+		}
+		for k, g := range owned {
+			add := fresh(g)
 			// On one rank the whole layer reads the rank's rows in place
 			// (see evaluate), so nothing is gathered and one chunk does.
 			if rows > 0 && (rows+add)*fin > t.cfg.EvalMemory && t.c.Size() > 1 {
-				// Start a new chunk with g.
-				b = append(b, k)
+				b = append(b, k) // start a new chunk with g
 				chunk++
-				rows, add = 0, 0
-				count(g)
-				for _, v := range t.d.Adj.Row(g) {
-					count(v)
-				}
+				rows, add = 0, fresh(g)
 			}
 			rows += add
 		}
