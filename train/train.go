@@ -143,6 +143,7 @@ type trainer struct {
 	best                []float32
 	fingerprint         string
 	evalChunks          [][]int // per layer: this rank's chunk boundaries, padded to the ranks' maximum count
+	chunkCache          map[[2]int]*evalChunk
 	trainMask, valMask  []bool
 	testMask, ownedMask []bool
 }
@@ -435,16 +436,11 @@ func (t *trainer) evaluate() ([3]float64, error) {
 		for k := range len(b) - 1 {
 			lo, hi := b[k], b[k+1]
 			dst := owned[lo:hi]
-			blk := sampling.FullBlock(t.d.Adj, dst)
-			var x *dense.Matrix
-			if identity(blk.Src, t.d.Book.Local, h.Rows) {
-				// One rank, one chunk: the sources are this rank's rows in
-				// order, so the layer reads h itself (exchanging nothing).
-				x = h
-			} else {
-				plan := alltoall.NewPlan(blk.Src, t.d.Book, r)
+			ch := t.chunk(owned, lo, hi)
+			x := h
+			if !ch.inPlace {
 				var err error
-				if x, err = alltoall.ExchangeTo(c, t.xbuf, plan, t.d.Book, h); err != nil {
+				if x, err = alltoall.ExchangeTo(c, t.xbuf, ch.plan, t.d.Book, h); err != nil {
 					return [3]float64{}, err
 				}
 				t.xbuf = x
@@ -452,7 +448,7 @@ func (t *trainer) evaluate() ([3]float64, error) {
 			if len(dst) == 0 {
 				continue
 			}
-			y := t.m.ForwardLayer(l, t.adjacency(blk), x)
+			y := t.m.ForwardLayer(l, ch.adj, x)
 			if out == nil {
 				out = dense.New(len(owned), y.Cols)
 			}
@@ -464,10 +460,10 @@ func (t *trainer) evaluate() ([3]float64, error) {
 		h = out
 	}
 	var counts [6]int64
-	for k, g := range owned {
-		pred := argmax(h.Row(k))
+	for k, pred := range model.Argmax(h) {
+		g := owned[k]
 		hit := int64(0)
-		if int32(pred) == t.d.Labels[g] {
+		if pred == t.d.Labels[g] {
 			hit = 1
 		}
 		for s, m := range [][]bool{t.trainMask, t.valMask, t.testMask} {
@@ -501,14 +497,34 @@ func identity(src []int64, local []int64, n int) bool {
 	return true
 }
 
-func argmax(x []float32) int {
-	best := 0
-	for i, v := range x {
-		if v > x[best] {
-			best = i
-		}
+// evalChunk is one chunk of layer-wise inference: the destinations'
+// full-neighbour adjacency (normalised for GCN) and the plan that gathers
+// its sources. The same chunks recur in every evaluation and, where the
+// boundaries agree, in every layer, so they are built once.
+type evalChunk struct {
+	adj     *sparse.CSR
+	plan    *alltoall.Plan
+	inPlace bool // the sources are this rank's rows in order: the layer reads them in place
+}
+
+// chunk returns the chunk owned[lo:hi], building it on first use.
+func (t *trainer) chunk(owned []int64, lo, hi int) *evalChunk {
+	key := [2]int{lo, hi}
+	if ch, ok := t.chunkCache[key]; ok {
+		return ch
 	}
-	return best
+	blk := sampling.FullBlock(t.d.Adj, owned[lo:hi])
+	ch := &evalChunk{adj: t.adjacency(blk)}
+	// One rank, one chunk: the sources are this rank's rows in order, so
+	// nothing is exchanged.
+	if ch.inPlace = identity(blk.Src, t.d.Book.Local, len(owned)); !ch.inPlace {
+		ch.plan = alltoall.NewPlan(blk.Src, t.d.Book, t.c.Rank())
+	}
+	if t.chunkCache == nil {
+		t.chunkCache = map[[2]int]*evalChunk{}
+	}
+	t.chunkCache[key] = ch
+	return ch
 }
 
 func (t *trainer) ckptPath() string { return filepath.Join(t.cfg.CheckpointDir, CheckpointFile) }

@@ -19,11 +19,8 @@ import (
 
 // epochLine is the part of a --metrics JSONL record the tests compare.
 type epochLine struct {
-	Final   bool     `json:"final"`
-	Epoch   int      `json:"epoch"`
-	Loss    float64  `json:"loss"`
-	ValAcc  *float64 `json:"val_acc"`
-	TestAcc *float64 `json:"test_acc"`
+	Epoch int     `json:"epoch"`
+	Loss  float64 `json:"loss"`
 }
 
 // readMetrics returns the epoch records and the final object's raw map.
