@@ -158,3 +158,30 @@ func TestInterleave(t *testing.T) {
 	require.Equal(t, 1, code)
 	require.Contains(t, se, "want one generator")
 }
+
+// --global-batch-size fixes the seeds per step over all ranks, so 1 and 2
+// ranks take the same number of steps; it excludes --batch-size.
+func TestTrainGlobalBatch(t *testing.T) {
+	steps := func(ranks string) (batches, perRank float64) {
+		m := filepath.Join(t.TempDir(), "m.jsonl")
+		_, se, code := gnnmpi(t, "--ranks", ranks, "--metrics", m, "train", "--data", "data/cora",
+			"--global-batch-size", "70", "--shuffle", "global", "--epochs", "1", "--eval-every", "0", "--hidden", "8")
+		require.Equal(t, 0, code, se)
+		raw, err := os.ReadFile(m)
+		require.NoError(t, err)
+		lines := bytes.Split(bytes.TrimSpace(raw), []byte("\n"))
+		require.Len(t, lines, 2)
+		var ep, fin map[string]any
+		require.NoError(t, json.Unmarshal(lines[0], &ep))
+		require.NoError(t, json.Unmarshal(lines[1], &fin))
+		return ep["batches"].(float64), fin["config"].(map[string]any)["batch_size"].(float64)
+	}
+	b1, s1 := steps("1")
+	b2, s2 := steps("2")
+	require.Equal(t, 2.0, b1) // 140 training vertices, 70 per step
+	require.Equal(t, b1, b2)
+	require.Equal(t, []float64{70, 35}, []float64{s1, s2})
+	_, se, code := gnnmpi(t, "train", "--global-batch-size", "8", "--batch-size", "8")
+	require.NotEqual(t, 0, code)
+	require.Contains(t, se, "not both")
+}

@@ -22,20 +22,23 @@ func trainCmd() *Command {
 			part := fs.String("partition", train.PartitionMetis, "vertex partition over the ranks: block, random, metis, or a book file from `gnnmpi partition`")
 			kind := fs.String("model", "sage", "sage (GraphSAGE mean), gcn or gat")
 			layers := fs.Int("layers", d.Model.Layers, "GNN layers")
-			hidden := fs.Int("hidden", d.Model.Hidden, "hidden width (GAT: per head; default sage 128, gcn 64, gat 8)")
+			var hidden, epochs optInt
+			var lr, drop, attnDrop optFloat
+			fs.Var(&hidden, "hidden", "hidden width (GAT: per head; default sage 128, gcn 64, gat 8)")
 			heads := fs.Int("heads", 8, "GAT attention heads of the hidden layers")
 			outHeads := fs.Int("out-heads", 1, "GAT attention heads of the output layer (averaged)")
 			fanouts := fs.String("fanouts", "25,10", "neighbours sampled per hop, from the seeds outwards (-1: all); one per layer")
 			batch := fs.Int("batch-size", d.BatchSize, "seeds per rank per minibatch (at most)")
-			epochs := fs.Int("epochs", d.Epochs, "epochs (default sage/gcn 100, gat 200)")
+			globalBatch := fs.Int("global-batch-size", 0, "seeds per step over all ranks (at most); each rank takes ⌈G/ranks⌉, so the number of optimizer steps does not depend on the rank count (replaces --batch-size)")
+			fs.Var(&epochs, "epochs", "epochs (default sage/gcn 100, gat 200)")
 			shuffle := fs.String("shuffle", train.ShuffleLocal, "local (each rank shuffles its own training vertices) or global (one shuffle split across ranks)")
 			optim := fs.String("optimizer", "adam", "adam or sgd")
-			lr := fs.Float64("lr", float64(d.LR), "learning rate (default sage/gcn 0.01, gat 0.005)")
+			fs.Var(&lr, "lr", "learning rate (default sage/gcn 0.01, gat 0.005)")
 			wd := fs.Float64("weight-decay", float64(d.WeightDecay), "L2 weight decay")
 			mom := fs.Float64("momentum", 0, "SGD momentum")
-			drop := fs.Float64("dropout", float64(d.Model.Dropout), "feature dropout (default sage/gcn 0.5, gat 0.6)")
+			fs.Var(&drop, "dropout", "feature dropout (default sage/gcn 0.5, gat 0.6)")
 			featNorm := fs.String("feature-norm", d.FeatureNorm, "input features: row (each row scaled to sum 1) or none")
-			attnDrop := fs.Float64("attn-dropout", -1, "GAT: dropout on attention coefficients (default 0.6)")
+			fs.Var(&attnDrop, "attn-dropout", "GAT: dropout on attention coefficients (default 0.6)")
 			norm := fs.Bool("normalize", false, "GraphSAGE: L2-normalise hidden embeddings")
 			seed := fs.Uint64("seed", d.Seed, "random seed (weights, shuffles, sampling, dropout, METIS)")
 			evalEvery := fs.Int("eval-every", d.EvalEvery, "evaluate every K epochs and after the last (0: no evaluation)")
@@ -57,21 +60,11 @@ func trainCmd() *Command {
 					return fmt.Errorf("train: --fanouts %q: %w", *fanouts, err)
 				}
 				cfg.Model.Layers, cfg.Model.Heads, cfg.Model.OutHeads, cfg.Model.Normalize = *layers, *heads, *outHeads, *norm
-				if set["hidden"] {
-					cfg.Model.Hidden = *hidden
-				}
-				if set["lr"] {
-					cfg.LR = float32(*lr)
-				}
-				if set["attn-dropout"] {
-					cfg.Model.AttnDropout = float32(*attnDrop)
-				}
-				if set["epochs"] {
-					cfg.Epochs = *epochs
-				}
-				if set["dropout"] {
-					cfg.Model.Dropout = float32(*drop)
-				}
+				hidden.apply(&cfg.Model.Hidden)
+				epochs.apply(&cfg.Epochs)
+				lr.apply32(&cfg.LR)
+				drop.apply32(&cfg.Model.Dropout)
+				attnDrop.apply32(&cfg.Model.AttnDropout)
 				if !set["fanouts"] && *layers != len(fo) {
 					// The default fanouts follow --layers: 25,10 then 10 for further hops.
 					fo = fo[:min(len(fo), *layers)]
@@ -81,6 +74,16 @@ func trainCmd() *Command {
 				}
 				cfg.FeatureNorm = *featNorm
 				cfg.Fanouts, cfg.BatchSize, cfg.Shuffle = fo, *batch, *shuffle
+				if set["global-batch-size"] {
+					if set["batch-size"] {
+						return fmt.Errorf("train: give --batch-size (per rank) or --global-batch-size, not both")
+					}
+					if *globalBatch < 1 {
+						return fmt.Errorf("train: --global-batch-size %d < 1", *globalBatch)
+					}
+					p := env.Comm.Size()
+					cfg.BatchSize = (*globalBatch + p - 1) / p
+				}
 				cfg.Optimizer, cfg.WeightDecay, cfg.Momentum, cfg.Seed = *optim, float32(*wd), float32(*mom), *seed
 				cfg.EvalEvery, cfg.EvalMemory = *evalEvery, *evalMem<<20/4
 				cfg.CheckpointDir, cfg.CheckpointEvery, cfg.Resume = *ckpt, *ckptEvery, *resume
@@ -88,6 +91,56 @@ func trainCmd() *Command {
 				return runTrain(env, *data, *split, *part, cfg)
 			}
 		},
+	}
+}
+
+// optInt and optFloat are flags whose default depends on other flags (the
+// model kind): unset, they leave the default alone and print none in -h.
+type optInt struct {
+	v   int
+	set bool
+}
+
+func (o *optInt) String() string {
+	if o == nil || !o.set {
+		return ""
+	}
+	return strconv.Itoa(o.v)
+}
+
+func (o *optInt) Set(s string) (err error) {
+	o.v, err = strconv.Atoi(s)
+	o.set = err == nil
+	return err
+}
+
+func (o *optInt) apply(dst *int) {
+	if o.set {
+		*dst = o.v
+	}
+}
+
+type optFloat struct {
+	v   float64
+	set bool
+}
+
+func (o *optFloat) String() string {
+	if o == nil || !o.set {
+		return ""
+	}
+	return strconv.FormatFloat(o.v, 'g', -1, 64)
+}
+
+func (o *optFloat) Set(s string) (err error) {
+	o.v, err = strconv.ParseFloat(s, 64)
+	o.set = err == nil
+	return err
+}
+
+func (o *optFloat) apply32(dst *float32) {
+	if o.set {
+		*dst = float32(o.v)
 	}
 }
 
