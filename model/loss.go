@@ -48,6 +48,21 @@ func SoftmaxCrossEntropy(logits *dense.Matrix, labels []int32) (loss float64, dl
 	return loss * inv, dlogits
 }
 
+// CrossEntropy returns −log softmax(row)[y], reduced in float64 after
+// shifting by the row's maximum: the loss of one row of logits.
+// It will panic if y is outside [0, len(row)).
+func CrossEntropy(row []float32, y int32) float64 {
+	mx := math.Inf(-1)
+	for _, v := range row {
+		mx = math.Max(mx, float64(v))
+	}
+	var sum float64
+	for _, v := range row {
+		sum += math.Exp(float64(v) - mx)
+	}
+	return mx + math.Log(sum) - float64(row[y])
+}
+
 // Argmax returns the index of the largest entry of every row of logits (the
 // first one on ties), as a new slice.
 func Argmax(logits *dense.Matrix) []int32 {

@@ -26,6 +26,18 @@ func TestSoftmaxCrossEntropy(t *testing.T) {
 	assert.Panics(t, func() { SoftmaxCrossEntropy(logits, []int32{0}) })
 }
 
+// CrossEntropy of one row is SoftmaxCrossEntropy of a one-row matrix.
+func TestCrossEntropyRow(t *testing.T) {
+	logits := randMatrix(testRNG(5), 4, 6)
+	for i := range 4 {
+		row := logits.Data[i*6 : (i+1)*6]
+		y := int32(i + 1)
+		want, _ := SoftmaxCrossEntropy(&dense.Matrix{Rows: 1, Cols: 6, Data: row}, []int32{y})
+		assert.InDelta(t, want, CrossEntropy(row, y), 1e-12)
+	}
+	assert.InDelta(t, math.Log(3), CrossEntropy([]float32{1000, 1000, 1000}, 1), 1e-12)
+}
+
 func TestSoftmaxCrossEntropyGradient(t *testing.T) {
 	logits := randMatrix(testRNG(11), 6, 4)
 	for i := range logits.Data {

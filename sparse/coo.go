@@ -65,7 +65,7 @@ func FromCOO(nrows, ncols int64, rows, cols []int64, vals []float64) (*CSR, erro
 // that are already sorted are left untouched.
 //
 // SortRows modifies a in place; SortedRows leaves its input intact.
-func (a *CSR) SortRows() {
+func (a *Matrix[T]) SortRows() {
 	for i := int64(0); i < a.NRows; i++ {
 		lo, hi := a.Indptr[i], a.Indptr[i+1]
 		ind := a.Indices[lo:hi]
@@ -83,8 +83,8 @@ func (a *CSR) SortRows() {
 // SortedRows returns a copy of a in which the column indices of every row
 // are sorted ascending, Values permuted along with them. Entries with equal
 // columns keep their relative order. a is not modified.
-func SortedRows(a *CSR) *CSR {
-	c := &CSR{
+func SortedRows[T Scalar](a *Matrix[T]) *Matrix[T] {
+	c := &Matrix[T]{
 		NRows:   a.NRows,
 		NCols:   a.NCols,
 		Indptr:  slices.Clone(a.Indptr),
@@ -97,7 +97,7 @@ func SortedRows(a *CSR) *CSR {
 
 // RowsSorted reports whether the column indices of every row of a are in
 // non-decreasing order. Repeated columns are allowed.
-func (a *CSR) RowsSorted() bool {
+func (a *Matrix[T]) RowsSorted() bool {
 	for i := int64(0); i < a.NRows; i++ {
 		if !slices.IsSorted(a.Indices[a.Indptr[i]:a.Indptr[i+1]]) {
 			return false
@@ -107,7 +107,7 @@ func (a *CSR) RowsSorted() bool {
 }
 
 // sortPairs stably sorts ind ascending, applying the same permutation to val.
-func sortPairs(ind []int64, val []float64) {
+func sortPairs[T any](ind []int64, val []T) {
 	if len(ind) <= 16 {
 		// Insertion sort: stable and fastest for the short rows that
 		// dominate sparse graphs.
@@ -121,18 +121,18 @@ func sortPairs(ind []int64, val []float64) {
 		}
 		return
 	}
-	sort.Stable(pairs{ind, val})
+	sort.Stable(pairs[T]{ind, val})
 }
 
 // pairs sorts a row's columns and values together.
-type pairs struct {
+type pairs[T any] struct {
 	ind []int64
-	val []float64
+	val []T
 }
 
-func (p pairs) Len() int           { return len(p.ind) }
-func (p pairs) Less(i, j int) bool { return p.ind[i] < p.ind[j] }
-func (p pairs) Swap(i, j int) {
+func (p pairs[T]) Len() int           { return len(p.ind) }
+func (p pairs[T]) Less(i, j int) bool { return p.ind[i] < p.ind[j] }
+func (p pairs[T]) Swap(i, j int) {
 	p.ind[i], p.ind[j] = p.ind[j], p.ind[i]
 	p.val[i], p.val[j] = p.val[j], p.val[i]
 }

@@ -45,6 +45,7 @@ type EpochStats struct {
 	TrainAcc     float64            `json:"train_acc"` // accuracy on the epoch's minibatch seeds (training mode)
 	Evaluated    bool               `json:"evaluated"`
 	ValAcc       float64            `json:"val_acc"`  // exact inference; 0 unless Evaluated
+	ValLoss      float64            `json:"val_loss"` // mean cross-entropy on the validation vertices; 0 unless Evaluated
 	TestAcc      float64            `json:"test_acc"` // exact inference; 0 unless Evaluated
 	Seconds      float64            `json:"epoch_s"`  // training time of the slowest rank, evaluation excluded
 	PhaseSeconds map[string]float64 `json:"phase_s"`  // slowest rank per phase
@@ -106,7 +107,7 @@ func Run(c collective.Comm, d *Data, cfg Config, h Hooks) (*Result, error) {
 			return nil, fmt.Errorf("train: epoch %d: loss is %v (diverged; lower --lr?)", epoch, st.Loss)
 		}
 		t.history = append(t.history, st)
-		if st.Evaluated && (t.bestEpoch == 0 || st.ValAcc > t.bestVal) {
+		if st.Evaluated && t.better(st) {
 			t.bestEpoch, t.bestVal, t.bestTest = epoch, st.ValAcc, st.TestAcc
 			t.best = t.m.FlattenWeights(t.best[:0])
 		}
@@ -378,12 +379,12 @@ func (t *trainer) epoch(epoch int, progress func(epoch, batch, batches int)) (Ep
 	st := EpochStats{Epoch: epoch, Batches: len(batches)}
 	if t.cfg.EvalEvery > 0 && (epoch%t.cfg.EvalEvery == 0 || epoch == t.cfg.Epochs) {
 		t0 := time.Now()
-		acc, err := t.evaluate()
+		acc, valLoss, err := t.evaluate()
 		if err != nil {
 			return EpochStats{}, err
 		}
 		lap(PhaseEval, t0)
-		st.Evaluated, st.ValAcc, st.TestAcc = true, acc[1], acc[2]
+		st.Evaluated, st.ValAcc, st.TestAcc, st.ValLoss = true, acc[1], acc[2], valLoss
 	}
 	// Reductions: sums of loss and accuracy counts, maxima of times, sums
 	// of this epoch's bytes by phase.
@@ -421,11 +422,22 @@ func (t *trainer) epoch(epoch int, progress func(epoch, batch, batches int)) (Ep
 	return st, nil
 }
 
+// better reports whether the evaluated epoch st beats the best so far: a
+// higher validation accuracy, or the same accuracy with a lower validation
+// loss (validation sets are small, so accuracies often tie).
+func (t *trainer) better(st EpochStats) bool {
+	if t.bestEpoch == 0 || st.ValAcc > t.bestVal {
+		return true
+	}
+	return st.ValAcc == t.bestVal && st.ValLoss < t.history[t.bestEpoch-1].ValLoss
+}
+
 // evaluate runs exact layer-wise full-neighbour inference over every vertex
-// and returns the train, validation and test accuracy. Each rank computes
+// and returns the train, validation and test accuracy and the mean
+// validation loss. Each rank computes
 // the layer's output for the vertices it owns, fetching the inputs of their
 // neighbours from the owners (phase "eval"), chunk by chunk.
-func (t *trainer) evaluate() ([3]float64, error) {
+func (t *trainer) evaluate() ([3]float64, float64, error) {
 	c, r := t.c, t.c.Rank()
 	defer collective.SetPhase(c, PhaseEval)()
 	owned := t.d.Book.Owned(r)
@@ -441,7 +453,7 @@ func (t *trainer) evaluate() ([3]float64, error) {
 			if !ch.inPlace {
 				var err error
 				if x, err = alltoall.ExchangeTo(c, t.xbuf, ch.plan, t.d.Book, h); err != nil {
-					return [3]float64{}, err
+					return [3]float64{}, 0, err
 				}
 				t.xbuf = x
 			}
@@ -459,10 +471,12 @@ func (t *trainer) evaluate() ([3]float64, error) {
 		}
 		h = out
 	}
-	var counts [6]int64
+	// counts: hits and totals of train, validation, test; then the
+	// validation loss sum.
+	var counts [7]float64
 	for k, pred := range model.Argmax(h) {
 		g := owned[k]
-		hit := int64(0)
+		hit := 0.0
 		if pred == t.d.Labels[g] {
 			hit = 1
 		}
@@ -472,15 +486,18 @@ func (t *trainer) evaluate() ([3]float64, error) {
 				counts[2*s+1]++
 			}
 		}
+		if t.valMask[g] {
+			counts[6] += model.CrossEntropy(h.Data[k*h.Cols:(k+1)*h.Cols], t.d.Labels[g])
+		}
 	}
 	if err := collective.AllreduceSlice(c, counts[:], collective.Sum); err != nil {
-		return [3]float64{}, err
+		return [3]float64{}, 0, err
 	}
 	var acc [3]float64
 	for s := range acc {
-		acc[s] = float64(counts[2*s]) / float64(max(counts[2*s+1], 1))
+		acc[s] = counts[2*s] / max(counts[2*s+1], 1)
 	}
-	return acc, nil
+	return acc, counts[6] / max(counts[3], 1), nil
 }
 
 // identity reports whether src lists exactly the n local rows 0..n−1 in

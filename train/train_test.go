@@ -166,9 +166,11 @@ func TestEvaluationIndependentOfRanks(t *testing.T) {
 	g := sbm()
 	for _, kind := range []string{"sage", "gcn", "gat"} {
 		var accs [][3]float64
+		var losses []float64
 		for _, p := range []int{1, 2, 4} {
 			book := graph.RandomPartition(g.NumNodes, p, 9)
 			got := make([][3]float64, p)
+			loss := make([]float64, p)
 			err := inproc.Run(p, inproc.Options{Timeout: time.Minute}, func(c collective.Comm) error {
 				d, err := Distribute(g, "random", book, c.Rank())
 				if err != nil {
@@ -180,14 +182,19 @@ func TestEvaluationIndependentOfRanks(t *testing.T) {
 				if err != nil {
 					return err
 				}
-				got[c.Rank()], err = tr.evaluate()
+				got[c.Rank()], loss[c.Rank()], err = tr.evaluate()
 				return err
 			})
 			require.NoError(t, err)
 			for r := 1; r < p; r++ {
 				require.Equal(t, got[0], got[r])
+				require.Equal(t, loss[0], loss[r])
 			}
 			accs = append(accs, got[0])
+			losses = append(losses, loss[0])
+		}
+		for i := 1; i < len(losses); i++ {
+			require.InEpsilon(t, losses[0], losses[i], 1e-4, "%s: validation loss", kind)
 		}
 		for i := 1; i < len(accs); i++ {
 			require.InDelta(t, accs[0][1], accs[i][1], 1.0/120, "%s: val accuracy within one vertex", kind)

@@ -208,11 +208,11 @@ func runTrain(env *Env, path, split, partition string, cfg train.Config) error {
 // the README and stay stable.
 func epochRecord(st train.EpochStats) map[string]any {
 	rec := map[string]any{
-		"epoch": st.Epoch, "loss": st.Loss, "train_acc": st.TrainAcc, "val_acc": nil, "test_acc": nil,
+		"epoch": st.Epoch, "loss": st.Loss, "train_acc": st.TrainAcc, "val_acc": nil, "test_acc": nil, "val_loss": nil,
 		"epoch_s": st.Seconds, "phase_s": st.PhaseSeconds, "bytes": st.Bytes, "batches": st.Batches,
 	}
 	if st.Evaluated {
-		rec["val_acc"], rec["test_acc"] = st.ValAcc, st.TestAcc
+		rec["val_acc"], rec["test_acc"], rec["val_loss"] = st.ValAcc, st.TestAcc, st.ValLoss
 	}
 	return rec
 }
