@@ -3,10 +3,27 @@
 //
 // # Overview
 //
-// CSR is the storage used throughout gnnmpi: 64-bit row offsets and 64-bit
-// column indices, so that graphs with billions of edges or vertices fit.
-// Mul is the local sparse matrix–matrix product (Gustavson's row-by-row
-// algorithm), on which samplers build: P = Q·A selects and merges rows of A.
+// Matrix[T] is compressed sparse row storage with 64-bit row offsets and
+// 64-bit column indices, so that graphs with billions of edges or vertices
+// fit; CSR, an alias of Matrix[float64], is the type used throughout
+// gnnmpi. A nil Values slice makes a pattern matrix.
+//
+// # Sparse products
+//
+// MulSR is the local sparse matrix–matrix product (SpGEMM) over a Semiring:
+// PlusTimes (float32, float64 and integers), MinPlus (shortest paths, whose
+// zero is +Inf), OrAnd (reachability), or any type with Zero, One, Add and
+// Mul. It runs Gustavson's row-by-row algorithm with a symbolic phase (exact
+// row sizes, so C is allocated once) and a numeric phase, each over row
+// blocks balanced by flops on Options.Threads goroutines; every row picks a
+// dense or a hash accumulator by its flops and the width of B, and rows come
+// out sorted. Results do not depend on the number of threads.
+//
+// MulRowsSR multiplies only chosen rows of A, and MulMaskedSR only at the
+// positions of a mask; both cost in proportion to their output and flops,
+// however large A and B are. Mul is the (+, ×) product over CSR, on which
+// samplers build: P = Q·A selects and merges rows of A.
+//
 // Distributed products live in package spgemm and call into this package
 // for their local work.
 package sparse

@@ -94,6 +94,8 @@ type kernel[T Scalar] interface {
 	// axpy sets y[ind[q]] = y[ind[q]] ⊕ (a ⊗ x[q]) for every q, in order
 	// of q. len(x) >= len(ind).
 	axpy(y []T, ind []int64, x []T, a T)
+	// axpyMark is axpy that also sets mark[ind[q]] = 1.
+	axpyMark(y []T, mark []uint8, ind []int64, x []T, a T)
 	// scale sets dst[q] = a ⊗ x[q] for every q. len(x) >= len(dst).
 	scale(dst, x []T, a T)
 }
@@ -127,6 +129,14 @@ func (PlusTimes[T]) axpy(y []T, ind []int64, x []T, a T) {
 	}
 }
 
+func (PlusTimes[T]) axpyMark(y []T, mark []uint8, ind []int64, x []T, a T) {
+	x = x[:len(ind)]
+	for q, j := range ind {
+		y[j] += T(a * x[q])
+		mark[j] = 1
+	}
+}
+
 func (PlusTimes[T]) scale(dst, x []T, a T) {
 	x = x[:len(dst)]
 	for q := range dst {
@@ -140,6 +150,14 @@ func (MinPlus[T]) axpy(y []T, ind []int64, x []T, a T) {
 	x = x[:len(ind)]
 	for q, j := range ind {
 		y[j] = min(y[j], T(a+x[q]))
+	}
+}
+
+func (MinPlus[T]) axpyMark(y []T, mark []uint8, ind []int64, x []T, a T) {
+	x = x[:len(ind)]
+	for q, j := range ind {
+		y[j] = min(y[j], T(a+x[q]))
+		mark[j] = 1
 	}
 }
 
@@ -164,6 +182,20 @@ func (OrAnd) axpy(y []bool, ind []int64, x []bool, a bool) {
 	}
 }
 
+func (OrAnd) axpyMark(y []bool, mark []uint8, ind []int64, x []bool, a bool) {
+	if !a {
+		for _, j := range ind {
+			mark[j] = 1
+		}
+		return
+	}
+	x = x[:len(ind)]
+	for q, j := range ind {
+		y[j] = y[j] || x[q]
+		mark[j] = 1
+	}
+}
+
 func (OrAnd) scale(dst, x []bool, a bool) {
 	if !a {
 		clear(dst)
@@ -185,6 +217,13 @@ func (g genericKernel[T, S]) scale(dst, x []T, a T) {
 	for q := range dst {
 		dst[q] = g.sr.Mul(a, x[q])
 	}
+}
+
+func (g genericKernel[T, S]) axpyMark(y []T, mark []uint8, ind []int64, x []T, a T) {
+	for _, j := range ind {
+		mark[j] = 1
+	}
+	g.axpy(y, ind, x, a)
 }
 
 func (g genericKernel[T, S]) axpy(y []T, ind []int64, x []T, a T) {

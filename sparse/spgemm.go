@@ -5,21 +5,22 @@ import (
 	"fmt"
 	"math/bits"
 	"runtime"
-	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 )
 
 // Options configures the products MulSR, MulRowsSR and MulMaskedSR. A nil
 // *Options, like the zero value, asks for the defaults.
 type Options struct {
-	// Threads bounds the number of goroutines a product runs on; 0 means
-	// runtime.GOMAXPROCS(0). Small products use fewer. The result does not
-	// depend on it.
+	// Threads bounds the number of goroutines a product runs on; 0 (or
+	// less) means runtime.GOMAXPROCS(0). Small products use fewer. The
+	// result does not depend on it.
 	Threads int
 
-	acc accChoice // tests force an accumulator
+	acc   accChoice // tests force an accumulator
+	exact bool      // tests: use Threads goroutines however small the work
 }
 
 // accChoice forces the accumulator of every general row, for tests.
@@ -33,15 +34,18 @@ const (
 
 // Tuning constants of the products.
 const (
-	// A dense accumulator (a value and a bit per column of B, per thread)
-	// is used when B has at most maxDenseCols columns and the product's
-	// flops pay for setting it up (see denseAllowed).
+	// Dense accumulators (a value and a byte per column of B, per
+	// goroutine) are allowed when B has at most denseMinCols columns, or
+	// at most maxDenseCols and the product's flops are at least half the
+	// accumulators' total size, which pays for setting them up.
+	denseMinCols = 1 << 12
 	maxDenseCols = 1 << 25
-	// denseCacheCols bounds the columns for which every row uses the
-	// dense accumulator; wider products use it only for rows whose flops
-	// exceed NCols/denseMinFill, and hash the others.
-	denseCacheCols = 1 << 16
-	denseMinFill   = 16
+	// denseCacheBytes bounds the size of a dense accumulator (about a
+	// core's L2 cache) with which every row uses it; wider products use it
+	// only for rows whose flops exceed NCols/denseMinFill, and hash the
+	// others.
+	denseCacheBytes = 1 << 20
+	denseMinFill    = 16
 	// minThreadWork is the least work (flops plus rows) worth a goroutine.
 	minThreadWork = 1 << 15
 	// blocksPerThread is the number of row blocks per goroutine, handed
@@ -50,8 +54,9 @@ const (
 	// hashInitMax caps the initial size of a symbolic-phase hash table;
 	// it doubles as it fills.
 	hashInitMax = 1 << 13
-	// smallSort is the row length up to which rows are insertion sorted.
-	smallSort = 32
+	// smallSort is the row length up to which rows are insertion sorted;
+	// longer ones are radix sorted.
+	smallSort = 64
 )
 
 // MulSR returns the product C = A·B over the semiring sr:
@@ -71,9 +76,10 @@ const (
 // symbolic phase counts the entries of every row of C, so that C is
 // allocated once, and a numeric phase computes them. Both run on up to
 // o.Threads goroutines, over blocks of rows balanced by their number of
-// scalar products (flops). Each row is accumulated in a dense accumulator (a
-// value and a bit per column of B, with rows extracted in order by a scan of
-// the bits or a sort of the touched columns, whichever costs less) or in a
+// scalar products (flops), each goroutine with its own accumulators. Each
+// row is accumulated in a dense accumulator (a value and a mark byte per
+// column of B, with the row extracted in order by a scan of the marks or a
+// sort of the touched columns, whichever costs less) or in an open-addressing
 // hash table sized to the row, chosen by the row's flops and the width of B.
 // A row of A with a single entry whose row of B is sorted and distinct (a
 // selection) is copied.
@@ -98,7 +104,8 @@ func MulSR[T Scalar, S Semiring[T]](sr S, a, b *Matrix[T], o *Options) (*Matrix[
 // Q is the selection matrix with Q(r, rows[r]) = 1, without forming Q·A;
 // rows may repeat and need not be sorted. It takes time in proportion to
 // the flops of the selected rows and their output, however large A and B
-// are. C has the properties documented on MulSR.
+// are. C has the properties documented on MulSR; nil or empty rows give a
+// 0×B.NCols matrix.
 //
 // MulRowsSR returns an error wrapping ErrShape if A.NCols != B.NRows.
 // It will panic if an entry of rows lies outside [0, A.NRows).
@@ -122,10 +129,10 @@ func MulRowsSR[T Scalar, S Semiring[T]](sr S, rows []int64, a, b *Matrix[T], o *
 // others. C(i,j) is stored when mask holds (i,j), at least once, and some
 // term A(i,k) ⊗ B(k,j) exists. The rows of mask need not be sorted or
 // distinct; C's rows are sorted and distinct, and its values are those MulSR
-// would give.
+// would give. mask may be of any element type, a or b themselves included.
 //
-// Every row is accumulated only at its mask's columns (a hash table of the
-// mask row, or dense bits when the row is wide), so the product takes
+// Every row is accumulated only at its mask's columns (in a hash table of
+// the mask row, or the dense accumulator for wide rows), so the product takes
 // O(flops + nnz(A) + nnz(mask) + NRows(A)) time plus the sort of unsorted
 // mask rows, and its memory follows the mask rather than A·B.
 //
@@ -155,8 +162,10 @@ type product[T Scalar] struct {
 	one    T
 
 	m       int64   // rows of C
+	sel     []bool  // sel[i]: row i of C copies a sorted row of B
 	flops   []int64 // flops[i] = scalar products of rows [0, i) of C
 	threads int
+	exact   bool
 	dense   bool // dense accumulators allowed
 	acc     accChoice
 	c       *Matrix[T]
@@ -173,12 +182,12 @@ func newProduct[T Scalar](k kernel[T], a, b *Matrix[T], rows []int64, o *Options
 		if o.Threads > 0 {
 			p.threads = o.Threads
 		}
-		p.acc = o.acc
+		p.acc, p.exact = o.acc, o.exact
 	}
 	return p
 }
 
-// arow returns the range of row i of C's row of A.
+// arow returns the range of entries of A that make row i of C.
 func (p *product[T]) arow(i int64) (lo, hi int64) {
 	r := i
 	if p.rows != nil {
@@ -187,6 +196,8 @@ func (p *product[T]) arow(i int64) (lo, hi int64) {
 	return p.a.Indptr[r], p.a.Indptr[r+1]
 }
 
+// run computes the product: flops per row, then the symbolic and numeric
+// phases.
 func (p *product[T]) run() *Matrix[T] {
 	m := p.m
 	a, b := p.a, p.b
@@ -202,9 +213,12 @@ func (p *product[T]) run() *Matrix[T] {
 		p.flops[i+1] = f
 	}
 	work := f + m
-	p.threads = int(max(1, min(int64(p.threads), work/minThreadWork, m)))
+	if !p.exact {
+		p.threads = int(min(int64(p.threads), work/minThreadWork))
+	}
+	p.threads = int(max(1, min(int64(p.threads), m)))
 	ncols := b.NCols
-	p.dense = ncols <= maxDenseCols && (ncols <= 1<<12 || ncols*int64(p.threads) <= 2*f)
+	p.dense = ncols <= denseMinCols || (ncols <= maxDenseCols && ncols*int64(p.threads) <= 2*f)
 	switch p.acc {
 	case accDense:
 		p.dense = true
@@ -216,6 +230,9 @@ func (p *product[T]) run() *Matrix[T] {
 		p.workers[x] = &worker[T]{p: p}
 	}
 
+	if !p.masked {
+		p.sel = make([]bool, m)
+	}
 	c := &Matrix[T]{NRows: m, NCols: ncols, Indptr: make([]int64, m+1)}
 	p.c = c
 	// Symbolic phase: c.Indptr[i+1] = length of row i.
@@ -295,18 +312,20 @@ func (p *product[T]) parallel(wt []int64, perRow int64, fn func(w *worker[T], lo
 	}
 }
 
-// worker holds one goroutine's accumulators. Between rows, every mark and hit
-// is 0, every element of val and hval is the semiring's
-// identity and every key is -1.
+// worker holds one goroutine's accumulators. Between rows, every mark and
+// hit is 0, every element of val and hval is the semiring's identity and
+// every key is -1.
 type worker[T Scalar] struct {
 	p     *product[T]
 	mark  []uint8 // dense: 1 per column touched (or in the mask), padded to 8
 	hit   []uint8 // dense masked: 1 per column of the mask touched
-	val   []T     // dense: a value per column, and one spare for masked
+	val   []T     // dense: a value per column
 	keys  []int64 // hash: columns, -1 for an empty slot
-	hval  []T     // hash: values, and one spare for masked
+	hval  []T     // hash: values
 	hhit  []bool  // hash masked: slot touched
 	slots []int64 // scratch: per entry of a row of B, its slot
+	xs    []T     // scratch: per entry of a row of B, its value
+	tmp   []int64 // scratch: radix sort
 	ones  []T     // scratch: One, for a pattern B
 }
 
@@ -315,12 +334,12 @@ type worker[T Scalar] struct {
 func (w *worker[T]) rowDense(f int64) bool {
 	p := w.p
 	ncols := p.b.NCols
-	if !p.dense || (p.acc == accAuto && ncols > denseCacheCols && f*denseMinFill < ncols) {
+	if !p.dense || (p.acc == accAuto && ncols*int64(unsafe.Sizeof(p.one)+1) > denseCacheBytes && f*denseMinFill < ncols) {
 		return false
 	}
 	if w.val == nil {
 		w.mark = make([]uint8, (ncols+7)&^7)
-		w.val = make([]T, ncols+1)
+		w.val = make([]T, ncols)
 		fillValue(w.val, p.ident)
 		if p.masked {
 			w.hit = make([]uint8, ncols)
@@ -337,7 +356,7 @@ func (w *worker[T]) hashTable(size int64) ([]int64, uint) {
 		for s := range w.keys {
 			w.keys[s] = -1
 		}
-		w.hval = make([]T, size+1)
+		w.hval = make([]T, size)
 		fillValue(w.hval, w.p.ident)
 		if w.p.masked {
 			w.hhit = make([]bool, size)
@@ -378,16 +397,6 @@ func (w *worker[T]) aval(q int64) T {
 	return w.p.a.Values[q]
 }
 
-// selection returns the row of B that a single-entry row [lo, hi) of A
-// selects, if it is one and that row is sorted and distinct.
-func (w *worker[T]) selection(lo, hi int64) (k int64, ok bool) {
-	if hi-lo != 1 {
-		return 0, false
-	}
-	k = w.p.a.Indices[lo]
-	return k, strictlyIncreasing(w.p.b.Indices[w.p.b.Indptr[k]:w.p.b.Indptr[k+1]])
-}
-
 // count returns the length of row i of C.
 func (w *worker[T]) count(i int64) int64 {
 	p := w.p
@@ -406,8 +415,13 @@ func (w *worker[T]) count(i int64) int64 {
 		}
 		return w.countHashMasked(lo, hi, mrow)
 	}
-	if k, ok := w.selection(lo, hi); ok {
-		return p.b.Indptr[k+1] - p.b.Indptr[k]
+	if hi-lo == 1 {
+		// A selection, if the row of B is sorted and distinct.
+		k := p.a.Indices[lo]
+		if row := p.b.Indices[p.b.Indptr[k]:p.b.Indptr[k+1]]; strictlyIncreasing(row) {
+			p.sel[i] = true
+			return int64(len(row))
+		}
 	}
 	if w.rowDense(f) {
 		return w.countDense(lo, hi, f)
@@ -435,8 +449,8 @@ func (w *worker[T]) fill(i int64) {
 		}
 		return
 	}
-	if k, ok := w.selection(lo, hi); ok {
-		bi, bv := w.brow(k)
+	if p.sel[i] {
+		bi, bv := w.brow(p.a.Indices[lo])
 		copy(ind, bi)
 		p.k.scale(val, bv, w.aval(lo))
 		// ident ⊕ x == x, as an accumulated row would give.
@@ -496,10 +510,7 @@ func (w *worker[T]) fillDense(lo, hi int64, ind []int64, val []T) {
 	if scanCheaper(int64(len(mark))/8, int64(len(ind))) {
 		for q := lo; q < hi; q++ {
 			bi, bv := w.brow(a.Indices[q])
-			for _, j := range bi {
-				mark[j] = 1
-			}
-			k.axpy(acc, bi, bv, w.aval(q))
+			k.axpyMark(acc, mark, bi, bv, w.aval(q))
 		}
 		// Extract in column order, restoring the identity and the marks.
 		o := 0
@@ -533,7 +544,7 @@ func (w *worker[T]) fillDense(lo, hi int64, ind []int64, val []T) {
 		}
 		k.axpy(acc, bi, bv, w.aval(q))
 	}
-	sortColumns(ind)
+	w.sortColumns(ind)
 	for o, j := range ind {
 		val[o] = acc[j]
 		acc[j] = w.p.ident
@@ -611,7 +622,7 @@ func (w *worker[T]) fillHash(lo, hi int64, ind []int64, val []T) {
 	o := 0
 	for q := lo; q < hi; q++ {
 		bi, bv := w.brow(a.Indices[q])
-		slots := w.scratch(len(bi))
+		slots, _ := w.scratch(len(bi))
 		for r, j := range bi {
 			s := uint64(j) * hashMul >> shift
 			for {
@@ -631,7 +642,7 @@ func (w *worker[T]) fillHash(lo, hi int64, ind []int64, val []T) {
 		}
 		k.axpy(hval, slots, bv, w.aval(q))
 	}
-	sortColumns(ind)
+	w.sortColumns(ind)
 	for o, j := range ind {
 		s := uint64(j) * hashMul >> shift
 		for keys[s] != j {
@@ -645,12 +656,14 @@ func (w *worker[T]) fillHash(lo, hi int64, ind []int64, val []T) {
 	}
 }
 
-// scratch returns the slot buffer with length n.
-func (w *worker[T]) scratch(n int) []int64 {
+// scratch returns the slot and value buffers with length n.
+func (w *worker[T]) scratch(n int) ([]int64, []T) {
 	if len(w.slots) < n {
-		w.slots = make([]int64, max(n, 2*len(w.slots)))
+		m := max(n, 2*len(w.slots))
+		w.slots = make([]int64, m)
+		w.xs = make([]T, m)
 	}
-	return w.slots[:n]
+	return w.slots[:n], w.xs[:n]
 }
 
 // countDenseMasked counts the columns of mrow that the rows of B selected
@@ -664,7 +677,7 @@ func (w *worker[T]) countDenseMasked(lo, hi int64, mrow []int64) int64 {
 	}
 	for _, k := range a.Indices[lo:hi] {
 		for _, j := range b.Indices[b.Indptr[k]:b.Indptr[k+1]] {
-			hit[j] |= mark[j]
+			hit[j] = mark[j] // 1 in the mask, else stays 0
 		}
 	}
 	var n int64
@@ -677,28 +690,27 @@ func (w *worker[T]) countDenseMasked(lo, hi int64, mrow []int64) int64 {
 }
 
 // fillDenseMasked computes the row of C made by the entries [lo, hi) of A
-// and masked by mrow into ind and val, with the dense accumulator. Terms
-// outside the mask go to the spare value at index NCols.
+// and masked by mrow into ind and val, with the dense accumulator.
 func (w *worker[T]) fillDenseMasked(lo, hi int64, mrow, ind []int64, val []T) {
 	a, k := w.p.a, w.p.k
 	mark, hit, acc := w.mark, w.hit, w.val
-	spare := w.p.b.NCols
 	for _, j := range mrow {
 		mark[j] = 1
 	}
 	for q := lo; q < hi; q++ {
 		bi, bv := w.brow(a.Indices[q])
-		slots := w.scratch(len(bi))
+		// Gather the terms in the mask, without branches, and add them.
+		cols, xs := w.scratch(len(bi))
+		bv = bv[:len(bi)]
+		n := 0
 		for r, j := range bi {
 			in := mark[j]
-			hit[j] |= in
-			if in != 0 {
-				slots[r] = j
-			} else {
-				slots[r] = spare
-			}
+			hit[j] = in
+			cols[n] = j
+			xs[n] = bv[r]
+			n += int(in)
 		}
-		k.axpy(acc, slots, bv, w.aval(q))
+		k.axpy(acc, cols[:n], xs[:n], w.aval(q))
 	}
 	o := 0
 	for _, j := range mrow {
@@ -713,7 +725,6 @@ func (w *worker[T]) fillDenseMasked(lo, hi int64, mrow, ind []int64, val []T) {
 		acc[j] = w.p.ident
 		mark[j] = 0
 	}
-	acc[spare] = w.p.ident
 	if !strictlyIncreasing(mrow) {
 		sortPairs(ind, val)
 	}
@@ -768,34 +779,35 @@ func (w *worker[T]) countHashMasked(lo, hi int64, mrow []int64) int64 {
 	return n
 }
 
-// fillHashMasked is fillDenseMasked with a hash table of the mask row; terms
-// outside the mask go to the spare value after the table.
+// fillHashMasked is fillDenseMasked with a hash table of the mask row.
 func (w *worker[T]) fillHashMasked(lo, hi int64, mrow, ind []int64, val []T) {
 	a, k := w.p.a, w.p.k
 	keys, shift := w.maskTable(mrow)
-	size := int64(len(keys))
-	mask := uint64(size - 1)
+	mask := uint64(len(keys) - 1)
 	hhit, hval := w.hhit, w.hval
 	for q := lo; q < hi; q++ {
 		bi, bv := w.brow(a.Indices[q])
-		slots := w.scratch(len(bi))
+		slots, xs := w.scratch(len(bi))
+		bv = bv[:len(bi)]
+		n := 0
 		for r, j := range bi {
 			s := uint64(j) * hashMul >> shift
 			for {
 				kj := keys[s]
 				if kj == j {
 					hhit[s] = true
-					slots[r] = int64(s)
+					slots[n] = int64(s)
+					xs[n] = bv[r]
+					n++
 					break
 				}
 				if kj < 0 {
-					slots[r] = size
 					break
 				}
 				s = (s + 1) & mask
 			}
 		}
-		k.axpy(hval, slots, bv, w.aval(q))
+		k.axpy(hval, slots[:n], xs[:n], w.aval(q))
 	}
 	o := 0
 	for _, j := range mrow {
@@ -815,7 +827,6 @@ func (w *worker[T]) fillHashMasked(lo, hi int64, mrow, ind []int64, val []T) {
 		hhit[s] = false
 		hval[s] = w.p.ident
 	}
-	hval[size] = w.p.ident
 	if !strictlyIncreasing(mrow) {
 		sortPairs(ind, val)
 	}
@@ -831,19 +842,53 @@ func strictlyIncreasing(s []int64) bool {
 	return true
 }
 
-// sortColumns sorts the distinct columns of a row.
-func sortColumns(ind []int64) {
-	if len(ind) > smallSort {
-		slices.Sort(ind)
+// sortColumns sorts the distinct columns of a row: by insertion when the
+// row is short, else by radix.
+func (w *worker[T]) sortColumns(ind []int64) {
+	if len(ind) <= smallSort {
+		for x := 1; x < len(ind); x++ {
+			j := ind[x]
+			y := x
+			for ; y > 0 && ind[y-1] > j; y-- {
+				ind[y] = ind[y-1]
+			}
+			ind[y] = j
+		}
 		return
 	}
-	for x := 1; x < len(ind); x++ {
-		j := ind[x]
-		y := x
-		for ; y > 0 && ind[y-1] > j; y-- {
-			ind[y] = ind[y-1]
+	if len(w.tmp) < len(ind) {
+		w.tmp = make([]int64, max(len(ind), 2*len(w.tmp)))
+	}
+	radixSort(ind, w.tmp[:len(ind)], bits.Len64(uint64(w.p.b.NCols-1)))
+}
+
+// radixSort sorts the non-negative values of s, which are below 2^nbits,
+// by least significant digit first, 8 bits a pass, using tmp (as long as
+// s) as scratch.
+func radixSort(s, tmp []int64, nbits int) {
+	src, dst := s, tmp
+	for shift := 0; shift < nbits; shift += 8 {
+		var cnt [256]int
+		for _, v := range src {
+			cnt[uint8(v>>shift)]++
 		}
-		ind[y] = j
+		if cnt[uint8(src[0]>>shift)] == len(src) {
+			continue // one digit: nothing moves
+		}
+		sum := 0
+		for d, c := range cnt {
+			cnt[d] = sum
+			sum += c
+		}
+		for _, v := range src {
+			d := uint8(v >> shift)
+			dst[cnt[d]] = v
+			cnt[d]++
+		}
+		src, dst = dst, src
+	}
+	if &src[0] != &s[0] {
+		copy(s, src)
 	}
 }
 

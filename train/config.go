@@ -30,6 +30,11 @@ type Config struct {
 
 	Seed      uint64
 	EvalEvery int // evaluate every K epochs (and after the last); 0: never
+	// Select is the model-selection rule over the evaluated epochs:
+	// SelectAcc (the highest validation accuracy, ties to the lower
+	// validation loss) or SelectLoss (the lowest validation loss, as the
+	// early stopping of Shchur et al. and Kipf & Welling).
+	Select string
 	// EvalMemory bounds the input rows one chunk of layer-wise inference
 	// gathers, in float32 values (the destinations' rows plus all their
 	// neighbours' rows times the layer's input width).
@@ -64,6 +69,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("train: learning rate %g must be positive", c.LR)
 	case c.WeightDecay < 0:
 		return fmt.Errorf("train: weight decay %g < 0", c.WeightDecay)
+	case c.Select != SelectAcc && c.Select != SelectLoss:
+		return fmt.Errorf("train: unknown model selection %q (want %s or %s)", c.Select, SelectAcc, SelectLoss)
 	case c.EvalEvery < 0:
 		return fmt.Errorf("train: eval every %d < 0", c.EvalEvery)
 	case c.EvalMemory < 1:
@@ -81,6 +88,12 @@ func (c *Config) Validate() error {
 	return nil
 }
 
+// Model-selection rules (Config.Select).
+const (
+	SelectAcc  = "val-acc"
+	SelectLoss = "val-loss"
+)
+
 // Defaults returns the defaults of a model kind: the settings with which
 // `gnnmpi train --data data/cora --model KIND` reaches the published
 // accuracy (README, results).
@@ -93,7 +106,7 @@ func Defaults(kind string) Config {
 		Epochs:      100,
 		Shuffle:     ShuffleLocal,
 		Optimizer:   "adam", LR: 0.01, WeightDecay: 5e-4,
-		Seed: 1, EvalEvery: 1, EvalMemory: 256 << 20, CheckpointEvery: 10,
+		Seed: 1, EvalEvery: 1, Select: SelectAcc, EvalMemory: 256 << 20, CheckpointEvery: 10,
 	}
 	switch kind {
 	case "gcn":

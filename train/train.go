@@ -422,14 +422,20 @@ func (t *trainer) epoch(epoch int, progress func(epoch, batch, batches int)) (Ep
 	return st, nil
 }
 
-// better reports whether the evaluated epoch st beats the best so far: a
-// higher validation accuracy, or the same accuracy with a lower validation
-// loss (validation sets are small, so accuracies often tie).
+// better reports whether the evaluated epoch st beats the best so far by
+// the selection rule: a higher validation accuracy, or the same accuracy
+// with a lower validation loss (validation sets are small, so accuracies
+// often tie); or, with SelectLoss, a lower validation loss, or the same
+// loss with a higher accuracy.
 func (t *trainer) better(st EpochStats) bool {
-	if t.bestEpoch == 0 || st.ValAcc > t.bestVal {
+	if t.bestEpoch == 0 {
 		return true
 	}
-	return st.ValAcc == t.bestVal && st.ValLoss < t.history[t.bestEpoch-1].ValLoss
+	best := t.history[t.bestEpoch-1]
+	if t.cfg.Select == SelectLoss {
+		return st.ValLoss < best.ValLoss || st.ValLoss == best.ValLoss && st.ValAcc > best.ValAcc
+	}
+	return st.ValAcc > best.ValAcc || st.ValAcc == best.ValAcc && st.ValLoss < best.ValLoss
 }
 
 // evaluate runs exact layer-wise full-neighbour inference over every vertex

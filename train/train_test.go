@@ -226,3 +226,30 @@ func TestGradBytesMatchFormula(t *testing.T) {
 		}
 	}
 }
+
+// The selection rules: validation accuracy with ties to the lower loss, or
+// validation loss with ties to the higher accuracy.
+func TestSelectionRules(t *testing.T) {
+	hist := []EpochStats{
+		{Epoch: 1, Evaluated: true, ValAcc: 0.80, ValLoss: 0.70},
+		{Epoch: 2, Evaluated: true, ValAcc: 0.80, ValLoss: 0.60}, // acc tie, lower loss
+		{Epoch: 3, Evaluated: true, ValAcc: 0.79, ValLoss: 0.50}, // lowest loss
+		{Epoch: 4, Evaluated: true, ValAcc: 0.81, ValLoss: 0.55}, // highest acc
+		{Epoch: 5, Evaluated: true, ValAcc: 0.82, ValLoss: 0.50}, // loss tie, higher acc
+	}
+	pick := func(sel string, n int) int {
+		tr := &trainer{cfg: Config{Select: sel}}
+		for _, st := range hist[:n] {
+			tr.history = append(tr.history, st)
+			if tr.better(st) {
+				tr.bestEpoch = st.Epoch
+			}
+		}
+		return tr.bestEpoch
+	}
+	require.Equal(t, []int{1, 2, 2, 4, 5}, []int{pick(SelectAcc, 1), pick(SelectAcc, 2), pick(SelectAcc, 3), pick(SelectAcc, 4), pick(SelectAcc, 5)})
+	require.Equal(t, []int{1, 2, 3, 3, 5}, []int{pick(SelectLoss, 1), pick(SelectLoss, 2), pick(SelectLoss, 3), pick(SelectLoss, 4), pick(SelectLoss, 5)})
+	cfg := Defaults("sage")
+	cfg.Select = "best"
+	require.ErrorContains(t, cfg.Validate(), "model selection")
+}

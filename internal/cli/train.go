@@ -42,6 +42,7 @@ func trainCmd() *Command {
 			norm := fs.Bool("normalize", false, "GraphSAGE: L2-normalise hidden embeddings")
 			seed := fs.Uint64("seed", d.Seed, "random seed (weights, shuffles, sampling, dropout, METIS)")
 			evalEvery := fs.Int("eval-every", d.EvalEvery, "evaluate every K epochs and after the last (0: no evaluation)")
+			sel := fs.String("select", d.Select, "model selection over evaluated epochs: val-acc (highest validation accuracy) or val-loss (lowest validation loss)")
 			evalMem := fs.Int64("eval-memory", d.EvalMemory*4>>20, "MiB of gathered inputs per chunk of layer-wise inference")
 			ckpt := fs.String("checkpoint", "", "checkpoint directory (written atomically)")
 			ckptEvery := fs.Int("checkpoint-every", d.CheckpointEvery, "epochs between checkpoints")
@@ -85,7 +86,7 @@ func trainCmd() *Command {
 					cfg.BatchSize = (*globalBatch + p - 1) / p
 				}
 				cfg.Optimizer, cfg.WeightDecay, cfg.Momentum, cfg.Seed = *optim, float32(*wd), float32(*mom), *seed
-				cfg.EvalEvery, cfg.EvalMemory = *evalEvery, *evalMem<<20/4
+				cfg.EvalEvery, cfg.EvalMemory, cfg.Select = *evalEvery, *evalMem<<20/4, *sel
 				cfg.CheckpointDir, cfg.CheckpointEvery, cfg.Resume = *ckpt, *ckptEvery, *resume
 				cfg.BLAS = env.BLAS
 				return runTrain(env, *data, *split, *part, cfg)
@@ -194,7 +195,7 @@ func runTrain(env *Env, path, split, partition string, cfg train.Config) error {
 		"data": path, "split": d.SplitName, "partition": partition, "model": cfg.Model, "fanouts": cfg.Fanouts,
 		"batch_size": cfg.BatchSize, "feature_norm": cfg.FeatureNorm, "epochs": cfg.Epochs, "shuffle": cfg.Shuffle, "optimizer": cfg.Optimizer,
 		"lr": cfg.LR, "weight_decay": cfg.WeightDecay, "momentum": cfg.Momentum, "seed": cfg.Seed,
-		"eval_every": cfg.EvalEvery, "blas": env.BLASName,
+		"eval_every": cfg.EvalEvery, "select": cfg.Select, "blas": env.BLASName,
 	}
 	out := map[string]any{
 		"final": true, "best_epoch": res.BestEpoch, "best_val_acc": res.BestValAcc, "test_acc": res.TestAcc,
