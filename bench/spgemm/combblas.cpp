@@ -2,6 +2,7 @@
 //
 // Reads a Matrix Market coordinate file with SpParMat::ParallelReadMM
 // (real, integer or pattern; general or symmetric, symmetric files expanded,
+// skew-symmetric and complex files refused,
 // pattern entries 1.0, duplicates summed) into
 // SpParMat<int64_t, double, SpDCCols<int64_t, double>> on a square
 // sqrt(np) x sqrt(np) process grid, copies it to B (the SUMMA routine wants
@@ -16,6 +17,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -64,6 +66,31 @@ int main(int argc, char **argv) {
   if (q * q != np) {
     if (rank == 0)
       fprintf(stderr, "combblas: np=%d is not a perfect square (2D grid)\n", np);
+    MPI_Finalize();
+    return 2;
+  }
+  // ParallelReadMM expands symmetric/hermitian files but reads
+  // skew-symmetric ones as general and cannot read complex ones: refuse those.
+  int bad = 0;
+  if (rank == 0) {
+    FILE *f = fopen(path.c_str(), "r");
+    char banner[256] = "";
+    if (!f || !fgets(banner, sizeof banner, f)) {
+      fprintf(stderr, "combblas: cannot read %s\n", path.c_str());
+      bad = 1;
+    } else {
+      for (char *c = banner; *c; c++) *c = (char)tolower((unsigned char)*c);
+      if (strncmp(banner, "%%matrixmarket matrix coordinate", 32) != 0 ||
+          strstr(banner, "skew-symmetric") || strstr(banner, "complex")) {
+        fprintf(stderr, "combblas: %s: unsupported Matrix Market type: %s",
+                path.c_str(), banner);
+        bad = 1;
+      }
+    }
+    if (f) fclose(f);
+  }
+  MPI_Bcast(&bad, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  if (bad) {
     MPI_Finalize();
     return 2;
   }
