@@ -8,7 +8,6 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
-	"unsafe"
 )
 
 // Options configures the products MulSR, MulRowsSR and MulMaskedSR. A nil
@@ -47,10 +46,10 @@ const (
 	denseCacheBytes = 1 << 20
 	denseMinFill    = 16
 	// minThreadWork is the least work (flops plus rows) worth a goroutine.
-	minThreadWork = 1 << 15
+	minThreadWork = 1 << 18
 	// blocksPerThread is the number of row blocks per goroutine, handed
 	// out dynamically.
-	blocksPerThread = 8
+	blocksPerThread = 32
 	// hashInitMax caps the initial size of a symbolic-phase hash table;
 	// it doubles as it fills.
 	hashInitMax = 1 << 13
@@ -90,8 +89,9 @@ const (
 // such as a selection Q·A, costs O(output) however large B is. The inputs
 // are not modified and C shares no memory with them.
 //
-// MulSR returns an error wrapping ErrShape if A.NCols != B.NRows. It will
-// panic if a or b is not a valid matrix (see Validate).
+// MulSR returns an error wrapping ErrShape if A.NCols != B.NRows. If a or b
+// is not a valid matrix (see Validate), it may panic or return garbage; a
+// panic on one of its goroutines is passed on to the caller.
 func MulSR[T Scalar, S Semiring[T]](sr S, a, b *Matrix[T], o *Options) (*Matrix[T], error) {
 	if a.NCols != b.NRows {
 		return nil, fmt.Errorf("%w: %d×%d times %d×%d", ErrShape, a.NRows, a.NCols, b.NRows, b.NCols)
@@ -161,19 +161,21 @@ type product[T Scalar] struct {
 	ident  T
 	one    T
 
-	m       int64   // rows of C
-	sel     []bool  // sel[i]: row i of C copies a sorted row of B
-	flops   []int64 // flops[i] = scalar products of rows [0, i) of C
-	threads int
-	exact   bool
-	dense   bool // dense accumulators allowed
-	acc     accChoice
-	c       *Matrix[T]
-	workers []*worker[T]
+	m        int64   // rows of C
+	sel      []bool  // sel[i]: row i of C copies a sorted row of B
+	flops    []int64 // flops[i] = scalar products of rows [0, i) of C
+	threads  int
+	exact    bool
+	dense    bool  // dense accumulators allowed
+	accBytes int64 // bytes per column of a dense accumulator
+	acc      accChoice
+	c        *Matrix[T]
+	workers  []*worker[T]
 }
 
 func newProduct[T Scalar](k kernel[T], a, b *Matrix[T], rows []int64, o *Options) *product[T] {
 	p := &product[T]{k: k, a: a, b: b, rows: rows, m: a.NRows, ident: k.ident(), one: k.One()}
+	p.accBytes = int64(binary.Size(p.one)) + 1
 	if rows != nil {
 		p.m = int64(len(rows))
 	}
@@ -334,7 +336,7 @@ type worker[T Scalar] struct {
 func (w *worker[T]) rowDense(f int64) bool {
 	p := w.p
 	ncols := p.b.NCols
-	if !p.dense || (p.acc == accAuto && ncols*int64(unsafe.Sizeof(p.one)+1) > denseCacheBytes && f*denseMinFill < ncols) {
+	if !p.dense || (p.acc == accAuto && ncols*p.accBytes > denseCacheBytes && f*denseMinFill < ncols) {
 		return false
 	}
 	if w.val == nil {
@@ -368,7 +370,10 @@ func (w *worker[T]) hashTable(size int64) ([]int64, uint) {
 // tableSize returns the hash table size for n keys: a power of two at
 // least 2n, so that the load stays at most 1/2, and at least 8.
 func tableSize(n int64) int64 {
-	return max(8, int64(1)<<bits.Len64(uint64(2*n-1)))
+	if n <= 4 {
+		return 8
+	}
+	return int64(1) << bits.Len64(uint64(2*n-1))
 }
 
 // hashMul is the 64-bit golden-ratio constant of Fibonacci hashing.
@@ -512,9 +517,11 @@ func (w *worker[T]) fillDense(lo, hi int64, ind []int64, val []T) {
 			bi, bv := w.brow(a.Indices[q])
 			k.axpyMark(acc, mark, bi, bv, w.aval(q))
 		}
-		// Extract in column order, restoring the identity and the marks.
+		// Extract in column order, restoring the identity and the marks,
+		// up to the last of the row's known number of entries.
+		ident := w.p.ident
 		o := 0
-		for x := 0; x < len(mark); x += 8 {
+		for x := 0; o < len(ind); x += 8 {
 			wd := binary.LittleEndian.Uint64(mark[x:])
 			if wd == 0 {
 				continue
@@ -526,7 +533,7 @@ func (w *worker[T]) fillDense(lo, hi int64, ind []int64, val []T) {
 				wd &= wd - 1
 				ind[o] = j
 				val[o] = acc[j]
-				acc[j] = w.p.ident
+				acc[j] = ident
 				o++
 			}
 		}
@@ -545,9 +552,10 @@ func (w *worker[T]) fillDense(lo, hi int64, ind []int64, val []T) {
 		k.axpy(acc, bi, bv, w.aval(q))
 	}
 	w.sortColumns(ind)
+	ident := w.p.ident
 	for o, j := range ind {
 		val[o] = acc[j]
-		acc[j] = w.p.ident
+		acc[j] = ident
 		mark[j] = 0
 	}
 }
@@ -592,7 +600,7 @@ func (w *worker[T]) countHash(lo, hi, f int64) int64 {
 // rehash moves the keys of the set old into a table of size slots and
 // returns it; old is cleared.
 func (w *worker[T]) rehash(old []int64, size int64) ([]int64, uint) {
-	tmp := make([]int64, 0, len(old)/2+1)
+	tmp := w.tmp[:0]
 	for s, j := range old {
 		if j >= 0 {
 			tmp = append(tmp, j)
@@ -608,6 +616,7 @@ func (w *worker[T]) rehash(old []int64, size int64) ([]int64, uint) {
 		}
 		keys[s] = j
 	}
+	w.tmp = tmp
 	return keys, shift
 }
 
@@ -643,13 +652,14 @@ func (w *worker[T]) fillHash(lo, hi int64, ind []int64, val []T) {
 		k.axpy(hval, slots, bv, w.aval(q))
 	}
 	w.sortColumns(ind)
+	ident := w.p.ident
 	for o, j := range ind {
 		s := uint64(j) * hashMul >> shift
 		for keys[s] != j {
 			s = (s + 1) & mask
 		}
 		val[o] = hval[s]
-		hval[s] = w.p.ident
+		hval[s] = ident
 	}
 	for s := range keys {
 		keys[s] = -1
