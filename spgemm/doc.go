@@ -1,7 +1,115 @@
-// Package spgemm will hold distributed sparse matrix–matrix products (1D,
-// 1.5D and 2D SUMMA) over package collective, calling package sparse for the
-// local kernels.
+// Package spgemm holds distributed sparse matrix–matrix products C = A·B
+// over a semiring: 1D, 1.5D (Tripathy, Yelick, Buluç, MLSys'24) and 2D
+// SUMMA, written against collective.Comm and collective.Grid and calling
+// package sparse for all local work.
 //
-// It is empty: the products arrive with the SpGEMM issue. Nothing here
-// claims to work yet.
+// # Overview
+//
+// The package keeps CombBLAS's split: the process grid is
+// collective.Grid (CommGrid.h), the local storage and kernel are
+// sparse.Matrix and sparse.MulSR (SpDCCols.h, mtSpGEMM.h), the semiring is
+// sparse.Semiring (Semirings.h), and this package holds the distributed
+// variants (ParFriends.h). Every product takes its communicator or grid as
+// an argument and never reaches for a world communicator.
+//
+// A Dist is one rank's block of a distributed matrix, with local indices
+// and the bounds that place it in the whole. Distribute cuts a matrix that
+// every rank holds (BcastMatrix gives it to them from one rank) into any
+// layout; Distribute1D, Distribute15D and Distribute2D cut evenly (block b
+// of n over k parts has n/k elements, the first n mod k one more: Bounds).
+// Gather assembles a distributed matrix on one rank; Checksum hashes it
+// without gathering. Blocks may be uneven and empty, and there may be
+// fewer rows than ranks.
+//
+// The products:
+//
+//   - Mul1D(c, sr, a, b, o): row blocks of A and B over p ranks. Each rank
+//     fetches the rows of B its rows of A name (sparsity-aware, by
+//     Alltoallv) and multiplies once. C is in the row blocks of A.
+//   - Mul15D(g, sr, a, b, o): on a (p/c)×c grid, A and B in p/c row blocks,
+//     each held by the c ranks of a grid row. In p/c² stages per replica
+//     (round robin over the replicas when c does not divide p/c), a block of
+//     B is broadcast down a grid column and multiplied locally; the c
+//     partial products are summed by a sparse reduce-scatter over the grid
+//     row. C comes out in p row blocks (1D).
+//   - Mul2D(g, sr, a, b, o): SUMMA on any pr×pc grid; √p stages on a
+//     square grid. For a p that is not a perfect square, use
+//     collective.GridDims(p) (2×3 for 6, 2×4 for 8, 1×p for a prime): the
+//     stages are then the pieces between the cuts of A's column blocks and
+//     B's row blocks, at most pr+pc−1.
+//
+// Each rank multiplies with Options.Threads goroutines (default 1: one rank
+// per core). The result is exact: C has the entries of sparse.MulSR(sr, A,
+// B), explicit zeros of cancelling sums included, with rows sorted. 1D and
+// 2D add the terms of every entry in the local product's order, so they
+// equal it bit for bit when A's rows are sorted; 1.5D with c > 1 and
+// staged 2D sum partial sums, which for floating-point (+, ×) may round
+// differently (exactly representable values, integers, min-plus and or-and
+// agree exactly).
+//
+// # Communication volume
+//
+// The products count their traffic in the collective.Stats phase "spgemm"
+// (Phase). A sparse block of r rows and e entries travels as r int64 row
+// offsets or lengths, e int64 column indices and e values of s bytes
+// (s = 8 for float64, 1 for bool, 0 for a pattern, which sends no values):
+// 8r + (8+s)e bytes, with no size header (the receiver knows r from the
+// layout and e from the offsets). With the accounting of collective
+// (a broadcast root sends its buffer to each of the others; an alltoallv
+// counts only what goes between different ranks), rank r sends and
+// receives:
+//
+// 1D, p ranks. Let R(r,q) be the number of distinct columns of A_r that
+// fall in rank q's rows of B (q ≠ r), and N(r,q) the entries of B in those
+// rows. Messages: request counts (8 bytes to each other rank), requested
+// row ids, row lengths, indices, values:
+//
+//	sent(r) = 8(p−1) + 8·Σ_q R(r,q) + 8·Σ_q R(q,r) + (8+s_B)·Σ_q N(q,r)
+//	recv(r) = 8(p−1) + 8·Σ_q R(q,r) + 8·Σ_q R(r,q) + (8+s_B)·Σ_q N(r,q)
+//
+// At worst (every row needed) a rank receives 8(p−1) + 16·m_B + (8+s_B)·nnz(B)
+// roughly: B once, whatever p.
+//
+// 1.5D on a q×c grid (q = p/c), rank (i, k). Stages j ≡ k (mod c): the rank
+// at (j, k) broadcasts B_j (rows_j rows) down grid column k. Then P_ik, the
+// partial product over those stages, is cut into c sub-blocks of rows
+// (sub_x rows each, the even split of A_i's rows), and sub-block x goes to
+// rank (i, x), values of C taking s_C bytes:
+//
+//	sent = Σ_{j≡k, j=i} (q−1)·(8·rows_j + (8+s_B)·nnz(B_j)) + Σ_{x≠k} (8·sub_x + (8+s_C)·nnz(P_ik[sub_x]))
+//	recv = Σ_{j≡k, j≠i} (8·rows_j + (8+s_B)·nnz(B_j))     + Σ_{x≠k} (8·sub_k + (8+s_C)·nnz(P_ix[sub_k]))
+//
+// So B moves about nnz(B)·(8+s_B)/c per rank, and the reduction moves up to
+// (c−1)/c of the partial products, which for A·A of a power-law graph is of
+// the order of nnz(C): 1.5D suits products with a small output, such as
+// the sampler's Q·A, and replicates the input to save its broadcasts.
+//
+// 2D on a pr×pc grid, rank (i, j). For every stage [l, h) of the inner
+// dimension, the owner of A's columns l…h−1 in grid row i broadcasts
+// A(i, l:h) (m_i rows) along the row, and the owner of B's rows l…h−1 in
+// grid column j broadcasts B(l:h, j) (h−l rows) down the column:
+//
+//	sent = Σ_{stages owned in row i} (pc−1)·(8m_i + (8+s_A)·nnz(A(i,l:h))) + Σ_{stages owned in column j} (pr−1)·(8(h−l) + (8+s_B)·nnz(B(l:h,j)))
+//	recv = the same terms over the stages owned by others, once each.
+//
+// On a √p×√p grid each rank receives about (nnz(A)+nnz(B))·(8+s)/√p.
+//
+// The tests derive these volumes message by message from the operands and
+// compare them with every rank's counts (volume_test.go).
+//
+// # Memory
+//
+// By default a 1.5D or 2D rank keeps the blocks it receives and multiplies
+// once, after the last stage: the stages' products are then summed inside
+// the local kernel's accumulator, without merging partial results, at the
+// price of holding all of the rank's operands (nnz(B)/c for 1.5D,
+// nnz(A)/pr + nnz(B)/pc for 2D). Options.Staged multiplies per stage and
+// keeps a running sum instead, like CombBLAS's Mult_AnXBn_Synch. Mul1D and
+// the unstaged 1.5D build a B with all k rows (most empty), O(k) memory
+// like the local kernel's dense accumulator.
+//
+// BUG(spgemm): One Alltoallv moves at most 2³¹−1 elements per rank under MPI
+// (MPI counts are C ints); the reduce-scatter of 1.5D and Gather can exceed
+// that for products with billions of entries per rank. Broadcasts are sent
+// in pieces and have no such limit.
 package spgemm

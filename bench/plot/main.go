@@ -3,11 +3,15 @@
 //
 //	go run ./bench/plot phases bench/out/train.csv bench/out/train.png
 //	go run ./bench/plot gemm bench/out/gemm.csv bench/out/gemm.png
+//	go run ./bench/plot spgemm bench/out/spgemm.csv bench/out/spgemm.png
 //
 // phases: per dataset, the epoch time of the slowest rank split into
 // sample, fetch, compute and grad (stacked bars) against the rank count,
 // with the bytes sent per epoch beside it. gemm: GFLOP/s of each GEMM shape
-// for each implementation (grouped bars).
+// for each implementation (grouped bars). spgemm: per input and product
+// (A·A, Q·A), the MFLOP/s of every configuration of bench/spgemm.sh (one
+// bar each, slowest rank, median of the reps) beside the MiB sent per
+// rank (maximum over ranks).
 package main
 
 import (
@@ -27,7 +31,7 @@ import (
 
 func main() {
 	if len(os.Args) != 4 {
-		fmt.Fprintln(os.Stderr, "usage: plot phases|gemm IN.csv OUT.png")
+		fmt.Fprintln(os.Stderr, "usage: plot phases|gemm|spgemm IN.csv OUT.png")
 		os.Exit(2)
 	}
 	rows, err := readCSV(os.Args[2])
@@ -37,6 +41,8 @@ func main() {
 			err = phases(rows, os.Args[3])
 		case "gemm":
 			err = gemm(rows, os.Args[3])
+		case "spgemm":
+			err = spgemm(rows, os.Args[3])
 		default:
 			err = fmt.Errorf("unknown chart %q", os.Args[1])
 		}
@@ -195,6 +201,79 @@ func gemm(rows []map[string]string, out string) error {
 	img := vgimg.New(vg.Length(len(shapes))*1.4*vg.Inch+2*vg.Inch, 4*vg.Inch)
 	p.Draw(draw.New(img))
 	return save(img, out)
+}
+
+// spgemm draws, for every input and case of bench/spgemm.sh, the MFLOP/s
+// of each configuration and the bytes sent per rank. Failed runs (a
+// non-empty error column) are left out.
+func spgemm(rows []map[string]string, out string) error {
+	var ok []map[string]string
+	for _, r := range rows {
+		if r["error"] == "" && num(r, "seconds") > 0 {
+			r["panel"] = r["input"] + " " + r["case"]
+			ok = append(ok, r)
+		}
+	}
+	if len(ok) == 0 {
+		return fmt.Errorf("no successful runs")
+	}
+	panels := groups(ok, "panel")
+	const w = 6 * vg.Inch
+	img := vgimg.New(2*w, vg.Length(len(panels))*3.6*vg.Inch)
+	dc := draw.New(img)
+	tiles := draw.Tiles{Rows: len(panels), Cols: 2, PadX: vg.Millimeter, PadY: vg.Millimeter}
+	plots := make([][]*plot.Plot, len(panels))
+	for i, pn := range panels {
+		var sel []map[string]string
+		for _, r := range ok {
+			if r["panel"] == pn {
+				sel = append(sel, r)
+			}
+		}
+		names := make([]string, len(sel))
+		flops := make(plotter.Values, len(sel))
+		mib := make(plotter.Values, len(sel))
+		for k, r := range sel {
+			names[k] = spgemmLabel(r)
+			flops[k] = num(r, "mflops")
+			mib[k] = num(r, "max_sent_bytes") / (1 << 20)
+		}
+		var pair []*plot.Plot
+		for x, v := range []plotter.Values{flops, mib} {
+			p := plot.New()
+			p.Title.Text = pn + [2]string{": MFLOP/s (slowest rank)", ": MiB sent, max over ranks"}[x]
+			b, err := plotter.NewBarChart(v, vg.Points(9))
+			if err != nil {
+				return err
+			}
+			b.LineStyle.Width = 0
+			b.Color = plotutil.Color(x)
+			p.Add(b)
+			p.NominalX(names...)
+			p.X.Tick.Label.Rotation = 1.2
+			p.X.Tick.Label.XAlign, p.X.Tick.Label.YAlign = draw.XRight, draw.YCenter
+			pair = append(pair, p)
+		}
+		plots[i] = pair
+	}
+	canvases := plot.Align(plots, tiles, dc)
+	for i := range plots {
+		for j := range plots[i] {
+			plots[i][j].Draw(canvases[i][j])
+		}
+	}
+	return save(img, out)
+}
+
+// spgemmLabel names a configuration: "local t2", "1.5d np4", "graphblas t1".
+func spgemmLabel(r map[string]string) string {
+	switch {
+	case r["algo"] == "local" || r["tool"] == "graphblas":
+		return r["algo"] + " t" + r["threads"]
+	case r["tool"] == "scipy":
+		return "scipy"
+	}
+	return r["algo"] + " np" + r["np"]
 }
 
 func save(img *vgimg.Canvas, out string) error {

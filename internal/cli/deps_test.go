@@ -27,6 +27,9 @@ func TestImportDirection(t *testing.T) {
 		"gnnmpi/internal/openblas":         {"gnnmpi/collective", "gnnmpi/graph", "gnnmpi/model"},
 		"gnnmpi/internal/rng":              {"gnnmpi/collective", "gnnmpi/graph"},
 		"gnnmpi/collective/collectivetest": {"gnnmpi/collective/mpi", "gnnmpi/collective/inproc"},
+		// spgemm → sparse, collective only (STYLE.md §2).
+		"gnnmpi/spgemm":            {"gnnmpi/graph", "gnnmpi/dense", "gnnmpi/model", "gnnmpi/sampling", "gnnmpi/alltoall", "gnnmpi/train", "gnnmpi/collective/mpi", "gnnmpi/collective/inproc", "gnnmpi/gpu"},
+		"gnnmpi/spgemm/spgemmtest": {"gnnmpi/collective/mpi", "gnnmpi/collective/inproc", "gnnmpi/graph", "gnnmpi/model", "gnnmpi/train"},
 	}
 	for pkg, bad := range forbidden {
 		out, err := exec.Command("go", "list", "-deps", pkg).Output()

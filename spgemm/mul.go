@@ -1,0 +1,493 @@
+package spgemm
+
+import (
+	"fmt"
+
+	"gnnmpi/collective"
+	"gnnmpi/sparse"
+)
+
+// Options configure the distributed products. A nil *Options, like the zero
+// value, asks for the defaults.
+type Options struct {
+	// Threads is the number of goroutines each rank's local products and
+	// sums run on; 0 (or less) means 1, for one rank per core.
+	Threads int
+	// Staged makes Mul15D and Mul2D multiply the blocks of every stage as
+	// they arrive and add each stage's product to a running sum, so that
+	// a rank holds one stage's operands at a time (CombBLAS's
+	// Mult_AnXBn_Synch keeps every stage's product until it merges them
+	// all). By default a rank keeps the blocks it receives and multiplies
+	// once, after the last stage: the same result without the sums, at the
+	// price of holding all of its stages' operands. Mul1D ignores it.
+	Staged bool
+}
+
+func (o *Options) local() *sparse.Options {
+	if o == nil || o.Threads < 1 {
+		return &sparse.Options{Threads: 1}
+	}
+	return &sparse.Options{Threads: o.Threads}
+}
+
+func (o *Options) threads() int { return o.local().Threads }
+
+func (o *Options) staged() bool { return o != nil && o.Staged }
+
+// shapeErr is the error for operands whose inner dimensions differ.
+func shapeErr[T sparse.Scalar](a, b *Dist[T]) error {
+	if a.N != b.M {
+		return fmt.Errorf("%w: %d×%d times %d×%d", sparse.ErrShape, a.M, a.N, b.M, b.N)
+	}
+	return nil
+}
+
+// checkLayout checks that d has nbi×nbj blocks, that this rank holds block
+// (i, j) as copy replica, and that the local block has the block's size.
+func checkLayout[T sparse.Scalar](what string, d *Dist[T], nbi, nbj, i, j, replica int) error {
+	if d == nil || d.Local == nil {
+		return fmt.Errorf("%w: %s: no local block", ErrLayout, what)
+	}
+	if len(d.RowBounds) != nbi+1 || len(d.ColBounds) != nbj+1 || d.I != i || d.J != j || d.Replica != replica {
+		return fmt.Errorf("%w: %s has %d×%d blocks, this rank block (%d,%d) copy %d; want %d×%d blocks, block (%d,%d) copy %d",
+			ErrLayout, what, len(d.RowBounds)-1, len(d.ColBounds)-1, d.I, d.J, d.Replica, nbi, nbj, i, j, replica)
+	}
+	if err := checkBounds("row", d.RowBounds, d.M); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if err := checkBounds("column", d.ColBounds, d.N); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	m, n := d.RowBounds[i+1]-d.RowBounds[i], d.ColBounds[j+1]-d.ColBounds[j]
+	if d.Local.NRows != m || d.Local.NCols != n || int64(len(d.Local.Indptr)) != m+1 {
+		return fmt.Errorf("%w: %s: local block is %d×%d, block (%d,%d) is %d×%d", ErrLayout, what, d.Local.NRows, d.Local.NCols, i, j, m, n)
+	}
+	return nil
+}
+
+// Mul1D returns C = A·B over sr in the 1D layout: rank r computes row block
+// r of C, A_r·B, from its rows of A and the rows of B that the columns of
+// A_r name. It is collective over c; every rank must pass its blocks of
+// the same a and b, each cut into c.Size() row blocks (any bounds, blocks
+// may be empty) with block r on rank r and one column block. C has A's row
+// bounds.
+//
+// Each rank asks the owners of the rows of B it needs (the distinct columns
+// of A_r outside its own block of B) for them and receives them, in five
+// Alltoallv calls: request counts, requested row ids, row lengths, column
+// indices, values (none for a pattern B). It then multiplies A_r by the
+// k×n matrix holding its own and the received rows of B, with one local
+// product, so the entries of C are summed in the order of the local
+// product of A and B: C equals sparse.MulSR(sr, A, B) bit for bit. Memory:
+// O(k) per rank besides the blocks, as the local kernel's dense
+// accumulator.
+//
+// Mul1D returns an error wrapping sparse.ErrShape if A.N != B.M, or
+// ErrLayout if a block is not where the layout wants it.
+func Mul1D[T sparse.Scalar, S sparse.Semiring[T]](c collective.Comm, sr S, a, b *Dist[T], o *Options) (*Dist[T], error) {
+	p, me := c.Size(), c.Rank()
+	if err := checkLayout("A", a, p, 1, me, 0, 0); err != nil {
+		return nil, err
+	}
+	if err := checkLayout("B", b, p, 1, me, 0, 0); err != nil {
+		return nil, err
+	}
+	if err := shapeErr(a, b); err != nil {
+		return nil, err
+	}
+	defer collective.SetPhase(c, Phase)()
+	k, n := b.M, b.N
+	bValued := b.Local.Values != nil
+	own := b.Local
+	olo, ohi := b.RowBounds[me], b.RowBounds[me+1]
+
+	// The rows of B this rank needs from each other rank, ascending.
+	mark := make([]bool, k)
+	for _, j := range a.Local.Indices {
+		mark[j] = true
+	}
+	req := make([][]int64, p)
+	for q := range p {
+		if q == me {
+			continue
+		}
+		for g := b.RowBounds[q]; g < b.RowBounds[q+1]; g++ {
+			if mark[g] {
+				req[q] = append(req[q], g)
+			}
+		}
+	}
+	mark = nil
+	asked, err := collective.AlltoallvSlices(c, req)
+	if err != nil {
+		return nil, err
+	}
+
+	// Serve the rows asked for: lengths, then indices and values.
+	sendRows, recvRows := make([]int, p), make([]int, p)
+	sendNNZ := make([]int, p)
+	var deg, ind []int64
+	var val []T
+	for q := range p {
+		sendRows[q], recvRows[q] = len(asked[q]), len(req[q])
+		for _, g := range asked[q] {
+			s, e := own.Indptr[g-olo], own.Indptr[g-olo+1]
+			deg = append(deg, e-s)
+			sendNNZ[q] += int(e - s)
+		}
+	}
+	rdeg, err := collective.AlltoallvFlat(c, deg, sendRows, recvRows)
+	if err != nil {
+		return nil, err
+	}
+	ind = make([]int64, 0, sum64(deg))
+	if bValued {
+		val = make([]T, 0, cap(ind))
+	}
+	for q := range p {
+		for _, g := range asked[q] {
+			s, e := own.Indptr[g-olo], own.Indptr[g-olo+1]
+			ind = append(ind, own.Indices[s:e]...)
+			if bValued {
+				val = append(val, own.Values[s:e]...)
+			}
+		}
+	}
+	recvNNZ := make([]int, p)
+	x := 0
+	for q := range p {
+		for range req[q] {
+			recvNNZ[q] += int(rdeg[x])
+			x++
+		}
+	}
+	rind, err := collective.AlltoallvFlat(c, ind, sendNNZ, recvNNZ)
+	if err != nil {
+		return nil, err
+	}
+	var rval []T
+	if bValued {
+		rval = make([]T, len(rind))
+		if err := c.Alltoallv(valBuf(val), sendNNZ, valBuf(rval), recvNNZ); err != nil {
+			return nil, err
+		}
+	}
+	deg, ind, val = nil, nil, nil
+
+	if olo == 0 && ohi == k { // this rank holds all of B
+		cl, err := sparse.MulSR(sr, a.Local, own, o.local())
+		if err != nil {
+			return nil, err
+		}
+		return &Dist[T]{M: a.M, N: n, RowBounds: a.RowBounds, ColBounds: []int64{0, n}, I: me, Local: cl}, nil
+	}
+	// B's rows this rank needs, as a k×n matrix with the others empty.
+	bl := &sparse.Matrix[T]{NRows: k, NCols: n, Indptr: make([]int64, k+1)}
+	for g := olo; g < ohi; g++ {
+		bl.Indptr[g+1] = own.Indptr[g-olo+1] - own.Indptr[g-olo]
+	}
+	x = 0
+	for q := range p {
+		for _, g := range req[q] {
+			bl.Indptr[g+1] = rdeg[x]
+			x++
+		}
+	}
+	for g := range k {
+		bl.Indptr[g+1] += bl.Indptr[g]
+	}
+	bl.Indices = make([]int64, bl.Indptr[k])
+	if bValued {
+		bl.Values = make([]T, bl.Indptr[k])
+	}
+	s0, e0 := own.Indptr[0], own.Indptr[ohi-olo]
+	copy(bl.Indices[bl.Indptr[olo]:], own.Indices[s0:e0])
+	if bValued {
+		copy(bl.Values[bl.Indptr[olo]:], own.Values[s0:e0])
+	}
+	e := int64(0)
+	for q := range p {
+		for _, g := range req[q] {
+			at, n := bl.Indptr[g], bl.Indptr[g+1]-bl.Indptr[g]
+			copy(bl.Indices[at:at+n], rind[e:e+n])
+			if bValued {
+				copy(bl.Values[at:at+n], rval[e:e+n])
+			}
+			e += n
+		}
+	}
+	rind, rval = nil, nil
+
+	cl, err := sparse.MulSR(sr, a.Local, bl, o.local())
+	if err != nil {
+		return nil, err
+	}
+	return &Dist[T]{M: a.M, N: n, RowBounds: a.RowBounds, ColBounds: []int64{0, n}, I: me, Local: cl}, nil
+}
+
+func sum64(s []int64) int64 {
+	var t int64
+	for _, v := range s {
+		t += v
+	}
+	return t
+}
+
+// emptyMatrix returns an m×n matrix with no entries and non-nil Values.
+func emptyMatrix[T sparse.Scalar](m, n int64) *sparse.Matrix[T] {
+	return &sparse.Matrix[T]{NRows: m, NCols: n, Indptr: make([]int64, m+1), Indices: []int64{}, Values: []T{}}
+}
+
+// Mul15D returns C = A·B over sr by the 1.5D algorithm of Tripathy, Yelick
+// and Buluç (MLSys'24) on the (p/c)×c grid g (c = g.PC): A and B are cut
+// into q = g.PR row blocks, and the c ranks of grid row i hold copies
+// 0…c−1 of A_i and B_i (Distribute15D). It is collective over g.
+//
+// Replica k (grid column k) takes the stages j ≡ k (mod c), j < q: p/c²
+// stages each when c divides q, ⌈q/c⌉ or ⌊q/c⌋ otherwise (a replica with
+// none computes nothing). In stage j the rank at (j, k) broadcasts B_j down
+// grid column k, and every rank (i, k) forms its share A_i(:, block j)·B_j.
+// The c partial products of row block i are then summed with a sparse
+// reduce-scatter over grid row i: row block i is cut evenly into c
+// sub-blocks, rank (i, k) sends sub-block k′ of its partial product to rank
+// (i, k′) (three Alltoallv calls: row lengths, indices, values) and adds the
+// c pieces of sub-block k in replica order. So C comes out in the 1D layout
+// over g.Comm, rank i·c+k holding sub-block k of row block i, ready for
+// Mul1D or Gather.
+//
+// The entries of C are those of the local product; their values are the
+// sums of the c replicas' partial sums, so a floating-point (+, ×) result
+// may differ from sparse.MulSR in rounding when c > 1 (integers, min-plus
+// and or-and agree exactly). By default a replica multiplies once, after
+// its broadcasts, by the k×n matrix of its stages' blocks of B; see
+// Options.Staged.
+//
+// Mul15D returns an error wrapping sparse.ErrShape if A.N != B.M, or
+// ErrLayout if a block is not where the layout wants it.
+func Mul15D[T sparse.Scalar, S sparse.Semiring[T]](g *collective.Grid, sr S, a, b *Dist[T], o *Options) (*Dist[T], error) {
+	q, c, i, k := g.PR, g.PC, g.Row, g.Col
+	if err := checkLayout("A", a, q, 1, i, 0, k); err != nil {
+		return nil, err
+	}
+	if err := checkLayout("B", b, q, 1, i, 0, k); err != nil {
+		return nil, err
+	}
+	if err := shapeErr(a, b); err != nil {
+		return nil, err
+	}
+	defer collective.SetPhase(g.Comm, Phase)()
+	kk, n := b.M, b.N
+	m := a.Local.NRows
+	bValued := b.Local.Values != nil
+	lo := o.local()
+
+	var part *sparse.Matrix[T]
+	var blocks []*sparse.Matrix[T]
+	var at []int
+	for j := k; j < q; j += c {
+		var mine *sparse.Matrix[T]
+		if j == i {
+			mine = b.Local
+		}
+		blk, err := bcastBlock(g.ColComm, j, mine, b.RowBounds[j+1]-b.RowBounds[j], n, bValued)
+		if err != nil {
+			return nil, err
+		}
+		if !o.staged() {
+			blocks, at = append(blocks, blk), append(at, j)
+			continue
+		}
+		aj := colSlice(a.Local, b.RowBounds[j], b.RowBounds[j+1])
+		pj, err := sparse.MulSR(sr, aj, blk, lo)
+		if err != nil {
+			return nil, err
+		}
+		if part == nil {
+			part = pj
+		} else {
+			part = add(sr, part, pj, lo.Threads)
+		}
+	}
+	if !o.staged() && len(blocks) > 0 {
+		bl := placeRows(blocks, at, b.RowBounds, kk, n, bValued)
+		blocks = nil
+		var err error
+		if part, err = sparse.MulSR(sr, a.Local, bl, lo); err != nil {
+			return nil, err
+		}
+	}
+	if part == nil {
+		part = emptyMatrix[T](m, n)
+	}
+
+	// Sparse reduce-scatter over the replicas of row block i.
+	sub := Bounds(m, c)
+	pieces, err := exchangeRows(g.RowComm, part, sub, true)
+	if err != nil {
+		return nil, err
+	}
+	cl := sum(sr, pieces, lo.Threads)
+	rb := make([]int64, 0, q*c+1)
+	for x := range q {
+		off := a.RowBounds[x]
+		for _, s := range Bounds(a.RowBounds[x+1]-off, c)[:c] {
+			rb = append(rb, off+s)
+		}
+	}
+	rb = append(rb, a.M)
+	return &Dist[T]{M: a.M, N: n, RowBounds: rb, ColBounds: []int64{0, n}, I: i*c + k, Local: cl}, nil
+}
+
+// placeRows returns the k×n matrix holding block t of blocks at rows
+// [bounds[at[t]], bounds[at[t]+1]), and no entries elsewhere.
+func placeRows[T sparse.Scalar](blocks []*sparse.Matrix[T], at []int, bounds []int64, k, n int64, valued bool) *sparse.Matrix[T] {
+	out := &sparse.Matrix[T]{NRows: k, NCols: n, Indptr: make([]int64, k+1)}
+	var nnz int64
+	for t, blk := range blocks {
+		nnz += blk.NNZ()
+		off := bounds[at[t]]
+		for r := range blk.NRows {
+			out.Indptr[off+r+1] = blk.Indptr[r+1] - blk.Indptr[r]
+		}
+	}
+	for g := range k {
+		out.Indptr[g+1] += out.Indptr[g]
+	}
+	out.Indices = make([]int64, 0, nnz)
+	if valued {
+		out.Values = make([]T, 0, nnz)
+	}
+	for _, blk := range blocks { // in row order: at is ascending
+		out.Indices = append(out.Indices, blk.Indices...)
+		if valued {
+			out.Values = append(out.Values, blk.Values...)
+		}
+	}
+	return out
+}
+
+// Mul2D returns C = A·B over sr by SUMMA on the pr×pc grid g: A and B are
+// cut into g.PR row blocks and g.PC column blocks, the rank at (i, j)
+// holding block (i, j) of each (Distribute2D), and C comes out in the same
+// layout, with A's row bounds and B's column bounds. It is collective over
+// g.
+//
+// Any grid works. The stages are the pieces of the inner dimension between
+// consecutive cuts of A's column bounds and B's row bounds together: √p
+// stages on a square grid, at most pr+pc−1 on a rectangular one (so a p
+// that is not a perfect square takes collective.GridDims(p), such as 2×3
+// for 6 or 1×p for a prime). In the stage of inner range [l, h), the rank
+// of grid row i holding A's columns l…h−1 broadcasts that slice of its
+// block along the row, and the rank of grid column j holding B's rows l…h−1
+// broadcasts that slice down the column (three Bcast calls each: row
+// offsets, indices, values). Rank (i, j) then owns C_ij = Σ_stages
+// A_i,stage·B_stage,j. By default it multiplies once, after the last stage,
+// by the concatenated stages, A_i,: · B_:,j, which adds the terms of every
+// entry of C in the order of the local product: with A's rows sorted, C
+// equals sparse.MulSR(sr, A, B) bit for bit. With Options.Staged it
+// multiplies each stage and sums the products.
+//
+// Mul2D returns an error wrapping sparse.ErrShape if A.N != B.M, or
+// ErrLayout if a block is not where the layout wants it.
+func Mul2D[T sparse.Scalar, S sparse.Semiring[T]](g *collective.Grid, sr S, a, b *Dist[T], o *Options) (*Dist[T], error) {
+	pr, pc, i, j := g.PR, g.PC, g.Row, g.Col
+	if err := checkLayout("A", a, pr, pc, i, j, 0); err != nil {
+		return nil, err
+	}
+	if err := checkLayout("B", b, pr, pc, i, j, 0); err != nil {
+		return nil, err
+	}
+	if err := shapeErr(a, b); err != nil {
+		return nil, err
+	}
+	defer collective.SetPhase(g.Comm, Phase)()
+	m, n := a.Local.NRows, b.Local.NCols
+	aValued, bValued := a.Local.Values != nil, b.Local.Values != nil
+	lo := o.local()
+
+	var part *sparse.Matrix[T]
+	var aps, bps []*sparse.Matrix[T]
+	var offs []int64
+	for _, st := range Stages(a.ColBounds, b.RowBounds) {
+		l, h := st[0], st[1]
+		ja, ib := blockOf(a.ColBounds, l), blockOf(b.RowBounds, l)
+		var ap, bp *sparse.Matrix[T]
+		if j == ja {
+			ap = a.Local
+			if base := a.ColBounds[ja]; l != base || h != a.ColBounds[ja+1] {
+				ap = colSlice(ap, l-base, h-base)
+			}
+		}
+		if i == ib {
+			bp = b.Local
+			if base := b.RowBounds[ib]; l != base || h != b.RowBounds[ib+1] {
+				bp = rowSlice(bp, l-base, h-base)
+			}
+		}
+		ap, err := bcastBlock(g.RowComm, ja, ap, m, h-l, aValued)
+		if err != nil {
+			return nil, err
+		}
+		bp, err = bcastBlock(g.ColComm, ib, bp, h-l, n, bValued)
+		if err != nil {
+			return nil, err
+		}
+		if !o.staged() {
+			aps, bps, offs = append(aps, ap), append(bps, bp), append(offs, l)
+			continue
+		}
+		pt, err := sparse.MulSR(sr, ap, bp, lo)
+		if err != nil {
+			return nil, err
+		}
+		if part == nil {
+			part = pt
+		} else {
+			part = add(sr, part, pt, lo.Threads)
+		}
+	}
+	if !o.staged() && len(aps) > 0 {
+		ac, bc := aps[0], bps[0]
+		if len(aps) > 1 {
+			ac = hconcat(aps, offs, m, a.N, aValued)
+			bc = vconcat(bps, n, bValued)
+		}
+		aps, bps = nil, nil
+		var err error
+		if part, err = sparse.MulSR(sr, ac, bc, lo); err != nil {
+			return nil, err
+		}
+	}
+	if part == nil {
+		part = emptyMatrix[T](m, n)
+	}
+	return &Dist[T]{M: a.M, N: b.N, RowBounds: a.RowBounds, ColBounds: b.ColBounds, I: i, J: j, Local: part}, nil
+}
+
+// Stages returns the stages of Mul2D: the non-empty pieces [l, h) of the
+// inner dimension between consecutive cuts of aCols (A's column bounds)
+// and bRows (B's row bounds), in order.
+func Stages(aCols, bRows []int64) [][2]int64 {
+	var out [][2]int64
+	x, y := 0, 0
+	cur := int64(0)
+	end := aCols[len(aCols)-1]
+	for cur < end {
+		for x < len(aCols) && aCols[x] <= cur {
+			x++
+		}
+		for y < len(bRows) && bRows[y] <= cur {
+			y++
+		}
+		next := end
+		if x < len(aCols) {
+			next = min(next, aCols[x])
+		}
+		if y < len(bRows) {
+			next = min(next, bRows[y])
+		}
+		out = append(out, [2]int64{cur, next})
+		cur = next
+	}
+	return out
+}

@@ -1,0 +1,181 @@
+package spgemm
+
+import (
+	"fmt"
+	"unsafe"
+
+	"gnnmpi/collective"
+	"gnnmpi/sparse"
+)
+
+// Moving sparse blocks through collectives. A block of known shape travels
+// as flat buffers: its row offsets or row lengths (int64, one per row), its
+// column indices (int64, one per entry) and, unless it is a pattern, its
+// values (one T per entry). The receiver knows the number of rows from the
+// layout and learns the number of entries from the row offsets, so no size
+// header is sent: a block of r rows and e entries costs 8r + (8+s)e bytes,
+// where s is the size of T (0 for a pattern).
+
+// maxChunk bounds the elements of one Bcast: MPI counts are C ints.
+const maxChunk = 1 << 30
+
+// bcast broadcasts buf from root in pieces of at most maxChunk elements;
+// an empty buf is not sent.
+func bcast(c collective.Comm, buf collective.Buf, root int) error {
+	n := buf.Len() // the same on every rank, so an empty buffer is skipped by all
+	for lo := 0; lo < n; lo += maxChunk {
+		if err := c.Bcast(buf.Slice(lo, min(n, lo+maxChunk)), root); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// valBuf returns a Buf viewing v. Element types that collective has no
+// DType for (bool, named types) are viewed as unsigned bytes or integers of
+// their size; Bcast and Alltoallv move bits, so the values arrive intact.
+func valBuf[T sparse.Scalar](v []T) collective.Buf {
+	switch x := any(v).(type) {
+	case []float64:
+		return collective.BufOf(x)
+	case []float32:
+		return collective.BufOf(x)
+	case []int64:
+		return collective.BufOf(x)
+	case []int32:
+		return collective.BufOf(x)
+	}
+	var z T
+	p := unsafe.Pointer(unsafe.SliceData(v))
+	switch unsafe.Sizeof(z) {
+	case 1:
+		return collective.BufOf(unsafe.Slice((*uint8)(p), len(v)))
+	case 4:
+		return collective.BufOf(unsafe.Slice((*int32)(p), len(v)))
+	case 8:
+		return collective.BufOf(unsafe.Slice((*int64)(p), len(v)))
+	}
+	panic("spgemm: unsupported element size")
+}
+
+// bcastBlock broadcasts a block of nrows×ncols from root over c: the root
+// passes blk (returned as is), the others nil. valued says whether the
+// block has values; all ranks must agree. It costs three Bcast calls (two
+// for a pattern): Indptr[1:], Indices, Values.
+func bcastBlock[T sparse.Scalar](c collective.Comm, root int, blk *sparse.Matrix[T], nrows, ncols int64, valued bool) (*sparse.Matrix[T], error) {
+	me := c.Rank() == root
+	if !me {
+		blk = &sparse.Matrix[T]{NRows: nrows, NCols: ncols, Indptr: make([]int64, nrows+1)}
+	} else if blk.NRows != nrows || blk.NCols != ncols || (blk.Values != nil) != valued {
+		return nil, fmt.Errorf("%w: broadcasting a %d×%d block (valued %v) as %d×%d (valued %v)", ErrLayout,
+			blk.NRows, blk.NCols, blk.Values != nil, nrows, ncols, valued)
+	}
+	if err := bcast(c, collective.BufOf(blk.Indptr[1:]), root); err != nil {
+		return nil, err
+	}
+	nnz := blk.Indptr[nrows]
+	if !me {
+		if nnz < 0 {
+			return nil, fmt.Errorf("spgemm: received a block with %d entries", nnz)
+		}
+		blk.Indices = make([]int64, nnz)
+		if valued {
+			blk.Values = make([]T, nnz)
+		}
+	}
+	if err := bcast(c, collective.BufOf(blk.Indices), root); err != nil {
+		return nil, err
+	}
+	if valued {
+		if err := bcast(c, valBuf(blk.Values), root); err != nil {
+			return nil, err
+		}
+	}
+	return blk, nil
+}
+
+// exchangeRows sends, to every other rank q of c, rows [bounds[q],
+// bounds[q+1]) of a, and returns the pieces received: piece q holds rows
+// [bounds[me], bounds[me+1]) of rank q's matrix, piece me is a's own rows
+// (not copied). Every rank's a has the same shape and bounds, and is valued
+// iff valued. Three Alltoallv calls: row lengths, column indices, values.
+// When the rows for the other ranks are contiguous in a (this rank is the
+// first or the last), a's arrays are sent without a copy.
+func exchangeRows[T sparse.Scalar](c collective.Comm, a *sparse.Matrix[T], bounds []int64, valued bool) ([]*sparse.Matrix[T], error) {
+	p, me := c.Size(), c.Rank()
+	mine := bounds[me+1] - bounds[me]
+	sendRows, recvRows := make([]int, p), make([]int, p)
+	sendNNZ := make([]int, p)
+	for q := range p {
+		if q != me {
+			sendRows[q], recvRows[q] = int(bounds[q+1]-bounds[q]), int(mine)
+			sendNNZ[q] = int(a.Indptr[bounds[q+1]] - a.Indptr[bounds[q]])
+		}
+	}
+	// The rows for the others: [0, bounds[me]) and [bounds[me+1], m).
+	lo, hi := bounds[me], bounds[me+1]
+	var ind []int64
+	var val []T
+	switch {
+	case lo == 0:
+		ind = a.Indices[a.Indptr[hi]:]
+		if valued {
+			val = a.Values[a.Indptr[hi]:]
+		}
+	case hi == a.NRows:
+		ind = a.Indices[:a.Indptr[lo]]
+		if valued {
+			val = a.Values[:a.Indptr[lo]]
+		}
+	default:
+		ind = append(a.Indices[:a.Indptr[lo]:a.Indptr[lo]], a.Indices[a.Indptr[hi]:]...)
+		if valued {
+			val = append(a.Values[:a.Indptr[lo]:a.Indptr[lo]], a.Values[a.Indptr[hi]:]...)
+		}
+	}
+	deg := append(rowLengths(a, 0, lo), rowLengths(a, hi, a.NRows)...)
+	rdeg, err := collective.AlltoallvFlat(c, deg, sendRows, recvRows)
+	if err != nil {
+		return nil, err
+	}
+	recvNNZ := make([]int, p)
+	x := 0
+	for q := range p {
+		for _, d := range rdeg[x : x+recvRows[q]] {
+			recvNNZ[q] += int(d)
+		}
+		x += recvRows[q]
+	}
+	rind, err := collective.AlltoallvFlat(c, ind, sendNNZ, recvNNZ)
+	if err != nil {
+		return nil, err
+	}
+	var rval []T
+	if valued {
+		rval = make([]T, len(rind))
+		if err := c.Alltoallv(valBuf(val), sendNNZ, valBuf(rval), recvNNZ); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]*sparse.Matrix[T], p)
+	rd, re := 0, 0
+	for q := range p {
+		if q == me {
+			out[q] = rowSlice(a, lo, hi)
+			continue
+		}
+		pc := &sparse.Matrix[T]{NRows: mine, NCols: a.NCols, Indptr: make([]int64, mine+1)}
+		for i, d := range rdeg[rd : rd+int(mine)] {
+			pc.Indptr[i+1] = pc.Indptr[i] + d
+		}
+		n := recvNNZ[q]
+		pc.Indices = rind[re : re+n : re+n]
+		if valued {
+			pc.Values = rval[re : re+n : re+n]
+		}
+		out[q] = pc
+		rd += int(mine)
+		re += n
+	}
+	return out, nil
+}
