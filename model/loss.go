@@ -28,14 +28,7 @@ func SoftmaxCrossEntropy(logits *dense.Matrix, labels []int32) (loss float64, dl
 		}
 		row := logits.Data[i*c : (i+1)*c]
 		g := dlogits.Data[i*c : (i+1)*c]
-		mx := math.Inf(-1)
-		for _, v := range row {
-			mx = math.Max(mx, float64(v))
-		}
-		var sum float64
-		for _, v := range row {
-			sum += math.Exp(float64(v) - mx)
-		}
+		mx, sum := maxSumExp(row)
 		loss += mx + math.Log(sum) - float64(row[y])
 		for j, v := range row {
 			p := math.Exp(float64(v)-mx) / sum
@@ -52,15 +45,21 @@ func SoftmaxCrossEntropy(logits *dense.Matrix, labels []int32) (loss float64, dl
 // shifting by the row's maximum: the loss of one row of logits.
 // It will panic if y is outside [0, len(row)).
 func CrossEntropy(row []float32, y int32) float64 {
-	mx := math.Inf(-1)
-	for _, v := range row {
-		mx = math.Max(mx, float64(v))
-	}
-	var sum float64
-	for _, v := range row {
-		sum += math.Exp(float64(v) - mx)
-	}
+	mx, sum := maxSumExp(row)
 	return mx + math.Log(sum) - float64(row[y])
+}
+
+// maxSumExp returns the row's maximum m and Σ_j exp(row_j − m), in float64:
+// log-sum-exp(row) = m + log(sum) without overflow.
+func maxSumExp(row []float32) (m, sum float64) {
+	m = math.Inf(-1)
+	for _, v := range row {
+		m = math.Max(m, float64(v))
+	}
+	for _, v := range row {
+		sum += math.Exp(float64(v) - m)
+	}
+	return m, sum
 }
 
 // Argmax returns the index of the largest entry of every row of logits (the
