@@ -185,3 +185,16 @@ func TestTrainGlobalBatch(t *testing.T) {
 	require.NotEqual(t, 0, code)
 	require.Contains(t, se, "not both")
 }
+
+// gen writes a Matrix Market adjacency for a .mtx path, and spgemm reads it.
+func TestGenMatrixMarket(t *testing.T) {
+	mtx := filepath.Join(t.TempDir(), "rmat.mtx")
+	_, se, code := gnnmpi(t, "gen", "rmat", "--scale", "8", "--edgefactor", "4", "--out", mtx)
+	require.Equal(t, 0, code, se)
+	raw, err := os.ReadFile(mtx)
+	require.NoError(t, err)
+	require.True(t, bytes.HasPrefix(raw, []byte("%%MatrixMarket matrix coordinate pattern general\n256 256 ")), string(raw[:80]))
+	out := infoJSON(t, "spgemm", "--a", mtx, "--square", "--algo", "local", "--verify")["spgemm"].(map[string]any)
+	require.EqualValues(t, 256, out["n"])
+	require.Greater(t, out["nnz_c"].(float64), out["nnz_a"].(float64))
+}

@@ -15,7 +15,7 @@ func genCmd() *Command {
 		Summary: "generate a graph: rmat (Graph500 R-MAT) or sbm (planted partition with features, labels, split)",
 		Usage:   "rmat|sbm --out PATH",
 		Flags: func(fs *flag.FlagSet) func(*Env) error {
-			out := fs.String("out", "", "output: a directory (OGB raw layout, csv.gz) or a file ending in .gnn (binary)")
+			out := fs.String("out", "", "output: a directory (OGB raw layout, csv.gz), a file ending in .gnn (binary), or .mtx[.gz] (Matrix Market adjacency only)")
 			scale := fs.Int("scale", 14, "rmat: log2 of the number of vertices")
 			ef := fs.Int("edgefactor", 16, "rmat: edges per vertex before symmetrization")
 			directed := fs.Bool("directed", false, "rmat: keep the generated direction (default: symmetrize)")
@@ -81,11 +81,16 @@ func genCmd() *Command {
 	}
 }
 
-// writeDataset writes d as binary when path ends in .gnn, else as an OGB
-// raw-layout directory.
+// writeDataset writes d as binary when path ends in .gnn, as a Matrix
+// Market adjacency (topology only: features, labels and splits are not
+// written) when it ends in .mtx or .mtx.gz, else as an OGB raw-layout
+// directory.
 func writeDataset(path string, d *graph.Dataset) error {
-	if strings.HasSuffix(path, ".gnn") {
+	switch {
+	case strings.HasSuffix(path, ".gnn"):
 		return graph.WriteBinary(path, d)
+	case strings.HasSuffix(path, ".mtx"), strings.HasSuffix(path, ".mtx.gz"):
+		return graph.WriteMatrixMarket(path, d.Adj)
 	}
 	return graph.WriteOGB(path, d)
 }
@@ -97,7 +102,7 @@ func convertCmd() *Command {
 		Usage:   "--data IN --out OUT.gnn",
 		Flags: func(fs *flag.FlagSet) func(*Env) error {
 			in := fs.String("data", "", "input dataset")
-			out := fs.String("out", "", "output: .gnn binary file, or a directory for the OGB raw layout")
+			out := fs.String("out", "", "output: .gnn binary file, .mtx[.gz] (Matrix Market adjacency only), or a directory for the OGB raw layout")
 			sym := fs.Bool("symmetrize", false, "add the reverse of every edge")
 			dedupe := fs.Bool("dedupe", false, "remove duplicate edges")
 			drop := fs.Bool("drop-self-loops", false, "remove self-loops")
