@@ -258,9 +258,17 @@ func emptyMatrix[T sparse.Scalar](m, n int64) *sparse.Matrix[T] {
 // The entries of C are those of the local product; their values are the
 // sums of the c replicas' partial sums, so a floating-point (+, ×) result
 // may differ from sparse.MulSR in rounding when c > 1 (integers, min-plus
-// and or-and agree exactly). By default a replica multiplies once, after
-// its broadcasts, by the k×n matrix of its stages' blocks of B; see
-// Options.Staged.
+// and or-and agree exactly).
+//
+// By default a replica multiplies once, after its broadcasts, by the k×n
+// matrix B_k of its stages' blocks of B, and the reduction is fused into
+// the product: rank (i, k) first forms only the rows of its partial
+// product that it sends (the other sub-blocks), exchanges them, and then
+// computes its own sub-block of C in one product that adds the received
+// rows in its accumulator, in replica order (replicas before k, its own
+// terms, replicas after k): no partial product of its own rows is stored
+// and no merge pass is made. With Options.Staged it keeps a running sum of
+// the stages' products, exchanges the sub-blocks and merges the c pieces.
 //
 // Mul15D returns an error wrapping sparse.ErrShape if A.N != B.M, or
 // ErrLayout if a block is not where the layout wants it.
@@ -308,25 +316,28 @@ func Mul15D[T sparse.Scalar, S sparse.Semiring[T]](g *collective.Grid, sr S, a, 
 			part = add(sr, part, pj, lo.Threads)
 		}
 	}
-	if !o.staged() && len(blocks) > 0 {
+
+	// Sparse reduce-scatter over the replicas of row block i: sub-block x
+	// of the rows goes to rank (i, x).
+	sub := Bounds(m, c)
+	var cl *sparse.Matrix[T]
+	if o.staged() {
+		if part == nil {
+			part = emptyMatrix[T](m, n)
+		}
+		pieces, err := exchangeRows(g.RowComm, part, sub, true)
+		if err != nil {
+			return nil, err
+		}
+		cl = sum(sr, pieces, lo.Threads)
+	} else {
 		bl := placeRows(blocks, at, b.RowBounds, kk, n, bValued)
 		blocks = nil
 		var err error
-		if part, err = sparse.MulSR(sr, a.Local, bl, lo); err != nil {
+		if cl, err = reduceRows15D(g.RowComm, sr, a.Local, bl, sub, lo); err != nil {
 			return nil, err
 		}
 	}
-	if part == nil {
-		part = emptyMatrix[T](m, n)
-	}
-
-	// Sparse reduce-scatter over the replicas of row block i.
-	sub := Bounds(m, c)
-	pieces, err := exchangeRows(g.RowComm, part, sub, true)
-	if err != nil {
-		return nil, err
-	}
-	cl := sum(sr, pieces, lo.Threads)
 	rb := make([]int64, 0, q*c+1)
 	for x := range q {
 		off := a.RowBounds[x]
@@ -336,6 +347,153 @@ func Mul15D[T sparse.Scalar, S sparse.Semiring[T]](g *collective.Grid, sr S, a, 
 	}
 	rb = append(rb, a.M)
 	return &Dist[T]{M: a.M, N: n, RowBounds: rb, ColBounds: []int64{0, n}, I: i*c + k, Local: cl}, nil
+}
+
+// reduceRows15D is the fused product and sparse reduce-scatter of Mul15D
+// over the grid row c (rank x holding sub-block x, rows [sub[x],
+// sub[x+1]) of the row block): it returns this rank's sub-block of
+// Σ_x A·B_x, where B_x is replica x's k×n matrix of its stages' blocks of
+// B and bl is this replica's.
+//
+// It multiplies the rows of a outside its own sub-block by bl (rows
+// [0, sub[me]) then [sub[me+1], m), so the rows for each other rank are
+// contiguous) and sends them in three Alltoallv calls (row lengths,
+// indices, values), receiving the other replicas' rows of its own
+// sub-block straight into a matrix B′ that stacks bl and those rows (R_x,
+// x ≠ me, in replica order). Its sub-block of C is then the one product
+// A′·B′, where row r of A′ is row r of the sub-block of a with an entry
+// of value One at R_x's row r added for every non-empty one: before a's
+// entries for x < me and after them for x > me, so that the local
+// kernel's accumulator adds the pieces in replica order.
+func reduceRows15D[T sparse.Scalar, S sparse.Semiring[T]](c collective.Comm, sr S, a, bl *sparse.Matrix[T], sub []int64, o *sparse.Options) (*sparse.Matrix[T], error) {
+	p, me := c.Size(), c.Rank()
+	m, kk, n := a.NRows, bl.NRows, bl.NCols
+	lo, hi := sub[me], sub[me+1]
+	h := hi - lo
+	own := rowSlice(a, lo, hi)
+	if p == 1 {
+		return sparse.MulSR(sr, own, bl, o)
+	}
+	others := make([]int64, 0, m-h)
+	for r := range m {
+		if r < lo || r >= hi {
+			others = append(others, r)
+		}
+	}
+	out, err := sparse.MulRowsSR(sr, others, a, bl, o)
+	if err != nil {
+		return nil, err
+	}
+	others = nil
+	sendRows, recvRows := make([]int, p), make([]int, p)
+	sendNNZ, recvNNZ := make([]int, p), make([]int, p)
+	var r0 int64 // first row of out for rank x
+	for x := range p {
+		if x == me {
+			continue
+		}
+		nr := sub[x+1] - sub[x]
+		sendRows[x], recvRows[x] = int(nr), int(h)
+		sendNNZ[x] = int(out.Indptr[r0+nr] - out.Indptr[r0])
+		r0 += nr
+	}
+	rdeg, err := collective.AlltoallvFlat(c, rowLengths(out, 0, out.NRows), sendRows, recvRows)
+	if err != nil {
+		return nil, err
+	}
+	var nrecv int64
+	for x := range p {
+		if x == me {
+			continue
+		}
+		off := int64(x-boolInt(x > me)) * h
+		for _, d := range rdeg[off : off+h] {
+			recvNNZ[x] += int(d)
+		}
+		nrecv += int64(recvNNZ[x])
+	}
+
+	// B′ = [bl; R_0; …] (R_me left out), valued.
+	nb := bl.NNZ()
+	kb := kk + int64(p-1)*h
+	bp := &sparse.Matrix[T]{NRows: kb, NCols: n, Indptr: make([]int64, kb+1),
+		Indices: make([]int64, nb+nrecv), Values: make([]T, nb+nrecv)}
+	copy(bp.Indptr, bl.Indptr)
+	for r, d := range rdeg {
+		bp.Indptr[kk+int64(r)+1] = bp.Indptr[kk+int64(r)] + d
+	}
+	copy(bp.Indices, bl.Indices)
+	if bl.Values != nil {
+		copy(bp.Values, bl.Values)
+	} else {
+		for x := range bp.Values[:nb] {
+			bp.Values[x] = sr.One()
+		}
+	}
+	if err := c.Alltoallv(collective.BufOf(out.Indices), sendNNZ, collective.BufOf(bp.Indices[nb:]), recvNNZ); err != nil {
+		return nil, err
+	}
+	if err := c.Alltoallv(valBuf(out.Values), sendNNZ, valBuf(bp.Values[nb:]), recvNNZ); err != nil {
+		return nil, err
+	}
+	out = nil
+
+	// A′: the sub-block of a, each row with its pieces' entries around it.
+	ap := &sparse.Matrix[T]{NRows: h, NCols: kb, Indptr: make([]int64, h+1)}
+	valued := own.Values != nil
+	pieceRow := func(x int, r int64) int64 { // row of B′ holding R_x's row r
+		return kk + int64(x-boolInt(x > me))*h + r
+	}
+	var e int64
+	for r := range h {
+		e += own.Indptr[r+1] - own.Indptr[r]
+		for x := range p {
+			if x != me {
+				if g := pieceRow(x, r); bp.Indptr[g+1] > bp.Indptr[g] {
+					e++
+				}
+			}
+		}
+		ap.Indptr[r+1] = e
+	}
+	ap.Indices = make([]int64, e)
+	if valued {
+		ap.Values = make([]T, e)
+	}
+	q := int64(0)
+	put := func(j int64, v T) {
+		ap.Indices[q] = j
+		if valued {
+			ap.Values[q] = v
+		}
+		q++
+	}
+	for r := range h {
+		for x := 0; x < me; x++ {
+			if g := pieceRow(x, r); bp.Indptr[g+1] > bp.Indptr[g] {
+				put(g, sr.One())
+			}
+		}
+		s, t := own.Indptr[r], own.Indptr[r+1]
+		copy(ap.Indices[q:], own.Indices[s:t])
+		if valued {
+			copy(ap.Values[q:], own.Values[s:t])
+		}
+		q += t - s
+		for x := me + 1; x < p; x++ {
+			if g := pieceRow(x, r); bp.Indptr[g+1] > bp.Indptr[g] {
+				put(g, sr.One())
+			}
+		}
+	}
+	return sparse.MulSR(sr, ap, bp, o)
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // placeRows returns the k×n matrix holding block t of blocks at rows
