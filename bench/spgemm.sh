@@ -16,7 +16,8 @@
 #   bench/spgemm.sh [SCALE...]      default "14 15 16"; 18 works but is slow
 #
 # Environment: NPS (default "1 2 4 8"), NP8_MAX_SCALE (largest scale run at
-# np 8, default 15), ALGOS (default "1d 1.5d 2d"), CASES (default "AA QA"),
+# np 8, default 15), ALGOS (default "1d 1.5d 1.5d-c1 2d"; 1.5d takes the
+# largest c with c² ≤ np, 1.5d-cN takes c = N and runs only at np > 2), CASES (default "AA QA"),
 # ROWS (QA rows, default 4096), REPS (default 3), BASELINES (default 1; 0
 # skips them), CB_MAX_SCALE (largest scale for CombBLAS, default 14: one
 # product takes minutes at 16), TIMEOUT (seconds per run, default 900),
@@ -32,7 +33,7 @@ SCALES=("$@")
 [[ ${#SCALES[@]} == 0 ]] && SCALES=(14 15 16)
 NPS=${NPS:-1 2 4 8}
 NP8_MAX_SCALE=${NP8_MAX_SCALE:-15}
-ALGOS=${ALGOS:-1d 1.5d 2d}
+ALGOS=${ALGOS:-1d 1.5d 1.5d-c1 2d}
 CASES=${CASES:-AA QA}
 ROWS=${ROWS:-4096}
 REPS=${REPS:-3}
@@ -106,8 +107,14 @@ for s in "${SCALES[@]}"; do
 		for np in $NPS; do
 			((np == 8 && s > NP8_MAX_SCALE)) && continue
 			for algo in $ALGOS; do
+				args=(--algo "$algo")
+				if [[ $algo == 1.5d-c* ]]; then # 1.5d with a given c, where it is not the default
+					c=${algo#1.5d-c}
+					((np % c == 0 && np > 2)) || continue
+					args=(--algo 1.5d --c "$c")
+				fi
 				record "rmat$s-$case-$algo-np$np" "$s" "$case" gnnmpi "$algo" "$np" 1 \
-					mpirun -np "$np" --oversubscribe "${MPIRUN_EXTRA[@]}" "$G" spgemm --algo "$algo" "${extra[@]}"
+					mpirun -np "$np" --oversubscribe "${MPIRUN_EXTRA[@]}" "$G" spgemm "${args[@]}" "${extra[@]}"
 			done
 		done
 		[[ $BASELINES == 1 && $case == AA ]] || continue
