@@ -16,12 +16,13 @@
 #   bench/spgemm.sh [SCALE...]      default "14 15 16"; 18 works but is slow
 #
 # Environment: NPS (default "1 2 4 8"), NP8_MAX_SCALE (largest scale run at
-# np 8, default 15), ALGOS (default "1d 1.5d 1.5d-c1 2d"; 1.5d takes the
-# largest c with c² ≤ np, 1.5d-cN takes c = N and runs only at np > 2), CASES (default "AA QA"),
+# np 8, default 15), ALGOS (default "1d 1.5d 1.5d-c2 2d"; 1.5d takes the
+# c that gnnmpi predicts to send least, 1.5d-cN takes c = N where N divides
+# np), CASES (default "AA QA"),
 # ROWS (QA rows, default 4096), REPS (default 3), BASELINES (default 1; 0
 # skips them), CB_MAX_SCALE (largest scale for CombBLAS, default 14: one
 # product takes minutes at 16), TIMEOUT (seconds per run, default 900),
-# MEM_GB (address-space limit per run, split over the ranks, default 20),
+# MEM_GB (address-space limit per run, split over the ranks, default 64; Go reserves more address space than it touches),
 # MPIRUN_ARGS (extra mpirun flags for gnnmpi, e.g. "--bind-to none": Open MPI
 # binds each of up to 2 ranks to one core, which the Go runtime's GC then
 # shares with the product).
@@ -33,14 +34,14 @@ SCALES=("$@")
 [[ ${#SCALES[@]} == 0 ]] && SCALES=(14 15 16)
 NPS=${NPS:-1 2 4 8}
 NP8_MAX_SCALE=${NP8_MAX_SCALE:-15}
-ALGOS=${ALGOS:-1d 1.5d 1.5d-c1 2d}
+ALGOS=${ALGOS:-1d 1.5d 1.5d-c2 2d}
 CASES=${CASES:-AA QA}
 ROWS=${ROWS:-4096}
 REPS=${REPS:-3}
 BASELINES=${BASELINES:-1}
 CB_MAX_SCALE=${CB_MAX_SCALE:-14}
 TIMEOUT=${TIMEOUT:-900}
-MEM_GB=${MEM_GB:-20}
+MEM_GB=${MEM_GB:-64}
 read -r -a MPIRUN_EXTRA <<< "${MPIRUN_ARGS:-}"
 OUT=bench/out
 RAW=$OUT/spgemm
@@ -108,9 +109,9 @@ for s in "${SCALES[@]}"; do
 			((np == 8 && s > NP8_MAX_SCALE)) && continue
 			for algo in $ALGOS; do
 				args=(--algo "$algo")
-				if [[ $algo == 1.5d-c* ]]; then # 1.5d with a given c, where it is not the default
+				if [[ $algo == 1.5d-c* ]]; then # 1.5d with a given c
 					c=${algo#1.5d-c}
-					((np % c == 0 && np > 2)) || continue
+					((np % c == 0)) || continue
 					args=(--algo 1.5d --c "$c")
 				fi
 				record "rmat$s-$case-$algo-np$np" "$s" "$case" gnnmpi "$algo" "$np" 1 \

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"gnnmpi/collective"
 	"gnnmpi/graph"
@@ -28,7 +29,7 @@ func spgemmCmd() *Command {
 			fs.StringVar(&cfg.b, "b", "", "B: Matrix Market file")
 			fs.BoolVar(&cfg.square, "square", false, "B = A (computes A·A)")
 			fs.StringVar(&cfg.algo, "algo", "1d", "algorithm: local (rank 0 alone), 1d, 1.5d or 2d")
-			fs.IntVar(&cfg.c, "c", 0, "1.5d: replication factor c, dividing the rank count (0: the largest c with c² ≤ p)")
+			fs.IntVar(&cfg.c, "c", 0, "1.5d: replication factor c, dividing the rank count (0: the c with the least predicted traffic, see spgemm.Choose15D)")
 			fs.StringVar(&cfg.grid, "grid", "", "2d: grid PRxPC with PR·PC ranks (default: the most nearly square, e.g. 2x3 for 6)")
 			fs.StringVar(&cfg.semiring, "semiring", "plus-times", "plus-times, min-plus (pattern entries weigh 1) or or-and")
 			fs.IntVar(&cfg.threads, "threads", 0, "goroutines of each local product (0: all cores for local, 1 per rank otherwise)")
@@ -72,11 +73,7 @@ func (cfg *spgemmConfig) check(p int) error {
 	case "local", "1d":
 	case "1.5d":
 		if cfg.c == 0 {
-			for c := 1; c*c <= p; c++ {
-				if p%c == 0 {
-					cfg.c = c
-				}
-			}
+			break // chosen from the operands, in spgemmSR
 		}
 		if cfg.c < 1 || p%cfg.c != 0 {
 			var ok []string
@@ -271,12 +268,29 @@ type SpGEMMResult struct {
 	Checksum   string    `json:"checksum"` // spgemm.Checksum of C, hex
 	Verified   *bool     `json:"verified,omitempty"`
 	Load       float64   `json:"load_seconds"`
+	C          int       `json:"c,omitempty"` // 1.5d: the replication factor used
+	// 1.5d with --c 0: the predicted bytes sent per rank for every c
+	// (spgemm.Predict15D), of which the least chose C.
+	Predicted []PredictedVolume `json:"predicted,omitempty"`
 	// Bytes of one product (phase spgemm), per rank and over ranks.
 	SentPerRank []int64 `json:"sent_bytes_per_rank"`
 	RecvPerRank []int64 `json:"recv_bytes_per_rank"`
 	MaxSent     int64   `json:"max_sent_bytes"`
 	MaxRecv     int64   `json:"max_recv_bytes"`
 	TotalSent   int64   `json:"total_sent_bytes"`
+}
+
+// PredictedVolume is spgemm.Volume15D in the JSON output.
+type PredictedVolume struct {
+	C           int     `json:"c"`
+	BcastBytes  float64 `json:"bcast_bytes"`
+	ReduceBytes float64 `json:"reduce_bytes"`
+}
+
+// valueSize returns the bytes of a T.
+func valueSize[T sparse.Scalar]() int {
+	var z T
+	return int(unsafe.Sizeof(z))
 }
 
 func spgemmSR[T sparse.Scalar, S sparse.Semiring[T]](env *Env, cfg *spgemmConfig, sr S, a, b *sparse.Matrix[T], load float64) error {
@@ -328,6 +342,16 @@ func spgemmSR[T sparse.Scalar, S sparse.Semiring[T]](env *Env, cfg *spgemmConfig
 		da, db := spgemm.Distribute1D(c, aa), spgemm.Distribute1D(c, b)
 		mul = func() (*spgemm.Dist[T], error) { return spgemm.Mul1D(c, sr, da, db, o) }
 	case "1.5d", "2d":
+		if cfg.algo == "1.5d" && cfg.c == 0 {
+			// Every rank holds the same operands, so all choose alike.
+			var pred []spgemm.Volume15D
+			cfg.c, pred = spgemm.Choose15D(aa, b, p, valueSize[T]())
+			cfg.pr, cfg.pc = p/cfg.c, cfg.c
+			for _, v := range pred {
+				res.Predicted = append(res.Predicted, PredictedVolume{C: v.C, BcastBytes: v.Bcast, ReduceBytes: v.Reduce})
+				env.Printf("1.5d c=%d: predicted bytes sent per rank: broadcasts %s, reduction %s\n", v.C, human(int64(v.Bcast)), human(int64(v.Reduce)))
+			}
+		}
 		g, err := collective.NewGrid(c, cfg.pr, cfg.pc)
 		if err != nil {
 			return err
@@ -335,6 +359,7 @@ func spgemmSR[T sparse.Scalar, S sparse.Semiring[T]](env *Env, cfg *spgemmConfig
 		defer g.Free()
 		res.Grid = []int{cfg.pr, cfg.pc}
 		if cfg.algo == "1.5d" {
+			res.C = cfg.c
 			da, db := spgemm.Distribute15D(g, aa), spgemm.Distribute15D(g, b)
 			mul = func() (*spgemm.Dist[T], error) { return spgemm.Mul15D(g, sr, da, db, o) }
 		} else {
