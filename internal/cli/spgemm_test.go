@@ -106,6 +106,31 @@ func TestSpGEMMCommand(t *testing.T) {
 	}
 }
 
+// 1.5d without --c takes the c with the least predicted traffic and
+// reports the predictions; --c overrides it.
+func TestSpGEMMChooseC(t *testing.T) {
+	dir := t.TempDir()
+	adj, err := graph.RMAT(graph.DefaultRMAT(7, 8))
+	require.NoError(t, err)
+	fa := filepath.Join(dir, "a.mtx")
+	require.NoError(t, graph.WriteMatrixMarket(fa, adj))
+
+	got := spgemmJSON(t, 4, "--a", fa, "--square", "--algo", "1.5d")
+	require.Len(t, got.Predicted, 3) // c = 1, 2, 4
+	best := got.Predicted[0]
+	for _, v := range got.Predicted {
+		if v.BcastBytes+v.ReduceBytes < best.BcastBytes+best.ReduceBytes {
+			best = v
+		}
+	}
+	require.Equal(t, best.C, got.C)
+	require.Equal(t, []int{4 / got.C, got.C}, got.Grid)
+
+	got = spgemmJSON(t, 4, "--a", fa, "--square", "--algo", "1.5d", "--c", "2")
+	require.Equal(t, 2, got.C)
+	require.Empty(t, got.Predicted)
+}
+
 // --out writes C, which reads back as the local product.
 func TestSpGEMMOut(t *testing.T) {
 	dir := t.TempDir()
