@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"log"
 
-	"gnnmpi/internal/rng"
 	"gnnmpi/sampling"
 	"gnnmpi/sparse"
 )
@@ -28,10 +27,12 @@ func ExampleNodeWise() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	m, err := s.Sample([]int64{0, 5}, rng.New(1))
+	// One minibatch, seeds 0 and 5, with key 1.
+	ms, err := s.Sample([][]int64{{0, 5}}, []uint64{1})
 	if err != nil {
 		log.Fatal(err)
 	}
+	m := ms[0]
 	for l, b := range m.Blocks {
 		fmt.Printf("block %d: dst %v src %v\n", l, b.Dst, b.Src)
 		for i, v := range b.Dst {
@@ -44,14 +45,13 @@ func ExampleNodeWise() {
 	}
 	fmt.Println("fetch features of", m.Input())
 	// Output:
-	// block 0: dst [0 5 1 4 6] src [0 5 1 4 6 7]
-	//   0 ← 1
-	//   5 ← 4
-	//   1 ← 5
-	//   4 ← 5
-	//   6 ← 7
-	// block 1: dst [0 5] src [0 5 1 4 6]
+	// block 0: dst [0 5 1 4] src [0 5 1 4 6 2 3]
+	//   0 ← 4
+	//   5 ← 6
+	//   1 ← 2
+	//   4 ← 3
+	// block 1: dst [0 5] src [0 5 1 4]
 	//   0 ← 1 4
-	//   5 ← 1 6
-	// fetch features of [0 5 1 4 6 7]
+	//   5 ← 1 4
+	// fetch features of [0 5 1 4 6 2 3]
 }

@@ -49,47 +49,63 @@ func NewNodeWise(adj *sparse.CSR, fanouts []int) (*NodeWise, error) {
 	return &NodeWise{Adj: adj, Fanouts: slices.Clone(fanouts)}, nil
 }
 
-// Sample returns the minibatch of seeds with len(s.Fanouts) blocks. Hop h+1
-// samples, for every vertex of the current frontier (the seeds at the first
-// hop, then all sources of the previous hop), min(Fanouts[h], degree)
-// distinct neighbours uniformly without replacement, and makes
-// Blocks[len(Fanouts)−1−h].
+// Sample returns the minibatches of batches, each with len(s.Fanouts)
+// blocks. Hop h+1 samples, for every vertex v of a minibatch's current
+// frontier (its seeds at the first hop, then all sources of the previous
+// hop), min(Fanouts[h], degree) distinct neighbours uniformly without
+// replacement, with the generator RowStream(key, h, v), and makes
+// Blocks[len(Fanouts)−1−h]. The frontiers of all the minibatches are
+// stacked into one selection matrix Q, so that one product P = Q·A per hop
+// serves them all (bulk sampling).
 //
 // The sources of a block are its destinations followed by the sampled
 // vertices that are not destinations, in order of first appearance when the
 // rows are read in order and each row's sampled neighbours in ascending
-// global id. All randomness comes from rng, so equal seeds and rng states
-// give equal minibatches.
+// global id.
 //
-// Sample returns an error if a seed is outside [0, n) or repeated. It does
-// not modify seeds and the minibatch shares no memory with it.
-// It will panic if rng is nil.
-func (s *NodeWise) Sample(seeds []int64, rng *rand.Rand) (*MiniBatch, error) {
-	if rng == nil {
-		panic("sampling: nil rng")
+// Sample returns an error if len(keys) != len(batches), or a seed is
+// outside [0, n) or repeated within its minibatch. It does not modify
+// batches and the minibatches share no memory with them.
+func (s *NodeWise) Sample(batches [][]int64, keys []uint64) ([]*MiniBatch, error) {
+	locals, err := checkBatches(batches, keys, s.Adj.NRows)
+	if err != nil {
+		return nil, err
 	}
-	n := s.Adj.NRows
-	local := make(map[int64]int64, len(seeds))
-	for i, v := range seeds {
-		if v < 0 || v >= n {
-			return nil, fmt.Errorf("sampling: seed %d outside [0,%d)", v, n)
-		}
-		if _, dup := local[v]; dup {
-			return nil, fmt.Errorf("sampling: seed %d repeated", v)
-		}
-		local[v] = int64(i)
+	k, nl := len(batches), len(s.Fanouts)
+	out := make([]*MiniBatch, k)
+	frontiers := make([][]int64, k)
+	for b := range k {
+		out[b] = &MiniBatch{Blocks: make([]Block, nl)}
+		frontiers[b] = batches[b]
 	}
-	nl := len(s.Fanouts)
-	m := &MiniBatch{Blocks: make([]Block, nl)}
-	frontier := seeds
+	st := newStreams()
+	var rows []int64
+	off := make([]int64, k+1)
 	for h, fanout := range s.Fanouts {
-		p := selectRows(s.Adj, frontier)
-		b := newBlock(frontier, sampleRows(p, fanout, false, rng), local)
-		m.Blocks[nl-1-h] = b
-		frontier = b.Src
+		rows = rows[:0]
+		for b, f := range frontiers {
+			off[b] = int64(len(rows))
+			rows = append(rows, f...)
+		}
+		off[k] = int64(len(rows))
+		p := selectRows(s.Adj, rows)
+		b := 0
+		smp := sampleRows(p, fanout, false, func(i int64) *rand.Rand {
+			for i >= off[b+1] {
+				b++
+			}
+			return st.at(keys[b], h, rows[i])
+		})
+		for b := range k {
+			blk := newBlock(frontiers[b], rowRange(smp, off[b], off[b+1]), locals[b])
+			out[b].Blocks[nl-1-h] = blk
+			frontiers[b] = blk.Src
+		}
 	}
-	m.Seeds = m.Blocks[nl-1].Dst
-	return m, nil
+	for _, m := range out {
+		m.Seeds = m.Blocks[nl-1].Dst
+	}
+	return out, nil
 }
 
 // FullBlock returns the block of dst with all their neighbours in adj

@@ -17,13 +17,14 @@ import (
 // weight 1 and the values of p are ignored; otherwise the candidates are the
 // entries of positive value, weighted by it. A row with at most s candidates
 // (or any row when s < 0) keeps all of them and consumes no randomness.
-// Otherwise the entries are drawn by dart throwing, see darts.draw.
+// Otherwise the entries are drawn by dart throwing (see darts.draw) with
+// the generator rowRand(i) returns for row i.
 //
 // The result has the shape of p, nil Values and, when the rows of p are
-// sorted, sorted rows. Rows are processed in order, so the draws from r
-// depend only on p, s and weighted.
+// sorted, sorted rows. Rows are processed in order, and rowRand is called
+// only for rows with more than s entries (s ≥ 0).
 // It will panic if weighted and a value of p is negative, NaN or infinite.
-func sampleRows(p *sparse.CSR, s int, weighted bool, r *rand.Rand) *sparse.CSR {
+func sampleRows(p *sparse.CSR, s int, weighted bool, rowRand func(i int64) *rand.Rand) *sparse.CSR {
 	out := &sparse.CSR{NRows: p.NRows, NCols: p.NCols, Indptr: make([]int64, p.NRows+1)}
 	var d darts
 	for i := range p.NRows {
@@ -32,6 +33,10 @@ func sampleRows(p *sparse.CSR, s int, weighted bool, r *rand.Rand) *sparse.CSR {
 		var w []float64
 		if weighted {
 			w = p.Values[lo:hi]
+		}
+		var r *rand.Rand
+		if s >= 0 && len(cols) > s && rowRand != nil {
+			r = rowRand(i)
 		}
 		for _, k := range d.draw(len(cols), w, s, r) {
 			out.Indices = append(out.Indices, cols[k])

@@ -1,8 +1,10 @@
 package sampling
 
 import (
+	"fmt"
 	"math/rand/v2"
 
+	"gnnmpi/internal/rng"
 	"gnnmpi/sparse"
 )
 
@@ -43,11 +45,79 @@ func (m *MiniBatch) Input() []int64 {
 	return m.Blocks[0].Src
 }
 
-// Sampler draws the computation graph of a minibatch.
+// Sampler draws the computation graphs of minibatches, many at once (bulk
+// sampling: one sparse product per layer serves them all).
 //
-// Sample returns the MiniBatch of the given seeds, drawing its randomness
-// from rng only, so that the same seeds and the same rng state give the same
-// MiniBatch. It does not modify seeds.
+// Sample returns one MiniBatch per element of batches, which holds each
+// minibatch's seeds; minibatch b draws its randomness only from keys[b],
+// through the streams of RowStream. A minibatch therefore depends only on
+// its seeds, its key and the graph: not on the other minibatches sampled
+// with it, nor on the order or the rank in which the rows of the products
+// are computed. Sample does not modify batches.
 type Sampler interface {
-	Sample(seeds []int64, rng *rand.Rand) (*MiniBatch, error)
+	Sample(batches [][]int64, keys []uint64) ([]*MiniBatch, error)
+}
+
+// RowStream returns the generator of the draws that a sampler makes for the
+// frontier vertex v at hop h (h = 0 at the seeds) of the minibatch with
+// the given key: PCG seeded with (key, rng.Mix(h, v)). Layer-wise samplers,
+// which draw per minibatch rather than per vertex, use v = −1.
+func RowStream(key uint64, h int, v int64) *rand.Rand {
+	return rand.New(rand.NewPCG(key, rng.Mix(uint64(h), uint64(v))))
+}
+
+// streams hands out RowStream generators without allocating: at reseeds
+// one generator, valid until the next call.
+type streams struct {
+	pcg rand.PCG
+	r   *rand.Rand
+}
+
+func newStreams() *streams {
+	s := &streams{}
+	s.r = rand.New(&s.pcg)
+	return s
+}
+
+func (s *streams) at(key uint64, h int, v int64) *rand.Rand {
+	s.pcg.Seed(key, rng.Mix(uint64(h), uint64(v)))
+	return s.r
+}
+
+// checkBatches validates the seed sets of a Sample call on n vertices and
+// returns, per minibatch, the map from each seed to its position.
+func checkBatches(batches [][]int64, keys []uint64, n int64) ([]map[int64]int64, error) {
+	if len(keys) != len(batches) {
+		return nil, fmt.Errorf("sampling: %d keys for %d minibatches", len(keys), len(batches))
+	}
+	locals := make([]map[int64]int64, len(batches))
+	for b, seeds := range batches {
+		local := make(map[int64]int64, len(seeds))
+		for i, v := range seeds {
+			if v < 0 || v >= n {
+				return nil, fmt.Errorf("sampling: minibatch %d: seed %d outside [0,%d)", b, v, n)
+			}
+			if _, dup := local[v]; dup {
+				return nil, fmt.Errorf("sampling: minibatch %d: seed %d repeated", b, v)
+			}
+			local[v] = int64(i)
+		}
+		locals[b] = local
+	}
+	return locals, nil
+}
+
+// rowRange returns rows [lo, hi) of a with their own row offsets; the
+// indices and values are shared.
+func rowRange(a *sparse.CSR, lo, hi int64) *sparse.CSR {
+	s, e := a.Indptr[lo], a.Indptr[hi]
+	ptr := make([]int64, hi-lo+1)
+	for i := range ptr {
+		ptr[i] = a.Indptr[lo+int64(i)] - s
+	}
+	out := &sparse.CSR{NRows: hi - lo, NCols: a.NCols, Indptr: ptr, Indices: a.Indices[s:e:e]}
+	if a.Values != nil {
+		out.Values = a.Values[s:e:e]
+	}
+	return out
 }

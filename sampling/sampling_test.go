@@ -46,6 +46,15 @@ func randomAdj(t testing.TB, r *rand.Rand, n int64, maxDeg int, messy bool) *spa
 	return a
 }
 
+// sample1 samples one minibatch with key.
+func sample1(t testing.TB, s Sampler, seeds []int64, key uint64) *MiniBatch {
+	t.Helper()
+	ms, err := s.Sample([][]int64{seeds}, []uint64{key})
+	require.NoError(t, err)
+	require.Len(t, ms, 1)
+	return ms[0]
+}
+
 // neighbours returns the distinct neighbours of v in ascending order.
 func neighbours(a *sparse.CSR, v int64) []int64 {
 	nb := slices.Clone(a.Row(v))
@@ -160,11 +169,11 @@ func TestNodeWise(t *testing.T) {
 					ids[i] = int64(v)
 				}
 				orig := slices.Clone(ids)
-				m, err := s.Sample(ids, rng.New(2, uint64(trial)))
-				require.NoError(t, err)
+				key := rng.Mix(2, uint64(trial))
+				m := sample1(t, s, ids, key)
 				assert.Equal(t, orig, ids, "seeds modified")
 				checkMiniBatch(t, adj, tc.fanouts, ids, m)
-				ref := referenceSample(adj, tc.fanouts, ids, rng.New(2, uint64(trial)))
+				ref := referenceSample(adj, tc.fanouts, ids, key)
 				require.Equal(t, ref, m, "matrix path differs from the per-row reference")
 			}
 		})
@@ -177,23 +186,48 @@ func TestNodeWiseDeterminism(t *testing.T) {
 	s, err := NewNodeWise(adj, []int{10, 5})
 	require.NoError(t, err)
 	seeds := []int64{4, 400, 17, 99, 250, 3}
-	a, err := s.Sample(seeds, rng.New(9, 1))
+	a := sample1(t, s, seeds, 91)
+	assert.Equal(t, a, sample1(t, s, seeds, 91))
+	c := sample1(t, s, seeds, 92)
+	assert.NotEqual(t, a.Blocks[0].Adj, c.Blocks[0].Adj, "different keys gave the same sample")
+}
+
+// A bulk of k minibatches equals the k minibatches sampled one by one, in
+// any order of the bulk, overlapping seeds and empty minibatches included.
+func TestNodeWiseBulk(t *testing.T) {
+	r := rng.New(5)
+	adj := randomAdj(t, r, 300, 30, true)
+	s, err := NewNodeWise(adj, []int{6, 4, 3})
 	require.NoError(t, err)
-	b, err := s.Sample(seeds, rng.New(9, 1))
+	var batches [][]int64
+	var keys []uint64
+	for b := range 16 {
+		size := r.IntN(40)
+		if b == 3 {
+			size = 0
+		}
+		var seeds []int64
+		for _, v := range r.Perm(300)[:size] {
+			seeds = append(seeds, int64(v))
+		}
+		batches = append(batches, seeds)
+		keys = append(keys, rng.Mix(7, uint64(b)))
+	}
+	bulk, err := s.Sample(batches, keys)
 	require.NoError(t, err)
-	assert.Equal(t, a, b)
-	c, err := s.Sample(seeds, rng.New(9, 2))
+	require.Len(t, bulk, len(batches))
+	for b := range batches {
+		checkMiniBatch(t, adj, s.Fanouts, batches[b], bulk[b])
+		require.Equal(t, sample1(t, s, batches[b], keys[b]), bulk[b], "minibatch %d", b)
+	}
+	// Reversed order: the same minibatches, reversed.
+	rb, rk := slices.Clone(batches), slices.Clone(keys)
+	slices.Reverse(rb)
+	slices.Reverse(rk)
+	rev, err := s.Sample(rb, rk)
 	require.NoError(t, err)
-	assert.NotEqual(t, a.Blocks[0].Adj, c.Blocks[0].Adj, "different streams gave the same sample")
-	// The sampler does not advance a shared state: interleaving calls with
-	// another generator changes nothing.
-	g := rng.New(9, 1)
-	d, err := s.Sample(seeds, g)
-	require.NoError(t, err)
-	e, err := s.Sample(seeds, g)
-	require.NoError(t, err)
-	assert.Equal(t, a, d)
-	assert.NotEqual(t, d.Blocks[0].Adj, e.Blocks[0].Adj)
+	slices.Reverse(rev)
+	require.Equal(t, bulk, rev)
 }
 
 func TestNewNodeWiseErrors(t *testing.T) {
@@ -235,12 +269,15 @@ func TestSampleErrors(t *testing.T) {
 		{"repeated", []int64{2, 0, 2}, "repeated"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m, err := s.Sample(tc.seeds, rng.New(1))
+			m, err := s.Sample([][]int64{{1}, tc.seeds}, []uint64{1, 2})
 			require.ErrorContains(t, err, tc.msg)
+			require.ErrorContains(t, err, "minibatch 1")
 			assert.Nil(t, m)
 		})
 	}
-	assert.PanicsWithValue(t, "sampling: nil rng", func() { _, _ = s.Sample([]int64{0}, nil) })
+	m, err := s.Sample([][]int64{{0}}, nil)
+	require.ErrorContains(t, err, "0 keys for 1 minibatches")
+	assert.Nil(t, m)
 }
 
 // TestUniformity samples the neighbours of the centre of a star many times
@@ -260,12 +297,9 @@ func TestUniformity(t *testing.T) {
 		t.Run(fmt.Sprintf("fanout=%d", fanout), func(t *testing.T) {
 			s, err := NewNodeWise(adj, []int{fanout})
 			require.NoError(t, err)
-			r := rng.New(12345, uint64(fanout))
 			count := make([]float64, deg+1)
-			for range trials {
-				m, err := s.Sample([]int64{0}, r)
-				require.NoError(t, err)
-				b := m.Blocks[0]
+			for trial := range trials {
+				b := sample1(t, s, []int64{0}, rng.Mix(12345, uint64(fanout), uint64(trial))).Blocks[0]
 				for _, j := range b.Adj.Indices {
 					count[b.Src[j]]++
 				}
@@ -415,19 +449,18 @@ func TestFullBlock(t *testing.T) {
 	// FullBlock equals node-wise sampling with fanout −1.
 	s, err := NewNodeWise(big, []int{-1})
 	require.NoError(t, err)
-	m, err := s.Sample(dst, r)
-	require.NoError(t, err)
-	assert.Equal(t, m.Blocks[0], FullBlock(big, dst))
+	assert.Equal(t, sample1(t, s, dst, 1).Blocks[0], FullBlock(big, dst))
 
 	assert.PanicsWithValue(t, "sampling: destination vertex out of range", func() { FullBlock(adj, []int64{4}) })
 	assert.PanicsWithValue(t, "sampling: destination vertex repeated", func() { FullBlock(adj, []int64{1, 1}) })
 }
 
 // referenceSample is NodeWise.Sample written directly: for each frontier
-// vertex, take its distinct neighbours in ascending order and throw darts at
-// them with the same draws (a linear scan instead of prefix sums), then
-// build the block. It shares no code with the package.
-func referenceSample(adj *sparse.CSR, fanouts []int, seeds []int64, r *rand.Rand) *MiniBatch {
+// vertex v at hop h, take its distinct neighbours in ascending order and
+// throw darts at them with RowStream(key, h, v) (a linear scan instead of
+// prefix sums), then build the block. It shares no code with the package
+// but RowStream.
+func referenceSample(adj *sparse.CSR, fanouts []int, seeds []int64, key uint64) *MiniBatch {
 	m := &MiniBatch{Blocks: make([]Block, len(fanouts))}
 	frontier := slices.Clone(seeds)
 	for h, fanout := range fanouts {
@@ -443,7 +476,7 @@ func referenceSample(adj *sparse.CSR, fanouts []int, seeds []int64, r *rand.Rand
 			if fanout < 0 || len(nb) <= fanout {
 				pick = nb
 			} else {
-				pick = refDarts(nb, fanout, r)
+				pick = refDarts(nb, fanout, RowStream(key, h, v))
 			}
 			for _, u := range pick {
 				j, ok := index[u]
@@ -534,10 +567,11 @@ func BenchmarkNodeWise(b *testing.B) {
 					j := i + r.IntN(len(ids)-i)
 					ids[i], ids[j] = ids[j], ids[i]
 				}
-				m, err := s.Sample(ids[:bc.batch], r)
+				ms, err := s.Sample([][]int64{ids[:bc.batch]}, []uint64{r.Uint64()})
 				if err != nil {
 					b.Fatal(err)
 				}
+				m := ms[0]
 				for _, blk := range m.Blocks {
 					edges += blk.Adj.NNZ()
 					for _, v := range blk.Dst {

@@ -331,10 +331,11 @@ func (t *trainer) epoch(epoch int, progress func(epoch, batch, batches int)) (Ep
 			progress(epoch, i, len(batches))
 		}
 		t0 := time.Now()
-		mb, err := t.sampler.Sample(seeds, rng.New(t.cfg.Seed, streamSample, uint64(epoch), uint64(i), uint64(r)))
+		mbs, err := t.sampler.Sample([][]int64{seeds}, []uint64{rng.Mix(t.cfg.Seed, streamSample, uint64(epoch), uint64(i), uint64(r))})
 		if err != nil {
 			return EpochStats{}, err
 		}
+		mb := mbs[0]
 		t0 = lap(PhaseSample, t0)
 		x, err := alltoall.FetchTo(c, t.xbuf, mb.Input(), t.d.Book, t.d.Feat)
 		if err != nil {
