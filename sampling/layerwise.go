@@ -1,0 +1,209 @@
+package sampling
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"gnnmpi/sparse"
+)
+
+// LayerWise is LADIES, layer-dependent importance sampling (Zou, Hu, Wang,
+// Jiang, Sun and Gu, NeurIPS 2019), in the matrix form of Tripathy, Yelick
+// and Buluç (MLSys 2024): every minibatch samples a fixed number of
+// vertices per layer, shared by all of the layer's destinations, with
+// probabilities that follow the destinations' own neighbourhoods.
+//
+// Norm is the GCN-normalised adjacency Â = D^{−1/2}(A + I)D^{−1/2} of the
+// graph (repeated entries of A count once; d_v is the number of distinct
+// neighbours of v, itself included). For a minibatch whose current layer
+// has destinations F, the layer below samples from
+//
+//	p_u = Σ_{v∈F} Â(v,u)² / Σ_{v∈F} Σ_w Â(v,w)²,
+//
+// the squared column norms of Â's rows F: for k minibatches at once these
+// are the k rows of P = Q·(Â∘Â), where row b of Q has a one at every
+// destination of minibatch b. Sizes[h] vertices are drawn independently
+// with replacement (h = 0 below the seeds); u, drawn c_u times, enters the
+// block with the weight c_u/(Sizes[h]·p_u) on every edge Â(v,u), so that
+// the block's aggregation Σ_u Adj(v,u)·x_u is an unbiased estimate of the
+// exact Σ_u Â(v,u)·x_u. When the destinations have at most Sizes[h]
+// distinct neighbours, all of them are taken with weight 1 (the exact
+// aggregation) and no randomness is used.
+//
+// A block's destinations are F and its sources F followed by the sampled
+// vertices outside F in ascending id (the destinations keep their own rows
+// for the layers' self terms, as LADIES's implementation adds the output
+// nodes to the sampled ones); its Adj has the weighted values of Â at the
+// sampled columns only. Use Adj's values as the layer's propagation matrix,
+// without normalising it again.
+//
+// The draws of minibatch b at hop h come from RowStream(keys[b], h, −1).
+type LayerWise struct {
+	Norm  *sparse.CSR
+	Sizes []int
+	sq    *sparse.CSR // Â∘Â
+}
+
+var _ Sampler = (*LayerWise)(nil)
+
+// NewLayerWise returns a LADIES sampler over the graph adj (n×n, row v
+// listing v's neighbours) drawing sizes[h] vertices per minibatch at hop
+// h+1 from the seeds (sizes[0] belongs to the output layer). It returns an
+// error if adj is not a valid square CSR, sizes is empty, or a size is
+// below 1.
+func NewLayerWise(adj *sparse.CSR, sizes []int) (*LayerWise, error) {
+	if adj == nil {
+		return nil, fmt.Errorf("sampling: nil adjacency")
+	}
+	if err := adj.Validate(); err != nil {
+		return nil, fmt.Errorf("sampling: adjacency: %w", err)
+	}
+	if adj.NRows != adj.NCols {
+		return nil, fmt.Errorf("sampling: adjacency is %d×%d, not square", adj.NRows, adj.NCols)
+	}
+	if len(sizes) == 0 {
+		return nil, fmt.Errorf("sampling: no layer sizes (need one per layer)")
+	}
+	for h, s := range sizes {
+		if s < 1 {
+			return nil, fmt.Errorf("sampling: layer size %d at hop %d; LADIES samples at least 1 vertex per layer", s, h+1)
+		}
+	}
+	norm := GCNNormalized(adj)
+	sq := &sparse.CSR{NRows: norm.NRows, NCols: norm.NCols, Indptr: norm.Indptr, Indices: norm.Indices, Values: make([]float64, len(norm.Values))}
+	for q, x := range norm.Values {
+		sq.Values[q] = x * x
+	}
+	return &LayerWise{Norm: norm, Sizes: slices.Clone(sizes), sq: sq}, nil
+}
+
+// GCNNormalized returns Â = D^{−1/2}(A + I)D^{−1/2} for the square adj:
+// the distinct entries of every row of adj plus the diagonal, each (v,u)
+// of value 1/√(d_v·d_u), d_v being the length of row v of A + I. Rows are
+// sorted.
+func GCNNormalized(adj *sparse.CSR) *sparse.CSR {
+	n := adj.NRows
+	out := &sparse.CSR{NRows: n, NCols: n, Indptr: make([]int64, n+1)}
+	for v := range n {
+		row := append(slices.Clone(adj.Row(v)), v)
+		slices.Sort(row)
+		row = slices.Compact(row)
+		out.Indices = append(out.Indices, row...)
+		out.Indptr[v+1] = int64(len(out.Indices))
+	}
+	out.Values = make([]float64, len(out.Indices))
+	for v := range n {
+		dv := float64(out.Degree(v))
+		for q := out.Indptr[v]; q < out.Indptr[v+1]; q++ {
+			out.Values[q] = 1 / math.Sqrt(dv*float64(out.Degree(out.Indices[q])))
+		}
+	}
+	return out
+}
+
+// Sample returns the minibatches of batches, each with len(s.Sizes)
+// blocks, drawing for all of them at once per layer (see LayerWise). It
+// returns an error if len(keys) != len(batches), or a seed is outside
+// [0, n) or repeated within its minibatch. It does not modify batches and
+// the minibatches share no memory with them.
+func (s *LayerWise) Sample(batches [][]int64, keys []uint64) ([]*MiniBatch, error) {
+	n := s.Norm.NRows
+	locals, err := checkBatches(batches, keys, n)
+	if err != nil {
+		return nil, err
+	}
+	k, nl := len(batches), len(s.Sizes)
+	out := make([]*MiniBatch, k)
+	frontiers := make([][]int64, k)
+	for b := range k {
+		out[b] = &MiniBatch{Blocks: make([]Block, nl)}
+		frontiers[b] = batches[b]
+	}
+	st := newStreams()
+	var prefix []float64
+	q := &sparse.CSR{NRows: int64(k), NCols: n, Indptr: make([]int64, k+1)}
+	for h, size := range s.Sizes {
+		// P = Q·(Â∘Â): one row per minibatch.
+		q.Indices = q.Indices[:0]
+		for b, f := range frontiers {
+			q.Indices = append(q.Indices, f...)
+			q.Indptr[b+1] = int64(len(q.Indices))
+		}
+		p, err := sparse.Mul(q, s.sq)
+		if err != nil {
+			return nil, err
+		}
+		for b := range k {
+			cols, w := p.Row(int64(b)), p.Values[p.Indptr[b]:p.Indptr[b+1]]
+			// factor[t]: the weight of candidate cols[t], 0 if not drawn.
+			factor := make([]float64, len(cols))
+			if len(cols) <= size {
+				for t := range factor {
+					factor[t] = 1
+				}
+			} else {
+				prefix = prefix[:0]
+				var total float64
+				for _, x := range w {
+					total += x
+					prefix = append(prefix, total)
+				}
+				r := st.at(keys[b], h, -1)
+				for drawn := 0; drawn < size; {
+					t := upper(prefix, r.Float64()*total)
+					if t == len(prefix) || w[t] == 0 {
+						continue // rounding put the dart at the end
+					}
+					factor[t] += total / (float64(size) * w[t])
+					drawn++
+				}
+			}
+			blk := s.block(frontiers[b], cols, factor, locals[b])
+			out[b].Blocks[nl-1-h] = blk
+			frontiers[b] = blk.Src
+		}
+	}
+	for _, m := range out {
+		m.Seeds = m.Blocks[nl-1].Dst
+	}
+	return out, nil
+}
+
+// block builds the block of the destinations dst over the candidate
+// columns cols (ascending) with their weights factor (0: not sampled).
+// local maps every destination to its index in dst on entry; on return it
+// maps every source to its index in Src.
+func (s *LayerWise) block(dst, cols []int64, factor []float64, local map[int64]int64) Block {
+	nd := len(dst)
+	src := make([]int64, nd, nd+len(cols))
+	copy(src, dst)
+	weight := make(map[int64]float64, len(cols))
+	for t, u := range cols {
+		if factor[t] == 0 {
+			continue
+		}
+		weight[u] = factor[t]
+		if _, ok := local[u]; !ok {
+			local[u] = int64(len(src))
+			src = append(src, u)
+		}
+	}
+	adj := &sparse.CSR{NRows: int64(nd), NCols: int64(len(src)), Indptr: make([]int64, nd+1)}
+	for i, v := range dst {
+		lo, hi := s.Norm.Indptr[v], s.Norm.Indptr[v+1]
+		for q := lo; q < hi; q++ {
+			u := s.Norm.Indices[q]
+			if f, ok := weight[u]; ok {
+				adj.Indices = append(adj.Indices, local[u])
+				adj.Values = append(adj.Values, s.Norm.Values[q]*f)
+			}
+		}
+		adj.Indptr[i+1] = int64(len(adj.Indices))
+	}
+	if adj.Indices == nil {
+		adj.Indices, adj.Values = []int64{}, []float64{}
+	}
+	adj.SortRows()
+	return Block{Adj: adj, Dst: src[:nd:nd], Src: slices.Clip(src)}
+}
