@@ -18,8 +18,17 @@ type Config struct {
 	// "none".
 	FeatureNorm string
 
-	Fanouts   []int  // per hop from the seeds (output layer first); < 0: all neighbours
-	BatchSize int    // seeds per rank per minibatch (upper bound)
+	// Sampler is SamplerSAGE (node-wise: Fanouts[h] neighbours per
+	// vertex) or SamplerLADIES (layer-wise: Fanouts[h] vertices per
+	// minibatch and layer; GCN only, whose blocks then carry LADIES's
+	// weights).
+	Sampler   string
+	Fanouts   []int // per hop from the seeds (output layer first); < 0: all neighbours (sage)
+	BatchSize int   // seeds per rank per minibatch (upper bound)
+	// Bulk is the number of minibatches sampled together (one sparse
+	// product per layer for all of them); they are then trained one after
+	// another. The minibatches do not depend on it.
+	Bulk int
 	Epochs    int    // last epoch (1-based) to train
 	Shuffle   string // ShuffleLocal or ShuffleGlobal
 
@@ -57,6 +66,12 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("train: %d fanouts for %d layers; give one per layer (e.g. --fanouts 25,10)", len(c.Fanouts), c.Model.Layers)
 	case c.BatchSize < 1:
 		return fmt.Errorf("train: batch size %d < 1", c.BatchSize)
+	case c.Bulk < 1:
+		return fmt.Errorf("train: bulk %d < 1 (minibatches sampled together)", c.Bulk)
+	case c.Sampler != SamplerSAGE && c.Sampler != SamplerLADIES:
+		return fmt.Errorf("train: unknown sampler %q (want %s or %s)", c.Sampler, SamplerSAGE, SamplerLADIES)
+	case c.Sampler == SamplerLADIES && c.Model.Kind != "gcn":
+		return fmt.Errorf("train: the ladies sampler weights GCN's propagation matrix; use --model gcn (not %s)", c.Model.Kind)
 	case c.Epochs < 0:
 		return fmt.Errorf("train: %d epochs < 0", c.Epochs)
 	case c.Shuffle != ShuffleLocal && c.Shuffle != ShuffleGlobal:
@@ -84,9 +99,18 @@ func (c *Config) Validate() error {
 		if f == 0 {
 			return fmt.Errorf("train: fanout 0 samples nothing; use a positive fanout or -1 for all neighbours")
 		}
+		if f < 0 && c.Sampler == SamplerLADIES {
+			return fmt.Errorf("train: ladies samples a fixed number of vertices per layer; fanout %d must be positive", f)
+		}
 	}
 	return nil
 }
+
+// Samplers (Config.Sampler).
+const (
+	SamplerSAGE   = "sage"
+	SamplerLADIES = "ladies"
+)
 
 // Model-selection rules (Config.Select).
 const (
@@ -101,8 +125,10 @@ func Defaults(kind string) Config {
 	c := Config{
 		Model:       model.Config{Kind: kind, Layers: 2, Hidden: 128, Heads: 1, OutHeads: 1, Dropout: 0.5},
 		FeatureNorm: "row",
+		Sampler:     SamplerSAGE,
 		Fanouts:     []int{25, 10},
 		BatchSize:   32,
+		Bulk:        1,
 		Epochs:      100,
 		Shuffle:     ShuffleLocal,
 		Optimizer:   "adam", LR: 0.01, WeightDecay: 5e-4,

@@ -132,7 +132,7 @@ type trainer struct {
 	cfg     Config
 	m       *model.Model
 	opt     model.Optimizer
-	sampler *sampling.NodeWise
+	sampler sampling.Sampler
 	sched   *schedule
 	deg     []int64 // full-graph degree of every vertex (GCN normalisation)
 	grads   []float32
@@ -169,7 +169,12 @@ func newTrainer(c collective.Comm, d *Data, cfg Config) (*trainer, error) {
 	default:
 		t.opt = model.NewAdam(cfg.LR, cfg.WeightDecay)
 	}
-	if t.sampler, err = sampling.NewNodeWise(d.Adj, cfg.Fanouts); err != nil {
+	if cfg.Sampler == SamplerLADIES {
+		t.sampler, err = sampling.NewLayerWise(d.Adj, cfg.Fanouts)
+	} else {
+		t.sampler, err = sampling.NewNodeWise(d.Adj, cfg.Fanouts)
+	}
+	if err != nil {
 		return nil, err
 	}
 	n := d.NumNodes()
@@ -300,8 +305,8 @@ func (t *trainer) blocks(mb *sampling.MiniBatch) []*sparse.CSR {
 }
 
 func (t *trainer) adjacency(b sampling.Block) *sparse.CSR {
-	if t.cfg.Model.Kind != "gcn" {
-		return b.Adj
+	if t.cfg.Model.Kind != "gcn" || b.Adj.Values != nil {
+		return b.Adj // LADIES blocks carry their propagation weights
 	}
 	dd, ds := make([]int64, len(b.Dst)), make([]int64, len(b.Src))
 	for i, g := range b.Dst {
@@ -325,17 +330,25 @@ func (t *trainer) epoch(epoch int, progress func(epoch, batch, batches int)) (Ep
 	}
 	var lossSum, correct, seen float64
 	batches := t.sched.batches(t.cfg.Seed, epoch, r)
+	var sampled []*sampling.MiniBatch
 	start := time.Now()
 	for i, seeds := range batches {
 		if progress != nil {
 			progress(epoch, i, len(batches))
 		}
 		t0 := time.Now()
-		mbs, err := t.sampler.Sample([][]int64{seeds}, []uint64{rng.Mix(t.cfg.Seed, streamSample, uint64(epoch), uint64(i), uint64(r))})
-		if err != nil {
-			return EpochStats{}, err
+		if i%t.cfg.Bulk == 0 { // sample the next Bulk minibatches together
+			bulk := batches[i:min(i+t.cfg.Bulk, len(batches))]
+			keys := make([]uint64, len(bulk))
+			for x := range keys {
+				keys[x] = rng.Mix(t.cfg.Seed, streamSample, uint64(epoch), uint64(i+x), uint64(r))
+			}
+			var err error
+			if sampled, err = t.sampler.Sample(bulk, keys); err != nil {
+				return EpochStats{}, err
+			}
 		}
-		mb := mbs[0]
+		mb := sampled[i%t.cfg.Bulk]
 		t0 = lap(PhaseSample, t0)
 		x, err := alltoall.FetchTo(c, t.xbuf, mb.Input(), t.d.Book, t.d.Feat)
 		if err != nil {

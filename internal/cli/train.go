@@ -28,6 +28,8 @@ func trainCmd() *Command {
 			heads := fs.Int("heads", 8, "GAT attention heads of the hidden layers")
 			outHeads := fs.Int("out-heads", 1, "GAT attention heads of the output layer (averaged)")
 			fanouts := fs.String("fanouts", "25,10", "neighbours sampled per hop, from the seeds outwards (-1: all); one per layer")
+			sampler := fs.String("sampler", d.Sampler, "sage (node-wise: --fanouts neighbours per vertex) or ladies (layer-wise: --fanouts vertices per minibatch and layer; --model gcn)")
+			bulk := fs.Int("bulk", d.Bulk, "minibatches sampled together (one sparse product per layer for all); the minibatches do not depend on it")
 			batch := fs.Int("batch-size", d.BatchSize, "seeds per rank per minibatch (at most)")
 			globalBatch := fs.Int("global-batch-size", 0, "seeds per step over all ranks (at most); each rank takes ⌈G/ranks⌉, so the number of optimizer steps does not depend on the rank count (replaces --batch-size)")
 			fs.Var(&epochs, "epochs", "epochs (default sage/gcn 100, gat 200)")
@@ -75,6 +77,7 @@ func trainCmd() *Command {
 				}
 				cfg.FeatureNorm = *featNorm
 				cfg.Fanouts, cfg.BatchSize, cfg.Shuffle = fo, *batch, *shuffle
+				cfg.Sampler, cfg.Bulk = *sampler, *bulk
 				if set["global-batch-size"] {
 					if set["batch-size"] {
 						return fmt.Errorf("train: give --batch-size (per rank) or --global-batch-size, not both")
@@ -169,8 +172,8 @@ func runTrain(env *Env, path, split, partition string, cfg train.Config) error {
 	}
 	env.Progress("loaded %s in %.2fs: %d vertices, %d features, %d classes; split %s with %d training vertices",
 		d.Name, time.Since(t0).Seconds(), d.NumNodes(), d.Feat.Cols, d.NumClasses, d.SplitName, len(d.Split.Train))
-	env.Printf("training %s (%d layers, hidden %d) on %s, %d ranks (%s, BLAS %s): fanouts %v, batch %d/rank, %s %.3g, seed %d\n",
-		cfg.Model.Kind, cfg.Model.Layers, cfg.Model.Hidden, d.Name, c.Size(), env.Backend, env.BLASName, cfg.Fanouts, cfg.BatchSize, cfg.Optimizer, cfg.LR, cfg.Seed)
+	env.Printf("training %s (%d layers, hidden %d) on %s, %d ranks (%s, BLAS %s): %s sampler, fanouts %v, batch %d/rank, bulk %d, %s %.3g, seed %d\n",
+		cfg.Model.Kind, cfg.Model.Layers, cfg.Model.Hidden, d.Name, c.Size(), env.Backend, env.BLASName, cfg.Sampler, cfg.Fanouts, cfg.BatchSize, cfg.Bulk, cfg.Optimizer, cfg.LR, cfg.Seed)
 	bar := &progressBar{env: env}
 	hooks := train.Hooks{
 		Log:   env.Progress,
@@ -192,7 +195,7 @@ func runTrain(env *Env, path, split, partition string, cfg train.Config) error {
 		env.Printf("no evaluation (--eval-every 0); median epoch %.3fs\n", res.MedianEpochS)
 	}
 	cfgOut := map[string]any{
-		"data": path, "split": d.SplitName, "partition": partition, "model": cfg.Model, "fanouts": cfg.Fanouts,
+		"data": path, "split": d.SplitName, "partition": partition, "model": cfg.Model, "sampler": cfg.Sampler, "bulk": cfg.Bulk, "fanouts": cfg.Fanouts,
 		"batch_size": cfg.BatchSize, "feature_norm": cfg.FeatureNorm, "epochs": cfg.Epochs, "shuffle": cfg.Shuffle, "optimizer": cfg.Optimizer,
 		"lr": cfg.LR, "weight_decay": cfg.WeightDecay, "momentum": cfg.Momentum, "seed": cfg.Seed,
 		"eval_every": cfg.EvalEvery, "select": cfg.Select, "blas": env.BLASName,
