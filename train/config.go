@@ -28,9 +28,9 @@ type Config struct {
 	// Bulk is the number of minibatches sampled together (one sparse
 	// product per layer for all of them); they are then trained one after
 	// another. The minibatches do not depend on it.
-	Bulk int
-	Epochs    int    // last epoch (1-based) to train
-	Shuffle   string // ShuffleLocal or ShuffleGlobal
+	Bulk    int
+	Epochs  int    // last epoch (1-based) to train
+	Shuffle string // ShuffleLocal or ShuffleGlobal
 
 	Optimizer   string // "adam" or "sgd"
 	LR          float32
