@@ -1,0 +1,243 @@
+package cli
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"gnnmpi/collective"
+	"gnnmpi/graph"
+	"gnnmpi/internal/rng"
+	"gnnmpi/sampling"
+)
+
+// Stream ids of the sample command's randomness (internal/rng paths).
+const (
+	streamSampleOrder = 0x6f72646572 // "order": the epoch's shuffle of the training vertices
+	streamSampleKeys  = 0x6b657973   // "keys": the minibatches' sampling keys
+)
+
+func sampleCmd() *Command {
+	return &Command{
+		Name:    "sample",
+		Summary: "sample minibatches (GraphSAGE node-wise or LADIES layer-wise, in bulk) and report their rate",
+		Usage:   "--data DIR --sampler sage|ladies --fanouts F1,F2 --batch-size B --bulk K",
+		Flags: func(fs *flag.FlagSet) func(*Env) error {
+			cfg := &sampleConfig{}
+			fs.StringVar(&cfg.data, "data", "data/cora", "dataset: OGB raw-layout directory or .gnn binary file")
+			fs.StringVar(&cfg.split, "split", "", "split whose training vertices are the seeds (default: the dataset's first)")
+			fs.StringVar(&cfg.sampler, "sampler", "sage", "sage (node-wise: --fanouts neighbours per vertex) or ladies (layer-wise: --fanouts vertices per minibatch and layer)")
+			fs.StringVar(&cfg.fanouts, "fanouts", "25,10", "per hop from the seeds outwards; sage: -1 takes all neighbours")
+			fs.IntVar(&cfg.batch, "batch-size", 1024, "seeds per minibatch (at most)")
+			fs.IntVar(&cfg.bulk, "bulk", 1, "minibatches sampled together (one sparse product per layer for all)")
+			fs.IntVar(&cfg.epochs, "epochs", 1, "passes over the training vertices")
+			fs.IntVar(&cfg.maxBatches, "max-batches", 0, "stop each epoch after this many minibatches over all ranks (0: all)")
+			fs.Uint64Var(&cfg.seed, "seed", 1, "random seed (shuffle and sampling)")
+			fs.StringVar(&cfg.dump, "dump", "", "write every minibatch to DIR/e<epoch>-b<batch>.txt (format: README, Data formats)")
+			return func(env *Env) error { return runSample(env, cfg) }
+		},
+	}
+}
+
+type sampleConfig struct {
+	data, split, sampler, fanouts, dump string
+	batch, bulk, epochs, maxBatches     int
+	seed                                uint64
+}
+
+// SampleResult is the sample command's final metrics object (key "sample").
+type SampleResult struct {
+	Sampler         string  `json:"sampler"`
+	Fanouts         []int   `json:"fanouts"`
+	BatchSize       int     `json:"batch_size"`
+	Bulk            int     `json:"bulk"`
+	Topology        string  `json:"topology"`
+	Minibatches     int64   `json:"minibatches"`
+	Edges           int64   `json:"edges"`    // sampled edges, all blocks of all minibatches
+	Vertices        int64   `json:"vertices"` // input vertices (features to fetch), summed over minibatches
+	Seconds         float64 `json:"seconds"`  // the slowest rank's sampling time
+	MinibatchesPerS float64 `json:"minibatches_per_s"`
+	EdgesPerS       float64 `json:"edges_per_s"`
+	// Bytes sent over all ranks by phase (sampling with the topology
+	// replicated sends none).
+	Bytes map[string]int64 `json:"bytes"`
+}
+
+func runSample(env *Env, cfg *sampleConfig) error {
+	c := env.Comm
+	p, me := c.Size(), c.Rank()
+	fo, err := parseInts(cfg.fanouts)
+	if err != nil {
+		return fmt.Errorf("sample: --fanouts %q: %w", cfg.fanouts, err)
+	}
+	switch {
+	case cfg.batch < 1:
+		return fmt.Errorf("sample: --batch-size %d < 1", cfg.batch)
+	case cfg.bulk < 1:
+		return fmt.Errorf("sample: --bulk %d < 1", cfg.bulk)
+	case cfg.epochs < 1:
+		return fmt.Errorf("sample: --epochs %d < 1", cfg.epochs)
+	case cfg.maxBatches < 0:
+		return fmt.Errorf("sample: --max-batches %d < 0", cfg.maxBatches)
+	}
+	restore := collective.SetPhase(c, "setup")
+	g, err := graph.Load(cfg.data, graph.ReadOptions{NoFeatures: true})
+	if err != nil {
+		return err
+	}
+	split := cfg.split
+	if split == "" {
+		var ok bool
+		if split, _, ok = g.DefaultSplit(); !ok {
+			return fmt.Errorf("sample: %s has no split", cfg.data)
+		}
+	}
+	sp, ok := g.Splits[split]
+	if !ok {
+		return fmt.Errorf("sample: %s has no split %q (have %v)", cfg.data, split, g.SplitNames())
+	}
+	var smp sampling.Sampler
+	switch cfg.sampler {
+	case "sage":
+		smp, err = sampling.NewNodeWise(g.Adj, fo)
+	case "ladies":
+		smp, err = sampling.NewLayerWise(g.Adj, fo)
+	default:
+		err = fmt.Errorf("unknown sampler %q (want sage or ladies)", cfg.sampler)
+	}
+	if err != nil {
+		return fmt.Errorf("sample: %w", err)
+	}
+	if cfg.dump != "" {
+		if err := os.MkdirAll(cfg.dump, 0o755); err != nil {
+			return fmt.Errorf("sample: %w", err)
+		}
+	}
+	restore()
+	env.Printf("sampling %s %v on %s (%d vertices, %d training), batch %d, bulk %d, %d ranks\n",
+		cfg.sampler, fo, g.Name, g.NumNodes, len(sp.Train), cfg.batch, cfg.bulk, p)
+
+	// Minibatch b of an epoch is a slice of the epoch's global shuffle of
+	// the training vertices, sampled by rank b mod p with a key of (seed,
+	// epoch, b): the minibatches do not depend on p or on the bulk.
+	defer collective.SetPhase(c, "sample")()
+	var nb, edges, verts int64
+	var secs float64
+	for epoch := range cfg.epochs {
+		order := rng.New(cfg.seed, streamSampleOrder, uint64(epoch)).Perm(len(sp.Train))
+		total := (len(order) + cfg.batch - 1) / cfg.batch
+		if cfg.maxBatches > 0 {
+			total = min(total, cfg.maxBatches)
+		}
+		var ids []int
+		for b := me; b < total; b += p {
+			ids = append(ids, b)
+		}
+		for lo := 0; lo < len(ids); lo += cfg.bulk {
+			chunk := ids[lo:min(lo+cfg.bulk, len(ids))]
+			batches := make([][]int64, len(chunk))
+			keys := make([]uint64, len(chunk))
+			for x, b := range chunk {
+				for _, k := range order[b*cfg.batch : min((b+1)*cfg.batch, len(order))] {
+					batches[x] = append(batches[x], sp.Train[k])
+				}
+				keys[x] = rng.Mix(cfg.seed, streamSampleKeys, uint64(epoch), uint64(b))
+			}
+			t0 := time.Now()
+			mbs, err := smp.Sample(batches, keys)
+			if err != nil {
+				return err
+			}
+			secs += time.Since(t0).Seconds()
+			for x, m := range mbs {
+				nb++
+				verts += int64(len(m.Input()))
+				for _, blk := range m.Blocks {
+					edges += blk.Adj.NNZ()
+				}
+				if cfg.dump != "" {
+					path := filepath.Join(cfg.dump, fmt.Sprintf("e%d-b%d.txt", epoch, chunk[x]))
+					if err := dumpMiniBatch(path, m, epoch, chunk[x], keys[x], cfg.sampler); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		env.Progress("epoch %d: %d minibatches sampled", epoch+1, total)
+	}
+
+	restore = collective.SetPhase(c, "report")
+	if nb, err = collective.AllreduceScalar(c, nb, collective.Sum); err != nil {
+		return err
+	}
+	if edges, err = collective.AllreduceScalar(c, edges, collective.Sum); err != nil {
+		return err
+	}
+	if verts, err = collective.AllreduceScalar(c, verts, collective.Sum); err != nil {
+		return err
+	}
+	if secs, err = collective.AllreduceScalar(c, secs, collective.Max); err != nil {
+		return err
+	}
+	cs, err := GatherComm(c)
+	if err != nil {
+		return err
+	}
+	restore()
+	res := SampleResult{Sampler: cfg.sampler, Fanouts: fo, BatchSize: cfg.batch, Bulk: cfg.bulk, Topology: "replicated",
+		Minibatches: nb, Edges: edges, Vertices: verts, Seconds: secs, Bytes: map[string]int64{}}
+	for ph, x := range cs.ByPhase {
+		res.Bytes[ph] = x.TotalSent
+	}
+	if secs > 0 {
+		res.MinibatchesPerS, res.EdgesPerS = float64(nb)/secs, float64(edges)/secs
+	}
+	env.Printf("sampled   %d minibatches, %d edges, %d input vertices in %.3fs (slowest rank)\n", nb, edges, verts, secs)
+	env.Printf("rate      %.1f minibatches/s, %.4g edges/s\n", res.MinibatchesPerS, res.EdgesPerS)
+	return env.Finish(map[string]any{"sample": res})
+}
+
+// dumpMiniBatch writes m as text: a header line, the seeds, then per block
+// (input layer first) its sizes, its sources' global ids and one line per
+// edge "dst src" in global ids, with the edge's weight for LADIES.
+func dumpMiniBatch(path string, m *sampling.MiniBatch, epoch, batch int, key uint64, sampler string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("sample: %w", err)
+	}
+	w := bufio.NewWriter(f)
+	fmt.Fprintf(w, "# gnnmpi minibatch %d of epoch %d, key %#x, sampler %s, %d blocks\n", batch, epoch, key, sampler, len(m.Blocks))
+	fmt.Fprintf(w, "seeds %d", len(m.Seeds))
+	for _, v := range m.Seeds {
+		fmt.Fprintf(w, " %d", v)
+	}
+	fmt.Fprintln(w)
+	for l, b := range m.Blocks {
+		fmt.Fprintf(w, "block %d dst %d src %d edges %d\n", l, len(b.Dst), len(b.Src), b.Adj.NNZ())
+		fmt.Fprint(w, "src")
+		for _, v := range b.Src {
+			fmt.Fprintf(w, " %d", v)
+		}
+		fmt.Fprintln(w)
+		for i, v := range b.Dst {
+			for q := b.Adj.Indptr[i]; q < b.Adj.Indptr[i+1]; q++ {
+				if b.Adj.Values != nil {
+					fmt.Fprintf(w, "%d %d %.17g\n", v, b.Src[b.Adj.Indices[q]], b.Adj.Values[q])
+				} else {
+					fmt.Fprintf(w, "%d %d\n", v, b.Src[b.Adj.Indices[q]])
+				}
+			}
+		}
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return fmt.Errorf("sample: %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("sample: %s: %w", path, err)
+	}
+	return nil
+}

@@ -1,0 +1,80 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func sampleJSON(t *testing.T, p int, args ...string) SampleResult {
+	t.Helper()
+	out, err := runCmd(t, p, "sample", args...)
+	require.NoError(t, err)
+	var obj struct {
+		Sample SampleResult `json:"sample"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &obj), out)
+	return obj.Sample
+}
+
+// readDump returns the files of a --dump directory by name.
+func readDump(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	out := map[string]string{}
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		require.NoError(t, err)
+		out[e.Name()] = string(b)
+	}
+	return out
+}
+
+// The minibatches (dumped as text) are the same whatever the rank count and
+// the bulk size, for both samplers; the report counts them all.
+func TestSampleCommand(t *testing.T) {
+	data := filepath.Join("..", "..", "data", "cora")
+	for _, sampler := range []struct{ name, fanouts string }{{"sage", "10,5"}, {"ladies", "64,64"}} {
+		var want map[string]string
+		for _, run := range []struct{ p, bulk int }{{1, 1}, {3, 1}, {2, 4}, {4, 16}} {
+			dir := t.TempDir()
+			res := sampleJSON(t, run.p, "--data", data, "--sampler", sampler.name, "--fanouts", sampler.fanouts,
+				"--batch-size", "16", "--bulk", strconv.Itoa(run.bulk), "--epochs", "2", "--dump", dir)
+			// Cora's split trains on 140 vertices: 9 minibatches per epoch.
+			require.Equal(t, int64(18), res.Minibatches)
+			require.Positive(t, res.Edges)
+			require.Positive(t, res.EdgesPerS)
+			require.Positive(t, res.MinibatchesPerS)
+			require.Zero(t, res.Bytes["sample"], "replicated topology samples without communication")
+			got := readDump(t, dir)
+			require.Len(t, got, 18)
+			if want == nil {
+				want = got
+				continue
+			}
+			require.Equal(t, want, got, "%s p=%d bulk=%d", sampler.name, run.p, run.bulk)
+		}
+	}
+}
+
+func TestSampleErrors(t *testing.T) {
+	data := filepath.Join("..", "..", "data", "cora")
+	for _, tc := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"--data", data, "--bulk", "0"}, "--bulk 0"},
+		{[]string{"--data", data, "--sampler", "fastgcn"}, "unknown sampler"},
+		{[]string{"--data", data, "--sampler", "ladies", "--fanouts", "0"}, "at least 1 vertex"},
+		{[]string{"--data", data, "--fanouts", "x"}, "--fanouts"},
+		{[]string{"--data", filepath.Join(t.TempDir(), "none")}, "none"},
+	} {
+		_, err := runCmd(t, 2, "sample", tc.args...)
+		require.ErrorContains(t, err, tc.msg)
+	}
+}
