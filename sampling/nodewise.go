@@ -3,7 +3,10 @@ package sampling
 import (
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"slices"
+	"sync"
+	"sync/atomic"
 
 	"gnnmpi/sparse"
 )
@@ -67,8 +70,7 @@ func NewNodeWise(adj *sparse.CSR, fanouts []int) (*NodeWise, error) {
 // outside [0, n) or repeated within its minibatch. It does not modify
 // batches and the minibatches share no memory with them.
 func (s *NodeWise) Sample(batches [][]int64, keys []uint64) ([]*MiniBatch, error) {
-	locals, err := checkBatches(batches, keys, s.Adj.NRows)
-	if err != nil {
+	if _, err := checkBatches(batches, keys, s.Adj.NRows); err != nil {
 		return nil, err
 	}
 	k, nl := len(batches), len(s.Fanouts)
@@ -81,6 +83,7 @@ func (s *NodeWise) Sample(batches [][]int64, keys []uint64) ([]*MiniBatch, error
 	st := newStreams()
 	var rows []int64
 	off := make([]int64, k+1)
+	var rel [][]int32 // per goroutine: position of each vertex in the block being built, −1 if none
 	for h, fanout := range s.Fanouts {
 		rows = rows[:0]
 		for b, f := range frontiers {
@@ -96,11 +99,13 @@ func (s *NodeWise) Sample(batches [][]int64, keys []uint64) ([]*MiniBatch, error
 			}
 			return st.at(keys[b], h, rows[i])
 		})
-		for b := range k {
-			blk := newBlock(frontiers[b], rowRange(smp, off[b], off[b+1]), locals[b])
+		// The minibatches' blocks, on up to GOMAXPROCS goroutines, each
+		// with its own relabelling array.
+		forEach(k, s.Adj.NRows, &rel, func(b int, pos []int32) {
+			blk := relabel(frontiers[b], rowRange(smp, off[b], off[b+1]), pos)
 			out[b].Blocks[nl-1-h] = blk
 			frontiers[b] = blk.Src
-		}
+		})
 	}
 	for _, m := range out {
 		m.Seeds = m.Blocks[nl-1].Dst
@@ -146,6 +151,81 @@ func selectRows(adj *sparse.CSR, frontier []int64) *sparse.CSR {
 		panic(err) // Q has as many columns as adj has rows
 	}
 	return p
+}
+
+// relabel is newBlock with a dense relabelling array pos (n entries, all
+// −1 on entry and on return) instead of a map: the destinations are
+// numbered by their position in dst.
+func relabel(dst []int64, smp *sparse.CSR, pos []int32) Block {
+	nd := len(dst)
+	src := make([]int64, nd, nd+len(smp.Indices))
+	copy(src, dst)
+	for i, v := range dst {
+		pos[v] = int32(i)
+	}
+	adj := &sparse.CSR{NRows: int64(nd), Indptr: smp.Indptr, Indices: make([]int64, len(smp.Indices))}
+	for q, v := range smp.Indices {
+		j := pos[v]
+		if j < 0 {
+			j = int32(len(src))
+			pos[v] = j
+			src = append(src, v)
+		}
+		adj.Indices[q] = int64(j)
+	}
+	for _, v := range src {
+		pos[v] = -1
+	}
+	for i := range nd {
+		slices.Sort(adj.Indices[adj.Indptr[i]:adj.Indptr[i+1]])
+	}
+	adj.NCols = int64(len(src))
+	return Block{Adj: adj, Dst: src[:nd:nd], Src: slices.Clip(src)}
+}
+
+// forEach calls fn(b, pos) for b in [0, k) on up to GOMAXPROCS goroutines,
+// each with its own array pos of n int32 set to −1, kept in *arrays for
+// the next call. It will panic with fn's panic.
+func forEach(k int, n int64, arrays *[][]int32, fn func(b int, pos []int32)) {
+	g := min(k, runtime.GOMAXPROCS(0))
+	for len(*arrays) < g {
+		pos := make([]int32, n)
+		for v := range pos {
+			pos[v] = -1
+		}
+		*arrays = append(*arrays, pos)
+	}
+	if g <= 1 {
+		for b := range k {
+			fn(b, (*arrays)[0])
+		}
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var once sync.Once
+	var pv any
+	for x := range g {
+		pos := (*arrays)[x]
+		wg.Go(func() {
+			defer func() {
+				if r := recover(); r != nil {
+					once.Do(func() { pv = r })
+				}
+			}()
+			for {
+				b := int(next.Add(1) - 1)
+				if b >= k {
+					return
+				}
+				fn(b, pos)
+			}
+		})
+	}
+	wg.Wait()
+	if pv != nil {
+		panic(pv)
+	}
 }
 
 // newBlock turns the sampled matrix smp (|dst|×n, global columns, rows
