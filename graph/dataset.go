@@ -71,6 +71,24 @@ func (d *Dataset) DefaultSplit() (name string, s Split, ok bool) {
 	return names[0], d.Splits[names[0]], true
 }
 
+// SplitNamed returns the split called name, or the default split (see
+// DefaultSplit) when name is empty, with its name. The error reads after
+// the dataset's name: "has no split …".
+func (d *Dataset) SplitNamed(name string) (string, Split, error) {
+	if name == "" {
+		n, s, ok := d.DefaultSplit()
+		if !ok {
+			return "", Split{}, fmt.Errorf("has no split (a split/<name>/{train,valid,test}.csv.gz directory)")
+		}
+		return n, s, nil
+	}
+	s, ok := d.Splits[name]
+	if !ok {
+		return "", Split{}, fmt.Errorf("has no split %q (have %v)", name, d.SplitNames())
+	}
+	return name, s, nil
+}
+
 // Validate checks the dataset's internal consistency: matrix structure, row
 // counts of features and labels, label range, split ids in range.
 func (d *Dataset) Validate() error {

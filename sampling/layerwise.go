@@ -53,14 +53,8 @@ var _ Sampler = (*LayerWise)(nil)
 // error if adj is not a valid square CSR, sizes is empty, or a size is
 // below 1.
 func NewLayerWise(adj *sparse.CSR, sizes []int) (*LayerWise, error) {
-	if adj == nil {
-		return nil, fmt.Errorf("sampling: nil adjacency")
-	}
-	if err := adj.Validate(); err != nil {
-		return nil, fmt.Errorf("sampling: adjacency: %w", err)
-	}
-	if adj.NRows != adj.NCols {
-		return nil, fmt.Errorf("sampling: adjacency is %d×%d, not square", adj.NRows, adj.NCols)
+	if err := checkAdj(adj); err != nil {
+		return nil, err
 	}
 	if len(sizes) == 0 {
 		return nil, fmt.Errorf("sampling: no layer sizes (need one per layer)")
@@ -109,8 +103,7 @@ func GCNNormalized(adj *sparse.CSR) *sparse.CSR {
 // the minibatches share no memory with them.
 func (s *LayerWise) Sample(batches [][]int64, keys []uint64) ([]*MiniBatch, error) {
 	n := s.Norm.NRows
-	locals, err := checkBatches(batches, keys, n)
-	if err != nil {
+	if err := checkBatches(batches, keys, n); err != nil {
 		return nil, err
 	}
 	k, nl := len(batches), len(s.Sizes)
@@ -122,6 +115,7 @@ func (s *LayerWise) Sample(batches [][]int64, keys []uint64) ([]*MiniBatch, erro
 	}
 	st := newStreams()
 	var prefix []float64
+	var rel [][]int32 // per goroutine of forEach: relabelling array
 	q := &sparse.CSR{NRows: int64(k), NCols: n, Indptr: make([]int64, k+1)}
 	for h, size := range s.Sizes {
 		// P = Q·(Â∘Â): one row per minibatch.
@@ -134,35 +128,40 @@ func (s *LayerWise) Sample(batches [][]int64, keys []uint64) ([]*MiniBatch, erro
 		if err != nil {
 			return nil, err
 		}
+		// The draws, in minibatch order, then the blocks on goroutines.
+		factors := make([][]float64, k)
 		for b := range k {
 			cols, w := p.Row(int64(b)), p.Values[p.Indptr[b]:p.Indptr[b+1]]
 			// factor[t]: the weight of candidate cols[t], 0 if not drawn.
 			factor := make([]float64, len(cols))
+			factors[b] = factor
 			if len(cols) <= size {
 				for t := range factor {
 					factor[t] = 1
 				}
-			} else {
-				prefix = prefix[:0]
-				var total float64
-				for _, x := range w {
-					total += x
-					prefix = append(prefix, total)
-				}
-				r := st.at(keys[b], h, -1)
-				for drawn := 0; drawn < size; {
-					t := upper(prefix, r.Float64()*total)
-					if t == len(prefix) || w[t] == 0 {
-						continue // rounding put the dart at the end
-					}
-					factor[t] += total / (float64(size) * w[t])
-					drawn++
-				}
+				continue
 			}
-			blk := s.block(frontiers[b], cols, factor, locals[b])
+			prefix = prefix[:0]
+			var total float64
+			for _, x := range w {
+				total += x
+				prefix = append(prefix, total)
+			}
+			r := st.at(keys[b], h, -1)
+			for drawn := 0; drawn < size; {
+				t := upper(prefix, r.Float64()*total)
+				if t == len(prefix) || w[t] == 0 {
+					continue // rounding put the dart at the end
+				}
+				factor[t] += total / (float64(size) * w[t])
+				drawn++
+			}
+		}
+		forEach(k, n, &rel, func(b int, pos []int32) {
+			blk := s.block(frontiers[b], p.Row(int64(b)), factors[b], pos)
 			out[b].Blocks[nl-1-h] = blk
 			frontiers[b] = blk.Src
-		}
+		})
 	}
 	for _, m := range out {
 		m.Seeds = m.Blocks[nl-1].Dst
@@ -172,20 +171,22 @@ func (s *LayerWise) Sample(batches [][]int64, keys []uint64) ([]*MiniBatch, erro
 
 // block builds the block of the destinations dst over the candidate
 // columns cols (ascending) with their weights factor (0: not sampled).
-// local maps every destination to its index in dst on entry; on return it
-// maps every source to its index in Src.
-func (s *LayerWise) block(dst, cols []int64, factor []float64, local map[int64]int64) Block {
+// pos (n entries) is −1 everywhere on entry and on return.
+func (s *LayerWise) block(dst, cols []int64, factor []float64, pos []int32) Block {
 	nd := len(dst)
 	src := make([]int64, nd, nd+len(cols))
 	copy(src, dst)
+	for i, v := range dst {
+		pos[v] = int32(i)
+	}
 	weight := make(map[int64]float64, len(cols))
 	for t, u := range cols {
 		if factor[t] == 0 {
 			continue
 		}
 		weight[u] = factor[t]
-		if _, ok := local[u]; !ok {
-			local[u] = int64(len(src))
+		if pos[u] < 0 {
+			pos[u] = int32(len(src))
 			src = append(src, u)
 		}
 	}
@@ -195,11 +196,14 @@ func (s *LayerWise) block(dst, cols []int64, factor []float64, local map[int64]i
 		for q := lo; q < hi; q++ {
 			u := s.Norm.Indices[q]
 			if f, ok := weight[u]; ok {
-				adj.Indices = append(adj.Indices, local[u])
+				adj.Indices = append(adj.Indices, int64(pos[u]))
 				adj.Values = append(adj.Values, s.Norm.Values[q]*f)
 			}
 		}
 		adj.Indptr[i+1] = int64(len(adj.Indices))
+	}
+	for _, v := range src {
+		pos[v] = -1
 	}
 	if adj.Indices == nil {
 		adj.Indices, adj.Values = []int64{}, []float64{}

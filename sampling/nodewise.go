@@ -37,14 +37,8 @@ var _ Sampler = (*NodeWise)(nil)
 // which it keeps (adj is not copied, fanouts is). It returns an error if adj
 // is not a valid square CSR or fanouts is empty.
 func NewNodeWise(adj *sparse.CSR, fanouts []int) (*NodeWise, error) {
-	if adj == nil {
-		return nil, fmt.Errorf("sampling: nil adjacency")
-	}
-	if err := adj.Validate(); err != nil {
-		return nil, fmt.Errorf("sampling: adjacency: %w", err)
-	}
-	if adj.NRows != adj.NCols {
-		return nil, fmt.Errorf("sampling: adjacency is %d×%d, not square", adj.NRows, adj.NCols)
+	if err := checkAdj(adj); err != nil {
+		return nil, err
 	}
 	if len(fanouts) == 0 {
 		return nil, fmt.Errorf("sampling: no fanouts (need one per layer)")
@@ -70,7 +64,7 @@ func NewNodeWise(adj *sparse.CSR, fanouts []int) (*NodeWise, error) {
 // outside [0, n) or repeated within its minibatch. It does not modify
 // batches and the minibatches share no memory with them.
 func (s *NodeWise) Sample(batches [][]int64, keys []uint64) ([]*MiniBatch, error) {
-	if _, err := checkBatches(batches, keys, s.Adj.NRows); err != nil {
+	if err := checkBatches(batches, keys, s.Adj.NRows); err != nil {
 		return nil, err
 	}
 	k, nl := len(batches), len(s.Fanouts)
@@ -123,17 +117,23 @@ func FullBlock(adj *sparse.CSR, dst []int64) Block {
 	if adj.NRows != adj.NCols {
 		panic("sampling: adjacency not square")
 	}
-	local := make(map[int64]int64, len(dst))
-	for i, v := range dst {
+	pos := make([]int32, adj.NRows)
+	for v := range pos {
+		pos[v] = -1
+	}
+	for _, v := range dst {
 		if v < 0 || v >= adj.NRows {
 			panic("sampling: destination vertex out of range")
 		}
-		if _, dup := local[v]; dup {
+		if pos[v] == 0 {
 			panic("sampling: destination vertex repeated")
 		}
-		local[v] = int64(i)
+		pos[v] = 0
 	}
-	return newBlock(dst, sampleRows(selectRows(adj, dst), -1, false, nil), local)
+	for _, v := range dst {
+		pos[v] = -1
+	}
+	return relabel(dst, sampleRows(selectRows(adj, dst), -1, false, nil), pos)
 }
 
 // selectRows returns P = Q·adj, where Q is the |frontier|×n selection
@@ -153,9 +153,11 @@ func selectRows(adj *sparse.CSR, frontier []int64) *sparse.CSR {
 	return p
 }
 
-// relabel is newBlock with a dense relabelling array pos (n entries, all
-// −1 on entry and on return) instead of a map: the destinations are
-// numbered by their position in dst.
+// relabel turns the sampled matrix smp (|dst|×n, global columns) into the
+// block with destinations dst: sources are the destinations followed by
+// the other sampled vertices in order of first appearance, and each row's
+// local columns are sorted. pos (n entries) is −1 everywhere on entry and
+// on return; it holds each vertex's source index while the block is built.
 func relabel(dst []int64, smp *sparse.CSR, pos []int32) Block {
 	nd := len(dst)
 	src := make([]int64, nd, nd+len(smp.Indices))
@@ -226,29 +228,4 @@ func forEach(k int, n int64, arrays *[][]int32, fn func(b int, pos []int32)) {
 	if pv != nil {
 		panic(pv)
 	}
-}
-
-// newBlock turns the sampled matrix smp (|dst|×n, global columns, rows
-// sorted) into the block with destinations dst. local maps the global id of
-// every destination to its index in dst on entry; on return it maps every
-// source to its index in the block's Src.
-func newBlock(dst []int64, smp *sparse.CSR, local map[int64]int64) Block {
-	nd := len(dst)
-	src := make([]int64, nd, nd+len(smp.Indices))
-	copy(src, dst)
-	adj := &sparse.CSR{NRows: int64(nd), Indptr: smp.Indptr, Indices: make([]int64, len(smp.Indices))}
-	for k, v := range smp.Indices {
-		j, ok := local[v]
-		if !ok {
-			j = int64(len(src))
-			local[v] = j
-			src = append(src, v)
-		}
-		adj.Indices[k] = j
-	}
-	for i := range nd {
-		slices.Sort(adj.Indices[adj.Indptr[i]:adj.Indptr[i+1]])
-	}
-	adj.NCols = int64(len(src))
-	return Block{Adj: adj, Dst: src[:nd:nd], Src: slices.Clip(src)}
 }

@@ -84,27 +84,41 @@ func (s *streams) at(key uint64, h int, v int64) *rand.Rand {
 	return s.r
 }
 
-// checkBatches validates the seed sets of a Sample call on n vertices and
-// returns, per minibatch, the map from each seed to its position.
-func checkBatches(batches [][]int64, keys []uint64, n int64) ([]map[int64]int64, error) {
+// checkAdj reports whether adj is a valid square CSR, as the samplers need.
+func checkAdj(adj *sparse.CSR) error {
+	if adj == nil {
+		return fmt.Errorf("sampling: nil adjacency")
+	}
+	if err := adj.Validate(); err != nil {
+		return fmt.Errorf("sampling: adjacency: %w", err)
+	}
+	if adj.NRows != adj.NCols {
+		return fmt.Errorf("sampling: adjacency is %d×%d, not square", adj.NRows, adj.NCols)
+	}
+	return nil
+}
+
+// checkBatches validates the seed sets of a Sample call on n vertices.
+func checkBatches(batches [][]int64, keys []uint64, n int64) error {
 	if len(keys) != len(batches) {
-		return nil, fmt.Errorf("sampling: %d keys for %d minibatches", len(keys), len(batches))
+		return fmt.Errorf("sampling: %d keys for %d minibatches", len(keys), len(batches))
 	}
-	locals := make([]map[int64]int64, len(batches))
+	seen := make([]bool, n)
 	for b, seeds := range batches {
-		local := make(map[int64]int64, len(seeds))
-		for i, v := range seeds {
+		for _, v := range seeds {
 			if v < 0 || v >= n {
-				return nil, fmt.Errorf("sampling: minibatch %d: seed %d outside [0,%d)", b, v, n)
+				return fmt.Errorf("sampling: minibatch %d: seed %d outside [0,%d)", b, v, n)
 			}
-			if _, dup := local[v]; dup {
-				return nil, fmt.Errorf("sampling: minibatch %d: seed %d repeated", b, v)
+			if seen[v] {
+				return fmt.Errorf("sampling: minibatch %d: seed %d repeated", b, v)
 			}
-			local[v] = int64(i)
+			seen[v] = true
 		}
-		locals[b] = local
+		for _, v := range seeds {
+			seen[v] = false
+		}
 	}
-	return locals, nil
+	return nil
 }
 
 // rowRange returns rows [lo, hi) of a with their own row offsets; the

@@ -57,15 +57,9 @@ func Load(c collective.Comm, path, split, partition string, seed uint64, progres
 	if g.Labels == nil || g.NumClasses < 1 {
 		return nil, fmt.Errorf("train: %s has no node labels", path)
 	}
-	if split == "" {
-		var ok bool
-		if split, _, ok = g.DefaultSplit(); !ok {
-			return nil, fmt.Errorf("train: %s has no split (a split/<name>/{train,valid,test}.csv.gz directory)", path)
-		}
-	}
-	s, ok := g.Splits[split]
-	if !ok {
-		return nil, fmt.Errorf("train: %s has no split %q (have %v)", path, split, g.SplitNames())
+	split, s, err := g.SplitNamed(split)
+	if err != nil {
+		return nil, fmt.Errorf("train: %s %w", path, err)
 	}
 	if len(s.Train) == 0 {
 		return nil, fmt.Errorf("train: split %q of %s has no training vertices", split, path)

@@ -88,16 +88,9 @@ func runSample(env *Env, cfg *sampleConfig) error {
 	if err != nil {
 		return err
 	}
-	split := cfg.split
-	if split == "" {
-		var ok bool
-		if split, _, ok = g.DefaultSplit(); !ok {
-			return fmt.Errorf("sample: %s has no split", cfg.data)
-		}
-	}
-	sp, ok := g.Splits[split]
-	if !ok {
-		return fmt.Errorf("sample: %s has no split %q (have %v)", cfg.data, split, g.SplitNames())
+	_, sp, err := g.SplitNamed(cfg.split)
+	if err != nil {
+		return fmt.Errorf("sample: %s %w", cfg.data, err)
 	}
 	var smp sampling.Sampler
 	switch cfg.sampler {
