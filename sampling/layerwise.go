@@ -39,10 +39,16 @@ import (
 // without normalising it again.
 //
 // The draws of minibatch b at hop h come from RowStream(keys[b], h, −1).
+//
+// Â lives in a Topology: replicated (NewLayerWise; Norm is then Â) or
+// distributed (NewLayerWiseOn; Norm is nil). The sampler fetches the rows
+// of Â of all the minibatches' destinations (one selection product per hop
+// for all of them) and forms P = Q·(Â∘Â) from them, which also gives the
+// blocks' rows.
 type LayerWise struct {
-	Norm  *sparse.CSR
+	Norm  *sparse.CSR // Â when replicated, else nil
 	Sizes []int
-	sq    *sparse.CSR // Â∘Â
+	top   Topology // holds Â
 }
 
 var _ Sampler = (*LayerWise)(nil)
@@ -56,21 +62,43 @@ func NewLayerWise(adj *sparse.CSR, sizes []int) (*LayerWise, error) {
 	if err := checkAdj(adj); err != nil {
 		return nil, err
 	}
+	if err := checkSizes(sizes); err != nil {
+		return nil, err
+	}
+	norm := GCNNormalized(adj)
+	s, err := NewLayerWiseOn(Replicated(norm), sizes)
+	if err != nil {
+		return nil, err
+	}
+	s.Norm = norm
+	return s, nil
+}
+
+// NewLayerWiseOn returns a LADIES sampler over the normalised adjacency
+// Â = GCNNormalized(adj) held by top (for instance Distributed15D(g,
+// GCNNormalized(adj))). It returns an error if sizes is empty or a size is
+// below 1.
+func NewLayerWiseOn(top Topology, sizes []int) (*LayerWise, error) {
+	if err := checkSizes(sizes); err != nil {
+		return nil, err
+	}
+	return &LayerWise{Sizes: slices.Clone(sizes), top: top}, nil
+}
+
+func checkSizes(sizes []int) error {
 	if len(sizes) == 0 {
-		return nil, fmt.Errorf("sampling: no layer sizes (need one per layer)")
+		return fmt.Errorf("sampling: no layer sizes (need one per layer)")
 	}
 	for h, s := range sizes {
 		if s < 1 {
-			return nil, fmt.Errorf("sampling: layer size %d at hop %d; LADIES samples at least 1 vertex per layer", s, h+1)
+			return fmt.Errorf("sampling: layer size %d at hop %d; LADIES samples at least 1 vertex per layer", s, h+1)
 		}
 	}
-	norm := GCNNormalized(adj)
-	sq := &sparse.CSR{NRows: norm.NRows, NCols: norm.NCols, Indptr: norm.Indptr, Indices: norm.Indices, Values: make([]float64, len(norm.Values))}
-	for q, x := range norm.Values {
-		sq.Values[q] = x * x
-	}
-	return &LayerWise{Norm: norm, Sizes: slices.Clone(sizes), sq: sq}, nil
+	return nil
 }
+
+// Topology returns where the sampler's Â lives.
+func (s *LayerWise) Topology() Topology { return s.top }
 
 // GCNNormalized returns Â = D^{−1/2}(A + I)D^{−1/2} for the square adj:
 // the distinct entries of every row of adj plus the diagonal, each (v,u)
@@ -102,7 +130,7 @@ func GCNNormalized(adj *sparse.CSR) *sparse.CSR {
 // [0, n) or repeated within its minibatch. It does not modify batches and
 // the minibatches share no memory with them.
 func (s *LayerWise) Sample(batches [][]int64, keys []uint64) ([]*MiniBatch, error) {
-	n := s.Norm.NRows
+	n := s.top.N()
 	if err := checkBatches(batches, keys, n); err != nil {
 		return nil, err
 	}
@@ -116,15 +144,39 @@ func (s *LayerWise) Sample(batches [][]int64, keys []uint64) ([]*MiniBatch, erro
 	st := newStreams()
 	var prefix []float64
 	var rel [][]int32 // per goroutine of forEach: relabelling array
-	q := &sparse.CSR{NRows: int64(k), NCols: n, Indptr: make([]int64, k+1)}
+	var rows []int64
+	var rowKeys []uint64
+	// q sums each minibatch's rows: row b has a one at the positions of its
+	// destinations among the stacked rows.
+	q := &sparse.CSR{NRows: int64(k), Indptr: make([]int64, k+1)}
 	for h, size := range s.Sizes {
-		// P = Q·(Â∘Â): one row per minibatch.
-		q.Indices = q.Indices[:0]
+		rows, rowKeys = rows[:0], rowKeys[:0]
 		for b, f := range frontiers {
-			q.Indices = append(q.Indices, f...)
-			q.Indptr[b+1] = int64(len(q.Indices))
+			rows = append(rows, f...)
+			for range f {
+				rowKeys = append(rowKeys, keys[b])
+			}
+			q.Indptr[b+1] = int64(len(rows))
 		}
-		p, err := sparse.Mul(q, s.sq)
+		// R: the rows of Â of all the destinations; P = Q·(Â∘Â) = q·(R∘R),
+		// one row per minibatch, summed in the destinations' order.
+		r, err := s.top.rows(rows, rowKeys, nil)
+		if err != nil {
+			return nil, err
+		}
+		if r.Values == nil && r.NNZ() > 0 {
+			return nil, fmt.Errorf("sampling: LADIES needs the values of Â; the topology holds a pattern matrix")
+		}
+		rsq := &sparse.CSR{NRows: r.NRows, NCols: n, Indptr: r.Indptr, Indices: r.Indices, Values: make([]float64, len(r.Values))}
+		for x, a := range r.Values {
+			rsq.Values[x] = a * a
+		}
+		q.NCols = int64(len(rows))
+		q.Indices = q.Indices[:0]
+		for x := range rows {
+			q.Indices = append(q.Indices, int64(x))
+		}
+		p, err := sparse.Mul(q, rsq)
 		if err != nil {
 			return nil, err
 		}
@@ -147,9 +199,9 @@ func (s *LayerWise) Sample(batches [][]int64, keys []uint64) ([]*MiniBatch, erro
 				total += x
 				prefix = append(prefix, total)
 			}
-			r := st.at(keys[b], h, -1)
+			rnd := st.at(keys[b], h, -1)
 			for drawn := 0; drawn < size; {
-				t := upper(prefix, r.Float64()*total)
+				t := upper(prefix, rnd.Float64()*total)
 				if t == len(prefix) || w[t] == 0 {
 					continue // rounding put the dart at the end
 				}
@@ -158,7 +210,7 @@ func (s *LayerWise) Sample(batches [][]int64, keys []uint64) ([]*MiniBatch, erro
 			}
 		}
 		forEach(k, n, &rel, func(b int, pos []int32) {
-			blk := s.block(frontiers[b], p.Row(int64(b)), factors[b], pos)
+			blk := block(frontiers[b], rowRange(r, q.Indptr[b], q.Indptr[b+1]), p.Row(int64(b)), factors[b], pos)
 			out[b].Blocks[nl-1-h] = blk
 			frontiers[b] = blk.Src
 		})
@@ -169,10 +221,11 @@ func (s *LayerWise) Sample(batches [][]int64, keys []uint64) ([]*MiniBatch, erro
 	return out, nil
 }
 
-// block builds the block of the destinations dst over the candidate
-// columns cols (ascending) with their weights factor (0: not sampled).
-// pos (n entries) is −1 everywhere on entry and on return.
-func (s *LayerWise) block(dst, cols []int64, factor []float64, pos []int32) Block {
+// block builds the block of the destinations dst, whose rows of Â are
+// those of norm, over the candidate columns cols (ascending) with their
+// weights factor (0: not sampled). pos (n entries) is −1 everywhere on
+// entry and on return.
+func block(dst []int64, norm *sparse.CSR, cols []int64, factor []float64, pos []int32) Block {
 	nd := len(dst)
 	src := make([]int64, nd, nd+len(cols))
 	copy(src, dst)
@@ -191,13 +244,13 @@ func (s *LayerWise) block(dst, cols []int64, factor []float64, pos []int32) Bloc
 		}
 	}
 	adj := &sparse.CSR{NRows: int64(nd), NCols: int64(len(src)), Indptr: make([]int64, nd+1)}
-	for i, v := range dst {
-		lo, hi := s.Norm.Indptr[v], s.Norm.Indptr[v+1]
-		for q := lo; q < hi; q++ {
-			u := s.Norm.Indices[q]
+	for i := range dst {
+		lo, hi := norm.Indptr[i], norm.Indptr[i+1]
+		for x := lo; x < hi; x++ {
+			u := norm.Indices[x]
 			if f, ok := weight[u]; ok {
 				adj.Indices = append(adj.Indices, int64(pos[u]))
-				adj.Values = append(adj.Values, s.Norm.Values[q]*f)
+				adj.Values = append(adj.Values, norm.Values[x]*f)
 			}
 		}
 		adj.Indptr[i+1] = int64(len(adj.Indices))

@@ -13,38 +13,55 @@ import (
 
 // NodeWise is GraphSAGE's node-wise neighbour sampler written as sparse
 // matrix products: for a frontier F it forms the |F|×n selection matrix Q
-// (one nonzero per row, at column F[i]), computes P = Q·A with sparse.Mul,
-// and draws from each row of P up to the hop's fanout of distinct
-// neighbours, uniformly without replacement.
+// (one nonzero per row, at column F[i]), computes P = Q·A, and draws from
+// each row of P up to the hop's fanout of distinct neighbours, uniformly
+// without replacement.
 //
-// Adj is the full n×n adjacency, replicated on every rank: row v lists the
-// neighbours that v aggregates from. Repeated entries of a row count as one
+// The adjacency A (n×n, row v listing the neighbours that v aggregates
+// from) lives in a Topology: replicated on every rank (NewNodeWise; Adj is
+// then A) or distributed (NewNodeWiseOn with Distributed15D; Adj is nil),
+// which gives the same minibatches. Repeated entries of a row count as one
 // neighbour. Fanouts[h] is the number of neighbours sampled at hop h+1 from
 // the seeds: Fanouts[0] belongs to the output layer, as in GraphSAGE's and
 // PyG's `--fanouts 25,10`, and len(Fanouts) is the number of layers. A
 // negative fanout takes all neighbours; a fanout of 0 takes none.
 //
-// Sample is safe for concurrent use; Adj and Fanouts must not be modified
-// while a NodeWise is in use.
+// With a replicated topology Sample is safe for concurrent use; Adj and
+// Fanouts must not be modified while a NodeWise is in use.
 type NodeWise struct {
-	Adj     *sparse.CSR
+	Adj     *sparse.CSR // A when replicated, else nil
 	Fanouts []int
+	top     Topology
 }
 
 var _ Sampler = (*NodeWise)(nil)
 
-// NewNodeWise returns a node-wise sampler over adj with the given fanouts,
-// which it keeps (adj is not copied, fanouts is). It returns an error if adj
-// is not a valid square CSR or fanouts is empty.
+// NewNodeWise returns a node-wise sampler over adj, replicated, with the
+// given fanouts, which it keeps (adj is not copied, fanouts is). It returns
+// an error if adj is not a valid square CSR or fanouts is empty.
 func NewNodeWise(adj *sparse.CSR, fanouts []int) (*NodeWise, error) {
 	if err := checkAdj(adj); err != nil {
 		return nil, err
 	}
+	s, err := NewNodeWiseOn(Replicated(adj), fanouts)
+	if err != nil {
+		return nil, err
+	}
+	s.Adj = adj
+	return s, nil
+}
+
+// NewNodeWiseOn returns a node-wise sampler over the adjacency held by top.
+// It returns an error if fanouts is empty.
+func NewNodeWiseOn(top Topology, fanouts []int) (*NodeWise, error) {
 	if len(fanouts) == 0 {
 		return nil, fmt.Errorf("sampling: no fanouts (need one per layer)")
 	}
-	return &NodeWise{Adj: adj, Fanouts: slices.Clone(fanouts)}, nil
+	return &NodeWise{Fanouts: slices.Clone(fanouts), top: top}, nil
 }
+
+// Topology returns where the sampler's adjacency lives.
+func (s *NodeWise) Topology() Topology { return s.top }
 
 // Sample returns the minibatches of batches, each with len(s.Fanouts)
 // blocks. Hop h+1 samples, for every vertex v of a minibatch's current
@@ -61,10 +78,12 @@ func NewNodeWise(adj *sparse.CSR, fanouts []int) (*NodeWise, error) {
 // global id.
 //
 // Sample returns an error if len(keys) != len(batches), or a seed is
-// outside [0, n) or repeated within its minibatch. It does not modify
-// batches and the minibatches share no memory with them.
+// outside [0, n) or repeated within its minibatch, or the topology's
+// communication fails. It does not modify batches and the minibatches share
+// no memory with them. With a distributed topology it is collective.
 func (s *NodeWise) Sample(batches [][]int64, keys []uint64) ([]*MiniBatch, error) {
-	if err := checkBatches(batches, keys, s.Adj.NRows); err != nil {
+	n := s.top.N()
+	if err := checkBatches(batches, keys, n); err != nil {
 		return nil, err
 	}
 	k, nl := len(batches), len(s.Fanouts)
@@ -74,28 +93,27 @@ func (s *NodeWise) Sample(batches [][]int64, keys []uint64) ([]*MiniBatch, error
 		out[b] = &MiniBatch{Blocks: make([]Block, nl)}
 		frontiers[b] = batches[b]
 	}
-	st := newStreams()
 	var rows []int64
+	var rowKeys []uint64
 	off := make([]int64, k+1)
 	var rel [][]int32 // per goroutine: position of each vertex in the block being built, −1 if none
 	for h, fanout := range s.Fanouts {
-		rows = rows[:0]
+		rows, rowKeys = rows[:0], rowKeys[:0]
 		for b, f := range frontiers {
 			off[b] = int64(len(rows))
 			rows = append(rows, f...)
+			for range f {
+				rowKeys = append(rowKeys, keys[b])
+			}
 		}
 		off[k] = int64(len(rows))
-		p := selectRows(s.Adj, rows)
-		b := 0
-		smp := sampleRows(p, fanout, false, func(i int64) *rand.Rand {
-			for i >= off[b+1] {
-				b++
-			}
-			return st.at(keys[b], h, rows[i])
-		})
+		smp, err := s.top.rows(rows, rowKeys, uniformPicker(h, fanout))
+		if err != nil {
+			return nil, err
+		}
 		// The minibatches' blocks, on up to GOMAXPROCS goroutines, each
 		// with its own relabelling array.
-		forEach(k, s.Adj.NRows, &rel, func(b int, pos []int32) {
+		forEach(k, n, &rel, func(b int, pos []int32) {
 			blk := relabel(frontiers[b], rowRange(smp, off[b], off[b+1]), pos)
 			out[b].Blocks[nl-1-h] = blk
 			frontiers[b] = blk.Src
@@ -105,6 +123,20 @@ func (s *NodeWise) Sample(batches [][]int64, keys []uint64) ([]*MiniBatch, error
 		m.Seeds = m.Blocks[nl-1].Dst
 	}
 	return out, nil
+}
+
+// uniformPicker keeps min(fanout, len(cols)) distinct entries of a row
+// drawn uniformly without replacement by dart throwing (all of them for a
+// negative fanout), from RowStream(key, h, v); a row with at most fanout
+// entries keeps all and draws nothing.
+func uniformPicker(h, fanout int) picker {
+	return func(sc *scratch, key uint64, v int64, cols []int64, _ []float64) []int {
+		var r *rand.Rand
+		if fanout >= 0 && len(cols) > fanout {
+			r = sc.stream(key, h, v)
+		}
+		return sc.d.draw(len(cols), nil, fanout, r)
+	}
 }
 
 // FullBlock returns the block of dst with all their neighbours in adj
@@ -133,7 +165,7 @@ func FullBlock(adj *sparse.CSR, dst []int64) Block {
 	for _, v := range dst {
 		pos[v] = -1
 	}
-	return relabel(dst, sampleRows(selectRows(adj, dst), -1, false, nil), pos)
+	return relabel(dst, selectRows(adj, dst), pos)
 }
 
 // selectRows returns P = Q·adj, where Q is the |frontier|×n selection

@@ -4,50 +4,12 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
-
-	"gnnmpi/sparse"
 )
 
-// sampleRows draws from every row of p at most s of its entries without
-// replacement, the row-wise selection step of matrix-based sampling
-// (Tripathy, Yelick and Buluç, MLSys 2024): with P = Q·A, row i of P holds
-// the candidates of the i-th frontier vertex.
-//
-// When weighted is false every stored entry of a row is a candidate of
-// weight 1 and the values of p are ignored; otherwise the candidates are the
-// entries of positive value, weighted by it. A row with at most s candidates
-// (or any row when s < 0) keeps all of them and consumes no randomness.
-// Otherwise the entries are drawn by dart throwing (see darts.draw) with
-// the generator rowRand(i) returns for row i.
-//
-// The result has the shape of p, nil Values and, when the rows of p are
-// sorted, sorted rows. Rows are processed in order, and rowRand is called
-// only for rows with more than s entries (s ≥ 0).
-// It will panic if weighted and a value of p is negative, NaN or infinite.
-func sampleRows(p *sparse.CSR, s int, weighted bool, rowRand func(i int64) *rand.Rand) *sparse.CSR {
-	out := &sparse.CSR{NRows: p.NRows, NCols: p.NCols, Indptr: make([]int64, p.NRows+1)}
-	var d darts
-	for i := range p.NRows {
-		lo, hi := p.Indptr[i], p.Indptr[i+1]
-		cols := p.Indices[lo:hi]
-		var w []float64
-		if weighted {
-			w = p.Values[lo:hi]
-		}
-		var r *rand.Rand
-		if s >= 0 && len(cols) > s && rowRand != nil {
-			r = rowRand(i)
-		}
-		for _, k := range d.draw(len(cols), w, s, r) {
-			out.Indices = append(out.Indices, cols[k])
-		}
-		out.Indptr[i+1] = int64(len(out.Indices))
-	}
-	if out.Indices == nil {
-		out.Indices = []int64{}
-	}
-	return out
-}
+// Dart throwing: the row-wise selection step of matrix-based sampling
+// (Tripathy, Yelick and Buluç, MLSys 2024). With P = Q·A, row i of P holds
+// the candidates of the i-th frontier vertex, and a sampler draws among
+// them with darts.draw (see uniformPicker).
 
 // darts holds the scratch space of weighted sampling without replacement by
 // dart throwing; the zero value is ready to use and reused across rows.

@@ -1,0 +1,246 @@
+package sampling
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+
+	"gnnmpi/collective"
+	"gnnmpi/sparse"
+	"gnnmpi/spgemm"
+)
+
+// Topology is where the matrix a sampler reads lives (the adjacency A for
+// node-wise sampling, Â for LADIES): whole on every rank (Replicated) or
+// distributed in the 1.5D layout (Distributed15D). A sampler asks it, once
+// per hop, for the rows of its frontiers, P = Q·M with Q the selection
+// matrix of the frontier vertices, already thinned to the entries the
+// sampler keeps; the thinning runs on whichever rank computes the row, and
+// since a row's draws come only from its RowStream (its minibatch's key,
+// the hop and the vertex), the result does not depend on where that is.
+//
+// The methods of a distributed Topology are collective over its
+// communicator: every rank calls them the same number of times, with
+// empty frontiers if it has nothing to sample.
+type Topology interface {
+	// N returns the order of the matrix (the number of vertices).
+	N() int64
+	// Name returns "replicated" or "1.5d".
+	Name() string
+	// rows returns the |v|×N matrix whose row i holds the entries of row
+	// v[i] of the matrix (sorted, repeats merged into their count) that
+	// pick keeps (all if pick is nil), with their values if the matrix has
+	// values. keys[i] is the key of row i's minibatch.
+	rows(v []int64, keys []uint64, pick picker) (*sparse.CSR, error)
+}
+
+// picker chooses among the candidates of the row of vertex v in the
+// minibatch of the given key: it returns the positions it keeps, ascending,
+// in a slice valid until its next call with the same scratch. It must be a
+// pure function of its arguments (and of the sampler's configuration), so
+// that every rank picks alike.
+type picker func(sc *scratch, key uint64, v int64, cols []int64, vals []float64) []int
+
+// scratch is one goroutine's reusable state for pickers.
+type scratch struct {
+	d  darts
+	st *streams
+}
+
+func newScratch() *scratch { return &scratch{st: newStreams()} }
+
+// stream returns RowStream(key, h, v), valid until the next call.
+func (sc *scratch) stream(key uint64, h int, v int64) *rand.Rand { return sc.st.at(key, h, v) }
+
+// pickRows applies pick to every row of p (row i being vertex v[i] of the
+// minibatch of keys[i]) and returns the kept entries, with their values if
+// p has values and valued is true.
+func pickRows(p *sparse.CSR, v []int64, keys []uint64, pick picker, sc *scratch, valued bool) *sparse.CSR {
+	out := &sparse.CSR{NRows: p.NRows, NCols: p.NCols, Indptr: make([]int64, p.NRows+1), Indices: []int64{}}
+	valued = valued && p.Values != nil
+	if valued {
+		out.Values = []float64{}
+	}
+	for i := range p.NRows {
+		lo, hi := p.Indptr[i], p.Indptr[i+1]
+		cols := p.Indices[lo:hi]
+		var vals []float64
+		if p.Values != nil {
+			vals = p.Values[lo:hi]
+		}
+		for _, k := range pick(sc, keys[i], v[i], cols, vals) {
+			out.Indices = append(out.Indices, cols[k])
+			if valued {
+				out.Values = append(out.Values, vals[k])
+			}
+		}
+		out.Indptr[i+1] = int64(len(out.Indices))
+	}
+	return out
+}
+
+// Replicated returns the topology of m held whole by every rank: sampling
+// does no communication. m is kept, not copied.
+func Replicated(m *sparse.CSR) Topology { return &replicated{m: m} }
+
+type replicated struct{ m *sparse.CSR }
+
+func (t *replicated) N() int64     { return t.m.NRows }
+func (t *replicated) Name() string { return "replicated" }
+
+func (t *replicated) rows(v []int64, keys []uint64, pick picker) (*sparse.CSR, error) {
+	p := selectRows(t.m, v)
+	if pick == nil {
+		if t.m.Values == nil {
+			p.Values = nil
+		}
+		return p, nil
+	}
+	return pickRows(p, v, keys, pick, newScratch(), t.m.Values != nil), nil
+}
+
+// Distributed15D returns the topology of m distributed in the 1.5D layout
+// of the (p/c)×c grid g (spgemm.Distribute15D): the rows of m cut into p/c
+// blocks, each held by the c ranks of a grid row. Every rank passes the
+// same m and keeps a copy of its block only, so that m may be dropped.
+// It does not communicate.
+//
+// For a hop, the frontier rows of the c ranks of a grid row are gathered
+// (Allgatherv of the vertex ids and their minibatches' keys over the grid
+// row), P = Q·M is computed by spgemm.Mul15D, which leaves the rows of P
+// spread evenly over the grid row, each rank thins the rows it holds with
+// the sampler's draws and sends them back to the rank they came from
+// (Alltoallv of the row lengths, columns and values over the grid row).
+// The traffic counts under the current phase of g.Comm, except the
+// product's, which counts under spgemm.Phase.
+func Distributed15D(g *collective.Grid, m *sparse.CSR) (Topology, error) {
+	if err := checkAdj(m); err != nil {
+		return nil, err
+	}
+	d := spgemm.Distribute15D(g, m)
+	loc := d.Local
+	own := &sparse.CSR{NRows: loc.NRows, NCols: loc.NCols, Indptr: slices.Clone(loc.Indptr), Indices: slices.Clone(loc.Indices)}
+	if loc.Values != nil {
+		own.Values = slices.Clone(loc.Values)
+	}
+	d.Local = own
+	return &dist15D{g: g, m: d}, nil
+}
+
+type dist15D struct {
+	g *collective.Grid
+	m *spgemm.Dist[float64]
+}
+
+func (t *dist15D) N() int64     { return t.m.M }
+func (t *dist15D) Name() string { return "1.5d" }
+
+func (t *dist15D) rows(v []int64, keys []uint64, pick picker) (*sparse.CSR, error) {
+	g, n := t.g, t.m.M
+	c, i, k := g.PC, g.Row, g.Col
+	valued := t.m.Local.Values != nil
+
+	// Every rank's number of rows: Q's row blocks (one per grid row, its
+	// ranks' rows in rank order) and, within this grid row, whose rows
+	// are where.
+	counts, err := collective.AllgatherCounts(g.Comm, len(v))
+	if err != nil {
+		return nil, err
+	}
+	rowBounds := make([]int64, g.PR+1)
+	for r, x := range counts {
+		rowBounds[r/c+1] += int64(x)
+	}
+	for x := range g.PR {
+		rowBounds[x+1] += rowBounds[x]
+	}
+	mine := counts[i*c : (i+1)*c] // rows of the ranks of this grid row
+	from := make([]int64, c+1)    // Q_i's rows [from[x], from[x+1]) came from rank x of the grid row
+	for x, cnt := range mine {
+		from[x+1] = from[x] + int64(cnt)
+	}
+	m := from[c]
+
+	// Q_i: this grid row's frontier rows, and their keys.
+	qv := make([]int64, m)
+	if err := g.RowComm.Allgatherv(collective.BufOf(v), collective.BufOf(qv), mine); err != nil {
+		return nil, err
+	}
+	ik := make([]int64, len(keys))
+	for x, key := range keys {
+		ik[x] = int64(key)
+	}
+	qk := make([]int64, m)
+	if err := g.RowComm.Allgatherv(collective.BufOf(ik), collective.BufOf(qk), mine); err != nil {
+		return nil, err
+	}
+	q := &sparse.CSR{NRows: m, NCols: n, Indptr: make([]int64, m+1), Indices: qv}
+	for r := range q.Indptr {
+		q.Indptr[r] = int64(r)
+	}
+	qd := &spgemm.Dist[float64]{M: rowBounds[g.PR], N: n, RowBounds: rowBounds, ColBounds: []int64{0, n}, I: i, Replica: k, Local: q}
+	pd, err := spgemm.Mul15D(g, sparse.PlusTimes[float64]{}, qd, t.m, nil)
+	if err != nil {
+		return nil, err
+	}
+
+	// This rank holds rows [sub[k], sub[k+1]) of Q_i's product: thin them.
+	sub := spgemm.Bounds(m, c)
+	lo, hi := sub[k], sub[k+1]
+	p := pd.Local
+	if pick != nil {
+		rk := make([]uint64, hi-lo)
+		for x := range rk {
+			rk[x] = uint64(qk[lo+int64(x)])
+		}
+		p = pickRows(p, qv[lo:hi], rk, pick, newScratch(), valued)
+	} else if !valued {
+		p.Values = nil
+	}
+
+	// Send every row back to the rank it came from, and receive this
+	// rank's rows from the ranks that computed them, in order.
+	span := func(a0, a1, b0, b1 int64) int { return int(max(0, min(a1, b1)-max(a0, b0))) }
+	rowsTo, rowsFrom := make([]int, c), make([]int, c)
+	for x := range c {
+		rowsTo[x] = span(lo, hi, from[x], from[x+1])
+		rowsFrom[x] = span(from[k], from[k+1], sub[x], sub[x+1])
+	}
+	lens := make([]int64, p.NRows)
+	for r := range lens {
+		lens[r] = p.Indptr[r+1] - p.Indptr[r]
+	}
+	gotLens, err := collective.AlltoallvFlat(g.RowComm, lens, rowsTo, rowsFrom)
+	if err != nil {
+		return nil, err
+	}
+	entTo, entFrom := make([]int, c), make([]int, c)
+	r0 := int64(0)
+	for x, nr := range rowsTo {
+		entTo[x] = int(p.Indptr[r0+int64(nr)] - p.Indptr[r0])
+		r0 += int64(nr)
+	}
+	r0 = 0
+	for x, nr := range rowsFrom {
+		for _, l := range gotLens[r0 : r0+int64(nr)] {
+			entFrom[x] += int(l)
+		}
+		r0 += int64(nr)
+	}
+	out := &sparse.CSR{NRows: int64(len(v)), NCols: n, Indptr: make([]int64, len(v)+1)}
+	for r, l := range gotLens {
+		out.Indptr[r+1] = out.Indptr[r] + l
+	}
+	if out.Indices, err = collective.AlltoallvFlat(g.RowComm, p.Indices, entTo, entFrom); err != nil {
+		return nil, err
+	}
+	if p.Values != nil {
+		if out.Values, err = collective.AlltoallvFlat(g.RowComm, p.Values, entTo, entFrom); err != nil {
+			return nil, err
+		}
+	}
+	if int64(len(gotLens)) != out.NRows {
+		return nil, fmt.Errorf("sampling: 1.5D rows: got %d rows back, sent %d", len(gotLens), out.NRows)
+	}
+	return out, nil
+}

@@ -1,0 +1,291 @@
+package sampling
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"gnnmpi/collective"
+	"gnnmpi/collective/inproc"
+	"gnnmpi/sparse"
+	"gnnmpi/spgemm"
+)
+
+// distCase is a sampler to run replicated and distributed.
+type distCase struct {
+	name  string
+	build func(top Topology) (Sampler, error)
+	mat   func(adj *sparse.CSR) *sparse.CSR // the matrix the topology holds
+}
+
+func distCases() []distCase {
+	return []distCase{
+		{"sage", func(top Topology) (Sampler, error) { return NewNodeWiseOn(top, []int{4, 3}) },
+			func(adj *sparse.CSR) *sparse.CSR { return adj }},
+		{"sage-all", func(top Topology) (Sampler, error) { return NewNodeWiseOn(top, []int{-1, 2}) },
+			func(adj *sparse.CSR) *sparse.CSR { return adj }},
+		{"ladies", func(top Topology) (Sampler, error) { return NewLayerWiseOn(top, []int{25, 12}) },
+			GCNNormalized},
+	}
+}
+
+// testBatches returns nb minibatches of up to size distinct seeds, with
+// their keys; the last one is short.
+func testBatches(r *rand.Rand, n int64, nb, size int) ([][]int64, []uint64) {
+	perm := r.Perm(int(n))
+	var batches [][]int64
+	var keys []uint64
+	for b := range nb {
+		sz := size
+		if b == nb-1 {
+			sz = size / 2
+		}
+		seeds := make([]int64, sz)
+		for x := range seeds {
+			seeds[x] = int64(perm[b*size+x])
+		}
+		batches = append(batches, seeds)
+		keys = append(keys, r.Uint64())
+	}
+	return batches, keys
+}
+
+// sameMiniBatch requires got to be want, entry for entry (nil and empty
+// slices alike).
+func sameMiniBatch(t *testing.T, want, got *MiniBatch, what string) {
+	t.Helper()
+	require.Equal(t, want.Seeds, got.Seeds, what)
+	require.Len(t, got.Blocks, len(want.Blocks), what)
+	for l := range want.Blocks {
+		w, g := want.Blocks[l], got.Blocks[l]
+		require.Equal(t, w.Dst, g.Dst, "%s block %d", what, l)
+		require.Equal(t, w.Src, g.Src, "%s block %d", what, l)
+		require.Equal(t, [2]int64{w.Adj.NRows, w.Adj.NCols}, [2]int64{g.Adj.NRows, g.Adj.NCols}, "%s block %d", what, l)
+		require.Equal(t, w.Adj.Indptr, g.Adj.Indptr, "%s block %d", what, l)
+		require.True(t, slices.Equal(w.Adj.Indices, g.Adj.Indices), "%s block %d indices", what, l)
+		require.True(t, slices.Equal(w.Adj.Values, g.Adj.Values), "%s block %d values", what, l)
+		require.Equal(t, w.Adj.Values == nil, g.Adj.Values == nil, "%s block %d values", what, l)
+	}
+}
+
+// sampleDistributed samples batches on p in-process ranks over a (p/c)×c
+// grid, minibatch b on rank b mod p, bulk at a time, and returns the
+// minibatches in order.
+func sampleDistributed(t *testing.T, p, c, bulk int, m *sparse.CSR, build func(Topology) (Sampler, error), batches [][]int64, keys []uint64) []*MiniBatch {
+	t.Helper()
+	out := make([]*MiniBatch, len(batches))
+	var mu sync.Mutex
+	perRank := (len(batches) + p - 1) / p
+	calls := (perRank + bulk - 1) / bulk
+	err := inproc.Run(p, inproc.Options{}, func(cm collective.Comm) error {
+		g, err := collective.NewGrid(cm, p/c, c)
+		if err != nil {
+			return err
+		}
+		top, err := Distributed15D(g, m)
+		if err != nil {
+			return err
+		}
+		s, err := build(top)
+		if err != nil {
+			return err
+		}
+		var mine []int
+		for b := cm.Rank(); b < len(batches); b += p {
+			mine = append(mine, b)
+		}
+		for call := range calls {
+			ids := mine[min(call*bulk, len(mine)):min((call+1)*bulk, len(mine))]
+			bs, ks := [][]int64{}, []uint64{}
+			for _, b := range ids {
+				bs, ks = append(bs, batches[b]), append(ks, keys[b])
+			}
+			ms, err := s.Sample(bs, ks)
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			for x, b := range ids {
+				out[b] = ms[x]
+			}
+			mu.Unlock()
+		}
+		return g.Free()
+	})
+	require.NoError(t, err)
+	return out
+}
+
+// The minibatches are the same whatever the topology, p, c and bulk.
+func TestDistributed15DSameMinibatches(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	adj := randomAdj(t, r, 240, 12, true)
+	batches, keys := testBatches(r, adj.NRows, 7, 20)
+	for _, tc := range distCases() {
+		m := tc.mat(adj)
+		ref, err := tc.build(Replicated(m))
+		require.NoError(t, err)
+		want, err := ref.Sample(batches, keys)
+		require.NoError(t, err)
+		for _, pc := range [][2]int{{1, 1}, {2, 1}, {2, 2}, {3, 1}, {4, 2}, {4, 4}, {6, 2}, {6, 3}} {
+			for _, bulk := range []int{1, 3} {
+				name := fmt.Sprintf("%s/p=%d/c=%d/bulk=%d", tc.name, pc[0], pc[1], bulk)
+				t.Run(name, func(t *testing.T) {
+					got := sampleDistributed(t, pc[0], pc[1], bulk, m, tc.build, batches, keys)
+					for b := range want {
+						sameMiniBatch(t, want[b], got[b], fmt.Sprintf("minibatch %d", b))
+					}
+				})
+			}
+		}
+	}
+}
+
+// The bytes of a distributed hop are the analytical ones: for the sampler's
+// own messages (phase "sample") the gathers of the frontiers and the
+// return of the sampled rows, and for the product (spgemm.Phase) the 1.5D
+// broadcasts of the blocks of A plus, for c > 1, the reduce-scatter of the
+// partial products, which for a selection Q are the rows whose vertex lies
+// in a replica's stages.
+func TestDistributed15DVolume(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	adj := randomAdj(t, r, 200, 10, true)
+	const fanout = 3
+	frontier := [][]int64{{3, 17, 40, 41, 199, 0}, {}, {5, 6, 7, 8, 9, 100, 150, 151}, {60, 61}}
+	for _, pc := range [][2]int{{4, 1}, {4, 2}, {4, 4}, {2, 2}} {
+		p, c := pc[0], pc[1]
+		q := p / c
+		t.Run(fmt.Sprintf("p=%d/c=%d", p, c), func(t *testing.T) {
+			type traffic struct{ sent, recv int64 }
+			got := make([][2]traffic, p)
+			want := make([][2]traffic, p)
+			fr := frontier[:p]
+			// A sampled row holds min(fanout, distinct neighbours) columns.
+			rowLen := func(v int64) int64 { return int64(min(fanout, len(neighbours(adj, v)))) }
+			ab := spgemm.Bounds(adj.NRows, q)
+			blockOf := func(v int64) int {
+				for j := range q {
+					if v < ab[j+1] {
+						return j
+					}
+				}
+				return q - 1
+			}
+			for rank := range p {
+				i, k := rank/c, rank%c
+				var w [2]traffic
+				// Sample phase: all counts (p int64), frontier ids and keys
+				// over the grid row, then lengths and sampled columns back.
+				counts := make([]int, p)
+				for x := range p {
+					counts[x] = len(fr[x])
+				}
+				ones := make([]int, p)
+				for x := range ones {
+					ones[x] = 1
+				}
+				w[0].sent, w[0].recv = collective.AllgathervVolume(rank, ones, 8)
+				s, rv := collective.AllgathervVolume(k, counts[i*c:(i+1)*c], 8)
+				w[0].sent += 2 * s
+				w[0].recv += 2 * rv
+				var rows []int64 // Q_i
+				var owner []int
+				for x := range c {
+					rows = append(rows, fr[i*c+x]...)
+					for range fr[i*c+x] {
+						owner = append(owner, x)
+					}
+				}
+				sub := spgemm.Bounds(int64(len(rows)), c)
+				for x, v := range rows {
+					l := rowLen(v)
+					holder := 0
+					for holder+1 < c && int64(x) >= sub[holder+1] {
+						holder++
+					}
+					if holder == owner[x] {
+						continue
+					}
+					if holder == k {
+						w[0].sent += 8 + 8*l
+					}
+					if owner[x] == k {
+						w[0].recv += 8 + 8*l
+					}
+				}
+				// Product: broadcasts of A's blocks down grid columns.
+				for j := k; j < q; j += c {
+					bytes := 8*(ab[j+1]-ab[j]) + 8*(adj.Indptr[ab[j+1]]-adj.Indptr[ab[j]])
+					if j == i {
+						w[1].sent += int64(q-1) * bytes
+					} else {
+						w[1].recv += bytes
+					}
+				}
+				// Reduce-scatter: the partial product of replica y for row x
+				// of Q_i is row v's distinct columns if v's block is one of
+				// y's stages, and travels unless y holds row x.
+				if c > 1 {
+					for x := range c {
+						if x == k {
+							continue
+						}
+						w[1].sent += 8 * (sub[x+1] - sub[x])
+						w[1].recv += 8 * (sub[k+1] - sub[k])
+					}
+					for x, v := range rows {
+						y := blockOf(v) % c
+						holder := 0
+						for holder+1 < c && int64(x) >= sub[holder+1] {
+							holder++
+						}
+						if y == holder {
+							continue
+						}
+						d := int64(len(neighbours(adj, v)))
+						if y == k {
+							w[1].sent += 16 * d
+						}
+						if holder == k {
+							w[1].recv += 16 * d
+						}
+					}
+				}
+				want[rank] = w
+			}
+			err := inproc.Run(p, inproc.Options{}, func(cm collective.Comm) error {
+				cc := collective.WithStats(cm, nil)
+				g, err := collective.NewGrid(cc, q, c)
+				if err != nil {
+					return err
+				}
+				top, err := Distributed15D(g, adj)
+				if err != nil {
+					return err
+				}
+				before := collective.SnapshotOf(cc)
+				collective.SetPhase(cc, "sample")
+				me := cc.Rank()
+				keys := make([]uint64, len(fr[me]))
+				for x := range keys {
+					keys[x] = uint64(1000 + me)
+				}
+				if _, err := top.rows(fr[me], keys, uniformPicker(0, fanout)); err != nil {
+					return err
+				}
+				d := collective.SnapshotOf(cc).Sub(before)
+				sp, mp := d.Phase("sample"), d.Phase(spgemm.Phase)
+				got[me] = [2]traffic{{sp.SentBytes, sp.RecvBytes}, {mp.SentBytes, mp.RecvBytes}}
+				return g.Free()
+			})
+			require.NoError(t, err)
+			for rank := range p {
+				require.Equal(t, want[rank], got[rank], "rank %d: [sample, spgemm] bytes", rank)
+			}
+		})
+	}
+}
