@@ -293,29 +293,64 @@ func TestUniformity(t *testing.T) {
 	}
 	adj, err := sparse.FromCOO(deg+1, deg+1, rows, cols, nil)
 	require.NoError(t, err)
-	for _, fanout := range []int{1, 5, 40, 49} {
-		t.Run(fmt.Sprintf("fanout=%d", fanout), func(t *testing.T) {
-			s, err := NewNodeWise(adj, []int{fanout})
-			require.NoError(t, err)
-			count := make([]float64, deg+1)
-			for trial := range trials {
-				b := sample1(t, s, []int64{0}, rng.Mix(12345, uint64(fanout), uint64(trial))).Blocks[0]
-				for _, j := range b.Adj.Indices {
-					count[b.Src[j]]++
+	for _, tc := range []struct {
+		name string
+		new  func(*sparse.CSR, []int) (Sampler, error)
+	}{
+		{"nodewise", func(a *sparse.CSR, f []int) (Sampler, error) { return NewNodeWise(a, f) }},
+		{"plain", func(a *sparse.CSR, f []int) (Sampler, error) { return NewPlain(a, f) }},
+	} {
+		for _, fanout := range []int{1, 5, 40, 49} {
+			t.Run(fmt.Sprintf("%s/fanout=%d", tc.name, fanout), func(t *testing.T) {
+				s, err := tc.new(adj, []int{fanout})
+				require.NoError(t, err)
+				count := make([]float64, deg+1)
+				for trial := range trials {
+					b := sample1(t, s, []int64{0}, rng.Mix(12345, uint64(fanout), uint64(trial))).Blocks[0]
+					for _, j := range b.Adj.Indices {
+						count[b.Src[j]]++
+					}
 				}
-			}
-			expect := float64(trials) * float64(fanout) / deg
-			var chi2 float64
-			for _, c := range count[1:] {
-				chi2 += (c - expect) * (c - expect) / expect
-			}
-			// Without replacement the counts are less variable than
-			// multinomial ones, so the statistic is at most about chi-square
-			// with 49 degrees of freedom: mean 49, standard deviation 9.9.
-			// 110 is six standard deviations above the mean.
-			assert.Less(t, chi2, 110.0, "chi-square of leaf counts")
-		})
+				expect := float64(trials) * float64(fanout) / deg
+				var chi2 float64
+				for _, c := range count[1:] {
+					chi2 += (c - expect) * (c - expect) / expect
+				}
+				// Without replacement the counts are less variable than
+				// multinomial ones, so the statistic is at most about chi-square
+				// with 49 degrees of freedom: mean 49, standard deviation 9.9.
+				// 110 is six standard deviations above the mean.
+				assert.Less(t, chi2, 110.0, "chi-square of leaf counts")
+			})
+		}
 	}
+}
+
+// The plain baseline sampler keeps the minibatch contract on graphs
+// without repeated entries.
+func TestPlain(t *testing.T) {
+	r := rng.New(11)
+	for _, fanouts := range [][]int{{3}, {25, 10}, {-1, 2}, {0, 4}, {5, 4, 3}} {
+		adj := randomAdj(t, r, 200, 30, false)
+		s, err := NewPlain(adj, fanouts)
+		require.NoError(t, err)
+		var batches [][]int64
+		var keys []uint64
+		for b := range 4 {
+			var seeds []int64
+			for _, v := range r.Perm(200)[:10*b] {
+				seeds = append(seeds, int64(v))
+			}
+			batches, keys = append(batches, seeds), append(keys, uint64(b))
+		}
+		ms, err := s.Sample(batches, keys)
+		require.NoError(t, err)
+		for b := range batches {
+			checkMiniBatch(t, adj, fanouts, batches[b], ms[b])
+		}
+	}
+	_, err := NewPlain(randomAdj(t, r, 10, 3, false), nil)
+	require.Error(t, err)
 }
 
 // TestDartsWeighted checks the inclusion frequencies of weighted sampling

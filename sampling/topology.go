@@ -244,3 +244,43 @@ func (t *dist15D) rows(v []int64, keys []uint64, pick picker) (*sparse.CSR, erro
 	}
 	return out, nil
 }
+
+// New returns the sampler of the given kind over the graph adj: "sage"
+// (NodeWise, fanouts per vertex), "ladies" (LayerWise, fanouts per
+// minibatch and layer) or "plain" (Plain, the per-batch baseline), replicated when g is nil, else distributed in the
+// 1.5D layout of g (collective over g.Comm). adj is the whole graph on
+// every rank; a distributed sampler keeps only its block of it.
+func New(kind string, adj *sparse.CSR, fanouts []int, g *collective.Grid) (Sampler, error) {
+	if err := checkAdj(adj); err != nil {
+		return nil, err
+	}
+	switch kind {
+	case "sage":
+		if g == nil {
+			return NewNodeWise(adj, fanouts)
+		}
+		top, err := Distributed15D(g, adj)
+		if err != nil {
+			return nil, err
+		}
+		return NewNodeWiseOn(top, fanouts)
+	case "ladies":
+		if g == nil {
+			return NewLayerWise(adj, fanouts)
+		}
+		if err := checkSizes(fanouts); err != nil {
+			return nil, err
+		}
+		top, err := Distributed15D(g, GCNNormalized(adj))
+		if err != nil {
+			return nil, err
+		}
+		return NewLayerWiseOn(top, fanouts)
+	case "plain":
+		if g != nil {
+			return nil, fmt.Errorf("sampling: the plain sampler reads a replicated graph only")
+		}
+		return NewPlain(adj, fanouts)
+	}
+	return nil, fmt.Errorf("sampling: unknown sampler %q (want sage, ladies or plain)", kind)
+}

@@ -28,14 +28,16 @@ func sampleCmd() *Command {
 		Flags: func(fs *flag.FlagSet) func(*Env) error {
 			cfg := &sampleConfig{}
 			fs.StringVar(&cfg.data, "data", "data/cora", "dataset: OGB raw-layout directory or .gnn binary file")
-			fs.StringVar(&cfg.split, "split", "", "split whose training vertices are the seeds (default: the dataset's first)")
-			fs.StringVar(&cfg.sampler, "sampler", "sage", "sage (node-wise: --fanouts neighbours per vertex) or ladies (layer-wise: --fanouts vertices per minibatch and layer)")
+			fs.StringVar(&cfg.split, "split", "", "split whose training vertices are the seeds (default: the dataset's first; all: every vertex)")
+			fs.StringVar(&cfg.sampler, "sampler", "sage", "sage (node-wise: --fanouts neighbours per vertex), ladies (layer-wise: --fanouts vertices per minibatch and layer) or plain (node-wise, per batch without matrices: the baseline)")
 			fs.StringVar(&cfg.fanouts, "fanouts", "25,10", "per hop from the seeds outwards; sage: -1 takes all neighbours")
 			fs.IntVar(&cfg.batch, "batch-size", 1024, "seeds per minibatch (at most)")
 			fs.IntVar(&cfg.bulk, "bulk", 1, "minibatches sampled together (one sparse product per layer for all)")
 			fs.IntVar(&cfg.epochs, "epochs", 1, "passes over the training vertices")
 			fs.IntVar(&cfg.maxBatches, "max-batches", 0, "stop each epoch after this many minibatches over all ranks (0: all)")
 			fs.Uint64Var(&cfg.seed, "seed", 1, "random seed (shuffle and sampling)")
+			fs.StringVar(&cfg.topology, "topology", "replicated", "replicated (every rank holds the graph; no communication) or 1.5d (rows over p/c grid rows, c copies; P = Q·A by 1.5D SpGEMM)")
+			fs.IntVar(&cfg.c, "c", 1, "replication factor of the 1.5d topology (divides the number of ranks)")
 			fs.StringVar(&cfg.dump, "dump", "", "write every minibatch to DIR/e<epoch>-b<batch>.txt (format: README, Data formats)")
 			return func(env *Env) error { return runSample(env, cfg) }
 		},
@@ -44,7 +46,8 @@ func sampleCmd() *Command {
 
 type sampleConfig struct {
 	data, split, sampler, fanouts, dump string
-	batch, bulk, epochs, maxBatches     int
+	topology                            string
+	batch, bulk, epochs, maxBatches, c  int
 	seed                                uint64
 }
 
@@ -55,6 +58,7 @@ type SampleResult struct {
 	BatchSize       int     `json:"batch_size"`
 	Bulk            int     `json:"bulk"`
 	Topology        string  `json:"topology"`
+	C               int     `json:"c"` // replication factor (1.5d)
 	Minibatches     int64   `json:"minibatches"`
 	Edges           int64   `json:"edges"`    // sampled edges, all blocks of all minibatches
 	Vertices        int64   `json:"vertices"` // input vertices (features to fetch), summed over minibatches
@@ -82,25 +86,37 @@ func runSample(env *Env, cfg *sampleConfig) error {
 		return fmt.Errorf("sample: --epochs %d < 1", cfg.epochs)
 	case cfg.maxBatches < 0:
 		return fmt.Errorf("sample: --max-batches %d < 0", cfg.maxBatches)
+	case cfg.topology != "replicated" && cfg.topology != "1.5d":
+		return fmt.Errorf("sample: --topology %q (want replicated or 1.5d)", cfg.topology)
+	case cfg.c < 1 || p%cfg.c != 0:
+		return fmt.Errorf("sample: --c %d does not divide the %d ranks", cfg.c, p)
 	}
 	restore := collective.SetPhase(c, "setup")
 	g, err := graph.Load(cfg.data, graph.ReadOptions{NoFeatures: true})
 	if err != nil {
 		return err
 	}
-	_, sp, err := g.SplitNamed(cfg.split)
-	if err != nil {
-		return fmt.Errorf("sample: %s %w", cfg.data, err)
+	var train []int64
+	if cfg.split == "all" {
+		train = make([]int64, g.NumNodes)
+		for v := range train {
+			train[v] = int64(v)
+		}
+	} else {
+		_, sp, err := g.SplitNamed(cfg.split)
+		if err != nil {
+			return fmt.Errorf("sample: %s %w", cfg.data, err)
+		}
+		train = sp.Train
 	}
-	var smp sampling.Sampler
-	switch cfg.sampler {
-	case "sage":
-		smp, err = sampling.NewNodeWise(g.Adj, fo)
-	case "ladies":
-		smp, err = sampling.NewLayerWise(g.Adj, fo)
-	default:
-		err = fmt.Errorf("unknown sampler %q (want sage or ladies)", cfg.sampler)
+	var grid *collective.Grid
+	if cfg.topology == "1.5d" {
+		if grid, err = collective.NewGrid(c, p/cfg.c, cfg.c); err != nil {
+			return fmt.Errorf("sample: %w", err)
+		}
+		defer grid.Free()
 	}
+	smp, err := sampling.New(cfg.sampler, g.Adj, fo, grid)
 	if err != nil {
 		return fmt.Errorf("sample: %w", err)
 	}
@@ -110,56 +126,75 @@ func runSample(env *Env, cfg *sampleConfig) error {
 		}
 	}
 	restore()
-	env.Printf("sampling %s %v on %s (%d vertices, %d training), batch %d, bulk %d, %d ranks\n",
-		cfg.sampler, fo, g.Name, g.NumNodes, len(sp.Train), cfg.batch, cfg.bulk, p)
+	env.Printf("sampling %s %v on %s (%d vertices, %d training), batch %d, bulk %d, %d ranks, topology %s (c = %d)\n",
+		cfg.sampler, fo, g.Name, g.NumNodes, len(train), cfg.batch, cfg.bulk, p, cfg.topology, cfg.c)
 
 	// Minibatch b of an epoch is a slice of the epoch's global shuffle of
 	// the training vertices, sampled by rank b mod p with a key of (seed,
-	// epoch, b): the minibatches do not depend on p or on the bulk.
+	// epoch, b): the minibatches do not depend on p, c, the topology or
+	// the bulk. A rank samples its minibatches of all epochs in order, bulk
+	// at a time (a bulk may span epochs, as a sampler running ahead of
+	// training would). Every rank makes the same number of Sample calls
+	// (the distributed topology's are collective), the last ones possibly
+	// empty.
 	defer collective.SetPhase(c, "sample")()
-	var nb, edges, verts int64
-	var secs float64
+	// This rank's minibatches (epoch, b) in order; a bulk may span epochs.
+	type item struct{ epoch, b int }
+	var mine []item
+	orders := make([][]int, cfg.epochs)
+	all := 0
 	for epoch := range cfg.epochs {
-		order := rng.New(cfg.seed, streamSampleOrder, uint64(epoch)).Perm(len(sp.Train))
-		total := (len(order) + cfg.batch - 1) / cfg.batch
+		orders[epoch] = rng.New(cfg.seed, streamSampleOrder, uint64(epoch)).Perm(len(train))
+		total := (len(train) + cfg.batch - 1) / cfg.batch
 		if cfg.maxBatches > 0 {
 			total = min(total, cfg.maxBatches)
 		}
-		var ids []int
+		all += total
 		for b := me; b < total; b += p {
-			ids = append(ids, b)
+			mine = append(mine, item{epoch, b})
 		}
-		for lo := 0; lo < len(ids); lo += cfg.bulk {
-			chunk := ids[lo:min(lo+cfg.bulk, len(ids))]
-			batches := make([][]int64, len(chunk))
-			keys := make([]uint64, len(chunk))
-			for x, b := range chunk {
-				for _, k := range order[b*cfg.batch : min((b+1)*cfg.batch, len(order))] {
-					batches[x] = append(batches[x], sp.Train[k])
-				}
-				keys[x] = rng.Mix(cfg.seed, streamSampleKeys, uint64(epoch), uint64(b))
+	}
+	restore = collective.SetPhase(c, "setup")
+	mostMine, err := collective.AllreduceScalar(c, int64(len(mine)), collective.Max)
+	if err != nil {
+		return err
+	}
+	restore()
+	calls := (int(mostMine) + cfg.bulk - 1) / cfg.bulk
+	var nb, edges, verts int64
+	var secs float64
+	for call := range calls {
+		chunk := mine[min(call*cfg.bulk, len(mine)):min((call+1)*cfg.bulk, len(mine))]
+		batches := make([][]int64, len(chunk))
+		keys := make([]uint64, len(chunk))
+		for x, it := range chunk {
+			order := orders[it.epoch]
+			for _, k := range order[it.b*cfg.batch : min((it.b+1)*cfg.batch, len(order))] {
+				batches[x] = append(batches[x], train[k])
 			}
-			t0 := time.Now()
-			mbs, err := smp.Sample(batches, keys)
-			if err != nil {
-				return err
+			keys[x] = rng.Mix(cfg.seed, streamSampleKeys, uint64(it.epoch), uint64(it.b))
+		}
+		t0 := time.Now()
+		mbs, err := smp.Sample(batches, keys)
+		if err != nil {
+			return err
+		}
+		secs += time.Since(t0).Seconds()
+		for x, m := range mbs {
+			nb++
+			verts += int64(len(m.Input()))
+			for _, blk := range m.Blocks {
+				edges += blk.Adj.NNZ()
 			}
-			secs += time.Since(t0).Seconds()
-			for x, m := range mbs {
-				nb++
-				verts += int64(len(m.Input()))
-				for _, blk := range m.Blocks {
-					edges += blk.Adj.NNZ()
-				}
-				if cfg.dump != "" {
-					path := filepath.Join(cfg.dump, fmt.Sprintf("e%d-b%d.txt", epoch, chunk[x]))
-					if err := dumpMiniBatch(path, m, epoch, chunk[x], keys[x], cfg.sampler); err != nil {
-						return err
-					}
+			if cfg.dump != "" {
+				it := chunk[x]
+				path := filepath.Join(cfg.dump, fmt.Sprintf("e%d-b%d.txt", it.epoch, it.b))
+				if err := dumpMiniBatch(path, m, it.epoch, it.b, keys[x], cfg.sampler); err != nil {
+					return err
 				}
 			}
 		}
-		env.Progress("epoch %d: %d minibatches sampled", epoch+1, total)
+		env.Progress("%d of %d minibatches sampled", min(int64((call+1)*cfg.bulk*p), int64(all)), all)
 	}
 
 	restore = collective.SetPhase(c, "report")
@@ -180,7 +215,7 @@ func runSample(env *Env, cfg *sampleConfig) error {
 		return err
 	}
 	restore()
-	res := SampleResult{Sampler: cfg.sampler, Fanouts: fo, BatchSize: cfg.batch, Bulk: cfg.bulk, Topology: "replicated",
+	res := SampleResult{Sampler: cfg.sampler, Fanouts: fo, BatchSize: cfg.batch, Bulk: cfg.bulk, Topology: cfg.topology, C: cfg.c,
 		Minibatches: nb, Edges: edges, Vertices: verts, Seconds: secs, Bytes: map[string]int64{}}
 	for ph, x := range cs.ByPhase {
 		res.Bytes[ph] = x.TotalSent

@@ -35,29 +35,41 @@ func readDump(t *testing.T, dir string) map[string]string {
 	return out
 }
 
-// The minibatches (dumped as text) are the same whatever the rank count and
-// the bulk size, for both samplers; the report counts them all.
+// The minibatches (dumped as text) are the same whatever the rank count,
+// the bulk size, the topology and its replication factor, for both
+// samplers; the report counts them all.
 func TestSampleCommand(t *testing.T) {
 	data := filepath.Join("..", "..", "data", "cora")
 	for _, sampler := range []struct{ name, fanouts string }{{"sage", "10,5"}, {"ladies", "64,64"}} {
 		var want map[string]string
-		for _, run := range []struct{ p, bulk int }{{1, 1}, {3, 1}, {2, 4}, {4, 16}} {
+		for _, run := range []struct {
+			p, bulk int
+			top     string
+			c       int
+		}{{1, 1, "replicated", 1}, {3, 1, "replicated", 1}, {2, 4, "replicated", 1}, {4, 16, "replicated", 1},
+			{1, 1, "1.5d", 1}, {2, 2, "1.5d", 2}, {4, 3, "1.5d", 1}, {4, 1, "1.5d", 2}, {4, 4, "1.5d", 4}} {
 			dir := t.TempDir()
 			res := sampleJSON(t, run.p, "--data", data, "--sampler", sampler.name, "--fanouts", sampler.fanouts,
-				"--batch-size", "16", "--bulk", strconv.Itoa(run.bulk), "--epochs", "2", "--dump", dir)
+				"--batch-size", "16", "--bulk", strconv.Itoa(run.bulk), "--epochs", "2", "--dump", dir,
+				"--topology", run.top, "--c", strconv.Itoa(run.c))
+			require.Equal(t, run.top, res.Topology)
 			// Cora's split trains on 140 vertices: 9 minibatches per epoch.
 			require.Equal(t, int64(18), res.Minibatches)
 			require.Positive(t, res.Edges)
 			require.Positive(t, res.EdgesPerS)
 			require.Positive(t, res.MinibatchesPerS)
-			require.Zero(t, res.Bytes["sample"], "replicated topology samples without communication")
+			if run.top == "replicated" {
+				require.Zero(t, res.Bytes["sample"]+res.Bytes["spgemm"], "replicated topology samples without communication")
+			} else if run.p > 1 {
+				require.Positive(t, res.Bytes["spgemm"], "1.5d multiplies across ranks")
+			}
 			got := readDump(t, dir)
 			require.Len(t, got, 18)
 			if want == nil {
 				want = got
 				continue
 			}
-			require.Equal(t, want, got, "%s p=%d bulk=%d", sampler.name, run.p, run.bulk)
+			require.Equal(t, want, got, "%s %+v", sampler.name, run)
 		}
 	}
 }
@@ -72,6 +84,8 @@ func TestSampleErrors(t *testing.T) {
 		{[]string{"--data", data, "--sampler", "fastgcn"}, "unknown sampler"},
 		{[]string{"--data", data, "--sampler", "ladies", "--fanouts", "0"}, "at least 1 vertex"},
 		{[]string{"--data", data, "--fanouts", "x"}, "--fanouts"},
+		{[]string{"--data", data, "--topology", "2d"}, "--topology"},
+		{[]string{"--data", data, "--topology", "1.5d", "--c", "3"}, "--c 3"},
 		{[]string{"--data", filepath.Join(t.TempDir(), "none")}, "none"},
 	} {
 		_, err := runCmd(t, 2, "sample", tc.args...)
