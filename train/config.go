@@ -28,9 +28,15 @@ type Config struct {
 	// Bulk is the number of minibatches sampled together (one sparse
 	// product per layer for all of them); they are then trained one after
 	// another. The minibatches do not depend on it.
-	Bulk    int
-	Epochs  int    // last epoch (1-based) to train
-	Shuffle string // ShuffleLocal or ShuffleGlobal
+	Bulk int
+	// Topology is where the sampler's graph lives: TopologyReplicated
+	// (every rank holds it; sampling does no communication) or
+	// Topology15D (rows over p/C grid rows, C copies; P = Q·A by 1.5D
+	// SpGEMM, collective). The minibatches do not depend on it.
+	Topology string
+	C        int    // replication factor of Topology15D; divides the number of ranks
+	Epochs   int    // last epoch (1-based) to train
+	Shuffle  string // ShuffleLocal or ShuffleGlobal
 
 	Optimizer   string // "adam" or "sgd"
 	LR          float32
@@ -68,6 +74,10 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("train: batch size %d < 1", c.BatchSize)
 	case c.Bulk < 1:
 		return fmt.Errorf("train: bulk %d < 1 (minibatches sampled together)", c.Bulk)
+	case c.Topology != TopologyReplicated && c.Topology != Topology15D:
+		return fmt.Errorf("train: unknown topology %q (want %s or %s)", c.Topology, TopologyReplicated, Topology15D)
+	case c.C < 1:
+		return fmt.Errorf("train: replication factor %d < 1", c.C)
 	case c.Sampler != SamplerSAGE && c.Sampler != SamplerLADIES:
 		return fmt.Errorf("train: unknown sampler %q (want %s or %s)", c.Sampler, SamplerSAGE, SamplerLADIES)
 	case c.Sampler == SamplerLADIES && c.Model.Kind != "gcn":
@@ -112,6 +122,12 @@ const (
 	SamplerLADIES = "ladies"
 )
 
+// Topologies of the sampler's graph (Config.Topology).
+const (
+	TopologyReplicated = "replicated"
+	Topology15D        = "1.5d"
+)
+
 // Model-selection rules (Config.Select).
 const (
 	SelectAcc  = "val-acc"
@@ -129,6 +145,8 @@ func Defaults(kind string) Config {
 		Fanouts:     []int{25, 10},
 		BatchSize:   32,
 		Bulk:        1,
+		Topology:    TopologyReplicated,
+		C:           1,
 		Epochs:      100,
 		Shuffle:     ShuffleLocal,
 		Optimizer:   "adam", LR: 0.01, WeightDecay: 5e-4,

@@ -22,7 +22,8 @@ import (
 // Phases of the epoch time (EpochStats.PhaseSeconds) and of the byte
 // counts (EpochStats.Bytes; collective.SetPhase).
 const (
-	PhaseSample  = "sample"  // neighbour sampling (local, no communication)
+	PhaseSample  = "sample"  // neighbour sampling (replicated topology: none; 1.5D: frontier gathers and sampled rows)
+	PhaseSpGEMM  = "spgemm"  // the 1.5D topology's products P = Q·A (spgemm.Phase); time counts under sample
 	PhaseFetch   = "fetch"   // feature all-to-all of the minibatch inputs
 	PhaseCompute = "compute" // forward, backward, optimizer step
 	PhaseGrad    = "grad"    // gradient Allreduce
@@ -36,7 +37,7 @@ var timePhases = []string{PhaseSample, PhaseFetch, PhaseCompute, PhaseGrad, Phas
 // bytePhases are the phases of EpochStats.Bytes. The per-epoch reductions
 // themselves (phase "metrics", a few hundred bytes) and the setup appear in
 // the run's final communication summary only.
-var bytePhases = []string{PhaseFetch, PhaseGrad, PhaseEval}
+var bytePhases = []string{PhaseSample, PhaseSpGEMM, PhaseFetch, PhaseGrad, PhaseEval}
 
 // EpochStats is one epoch's summary over all ranks.
 type EpochStats struct {
@@ -122,6 +123,11 @@ func Run(c collective.Comm, d *Data, cfg Config, h Hooks) (*Result, error) {
 			}
 		}
 	}
+	if t.grid != nil {
+		if err := t.grid.Free(); err != nil {
+			return nil, err
+		}
+	}
 	return t.result(), nil
 }
 
@@ -133,6 +139,7 @@ type trainer struct {
 	m       *model.Model
 	opt     model.Optimizer
 	sampler sampling.Sampler
+	grid    *collective.Grid // the 1.5D topology's grid, nil when replicated
 	sched   *schedule
 	deg     []int64 // full-graph degree of every vertex (GCN normalisation)
 	grads   []float32
@@ -169,12 +176,19 @@ func newTrainer(c collective.Comm, d *Data, cfg Config) (*trainer, error) {
 	default:
 		t.opt = model.NewAdam(cfg.LR, cfg.WeightDecay)
 	}
-	if cfg.Sampler == SamplerLADIES {
-		t.sampler, err = sampling.NewLayerWise(d.Adj, cfg.Fanouts)
-	} else {
-		t.sampler, err = sampling.NewNodeWise(d.Adj, cfg.Fanouts)
+	if cfg.Topology == Topology15D {
+		p := c.Size()
+		if p%cfg.C != 0 {
+			return nil, fmt.Errorf("train: replication factor %d does not divide the %d ranks", cfg.C, p)
+		}
+		restore := collective.SetPhase(c, PhaseSetup)
+		t.grid, err = collective.NewGrid(c, p/cfg.C, cfg.C)
+		restore()
+		if err != nil {
+			return nil, err
+		}
 	}
-	if err != nil {
+	if t.sampler, err = sampling.New(cfg.Sampler, d.Adj, cfg.Fanouts, t.grid); err != nil {
 		return nil, err
 	}
 	n := d.NumNodes()

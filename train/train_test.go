@@ -10,6 +10,7 @@ import (
 	"gnnmpi/collective"
 	"gnnmpi/collective/inproc"
 	"gnnmpi/graph"
+	"gnnmpi/spgemm"
 )
 
 // sbm is a small planted-partition graph on which a GNN clearly beats the
@@ -132,6 +133,14 @@ func TestBulkSameLosses(t *testing.T) {
 			cfg.Bulk = k
 			require.Equal(t, want, losses(runP(t, 2, cfg, nil)), "%s bulk %d", sampler, k)
 		}
+		// The 1.5D topology gives the same minibatches, so the same curve.
+		cfg.Topology = Topology15D
+		for _, kc := range [][2]int{{1, 1}, {3, 2}} {
+			cfg.Bulk, cfg.C = kc[0], kc[1]
+			res := runP(t, 2, cfg, nil)
+			require.Equal(t, want, losses(res), "%s 1.5d bulk %d c %d", sampler, kc[0], kc[1])
+			require.Positive(t, res.BytesPerEpoch[PhaseSpGEMM], "1.5d samples by distributed products")
+		}
 	}
 }
 
@@ -161,6 +170,22 @@ func TestSamplerConfigErrors(t *testing.T) {
 	require.ErrorContains(t, cfg.Validate(), "bulk 0")
 	cfg.Bulk, cfg.Sampler = 1, "fastgcn"
 	require.ErrorContains(t, cfg.Validate(), "unknown sampler")
+	cfg = testConfig("gcn")
+	cfg.Topology = "2d"
+	require.ErrorContains(t, cfg.Validate(), "unknown topology")
+	cfg = testConfig("gcn")
+	cfg.Topology, cfg.C = Topology15D, 3
+	g := sbm()
+	book := graph.RandomPartition(g.NumNodes, 2, 5)
+	err := inproc.Run(2, inproc.Options{Timeout: time.Minute}, func(c collective.Comm) error {
+		d, err := Distribute(g, "random", book, c.Rank())
+		if err != nil {
+			return err
+		}
+		_, err = Run(c, d, cfg, Hooks{})
+		return err
+	})
+	require.ErrorContains(t, err, "does not divide")
 }
 
 // A run stopped after epoch 3 and resumed from its checkpoint continues
@@ -297,4 +322,8 @@ func TestSelectionRules(t *testing.T) {
 	cfg := Defaults("sage")
 	cfg.Select = "best"
 	require.ErrorContains(t, cfg.Validate(), "model selection")
+}
+
+func TestPhaseSpGEMMIsSpgemmPhase(t *testing.T) {
+	require.Equal(t, spgemm.Phase, PhaseSpGEMM)
 }

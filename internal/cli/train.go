@@ -29,6 +29,8 @@ func trainCmd() *Command {
 			outHeads := fs.Int("out-heads", 1, "GAT attention heads of the output layer (averaged)")
 			fanouts := fs.String("fanouts", "25,10", "neighbours sampled per hop, from the seeds outwards (-1: all); one per layer")
 			sampler := fs.String("sampler", d.Sampler, "sage (node-wise: --fanouts neighbours per vertex) or ladies (layer-wise: --fanouts vertices per minibatch and layer; --model gcn)")
+			topology := fs.String("topology", d.Topology, "where the sampler's graph lives: replicated (no communication) or 1.5d (rows over p/c grid rows, c copies; P = Q·A by 1.5D SpGEMM)")
+			repl := fs.Int("c", d.C, "replication factor of --topology 1.5d (divides the number of ranks)")
 			bulk := fs.Int("bulk", d.Bulk, "minibatches sampled together (one sparse product per layer for all); the minibatches do not depend on it")
 			batch := fs.Int("batch-size", d.BatchSize, "seeds per rank per minibatch (at most)")
 			globalBatch := fs.Int("global-batch-size", 0, "seeds per step over all ranks (at most); each rank takes ⌈G/ranks⌉, so the number of optimizer steps does not depend on the rank count (replaces --batch-size)")
@@ -78,6 +80,7 @@ func trainCmd() *Command {
 				cfg.FeatureNorm = *featNorm
 				cfg.Fanouts, cfg.BatchSize, cfg.Shuffle = fo, *batch, *shuffle
 				cfg.Sampler, cfg.Bulk = *sampler, *bulk
+				cfg.Topology, cfg.C = *topology, *repl
 				if set["global-batch-size"] {
 					if set["batch-size"] {
 						return fmt.Errorf("train: give --batch-size (per rank) or --global-batch-size, not both")
@@ -195,7 +198,7 @@ func runTrain(env *Env, path, split, partition string, cfg train.Config) error {
 		env.Printf("no evaluation (--eval-every 0); median epoch %.3fs\n", res.MedianEpochS)
 	}
 	cfgOut := map[string]any{
-		"data": path, "split": d.SplitName, "partition": partition, "model": cfg.Model, "sampler": cfg.Sampler, "bulk": cfg.Bulk, "fanouts": cfg.Fanouts,
+		"data": path, "split": d.SplitName, "partition": partition, "model": cfg.Model, "sampler": cfg.Sampler, "bulk": cfg.Bulk, "topology": cfg.Topology, "c": cfg.C, "fanouts": cfg.Fanouts,
 		"batch_size": cfg.BatchSize, "feature_norm": cfg.FeatureNorm, "epochs": cfg.Epochs, "shuffle": cfg.Shuffle, "optimizer": cfg.Optimizer,
 		"lr": cfg.LR, "weight_decay": cfg.WeightDecay, "momentum": cfg.Momentum, "seed": cfg.Seed,
 		"eval_every": cfg.EvalEvery, "select": cfg.Select, "blas": env.BLASName,
