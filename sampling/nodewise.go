@@ -165,20 +165,21 @@ func FullBlock(adj *sparse.CSR, dst []int64) Block {
 	for _, v := range dst {
 		pos[v] = -1
 	}
-	return relabel(dst, selectRows(adj, dst), pos)
+	return relabel(dst, selectRows(adj, dst, 0), pos)
 }
 
 // selectRows returns P = Q·adj, where Q is the |frontier|×n selection
 // matrix with Q(i, frontier[i]) = 1: row i of P is row frontier[i] of adj
 // with sorted columns, repeats merged into their count. frontier holds
-// vertices in range.
-func selectRows(adj *sparse.CSR, frontier []int64) *sparse.CSR {
+// vertices in range. The product runs on up to threads goroutines (0:
+// GOMAXPROCS).
+func selectRows(adj *sparse.CSR, frontier []int64, threads int) *sparse.CSR {
 	nf := int64(len(frontier))
 	q := &sparse.CSR{NRows: nf, NCols: adj.NRows, Indptr: make([]int64, nf+1), Indices: frontier}
 	for i := range q.Indptr {
 		q.Indptr[i] = int64(i)
 	}
-	p, err := sparse.Mul(q, adj)
+	p, err := sparse.MulSR(sparse.PlusTimes[float64]{}, q, adj, &sparse.Options{Threads: threads})
 	if err != nil {
 		panic(err) // Q has as many columns as adj has rows
 	}

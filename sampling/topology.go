@@ -3,7 +3,9 @@ package sampling
 import (
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"slices"
+	"sync"
 
 	"gnnmpi/collective"
 	"gnnmpi/sparse"
@@ -89,14 +91,61 @@ func (t *replicated) N() int64     { return t.m.NRows }
 func (t *replicated) Name() string { return "replicated" }
 
 func (t *replicated) rows(v []int64, keys []uint64, pick picker) (*sparse.CSR, error) {
-	p := selectRows(t.m, v)
 	if pick == nil {
+		p := selectRows(t.m, v, 0)
 		if t.m.Values == nil {
 			p.Values = nil
 		}
 		return p, nil
 	}
-	return pickRows(p, v, keys, pick, newScratch(), t.m.Values != nil), nil
+	// Contiguous chunks of the rows on up to GOMAXPROCS goroutines, each
+	// forming its part of P = Q·A and drawing from it with its own
+	// scratch; the draws of a row do not depend on the chunk.
+	nv := len(v)
+	g := min(runtime.GOMAXPROCS(0), max(1, nv/minChunkRows))
+	parts := make([]*sparse.CSR, g)
+	valued := t.m.Values != nil
+	var wg sync.WaitGroup
+	for x := range g {
+		lo, hi := x*nv/g, (x+1)*nv/g
+		wg.Go(func() {
+			p := selectRows(t.m, v[lo:hi], 1)
+			parts[x] = pickRows(p, v[lo:hi], keys[lo:hi], pick, newScratch(), valued)
+		})
+	}
+	wg.Wait()
+	if g == 1 {
+		return parts[0], nil
+	}
+	return vstack(parts, t.m.NCols, valued), nil
+}
+
+// minChunkRows is the fewest frontier rows worth a goroutine of their own
+// (a variable for the tests).
+var minChunkRows = 512
+
+// vstack stacks CSR matrices of ncols columns vertically.
+func vstack(parts []*sparse.CSR, ncols int64, valued bool) *sparse.CSR {
+	var m, nnz int64
+	for _, p := range parts {
+		m += p.NRows
+		nnz += p.NNZ()
+	}
+	out := &sparse.CSR{NRows: m, NCols: ncols, Indptr: make([]int64, 1, m+1), Indices: make([]int64, 0, nnz)}
+	if valued {
+		out.Values = make([]float64, 0, nnz)
+	}
+	for _, p := range parts {
+		base := int64(len(out.Indices))
+		for _, x := range p.Indptr[1:] {
+			out.Indptr = append(out.Indptr, base+x)
+		}
+		out.Indices = append(out.Indices, p.Indices...)
+		if valued {
+			out.Values = append(out.Values, p.Values...)
+		}
+	}
+	return out
 }
 
 // Distributed15D returns the topology of m distributed in the 1.5D layout

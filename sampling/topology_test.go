@@ -3,6 +3,7 @@ package sampling
 import (
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -287,5 +288,28 @@ func TestDistributed15DVolume(t *testing.T) {
 				require.Equal(t, want[rank], got[rank], "rank %d: [sample, spgemm] bytes", rank)
 			}
 		})
+	}
+}
+
+// The replicated topology's chunks (rows split over goroutines) give the
+// rows of one chunk, for both samplers.
+func TestReplicatedChunks(t *testing.T) {
+	r := rand.New(rand.NewPCG(8, 9))
+	adj := randomAdj(t, r, 300, 15, true)
+	batches, keys := testBatches(r, adj.NRows, 5, 40)
+	for _, tc := range distCases() {
+		s, err := tc.build(Replicated(tc.mat(adj)))
+		require.NoError(t, err)
+		want, err := s.Sample(batches, keys)
+		require.NoError(t, err)
+		func() {
+			defer func(m, p int) { minChunkRows = m; runtime.GOMAXPROCS(p) }(minChunkRows, runtime.GOMAXPROCS(5))
+			minChunkRows = 7
+			got, err := s.Sample(batches, keys)
+			require.NoError(t, err)
+			for b := range want {
+				sameMiniBatch(t, want[b], got[b], fmt.Sprintf("%s minibatch %d", tc.name, b))
+			}
+		}()
 	}
 }
