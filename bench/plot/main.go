@@ -4,6 +4,7 @@
 //	go run ./bench/plot phases bench/out/train.csv bench/out/train.png
 //	go run ./bench/plot gemm bench/out/gemm.csv bench/out/gemm.png
 //	go run ./bench/plot spgemm bench/out/spgemm.csv bench/out/spgemm.png
+//	go run ./bench/plot sample bench/out/sample.csv bench/out/sample.png
 //
 // phases: per dataset, the epoch time of the slowest rank split into
 // sample, fetch, compute and grad (stacked bars) against the rank count,
@@ -11,7 +12,9 @@
 // for each implementation (grouped bars). spgemm: per input and product
 // (A·A, Q·A), the MFLOP/s of every configuration of bench/spgemm.sh (one
 // bar each, slowest rank, median of the reps) beside the MiB sent per
-// rank (maximum over ranks).
+// rank (maximum over ranks). sample: per input and rank count, sampled
+// edges/s against the bulk size k for each topology (the plain per-batch
+// baseline as a flat line), beside the bytes sent per minibatch.
 package main
 
 import (
@@ -20,6 +23,7 @@ import (
 	"os"
 	"sort"
 	"strconv"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -31,7 +35,7 @@ import (
 
 func main() {
 	if len(os.Args) != 4 {
-		fmt.Fprintln(os.Stderr, "usage: plot phases|gemm|spgemm IN.csv OUT.png")
+		fmt.Fprintln(os.Stderr, "usage: plot phases|gemm|spgemm|sample IN.csv OUT.png")
 		os.Exit(2)
 	}
 	rows, err := readCSV(os.Args[2])
@@ -43,6 +47,8 @@ func main() {
 			err = gemm(rows, os.Args[3])
 		case "spgemm":
 			err = spgemm(rows, os.Args[3])
+		case "sample":
+			err = sample(rows, os.Args[3])
 		default:
 			err = fmt.Errorf("unknown chart %q", os.Args[1])
 		}
@@ -286,4 +292,92 @@ func save(img *vgimg.Canvas, out string) error {
 		return err
 	}
 	return f.Close()
+}
+
+// sample draws bench/sample.sh's CSV: for every input and rank count,
+// sampled edges/s (slowest rank) against k, one line per topology and the
+// plain baseline flat, and the KiB sent per minibatch against k.
+func sample(rows []map[string]string, out string) error {
+	var ok []map[string]string
+	var ks []float64
+	for _, r := range rows {
+		if r["error"] == "" && num(r, "edges_per_s") > 0 {
+			r["panel"] = r["input"] + " np " + r["np"]
+			if r["sampler"] == "plain" {
+				r["line"] = "plain (per batch)"
+			} else {
+				r["line"] = r["sampler"] + " " + r["topology"]
+				if r["topology"] != "replicated" {
+					r["line"] += " c=" + r["c"]
+				}
+				ks = append(ks, num(r, "bulk"))
+			}
+			ok = append(ok, r)
+		}
+	}
+	if len(ok) == 0 || len(ks) == 0 {
+		return fmt.Errorf("no successful runs")
+	}
+	sort.Float64s(ks)
+	kmin, kmax := ks[0], ks[len(ks)-1]
+	panels := groups(ok, "panel")
+	const w = 5.5 * vg.Inch
+	img := vgimg.New(2*w, vg.Length(len(panels))*3.4*vg.Inch)
+	dc := draw.New(img)
+	tiles := draw.Tiles{Rows: len(panels), Cols: 2, PadX: vg.Millimeter, PadY: vg.Millimeter}
+	plots := make([][]*plot.Plot, len(panels))
+	for i, pn := range panels {
+		var pair []*plot.Plot
+		for x, title := range []string{": sampled edges/s (slowest rank)", ": KiB sent per minibatch"} {
+			p := plot.New()
+			p.Title.Text = pn + title
+			p.X.Label.Text = "bulk k"
+			p.X.Scale = plot.LogScale{}
+			p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+			p.Legend.Top, p.Legend.Left = true, true
+			var sel []map[string]string
+			for _, r := range ok {
+				if r["panel"] == pn {
+					sel = append(sel, r)
+				}
+			}
+			for n, line := range groups(sel, "line") {
+				var pts plotter.XYs
+				for _, r := range sel {
+					if r["line"] != line {
+						continue
+					}
+					y := num(r, "edges_per_s")
+					if x == 1 {
+						y = num(r, "bytes_per_minibatch") / 1024
+					}
+					if r["sampler"] == "plain" {
+						pts = append(pts, plotter.XY{X: kmin, Y: y}, plotter.XY{X: kmax, Y: y})
+						continue
+					}
+					pts = append(pts, plotter.XY{X: num(r, "bulk"), Y: y})
+				}
+				sort.Slice(pts, func(a, b int) bool { return pts[a].X < pts[b].X })
+				l, s, err := plotter.NewLinePoints(pts)
+				if err != nil {
+					return err
+				}
+				l.Color, s.Color = plotutil.Color(n), plotutil.Color(n)
+				if strings.HasPrefix(line, "plain") {
+					l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+				}
+				p.Add(l, s)
+				p.Legend.Add(line, l, s)
+			}
+			pair = append(pair, p)
+		}
+		plots[i] = pair
+	}
+	canvases := plot.Align(plots, tiles, dc)
+	for i := range plots {
+		for j := range plots[i] {
+			plots[i][j].Draw(canvases[i][j])
+		}
+	}
+	return save(img, out)
 }
