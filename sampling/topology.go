@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"gnnmpi/collective"
 	"gnnmpi/sparse"
@@ -54,25 +55,26 @@ func newScratch() *scratch { return &scratch{st: newStreams()} }
 // stream returns RowStream(key, h, v), valid until the next call.
 func (sc *scratch) stream(key uint64, h int, v int64) *rand.Rand { return sc.st.at(key, h, v) }
 
-// pickRows applies pick to every row of p (row i being vertex v[i] of the
-// minibatch of keys[i]) and returns the kept entries, with their values if
-// p has values and valued is true.
-func pickRows(p *sparse.CSR, v []int64, keys []uint64, pick picker, sc *scratch, valued bool) *sparse.CSR {
-	out := &sparse.CSR{NRows: p.NRows, NCols: p.NCols, Indptr: make([]int64, p.NRows+1), Indices: []int64{}}
-	valued = valued && p.Values != nil
-	if valued {
+// pickRows applies pick to every row of the |v|×n matrix (indptr,
+// indices, values) (row i being vertex v[i] of the minibatch of keys[i];
+// values nil for a pattern) and returns the kept entries, with their
+// values if values is not nil.
+func pickRows(n int64, indptr, indices []int64, values []float64, v []int64, keys []uint64, pick picker, sc *scratch) *sparse.CSR {
+	m := int64(len(indptr) - 1)
+	out := &sparse.CSR{NRows: m, NCols: n, Indptr: make([]int64, m+1), Indices: []int64{}}
+	if values != nil {
 		out.Values = []float64{}
 	}
-	for i := range p.NRows {
-		lo, hi := p.Indptr[i], p.Indptr[i+1]
-		cols := p.Indices[lo:hi]
+	for i := range m {
+		lo, hi := indptr[i], indptr[i+1]
+		cols := indices[lo:hi]
 		var vals []float64
-		if p.Values != nil {
-			vals = p.Values[lo:hi]
+		if values != nil {
+			vals = values[lo:hi]
 		}
 		for _, k := range pick(sc, keys[i], v[i], cols, vals) {
 			out.Indices = append(out.Indices, cols[k])
-			if valued {
+			if vals != nil {
 				out.Values = append(out.Values, vals[k])
 			}
 		}
@@ -82,10 +84,27 @@ func pickRows(p *sparse.CSR, v []int64, keys []uint64, pick picker, sc *scratch,
 }
 
 // Replicated returns the topology of m held whole by every rank: sampling
-// does no communication. m is kept, not copied.
-func Replicated(m *sparse.CSR) Topology { return &replicated{m: m} }
+// does no communication. m is kept, not copied; it is read once to learn
+// whether its rows are sorted and distinct.
+func Replicated(m *sparse.CSR) Topology {
+	t := &replicated{m: m, sorted: m.RowsSorted()}
+	for i := range m.NRows {
+		row := m.Row(i)
+		for k := 1; k < len(row) && t.sorted; k++ {
+			t.sorted = row[k-1] < row[k]
+		}
+	}
+	if m.Values == nil {
+		t.pat = &sparse.Matrix[bool]{NRows: m.NRows, NCols: m.NCols, Indptr: m.Indptr, Indices: m.Indices}
+	}
+	return t
+}
 
-type replicated struct{ m *sparse.CSR }
+type replicated struct {
+	m      *sparse.CSR
+	pat    *sparse.Matrix[bool] // m as a pattern over (or, and), when m has no values
+	sorted bool                 // every row of m is sorted with no repeats
+}
 
 func (t *replicated) N() int64     { return t.m.NRows }
 func (t *replicated) Name() string { return "replicated" }
@@ -98,31 +117,61 @@ func (t *replicated) rows(v []int64, keys []uint64, pick picker) (*sparse.CSR, e
 		}
 		return p, nil
 	}
-	// Contiguous chunks of the rows on up to GOMAXPROCS goroutines, each
-	// forming its part of P = Q·A and drawing from it with its own
-	// scratch; the draws of a row do not depend on the chunk.
-	nv := len(v)
-	g := min(runtime.GOMAXPROCS(0), max(1, nv/minChunkRows))
-	parts := make([]*sparse.CSR, g)
-	valued := t.m.Values != nil
-	var wg sync.WaitGroup
-	for x := range g {
-		lo, hi := x*nv/g, (x+1)*nv/g
-		wg.Go(func() {
-			p := selectRows(t.m, v[lo:hi], 1)
-			parts[x] = pickRows(p, v[lo:hi], keys[lo:hi], pick, newScratch(), valued)
-		})
+	// Chunks of consecutive rows of bounded work (the entries of P they
+	// make), taken in turn by up to GOMAXPROCS goroutines, each forming its
+	// chunk's part of P = Q·A and thinning it at once with its own scratch:
+	// P, which on a power-law graph is far larger than the sample, is never
+	// held whole, and the draws of a row do not depend on the chunk.
+	cuts := []int{0}
+	var work int64
+	for i, u := range v {
+		work += t.m.Degree(u) + 1
+		if work >= chunkWork && i+1 < len(v) {
+			cuts, work = append(cuts, i+1), 0
+		}
 	}
-	wg.Wait()
-	if g == 1 {
+	cuts = append(cuts, len(v))
+	nc := len(cuts) - 1
+	parts := make([]*sparse.CSR, nc)
+	valued := t.m.Values != nil
+	chunk := func(x int, sc *scratch) {
+		lo, hi := cuts[x], cuts[x+1]
+		if t.pat != nil { // a pattern product: P's values are not needed
+			p := selectRowsOf(sparse.OrAnd{}, t.pat, v[lo:hi], t.sorted)
+			parts[x] = pickRows(t.m.NCols, p.Indptr, p.Indices, nil, v[lo:hi], keys[lo:hi], pick, sc)
+			return
+		}
+		p := selectRowsOf(sparse.PlusTimes[float64]{}, t.m, v[lo:hi], t.sorted)
+		parts[x] = pickRows(t.m.NCols, p.Indptr, p.Indices, p.Values, v[lo:hi], keys[lo:hi], pick, sc)
+	}
+	if g := min(runtime.GOMAXPROCS(0), nc); g <= 1 {
+		sc := newScratch()
+		for x := range nc {
+			chunk(x, sc)
+		}
+	} else {
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		for range g {
+			wg.Go(func() {
+				sc := newScratch()
+				for x := int(next.Add(1) - 1); x < nc; x = int(next.Add(1) - 1) {
+					chunk(x, sc)
+				}
+			})
+		}
+		wg.Wait()
+	}
+	if nc == 1 {
 		return parts[0], nil
 	}
 	return vstack(parts, t.m.NCols, valued), nil
 }
 
-// minChunkRows is the fewest frontier rows worth a goroutine of their own
-// (a variable for the tests).
-var minChunkRows = 512
+// chunkWork bounds the entries of P (plus one per row) that one chunk of
+// the replicated topology forms at a time: 2^16 entries, 1 MiB of P with
+// its values (a variable for the tests).
+var chunkWork int64 = 1 << 16
 
 // vstack stacks CSR matrices of ncols columns vertically.
 func vstack(parts []*sparse.CSR, ncols int64, valued bool) *sparse.CSR {
@@ -242,7 +291,11 @@ func (t *dist15D) rows(v []int64, keys []uint64, pick picker) (*sparse.CSR, erro
 		for x := range rk {
 			rk[x] = uint64(qk[lo+int64(x)])
 		}
-		p = pickRows(p, qv[lo:hi], rk, pick, newScratch(), valued)
+		var vals []float64
+		if valued {
+			vals = p.Values
+		}
+		p = pickRows(n, p.Indptr, p.Indices, vals, qv[lo:hi], rk, pick, newScratch())
 	} else if !valued {
 		p.Values = nil
 	}

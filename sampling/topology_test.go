@@ -291,8 +291,8 @@ func TestDistributed15DVolume(t *testing.T) {
 	}
 }
 
-// The replicated topology's chunks (rows split over goroutines) give the
-// rows of one chunk, for both samplers.
+// The replicated topology's chunks (rows split into many pieces over
+// goroutines) give the rows of one chunk, for both samplers.
 func TestReplicatedChunks(t *testing.T) {
 	r := rand.New(rand.NewPCG(8, 9))
 	adj := randomAdj(t, r, 300, 15, true)
@@ -303,8 +303,8 @@ func TestReplicatedChunks(t *testing.T) {
 		want, err := s.Sample(batches, keys)
 		require.NoError(t, err)
 		func() {
-			defer func(m, p int) { minChunkRows = m; runtime.GOMAXPROCS(p) }(minChunkRows, runtime.GOMAXPROCS(5))
-			minChunkRows = 7
+			defer func(w int64, p int) { chunkWork = w; runtime.GOMAXPROCS(p) }(chunkWork, runtime.GOMAXPROCS(5))
+			chunkWork = 37
 			got, err := s.Sample(batches, keys)
 			require.NoError(t, err)
 			for b := range want {

@@ -17,6 +17,12 @@ type Options struct {
 	// less) means runtime.GOMAXPROCS(0). Small products use fewer. The
 	// result does not depend on it.
 	Threads int
+	// SortedB promises that every row of B is sorted with no repeated
+	// column (as Matrix.RowsSorted and a dedupe would show): a row of A
+	// with one entry then copies its row of B without checking it. A
+	// caller that multiplies the same B many times checks it once. The
+	// result is wrong if the promise is false.
+	SortedB bool
 
 	acc   accChoice // tests force an accumulator
 	exact bool      // tests: use Threads goroutines however small the work
@@ -156,6 +162,8 @@ type product[T Scalar] struct {
 	a, b   *Matrix[T]
 	rows   []int64 // rows of A making the rows of C; nil for all
 	masked bool
+	// sortedB: the rows of B are known to be sorted and distinct.
+	sortedB bool
 	mptr   []int64 // mask, when masked
 	mind   []int64
 	ident  T
@@ -185,6 +193,7 @@ func newProduct[T Scalar](k kernel[T], a, b *Matrix[T], rows []int64, o *Options
 			p.threads = o.Threads
 		}
 		p.acc, p.exact = o.acc, o.exact
+		p.sortedB = o.SortedB
 	}
 	return p
 }
@@ -423,7 +432,7 @@ func (w *worker[T]) count(i int64) int64 {
 	if hi-lo == 1 {
 		// A selection, if the row of B is sorted and distinct.
 		k := p.a.Indices[lo]
-		if row := p.b.Indices[p.b.Indptr[k]:p.b.Indptr[k+1]]; strictlyIncreasing(row) {
+		if row := p.b.Indices[p.b.Indptr[k]:p.b.Indptr[k+1]]; p.sortedB || strictlyIncreasing(row) {
 			p.sel[i] = true
 			return int64(len(row))
 		}

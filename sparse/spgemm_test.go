@@ -566,3 +566,33 @@ func BenchmarkSemiringAxpy(b *testing.B) {
 		})
 	}
 }
+
+// With SortedB a selection row copies its row of B unchecked: on a B with
+// sorted distinct rows the product is the same as without the promise.
+func TestMulSRSortedB(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(41, 42))
+	var br, bc []int64
+	var bv []float64
+	for i := range int64(300) {
+		for _, j := range rnd.Perm(200)[:rnd.IntN(12)] { // distinct columns
+			br, bc, bv = append(br, i), append(bc, int64(j)), append(bv, rnd.Float64())
+		}
+	}
+	b, err := FromCOO(300, 200, br, bc, bv)
+	require.NoError(t, err)
+	b.SortRows()
+	var rows, cols []int64
+	for i := range int64(150) {
+		rows, cols = append(rows, i), append(cols, rnd.Int64N(300))
+		if i%5 == 0 { // a few rows that are not selections
+			rows, cols = append(rows, i), append(cols, rnd.Int64N(300))
+		}
+	}
+	a, err := FromCOO(150, 300, rows, cols, nil)
+	require.NoError(t, err)
+	want, err := MulSR(PlusTimes[float64]{}, a, b, nil)
+	require.NoError(t, err)
+	got, err := MulSR(PlusTimes[float64]{}, a, b, &Options{SortedB: true, Threads: 2})
+	require.NoError(t, err)
+	require.Equal(t, want, got)
+}
