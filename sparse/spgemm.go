@@ -164,10 +164,10 @@ type product[T Scalar] struct {
 	masked bool
 	// sortedB: the rows of B are known to be sorted and distinct.
 	sortedB bool
-	mptr   []int64 // mask, when masked
-	mind   []int64
-	ident  T
-	one    T
+	mptr    []int64 // mask, when masked
+	mind    []int64
+	ident   T
+	one     T
 
 	m        int64   // rows of C
 	sel      []bool  // sel[i]: row i of C copies a sorted row of B
