@@ -335,6 +335,7 @@ func sample(rows []map[string]string, out string) error {
 			p.X.Scale = plot.LogScale{}
 			p.X.Tick.Marker = plot.LogTicks{Prec: -1}
 			p.Legend.Top, p.Legend.Left = true, true
+			p.Y.Min = 0
 			var sel []map[string]string
 			for _, r := range ok {
 				if r["panel"] == pn {
