@@ -24,7 +24,17 @@
 //
 // # Determinism
 //
-// A sampler draws only from the *rand.Rand it is given (see internal/rng):
-// the same seeds and generator state give the same MiniBatch, on every rank
-// count and backend. The package does no communication.
+// A minibatch draws only from its key, through RowStream (one stream per
+// minibatch, hop and frontier vertex): the same seeds and key give the same
+// MiniBatch whatever the bulk, the rank count, the Topology (Replicated or
+// Distributed15D, with any replication factor) and the backend.
+//
+// # Topology and communication
+//
+// With a Replicated topology the package does no communication. With
+// Distributed15D the graph's rows are spread over a (p/c)×c grid and every
+// hop is one collective 1.5D product P = Q·A (spgemm.Mul15D) plus the
+// gathers of the frontiers and the return of the sampled rows; Sample is
+// then collective. Plain is the per-batch baseline written without
+// matrices, for benchmarks.
 package sampling
