@@ -98,31 +98,6 @@ func hconcat[T sparse.Scalar](pieces []*sparse.Matrix[T], off []int64, nrows, nc
 	return out
 }
 
-// vconcat stacks the pieces, which have ncols columns each, into one
-// matrix.
-func vconcat[T sparse.Scalar](pieces []*sparse.Matrix[T], ncols int64, valued bool) *sparse.Matrix[T] {
-	var m, nnz int64
-	for _, pc := range pieces {
-		m += pc.NRows
-		nnz += pc.NNZ()
-	}
-	out := &sparse.Matrix[T]{NRows: m, NCols: ncols, Indptr: make([]int64, 1, m+1), Indices: make([]int64, 0, nnz)}
-	if valued {
-		out.Values = make([]T, 0, nnz)
-	}
-	for _, pc := range pieces {
-		base := int64(len(out.Indices))
-		for _, x := range pc.Indptr[1:] {
-			out.Indptr = append(out.Indptr, base+x)
-		}
-		out.Indices = append(out.Indices, pc.Indices...)
-		if valued {
-			out.Values = append(out.Values, pc.Values...)
-		}
-	}
-	return out
-}
-
 // sum returns mats[0] ⊕ mats[1] ⊕ … over sr: the union of their entries,
 // with the values at a shared position combined in the order of mats (a
 // left fold). Every matrix must have the same shape and rows with sorted,

@@ -69,7 +69,7 @@ func TestSliceConcat(t *testing.T) {
 	require.Equal(t, mat([][]float64{{1}, {0}, {4}}, 1), left)
 	require.Equal(t, mat([][]float64{{0, 2, 3}, {0, 0, 0}, {5, 0, 6}}, 3), right)
 	require.Equal(t, a, hconcat([]*sparse.CSR{left, right}, []int64{0, 1}, 3, 4, true))
-	require.Equal(t, a, vconcat([]*sparse.CSR{rowSlice(a, 0, 1), rowSlice(a, 1, 1), rowSlice(a, 1, 3)}, 4, true))
+	require.Equal(t, a, sparse.VStack([]*sparse.CSR{rowSlice(a, 0, 1), rowSlice(a, 1, 1), rowSlice(a, 1, 3)}, 4, true))
 }
 
 func TestSum(t *testing.T) {

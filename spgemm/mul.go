@@ -608,7 +608,7 @@ func Mul2D[T sparse.Scalar, S sparse.Semiring[T]](g *collective.Grid, sr S, a, b
 		ac, bc := aps[0], bps[0]
 		if len(aps) > 1 {
 			ac = hconcat(aps, offs, m, a.N, aValued)
-			bc = vconcat(bps, n, bValued)
+			bc = sparse.VStack(bps, n, bValued)
 		}
 		aps, bps = nil, nil
 		var err error

@@ -48,7 +48,18 @@ func runP(t *testing.T, p int, cfg Config, partition func(*graph.Dataset, int) *
 	if partition == nil {
 		partition = func(g *graph.Dataset, p int) *graph.PartitionBook { return graph.RandomPartition(g.NumNodes, p, 5) }
 	}
-	book := partition(g, p)
+	results, err := runRanks(p, cfg, partition(g, p))
+	require.NoError(t, err)
+	for r := 1; r < p; r++ {
+		require.Equal(t, results[0].Epochs, withoutTimes(results[r].Epochs, results[0].Epochs), "rank %d disagrees", r)
+	}
+	return results[0]
+}
+
+// runRanks trains on the test graph on p in-process ranks with the given
+// partition and returns every rank's result and the first error.
+func runRanks(p int, cfg Config, book *graph.PartitionBook) ([]*Result, error) {
+	g := sbm()
 	results := make([]*Result, p)
 	err := inproc.Run(p, inproc.Options{Timeout: time.Minute}, func(c collective.Comm) error {
 		d, err := Distribute(g, "random", book, c.Rank())
@@ -59,11 +70,7 @@ func runP(t *testing.T, p int, cfg Config, partition func(*graph.Dataset, int) *
 		results[c.Rank()] = res
 		return err
 	})
-	require.NoError(t, err)
-	for r := 1; r < p; r++ {
-		require.Equal(t, results[0].Epochs, withoutTimes(results[r].Epochs, results[0].Epochs), "rank %d disagrees", r)
-	}
-	return results[0]
+	return results, err
 }
 
 // withoutTimes returns a copy of got with times taken from ref (times are
@@ -175,16 +182,7 @@ func TestSamplerConfigErrors(t *testing.T) {
 	require.ErrorContains(t, cfg.Validate(), "unknown topology")
 	cfg = testConfig("gcn")
 	cfg.Topology, cfg.C = Topology15D, 3
-	g := sbm()
-	book := graph.RandomPartition(g.NumNodes, 2, 5)
-	err := inproc.Run(2, inproc.Options{Timeout: time.Minute}, func(c collective.Comm) error {
-		d, err := Distribute(g, "random", book, c.Rank())
-		if err != nil {
-			return err
-		}
-		_, err = Run(c, d, cfg, Hooks{})
-		return err
-	})
+	_, err := runRanks(2, cfg, graph.RandomPartition(sbm().NumNodes, 2, 5))
 	require.ErrorContains(t, err, "does not divide")
 }
 
@@ -215,16 +213,7 @@ func TestResumeRejectsOtherSettings(t *testing.T) {
 	cfg.CheckpointDir, cfg.CheckpointEvery, cfg.Epochs = t.TempDir(), 1, 1
 	runP(t, 2, cfg, nil)
 	cfg.Resume, cfg.Epochs, cfg.Model.Hidden = true, 2, 8
-	g := sbm()
-	book := graph.RandomPartition(g.NumNodes, 2, 5)
-	err := inproc.Run(2, inproc.Options{Timeout: time.Minute}, func(c collective.Comm) error {
-		d, err := Distribute(g, "random", book, c.Rank())
-		if err != nil {
-			return err
-		}
-		_, err = Run(c, d, cfg, Hooks{})
-		return err
-	})
+	_, err := runRanks(2, cfg, graph.RandomPartition(sbm().NumNodes, 2, 5))
 	require.ErrorContains(t, err, "other settings")
 }
 

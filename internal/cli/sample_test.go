@@ -2,12 +2,13 @@ package cli
 
 import (
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"gnnmpi/internal/testutil"
 )
 
 func sampleJSON(t *testing.T, p int, args ...string) SampleResult {
@@ -19,20 +20,6 @@ func sampleJSON(t *testing.T, p int, args ...string) SampleResult {
 	}
 	require.NoError(t, json.Unmarshal([]byte(out), &obj), out)
 	return obj.Sample
-}
-
-// readDump returns the files of a --dump directory by name.
-func readDump(t *testing.T, dir string) map[string]string {
-	t.Helper()
-	ents, err := os.ReadDir(dir)
-	require.NoError(t, err)
-	out := map[string]string{}
-	for _, e := range ents {
-		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		require.NoError(t, err)
-		out[e.Name()] = string(b)
-	}
-	return out
 }
 
 // The minibatches (dumped as text) are the same whatever the rank count,
@@ -63,7 +50,7 @@ func TestSampleCommand(t *testing.T) {
 			} else if run.p > 1 {
 				require.Positive(t, res.Bytes["spgemm"], "1.5d multiplies across ranks")
 			}
-			got := readDump(t, dir)
+			got := testutil.ReadDir(t, dir)
 			require.Len(t, got, 18)
 			if want == nil {
 				want = got

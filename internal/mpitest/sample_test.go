@@ -2,27 +2,13 @@ package mpitest
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-)
 
-// readDir returns the files of dir by name.
-func readDir(t *testing.T, dir string) map[string]string {
-	t.Helper()
-	ents, err := os.ReadDir(dir)
-	require.NoError(t, err)
-	out := map[string]string{}
-	for _, e := range ents {
-		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		require.NoError(t, err)
-		out[e.Name()] = string(b)
-	}
-	return out
-}
+	"gnnmpi/internal/testutil"
+)
 
 // Bulk sampling under mpirun, with the graph replicated or distributed in
 // 1.5D (c = 1, 2), dumps the same minibatches as one in-process rank.
@@ -34,7 +20,7 @@ func TestSampleMPIMatchesLocal(t *testing.T) {
 		ref := t.TempDir()
 		r := local(t, append(args, "--dump", ref, "--bulk", "1")...)
 		require.Zero(t, r.code, r.stderr)
-		want := readDir(t, ref)
+		want := testutil.ReadDir(t, ref)
 		require.Len(t, want, 10) // 140 training vertices: 5 minibatches per epoch
 		for _, run := range []struct {
 			np   int
@@ -47,7 +33,7 @@ func TestSampleMPIMatchesLocal(t *testing.T) {
 				r := mpirun(t, 2*time.Minute, run.np, bin, append(args, "--dump", dir, "--topology", run.top,
 					"--c", fmt.Sprint(run.c), "--bulk", fmt.Sprint(run.bulk))...)
 				require.Zero(t, r.code, r.stderr)
-				require.Equal(t, want, readDir(t, dir))
+				require.Equal(t, want, testutil.ReadDir(t, dir))
 			})
 		}
 	}

@@ -1,13 +1,14 @@
 // Package testutil holds helpers shared by tests: finite-difference gradient
-// checks and tolerance comparisons.
+// checks, tolerance comparisons and reading a run's output files.
 //
 // # Overview
 //
 // GradCheck compares an analytic gradient with central differences of a
 // scalar function of float32 parameters, perturbing the parameters in place
 // and restoring them afterwards. Close reports whether two float32 slices
-// agree to a relative tolerance. The package imports only testing and math,
-// so any package's tests may use it.
+// agree to a relative tolerance. ReadDir reads a directory's files. The
+// package imports only the standard library, so any package's tests may use
+// it.
 package testutil
 
 import (
