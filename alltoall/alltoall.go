@@ -41,14 +41,27 @@ type Plan struct {
 // It will panic if rank is outside [0, book.Parts) or an id is outside
 // [0, book.NumNodes()).
 func NewPlan(ids []int64, book *graph.PartitionBook, rank int) *Plan {
+	return newPlan(ids, book, rank, func(_ int64, owner int, lid int64) (int64, bool) {
+		return lid, owner == rank
+	})
+}
+
+// newPlan is NewPlan with the rows this rank holds given by resident: it
+// returns, for a vertex with its owner and local id there, the row of this
+// rank's table that holds it and whether there is one. Resident rows are
+// copied from the table (from = ^row); the others are requested from their
+// owners. Under NewPlan the table is the rank's own part, indexed by local
+// id; under a Store it is the store's resident rows (own part and cache).
+func newPlan(ids []int64, book *graph.PartitionBook, rank int, resident func(gid int64, owner int, lid int64) (int64, bool)) *Plan {
 	if rank < 0 || rank >= book.Parts {
 		panic("alltoall: rank out of range")
 	}
 	n := book.NumNodes()
 	p := &Plan{rank: rank, parts: book.Parts, counts: make([]int, book.Parts), from: make([]int64, len(ids))}
 
-	// First pass: local rows get their final source, each distinct remote id
-	// a slot in order of first appearance (from[i] = slot for now).
+	// First pass: resident rows get their final source, each distinct
+	// remote id a slot in order of first appearance (from[i] = slot for
+	// now).
 	type want struct {
 		owner int32
 		lid   int64
@@ -61,9 +74,12 @@ func NewPlan(ids []int64, book *graph.PartitionBook, rank int) *Plan {
 			panic("alltoall: id out of range")
 		}
 		owner, lid := book.Part[gid], book.Local[gid]
-		if int(owner) == rank {
-			p.from[i] = ^lid
+		if row, ok := resident(gid, int(owner), lid); ok {
+			p.from[i] = ^row
 			continue
+		}
+		if int(owner) == rank {
+			panic("alltoall: a row this rank owns is not resident")
 		}
 		s, ok := slot[gid]
 		if !ok {
@@ -137,13 +153,7 @@ func ExchangeTo(c collective.Comm, dst *dense.Matrix, p *Plan, book *graph.Parti
 		panic("alltoall: plan made for another rank or communicator size")
 	}
 	f := local.Cols
-	var out *dense.Matrix
-	if n := len(p.from) * f; dst != nil && cap(dst.Data) >= n {
-		// Every row is written below: own rows here, the others on receipt.
-		out = &dense.Matrix{Rows: len(p.from), Cols: f, Data: dst.Data[:n]}
-	} else {
-		out = dense.New(len(p.from), f)
-	}
+	out := reuse(dst, len(p.from), f)
 	// Copy the own rows first, so that a bad local matrix panics before any
 	// communication rather than leaving the other ranks blocked.
 	for i, src := range p.from {
@@ -152,42 +162,65 @@ func ExchangeTo(c collective.Comm, dst *dense.Matrix, p *Plan, book *graph.Parti
 			if lid >= local.Rows {
 				panic("alltoall: local feature matrix lacks a row this rank owns")
 			}
-			copy(out.Data[i*f:(i+1)*f], local.Data[lid*f:(lid+1)*f])
+			copy(out.Row(i), local.Row(lid))
 		}
 	}
+	got, err := exchangeRows(c, p, f, func(lid int64, row []float32) bool {
+		if lid < 0 || lid >= int64(local.Rows) {
+			return false
+		}
+		copy(row, local.Row(int(lid)))
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	for i, src := range p.from {
+		if src >= 0 {
+			copy(out.Row(i), got[int(src)*f:(int(src)+1)*f])
+		}
+	}
+	return out, nil
+}
 
+// reuse returns a rows×cols matrix on dst's storage when it is large
+// enough (dst may be nil), else a new one. Its contents are unspecified:
+// the caller writes every row.
+func reuse(dst *dense.Matrix, rows, cols int) *dense.Matrix {
+	if n := rows * cols; dst != nil && cap(dst.Data) >= n {
+		return &dense.Matrix{Rows: rows, Cols: cols, Data: dst.Data[:n]}
+	}
+	return dense.New(rows, cols)
+}
+
+// exchangeRows carries out the communication of p: the request counts, the
+// requested local ids, and the rows, w wire elements each, which serve
+// writes for a local id (returning false for one this rank does not have).
+// It returns the received rows packed in request order: row k answers
+// p.req[k]. It is collective over c.
+func exchangeRows[W collective.Elem](c collective.Comm, p *Plan, w int, serve func(lid int64, row []W) bool) ([]W, error) {
 	// Requests: how many rows each rank wants from this one, then which.
 	serveCounts, err := collective.AlltoallCounts(c, p.counts)
 	if err != nil {
 		return nil, fmt.Errorf("alltoall: exchanging request counts: %w", err)
 	}
-	serve, err := collective.AlltoallvFlat(c, p.req, p.counts, serveCounts)
+	want, err := collective.AlltoallvFlat(c, p.req, p.counts, serveCounts)
 	if err != nil {
 		return nil, fmt.Errorf("alltoall: exchanging requested ids: %w", err)
 	}
-
 	// Answers: the requested rows, packed in request order.
-	rows := make([]float32, len(serve)*f)
-	for k, lid := range serve {
-		if lid < 0 || lid >= int64(local.Rows) {
-			return nil, fmt.Errorf("alltoall: rank %d asked for local row %d of %d on rank %d (partition books differ?)",
-				requester(serveCounts, k), lid, local.Rows, p.rank)
+	rows := make([]W, len(want)*w)
+	for k, lid := range want {
+		if !serve(lid, rows[k*w:(k+1)*w]) {
+			return nil, fmt.Errorf("alltoall: rank %d asked rank %d for local row %d, which it does not hold (partition books differ?)",
+				requester(serveCounts, k), p.rank, lid)
 		}
-		copy(rows[k*f:(k+1)*f], local.Data[int(lid)*f:(int(lid)+1)*f])
 	}
-	sendCounts := scaled(serveCounts, f)
-	recvCounts := scaled(p.counts, f)
-	got, err := collective.AlltoallvFlat(c, rows, sendCounts, recvCounts)
+	got, err := collective.AlltoallvFlat(c, rows, scaled(serveCounts, w), scaled(p.counts, w))
 	if err != nil {
 		return nil, fmt.Errorf("alltoall: exchanging feature rows: %w", err)
 	}
-
-	for i, src := range p.from {
-		if src >= 0 {
-			copy(out.Data[i*f:(i+1)*f], got[int(src)*f:(int(src)+1)*f])
-		}
-	}
-	return out, nil
+	return got, nil
 }
 
 // Fetch returns the feature rows of ids, in order, from the ranks that own

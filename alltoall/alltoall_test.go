@@ -261,7 +261,7 @@ func TestExchangeMisuse(t *testing.T) {
 				_, err := Fetch(c, []int64{7}, b, localFeatures(x, book, c.Rank()))
 				return err
 			},
-			msg: "alltoall: rank 1 asked for local row 7 of 5 on rank 0",
+			msg: "alltoall: rank 1 asked rank 0 for local row 7, which it does not hold",
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -16,6 +16,7 @@ const (
 	Int64
 	Float32
 	Float64
+	Uint16 // 16-bit words: half-precision features travel as these
 )
 
 // Size returns the size in bytes of one element.
@@ -27,6 +28,8 @@ func (t DType) Size() int {
 		return 4
 	case Int64, Float64:
 		return 8
+	case Uint16:
+		return 2
 	}
 	panic("collective: invalid DType")
 }
@@ -43,6 +46,8 @@ func (t DType) String() string {
 		return "float32"
 	case Float64:
 		return "float64"
+	case Uint16:
+		return "uint16"
 	}
 	return fmt.Sprintf("DType(%d)", uint8(t))
 }
@@ -71,7 +76,7 @@ func (o Op) String() string {
 
 // Elem is the set of Go element types a Buf can view.
 type Elem interface {
-	~uint8 | ~int32 | ~int64 | ~float32 | ~float64
+	~uint8 | ~uint16 | ~int32 | ~int64 | ~float32 | ~float64
 }
 
 // Buf is an untyped view of a Go slice: element type, first element and
@@ -98,6 +103,8 @@ func BufOf[E Elem](s []E) Buf {
 		t = Float32
 	case float64:
 		t = Float64
+	case uint16:
+		t = Uint16
 	default:
 		// A named type such as `type label int32`: classify by size and kind.
 		t = classify(z)
@@ -109,6 +116,8 @@ func classify[E Elem](z E) DType {
 	switch unsafe.Sizeof(z) {
 	case 1:
 		return Byte
+	case 2:
+		return Uint16
 	case 4:
 		if E(1)/E(2) != 0 {
 			return Float32

@@ -56,6 +56,7 @@ func TestSnapshotSubAndPhases(t *testing.T) {
 func TestBufOf(t *testing.T) {
 	type label int32
 	type weight float32
+	type half uint16
 	for _, tc := range []struct {
 		b    Buf
 		t    DType
@@ -69,6 +70,8 @@ func TestBufOf(t *testing.T) {
 		{BufOf([]float64{}), Float64, 0, 0},
 		{BufOf([]label{1, 2}), Int32, 2, 8},
 		{BufOf([]weight{1}), Float32, 1, 4},
+		{BufOf([]uint16{1, 2, 3}), Uint16, 3, 6},
+		{BufOf([]half{1}), Uint16, 1, 2},
 	} {
 		require.Equal(t, tc.t, tc.b.DType())
 		require.Equal(t, tc.n, tc.b.Len())

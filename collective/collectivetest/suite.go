@@ -43,6 +43,7 @@ func Cases() []Case {
 		{"AllgathervUneven", 1, allgathervUneven},
 		{"AlltoallvUneven", 1, alltoallvUneven},
 		{"AlltoallvLarge", 1, alltoallvLarge},
+		{"AlltoallvUint16", 1, alltoallvUint16},
 		{"Helpers", 1, helpers},
 		{"SendRecvRing", 2, sendRecvRing},
 		{"SendRecvOrderAndShort", 2, sendRecvOrder},
@@ -365,6 +366,40 @@ func alltoallvUneven(c collective.Comm) error {
 		for i := 0; i < rc[q]; i++ {
 			if recv[off+i] != a2aValue(q, r, i) {
 				k.failf("element %d from rank %d: got %v want %v", i, q, recv[off+i], a2aValue(q, r, i))
+			}
+		}
+		off += rc[q]
+	}
+	v.check(&k)
+	return k.err
+}
+
+// alltoallvUint16 sends 16-bit words (half-precision features), with
+// values that need both bytes, and checks them and the byte counts.
+func alltoallvUint16(c collective.Comm) error {
+	var k checker
+	p, r := c.Size(), c.Rank()
+	sc, rc := make([]int, p), make([]int, p)
+	word := func(src, dst, i int) uint16 { return uint16(0xA000 + src*0x400 + dst*0x20 + i) }
+	var send []uint16
+	for q := range p {
+		sc[q], rc[q] = a2aCount(r, q)+1, a2aCount(q, r)+1
+		for i := range sc[q] {
+			send = append(send, word(r, q, i))
+		}
+	}
+	v := track(c)
+	recv, err := collective.AlltoallvFlat(c, send, sc, rc)
+	if err != nil {
+		return ce(err)
+	}
+	s, rv := expAlltoallv(r, sc, rc, 2)
+	v.expect(collective.OpAlltoallv, s, rv)
+	off := 0
+	for q := range p {
+		for i := range rc[q] {
+			if recv[off+i] != word(q, r, i) {
+				k.failf("word %d from rank %d: got %#x want %#x", i, q, recv[off+i], word(q, r, i))
 			}
 		}
 		off += rc[q]

@@ -19,6 +19,8 @@ func reduce(t collective.DType, op collective.Op, dst, src []byte) {
 		fold(op, view[float32](dst), view[float32](src))
 	case collective.Float64:
 		fold(op, view[float64](dst), view[float64](src))
+	case collective.Uint16:
+		fold(op, view[uint16](dst), view[uint16](src))
 	}
 }
 

@@ -27,6 +27,7 @@ static MPI_Datatype gm_type(int t) {
 	case 2: return MPI_INT32_T;
 	case 3: return MPI_INT64_T;
 	case 4: return MPI_FLOAT;
+	case 6: return MPI_UINT16_T;
 	default: return MPI_DOUBLE;
 	}
 }

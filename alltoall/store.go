@@ -1,0 +1,393 @@
+package alltoall
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+
+	"gnnmpi/collective"
+	"gnnmpi/dense"
+	"gnnmpi/graph"
+	"gnnmpi/internal/f16"
+)
+
+// Storage types of a Store's rows (StoreOptions.DType).
+const (
+	F32 = "f32" // float32, as loaded
+	F16 = "f16" // IEEE half precision: half the memory and the bytes on the wire
+)
+
+// Cache policies: what score ranks the remote vertices a rank caches. The
+// scores themselves come from the caller (train computes them); the names
+// are shared so that every layer spells them alike.
+const (
+	CacheNone   = "none"   // no cache
+	CacheDegree = "degree" // in-degree
+	CacheVIP    = "vip"    // vertex-inclusion probability (SALIENT++)
+	CacheSim    = "sim"    // access counts of simulated epochs of the sampler
+)
+
+// StoreOptions configure a Store.
+type StoreOptions struct {
+	// DType is F32 ("" means F32) or F16.
+	DType string
+	// Score says, per global vertex, how often this rank reads its row
+	// (higher is hotter; NaN is not allowed). The cache holds the CacheRows
+	// remote vertices of highest positive score (SelectCache), and all
+	// resident rows, own and cached, are laid out hottest first. nil keeps
+	// the own rows in local-id order and allows no cache.
+	Score []float64
+	// CacheRows is the number of remote rows to cache (at most).
+	CacheRows int
+	// GPUFrac is the fraction of the resident rows, hottest first, that
+	// form the device tier (Tiers); the rest stay in host memory.
+	GPUFrac float64
+}
+
+// Counts describe one fetch on one rank: Rows positions asked for, of which
+// Local were this rank's own rows and Hits were served by its cache; Remote
+// distinct rows came from other ranks. Local + Hits + (positions of remote
+// rows) = Rows.
+type Counts struct {
+	Rows, Local, Hits, Remote int64
+}
+
+// Add returns the element-wise sum of a and b.
+func (a Counts) Add(b Counts) Counts {
+	return Counts{a.Rows + b.Rows, a.Local + b.Local, a.Hits + b.Hits, a.Remote + b.Remote}
+}
+
+// Tier is a contiguous range of a Store's resident rows destined for one
+// kind of memory.
+type Tier struct {
+	Name  string // "gpu" or "host"
+	Rows  int    // resident rows [start, start+Rows) in hottest-first order
+	Bytes int64  // storage of those rows
+}
+
+// Store is one rank's share of a feature matrix partitioned by a
+// graph.PartitionBook, plus a static cache of rows owned elsewhere, and
+// the fetch that serves a minibatch's rows from them.
+//
+// The communicator of a Store is its replica group: one rank per part of
+// the book (rank q holds part q). With c-fold replication the p ranks form
+// p/c-part books and c groups, each holding every row once (the grid
+// columns of a (p/c)×c collective.Grid, as in the 1.5D layout); a rank
+// fetches only within its group.
+//
+// The resident rows (the rank's own part and its cache) are held in one
+// table ordered hottest first by the score, in float32 or half precision,
+// so that the hot rows are contiguous: the first Tiers()[0].Rows of them
+// are meant for device memory when a GPU is present.
+//
+// A Store is not safe for concurrent use.
+type Store struct {
+	c     collective.Comm
+	book  *graph.PartitionBook
+	part  int
+	cols  int
+	half  bool
+	f32   []float32 // resident rows, row-major (half == false)
+	f16   []uint16  // resident rows, row-major (half == true)
+	local []int32   // local id → resident row
+	// cached holds the cached global ids ascending, slot the resident row
+	// of each.
+	cached []int64
+	slot   []int32
+	order  []int64 // resident row → global id (hottest first)
+	gpu    int     // resident rows in the device tier
+}
+
+// NewStore builds rank c.Rank()'s store of the part book assigns it, whose
+// rows are local (row k is the vertex with local id k), and fills its
+// cache with one exchange among the ranks of c, uncounted under any phase
+// of its own (the caller's phase applies).
+//
+// NewStore is collective over c: every rank calls it with the same book
+// and options of the same kind (each rank may have its own scores).
+// It returns an error if c's size is not the book's number of parts, local
+// does not have the part's rows, the options are invalid, or
+// communication fails.
+func NewStore(c collective.Comm, book *graph.PartitionBook, local *dense.Matrix, o StoreOptions) (*Store, error) {
+	if c.Size() != book.Parts {
+		return nil, fmt.Errorf("alltoall: store over %d ranks for a book of %d parts", c.Size(), book.Parts)
+	}
+	part := c.Rank()
+	owned := book.Owned(part)
+	switch {
+	case local.Rows != len(owned):
+		return nil, fmt.Errorf("alltoall: rank %d owns %d vertices but has %d feature rows", part, len(owned), local.Rows)
+	case o.DType != "" && o.DType != F32 && o.DType != F16:
+		return nil, fmt.Errorf("alltoall: unknown feature dtype %q (want %s or %s)", o.DType, F32, F16)
+	case o.Score != nil && int64(len(o.Score)) != book.NumNodes():
+		return nil, fmt.Errorf("alltoall: %d scores for %d vertices", len(o.Score), book.NumNodes())
+	case o.Score == nil && o.CacheRows > 0:
+		return nil, fmt.Errorf("alltoall: a cache of %d rows needs scores", o.CacheRows)
+	case o.CacheRows < 0:
+		return nil, fmt.Errorf("alltoall: cache of %d rows", o.CacheRows)
+	case !(o.GPUFrac >= 0 && o.GPUFrac <= 1):
+		return nil, fmt.Errorf("alltoall: GPU fraction %v outside [0, 1]", o.GPUFrac)
+	}
+	for v, x := range o.Score {
+		if math.IsNaN(x) {
+			return nil, fmt.Errorf("alltoall: score of vertex %d is NaN", v)
+		}
+	}
+	cache := SelectCache(book, part, o.Score, o.CacheRows)
+	s := &Store{c: c, book: book, part: part, cols: local.Cols, half: o.DType == F16}
+
+	// Lay out the resident rows hottest first (ties and the unscored case
+	// by global id, which keeps the own rows in local-id order).
+	s.order = append(owned, cache...)
+	if o.Score != nil {
+		slices.SortStableFunc(s.order, func(a, b int64) int {
+			if c := cmp.Compare(o.Score[b], o.Score[a]); c != 0 {
+				return c
+			}
+			return cmp.Compare(a, b)
+		})
+	}
+	s.local = make([]int32, len(owned))
+	for row, gid := range s.order {
+		if int(book.Part[gid]) == part {
+			s.local[book.Local[gid]] = int32(row)
+		} else {
+			s.cached = append(s.cached, gid)
+			s.slot = append(s.slot, int32(row))
+		}
+	}
+	sort.Sort(byGid{s.cached, s.slot})
+	s.gpu = int(o.GPUFrac * float64(len(s.order)))
+
+	f := s.cols
+	if s.half {
+		s.f16 = make([]uint16, len(s.order)*f)
+	} else {
+		s.f32 = make([]float32, len(s.order)*f)
+	}
+	for lid := range local.Rows {
+		s.put(int(s.local[lid]), local.Row(lid))
+	}
+
+	// Fill the cache: one exchange of the cached rows in wire format.
+	p := newPlan(cache, book, part, func(int64, int, int64) (int64, bool) { return 0, false })
+	if s.half {
+		got, err := exchangeRows(c, p, f, s.serve16)
+		if err != nil {
+			return nil, err
+		}
+		for i, src := range p.from {
+			row, _ := s.lookup(cache[i])
+			copy(s.f16[int(row)*f:int(row+1)*f], got[int(src)*f:int(src+1)*f])
+		}
+	} else {
+		got, err := exchangeRows(c, p, f, s.serve32)
+		if err != nil {
+			return nil, err
+		}
+		for i, src := range p.from {
+			row, _ := s.lookup(cache[i])
+			copy(s.f32[int(row)*f:int(row+1)*f], got[int(src)*f:int(src+1)*f])
+		}
+	}
+	return s, nil
+}
+
+// SelectCache returns the k vertices not owned by part with the highest
+// positive score, hottest first (ties to the lower global id); fewer if
+// fewer have a positive score. It returns nil for a nil score or k ≤ 0.
+// It is pure.
+func SelectCache(book *graph.PartitionBook, part int, score []float64, k int) []int64 {
+	if score == nil || k <= 0 {
+		return nil
+	}
+	var cand []int64
+	for gid, x := range score {
+		if x > 0 && int(book.Part[gid]) != part {
+			cand = append(cand, int64(gid))
+		}
+	}
+	slices.SortFunc(cand, func(a, b int64) int {
+		if c := cmp.Compare(score[b], score[a]); c != 0 {
+			return c
+		}
+		return cmp.Compare(a, b)
+	})
+	return slices.Clip(cand[:min(k, len(cand))])
+}
+
+// byGid sorts cached ids and their slots together.
+type byGid struct {
+	gid  []int64
+	slot []int32
+}
+
+func (b byGid) Len() int           { return len(b.gid) }
+func (b byGid) Less(i, j int) bool { return b.gid[i] < b.gid[j] }
+func (b byGid) Swap(i, j int) {
+	b.gid[i], b.gid[j] = b.gid[j], b.gid[i]
+	b.slot[i], b.slot[j] = b.slot[j], b.slot[i]
+}
+
+// lookup returns the resident row of a cached vertex.
+func (s *Store) lookup(gid int64) (int64, bool) {
+	k, ok := slices.BinarySearch(s.cached, gid)
+	if !ok {
+		return 0, false
+	}
+	return int64(s.slot[k]), true
+}
+
+// put stores row into resident row r, rounding to half precision if the
+// store is F16.
+func (s *Store) put(r int, row []float32) {
+	f := s.cols
+	if s.half {
+		f16.Encode(s.f16[r*f:(r+1)*f], row)
+	} else {
+		copy(s.f32[r*f:(r+1)*f], row)
+	}
+}
+
+// read writes resident row r into dst as float32.
+func (s *Store) read(r int, dst []float32) {
+	f := s.cols
+	if s.half {
+		f16.Decode(dst, s.f16[r*f:(r+1)*f])
+	} else {
+		copy(dst, s.f32[r*f:(r+1)*f])
+	}
+}
+
+func (s *Store) serve32(lid int64, row []float32) bool {
+	if lid < 0 || lid >= int64(len(s.local)) {
+		return false
+	}
+	r, f := int(s.local[lid]), s.cols
+	copy(row, s.f32[r*f:(r+1)*f])
+	return true
+}
+
+func (s *Store) serve16(lid int64, row []uint16) bool {
+	if lid < 0 || lid >= int64(len(s.local)) {
+		return false
+	}
+	r, f := int(s.local[lid]), s.cols
+	copy(row, s.f16[r*f:(r+1)*f])
+	return true
+}
+
+// Fetch returns the feature rows of ids, in order, as float32: own and
+// cached rows from the resident table, the others from the ranks of the
+// store's group that own them (only the distinct misses travel, in the
+// store's dtype). It is FetchTo with a fresh result.
+//
+// Fetch is collective over the store's communicator: every rank of it
+// calls Fetch (or FetchTo) the same number of times; ranks may fetch
+// different numbers of rows, including none. It does not set a phase for
+// byte accounting. Rank r sends 8(q−1) + 8·R + w·F·S bytes and receives
+// 8(q−1) + 8·S + w·F·R over a group of q ranks, with R the distinct remote
+// rows it asks for, S the rows it serves and w = 4 (F32) or 2 (F16).
+// It returns an error if communication fails.
+// It will panic if an id is outside [0, n).
+func (s *Store) Fetch(ids []int64) (*dense.Matrix, Counts, error) {
+	return s.FetchTo(nil, ids)
+}
+
+// FetchTo is Fetch writing into dst's storage when it is large enough (dst
+// may be nil); the result aliases dst then.
+func (s *Store) FetchTo(dst *dense.Matrix, ids []int64) (*dense.Matrix, Counts, error) {
+	cnt := Counts{Rows: int64(len(ids))}
+	p := newPlan(ids, s.book, s.part, func(gid int64, owner int, lid int64) (int64, bool) {
+		if owner == s.part {
+			cnt.Local++
+			return int64(s.local[lid]), true
+		}
+		if row, ok := s.lookup(gid); ok {
+			cnt.Hits++
+			return row, true
+		}
+		return 0, false
+	})
+	cnt.Remote = int64(p.Remote())
+	f := s.cols
+	out := reuse(dst, len(ids), f)
+	for i, src := range p.from {
+		if src < 0 {
+			s.read(int(^src), out.Row(i))
+		}
+	}
+	if s.half {
+		got, err := exchangeRows(s.c, p, f, s.serve16)
+		if err != nil {
+			return nil, cnt, err
+		}
+		for i, src := range p.from {
+			if src >= 0 {
+				f16.Decode(out.Row(i), got[src*int64(f):(src+1)*int64(f)])
+			}
+		}
+	} else {
+		got, err := exchangeRows(s.c, p, f, s.serve32)
+		if err != nil {
+			return nil, cnt, err
+		}
+		for i, src := range p.from {
+			if src >= 0 {
+				copy(out.Row(i), got[src*int64(f):(src+1)*int64(f)])
+			}
+		}
+	}
+	return out, cnt, nil
+}
+
+// Cols returns the number of features per row.
+func (s *Store) Cols() int { return s.cols }
+
+// DType returns F32 or F16.
+func (s *Store) DType() string {
+	if s.half {
+		return F16
+	}
+	return F32
+}
+
+// OwnRows returns the number of rows of the rank's own part.
+func (s *Store) OwnRows() int { return len(s.local) }
+
+// CachedRows returns the number of cached remote rows.
+func (s *Store) CachedRows() int { return len(s.cached) }
+
+// Resident returns the global ids of the resident rows, hottest first (the
+// table's order). The caller owns the slice.
+func (s *Store) Resident() []int64 { return slices.Clone(s.order) }
+
+// Cached reports whether gid's row is in the cache.
+func (s *Store) Cached(gid int64) bool {
+	_, ok := s.lookup(gid)
+	return ok
+}
+
+// rowBytes returns the storage of one row.
+func (s *Store) rowBytes() int64 {
+	if s.half {
+		return 2 * int64(s.cols)
+	}
+	return 4 * int64(s.cols)
+}
+
+// Tiers returns the split of the resident rows, hottest first: the device
+// tier (StoreOptions.GPUFrac of them) and the host tier.
+func (s *Store) Tiers() []Tier {
+	rb := s.rowBytes()
+	host := len(s.order) - s.gpu
+	return []Tier{{Name: "gpu", Rows: s.gpu, Bytes: int64(s.gpu) * rb}, {Name: "host", Rows: host, Bytes: int64(host) * rb}}
+}
+
+// Bytes returns the memory the store holds: its resident rows and their
+// indexes.
+func (s *Store) Bytes() int64 {
+	return int64(len(s.order))*(s.rowBytes()+8) + int64(len(s.local))*4 + int64(len(s.cached))*12
+}
