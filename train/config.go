@@ -2,9 +2,11 @@ package train
 
 import (
 	"fmt"
+	"math"
 
 	"gonum.org/v1/gonum/blas"
 
+	"gnnmpi/alltoall"
 	"gnnmpi/model"
 )
 
@@ -34,9 +36,24 @@ type Config struct {
 	// Topology15D (rows over p/C grid rows, C copies; P = Q·A by 1.5D
 	// SpGEMM, collective). The minibatches do not depend on it.
 	Topology string
-	C        int    // replication factor of Topology15D; divides the number of ranks
-	Epochs   int    // last epoch (1-based) to train
-	Shuffle  string // ShuffleLocal or ShuffleGlobal
+	C        int // replication factor of Topology15D; divides the number of ranks
+
+	// Replication is the feature replication factor c: the features are
+	// partitioned over p/c parts (Data.Book has p/c parts) and held by the
+	// c ranks of a grid row; a rank fetches only within its grid column
+	// (one rank per part). It divides the number of ranks.
+	Replication int
+	// Cache is the static feature cache's policy: alltoall.CacheNone,
+	// CacheDegree, CacheVIP, CacheVIPRecurrence or CacheSim. Each rank
+	// caches the ⌊CacheFrac·n/K⌋ remote vertices of highest score (K =
+	// Data.Book.Parts), filled once at start-up.
+	Cache          string
+	CacheFrac      float64
+	CacheSimEpochs int     // simulated epochs of the sampler that score CacheSim
+	FeatureDType   string  // alltoall.F32 or alltoall.F16 (features stored and sent in half precision)
+	GPUFrac        float64 // fraction of the resident feature rows, hottest first, in the device tier
+	Epochs         int     // last epoch (1-based) to train
+	Shuffle        string  // ShuffleLocal or ShuffleGlobal
 
 	Optimizer   string // "adam" or "sgd"
 	LR          float32
@@ -78,6 +95,22 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("train: unknown topology %q (want %s or %s)", c.Topology, TopologyReplicated, Topology15D)
 	case c.C < 1:
 		return fmt.Errorf("train: replication factor %d < 1", c.C)
+	case c.Replication < 1:
+		return fmt.Errorf("train: feature replication %d < 1", c.Replication)
+	case c.Cache != alltoall.CacheNone && c.Cache != alltoall.CacheDegree && c.Cache != alltoall.CacheVIP && c.Cache != CacheVIPRecurrence && c.Cache != alltoall.CacheSim:
+		return fmt.Errorf("train: unknown cache policy %q (want none, degree, vip, vip-recurrence or sim)", c.Cache)
+	case !(c.CacheFrac >= 0) || math.IsInf(c.CacheFrac, 0):
+		return fmt.Errorf("train: cache fraction %v must be a finite number ≥ 0", c.CacheFrac)
+	case c.Cache == alltoall.CacheNone && c.CacheFrac > 0:
+		return fmt.Errorf("train: cache fraction %v with cache policy none; choose --cache degree, vip or sim", c.CacheFrac)
+	case (c.Cache == alltoall.CacheVIP || c.Cache == CacheVIPRecurrence) && c.Sampler != SamplerSAGE:
+		return fmt.Errorf("train: the %s cache models the node-wise sampler; with --sampler %s use --cache sim or degree", c.Cache, c.Sampler)
+	case c.Cache == alltoall.CacheSim && c.CacheSimEpochs < 1:
+		return fmt.Errorf("train: %d simulated epochs for the sim cache; want at least 1", c.CacheSimEpochs)
+	case c.FeatureDType != alltoall.F32 && c.FeatureDType != alltoall.F16:
+		return fmt.Errorf("train: unknown feature dtype %q (want f32 or f16)", c.FeatureDType)
+	case !(c.GPUFrac >= 0 && c.GPUFrac <= 1):
+		return fmt.Errorf("train: GPU fraction %v outside [0, 1]", c.GPUFrac)
 	case c.Sampler != SamplerSAGE && c.Sampler != SamplerLADIES:
 		return fmt.Errorf("train: unknown sampler %q (want %s or %s)", c.Sampler, SamplerSAGE, SamplerLADIES)
 	case c.Sampler == SamplerLADIES && c.Model.Kind != "gcn":
@@ -128,6 +161,11 @@ const (
 	Topology15D        = "1.5d"
 )
 
+// CacheVIPRecurrence is the cache policy that scores by SALIENT++'s VIP
+// recurrence as written (sampling.VIPRecurrence) rather than by the exact
+// propagation of alltoall.CacheVIP (sampling.VIP).
+const CacheVIPRecurrence = "vip-recurrence"
+
 // Model-selection rules (Config.Select).
 const (
 	SelectAcc  = "val-acc"
@@ -147,9 +185,11 @@ func Defaults(kind string) Config {
 		Bulk:        1,
 		Topology:    TopologyReplicated,
 		C:           1,
-		Epochs:      100,
-		Shuffle:     ShuffleLocal,
-		Optimizer:   "adam", LR: 0.01, WeightDecay: 5e-4,
+		Replication: 1,
+		Cache:       alltoall.CacheNone, CacheSimEpochs: 2, FeatureDType: alltoall.F32,
+		Epochs:    100,
+		Shuffle:   ShuffleLocal,
+		Optimizer: "adam", LR: 0.01, WeightDecay: 5e-4,
 		Seed: 1, EvalEvery: 1, Select: SelectAcc, EvalMemory: 256 << 20, CheckpointEvery: 10,
 	}
 	switch kind {

@@ -35,19 +35,25 @@ const (
 )
 
 // Load reads the dataset at path for rank c.Rank() of c.Size(): topology,
-// labels and splits on every rank, the features of the vertices the rank
-// owns. partition is block, random, metis (multi-constraint: balances the
-// split's train, valid and test vertices) or the path of a partition book
-// written by `gnnmpi partition`. METIS and book files are computed or read
-// on rank 0 and broadcast (phase "setup"). progress, if not nil, receives
+// labels and splits on every rank, the features of the vertices of the
+// rank's part. With feature replication (Config.Replication) c > 1 the
+// book has p/c parts and rank r holds part r/c (the c ranks of a grid row
+// hold the same part); replication must divide p. partition is block,
+// random, metis (multi-constraint: balances the split's train, valid and
+// test vertices) or the path of a partition book written by `gnnmpi
+// partition` (with p/c parts). METIS and book files are computed or read on
+// rank 0 and broadcast (phase "setup"). progress, if not nil, receives
 // progress lines.
 //
 // Load is collective over c.
-func Load(c collective.Comm, path, split, partition string, seed uint64, progress func(string, ...any)) (*Data, error) {
+func Load(c collective.Comm, path, split, partition string, replication int, seed uint64, progress func(string, ...any)) (*Data, error) {
 	if progress == nil {
 		progress = func(string, ...any) {}
 	}
-	p, r := c.Size(), c.Rank()
+	if replication < 1 || c.Size()%replication != 0 {
+		return nil, fmt.Errorf("train: feature replication %d does not divide the %d ranks", replication, c.Size())
+	}
+	p, r := c.Size()/replication, c.Rank()/replication
 	defer collective.SetPhase(c, "setup")()
 	progress("loading topology and labels of %s", path)
 	g, err := graph.Load(path, graph.ReadOptions{NoFeatures: true})
@@ -64,7 +70,7 @@ func Load(c collective.Comm, path, split, partition string, seed uint64, progres
 	if len(s.Train) == 0 {
 		return nil, fmt.Errorf("train: split %q of %s has no training vertices", split, path)
 	}
-	book, err := partitionBook(c, g, split, partition, seed, progress)
+	book, err := partitionBook(c, g, split, partition, p, seed, progress)
 	if err != nil {
 		return nil, err
 	}
@@ -99,9 +105,9 @@ func Load(c collective.Comm, path, split, partition string, seed uint64, progres
 	return d, nil
 }
 
-// partitionBook makes or reads the book and gives every rank the same one.
-func partitionBook(c collective.Comm, g *graph.Dataset, split, method string, seed uint64, progress func(string, ...any)) (*graph.PartitionBook, error) {
-	p := c.Size()
+// partitionBook makes or reads the book of p parts and gives every rank of
+// c the same one.
+func partitionBook(c collective.Comm, g *graph.Dataset, split, method string, p int, seed uint64, progress func(string, ...any)) (*graph.PartitionBook, error) {
 	if p == 1 && (method == PartitionMetis || method == PartitionRandom) {
 		return graph.NewPartitionBook(make([]int32, g.NumNodes), 1, method)
 	}
@@ -130,7 +136,7 @@ func partitionBook(c collective.Comm, g *graph.Dataset, split, method string, se
 		} else {
 			b, ferr = graph.ReadBook(method)
 			if ferr == nil && (b.Parts != p || b.NumNodes() != g.NumNodes) {
-				ferr = fmt.Errorf("train: partition book %s has %d parts over %d vertices; the run has %d ranks and %d vertices", method, b.Parts, b.NumNodes(), p, g.NumNodes)
+				ferr = fmt.Errorf("train: partition book %s has %d parts over %d vertices; the run has %d parts (ranks / feature replication) and %d vertices", method, b.Parts, b.NumNodes(), p, g.NumNodes)
 			}
 		}
 		if ferr != nil {
@@ -158,9 +164,11 @@ func partitionBook(c collective.Comm, g *graph.Dataset, split, method string, se
 	return graph.NewPartitionBook(slices.Clip(part), p, name)
 }
 
-// Distribute returns rank's share of a dataset held whole in memory (a
+// Distribute returns part rank's share of a dataset held whole in memory (a
 // generated graph, a test fixture): the topology and labels shared, the
-// feature rows rank owns under book copied out. It does not communicate.
+// feature rows the part owns under book copied out. With feature
+// replication c, rank r of the run takes part r/c. It does not
+// communicate.
 func Distribute(g *graph.Dataset, split string, book *graph.PartitionBook, rank int) (*Data, error) {
 	if g.Rows != nil || g.Feat == nil || g.Labels == nil {
 		return nil, fmt.Errorf("train: Distribute needs a whole dataset with features and labels")

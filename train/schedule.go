@@ -15,6 +15,7 @@ const (
 	streamShuffle            // per-epoch shuffle of the training vertices
 	streamSample             // neighbour sampling of one minibatch
 	streamDropout            // dropout masks of one minibatch
+	streamSim                // simulated epochs that score the sim feature cache
 )
 
 // Shuffle modes.

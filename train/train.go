@@ -13,6 +13,7 @@ import (
 	"gnnmpi/alltoall"
 	"gnnmpi/collective"
 	"gnnmpi/dense"
+	"gnnmpi/graph"
 	"gnnmpi/internal/rng"
 	"gnnmpi/model"
 	"gnnmpi/sampling"
@@ -52,6 +53,12 @@ type EpochStats struct {
 	PhaseSeconds map[string]float64 `json:"phase_s"`  // slowest rank per phase
 	Bytes        map[string]int64   `json:"bytes"`    // bytes sent by phase, summed over ranks
 	Batches      int                `json:"batches"`  // minibatches per rank
+	// Feature fetches of the training minibatches, summed over ranks: rows
+	// asked for, rows served by a rank's cache, and distinct rows fetched
+	// from other ranks (alltoall.Counts).
+	FetchRows  int64 `json:"fetch_rows"`
+	CacheHits  int64 `json:"cache_hits"`
+	RemoteRows int64 `json:"remote_rows"`
 }
 
 // Result is a finished run's summary.
@@ -62,8 +69,11 @@ type Result struct {
 	TestAcc       float64          // test accuracy at BestEpoch
 	MedianEpochS  float64          // median of Epochs[i].Seconds
 	BytesPerEpoch map[string]int64 // mean bytes per epoch by phase, summed over ranks
-	NumParams     int
-	Best          []float32 // parameters at BestEpoch
+	// RemoteRowsPerEpoch is the mean of Epochs[i].RemoteRows.
+	RemoteRowsPerEpoch float64
+	Stores             []StoreStats // every rank's feature store
+	NumParams          int
+	Best               []float32 // parameters at BestEpoch
 }
 
 // Hooks let the caller report progress; any may be nil. They run on every
@@ -123,9 +133,11 @@ func Run(c collective.Comm, d *Data, cfg Config, h Hooks) (*Result, error) {
 			}
 		}
 	}
-	if t.grid != nil {
-		if err := t.grid.Free(); err != nil {
-			return nil, err
+	for _, g := range []*collective.Grid{t.grid, t.fgrid} {
+		if g != nil {
+			if err := g.Free(); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return t.result(), nil
@@ -140,6 +152,12 @@ type trainer struct {
 	opt     model.Optimizer
 	sampler sampling.Sampler
 	grid    *collective.Grid // the 1.5D topology's grid, nil when replicated
+	fgrid   *collective.Grid // the feature replication's grid, when it is not grid
+	fcomm   collective.Comm  // the rank's feature replica group (one rank per part)
+	store   *alltoall.Store  // the rank's feature rows and cache
+	stores  []StoreStats
+	owned   []int64              // the training vertices this rank draws seeds from
+	ebook   *graph.PartitionBook // who computes which vertex in layer-wise inference
 	sched   *schedule
 	deg     []int64 // full-graph degree of every vertex (GCN normalisation)
 	grads   []float32
@@ -163,12 +181,14 @@ func newTrainer(c collective.Comm, d *Data, cfg Config) (*trainer, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The trainer's own view of d: the features move into the store.
+	dd := *d
+	d = &dd
+	feat := d.Feat
 	if cfg.FeatureNorm == "row" {
-		// A normalised copy: d.Feat may be read-only mapped memory.
-		dd := *d
-		dd.Feat = rowNormalized(d.Feat)
-		d = &dd
+		feat = rowNormalized(d.Feat) // a copy: d.Feat may be read-only mapped memory
 	}
+	d.Feat = nil
 	t := &trainer{c: c, d: d, cfg: cfg, m: m}
 	switch cfg.Optimizer {
 	case "sgd":
@@ -197,14 +217,16 @@ func newTrainer(c collective.Comm, d *Data, cfg Config) (*trainer, error) {
 		t.deg[i] = d.Adj.Degree(i)
 	}
 	r := c.Rank()
-	var owned []int64
-	for _, g := range d.Split.Train {
-		if int(d.Book.Part[g]) == r {
-			owned = append(owned, g)
-		}
+	if t.fcomm, err = t.featureComm(); err != nil {
+		return nil, err
 	}
-	defer collective.SetPhase(c, PhaseSetup)()
-	counts64, _, err := collective.AllgatherSlice(c, []int64{int64(len(owned))})
+	t.owned = ownedTrain(d, r, cfg.Replication)
+	if t.ebook, err = evalBook(d.Book, cfg.Replication); err != nil {
+		return nil, err
+	}
+	restore := collective.SetPhase(c, PhaseSetup)
+	counts64, _, err := collective.AllgatherSlice(c, []int64{int64(len(t.owned))})
+	restore()
 	if err != nil {
 		return nil, err
 	}
@@ -212,7 +234,14 @@ func newTrainer(c collective.Comm, d *Data, cfg Config) (*trainer, error) {
 	for i, v := range counts64 {
 		counts[i] = int(v)
 	}
-	t.sched = newSchedule(cfg.Shuffle, owned, d.Split.Train, counts, r, cfg.BatchSize)
+	t.sched = newSchedule(cfg.Shuffle, t.owned, d.Split.Train, counts, r, cfg.BatchSize)
+	if t.store, err = t.newStore(feat, cfg.Cache, cfg.CacheFrac); err != nil {
+		return nil, err
+	}
+	if t.stores, err = t.storeStats(); err != nil {
+		return nil, err
+	}
+	defer collective.SetPhase(c, PhaseSetup)()
 	if t.evalChunks, err = t.planChunks(); err != nil {
 		return nil, err
 	}
@@ -255,13 +284,13 @@ func mask(n int64, ids []int64) []bool {
 // the most chunks. It returns the boundaries: chunk k of layer l is
 // owned[b[l][k]:b[l][k+1]].
 func (t *trainer) planChunks() ([][]int, error) {
-	owned := t.d.Book.Owned(t.c.Rank())
+	owned := t.ebook.Owned(t.c.Rank())
 	L := t.cfg.Model.Layers
 	bounds := make([][]int, L)
 	counts := make([]int64, L)
 	seen := make([]int32, t.d.NumNodes()) // chunk number + 1 that last counted the vertex
 	for l := range L {
-		fin := int64(t.d.Feat.Cols)
+		fin := int64(t.store.Cols())
 		if l > 0 {
 			fin = int64(t.m.Layers[l-1].OutDim())
 		}
@@ -282,9 +311,10 @@ func (t *trainer) planChunks() ([][]int, error) {
 		}
 		for k, g := range owned {
 			add := fresh(g)
-			// On one rank the whole layer reads the rank's rows in place
-			// (see evaluate), so nothing is gathered and one chunk does.
-			if rows > 0 && (rows+add)*fin > t.cfg.EvalMemory && t.c.Size() > 1 {
+			// On one rank a hidden layer reads the rank's rows in place
+			// (see evaluate), so nothing is gathered and one chunk does;
+			// the input layer gathers from the feature store.
+			if rows > 0 && (rows+add)*fin > t.cfg.EvalMemory && (t.c.Size() > 1 || l == 0) {
 				b = append(b, k) // start a new chunk with g
 				chunk++
 				rows, add = 0, fresh(g)
@@ -343,6 +373,7 @@ func (t *trainer) epoch(epoch int, progress func(epoch, batch, batches int)) (Ep
 		return now
 	}
 	var lossSum, correct, seen float64
+	var fetched alltoall.Counts
 	batches := t.sched.batches(t.cfg.Seed, epoch, r)
 	var sampled []*sampling.MiniBatch
 	start := time.Now()
@@ -364,10 +395,13 @@ func (t *trainer) epoch(epoch int, progress func(epoch, batch, batches int)) (Ep
 		}
 		mb := sampled[i%t.cfg.Bulk]
 		t0 = lap(PhaseSample, t0)
-		x, err := alltoall.FetchTo(c, t.xbuf, mb.Input(), t.d.Book, t.d.Feat)
+		restore := collective.SetPhase(c, PhaseFetch)
+		x, cnt, err := t.store.FetchTo(t.xbuf, mb.Input())
+		restore()
 		if err != nil {
 			return EpochStats{}, err
 		}
+		fetched = fetched.Add(cnt)
 		t.xbuf = x
 		t0 = lap(PhaseFetch, t0)
 		t.m.ZeroGrad()
@@ -392,7 +426,7 @@ func (t *trainer) epoch(epoch int, progress func(epoch, batch, batches int)) (Ep
 		}
 		t0 = lap(PhaseCompute, t0)
 		t.grads = t.m.FlattenGrads(t.grads[:0])
-		restore := collective.SetPhase(c, PhaseGrad)
+		restore = collective.SetPhase(c, PhaseGrad)
 		err = collective.AllreduceSlice(c, t.grads, collective.Sum)
 		restore()
 		if err != nil {
@@ -429,10 +463,11 @@ func (t *trainer) epoch(epoch int, progress func(epoch, batch, batches int)) (Ep
 		return EpochStats{}, err
 	}
 	delta := collective.SnapshotOf(c).Sub(before)
-	bytes := make([]int64, len(bytePhases))
+	bytes := make([]int64, len(bytePhases), len(bytePhases)+3)
 	for k, p := range bytePhases {
 		bytes[k] = delta.Phase(p).SentBytes
 	}
+	bytes = append(bytes, fetched.Rows, fetched.Hits, fetched.Remote)
 	if err := collective.AllreduceSlice(c, bytes, collective.Sum); err != nil {
 		return EpochStats{}, err
 	}
@@ -447,6 +482,8 @@ func (t *trainer) epoch(epoch int, progress func(epoch, batch, batches int)) (Ep
 	for k, p := range bytePhases {
 		st.Bytes[p] = bytes[k]
 	}
+	k := len(bytePhases)
+	st.FetchRows, st.CacheHits, st.RemoteRows = bytes[k], bytes[k+1], bytes[k+2]
 	return st, nil
 }
 
@@ -474,8 +511,8 @@ func (t *trainer) better(st EpochStats) bool {
 func (t *trainer) evaluate() ([3]float64, float64, error) {
 	c, r := t.c, t.c.Rank()
 	defer collective.SetPhase(c, PhaseEval)()
-	owned := t.d.Book.Owned(r)
-	h := t.d.Feat
+	owned := t.ebook.Owned(r)
+	var h *dense.Matrix
 	for l := range t.cfg.Model.Layers {
 		var out *dense.Matrix
 		b := t.evalChunks[l]
@@ -484,9 +521,15 @@ func (t *trainer) evaluate() ([3]float64, float64, error) {
 			dst := owned[lo:hi]
 			ch := t.chunk(owned, lo, hi)
 			x := h
-			if !ch.inPlace {
-				var err error
-				if x, err = alltoall.ExchangeTo(c, t.xbuf, ch.plan, t.d.Book, h); err != nil {
+			var err error
+			switch {
+			case l == 0: // the input rows, from the feature store
+				if x, _, err = t.store.FetchTo(t.xbuf, ch.src); err != nil {
+					return [3]float64{}, 0, err
+				}
+				t.xbuf = x
+			case !ch.inPlace:
+				if x, err = alltoall.ExchangeTo(c, t.xbuf, ch.plan, t.ebook, h); err != nil {
 					return [3]float64{}, 0, err
 				}
 				t.xbuf = x
@@ -554,8 +597,9 @@ func identity(src []int64, local []int64, n int) bool {
 // boundaries agree, in every layer, so they are built once.
 type evalChunk struct {
 	adj     *sparse.CSR
+	src     []int64 // the sources' global ids
 	plan    *alltoall.Plan
-	inPlace bool // the sources are this rank's rows in order: the layer reads them in place
+	inPlace bool // the sources are this rank's rows in order: a hidden layer reads them in place
 }
 
 // chunk returns the chunk owned[lo:hi], building it on first use.
@@ -565,11 +609,11 @@ func (t *trainer) chunk(owned []int64, lo, hi int) *evalChunk {
 		return ch
 	}
 	blk := sampling.FullBlock(t.d.Adj, owned[lo:hi])
-	ch := &evalChunk{adj: t.adjacency(blk)}
+	ch := &evalChunk{adj: t.adjacency(blk), src: blk.Src}
 	// One rank, one chunk: the sources are this rank's rows in order, so
 	// nothing is exchanged.
-	if ch.inPlace = identity(blk.Src, t.d.Book.Local, len(owned)); !ch.inPlace {
-		ch.plan = alltoall.NewPlan(blk.Src, t.d.Book, t.c.Rank())
+	if ch.inPlace = identity(blk.Src, t.ebook.Local, len(owned)); !ch.inPlace {
+		ch.plan = alltoall.NewPlan(blk.Src, t.ebook, t.c.Rank())
 	}
 	if t.chunkCache == nil {
 		t.chunkCache = map[[2]int]*evalChunk{}
@@ -682,7 +726,7 @@ func (t *trainer) resume() (int, error) {
 
 func (t *trainer) result() *Result {
 	res := &Result{Epochs: t.history, BestEpoch: t.bestEpoch, BestValAcc: t.bestVal, TestAcc: t.bestTest,
-		NumParams: t.m.NumParams(), Best: t.best, BytesPerEpoch: map[string]int64{}}
+		NumParams: t.m.NumParams(), Best: t.best, BytesPerEpoch: map[string]int64{}, Stores: t.stores}
 	if len(t.history) > 0 {
 		s := make([]float64, len(t.history))
 		for i, e := range t.history {
@@ -690,6 +734,7 @@ func (t *trainer) result() *Result {
 			for p, b := range e.Bytes {
 				res.BytesPerEpoch[p] += b
 			}
+			res.RemoteRowsPerEpoch += float64(e.RemoteRows) / float64(len(t.history))
 		}
 		sort.Float64s(s)
 		res.MedianEpochS = s[len(s)/2]

@@ -62,7 +62,7 @@ func runRanks(p int, cfg Config, book *graph.PartitionBook) ([]*Result, error) {
 	g := sbm()
 	results := make([]*Result, p)
 	err := inproc.Run(p, inproc.Options{Timeout: time.Minute}, func(c collective.Comm) error {
-		d, err := Distribute(g, "random", book, c.Rank())
+		d, err := Distribute(g, "random", book, c.Rank()/max(cfg.Replication, 1))
 		if err != nil {
 			return err
 		}

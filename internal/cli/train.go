@@ -169,7 +169,7 @@ func runTrain(env *Env, path, split, partition string, cfg train.Config) error {
 	}
 	c := env.Comm
 	t0 := time.Now()
-	d, err := train.Load(c, path, split, partition, cfg.Seed, env.Progress)
+	d, err := train.Load(c, path, split, partition, cfg.Replication, cfg.Seed, env.Progress)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,195 @@
+package train
+
+import (
+	"fmt"
+
+	"gnnmpi/alltoall"
+	"gnnmpi/collective"
+	"gnnmpi/dense"
+	"gnnmpi/graph"
+	"gnnmpi/internal/rng"
+	"gnnmpi/sampling"
+)
+
+// StoreStats describe one rank's feature store (Result.Stores).
+type StoreStats struct {
+	Bytes      int64 `json:"bytes"`       // resident rows and their indexes
+	OwnRows    int64 `json:"own_rows"`    // rows of the rank's part
+	CachedRows int64 `json:"cached_rows"` // remote rows cached
+	GPURows    int64 `json:"gpu_rows"`    // resident rows in the device tier
+	GPUBytes   int64 `json:"gpu_bytes"`
+}
+
+// featureComm returns the communicator of rank's replica group for
+// feature replication c: c itself for 1, else the column of a (p/c)×c
+// grid (reusing the 1.5D topology's grid when it has the same shape).
+func (t *trainer) featureComm() (collective.Comm, error) {
+	rc := t.cfg.Replication
+	p := t.c.Size()
+	if p%rc != 0 {
+		return nil, fmt.Errorf("train: feature replication %d does not divide the %d ranks", rc, p)
+	}
+	if t.d.Book.Parts*rc != p {
+		return nil, fmt.Errorf("train: the data was loaded for %d parts; %d ranks with feature replication %d need %d", t.d.Book.Parts, p, rc, p/rc)
+	}
+	if rc == 1 {
+		return t.c, nil
+	}
+	if t.grid != nil && t.grid.PC == rc {
+		return t.grid.ColComm, nil
+	}
+	restore := collective.SetPhase(t.c, PhaseSetup)
+	defer restore()
+	g, err := collective.NewGrid(t.c, p/rc, rc)
+	if err != nil {
+		return nil, err
+	}
+	t.fgrid = g
+	return g.ColComm, nil
+}
+
+// ownedTrain returns the training vertices this rank draws its seeds
+// from: those of its part, dealt round robin (in ascending id) over the c
+// ranks that hold the part.
+func ownedTrain(d *Data, rank, c int) []int64 {
+	part, col := rank/c, rank%c
+	var out []int64
+	k := 0
+	for _, g := range d.Split.Train {
+		if int(d.Book.Part[g]) != part {
+			continue
+		}
+		if k%c == col {
+			out = append(out, g)
+		}
+		k++
+	}
+	return out
+}
+
+// evalBook returns the book of layer-wise inference over all p ranks: with
+// feature replication c, part q's vertex of local id k goes to rank
+// q·c + k mod c, so that every rank computes the outputs of a share of its
+// own part.
+func evalBook(book *graph.PartitionBook, c int) (*graph.PartitionBook, error) {
+	if c == 1 {
+		return book, nil
+	}
+	part := make([]int32, len(book.Part))
+	for g, q := range book.Part {
+		part[g] = q*int32(c) + int32(book.Local[g]%int64(c))
+	}
+	return graph.NewPartitionBook(part, book.Parts*c, book.Method)
+}
+
+// scores returns this rank's score of every vertex under a cache policy
+// (nil for none): in-degree, VIP of its training vertices, SALIENT++'s VIP
+// recurrence, or the access counts of simulated epochs. It is collective
+// when the sampler's topology is distributed.
+func (t *trainer) scores(policy string) ([]float64, error) {
+	switch policy {
+	case alltoall.CacheNone:
+		return nil, nil
+	case alltoall.CacheDegree:
+		s := make([]float64, t.d.NumNodes())
+		for _, v := range t.d.Adj.Indices {
+			s[v]++
+		}
+		return s, nil
+	case alltoall.CacheVIP, CacheVIPRecurrence:
+		nw, ok := t.sampler.(interface{ Topology() sampling.Topology })
+		if !ok || t.cfg.Sampler != SamplerSAGE {
+			return nil, fmt.Errorf("train: the %s cache models the node-wise sampler", policy)
+		}
+		if policy == CacheVIPRecurrence {
+			return sampling.VIPRecurrence(nw.Topology(), t.owned, t.cfg.BatchSize, t.cfg.Fanouts)
+		}
+		return sampling.VIP(nw.Topology(), t.owned, t.cfg.BatchSize, t.cfg.Fanouts)
+	case alltoall.CacheSim:
+		return t.simulated(t.cfg.CacheSimEpochs)
+	}
+	return nil, fmt.Errorf("train: unknown cache policy %q", policy)
+}
+
+// simulated counts, per vertex, the minibatches of epochs simulated epochs
+// whose input includes it: the real schedule and sampler with streams of
+// their own, so the training epochs draw differently.
+func (t *trainer) simulated(epochs int) ([]float64, error) {
+	count := make([]float64, t.d.NumNodes())
+	seed := rng.Mix(t.cfg.Seed, streamSim)
+	for e := 1; e <= epochs; e++ {
+		mbs, err := t.sampleEpoch(seed, e)
+		if err != nil {
+			return nil, err
+		}
+		for _, mb := range mbs {
+			for _, v := range mb.Input() {
+				count[v]++
+			}
+		}
+	}
+	return count, nil
+}
+
+// sampleEpoch samples every minibatch of one epoch of the schedule under
+// seed, Bulk at a time, with the training loop's keys. It is collective
+// when the topology is distributed.
+func (t *trainer) sampleEpoch(seed uint64, epoch int) ([]*sampling.MiniBatch, error) {
+	r := t.c.Rank()
+	batches := t.sched.batches(seed, epoch, r)
+	var out []*sampling.MiniBatch
+	for i := 0; i < len(batches); i += t.cfg.Bulk {
+		bulk := batches[i:min(i+t.cfg.Bulk, len(batches))]
+		keys := make([]uint64, len(bulk))
+		for x := range keys {
+			keys[x] = rng.Mix(seed, streamSample, uint64(epoch), uint64(i+x), uint64(r))
+		}
+		mbs, err := t.sampler.Sample(bulk, keys)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, mbs...)
+	}
+	return out, nil
+}
+
+// cacheRows returns ⌊frac·n/K⌋ for K parts.
+func cacheRows(frac float64, n int64, parts int) int {
+	return int(frac * float64(n) / float64(parts))
+}
+
+// newStore builds this rank's feature store of feat (its part's rows) under
+// a policy and cache fraction, with the run's dtype and GPU fraction,
+// counting the cache fill under PhaseSetup. It is collective.
+func (t *trainer) newStore(feat *dense.Matrix, policy string, frac float64) (*alltoall.Store, error) {
+	score, err := t.scores(policy)
+	if err != nil {
+		return nil, err
+	}
+	return t.storeOf(feat, score, cacheRows(frac, t.d.NumNodes(), t.d.Book.Parts))
+}
+
+func (t *trainer) storeOf(feat *dense.Matrix, score []float64, rows int) (*alltoall.Store, error) {
+	defer collective.SetPhase(t.c, PhaseSetup)()
+	return alltoall.NewStore(t.fcomm, t.d.Book, feat, alltoall.StoreOptions{
+		DType: t.cfg.FeatureDType, Score: score, CacheRows: rows, GPUFrac: t.cfg.GPUFrac,
+	})
+}
+
+// storeStats gathers every rank's StoreStats.
+func (t *trainer) storeStats() ([]StoreStats, error) {
+	s := t.store
+	tiers := s.Tiers()
+	mine := []int64{s.Bytes(), int64(s.OwnRows()), int64(s.CachedRows()), int64(tiers[0].Rows), tiers[0].Bytes}
+	defer collective.SetPhase(t.c, PhaseSetup)()
+	all, _, err := collective.AllgatherSlice(t.c, mine)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]StoreStats, t.c.Size())
+	for r := range out {
+		v := all[r*5 : r*5+5]
+		out[r] = StoreStats{Bytes: v[0], OwnRows: v[1], CachedRows: v[2], GPURows: v[3], GPUBytes: v[4]}
+	}
+	return out, nil
+}
