@@ -31,6 +31,12 @@ func trainCmd() *Command {
 			sampler := fs.String("sampler", d.Sampler, "sage (node-wise: --fanouts neighbours per vertex) or ladies (layer-wise: --fanouts vertices per minibatch and layer; --model gcn)")
 			topology := fs.String("topology", d.Topology, "where the sampler's graph lives: replicated (no communication) or 1.5d (rows over p/c grid rows, c copies; P = Q·A by 1.5D SpGEMM)")
 			repl := fs.Int("c", d.C, "replication factor of --topology 1.5d (divides the number of ranks)")
+			frepl := fs.Int("replication", d.Replication, "feature replication c: features partitioned over ranks/c parts, each held by c ranks; a rank fetches only from its replica group (divides the number of ranks)")
+			cache := fs.String("cache", d.Cache, "static feature cache of remote rows: none, degree (in-degree), vip (inclusion probability of the node-wise sampler), vip-recurrence (SALIENT++'s recurrence as written) or sim (access counts of simulated epochs)")
+			cacheFrac := fs.Float64("cache-frac", 0, "cache size α: each rank caches ⌊α·n/parts⌋ remote rows")
+			simEpochs := fs.Int("cache-sim-epochs", d.CacheSimEpochs, "simulated epochs that score --cache sim")
+			dtype := fs.String("feature-dtype", d.FeatureDType, "feature storage and wire type: f32 or f16 (half precision: half the memory and fetch bytes)")
+			gpuFrac := fs.Float64("gpu-frac", 0, "fraction of the resident feature rows, hottest first, destined for GPU memory (the tier split is reported)")
 			bulk := fs.Int("bulk", d.Bulk, "minibatches sampled together (one sparse product per layer for all); the minibatches do not depend on it")
 			batch := fs.Int("batch-size", d.BatchSize, "seeds per rank per minibatch (at most)")
 			globalBatch := fs.Int("global-batch-size", 0, "seeds per step over all ranks (at most); each rank takes ⌈G/ranks⌉, so the number of optimizer steps does not depend on the rank count (replaces --batch-size)")
@@ -81,6 +87,8 @@ func trainCmd() *Command {
 				cfg.Fanouts, cfg.BatchSize, cfg.Shuffle = fo, *batch, *shuffle
 				cfg.Sampler, cfg.Bulk = *sampler, *bulk
 				cfg.Topology, cfg.C = *topology, *repl
+				cfg.Replication, cfg.Cache, cfg.CacheFrac, cfg.CacheSimEpochs = *frepl, *cache, *cacheFrac, *simEpochs
+				cfg.FeatureDType, cfg.GPUFrac = *dtype, *gpuFrac
 				if set["global-batch-size"] {
 					if set["batch-size"] {
 						return fmt.Errorf("train: give --batch-size (per rank) or --global-batch-size, not both")
@@ -199,6 +207,7 @@ func runTrain(env *Env, path, split, partition string, cfg train.Config) error {
 	}
 	cfgOut := map[string]any{
 		"data": path, "split": d.SplitName, "partition": partition, "model": cfg.Model, "sampler": cfg.Sampler, "bulk": cfg.Bulk, "topology": cfg.Topology, "c": cfg.C, "fanouts": cfg.Fanouts,
+		"replication": cfg.Replication, "cache": cfg.Cache, "cache_frac": cfg.CacheFrac, "feature_dtype": cfg.FeatureDType, "gpu_frac": cfg.GPUFrac,
 		"batch_size": cfg.BatchSize, "feature_norm": cfg.FeatureNorm, "epochs": cfg.Epochs, "shuffle": cfg.Shuffle, "optimizer": cfg.Optimizer,
 		"lr": cfg.LR, "weight_decay": cfg.WeightDecay, "momentum": cfg.Momentum, "seed": cfg.Seed,
 		"eval_every": cfg.EvalEvery, "select": cfg.Select, "blas": env.BLASName,
@@ -207,6 +216,7 @@ func runTrain(env *Env, path, split, partition string, cfg train.Config) error {
 		"final": true, "best_epoch": res.BestEpoch, "best_val_acc": res.BestValAcc, "test_acc": res.TestAcc,
 		"median_epoch_s": res.MedianEpochS, "bytes_per_epoch": res.BytesPerEpoch, "config": cfgOut,
 		"params": res.NumParams, "epochs_run": len(res.Epochs),
+		"remote_rows_per_epoch": res.RemoteRowsPerEpoch, "feature_stores": res.Stores,
 	}
 	return env.Finish(out)
 }
@@ -217,6 +227,7 @@ func epochRecord(st train.EpochStats) map[string]any {
 	rec := map[string]any{
 		"epoch": st.Epoch, "loss": st.Loss, "train_acc": st.TrainAcc, "val_acc": nil, "test_acc": nil, "val_loss": nil,
 		"epoch_s": st.Seconds, "phase_s": st.PhaseSeconds, "bytes": st.Bytes, "batches": st.Batches,
+		"fetch_rows": st.FetchRows, "cache_hits": st.CacheHits, "remote_rows": st.RemoteRows,
 	}
 	if st.Evaluated {
 		rec["val_acc"], rec["test_acc"], rec["val_loss"] = st.ValAcc, st.TestAcc, st.ValLoss
@@ -230,9 +241,10 @@ func printEpoch(env *Env, st train.EpochStats) {
 		acc = fmt.Sprintf(" val %.4f test %.4f", st.ValAcc, st.TestAcc)
 	}
 	ps := st.PhaseSeconds
-	env.Printf("epoch %3d  loss %.4f  train %.4f%s  | %.3fs: sample %.3f fetch %.3f compute %.3f comm %.3f, eval %.3f | bytes fetch %s grad %s eval %s\n",
+	env.Printf("epoch %3d  loss %.4f  train %.4f%s  | %.3fs: sample %.3f fetch %.3f compute %.3f comm %.3f, eval %.3f | bytes fetch %s grad %s eval %s | rows %d hits %d remote %d\n",
 		st.Epoch, st.Loss, st.TrainAcc, acc, st.Seconds, ps[train.PhaseSample], ps[train.PhaseFetch], ps[train.PhaseCompute],
-		ps[train.PhaseGrad], ps[train.PhaseEval], human(st.Bytes[train.PhaseFetch]), human(st.Bytes[train.PhaseGrad]), human(st.Bytes[train.PhaseEval]))
+		ps[train.PhaseGrad], ps[train.PhaseEval], human(st.Bytes[train.PhaseFetch]), human(st.Bytes[train.PhaseGrad]), human(st.Bytes[train.PhaseEval]),
+		st.FetchRows, st.CacheHits, st.RemoteRows)
 }
 
 // progressBar draws a bar on rank 0's standard error inside epochs that
