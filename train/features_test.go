@@ -172,3 +172,42 @@ func TestFeatureConfigErrors(t *testing.T) {
 		require.ErrorContains(t, cfg.Validate(), tc.want)
 	}
 }
+
+// FetchSweep replays the training loop's fetches: its rows per epoch are
+// those Run reports for the same policy and fraction.
+func TestFetchSweepMatchesRun(t *testing.T) {
+	const p = 3
+	cfg := testConfig("sage")
+	cfg.Epochs, cfg.EvalEvery = 2, 0
+	g := sbm()
+	book := graph.RandomPartition(g.NumNodes, p, 5)
+	var pts []SweepPoint
+	err := inproc.Run(p, inproc.Options{Timeout: time.Minute}, func(c collective.Comm) error {
+		d, err := Distribute(g, "random", book, c.Rank())
+		if err != nil {
+			return err
+		}
+		return FetchSweep(collective.WithStats(c, nil), d, cfg, 2, []string{alltoall.CacheNone, alltoall.CacheVIP}, []float64{0, 0.3}, func(pt SweepPoint) error {
+			if c.Rank() == 0 {
+				pts = append(pts, pt)
+			}
+			return nil
+		})
+	})
+	require.NoError(t, err)
+	require.Len(t, pts, 3) // none 0, vip 0, vip 0.3
+	for _, pt := range pts {
+		c := cfg
+		c.Cache, c.CacheFrac = pt.Cache, pt.CacheFrac
+		res := runP(t, p, c, nil)
+		var rows, hits, remote, bytes float64
+		for _, e := range res.Epochs {
+			rows += float64(e.FetchRows) / 2
+			hits += float64(e.CacheHits) / 2
+			remote += float64(e.RemoteRows) / 2
+			bytes += float64(e.Bytes[PhaseFetch]) / 2
+		}
+		require.Equal(t, []float64{rows, hits, remote, bytes}, []float64{pt.FetchRows, pt.CacheHits, pt.RemoteRows, pt.FetchBytes}, "%s %g", pt.Cache, pt.CacheFrac)
+	}
+	require.Less(t, pts[2].RemoteRows, pts[0].RemoteRows)
+}

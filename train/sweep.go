@@ -1,0 +1,158 @@
+package train
+
+import (
+	"fmt"
+	"time"
+
+	"gnnmpi/alltoall"
+	"gnnmpi/collective"
+	"gnnmpi/dense"
+)
+
+// SweepPoint is the feature traffic of one cache policy and fraction in
+// FetchSweep, per epoch and summed over ranks unless said otherwise.
+type SweepPoint struct {
+	Cache      string  `json:"cache"`
+	CacheFrac  float64 `json:"cache_frac"`
+	CacheRows  int     `json:"cache_rows"` // the cache's capacity per rank, ⌊α·n/parts⌋
+	FetchRows  float64 `json:"fetch_rows"`
+	CacheHits  float64 `json:"cache_hits"`
+	RemoteRows float64 `json:"remote_rows"`
+	// FetchBytes is the bytes the fetch sends (phase fetch): request
+	// counts, ids and rows.
+	FetchBytes float64 `json:"fetch_bytes"`
+	// FetchSeconds is the slowest rank's time in the fetches.
+	FetchSeconds float64 `json:"fetch_s"`
+	// ScoreSeconds is the slowest rank's time computing the policy's
+	// scores (shared by the fractions of a policy); FillSeconds that of
+	// building the store and filling its cache.
+	ScoreSeconds float64 `json:"score_s"`
+	FillSeconds  float64 `json:"fill_s"`
+	// StoreBytesMax is the largest store over the ranks.
+	StoreBytesMax int64 `json:"store_bytes_max"`
+	CachedRowsMax int64 `json:"cached_rows_max"`
+}
+
+// FetchSweep measures the feature traffic of cfg's training minibatches
+// under every cache policy and fraction, without training: it samples
+// epochs epochs of the schedule once (the training loop's seeds and keys),
+// then for each policy computes the scores, and for each fraction builds
+// the store (cfg.Replication, cfg.FeatureDType), replays every minibatch's
+// fetch and reports the mean per epoch to each (in order, on every rank).
+// cfg.Cache and cfg.CacheFrac are ignored.
+//
+// FetchSweep is collective over c, like Run.
+func FetchSweep(c collective.Comm, d *Data, cfg Config, epochs int, policies []string, fracs []float64, each func(SweepPoint) error) error {
+	cfg.Cache, cfg.CacheFrac = alltoall.CacheNone, 0
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	if epochs < 1 {
+		return fmt.Errorf("train: sweep of %d epochs", epochs)
+	}
+	for _, pol := range policies {
+		probe := cfg
+		probe.Cache, probe.CacheFrac = pol, 1
+		if pol == alltoall.CacheNone {
+			probe.CacheFrac = 0
+		}
+		if err := probe.Validate(); err != nil {
+			return err
+		}
+	}
+	feat := d.Feat
+	if cfg.FeatureNorm == "row" {
+		feat = rowNormalized(d.Feat)
+	}
+	t, err := newTrainer(c, d, cfg)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		for _, g := range []*collective.Grid{t.grid, t.fgrid} {
+			if g != nil {
+				g.Free()
+			}
+		}
+	}()
+	var inputs [][]int64
+	for e := 1; e <= epochs; e++ {
+		mbs, err := t.sampleEpoch(cfg.Seed, e)
+		if err != nil {
+			return err
+		}
+		for _, mb := range mbs {
+			inputs = append(inputs, mb.Input())
+		}
+	}
+	slowest := func(x float64) (float64, error) {
+		v := []float64{x}
+		err := collective.AllreduceSlice(c, v, collective.Max)
+		return v[0], err
+	}
+	var xbuf *dense.Matrix
+	for _, pol := range policies {
+		t0 := time.Now()
+		score, err := t.scores(pol)
+		if err != nil {
+			return err
+		}
+		scoreS, err := slowest(time.Since(t0).Seconds())
+		if err != nil {
+			return err
+		}
+		for _, frac := range fracs {
+			if pol == alltoall.CacheNone && frac > 0 {
+				continue
+			}
+			k := cacheRows(frac, d.NumNodes(), d.Book.Parts)
+			t.store = nil
+			t0 := time.Now()
+			if t.store, err = t.storeOf(feat, score, k); err != nil {
+				return err
+			}
+			fillS, err := slowest(time.Since(t0).Seconds())
+			if err != nil {
+				return err
+			}
+			before := collective.SnapshotOf(c)
+			var cnt alltoall.Counts
+			t0 = time.Now()
+			restore := collective.SetPhase(c, PhaseFetch)
+			for _, ids := range inputs {
+				var got alltoall.Counts
+				if xbuf, got, err = t.store.FetchTo(xbuf, ids); err != nil {
+					restore()
+					return err
+				}
+				cnt = cnt.Add(got)
+			}
+			restore()
+			secs := time.Since(t0).Seconds()
+			sent := collective.SnapshotOf(c).Sub(before).Phase(PhaseFetch).SentBytes
+			restore = collective.SetPhase(c, PhaseMetrics)
+			sums := []int64{cnt.Rows, cnt.Hits, cnt.Remote, sent}
+			err = collective.AllreduceSlice(c, sums, collective.Sum)
+			maxes := []int64{t.store.Bytes(), int64(t.store.CachedRows())}
+			if err == nil {
+				err = collective.AllreduceSlice(c, maxes, collective.Max)
+			}
+			if err == nil {
+				secs, err = slowest(secs)
+			}
+			restore()
+			if err != nil {
+				return err
+			}
+			e := float64(epochs)
+			pt := SweepPoint{Cache: pol, CacheFrac: frac, CacheRows: k,
+				FetchRows: float64(sums[0]) / e, CacheHits: float64(sums[1]) / e, RemoteRows: float64(sums[2]) / e,
+				FetchBytes: float64(sums[3]) / e, FetchSeconds: secs / e, ScoreSeconds: scoreS, FillSeconds: fillS,
+				StoreBytesMax: maxes[0], CachedRowsMax: maxes[1]}
+			if err := each(pt); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
