@@ -25,6 +25,28 @@
 // exchange, by the conventions of collective's volume functions (only data
 // between distinct ranks counts).
 //
-// Later issues add c-fold replication of the features and the VIP cache of
-// SALIENT++ on top of the same plan.
+// # Store: replication, cache, tiers
+//
+// A Store is what training fetches from. Its communicator is the rank's
+// replica group: with c-fold replication the p ranks hold a p/c-part book,
+// part q on the c ranks of grid row q of a (p/c)×c collective.Grid, and a
+// rank fetches within its grid column, which holds every part once (the
+// 1.5D layout of the distributed sampling paper). Remote traffic falls
+// with c, memory per rank grows with it.
+//
+// On top, each rank caches a static set of remote rows chosen by a score
+// (SelectCache: the top k with a positive score), filled once by one
+// exchange at start-up, after SALIENT++ (Kaler et al., MLSys 2023). The
+// scores are the caller's: in-degree, the vertex-inclusion probability of
+// the sampler (sampling.VIP) or the access counts of simulated epochs. A
+// fetch then copies own and cached rows and requests only the misses; the
+// counts (Counts) say how many of each. The closed form above holds with R
+// the distinct misses.
+//
+// The resident rows, own and cached, sit in one table ordered hottest
+// first, so the hot rows are contiguous: the first GPUFrac of them form the
+// device tier (Tiers) that a GPU path reads from device memory, the rest
+// the host tier it reads zero-copy (PyTorch-Direct). With F16 the table and
+// the wire hold IEEE half-precision words (internal/f16), converted to
+// float32 on gather: half the memory and half the row bytes.
 package alltoall

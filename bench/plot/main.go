@@ -35,7 +35,7 @@ import (
 
 func main() {
 	if len(os.Args) != 4 {
-		fmt.Fprintln(os.Stderr, "usage: plot phases|gemm|spgemm|sample IN.csv OUT.png")
+		fmt.Fprintln(os.Stderr, "usage: plot phases|gemm|spgemm|sample|fetch IN.csv OUT.png")
 		os.Exit(2)
 	}
 	rows, err := readCSV(os.Args[2])
@@ -49,6 +49,8 @@ func main() {
 			err = spgemm(rows, os.Args[3])
 		case "sample":
 			err = sample(rows, os.Args[3])
+		case "fetch":
+			err = fetch(rows, os.Args[3])
 		default:
 			err = fmt.Errorf("unknown chart %q", os.Args[1])
 		}
@@ -373,6 +375,104 @@ func sample(rows []map[string]string, out string) error {
 			pair = append(pair, p)
 		}
 		plots[i] = pair
+	}
+	canvases := plot.Align(plots, tiles, dc)
+	for i := range plots {
+		for j := range plots[i] {
+			plots[i][j].Draw(canvases[i][j])
+		}
+	}
+	return save(img, out)
+}
+
+// fetch draws bench/fetch.sh's CSV: for every dataset and rank count, the
+// remote rows fetched per epoch as a fraction of those without a cache,
+// against α, one line per cache policy, METIS partitions solid and random
+// ones dashed.
+func fetch(rows []map[string]string, out string) error {
+	none := map[string]float64{} // dataset/np/partition → remote rows without cache
+	var ok []map[string]string
+	for _, r := range rows {
+		if r["error"] != "" || r["cache"] == "" {
+			continue
+		}
+		key := r["dataset"] + "/" + r["np"] + "/" + r["partition"]
+		if r["cache"] == "none" {
+			none[key] = num(r, "remote_rows")
+			continue
+		}
+		r["key"] = key
+		r["panel"] = r["dataset"] + " np " + r["np"]
+		r["line"] = r["cache"] + " " + r["partition"]
+		ok = append(ok, r)
+	}
+	if len(ok) == 0 {
+		return fmt.Errorf("no successful runs")
+	}
+	panels := groups(ok, "panel")
+	const w = 5.5 * vg.Inch
+	cols := 2
+	nrows := (len(panels) + cols - 1) / cols
+	img := vgimg.New(vg.Length(cols)*w, vg.Length(nrows)*3.6*vg.Inch)
+	dc := draw.New(img)
+	tiles := draw.Tiles{Rows: nrows, Cols: cols, PadX: vg.Millimeter, PadY: vg.Millimeter}
+	plots := make([][]*plot.Plot, nrows)
+	for i := range plots {
+		plots[i] = make([]*plot.Plot, cols)
+	}
+	policies := groups(ok, "cache")
+	for i, pn := range panels {
+		p := plot.New()
+		p.Title.Text = pn + ": remote rows per epoch / no cache"
+		p.X.Label.Text = "cache size α (rows per rank / (n/parts))"
+		p.Y.Min, p.Y.Max = 0, 1.05
+		p.Legend.Left = true // the lines fall from the top left
+		var sel []map[string]string
+		for _, r := range ok {
+			if r["panel"] == pn {
+				sel = append(sel, r)
+			}
+		}
+		for _, line := range groups(sel, "line") {
+			var pts plotter.XYs
+			var policy, part string
+			for _, r := range sel {
+				if r["line"] != line || none[r["key"]] == 0 {
+					continue
+				}
+				policy, part = r["cache"], r["partition"]
+				pts = append(pts, plotter.XY{X: num(r, "cache_frac"), Y: num(r, "remote_rows") / none[r["key"]]})
+			}
+			if len(pts) == 0 {
+				continue
+			}
+			sort.Slice(pts, func(a, b int) bool { return pts[a].X < pts[b].X })
+			l, s, err := plotter.NewLinePoints(pts)
+			if err != nil {
+				return err
+			}
+			n := 0
+			for k, pol := range policies {
+				if pol == policy {
+					n = k
+				}
+			}
+			l.Color, s.Color = plotutil.Color(n), plotutil.Color(n)
+			s.Shape = plotutil.Shape(n)
+			if part != "metis" {
+				l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+			}
+			p.Add(l, s)
+			p.Legend.Add(line, l, s)
+		}
+		plots[i/cols][i%cols] = p
+	}
+	for i := range plots {
+		for j := range plots[i] {
+			if plots[i][j] == nil {
+				plots[i][j] = plot.New()
+			}
+		}
 	}
 	canvases := plot.Align(plots, tiles, dc)
 	for i := range plots {

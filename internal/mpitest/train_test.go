@@ -162,3 +162,39 @@ func TestTrainBadInput(t *testing.T) {
 	require.NotEqual(t, 0, r.code)
 	require.Contains(t, r.stderr, `no split "nosuch"`)
 }
+
+// The feature store under mpirun (f16 words as MPI_UINT16_T, replica
+// groups from MPI_Comm_split, the cache fill) counts exactly the rows and
+// bytes of the in-process backend, for every policy and replication.
+func TestFetchMPIMatchesInproc(t *testing.T) {
+	skipUnlessMPI(t)
+	for _, run := range []struct {
+		np          int
+		replication string
+		dtype       string
+	}{{2, "1", "f16"}, {4, "2", "f32"}, {4, "1", "f16"}} {
+		t.Run(fmt.Sprintf("np=%d/c=%s/%s", run.np, run.replication, run.dtype), func(t *testing.T) {
+			args := []string{"fetch", "--data", "data/cora", "--batch-size", "32", "--epochs", "2", "--cache", "none,degree,vip,sim",
+				"--cache-frac", "0,0.2,1", "--replication", run.replication, "--feature-dtype", run.dtype, "--json"}
+			r := mpirun(t, 3*time.Minute, run.np, bin, args...)
+			require.Equal(t, 0, r.code, "stderr:\n%s", r.stderr)
+			l := local(t, append([]string{"--ranks", fmt.Sprint(run.np)}, args...)...)
+			require.Equal(t, 0, l.code, "stderr:\n%s", l.stderr)
+			points := func(out string) []map[string]any {
+				var obj struct {
+					Points []map[string]any `json:"points"`
+				}
+				require.NoError(t, json.Unmarshal([]byte(out), &obj), out)
+				for _, p := range obj.Points {
+					for _, k := range []string{"fetch_s", "score_s", "fill_s"} {
+						delete(p, k) // measured times
+					}
+				}
+				return obj.Points
+			}
+			a, b := points(r.stdout), points(l.stdout)
+			require.Len(t, a, 1+3*3)
+			require.Equal(t, b, a)
+		})
+	}
+}
