@@ -52,6 +52,27 @@ func TestCacheSameLosses(t *testing.T) {
 	}
 }
 
+// Over the 1.5D topology the vip and sim scores are computed collectively
+// (rows fetched across ranks, sampler calls in step) and give the caches of
+// the replicated topology: same rows, same losses.
+func TestCacheScoresOver15D(t *testing.T) {
+	const p = 4
+	cfg := testConfig("sage")
+	cfg.Epochs, cfg.EvalEvery = 2, 0
+	for _, policy := range []string{alltoall.CacheVIP, alltoall.CacheSim} {
+		c := cfg
+		c.Cache, c.CacheFrac = policy, 0.3
+		ref := runP(t, p, c, nil)
+		c.Topology, c.C = Topology15D, 2
+		got := runP(t, p, c, nil)
+		require.Equal(t, losses(ref), losses(got), policy)
+		for e := range ref.Epochs {
+			require.Equal(t, ref.Epochs[e].CacheHits, got.Epochs[e].CacheHits, policy)
+			require.Equal(t, ref.Epochs[e].RemoteRows, got.Epochs[e].RemoteRows, policy)
+		}
+	}
+}
+
 // Half-precision features halve the row bytes: the fetch phase then sends
 // 2F bytes less per remote row, and the model still learns.
 func TestFeatureF16(t *testing.T) {
