@@ -53,27 +53,9 @@ import (
 // fails.
 func VIP(top Topology, train []int64, batch int, fanouts []int) ([]float64, error) {
 	n := top.N()
-	if batch < 1 {
-		return nil, fmt.Errorf("sampling: VIP with batch size %d", batch)
-	}
-	for _, f := range fanouts {
-		if f == 0 {
-			return nil, fmt.Errorf("sampling: VIP with fanout 0")
-		}
-	}
-	// lp0[v] = log(1 − p⁰_v).
-	lp0 := make([]float64, n)
-	if len(train) > 0 {
-		p0 := math.Min(1, float64(batch)/float64(len(train)))
-		for _, v := range train {
-			if v < 0 || v >= n {
-				return nil, fmt.Errorf("sampling: VIP: training vertex %d outside [0, %d)", v, n)
-			}
-			if lp0[v] != 0 {
-				return nil, fmt.Errorf("sampling: VIP: training vertex %d repeated", v)
-			}
-			lp0[v] = floorLog(math.Log1p(-p0))
-		}
+	lp0, err := seedLogs(n, train, batch, fanouts) // log(1 − p⁰_v)
+	if err != nil {
+		return nil, err
 	}
 	sub, err := reachable(top, train, len(fanouts))
 	if err != nil {
@@ -117,6 +99,34 @@ func VIP(top Topology, train []int64, batch int, fanouts []int) ([]float64, erro
 		vip[v] = -math.Expm1(lp0[v] + in[v])
 	}
 	return vip, nil
+}
+
+// seedLogs checks VIP's arguments and returns log(1 − p⁰_v) for every
+// vertex: log(1 − batch/|train|) on train, 0 elsewhere.
+func seedLogs(n int64, train []int64, batch int, fanouts []int) ([]float64, error) {
+	if batch < 1 {
+		return nil, fmt.Errorf("sampling: VIP with batch size %d", batch)
+	}
+	for _, f := range fanouts {
+		if f == 0 {
+			return nil, fmt.Errorf("sampling: VIP with fanout 0")
+		}
+	}
+	lp0 := make([]float64, n)
+	if len(train) == 0 {
+		return lp0, nil
+	}
+	p0 := math.Min(1, float64(batch)/float64(len(train)))
+	for _, v := range train {
+		if v < 0 || v >= n {
+			return nil, fmt.Errorf("sampling: VIP: training vertex %d outside [0, %d)", v, n)
+		}
+		if lp0[v] != 0 {
+			return nil, fmt.Errorf("sampling: VIP: training vertex %d repeated", v)
+		}
+		lp0[v] = floorLog(math.Log1p(-p0))
+	}
+	return lp0, nil
 }
 
 // floorLog bounds a log-probability below, so that sums and differences of
@@ -200,30 +210,15 @@ func (s *subgraph) sumInto(in, logM []float64) {
 // positive p^h).
 func VIPRecurrence(top Topology, train []int64, batch int, fanouts []int) ([]float64, error) {
 	n := top.N()
-	if batch < 1 {
-		return nil, fmt.Errorf("sampling: VIP with batch size %d", batch)
-	}
 	// lp[v] = log(1 − p^h_v); notVIP[v] = log ∏_h (1 − p^h_v).
-	lp := make([]float64, n)
-	if len(train) > 0 {
-		p0 := math.Min(1, float64(batch)/float64(len(train)))
-		for _, v := range train {
-			if v < 0 || v >= n {
-				return nil, fmt.Errorf("sampling: VIP: training vertex %d outside [0, %d)", v, n)
-			}
-			if lp[v] != 0 {
-				return nil, fmt.Errorf("sampling: VIP: training vertex %d repeated", v)
-			}
-			lp[v] = floorLog(math.Log1p(-p0))
-		}
+	lp, err := seedLogs(n, train, batch, fanouts)
+	if err != nil {
+		return nil, err
 	}
 	notVIP := slices.Clone(lp)
 	next := make([]float64, n)
 	var support []int64
 	for _, f := range fanouts {
-		if f == 0 {
-			return nil, fmt.Errorf("sampling: VIP with fanout 0")
-		}
 		support = support[:0]
 		for v, l := range lp {
 			if l < 0 {

@@ -184,6 +184,10 @@ func TestVIPSmall(t *testing.T) {
 	require.ErrorContains(t, err, "batch size 0")
 	_, err = VIP(Replicated(adj), []int64{9}, 1, []int{1})
 	require.ErrorContains(t, err, "training vertex 9 outside [0, 5)")
+	_, err = VIPRecurrence(Replicated(adj), []int64{1, 1}, 1, []int{1})
+	require.ErrorContains(t, err, "training vertex 1 repeated")
+	_, err = VIP(Replicated(adj), []int64{1}, 1, []int{2, 0})
+	require.ErrorContains(t, err, "fanout 0")
 }
 
 // sym returns the symmetric pattern CSR of the undirected edges.
