@@ -173,24 +173,20 @@ func NewStore(c collective.Comm, book *graph.PartitionBook, local *dense.Matrix,
 
 	// Fill the cache: one exchange of the cached rows in wire format.
 	p := newPlan(cache, book, part, func(int64, int, int64) (int64, bool) { return 0, false })
+	var err error
 	if s.half {
-		got, err := exchangeRows(c, p, f, s.serve16)
-		if err != nil {
-			return nil, err
-		}
-		for i, src := range p.from {
-			row, _ := s.lookup(cache[i])
-			copy(s.f16[int(row)*f:int(row+1)*f], got[int(src)*f:int(src+1)*f])
-		}
+		err = receive(s, p, s.serve16, func(i int, row []uint16) {
+			r, _ := s.lookup(cache[i])
+			copy(s.f16[int(r)*f:int(r+1)*f], row)
+		})
 	} else {
-		got, err := exchangeRows(c, p, f, s.serve32)
-		if err != nil {
-			return nil, err
-		}
-		for i, src := range p.from {
-			row, _ := s.lookup(cache[i])
-			copy(s.f32[int(row)*f:int(row+1)*f], got[int(src)*f:int(src+1)*f])
-		}
+		err = receive(s, p, s.serve32, func(i int, row []float32) {
+			r, _ := s.lookup(cache[i])
+			copy(s.f32[int(r)*f:int(r+1)*f], row)
+		})
+	}
+	if err != nil {
+		return nil, err
 	}
 	return s, nil
 }
@@ -319,28 +315,33 @@ func (s *Store) FetchTo(dst *dense.Matrix, ids []int64) (*dense.Matrix, Counts, 
 			s.read(int(^src), out.Row(i))
 		}
 	}
+	var err error
 	if s.half {
-		got, err := exchangeRows(s.c, p, f, s.serve16)
-		if err != nil {
-			return nil, cnt, err
-		}
-		for i, src := range p.from {
-			if src >= 0 {
-				f16.Decode(out.Row(i), got[src*int64(f):(src+1)*int64(f)])
-			}
-		}
+		err = receive(s, p, s.serve16, func(i int, row []uint16) { f16.Decode(out.Row(i), row) })
 	} else {
-		got, err := exchangeRows(s.c, p, f, s.serve32)
-		if err != nil {
-			return nil, cnt, err
-		}
-		for i, src := range p.from {
-			if src >= 0 {
-				copy(out.Row(i), got[src*int64(f):(src+1)*int64(f)])
-			}
-		}
+		err = receive(s, p, s.serve32, func(i int, row []float32) { copy(out.Row(i), row) })
+	}
+	if err != nil {
+		return nil, cnt, err
 	}
 	return out, cnt, nil
+}
+
+// receive carries out the exchange of p in the wire type W (float32 rows
+// served by serve32, or half words by serve16) and hands every remotely
+// served position i its received row.
+func receive[W collective.Elem](s *Store, p *Plan, serve func(lid int64, row []W) bool, put func(i int, row []W)) error {
+	f := s.cols
+	got, err := exchangeRows(s.c, p, f, serve)
+	if err != nil {
+		return err
+	}
+	for i, src := range p.from {
+		if src >= 0 {
+			put(i, got[int(src)*f:int(src+1)*f])
+		}
+	}
+	return nil
 }
 
 // Cols returns the number of features per row.

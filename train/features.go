@@ -140,17 +140,35 @@ func (t *trainer) sampleEpoch(seed uint64, epoch int) ([]*sampling.MiniBatch, er
 	var out []*sampling.MiniBatch
 	for i := 0; i < len(batches); i += t.cfg.Bulk {
 		bulk := batches[i:min(i+t.cfg.Bulk, len(batches))]
-		keys := make([]uint64, len(bulk))
-		for x := range keys {
-			keys[x] = rng.Mix(seed, streamSample, uint64(epoch), uint64(i+x), uint64(r))
-		}
-		mbs, err := t.sampler.Sample(bulk, keys)
+		mbs, err := t.sampler.Sample(bulk, sampleKeys(seed, epoch, i, len(bulk), r))
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, mbs...)
 	}
 	return out, nil
+}
+
+// sampleKeys returns the sampling keys of the n minibatches from step i of
+// an epoch on rank r: one stream per (seed, epoch, step, rank).
+func sampleKeys(seed uint64, epoch, i, n, r int) []uint64 {
+	keys := make([]uint64, n)
+	for x := range keys {
+		keys[x] = rng.Mix(seed, streamSample, uint64(epoch), uint64(i+x), uint64(r))
+	}
+	return keys
+}
+
+// free releases the grids the trainer built. It is collective.
+func (t *trainer) free() error {
+	for _, g := range []*collective.Grid{t.grid, t.fgrid} {
+		if g != nil {
+			if err := g.Free(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // cacheRows returns ⌊frac·n/K⌋ for K parts.

@@ -68,13 +68,7 @@ func FetchSweep(c collective.Comm, d *Data, cfg Config, epochs int, policies []s
 	if err != nil {
 		return err
 	}
-	defer func() {
-		for _, g := range []*collective.Grid{t.grid, t.fgrid} {
-			if g != nil {
-				g.Free()
-			}
-		}
-	}()
+	defer t.free()
 	var inputs [][]int64
 	for e := 1; e <= epochs; e++ {
 		mbs, err := t.sampleEpoch(cfg.Seed, e)

@@ -133,12 +133,8 @@ func Run(c collective.Comm, d *Data, cfg Config, h Hooks) (*Result, error) {
 			}
 		}
 	}
-	for _, g := range []*collective.Grid{t.grid, t.fgrid} {
-		if g != nil {
-			if err := g.Free(); err != nil {
-				return nil, err
-			}
-		}
+	if err := t.free(); err != nil {
+		return nil, err
 	}
 	return t.result(), nil
 }
@@ -384,12 +380,8 @@ func (t *trainer) epoch(epoch int, progress func(epoch, batch, batches int)) (Ep
 		t0 := time.Now()
 		if i%t.cfg.Bulk == 0 { // sample the next Bulk minibatches together
 			bulk := batches[i:min(i+t.cfg.Bulk, len(batches))]
-			keys := make([]uint64, len(bulk))
-			for x := range keys {
-				keys[x] = rng.Mix(t.cfg.Seed, streamSample, uint64(epoch), uint64(i+x), uint64(r))
-			}
 			var err error
-			if sampled, err = t.sampler.Sample(bulk, keys); err != nil {
+			if sampled, err = t.sampler.Sample(bulk, sampleKeys(t.cfg.Seed, epoch, i, len(bulk), r)); err != nil {
 				return EpochStats{}, err
 			}
 		}
