@@ -451,3 +451,71 @@ func parseBookHeader(line []byte) (nodes int64, parts int, method string, err er
 	}
 	return nodes, int(p), method, nil
 }
+
+// genStreamSubRandom is the stream id of SubPartition's random chunks.
+const genStreamSubRandom = 102
+
+// SubPartition splits every part of book into k chunks and returns each
+// vertex's chunk, in [0, k): GNNPipe's chunks, which flow through a pipeline
+// one after another. With method "metis" each part's induced subgraph (made
+// symmetric, without self-loops, edges to other parts dropped) is split by
+// METIS k-way with the given seed, so that few edges join chunks; with
+// "random" the part's vertices are dealt to the chunks in a seeded random
+// order (sizes differ by at most one). adj is the whole graph, n×n.
+//
+// It returns an error if k < 1, if a part has fewer than k vertices, if
+// method is unknown or if METIS fails.
+func SubPartition(adj *sparse.CSR, book *PartitionBook, k int, method string, seed int) ([]int32, error) {
+	n := book.NumNodes()
+	if adj.NRows != n || adj.NCols != n {
+		return nil, fmt.Errorf("graph: SubPartition: adjacency is %d×%d for a book of %d vertices", adj.NRows, adj.NCols, n)
+	}
+	if k < 1 || k > math.MaxInt32 {
+		return nil, fmt.Errorf("graph: SubPartition into %d chunks", k)
+	}
+	if method != "metis" && method != "random" {
+		return nil, fmt.Errorf("graph: SubPartition method %q; want metis or random", method)
+	}
+	chunk := make([]int32, n)
+	sym := adj
+	if method == "metis" {
+		sym = Symmetrize(adj)
+	}
+	for r := range book.Parts {
+		own := book.Owned(r)
+		if len(own) < k {
+			return nil, fmt.Errorf("graph: part %d has %d vertices, fewer than %d chunks", r, len(own), k)
+		}
+		if k == 1 {
+			continue
+		}
+		if method == "random" {
+			rnd := rng.New(uint64(seed), genStreamSubRandom, uint64(r))
+			perm := rnd.Perm(len(own))
+			for i, j := range perm {
+				chunk[own[j]] = int32(i % k)
+			}
+			continue
+		}
+		// The part's induced subgraph in local ids (own is ascending, so
+		// local id = position in own = book.Local).
+		xadj := make([]int64, len(own)+1)
+		var adjncy []int64
+		for i, gid := range own {
+			for _, j := range sym.Row(gid) {
+				if j != gid && int(book.Part[j]) == r {
+					adjncy = append(adjncy, book.Local[j])
+				}
+			}
+			xadj[i+1] = int64(len(adjncy))
+		}
+		part, _, err := metis.PartGraph(xadj, adjncy, nil, 1, k, metis.Options{Seed: seed})
+		if err != nil {
+			return nil, fmt.Errorf("graph: METIS split of part %d into %d chunks: %w", r, k, err)
+		}
+		for i, gid := range own {
+			chunk[gid] = part[i]
+		}
+	}
+	return chunk, nil
+}

@@ -501,3 +501,43 @@ func ExamplePartitionBook() {
 	// vertex 5: rank 1 local id 1
 	// rank 2 owns: [7 8 9]
 }
+
+func TestSubPartition(t *testing.T) {
+	d, err := SBM(DefaultSBM(2000))
+	require.NoError(t, err)
+	book := BlockPartition(d.NumNodes, 3)
+	for _, method := range []string{"metis", "random"} {
+		chunk, err := SubPartition(d.Adj, book, 4, method, 7)
+		require.NoError(t, err, method)
+		// Every part is split into 4 non-empty chunks.
+		sizes := map[[2]int32]int{}
+		for gid, c := range chunk {
+			require.True(t, c >= 0 && c < 4)
+			sizes[[2]int32{book.Part[gid], c}]++
+		}
+		require.Len(t, sizes, 12, method)
+		again, err := SubPartition(d.Adj, book, 4, method, 7)
+		require.NoError(t, err)
+		assert.Equal(t, chunk, again, "deterministic for a seed")
+	}
+	// METIS keeps more edges inside chunks than random chunks do.
+	cut := func(chunk []int32) int {
+		n := 0
+		for i := range d.Adj.NRows {
+			for _, j := range d.Adj.Row(i) {
+				if book.Part[i] == book.Part[j] && chunk[i] != chunk[j] {
+					n++
+				}
+			}
+		}
+		return n
+	}
+	m, _ := SubPartition(d.Adj, book, 4, "metis", 7)
+	r, _ := SubPartition(d.Adj, book, 4, "random", 7)
+	assert.Less(t, cut(m), cut(r)/2)
+
+	_, err = SubPartition(d.Adj, book, 1000, "metis", 1)
+	assert.ErrorContains(t, err, "fewer than 1000 chunks")
+	_, err = SubPartition(d.Adj, book, 2, "block", 1)
+	assert.ErrorContains(t, err, "want metis or random")
+}

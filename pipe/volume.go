@@ -1,0 +1,85 @@
+package pipe
+
+import (
+	"math/rand/v2"
+
+	"gnnmpi/collective"
+	"gnnmpi/model"
+)
+
+// Volume is the analytical traffic of a run: bytes sent, summed over all
+// ranks, by phase, for one training epoch (Train) and one exact inference
+// (Eval). A row is Hidden float32 values.
+//
+//   - act and grad: every vertex's rows cross each of the Stages − 1 stage
+//     boundaries of its pipeline once per epoch, forward and backward:
+//     (Stages − 1)·n rows each.
+//   - halo: every chunk reads its neighbours in other parts at every
+//     convolution layer and sends their gradients back: 2·Layers·HaloRows
+//     rows, HaloRows = Plan.HaloRows(false) (zero with one pipeline).
+//   - allreduce: each stage's weight gradients over its pipelines, and
+//     GCNII's input layer (held by every stage) over all ranks, each rank
+//     counting collective.AllreduceVolume.
+//   - eval: one pass with one chunk per part: (Stages − 1)·n rows forward
+//     plus Layers·Plan.HaloRows(true).
+type Volume struct {
+	Train map[string]int64
+	Eval  int64
+}
+
+// Analytical returns the Volume of a run of mc on plan with layout lay.
+func Analytical(plan *Plan, lay Layout, mc model.DeepConfig) Volume {
+	row := int64(mc.Hidden) * 4
+	n := plan.Adj.NRows
+	S, P := lay.Stages, lay.Pipelines
+	bound := int64(S-1) * n * row
+	v := Volume{Train: map[string]int64{PhaseAct: bound, PhaseGrad: bound}}
+	if P > 1 {
+		v.Train[PhaseHalo] = 2 * int64(mc.Layers) * plan.HaloRows(false) * row
+		v.Eval = int64(mc.Layers) * plan.HaloRows(true) * row
+	}
+	v.Eval += bound
+	var ar int64
+	for s := range S {
+		own, in := stageParams(mc, s, S)
+		for k := range P {
+			sent, _ := collective.AllreduceVolume(k, P, own, 4)
+			ar += sent
+		}
+		if in > 0 {
+			for k := range P {
+				sent, _ := collective.AllreduceVolume(k*S+s, S*P, in, 4)
+				ar += sent
+			}
+		}
+	}
+	v.Train[PhaseAllreduce] = ar
+	return v
+}
+
+// stageParams returns the number of weights stage s of stages reduces over
+// its pipelines (own) and, for GCNII, the replicated input layer's (in).
+func stageParams(mc model.DeepConfig, s, stages int) (own, in int) {
+	count := func(ps []*model.Param) int {
+		n := 0
+		for _, p := range ps {
+			n += len(p.W)
+		}
+		return n
+	}
+	r := rand.New(rand.NewPCG(0, 0))
+	lin := count(model.NewLinear(mc.In, mc.Hidden, r, nil).Params())
+	if mc.Kind == model.ConvGCNII {
+		in = lin
+	} else if s == 0 {
+		own += lin
+	}
+	lo, hi := Layers(mc.Layers, stages, s)
+	for l := lo; l < hi; l++ {
+		own += count(model.NewConv(mc, l, r, nil).Params())
+	}
+	if s == stages-1 {
+		own += count(model.NewLinear(mc.Hidden, mc.Out, r, nil).Params())
+	}
+	return own, in
+}
