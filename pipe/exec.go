@@ -806,3 +806,27 @@ func (t *Trainer) Evaluate() (Eval, error) {
 	}
 	return e, nil
 }
+
+// StateBytes returns the bytes of the state this rank keeps between
+// epochs: weights and gradients, historical embeddings, their gradients and
+// snapshot, the feature rows, and the blocks' indices and values. Layer
+// caches of chunks in flight come on top (about one matrix of NSrc rows
+// per layer and chunk).
+func (t *Trainer) StateBytes() int64 {
+	var n int64
+	for _, p := range t.Params() {
+		n += int64(len(p.W)+len(p.G)) * 4
+	}
+	for _, ms := range [][]*dense.Matrix{t.hist, t.histGrad, t.snap} {
+		for _, m := range ms {
+			n += int64(len(m.Data)) * 4
+		}
+	}
+	if t.hasIn {
+		n += int64(len(t.d.Feat.Data)) * 4
+	}
+	for _, b := range append(slices.Clone(t.blocks), t.whole) {
+		n += int64(len(b.A.Indptr)+len(b.A.Indices))*8 + int64(len(b.A.Values))*8
+	}
+	return n
+}

@@ -83,3 +83,9 @@ func stageParams(mc model.DeepConfig, s, stages int) (own, in int) {
 	}
 	return own, in
 }
+
+// NumParams returns the number of weights of the whole model mc.
+func NumParams(mc model.DeepConfig) int {
+	own, in := stageParams(mc, 0, 1)
+	return own + in
+}

@@ -23,6 +23,7 @@ func TestImportDirection(t *testing.T) {
 		"gnnmpi/model":                     {"gnnmpi/collective", "gnnmpi/graph", "gnnmpi/sampling", "gnnmpi/internal/openblas", "gonum.org/v1/netlib/blas/netlib"},
 		"gnnmpi/sampling":                  {"gnnmpi/graph", "gnnmpi/dense", "gnnmpi/model", "gnnmpi/alltoall"},
 		"gnnmpi/alltoall":                  {"gnnmpi/sampling", "gnnmpi/model"},
+		"gnnmpi/pipe":                      {"gnnmpi/graph", "gnnmpi/sampling", "gnnmpi/alltoall", "gnnmpi/train", "gnnmpi/collective/mpi", "gnnmpi/collective/inproc"},
 		"gnnmpi/train":                     {"gnnmpi/collective/mpi", "gnnmpi/collective/inproc", "gnnmpi/internal/openblas", "gnnmpi/internal/cli"},
 		"gnnmpi/internal/openblas":         {"gnnmpi/collective", "gnnmpi/graph", "gnnmpi/model"},
 		"gnnmpi/internal/rng":              {"gnnmpi/collective", "gnnmpi/graph"},

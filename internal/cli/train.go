@@ -7,20 +7,21 @@ import (
 	"strings"
 	"time"
 
+	"gnnmpi/model"
 	"gnnmpi/train"
 )
 
 func trainCmd() *Command {
 	return &Command{
 		Name:    "train",
-		Summary: "train a GNN (GraphSAGE, GCN, GAT) data-parallel with minibatch sampling and report accuracy",
-		Usage:   "--data PATH [--model sage|gcn|gat] [flags]",
+		Summary: "train a GNN: data-parallel minibatches (GraphSAGE, GCN, GAT), or a deep full-graph model (GCN, SAGE, ResGCN, GCNII) graph-parallel, pipelined (GNNPipe) or hybrid",
+		Usage:   "--data PATH [--model sage|gcn|gat] [flags]   |   --mode graph|pipe|hybrid --data PATH [--model gcnii|resgcn|gcn|sage] [flags]",
 		Flags: func(fs *flag.FlagSet) func(*Env) error {
 			d := train.Defaults("sage")
 			data := fs.String("data", "data/cora", "dataset: OGB raw-layout directory or .gnn binary file")
 			split := fs.String("split", "", "split to train on (default: the dataset's first)")
 			part := fs.String("partition", train.PartitionMetis, "vertex partition over the ranks: block, random, metis, or a book file from `gnnmpi partition`")
-			kind := fs.String("model", "sage", "sage (GraphSAGE mean), gcn or gat")
+			kind := fs.String("model", "sage", "minibatch: sage (GraphSAGE mean), gcn or gat; full-graph modes: gcnii, resgcn, gcn or sage")
 			layers := fs.Int("layers", d.Model.Layers, "GNN layers")
 			var hidden, epochs optInt
 			var lr, drop, attnDrop optFloat
@@ -57,10 +58,44 @@ func trainCmd() *Command {
 			ckpt := fs.String("checkpoint", "", "checkpoint directory (written atomically)")
 			ckptEvery := fs.Int("checkpoint-every", d.CheckpointEvery, "epochs between checkpoints")
 			resume := fs.Bool("resume", false, "continue from the checkpoint in --checkpoint")
+			fd := train.FullDefaults(model.ConvGCNII)
+			mode := fs.String("mode", "minibatch", "minibatch (data-parallel sampled minibatches), or full-graph training of a deep model: graph (graph parallelism, halo exchange per layer), pipe (GNNPipe: layers in stages over the ranks, chunks through the pipeline) or hybrid (--pipelines pipelines over graph parts)")
+			chunks := fs.Int("chunks", fd.Chunks, "pipe, hybrid: chunks each graph part is split into")
+			pipelines := fs.Int("pipelines", 2, "hybrid: pipelines (graph parts); the ranks of each are its stages")
+			chunkPart := fs.String("chunk-partition", fd.ChunkMethod, "pipe, hybrid: how parts are split into chunks: metis or random")
+			shuffleChunks := fs.Bool("shuffle-chunks", fd.Pipe.ShuffleChunks, "pipe, hybrid: new chunk order every epoch (the same within a pipeline)")
+			clearGrads := fs.Bool("clear-grads", fd.Pipe.ClearGrads, "pipe, hybrid: drop historical gradients left at the end of an epoch")
+			snapEvery := fs.Int("snapshot-every", fd.Pipe.SnapshotEvery, "pipe, hybrid: snapshot the historical embeddings every R epochs and restore them from it at each epoch's start (0: off)")
+			alpha := fs.Float64("alpha", fd.Pipe.Model.Alpha, "gcnii: initial-residual weight α")
+			lambda := fs.Float64("lambda", fd.Pipe.Model.Lambda, "gcnii: identity-mapping strength λ (β_l = ln(λ/l + 1))")
 			return func(env *Env) error {
-				cfg := train.Defaults(*kind)
 				set := map[string]bool{}
 				fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+				if *mode != "minibatch" {
+					fc := train.FullDefaults(*kind)
+					fc.Mode, fc.Chunks, fc.ChunkMethod = *mode, *chunks, *chunkPart
+					if *mode == train.ModeHybrid {
+						fc.Pipelines = *pipelines
+					}
+					if *mode == train.ModeGraph && !set["chunks"] {
+						fc.Chunks = 1
+					}
+					mc := &fc.Pipe.Model
+					if set["layers"] {
+						mc.Layers = *layers
+					}
+					hidden.apply(&mc.Hidden)
+					drop.apply32(&mc.Dropout)
+					mc.Alpha, mc.Lambda = *alpha, *lambda
+					fc.Pipe.ShuffleChunks, fc.Pipe.ClearGrads, fc.Pipe.SnapshotEvery = *shuffleChunks, *clearGrads, *snapEvery
+					fc.Pipe.Optimizer, fc.Pipe.WeightDecay, fc.Pipe.Momentum, fc.Pipe.Seed = *optim, float32(*wd), float32(*mom), *seed
+					lr.apply32(&fc.Pipe.LR)
+					fc.Pipe.BLAS = env.BLAS
+					fc.FeatureNorm, fc.EvalEvery, fc.Select = *featNorm, *evalEvery, *sel
+					epochs.apply(&fc.Epochs)
+					return runFull(env, *data, *split, *part, fc)
+				}
+				cfg := train.Defaults(*kind)
 				switch *kind {
 				case "sage", "gcn", "gat":
 				default:

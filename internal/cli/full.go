@@ -1,0 +1,78 @@
+package cli
+
+import (
+	"fmt"
+	"time"
+
+	"gnnmpi/pipe"
+	"gnnmpi/train"
+)
+
+// runFull loads the dataset with each graph part held by the ranks of its
+// pipeline and trains a deep model on the whole graph.
+func runFull(env *Env, path, split, partition string, cfg train.FullConfig) error {
+	c := env.Comm
+	if err := cfg.Validate(c.Size()); err != nil {
+		return err
+	}
+	stages, _ := train.FullStages(cfg, c.Size())
+	t0 := time.Now()
+	d, err := train.Load(c, path, split, partition, stages, cfg.Pipe.Seed, env.Progress)
+	if err != nil {
+		return err
+	}
+	env.Progress("loaded %s in %.2fs: %d vertices, %d features, %d classes; split %s with %d training vertices",
+		d.Name, time.Since(t0).Seconds(), d.NumNodes(), d.Feat.Cols, d.NumClasses, d.SplitName, len(d.Split.Train))
+	mc := cfg.Pipe.Model
+	env.Printf("training %s (%d layers, hidden %d) on the whole of %s, %s mode on %d ranks (%s, BLAS %s): %d chunks per part, %s %.3g, seed %d\n",
+		mc.Kind, mc.Layers, mc.Hidden, d.Name, cfg.Mode, c.Size(), env.Backend, env.BLASName, cfg.Chunks, cfg.Pipe.Optimizer, cfg.Pipe.LR, cfg.Pipe.Seed)
+	hooks := train.Hooks{
+		Log: env.Progress,
+		Epoch: func(st train.EpochStats) error {
+			printFullEpoch(env, st)
+			return env.Record(epochRecord(st))
+		},
+	}
+	res, err := train.RunFull(c, d, cfg, hooks)
+	if err != nil {
+		return err
+	}
+	if res.BestEpoch > 0 {
+		env.Printf("best validation accuracy %.4f at epoch %d; test accuracy %.4f (median epoch %.3fs)\n",
+			res.BestValAcc, res.BestEpoch, res.TestAcc, res.MedianEpochS)
+	} else {
+		env.Printf("no evaluation (--eval-every 0); median epoch %.3fs\n", res.MedianEpochS)
+	}
+	env.Printf("bytes per epoch, measured (analytical): act %s (%s) grad %s (%s) halo %s (%s) allreduce %s (%s)\n",
+		human(res.BytesPerEpoch[pipe.PhaseAct]), human(res.Analytical[pipe.PhaseAct]),
+		human(res.BytesPerEpoch[pipe.PhaseGrad]), human(res.Analytical[pipe.PhaseGrad]),
+		human(res.BytesPerEpoch[pipe.PhaseHalo]), human(res.Analytical[pipe.PhaseHalo]),
+		human(res.BytesPerEpoch[pipe.PhaseAllreduce]), human(res.Analytical[pipe.PhaseAllreduce]))
+	cfgOut := map[string]any{
+		"data": path, "split": d.SplitName, "partition": partition, "mode": cfg.Mode,
+		"stages": res.Layout.Stages, "pipelines": res.Layout.Pipelines, "chunks": cfg.Chunks, "chunk_partition": cfg.ChunkMethod,
+		"model": mc, "shuffle_chunks": cfg.Pipe.ShuffleChunks, "clear_grads": cfg.Pipe.ClearGrads, "snapshot_every": cfg.Pipe.SnapshotEvery,
+		"feature_norm": cfg.FeatureNorm, "epochs": cfg.Epochs, "optimizer": cfg.Pipe.Optimizer, "lr": cfg.Pipe.LR,
+		"weight_decay": cfg.Pipe.WeightDecay, "momentum": cfg.Pipe.Momentum, "seed": cfg.Pipe.Seed,
+		"eval_every": cfg.EvalEvery, "select": cfg.Select, "blas": env.BLASName,
+	}
+	out := map[string]any{
+		"final": true, "best_epoch": res.BestEpoch, "best_val_acc": res.BestValAcc, "test_acc": res.TestAcc,
+		"median_epoch_s": res.MedianEpochS, "bytes_per_epoch": res.BytesPerEpoch, "config": cfgOut,
+		"params": res.NumParams, "epochs_run": len(res.Epochs),
+		"analytical_bytes_per_epoch": res.Analytical, "halo_rows": res.HaloRows,
+		"state_bytes": res.StateBytes, "peak_rss_bytes": res.PeakRSS,
+	}
+	return env.Finish(out)
+}
+
+func printFullEpoch(env *Env, st train.EpochStats) {
+	acc := ""
+	if st.Evaluated {
+		acc = fmt.Sprintf(" val %.4f test %.4f", st.ValAcc, st.TestAcc)
+	}
+	b, ps := st.Bytes, st.PhaseSeconds
+	env.Printf("epoch %3d  loss %.4f  train %.4f%s  | %.3fs (comm: act %.3f grad %.3f halo %.3f allreduce %.3f), eval %.3f | bytes act %s grad %s halo %s allreduce %s eval %s\n",
+		st.Epoch, st.Loss, st.TrainAcc, acc, st.Seconds, ps[pipe.PhaseAct], ps[pipe.PhaseGrad], ps[pipe.PhaseHalo], ps[pipe.PhaseAllreduce], ps[train.PhaseEval],
+		human(b[pipe.PhaseAct]), human(b[pipe.PhaseGrad]), human(b[pipe.PhaseHalo]), human(b[pipe.PhaseAllreduce]), human(b[pipe.PhaseEval]))
+}
