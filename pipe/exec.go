@@ -99,6 +99,7 @@ type Trainer struct {
 	w                int
 
 	in       *model.Linear
+	xs       *sparseRows // the features as sparse rows, when sparse enough (input.go)
 	convs    []model.Conv // layers lo..hi−1
 	out      *model.Linear
 	params   []*model.Param // this rank's own stage parameters (reduced over stageC)
@@ -121,6 +122,7 @@ type Trainer struct {
 // rows that enter and leave.
 type flight struct {
 	in    *model.Linear
+	xs    *sparseRows // the chunk's dropped-out input rows (sparse input layer)
 	convs []model.Conv
 	out   *model.Linear
 	h0    *dense.Matrix // ReLU output of the input layer (nil without one)
@@ -169,6 +171,9 @@ func New(c collective.Comm, cfg Config, d Data) (*Trainer, error) {
 		return nil, err
 	}
 
+	if t.hasIn && density(d.Feat) < sparseDensity {
+		t.xs = toSparse(d.Feat)
+	}
 	if t.hasIn {
 		t.in = model.NewLinear(mc.In, mc.Hidden, rng.New(cfg.Seed, streamWeights, 0), cfg.BLAS)
 		if mc.Kind == model.ConvGCNII {
@@ -427,17 +432,29 @@ func gather(src *dense.Matrix, ids []int32) *dense.Matrix {
 
 // input computes the input layer on block b's destinations:
 // H⁰ = ReLU(dropout(X)·W_in + b_in).
-func (t *Trainer) input(ps *pass, b *Block, lin *model.Linear) *dense.Matrix {
-	var x *dense.Matrix
-	if !ps.train && identity(b.Dst) && b.Dst != nil && len(b.Dst) == t.d.Feat.Rows {
-		x = t.d.Feat // the whole part in order: no copy
+func (t *Trainer) input(ps *pass, b *Block, lin *model.Linear, fl *flight) *dense.Matrix {
+	whole := !ps.train && len(b.Dst) == t.d.Feat.Rows && identity(b.Dst) // the part in order: no copy
+	var h *dense.Matrix
+	if t.xs != nil {
+		x := t.xs
+		if !whole {
+			x = gatherSparse(t.xs, b.Dst)
+		}
+		if ps.train {
+			dropSparse(x, b.Gids, t.cfg.Model.Dropout, t.dropKey(ps.epoch, 0))
+		}
+		fl.xs = x
+		h = sparseLinear(x, lin)
 	} else {
-		x = gather(t.d.Feat, b.Dst)
+		x := t.d.Feat
+		if !whole {
+			x = gather(t.d.Feat, b.Dst)
+		}
+		if ps.train {
+			dropNonzeros(x, b.Gids, t.cfg.Model.Dropout, t.dropKey(ps.epoch, 0))
+		}
+		h = lin.Forward(x)
 	}
-	if ps.train {
-		dropNonzeros(x, b.Gids, t.cfg.Model.Dropout, t.dropKey(ps.epoch, 0))
-	}
-	h := lin.Forward(x)
 	for i, v := range h.Data {
 		if v < 0 {
 			h.Data[i] = 0
@@ -468,7 +485,7 @@ func (t *Trainer) forward(ps *pass, mb int, fl *flight) (float64, int64, error) 
 		in, out, convs = t.in, t.out, t.convs
 	}
 	if t.hasIn {
-		fl.h0 = t.input(ps, b, in)
+		fl.h0 = t.input(ps, b, in, fl)
 	}
 	if t.first {
 		fl.u = fl.h0
@@ -726,7 +743,11 @@ func (t *Trainer) backward(ps *pass, mb int, fl *flight) error {
 				dh0.Data[i] = 0
 			}
 		}
-		fl.in.Backward(dh0, false)
+		if t.xs != nil {
+			sparseLinearBackward(fl.xs, fl.in, dh0)
+		} else {
+			fl.in.Backward(dh0, false)
+		}
 	}
 	fl.dx = du
 	return nil
@@ -822,7 +843,10 @@ func (t *Trainer) StateBytes() int64 {
 			n += int64(len(m.Data)) * 4
 		}
 	}
-	if t.hasIn {
+	switch {
+	case t.xs != nil:
+		n += int64(len(t.xs.ptr))*8 + int64(len(t.xs.col)+len(t.xs.val))*4
+	case t.hasIn:
 		n += int64(len(t.d.Feat.Data)) * 4
 	}
 	for _, b := range append(slices.Clone(t.blocks), t.whole) {

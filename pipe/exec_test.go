@@ -304,3 +304,18 @@ func TestLayers(t *testing.T) {
 		assert.Equal(t, tc.L+1, next)
 	}
 }
+
+// The sparse input layer (bag-of-words features) computes what the dense
+// one does: the same dropout mask, the same products up to sum order.
+func TestSparseInputLayer(t *testing.T) {
+	defer func(d float64) { sparseDensity = d }(sparseDensity)
+	for _, kind := range []string{model.ConvGCNII, model.ConvGCN} {
+		plan := testPlan(t, 2, 2)
+		cfg := testConfig(kind, Layout{2, 2})
+		sparseDensity = 0 // never sparse
+		dense := runPipe(t, cfg, plan, 3)
+		sparseDensity = 2 // always sparse
+		sparse := runPipe(t, cfg, plan, 3)
+		near(t, dense, sparse, 1e-4, kind+" sparse input")
+	}
+}
