@@ -15,6 +15,15 @@
 // SetWeights). Adam and SGD implement Optimizer with PyTorch's semantics and
 // a State that round-trips exactly.
 //
+// Deep full-graph models (GCN, SAGE, ResGCN and GCNII stacks of tens of
+// layers) are assembled by the caller from the parts that DeepConfig
+// describes: a Linear input layer, Layers Convs of width Hidden built by
+// NewConv, and a Linear output layer, with dropout applied between them by
+// the caller. A Conv includes its activation and takes an aux input for
+// residuals (ResGCN's undropped input, GCNII's initial representation H⁰);
+// Shared copies of a Linear or Conv share its Params but not its cache, so
+// several graph chunks can be in flight through one layer.
+//
 // # Computation
 //
 // All values are float32, in row-major *dense.Matrix. Dense products go

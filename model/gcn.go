@@ -56,6 +56,12 @@ func NewGCN(fin, fout int, rng *rand.Rand, impl blas.Float32Level3) *GCN {
 	return g
 }
 
+// shared returns a GCN with g's Params (gradients accumulate into the same
+// G) and BLAS and its own forward cache.
+func (g *GCN) shared() *GCN {
+	return &GCN{w: g.w, b: g.b, fin: g.fin, fout: g.fout, impl: g.impl}
+}
+
 // Params returns W and b.
 func (g *GCN) Params() []*Param { return []*Param{g.w, g.b} }
 

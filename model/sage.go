@@ -98,6 +98,21 @@ func NewSAGE(fin, fout int, normalize bool, rng *rand.Rand, impl blas.Float32Lev
 	return s
 }
 
+// shared returns a SAGE layer with s's Params (gradients accumulate into
+// the same G), settings and BLAS and its own forward cache.
+func (s *SAGE) shared() *SAGE {
+	return &SAGE{
+		Normalize: s.Normalize,
+		wSelf:     s.wSelf,
+		wNeigh:    s.wNeigh,
+		b:         s.b,
+		fin:       s.fin,
+		fout:      s.fout,
+		impl:      s.impl,
+		order:     s.order,
+	}
+}
+
 // Params returns W_self, W_neigh and b.
 func (s *SAGE) Params() []*Param { return []*Param{s.wSelf, s.wNeigh, s.b} }
 

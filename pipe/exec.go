@@ -99,7 +99,7 @@ type Trainer struct {
 	w                int
 
 	in       *model.Linear
-	xs       *sparseRows // the features as sparse rows, when sparse enough (input.go)
+	xs       *sparseRows  // the features as sparse rows, when sparse enough (input.go)
 	convs    []model.Conv // layers lo..hi−1
 	out      *model.Linear
 	params   []*model.Param // this rank's own stage parameters (reduced over stageC)
