@@ -1,0 +1,395 @@
+package model
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"gonum.org/v1/gonum/blas"
+
+	"gnnmpi/dense"
+	"gnnmpi/sparse"
+)
+
+// Kinds of the Hidden→Hidden layers of a deep model (DeepConfig.Kind).
+const (
+	// ConvGCN is out = ReLU(Â·x·W + b) (Kipf and Welling 2017).
+	ConvGCN = "gcn"
+	// ConvSAGE is out = ReLU(SAGE_mean(x)), GraphSAGE with the mean
+	// aggregator and no normalisation.
+	ConvSAGE = "sage"
+	// ConvResGCN is out = aux + ReLU(Â·x·W + b), the residual GCN of
+	// DeepGCNs (Li et al. 2019), aux being the layer's undropped input.
+	ConvResGCN = "resgcn"
+	// ConvGCNII is GCNII (Chen et al. 2020) with initial residual and
+	// identity mapping; see NewConv.
+	ConvGCNII = "gcnii"
+)
+
+// DeepConfig describes a deep full-graph GNN:
+//
+//	H⁰ = ReLU(dropout(X)·W_in + b_in)                 (Linear In→Hidden)
+//	Hˡ = Convₗ(dropout(Hˡ⁻¹), aux),  l = 1..Layers    (Hidden→Hidden, activation inside)
+//	logits = dropout(H^L)·W_out + b_out               (Linear Hidden→Out)
+//
+// Dropout is applied by the caller, not by Linear or Conv. aux is the
+// destinations' rows of Hˡ⁻¹ before dropout for ConvResGCN, those of H⁰ for
+// ConvGCNII, and nil otherwise.
+type DeepConfig struct {
+	// Kind is ConvGCN, ConvSAGE, ConvResGCN or ConvGCNII.
+	Kind string
+	// In is the number of input features, Hidden the width of every
+	// Conv, Out the number of classes.
+	In, Hidden, Out int
+	// Layers is the number of Convs, at least 1.
+	Layers int
+	// Dropout is the feature dropout rate, in [0, 1), applied by the
+	// caller to the input of every Linear and Conv in training.
+	Dropout float32
+	// Alpha is GCNII's initial-residual weight α, in [0, 1], and Lambda
+	// its identity-mapping strength λ > 0: layer l uses
+	// β_l = ln(λ/l + 1). Other kinds ignore them.
+	Alpha, Lambda float64
+}
+
+// DefaultDeep returns the configuration of kind with the GCNII paper's
+// defaults: 32 layers of width 100, dropout 0.5, α = 0.1 and λ = 0.5.
+// In and Out are zero and must be set before use.
+func DefaultDeep(kind string) DeepConfig {
+	return DeepConfig{Kind: kind, Hidden: 100, Layers: 32, Dropout: 0.5, Alpha: 0.1, Lambda: 0.5}
+}
+
+// Validate returns nil if c describes a valid deep model, else an error
+// wrapping ErrConfig: an unknown Kind, Layers, In, Hidden or Out below 1,
+// Dropout outside [0, 1), or, for ConvGCNII, Alpha outside [0, 1] or
+// Lambda not finite and positive.
+func (c DeepConfig) Validate() error {
+	switch c.Kind {
+	case ConvGCN, ConvSAGE, ConvResGCN, ConvGCNII:
+	default:
+		return fmt.Errorf("%w: deep kind %q, want %s, %s, %s or %s", ErrConfig, c.Kind, ConvGCN, ConvSAGE, ConvResGCN, ConvGCNII)
+	}
+	switch {
+	case c.Layers < 1:
+		return fmt.Errorf("%w: %d layers, want ≥ 1", ErrConfig, c.Layers)
+	case c.In < 1 || c.Hidden < 1 || c.Out < 1:
+		return fmt.Errorf("%w: in %d, hidden %d, out %d, want ≥ 1", ErrConfig, c.In, c.Hidden, c.Out)
+	case !(c.Dropout >= 0 && c.Dropout < 1):
+		return fmt.Errorf("%w: dropout %g, want [0, 1)", ErrConfig, c.Dropout)
+	}
+	if c.Kind == ConvGCNII {
+		if err := c.gcniiErr(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// gcniiErr returns an error wrapping ErrConfig if Alpha or Lambda is invalid.
+func (c DeepConfig) gcniiErr() error {
+	switch {
+	case !(c.Alpha >= 0 && c.Alpha <= 1):
+		return fmt.Errorf("%w: gcnii alpha %g, want [0, 1]", ErrConfig, c.Alpha)
+	case !(c.Lambda > 0 && !math.IsInf(c.Lambda, 1)):
+		return fmt.Errorf("%w: gcnii lambda %g, want finite > 0", ErrConfig, c.Lambda)
+	}
+	return nil
+}
+
+// Linear is a dense layer y = x·W + b: x is n×fin, W is fin×fout and b is
+// 1×fout. It has no activation. Its Params are named "w" and "b".
+//
+// Forward caches x for Backward; x must not change until Backward returns.
+// A Linear is not safe for concurrent use; Shared gives copies that are.
+type Linear struct {
+	w, b      *Param
+	fin, fout int
+	impl      blas.Float32Level3
+
+	x *dense.Matrix
+}
+
+// NewLinear returns a Linear layer from fin to fout features with Glorot
+// uniform weights drawn from rng and a zero bias. Dense products use impl,
+// or gonum's pure Go BLAS if impl is nil. It will panic if fin or fout is
+// not positive.
+func NewLinear(fin, fout int, rng *rand.Rand, impl blas.Float32Level3) *Linear {
+	if fin <= 0 || fout <= 0 {
+		panic("model: non-positive layer width")
+	}
+	l := &Linear{w: newParam("w", fin, fout), b: newParam("b", 1, fout), fin: fin, fout: fout, impl: blasOrDefault(impl)}
+	glorot(l.w, fin, fout, rng)
+	return l
+}
+
+// Forward returns x·W + b as a new n×fout matrix and caches x.
+// It will panic if x is nil or x.Cols != fin.
+func (l *Linear) Forward(x *dense.Matrix) *dense.Matrix {
+	if x == nil || x.Cols != l.fin {
+		panic("model: x.Cols != layer input width")
+	}
+	l.x = x
+	out := dense.New(x.Rows, l.fout)
+	gemm(l.impl, blas.NoTrans, blas.NoTrans, x.Rows, l.fout, l.fin, 1, x.Data, l.w.W, 0, out.Data)
+	addRowVec(out.Data, l.b.W, x.Rows, l.fout)
+	return out
+}
+
+// Backward adds dL/dW = xᵀ·dy and dL/db (the column sums of dy) into the
+// parameters' G and returns dL/dx = dy·Wᵀ (n×fin, new) if needInput, else
+// nil. It will panic if no Forward preceded it or dy is not n×fout.
+func (l *Linear) Backward(dy *dense.Matrix, needInput bool) *dense.Matrix {
+	if l.x == nil {
+		panic("model: Backward before Forward")
+	}
+	n := l.x.Rows
+	checkGrad(dy, n, l.fout)
+	colSumAdd(l.b.G, dy.Data, n, l.fout)
+	gemm(l.impl, blas.Trans, blas.NoTrans, l.fin, l.fout, n, 1, l.x.Data, dy.Data, 1, l.w.G)
+	if !needInput {
+		return nil
+	}
+	dx := dense.New(n, l.fin)
+	gemm(l.impl, blas.NoTrans, blas.Trans, n, l.fin, l.fout, 1, dy.Data, l.w.W, 0, dx.Data)
+	return dx
+}
+
+// Params returns W and b; the slice is new, the Params are the layer's own.
+func (l *Linear) Params() []*Param { return []*Param{l.w, l.b} }
+
+// Shared returns a Linear with the same *Param values as l (Forward reads
+// the same W, Backward adds into the same G) and its own forward cache, so
+// that several inputs can be in flight through one layer. l and its copies
+// must not run concurrently with each other.
+func (l *Linear) Shared() *Linear {
+	return &Linear{w: l.w, b: l.b, fin: l.fin, fout: l.fout, impl: l.impl}
+}
+
+// OutDim returns fout.
+func (l *Linear) OutDim() int { return l.fout }
+
+// Conv is one Hidden→Hidden layer of a deep model (see DeepConfig), its
+// activation included. Implementations are returned by NewConv; they are
+// not safe for concurrent use, and neither are copies from Shared with one
+// another, since they add into the same gradients.
+type Conv interface {
+	// Forward computes the layer on block a, an NDst×NSrc CSR whose first
+	// NDst sources are the destinations. For gcn, resgcn and gcnii it must
+	// carry Values (GCNNorm with full-graph degrees, self-loops included);
+	// sage ignores Values (mean aggregator). x is NSrc×w, the layer input
+	// already dropped out by the caller. aux is NDst×w: for resgcn the
+	// destinations' input rows before dropout (the residual), for gcnii the
+	// destinations' rows of H⁰ (the initial residual); gcn and sage take
+	// nil (aux is ignored). It returns a new NDst×w matrix, which is also
+	// the activation's cache: do not modify it until Backward returns.
+	// Forward caches what Backward needs; a, x and aux must not change
+	// until Backward returns, and a later Forward replaces the cache.
+	// It will panic if the shapes do not conform, a needed aux is nil or
+	// a gcn, resgcn or gcnii block has no Values.
+	Forward(a *sparse.CSR, x, aux *dense.Matrix) *dense.Matrix
+	// Backward takes dL/dout (NDst×w), adds the parameter gradients into
+	// Param.G and returns dL/dx (NSrc×w, new) and dL/daux (NDst×w, new;
+	// nil when UsesAux is false). It will panic if no Forward preceded it
+	// or dy is not NDst×w.
+	Backward(dy *dense.Matrix) (dx, daux *dense.Matrix)
+	// Params returns the layer's parameters; the slice is new, the Params
+	// are the layer's own: W and b ("w", "b") for gcn and resgcn, W_self,
+	// W_neigh and b ("w_self", "w_neigh", "b") for sage, W ("w") for
+	// gcnii.
+	Params() []*Param
+	// UsesAux reports whether Forward reads aux (resgcn and gcnii).
+	UsesAux() bool
+	// Shared returns a Conv of the same kind with the same *Param values
+	// (gradients accumulate into the same G) and its own cache, so that
+	// several graph chunks can be in flight through one layer
+	// (pipelining).
+	Shared() Conv
+}
+
+// NewConv returns Conv layer l (1-based, 1..cfg.Layers) of kind cfg.Kind and
+// width w = cfg.Hidden, with Glorot uniform weights drawn from rng and zero
+// biases. Dense products use impl, or gonum's pure Go BLAS if impl is nil.
+// The kinds compute, for a block Â (with Values) or A (sage), input x and
+// aux:
+//
+//	gcn:     out = ReLU(Â·x·W + b)                   (GCN, W w×w, b 1×w)
+//	sage:    out = ReLU(x_i·W_self + mean_j x_j·W_neigh + b)   (SAGE, no normalisation)
+//	resgcn:  out = aux + ReLU(Â·x·W + b)
+//	gcnii:   S = (1−α)·Â·x + α·aux,  out = ReLU((1−β_l)·S + β_l·S·W)
+//
+// with, for gcnii, α = cfg.Alpha, β_l = ln(cfg.Lambda/l + 1) and W w×w
+// without bias (Chen et al. 2020, the variant without the "variant" flag).
+// Only Kind, Hidden, Layers, Alpha and Lambda are read. It will panic if
+// cfg.Kind is unknown, cfg.Hidden < 1, l is outside [1, cfg.Layers], or,
+// for gcnii, Alpha or Lambda is invalid (see Validate).
+func NewConv(cfg DeepConfig, l int, rng *rand.Rand, impl blas.Float32Level3) Conv {
+	w := cfg.Hidden
+	if w < 1 {
+		panic("model: non-positive layer width")
+	}
+	if l < 1 || l > cfg.Layers {
+		panic("model: conv layer index outside [1, Layers]")
+	}
+	switch cfg.Kind {
+	case ConvGCN:
+		return &gcnConv{g: NewGCN(w, w, rng, impl)}
+	case ConvResGCN:
+		return &gcnConv{g: NewGCN(w, w, rng, impl), res: true}
+	case ConvSAGE:
+		return &sageConv{s: NewSAGE(w, w, false, rng, impl)}
+	case ConvGCNII:
+		if cfg.gcniiErr() != nil {
+			panic("model: invalid gcnii alpha or lambda")
+		}
+		c := &gcniiConv{
+			w:     newParam("w", w, w),
+			width: w,
+			alpha: cfg.Alpha,
+			beta:  gcniiBeta(cfg.Lambda, l),
+			impl:  blasOrDefault(impl),
+		}
+		glorot(c.w, w, w, rng)
+		return c
+	default:
+		panic("model: unknown conv kind")
+	}
+}
+
+// gcniiBeta returns GCNII's identity-mapping weight of layer l,
+// β_l = ln(λ/l + 1).
+func gcniiBeta(lambda float64, l int) float64 { return math.Log(lambda/float64(l) + 1) }
+
+// checkAux panics unless aux is NDst×w for block a.
+func checkAux(a *sparse.CSR, aux *dense.Matrix, w int) {
+	if aux == nil || int64(aux.Rows) != a.NRows || aux.Cols != w {
+		panic("model: aux is not NDst×width")
+	}
+}
+
+// gcnConv is the gcn (res false) and resgcn (res true) Conv: a GCN layer
+// followed by ReLU, plus aux for resgcn.
+type gcnConv struct {
+	g    *GCN
+	res  bool
+	relu ReLU
+}
+
+func (c *gcnConv) Forward(a *sparse.CSR, x, aux *dense.Matrix) *dense.Matrix {
+	checkBlock(a, x, c.g.fin)
+	if c.res {
+		checkAux(a, aux, c.g.fout)
+	}
+	y := c.relu.Forward(c.g.Forward(a, x, false, nil))
+	if !c.res {
+		return y
+	}
+	out := dense.New(y.Rows, y.Cols)
+	copy(out.Data, aux.Data)
+	axpy(1, y.Data, out.Data)
+	return out
+}
+
+func (c *gcnConv) Backward(dy *dense.Matrix) (dx, daux *dense.Matrix) {
+	dx = c.g.Backward(c.relu.Backward(dy), true)
+	if c.res {
+		daux = &dense.Matrix{Rows: dy.Rows, Cols: dy.Cols, Data: append([]float32(nil), dy.Data...)}
+	}
+	return dx, daux
+}
+
+func (c *gcnConv) Params() []*Param { return c.g.Params() }
+
+func (c *gcnConv) UsesAux() bool { return c.res }
+
+func (c *gcnConv) Shared() Conv { return &gcnConv{g: c.g.shared(), res: c.res} }
+
+// sageConv is the sage Conv: a SAGE layer (mean aggregator, no
+// normalisation) followed by ReLU.
+type sageConv struct {
+	s    *SAGE
+	relu ReLU
+}
+
+func (c *sageConv) Forward(a *sparse.CSR, x, _ *dense.Matrix) *dense.Matrix {
+	return c.relu.Forward(c.s.Forward(a, x, false, nil))
+}
+
+func (c *sageConv) Backward(dy *dense.Matrix) (dx, daux *dense.Matrix) {
+	return c.s.Backward(c.relu.Backward(dy), true), nil
+}
+
+func (c *sageConv) Params() []*Param { return c.s.Params() }
+
+func (c *sageConv) UsesAux() bool { return false }
+
+func (c *sageConv) Shared() Conv { return &sageConv{s: c.s.shared()} }
+
+// gcniiConv is the gcnii Conv:
+//
+//	S = (1−α)·Â·x + α·aux,  out = ReLU((1−β)·S + β·S·W).
+//
+// The factor 1−α is folded into the cached float32 values of Â, so that
+// dL/dx = ((1−α)·Â)ᵀ·dL/dS uses the same weights.
+type gcniiConv struct {
+	w           *Param
+	width       int
+	alpha, beta float64
+	impl        blas.Float32Level3
+
+	a    *sparse.CSR
+	val  []float32 // nnz: (1−α)·Â's values
+	s    []float32 // NDst×w: S
+	ds   []float32 // NDst×w scratch: dL/dS
+	relu ReLU
+	at   transposed
+}
+
+func (c *gcniiConv) Forward(a *sparse.CSR, x, aux *dense.Matrix) *dense.Matrix {
+	w := c.width
+	checkBlock(a, x, w)
+	if a.Values == nil {
+		panic("model: GCNII block has no Values (see GCNNorm)")
+	}
+	checkAux(a, aux, w)
+	nd := int(a.NRows)
+	c.val = grow(c.val, int(a.NNZ()))
+	for e, v := range a.Values {
+		c.val[e] = float32((1 - c.alpha) * v)
+	}
+	c.s = grow(c.s, nd*w)
+	spmm(c.s, a, c.val, nil, x.Data, w)
+	axpy(float32(c.alpha), aux.Data, c.s)
+	pre := dense.New(nd, w)
+	copy(pre.Data, c.s)
+	gemm(c.impl, blas.NoTrans, blas.NoTrans, nd, w, w, float32(c.beta), c.s, c.w.W, float32(1-c.beta), pre.Data)
+	c.a = a
+	return c.relu.Forward(pre)
+}
+
+func (c *gcniiConv) Backward(dy *dense.Matrix) (dx, daux *dense.Matrix) {
+	if c.a == nil {
+		panic("model: Backward before Forward")
+	}
+	w, nd, ns := c.width, int(c.a.NRows), int(c.a.NCols)
+	checkGrad(dy, nd, w)
+	dpre := c.relu.Backward(dy)
+	// pre = (1−β)·S + β·S·W: dW = β·Sᵀ·dpre, dS = (1−β)·dpre + β·dpre·Wᵀ.
+	gemm(c.impl, blas.Trans, blas.NoTrans, w, w, nd, float32(c.beta), c.s, dpre.Data, 1, c.w.G)
+	c.ds = grow(c.ds, nd*w)
+	copy(c.ds, dpre.Data)
+	gemm(c.impl, blas.NoTrans, blas.Trans, nd, w, w, float32(c.beta), dpre.Data, c.w.W, float32(1-c.beta), c.ds)
+	daux = dense.New(nd, w)
+	axpy(float32(c.alpha), c.ds, daux.Data)
+	dx = dense.New(ns, w)
+	c.at.build(c.a, c.val, nil)
+	c.at.mulAdd(dx.Data, c.ds, w)
+	return dx, daux
+}
+
+func (c *gcniiConv) Params() []*Param { return []*Param{c.w} }
+
+func (c *gcniiConv) UsesAux() bool { return true }
+
+func (c *gcniiConv) Shared() Conv {
+	return &gcniiConv{w: c.w, width: c.width, alpha: c.alpha, beta: c.beta, impl: c.impl}
+}
