@@ -18,8 +18,12 @@ const (
 	// ConvSAGE is out = ReLU(SAGE_mean(x)), GraphSAGE with the mean
 	// aggregator and no normalisation.
 	ConvSAGE = "sage"
-	// ConvResGCN is out = aux + ReLU(Â·x·W + b), the residual GCN of
-	// DeepGCNs (Li et al. 2019), aux being the layer's undropped input.
+	// ConvResGCN is the pre-activation residual GCN block of DeeperGCN
+	// ("res+", Li et al. 2020): out = aux + Â·ReLU(LayerNorm(x))·W + b,
+	// aux being the destinations' undropped input and the LayerNorm
+	// applied to every source row of the (dropped-out) input x. There is
+	// no activation after the addition, so the residual stream is not
+	// amplified layer after layer.
 	ConvResGCN = "resgcn"
 	// ConvGCNII is GCNII (Chen et al. 2020) with initial residual and
 	// identity mapping; see NewConv.
@@ -34,7 +38,10 @@ const (
 //
 // Dropout is applied by the caller, not by Linear or Conv. aux is the
 // destinations' rows of Hˡ⁻¹ before dropout for ConvResGCN, those of H⁰ for
-// ConvGCNII, and nil otherwise.
+// ConvGCNII, and nil otherwise. Every Conv applies its own nonlinearity:
+// after the convolution for gcn, sage and gcnii, before it for resgcn, whose
+// block is the pre-activation residual Hˡ = Hˡ⁻¹ + Â·ReLU(LN(dropout(Hˡ⁻¹)))·W + b
+// of DeeperGCN, LN a learnable per-row LayerNorm (see NewConv).
 type DeepConfig struct {
 	// Kind is ConvGCN, ConvSAGE, ConvResGCN or ConvGCNII.
 	Kind string
@@ -177,11 +184,13 @@ type Conv interface {
 	// NDst sources are the destinations. For gcn, resgcn and gcnii it must
 	// carry Values (GCNNorm with full-graph degrees, self-loops included);
 	// sage ignores Values (mean aggregator). x is NSrc×w, the layer input
-	// already dropped out by the caller. aux is NDst×w: for resgcn the
-	// destinations' input rows before dropout (the residual), for gcnii the
-	// destinations' rows of H⁰ (the initial residual); gcn and sage take
-	// nil (aux is ignored). It returns a new NDst×w matrix, which is also
-	// the activation's cache: do not modify it until Backward returns.
+	// already dropped out by the caller (resgcn normalises its rows
+	// itself). aux is NDst×w: for resgcn the destinations' input rows
+	// before dropout (the residual), for gcnii the destinations' rows of
+	// H⁰ (the initial residual); gcn and sage take nil (aux is ignored).
+	// It returns a new NDst×w matrix, which for gcn, sage and gcnii is
+	// also the activation's cache: do not modify it until Backward
+	// returns.
 	// Forward caches what Backward needs; a, x and aux must not change
 	// until Backward returns, and a later Forward replaces the cache.
 	// It will panic if the shapes do not conform, a needed aux is nil or
@@ -193,9 +202,10 @@ type Conv interface {
 	// or dy is not NDst×w.
 	Backward(dy *dense.Matrix) (dx, daux *dense.Matrix)
 	// Params returns the layer's parameters; the slice is new, the Params
-	// are the layer's own: W and b ("w", "b") for gcn and resgcn, W_self,
-	// W_neigh and b ("w_self", "w_neigh", "b") for sage, W ("w") for
-	// gcnii.
+	// are the layer's own: W and b ("w", "b") for gcn, W, b and the
+	// LayerNorm's gain γ and bias β ("w", "b", "ln_g", "ln_b", the last
+	// two 1×w) for resgcn, W_self, W_neigh and b ("w_self", "w_neigh",
+	// "b") for sage, W ("w") for gcnii.
 	Params() []*Param
 	// UsesAux reports whether Forward reads aux (resgcn and gcnii).
 	UsesAux() bool
@@ -214,11 +224,16 @@ type Conv interface {
 //
 //	gcn:     out = ReLU(Â·x·W + b)                   (GCN, W w×w, b 1×w)
 //	sage:    out = ReLU(x_i·W_self + mean_j x_j·W_neigh + b)   (SAGE, no normalisation)
-//	resgcn:  out = aux + ReLU(Â·x·W + b)
+//	resgcn:  z_j = ReLU(LN(x_j)) for every source j,  out = aux + Â·z·W + b
 //	gcnii:   S = (1−α)·Â·x + α·aux,  out = ReLU((1−β_l)·S + β_l·S·W)
 //
-// with, for gcnii, α = cfg.Alpha, β_l = ln(cfg.Lambda/l + 1) and W w×w
-// without bias (Chen et al. 2020, the variant without the "variant" flag).
+// with, for resgcn, LN(v) = γ⊙(v − mean(v))/√(var(v) + 1e-5) + β the
+// LayerNorm of a row v over its w features (biased variance), γ and β
+// learnable 1×w (initially 1 and 0) and W w×w, b 1×w: the pre-activation
+// "res+" block of DeeperGCN (Li et al. 2020, Norm → ReLU → Dropout →
+// GraphConv → Addition) with the caller's dropout moved first; and, for
+// gcnii, α = cfg.Alpha, β_l = ln(cfg.Lambda/l + 1) and W w×w without bias
+// (Chen et al. 2020, the variant without the "variant" flag).
 // Only Kind, Hidden, Layers, Alpha and Lambda are read. It will panic if
 // cfg.Kind is unknown, cfg.Hidden < 1, l is outside [1, cfg.Layers], or,
 // for gcnii, Alpha or Lambda is invalid (see Validate).
@@ -234,7 +249,11 @@ func NewConv(cfg DeepConfig, l int, rng *rand.Rand, impl blas.Float32Level3) Con
 	case ConvGCN:
 		return &gcnConv{g: NewGCN(w, w, rng, impl)}
 	case ConvResGCN:
-		return &gcnConv{g: NewGCN(w, w, rng, impl), res: true}
+		c := &resConv{g: NewGCN(w, w, rng, impl), gain: newParam("ln_g", 1, w), bias: newParam("ln_b", 1, w), width: w}
+		for i := range c.gain.W {
+			c.gain.W[i] = 1
+		}
+		return c
 	case ConvSAGE:
 		return &sageConv{s: NewSAGE(w, w, false, rng, impl)}
 	case ConvGCNII:
@@ -266,42 +285,150 @@ func checkAux(a *sparse.CSR, aux *dense.Matrix, w int) {
 	}
 }
 
-// gcnConv is the gcn (res false) and resgcn (res true) Conv: a GCN layer
-// followed by ReLU, plus aux for resgcn.
+// gcnConv is the gcn Conv: a GCN layer followed by ReLU.
 type gcnConv struct {
 	g    *GCN
-	res  bool
 	relu ReLU
 }
 
-func (c *gcnConv) Forward(a *sparse.CSR, x, aux *dense.Matrix) *dense.Matrix {
+func (c *gcnConv) Forward(a *sparse.CSR, x, _ *dense.Matrix) *dense.Matrix {
 	checkBlock(a, x, c.g.fin)
-	if c.res {
-		checkAux(a, aux, c.g.fout)
-	}
-	y := c.relu.Forward(c.g.Forward(a, x, false, nil))
-	if !c.res {
-		return y
-	}
-	out := dense.New(y.Rows, y.Cols)
-	copy(out.Data, aux.Data)
-	axpy(1, y.Data, out.Data)
-	return out
+	return c.relu.Forward(c.g.Forward(a, x, false, nil))
 }
 
 func (c *gcnConv) Backward(dy *dense.Matrix) (dx, daux *dense.Matrix) {
-	dx = c.g.Backward(c.relu.Backward(dy), true)
-	if c.res {
-		daux = &dense.Matrix{Rows: dy.Rows, Cols: dy.Cols, Data: append([]float32(nil), dy.Data...)}
-	}
-	return dx, daux
+	return c.g.Backward(c.relu.Backward(dy), true), nil
 }
 
 func (c *gcnConv) Params() []*Param { return c.g.Params() }
 
-func (c *gcnConv) UsesAux() bool { return c.res }
+func (c *gcnConv) UsesAux() bool { return false }
 
-func (c *gcnConv) Shared() Conv { return &gcnConv{g: c.g.shared(), res: c.res} }
+func (c *gcnConv) Shared() Conv { return &gcnConv{g: c.g.shared()} }
+
+// lnEps is the LayerNorm's variance epsilon (PyTorch's default).
+const lnEps = 1e-5
+
+// resConv is the resgcn Conv, DeeperGCN's pre-activation residual block:
+//
+//	x̂_j = (x_j − μ_j)·r_j,  r_j = 1/√(σ²_j + ε),  z_j = ReLU(γ⊙x̂_j + β)
+//	out = aux + Â·z·W + b
+//
+// for every source row j (μ_j, σ²_j the mean and biased variance of x_j's w
+// entries). The rows are independent, so the LayerNorm splits across
+// goroutines without changing any result.
+type resConv struct {
+	g          *GCN
+	gain, bias *Param // γ ("ln_g") and β ("ln_b"), 1×w
+	width      int
+
+	ns   int
+	xhat []float32     // NSrc×w: x̂
+	rstd []float32     // NSrc: r_j
+	z    *dense.Matrix // NSrc×w: ReLU(γ⊙x̂ + β), the GCN's input
+	dpre []float32     // NSrc×w scratch: dL/d(γ⊙x̂ + β)
+}
+
+func (c *resConv) Forward(a *sparse.CSR, x, aux *dense.Matrix) *dense.Matrix {
+	w := c.width
+	checkBlock(a, x, w)
+	if a.Values == nil {
+		panic("model: GCN block has no Values (see GCNNorm)")
+	}
+	checkAux(a, aux, w)
+	ns := x.Rows
+	c.ns = ns
+	c.xhat = grow(c.xhat, ns*w)
+	c.rstd = grow(c.rstd, ns)
+	c.z = dense.New(ns, w)
+	gain, bias := c.gain.W, c.bias.W
+	parallel(ns, 1, int64(ns)*int64(w), func(lo, hi int) {
+		for j := lo; j < hi; j++ {
+			row := x.Data[j*w : (j+1)*w]
+			var mean float64
+			for _, v := range row {
+				mean += float64(v)
+			}
+			mean /= float64(w)
+			var vr float64
+			for _, v := range row {
+				d := float64(v) - mean
+				vr += d * d
+			}
+			r := 1 / math.Sqrt(vr/float64(w)+lnEps)
+			c.rstd[j] = float32(r)
+			xh, z := c.xhat[j*w:(j+1)*w], c.z.Data[j*w:(j+1)*w]
+			for k, v := range row {
+				h := float32((float64(v) - mean) * r)
+				xh[k] = h
+				if p := gain[k]*h + bias[k]; p > 0 {
+					z[k] = p
+				}
+			}
+		}
+	})
+	out := c.g.Forward(a, c.z, false, nil)
+	axpy(1, aux.Data, out.Data)
+	return out
+}
+
+func (c *resConv) Backward(dy *dense.Matrix) (dx, daux *dense.Matrix) {
+	if c.z == nil {
+		panic("model: Backward before Forward")
+	}
+	w, ns := c.width, c.ns
+	checkGrad(dy, int(c.g.a.NRows), w)
+	dz := c.g.Backward(dy, true)
+	// Through the ReLU, then γ and β (sums over the rows in row order).
+	c.dpre = grow(c.dpre, ns*w)
+	for i, v := range c.z.Data {
+		if v > 0 {
+			c.dpre[i] = dz.Data[i]
+		} else {
+			c.dpre[i] = 0
+		}
+	}
+	gg, bg := c.gain.G, c.bias.G
+	for j := range ns {
+		dp, xh := c.dpre[j*w:(j+1)*w], c.xhat[j*w:(j+1)*w]
+		for k, v := range dp {
+			gg[k] += v * xh[k]
+			bg[k] += v
+		}
+	}
+	// Through the normalisation: with g = γ⊙dpre_j,
+	// dx_j = r_j·(g − mean(g) − x̂_j·mean(g⊙x̂_j)).
+	dx = dense.New(ns, w)
+	gain := c.gain.W
+	parallel(ns, 1, int64(ns)*int64(w), func(lo, hi int) {
+		for j := lo; j < hi; j++ {
+			dp, xh, out := c.dpre[j*w:(j+1)*w], c.xhat[j*w:(j+1)*w], dx.Data[j*w:(j+1)*w]
+			var sg, sgx float64
+			for k, v := range dp {
+				g := float64(gain[k] * v)
+				sg += g
+				sgx += g * float64(xh[k])
+			}
+			sg /= float64(w)
+			sgx /= float64(w)
+			r := float64(c.rstd[j])
+			for k, v := range dp {
+				g := float64(gain[k] * v)
+				out[k] = float32(r * (g - sg - float64(xh[k])*sgx))
+			}
+		}
+	})
+	daux = &dense.Matrix{Rows: dy.Rows, Cols: dy.Cols, Data: append([]float32(nil), dy.Data...)}
+	return dx, daux
+}
+
+func (c *resConv) Params() []*Param { return append(c.g.Params(), c.gain, c.bias) }
+
+func (c *resConv) UsesAux() bool { return true }
+
+func (c *resConv) Shared() Conv {
+	return &resConv{g: c.g.shared(), gain: c.gain, bias: c.bias, width: c.width}
+}
 
 // sageConv is the sage Conv: a SAGE layer (mean aggregator, no
 // normalisation) followed by ReLU.

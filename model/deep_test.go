@@ -44,13 +44,19 @@ func convAux(rnd *rand.Rand, c Conv, nd, w int) *dense.Matrix {
 	return randMatrix(rnd, nd, w)
 }
 
-// randomizeBiases sets every Param named "b" to values in [-0.5, 0.5), so
-// that the gradient checks do not start from zero biases.
+// randomizeBiases sets every Param named "b" or "ln_b" to values in
+// [-0.5, 0.5) and every LayerNorm gain "ln_g" to values in [0.5, 1.5), so
+// that the gradient checks do not start from zero biases and unit gains.
 func randomizeBiases(rnd *rand.Rand, ps []*Param) {
 	for _, p := range ps {
-		if p.Name == "b" {
+		switch p.Name {
+		case "b", "ln_b":
 			for i := range p.W {
 				p.W[i] = rnd.Float32() - 0.5
+			}
+		case "ln_g":
+			for i := range p.W {
+				p.W[i] = rnd.Float32() + 0.5
 			}
 		}
 	}
@@ -70,11 +76,14 @@ func copyGrads(ps []*Param) [][]float32 {
 	return g
 }
 
-// reluOut returns the output of c's ReLU in its last Forward.
+// reluOut returns the output of c's ReLU in its last Forward (for resgcn
+// the ReLU after the LayerNorm, NSrc rows).
 func reluOut(c Conv) *dense.Matrix {
 	switch c := c.(type) {
 	case *gcnConv:
 		return c.relu.y
+	case *resConv:
+		return c.z
 	case *sageConv:
 		return c.relu.y
 	case *gcniiConv:
@@ -83,9 +92,10 @@ func reluOut(c Conv) *dense.Matrix {
 	panic("unknown conv")
 }
 
-// TestConvGradients checks dL/dW for every Param, dL/dx and dL/daux of every
-// Conv kind on a block with NDst < NSrc against central differences, with
-// L = Σ r⊙out for a fixed random r. ReLU kinks crossed by a perturbation
+// TestConvGradients checks dL/dW for every Param (resgcn's LayerNorm gain
+// and bias included), dL/dx and dL/daux of every Conv kind on a block with
+// NDst < NSrc against central differences, with L = Σ r⊙out for a fixed
+// random r. ReLU kinks crossed by a perturbation
 // are handled by testutil.CheckGrad's one-sided fallbacks.
 func TestConvGradients(t *testing.T) {
 	for ki, kind := range convKinds {
@@ -252,6 +262,13 @@ func convPre(c Conv, a *sparse.CSR, x *dense.Matrix) *dense.Matrix {
 	switch c := c.(type) {
 	case *gcnConv:
 		return c.g.shared().Forward(a, x, false, nil)
+	case *resConv:
+		pre := dense.New(x.Rows, c.width)
+		for i, h := range c.xhat {
+			k := i % c.width
+			pre.Data[i] = c.gain.W[k]*h + c.bias.W[k]
+		}
+		return pre
 	case *sageConv:
 		return c.s.shared().Forward(a, x, false, nil)
 	case *gcniiConv:
@@ -573,6 +590,80 @@ func TestGCNIIForward(t *testing.T) {
 	assert.Equal(t, float32(0), o1[0])
 }
 
+// TestResGCNForward checks the resgcn formula on explicit matrices: 2
+// destinations, 3 sources, width 3, with γ, β, W and b set by hand, so that
+// each output row is worked out below from the LayerNorm of the rows of x.
+func TestResGCNForward(t *testing.T) {
+	// Row 0 of Â: 0.5 at source 0 and 0.25 at source 2; row 1: 1 at source 1.
+	a := &sparse.CSR{NRows: 2, NCols: 3, Indptr: []int64{0, 2, 3}, Indices: []int64{0, 2, 1}, Values: []float64{0.5, 0.25, 1}}
+	x := &dense.Matrix{Rows: 3, Cols: 3, Data: []float32{
+		1, 2, 3, // mean 2, variance 2/3
+		-1, -1, 2, // mean 0, variance 2
+		4, 0, 2, // mean 2, variance 8/3
+	}}
+	aux := &dense.Matrix{Rows: 2, Cols: 3, Data: []float32{1, -1, 2, 0.5, 0, -0.5}}
+	for _, bi := range blasImpls {
+		c := NewConv(DeepConfig{Kind: ConvResGCN, Hidden: 3, Layers: 1}, 1, testRNG(0), bi.impl)
+		ps := c.Params()
+		copy(ps[0].W, []float32{1, 0, -1, 2, 1, 0, 0, 1, 1}) // W = [[1, 0, −1], [2, 1, 0], [0, 1, 1]]
+		copy(ps[1].W, []float32{0.1, 0.2, 0.3})              // b
+		copy(ps[2].W, []float32{1, 2, 0.5})                  // γ
+		copy(ps[3].W, []float32{0.5, -0.5, 0})               // β
+		out := c.Forward(a, x, aux)
+		r0 := 1 / math.Sqrt(2.0/3+1e-5)
+		r1 := 1 / math.Sqrt(2+1e-5)
+		r2 := 1 / math.Sqrt(8.0/3+1e-5)
+		// γ⊙x̂ + β, then ReLU:
+		//   source 0: x̂ = (−1, 0, 1)·r0  → (0.5 − r0, −0.5, 0.5·r0)     → z = (0, 0, 0.5·r0)
+		//   source 1: x̂ = (−1, −1, 2)·r1 → (0.5 − r1, −0.5 − 2·r1, r1)  → z = (0, 0, r1)
+		//   source 2: x̂ = (2, −2, 0)·r2  → (0.5 + 2·r2, −0.5 − 4·r2, 0) → z = (0.5 + 2·r2, 0, 0)
+		// (r0 ≈ 1.22, r1 ≈ 0.71, r2 ≈ 0.61).
+		// Row 0: s = 0.5·z_0 + 0.25·z_2 = (0.25·(0.5 + 2·r2), 0, 0.25·r0),
+		// s·W = (s0, s2, s2 − s0), out = aux_0 + s·W + b.
+		s0, s2 := 0.25*(0.5+2*r2), 0.25*r0
+		want0 := []float64{1 + s0 + 0.1, -1 + s2 + 0.2, 2 + s2 - s0 + 0.3}
+		// Row 1: s = z_1 = (0, 0, r1), s·W = (0, r1, r1).
+		want1 := []float64{0.5 + 0.1, r1 + 0.2, -0.5 + r1 + 0.3}
+		assert.InDeltaSlice(t, want0, f64(out.Row(0)), 1e-6, "%s row 0", bi.name)
+		assert.InDeltaSlice(t, want1, f64(out.Row(1)), 1e-6, "%s row 1", bi.name)
+	}
+}
+
+// TestResGCNStable stacks 32 resgcn layers (one block, the full graph, no
+// dropout, aux the layer's input) with Glorot weights from a fixed seed on
+// inputs of unit scale: the pre-activation residual keeps the output's RMS
+// within 10× the input's, where the former out = aux + ReLU(Â·x·W + b) grew
+// it by more than 1000×.
+func TestResGCNStable(t *testing.T) {
+	const n, w, layers = 300, 32, 32
+	g := randGraph(280, n, 0.03)
+	deg := make([]int64, n)
+	for i := range deg {
+		deg[i] = g.Degree(int64(i))
+	}
+	a := GCNNorm(g, deg, deg)
+	rnd := testRNG(281)
+	x := dense.New(n, w)
+	for i := range x.Data {
+		x.Data[i] = float32(rnd.NormFloat64())
+	}
+	rms := func(m *dense.Matrix) float64 {
+		var s float64
+		for _, v := range m.Data {
+			s += float64(v) * float64(v)
+		}
+		return math.Sqrt(s / float64(len(m.Data)))
+	}
+	cfg := DeepConfig{Kind: ConvResGCN, Hidden: w, Layers: layers}
+	h := x
+	for l := 1; l <= layers; l++ {
+		h = NewConv(cfg, l, rnd, nil).Forward(a, h, h)
+	}
+	in, out := rms(x), rms(h)
+	t.Logf("RMS: input %.3f, after %d layers %.3f", in, layers, out)
+	assert.Less(t, out, 10*in)
+}
+
 func f64(v []float32) []float64 {
 	out := make([]float64, len(v))
 	for i, x := range v {
@@ -582,8 +673,9 @@ func f64(v []float32) []float64 {
 }
 
 // TestConvForward checks the gcn, resgcn and sage kinds against the layers
-// they wrap: ReLU of GCN (plus aux for resgcn) and of SAGE without
-// normalisation.
+// they wrap: ReLU of GCN, aux + GCN of ReLU(LayerNorm(x)) for resgcn (the
+// LayerNorm computed here in float64, γ = 1 and β = 0 as initialised) and
+// ReLU of SAGE without normalisation.
 func TestConvForward(t *testing.T) {
 	for ki, kind := range []string{ConvGCN, ConvResGCN, ConvSAGE} {
 		rnd := testRNG(uint64(250 + ki))
@@ -598,17 +690,51 @@ func TestConvForward(t *testing.T) {
 			ref = NewGCN(cfg.Hidden, cfg.Hidden, testRNG(1), nil)
 		}
 		c := NewConv(cfg, 1, testRNG(1), nil)
-		require.Equal(t, len(ref.Params()), len(c.Params()), kind)
-		for i, p := range c.Params() {
+		ps := c.Params()
+		if kind == ConvResGCN {
+			require.Len(t, ps, 4)
+			for i, name := range []string{"ln_g", "ln_b"} {
+				p := ps[2+i]
+				assert.Equal(t, name, p.Name)
+				assert.Equal(t, 1, p.Rows)
+				assert.Equal(t, cfg.Hidden, p.Cols)
+				for _, v := range p.W {
+					assert.Equal(t, float32(1-i), v, "%s initialised to %d", name, 1-i)
+				}
+			}
+			ps = ps[:2]
+		}
+		require.Equal(t, len(ref.Params()), len(ps), kind)
+		for i, p := range ps {
 			assert.Equal(t, ref.Params()[i].Name, p.Name, kind)
 			assert.Equal(t, ref.Params()[i].W, p.W, "%s: same draws from rng", kind)
 		}
-		want := (&ReLU{}).Forward(ref.Forward(a, x, false, nil))
+		got := c.Forward(a, x, aux)
 		if kind == ConvResGCN {
+			z := dense.New(x.Rows, x.Cols)
+			for j := range x.Rows {
+				row := f64(x.Row(j))
+				var mean, vr float64
+				for _, v := range row {
+					mean += v
+				}
+				mean /= float64(len(row))
+				for _, v := range row {
+					vr += (v - mean) * (v - mean)
+				}
+				vr /= float64(len(row))
+				for k, v := range row {
+					z.Data[j*x.Cols+k] = float32(math.Max((v-mean)/math.Sqrt(vr+1e-5), 0))
+				}
+			}
+			want := ref.Forward(a, z, false, nil)
 			axpy(1, aux.Data, want.Data)
+			assert.True(t, testutil.Close(got.Data, want.Data, 1e-5), kind)
+		} else {
+			// gcn and sage ignore aux.
+			want := (&ReLU{}).Forward(ref.Forward(a, x, false, nil))
+			assert.Equal(t, want.Data, got.Data, kind)
 		}
-		// gcn and sage ignore aux.
-		assert.Equal(t, want.Data, c.Forward(a, x, aux).Data, kind)
 		assert.Equal(t, kind == ConvResGCN, c.UsesAux(), kind)
 	}
 	c := NewConv(convCfg(ConvGCNII), 1, testRNG(1), nil)

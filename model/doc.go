@@ -19,7 +19,9 @@
 // layers) are assembled by the caller from the parts that DeepConfig
 // describes: a Linear input layer, Layers Convs of width Hidden built by
 // NewConv, and a Linear output layer, with dropout applied between them by
-// the caller. A Conv includes its activation and takes an aux input for
+// the caller. A Conv includes its nonlinearity (for ResGCN DeeperGCN's
+// pre-activation: a per-row LayerNorm and ReLU before the convolution, none
+// after the residual addition) and takes an aux input for
 // residuals (ResGCN's undropped input, GCNII's initial representation H⁰);
 // Shared copies of a Linear or Conv share its Params but not its cache, so
 // several graph chunks can be in flight through one layer.
