@@ -72,6 +72,11 @@ func trainCmd() *Command {
 				set := map[string]bool{}
 				fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 				if *mode != "minibatch" {
+					for _, f := range []string{"checkpoint", "resume", "fanouts", "sampler", "cache", "replication", "batch-size", "global-batch-size", "bulk", "topology"} {
+						if set[f] {
+							return fmt.Errorf("train: --%s applies to minibatch training, not to --mode %s (full-graph checkpoints are not implemented yet)", f, *mode)
+						}
+					}
 					fc := train.FullDefaults(*kind)
 					fc.Mode, fc.Chunks, fc.ChunkMethod = *mode, *chunks, *chunkPart
 					if *mode == train.ModeHybrid {
