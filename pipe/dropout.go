@@ -28,6 +28,28 @@ func rowSeed(key uint64, gid int64) uint64 {
 	return s
 }
 
+// mask draws the keep/drop decisions of one row.
+type mask struct {
+	s, bits uint64
+	k       int // decisions drawn
+	thr     uint64
+}
+
+func newMask(key uint64, gid int64, rate float32) mask {
+	return mask{s: rowSeed(key, gid), thr: uint64(rate * 65536)}
+}
+
+// keep draws the next decision.
+func (m *mask) keep() bool {
+	if m.k%4 == 0 {
+		m.bits = splitmix64(&m.s)
+	}
+	m.k++
+	keep := m.bits&0xffff >= m.thr
+	m.bits >>= 16
+	return keep
+}
+
 // dropRows applies inverted dropout at rate to x in place, row i being
 // vertex gids[i]. Applied to a gradient with the same key and gids it is the
 // backward pass (the same 0 or 1/(1 − rate) factor per element).
@@ -36,23 +58,13 @@ func dropRows(x *dense.Matrix, gids []int64, rate float32, key uint64) {
 	if rate == 0 {
 		return
 	}
-	thr := uint64(rate * 65536)
 	scale := 1 / (1 - rate)
 	f := x.Cols
 	for i, gid := range gids {
-		s := rowSeed(key, gid)
+		m := newMask(key, gid, rate)
 		row := x.Data[i*f : (i+1)*f]
-		var bits uint64
 		for j := range row {
-			if j%4 == 0 {
-				bits = splitmix64(&s)
-			}
-			if bits&0xffff < thr {
-				row[j] = 0
-			} else {
-				row[j] *= scale
-			}
-			bits >>= 16
+			row[j] = dropped(row[j], m.keep(), scale)
 		}
 	}
 }
@@ -65,28 +77,23 @@ func dropNonzeros(x *dense.Matrix, gids []int64, rate float32, key uint64) {
 	if rate == 0 {
 		return
 	}
-	thr := uint64(rate * 65536)
 	scale := 1 / (1 - rate)
 	f := x.Cols
 	for i, gid := range gids {
-		s := rowSeed(key, gid)
+		m := newMask(key, gid, rate)
 		row := x.Data[i*f : (i+1)*f]
-		var bits uint64
-		k := 0
 		for j, v := range row {
-			if v == 0 {
-				continue
+			if v != 0 {
+				row[j] = dropped(v, m.keep(), scale)
 			}
-			if k%4 == 0 {
-				bits = splitmix64(&s)
-			}
-			k++
-			if bits&0xffff < thr {
-				row[j] = 0
-			} else {
-				row[j] = v * scale
-			}
-			bits >>= 16
 		}
 	}
+}
+
+// dropped returns v·scale if keep, else 0.
+func dropped(v float32, keep bool, scale float32) float32 {
+	if keep {
+		return v * scale
+	}
+	return 0
 }

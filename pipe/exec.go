@@ -423,10 +423,7 @@ func ensure(m *dense.Matrix, r, c int) *dense.Matrix {
 // gather returns the rows ids of src as a new matrix.
 func gather(src *dense.Matrix, ids []int32) *dense.Matrix {
 	out := dense.New(len(ids), src.Cols)
-	f := src.Cols
-	for i, id := range ids {
-		copy(out.Data[i*f:(i+1)*f], src.Data[int(id)*f:(int(id)+1)*f])
-	}
+	gatherInto(out, 0, src, ids)
 	return out
 }
 
@@ -527,6 +524,7 @@ func (t *Trainer) forward(ps *pass, mb int, fl *flight) (float64, int64, error) 
 		dropRows(z, b.Gids, mc.Dropout, t.dropKey(ps.epoch, mc.Layers+1))
 	}
 	logits := out.Forward(z)
+	pred := model.Argmax(logits)
 	var rows []int
 	for i, v := range b.Gids {
 		if t.d.Train[v] {
@@ -542,7 +540,7 @@ func (t *Trainer) forward(ps *pass, mb int, fl *flight) (float64, int64, error) 
 		y := t.d.Labels[b.Gids[i]]
 		loss += model.CrossEntropy(row, y)
 		softmaxGrad(fl.dlog.Data[i*mc.Out:(i+1)*mc.Out], row, y, inv)
-		if argmax(row) == int(y) {
+		if pred[i] == y {
 			correct++
 		}
 	}
@@ -566,16 +564,6 @@ func softmaxGrad(g, row []float32, y int32, scale float32) {
 		}
 		g[j] = float32(p) * scale
 	}
-}
-
-func argmax(row []float32) int {
-	best := 0
-	for j, v := range row {
-		if v > row[best] {
-			best = j
-		}
-	}
-	return best
 }
 
 // scatterRows writes the rows of src into dst at ids.
@@ -793,12 +781,13 @@ func (t *Trainer) Evaluate() (Eval, error) {
 	sums := make([]float64, 5)
 	if t.last {
 		logits := t.out.Forward(fl.y)
+		pred := model.Argmax(logits)
 		o := t.cfg.Model.Out
 		for i, v := range b.Gids {
 			row := logits.Data[i*o : (i+1)*o]
 			y := t.d.Labels[v]
 			ok := 0.0
-			if argmax(row) == int(y) {
+			if pred[i] == y {
 				ok = 1
 			}
 			if t.d.Val[v] {

@@ -70,21 +70,11 @@ func dropSparse(s *sparseRows, gids []int64, rate float32, key uint64) {
 	if rate == 0 {
 		return
 	}
-	thr := uint64(rate * 65536)
 	scale := 1 / (1 - rate)
 	for i, gid := range gids {
-		st := rowSeed(key, gid)
-		var bits uint64
-		for k, e := 0, s.ptr[i]; e < s.ptr[i+1]; k, e = k+1, e+1 {
-			if k%4 == 0 {
-				bits = splitmix64(&st)
-			}
-			if bits&0xffff < thr {
-				s.val[e] = 0
-			} else {
-				s.val[e] *= scale
-			}
-			bits >>= 16
+		m := newMask(key, gid, rate)
+		for e := s.ptr[i]; e < s.ptr[i+1]; e++ {
+			s.val[e] = dropped(s.val[e], m.keep(), scale)
 		}
 	}
 }

@@ -122,39 +122,26 @@ func partitionBook(c collective.Comm, g *graph.Dataset, split, method string, p 
 			return nil, fmt.Errorf("train: --partition %q is neither block, random, metis nor a readable book: %w", method, err)
 		}
 	}
-	// METIS runs and book files are read on rank 0 only; the assignment is
-	// broadcast with a status word first so that a failure there fails
-	// every rank instead of leaving them waiting.
+	// METIS runs and book files are read on rank 0 only, then broadcast.
 	part := make([]int32, g.NumNodes)
-	var ferr error
-	status := []int64{0}
-	if c.Rank() == 0 {
+	err := onRoot(c, func() error {
 		var b *graph.PartitionBook
+		var err error
 		if method == PartitionMetis {
 			progress("partitioning with METIS into %d parts, balancing split %s", p, split)
-			b, ferr = graph.MetisPartition(g, p, split, int(seed))
+			b, err = graph.MetisPartition(g, p, split, int(seed))
 		} else {
-			b, ferr = graph.ReadBook(method)
-			if ferr == nil && (b.Parts != p || b.NumNodes() != g.NumNodes) {
-				ferr = fmt.Errorf("train: partition book %s has %d parts over %d vertices; the run has %d parts (ranks / feature replication) and %d vertices", method, b.Parts, b.NumNodes(), p, g.NumNodes)
+			b, err = graph.ReadBook(method)
+			if err == nil && (b.Parts != p || b.NumNodes() != g.NumNodes) {
+				err = fmt.Errorf("train: partition book %s has %d parts over %d vertices; the run has %d parts (ranks / feature replication) and %d vertices", method, b.Parts, b.NumNodes(), p, g.NumNodes)
 			}
 		}
-		if ferr != nil {
-			status[0] = 1
-		} else {
+		if err == nil {
 			copy(part, b.Part)
 		}
-	}
-	if err := collective.BcastSlice(c, status, 0); err != nil {
-		return nil, err
-	}
-	if status[0] != 0 {
-		if ferr == nil {
-			ferr = fmt.Errorf("train: partitioning failed on rank 0")
-		}
-		return nil, ferr
-	}
-	if err := collective.BcastSlice(c, part, 0); err != nil {
+		return err
+	}, part)
+	if err != nil {
 		return nil, err
 	}
 	name := method
@@ -186,4 +173,28 @@ func Distribute(g *graph.Dataset, split string, book *graph.PartitionBook, rank 
 		copy(f.Row(k), g.Feat.Row(int(gid)))
 	}
 	return &Data{Name: g.Name, Adj: g.Adj, Feat: f, Labels: g.Labels, NumClasses: g.NumClasses, SplitName: split, Split: s, Book: book}, nil
+}
+
+// onRoot runs f on rank 0 of c, then broadcasts a status word and, if f
+// succeeded, the slice out from rank 0, so that a failure there fails every
+// rank (with f's error on rank 0) instead of leaving the others waiting.
+// It is collective.
+func onRoot(c collective.Comm, f func() error, out []int32) error {
+	status := []int64{0}
+	var ferr error
+	if c.Rank() == 0 {
+		if ferr = f(); ferr != nil {
+			status[0] = 1
+		}
+	}
+	if err := collective.BcastSlice(c, status, 0); err != nil {
+		return err
+	}
+	if status[0] != 0 {
+		if ferr == nil {
+			ferr = fmt.Errorf("train: rank 0 failed (partitioning or reading its input); see its error")
+		}
+		return ferr
+	}
+	return collective.BcastSlice(c, out, 0)
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -176,7 +175,6 @@ func RunFull(c collective.Comm, d *Data, cfg FullConfig, h Hooks) (*FullResult, 
 		cfg.Mode, lay.Stages, lay.Pipelines, cfg.Chunks, res.HaloRows, vol.Train[pipe.PhaseAct], vol.Train[pipe.PhaseGrad], vol.Train[pipe.PhaseHalo], vol.Train[pipe.PhaseAllreduce])
 
 	phases := []string{pipe.PhaseAct, pipe.PhaseGrad, pipe.PhaseHalo, pipe.PhaseAllreduce, pipe.PhaseEval}
-	var bestLoss float64
 	for epoch := 1; epoch <= cfg.Epochs; epoch++ {
 		before := collective.SnapshotOf(c)
 		t0 := time.Now()
@@ -228,16 +226,8 @@ func RunFull(c collective.Comm, d *Data, cfg FullConfig, h Hooks) (*FullResult, 
 			es.Bytes[ph] = bytes[i]
 		}
 		res.Epochs = append(res.Epochs, es)
-		if es.Evaluated {
-			better := res.BestEpoch == 0
-			if !better && cfg.Select == SelectLoss {
-				better = es.ValLoss < bestLoss || (es.ValLoss == bestLoss && es.ValAcc > res.BestValAcc)
-			} else if !better {
-				better = es.ValAcc > res.BestValAcc || (es.ValAcc == res.BestValAcc && es.ValLoss < bestLoss)
-			}
-			if better {
-				res.BestEpoch, res.BestValAcc, res.TestAcc, bestLoss = epoch, es.ValAcc, es.TestAcc, es.ValLoss
-			}
+		if es.Evaluated && better(cfg.Select, es, res.Epochs, res.BestEpoch) {
+			res.BestEpoch, res.BestValAcc, res.TestAcc = epoch, es.ValAcc, es.TestAcc
 		}
 		if h.Epoch != nil {
 			if err := h.Epoch(es); err != nil {
@@ -260,8 +250,7 @@ func RunFull(c collective.Comm, d *Data, cfg FullConfig, h Hooks) (*FullResult, 
 		for ph := range res.BytesPerEpoch {
 			res.BytesPerEpoch[ph] /= int64(len(res.Epochs))
 		}
-		sort.Float64s(s)
-		res.MedianEpochS = (s[(len(s)-1)/2] + s[len(s)/2]) / 2
+		res.MedianEpochS = median(s)
 	}
 	defer collective.SetPhase(c, PhaseMetrics)()
 	mem, _, err := collective.AllgatherSlice(c, []int64{tr.StateBytes(), peakRSS()})
@@ -276,8 +265,7 @@ func RunFull(c collective.Comm, d *Data, cfg FullConfig, h Hooks) (*FullResult, 
 }
 
 // fullChunks returns every vertex's chunk within its part: computed on rank
-// 0 (METIS) and broadcast, with a status word first so that a failure there
-// fails every rank.
+// 0 (METIS) and broadcast (onRoot).
 func fullChunks(c collective.Comm, d *Data, cfg FullConfig, log func(string, ...any)) ([]int32, error) {
 	defer collective.SetPhase(c, PhaseSetup)()
 	n := d.NumNodes()
@@ -285,28 +273,13 @@ func fullChunks(c collective.Comm, d *Data, cfg FullConfig, log func(string, ...
 	if cfg.Chunks == 1 {
 		return chunk, nil
 	}
-	status := []int64{0}
-	var ferr error
-	if c.Rank() == 0 {
+	err := onRoot(c, func() error {
 		log("splitting each of %d parts into %d chunks (%s)", d.Book.Parts, cfg.Chunks, cfg.ChunkMethod)
-		var ch []int32
-		ch, ferr = graph.SubPartition(d.Adj, d.Book, cfg.Chunks, cfg.ChunkMethod, int(cfg.Pipe.Seed))
-		if ferr != nil {
-			status[0] = 1
-		} else {
-			copy(chunk, ch)
-		}
-	}
-	if err := collective.BcastSlice(c, status, 0); err != nil {
-		return nil, err
-	}
-	if status[0] != 0 {
-		if ferr == nil {
-			ferr = fmt.Errorf("train: chunk partitioning failed on rank 0")
-		}
-		return nil, ferr
-	}
-	if err := collective.BcastSlice(c, chunk, 0); err != nil {
+		ch, err := graph.SubPartition(d.Adj, d.Book, cfg.Chunks, cfg.ChunkMethod, int(cfg.Pipe.Seed))
+		copy(chunk, ch)
+		return err
+	}, chunk)
+	if err != nil {
 		return nil, err
 	}
 	return chunk, nil

@@ -485,11 +485,17 @@ func (t *trainer) epoch(epoch int, progress func(epoch, batch, batches int)) (Ep
 // often tie); or, with SelectLoss, a lower validation loss, or the same
 // loss with a higher accuracy.
 func (t *trainer) better(st EpochStats) bool {
-	if t.bestEpoch == 0 {
+	return better(t.cfg.Select, st, t.history, t.bestEpoch)
+}
+
+// better reports whether the evaluated epoch st beats history[bestEpoch−1]
+// (1-based; 0: nothing evaluated yet) under the selection rule sel.
+func better(sel string, st EpochStats, history []EpochStats, bestEpoch int) bool {
+	if bestEpoch == 0 {
 		return true
 	}
-	best := t.history[t.bestEpoch-1]
-	if t.cfg.Select == SelectLoss {
+	best := history[bestEpoch-1]
+	if sel == SelectLoss {
 		return st.ValLoss < best.ValLoss || st.ValLoss == best.ValLoss && st.ValAcc > best.ValAcc
 	}
 	return st.ValAcc > best.ValAcc || st.ValAcc == best.ValAcc && st.ValLoss < best.ValLoss
@@ -728,14 +734,17 @@ func (t *trainer) result() *Result {
 			}
 			res.RemoteRowsPerEpoch += float64(e.RemoteRows) / float64(len(t.history))
 		}
-		sort.Float64s(s)
-		res.MedianEpochS = s[len(s)/2]
-		if len(s)%2 == 0 {
-			res.MedianEpochS = (s[len(s)/2-1] + s[len(s)/2]) / 2
-		}
+		res.MedianEpochS = median(s)
 		for p := range res.BytesPerEpoch {
 			res.BytesPerEpoch[p] /= int64(len(t.history))
 		}
 	}
 	return res
+}
+
+// median returns the median of s (the mean of the middle two for an even
+// length), sorting s.
+func median(s []float64) float64 {
+	sort.Float64s(s)
+	return (s[(len(s)-1)/2] + s[len(s)/2]) / 2
 }
