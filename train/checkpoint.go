@@ -45,56 +45,88 @@ type ckptHeader struct {
 	Best        int          `json:"best"`
 }
 
-// encode serialises ck: magic, header length, JSON header, the three
-// float32 arrays (little endian), and a CRC-32C of everything before it.
+// encode serialises ck (encodeRecord).
 func (ck *checkpoint) encode() ([]byte, error) {
 	ck.Header.Weights, ck.Header.Opt, ck.Header.Best = len(ck.Weights), len(ck.Opt), len(ck.Best)
-	h, err := json.Marshal(ck.Header)
+	return encodeRecord(checkpointMagic, ck.Header, ck.Weights, ck.Opt, ck.Best)
+}
+
+// decodeCheckpoint parses what encode wrote; path names the file in errors.
+func decodeCheckpoint(b []byte, path string) (*checkpoint, error) {
+	ck := &checkpoint{}
+	a, err := decodeRecord(b, path, checkpointMagic, &ck.Header, func() []int {
+		return []int{ck.Header.Weights, ck.Header.Opt, ck.Header.Best}
+	})
+	if err != nil {
+		return nil, err
+	}
+	ck.Weights, ck.Opt, ck.Best = a[0], a[1], a[2]
+	return ck, nil
+}
+
+// encodeRecord serialises a checkpoint file: magic, the header's length
+// (uint64), the JSON header, the arrays (float32, little endian, one after
+// the other; the header records their lengths), and a CRC-32C of
+// everything before it.
+func encodeRecord(magic string, header any, arrays ...[]float32) ([]byte, error) {
+	h, err := json.Marshal(header)
 	if err != nil {
 		return nil, err
 	}
 	var buf bytes.Buffer
-	buf.WriteString(checkpointMagic)
+	buf.WriteString(magic)
 	_ = binary.Write(&buf, binary.LittleEndian, uint64(len(h)))
 	buf.Write(h)
-	for _, a := range [][]float32{ck.Weights, ck.Opt, ck.Best} {
+	for _, a := range arrays {
 		_ = binary.Write(&buf, binary.LittleEndian, a)
 	}
 	_ = binary.Write(&buf, binary.LittleEndian, crc32.Checksum(buf.Bytes(), castagnoli))
 	return buf.Bytes(), nil
 }
 
-// decodeCheckpoint parses what encode wrote; path names the file in errors.
-func decodeCheckpoint(b []byte, path string) (*checkpoint, error) {
+// decodeRecord parses what encodeRecord wrote: it checks the magic and the
+// checksum, decodes the JSON header into header, and returns the arrays
+// whose lengths sizes reads from the decoded header. path names the file
+// in errors.
+func decodeRecord(b []byte, path, magic string, header any, sizes func() []int) ([][]float32, error) {
 	bad := func(msg string) error { return fmt.Errorf("train: checkpoint %s: %s", path, msg) }
-	if len(b) < len(checkpointMagic)+12 || string(b[:len(checkpointMagic)]) != checkpointMagic {
+	if len(b) < len(magic)+12 || string(b[:len(magic)]) != magic {
 		return nil, bad("not a gnnmpi checkpoint (bad magic)")
 	}
 	body, sum := b[:len(b)-4], binary.LittleEndian.Uint32(b[len(b)-4:])
 	if crc32.Checksum(body, castagnoli) != sum {
 		return nil, bad("checksum mismatch (truncated or corrupted)")
 	}
-	r := bytes.NewReader(body[len(checkpointMagic):])
+	r := bytes.NewReader(body[len(magic):])
 	var hl uint64
 	if err := binary.Read(r, binary.LittleEndian, &hl); err != nil || hl > uint64(r.Len()) {
 		return nil, bad("bad header length")
 	}
 	h := make([]byte, hl)
 	_, _ = io.ReadFull(r, h)
-	ck := &checkpoint{}
-	if err := json.Unmarshal(h, &ck.Header); err != nil {
+	if err := json.Unmarshal(h, header); err != nil {
 		return nil, bad("header: " + err.Error())
 	}
-	n := ck.Header.Weights + ck.Header.Opt + ck.Header.Best
-	if ck.Header.Weights < 0 || ck.Header.Opt < 0 || ck.Header.Best < 0 || int64(n)*4 != int64(r.Len()) {
+	lens := sizes()
+	var n int64
+	for _, l := range lens {
+		if l < 0 {
+			return nil, bad(fmt.Sprintf("header promises %d floats", l))
+		}
+		n += int64(l)
+	}
+	if n*4 != int64(r.Len()) {
 		return nil, bad(fmt.Sprintf("header promises %d floats, file holds %d bytes", n, r.Len()))
 	}
 	all := make([]float32, n)
 	_ = binary.Read(r, binary.LittleEndian, all)
-	ck.Weights = all[:ck.Header.Weights:ck.Header.Weights]
-	ck.Opt = all[ck.Header.Weights : ck.Header.Weights+ck.Header.Opt : ck.Header.Weights+ck.Header.Opt]
-	ck.Best = all[ck.Header.Weights+ck.Header.Opt:]
-	return ck, nil
+	out := make([][]float32, len(lens))
+	off := 0
+	for i, l := range lens {
+		out[i] = all[off : off+l : off+l]
+		off += l
+	}
+	return out, nil
 }
 
 // writeAtomic writes data to path through a temporary file in the same

@@ -39,6 +39,13 @@ type FullConfig struct {
 	Epochs      int
 	EvalEvery   int
 	Select      string
+
+	// CheckpointDir, if not "", receives a checkpoint every
+	// CheckpointEvery epochs and after the last: one file per rank and a
+	// manifest (see saveFull). Resume continues from it.
+	CheckpointDir   string
+	CheckpointEvery int
+	Resume          bool
 }
 
 // FullDefaults returns the defaults of full-graph training with a deep
@@ -50,7 +57,7 @@ func FullDefaults(kind string) FullConfig {
 		Mode: ModePipe, Pipelines: 1, Chunks: 4, ChunkMethod: "metis",
 		Pipe: pipe.Config{Model: model.DefaultDeep(kind), ShuffleChunks: true, ClearGrads: true, SnapshotEvery: 23,
 			Optimizer: "adam", LR: 0.01, WeightDecay: 5e-4, Seed: 1},
-		FeatureNorm: "row", Epochs: 100, EvalEvery: 1, Select: SelectAcc,
+		FeatureNorm: "row", Epochs: 100, EvalEvery: 1, Select: SelectAcc, CheckpointEvery: 10,
 	}
 }
 
@@ -98,6 +105,10 @@ func (c *FullConfig) Validate(p int) error {
 		return fmt.Errorf("train: %d epochs, eval every %d; want both ≥ 0", c.Epochs, c.EvalEvery)
 	case c.Select != SelectAcc && c.Select != SelectLoss:
 		return fmt.Errorf("train: unknown model selection %q (want %s or %s)", c.Select, SelectAcc, SelectLoss)
+	case c.CheckpointDir != "" && c.CheckpointEvery < 1:
+		return fmt.Errorf("train: checkpoint every %d < 1", c.CheckpointEvery)
+	case c.Resume && c.CheckpointDir == "":
+		return fmt.Errorf("train: --resume needs --checkpoint DIR")
 	}
 	probe := mc
 	probe.In, probe.Out = max(probe.In, 1), max(probe.Out, 1)
@@ -129,7 +140,9 @@ type FullResult struct {
 // RunFull trains cfg.Pipe.Model on the whole graph of d, graph parallel,
 // pipelined or hybrid, d having been loaded with the feature replication
 // FullStages (the ranks of a pipeline hold its part's rows). Every epoch
-// is one optimizer step.
+// is one optimizer step. With cfg.CheckpointDir every rank checkpoints its
+// state (pipe.State); with cfg.Resume the run continues from the last
+// checkpoint with exactly the losses of an uninterrupted run.
 //
 // RunFull is collective over c.
 func RunFull(c collective.Comm, d *Data, cfg FullConfig, h Hooks) (*FullResult, error) {
@@ -174,8 +187,20 @@ func RunFull(c collective.Comm, d *Data, cfg FullConfig, h Hooks) (*FullResult, 
 	h.Log("%s mode: %d stages × %d pipelines, %d chunks per part; %d halo rows per layer; analytical bytes per epoch act %d grad %d halo %d allreduce %d",
 		cfg.Mode, lay.Stages, lay.Pipelines, cfg.Chunks, res.HaloRows, vol.Train[pipe.PhaseAct], vol.Train[pipe.PhaseGrad], vol.Train[pipe.PhaseHalo], vol.Train[pipe.PhaseAllreduce])
 
+	fp := fullFingerprint(cfg, lay, p, d, chunk)
+	start := 1
+	if cfg.Resume {
+		ck, err := resumeFull(c, cfg.CheckpointDir, fp, tr)
+		if err != nil {
+			return nil, err
+		}
+		res.Epochs, res.BestEpoch, res.BestValAcc, res.TestAcc = ck.History, ck.BestEpoch, ck.BestVal, ck.BestTest
+		start = ck.Epoch + 1
+		h.Log("resumed from %s at epoch %d", cfg.CheckpointDir, ck.Epoch)
+	}
+
 	phases := []string{pipe.PhaseAct, pipe.PhaseGrad, pipe.PhaseHalo, pipe.PhaseAllreduce, pipe.PhaseEval}
-	for epoch := 1; epoch <= cfg.Epochs; epoch++ {
+	for epoch := start; epoch <= cfg.Epochs; epoch++ {
 		before := collective.SnapshotOf(c)
 		t0 := time.Now()
 		st, err := tr.Epoch(epoch)
@@ -228,6 +253,14 @@ func RunFull(c collective.Comm, d *Data, cfg FullConfig, h Hooks) (*FullResult, 
 		res.Epochs = append(res.Epochs, es)
 		if es.Evaluated && better(cfg.Select, es, res.Epochs, res.BestEpoch) {
 			res.BestEpoch, res.BestValAcc, res.TestAcc = epoch, es.ValAcc, es.TestAcc
+		}
+		if cfg.CheckpointDir != "" && (epoch%cfg.CheckpointEvery == 0 || epoch == cfg.Epochs) {
+			r := c.Rank()
+			hdr := rankHeader{Fingerprint: fp, Epoch: epoch, Rank: r, Ranks: p, Stage: lay.Stage(r), Pipeline: lay.Pipeline(r),
+				BestEpoch: res.BestEpoch, BestVal: res.BestValAcc, BestTest: res.TestAcc, History: res.Epochs}
+			if err := saveFull(c, cfg.CheckpointDir, hdr, tr.State()); err != nil {
+				return nil, err
+			}
 		}
 		if h.Epoch != nil {
 			if err := h.Epoch(es); err != nil {

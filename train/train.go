@@ -3,7 +3,6 @@ package train
 import (
 	"encoding/json"
 	"fmt"
-	"hash/crc32"
 	"math"
 	"path/filepath"
 	"slices"
@@ -628,13 +627,10 @@ func (t *trainer) makeFingerprint() string {
 	cfg := t.cfg
 	cfg.Epochs, cfg.EvalEvery, cfg.CheckpointDir, cfg.CheckpointEvery, cfg.Resume, cfg.EvalMemory = 0, 0, "", 0, false, 0
 	b, _ := json.Marshal(struct {
-		Config  Config
-		Ranks   int
-		Dataset string
-		Split   string
-		Nodes   int64
-		Book    uint32
-	}{cfg, t.c.Size(), t.d.Name, t.d.SplitName, t.d.NumNodes(), crc32.Checksum(int32Bytes(t.d.Book.Part), castagnoli)})
+		Config Config
+		Ranks  int
+		dataID
+	}{cfg, t.c.Size(), dataIDOf(t.d)})
 	return string(b)
 }
 
