@@ -108,7 +108,7 @@ func (c *FullConfig) Validate(p int) error {
 	case c.CheckpointDir != "" && c.CheckpointEvery < 1:
 		return fmt.Errorf("train: checkpoint every %d < 1", c.CheckpointEvery)
 	case c.Resume && c.CheckpointDir == "":
-		return fmt.Errorf("train: --resume needs --checkpoint DIR")
+		return fmt.Errorf("train: resume needs a checkpoint directory")
 	}
 	probe := mc
 	probe.In, probe.Out = max(probe.In, 1), max(probe.Out, 1)

@@ -109,6 +109,8 @@ func TestFullConfigErrors(t *testing.T) {
 		{func(c *FullConfig) { c.Mode, c.Chunks = ModeGraph, 3 }, 2, "--chunks is for pipe"},
 		{func(c *FullConfig) { c.ChunkMethod = "block" }, 2, "chunk partition"},
 		{func(c *FullConfig) { c.Pipe.Model.Kind = "gat" }, 2, "kind"},
+		{func(c *FullConfig) { c.CheckpointDir, c.CheckpointEvery = "ck", 0 }, 2, "checkpoint every 0 < 1"},
+		{func(c *FullConfig) { c.Resume = true }, 2, "resume needs a checkpoint directory"},
 	} {
 		cfg := fullConfig(ModePipe)
 		tc.edit(&cfg)

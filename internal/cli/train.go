@@ -55,9 +55,9 @@ func trainCmd() *Command {
 			evalEvery := fs.Int("eval-every", d.EvalEvery, "evaluate every K epochs and after the last (0: no evaluation)")
 			sel := fs.String("select", d.Select, "model selection over evaluated epochs: val-acc (highest validation accuracy) or val-loss (lowest validation loss)")
 			evalMem := fs.Int64("eval-memory", d.EvalMemory*4>>20, "MiB of gathered inputs per chunk of layer-wise inference")
-			ckpt := fs.String("checkpoint", "", "checkpoint directory (written atomically)")
-			ckptEvery := fs.Int("checkpoint-every", d.CheckpointEvery, "epochs between checkpoints")
-			resume := fs.Bool("resume", false, "continue from the checkpoint in --checkpoint")
+			ckpt := fs.String("checkpoint", "", "checkpoint directory (written atomically; full-graph modes: one file per rank and a manifest)")
+			ckptEvery := fs.Int("checkpoint-every", d.CheckpointEvery, "epochs between checkpoints (and after the last)")
+			resume := fs.Bool("resume", false, "continue from the checkpoint in --checkpoint, with the losses of an uninterrupted run")
 			fd := train.FullDefaults(model.ConvGCNII)
 			mode := fs.String("mode", "minibatch", "minibatch (data-parallel sampled minibatches), or full-graph training of a deep model: graph (graph parallelism, halo exchange per layer), pipe (GNNPipe: layers in stages over the ranks, chunks through the pipeline) or hybrid (--pipelines pipelines over graph parts)")
 			chunks := fs.Int("chunks", fd.Chunks, "pipe, hybrid: chunks each graph part is split into")
@@ -72,9 +72,9 @@ func trainCmd() *Command {
 				set := map[string]bool{}
 				fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 				if *mode != "minibatch" {
-					for _, f := range []string{"checkpoint", "resume", "fanouts", "sampler", "cache", "replication", "batch-size", "global-batch-size", "bulk", "topology"} {
+					for _, f := range []string{"fanouts", "sampler", "cache", "replication", "batch-size", "global-batch-size", "bulk", "topology"} {
 						if set[f] {
-							return fmt.Errorf("train: --%s applies to minibatch training, not to --mode %s (full-graph checkpoints are not implemented yet)", f, *mode)
+							return fmt.Errorf("train: --%s applies to minibatch training, not to --mode %s", f, *mode)
 						}
 					}
 					fc := train.FullDefaults(*kind)
@@ -97,6 +97,7 @@ func trainCmd() *Command {
 					lr.apply32(&fc.Pipe.LR)
 					fc.Pipe.BLAS = env.BLAS
 					fc.FeatureNorm, fc.EvalEvery, fc.Select = *featNorm, *evalEvery, *sel
+					fc.CheckpointDir, fc.CheckpointEvery, fc.Resume = *ckpt, *ckptEvery, *resume
 					epochs.apply(&fc.Epochs)
 					return runFull(env, *data, *split, *part, fc)
 				}

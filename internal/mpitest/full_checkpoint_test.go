@@ -1,0 +1,141 @@
+package mpitest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// A GNNPipe job (two stages, two chunks) killed with SIGKILL to mpirun and
+// its ranks after a checkpoint, then resumed with --resume, ends with
+// exactly the losses, best epoch and test accuracy of an uninterrupted
+// run: every rank restores its own stage's weights, optimizer state and
+// historical embeddings from its file of the epoch the manifest names.
+func TestFullCheckpointKilledAndResumed(t *testing.T) {
+	skipUnlessMPI(t)
+	const np, epochs = 2, 40
+	dir := t.TempDir()
+	args := []string{"train", "--mode", "pipe", "--chunks", "2", "--data", "data/cora", "--model", "gcnii", "--layers", "4", "--hidden", "16",
+		"--epochs", fmt.Sprint(epochs), "--seed", "5", "--eval-every", "1", "--snapshot-every", "3"}
+	full := filepath.Join(dir, "full.jsonl")
+	r := mpirun(t, 2*time.Minute, np, bin, append(args, "--metrics", full)...)
+	require.Equal(t, 0, r.code, "stderr:\n%s", r.stderr)
+
+	ckdir := filepath.Join(dir, "ck")
+	ckargs := append(args, "--checkpoint", ckdir, "--checkpoint-every", "1")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "mpirun", append([]string{"-np", fmt.Sprint(np), "--oversubscribe", bin}, append(ckargs, "--metrics", filepath.Join(dir, "killed.jsonl"))...)...)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
+	// Open MPI 4 puts every rank in a process group of its own, so the
+	// job is a session: mpirun and every rank are killed by their ids.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	require.NoError(t, cmd.Start())
+	manifest := filepath.Join(ckdir, "manifest.json")
+	killedAt := 0
+	for killedAt == 0 && ctx.Err() == nil {
+		time.Sleep(10 * time.Millisecond)
+		if e := manifestEpoch(manifest); e >= 3 {
+			killSession(t, cmd.Process.Pid)
+			killedAt = e
+		}
+	}
+	_ = cmd.Wait()
+	require.NotZero(t, killedAt, "no checkpoint appeared")
+	require.Less(t, killedAt, epochs, "the run must be killed before it ends")
+	for deadline := time.Now().Add(10 * time.Second); len(sessionProcs(cmd.Process.Pid)) > 0; {
+		require.True(t, time.Now().Before(deadline), "the killed ranks are still running")
+		time.Sleep(10 * time.Millisecond)
+	}
+	// The rank that was writing when the kill came may have committed one
+	// more checkpoint; no more.
+	saved := manifestEpoch(manifest)
+	require.LessOrEqual(t, saved, killedAt+1)
+
+	resumed := filepath.Join(dir, "resumed.jsonl")
+	r = mpirun(t, 2*time.Minute, np, bin, append(ckargs, "--resume", "--metrics", resumed)...)
+	require.Equal(t, 0, r.code, "stderr:\n%s", r.stderr)
+	require.Contains(t, r.stderr, "resumed from")
+	a, fa := readMetrics(t, full)
+	b, fb := readMetrics(t, resumed)
+	require.Len(t, a, epochs)
+	start := epochs - len(b) + 1
+	t.Logf("killed after the checkpoint of epoch %d; resumed at epoch %d (%v)", killedAt, start, r.took)
+	require.Equal(t, saved+1, start, "resumed after the last checkpoint")
+	require.Equal(t, lossesOf(a[start-1:]), lossesOf(b), "bit-identical losses after the resume")
+	require.Equal(t, fa["best_epoch"], fb["best_epoch"])
+	require.Equal(t, fa["test_acc"], fb["test_acc"])
+	require.EqualValues(t, epochs, fb["epochs_run"])
+	require.Equal(t, epochs, manifestEpoch(manifest))
+
+	// Resuming with another chunking fails on every rank, naming the
+	// manifest and the setting.
+	bad := append(append([]string{}, ckargs...), "--chunks", "3", "--resume")
+	r = mpirun(t, time.Minute, np, bin, bad...)
+	require.NotEqual(t, 0, r.code)
+	require.Contains(t, r.stderr, manifest)
+	require.Contains(t, r.stderr, "Config.Chunks: checkpoint 2, this run 3")
+}
+
+// manifestEpoch returns the epoch a full-graph checkpoint's manifest
+// names, or 0.
+func manifestEpoch(path string) int {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	var m struct {
+		Epoch int `json:"epoch"`
+	}
+	if json.Unmarshal(b, &m) != nil {
+		return 0
+	}
+	return m.Epoch
+}
+
+// sessionProcs returns the live processes (not zombies) of session sid.
+func sessionProcs(sid int) []int {
+	ents, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid pgrp session ...; comm may hold spaces.
+		i := bytes.LastIndexByte(b, ')')
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) < 4 || f[0] == "Z" {
+			continue
+		}
+		if s, err := strconv.Atoi(f[3]); err == nil && s == sid {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// killSession sends SIGKILL to every process of session sid: the job this
+// test started with Setsid (mpirun, whose id is sid, and its ranks).
+func killSession(t *testing.T, sid int) {
+	t.Helper()
+	for _, pid := range sessionProcs(sid) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
