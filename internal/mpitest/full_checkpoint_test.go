@@ -24,7 +24,7 @@ import (
 // historical embeddings from its file of the epoch the manifest names.
 func TestFullCheckpointKilledAndResumed(t *testing.T) {
 	skipUnlessMPI(t)
-	const np, epochs = 2, 40
+	const np, epochs = 2, 24
 	dir := t.TempDir()
 	args := []string{"train", "--mode", "pipe", "--chunks", "2", "--data", "data/cora", "--model", "gcnii", "--layers", "4", "--hidden", "16",
 		"--epochs", fmt.Sprint(epochs), "--seed", "5", "--eval-every", "1", "--snapshot-every", "3"}
