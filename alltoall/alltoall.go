@@ -3,6 +3,7 @@ package alltoall
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 
 	"gnnmpi/collective"
@@ -165,20 +166,11 @@ func ExchangeTo(c collective.Comm, dst *dense.Matrix, p *Plan, book *graph.Parti
 			copy(out.Row(i), local.Row(lid))
 		}
 	}
-	got, err := exchangeRows(c, p, f, func(lid int64, row []float32) bool {
-		if lid < 0 || lid >= int64(local.Rows) {
-			return false
-		}
+	err := exchangeRows(c, p, f, int64(local.Rows), allAtOnce, nil, func(lid int64, row []float32) {
 		copy(row, local.Row(int(lid)))
-		return true
-	})
+	}, scatter(p, func(i int, row []float32) { copy(out.Row(i), row) }))
 	if err != nil {
 		return nil, err
-	}
-	for i, src := range p.from {
-		if src >= 0 {
-			copy(out.Row(i), got[int(src)*f:(int(src)+1)*f])
-		}
 	}
 	return out, nil
 }
@@ -193,34 +185,131 @@ func reuse(dst *dense.Matrix, rows, cols int) *dense.Matrix {
 	return dense.New(rows, cols)
 }
 
-// exchangeRows carries out the communication of p: the request counts, the
-// requested local ids, and the rows, w wire elements each, which serve
-// writes for a local id (returning false for one this rank does not have).
-// It returns the received rows packed in request order: row k answers
-// p.req[k]. It is collective over c.
-func exchangeRows[W collective.Elem](c collective.Comm, p *Plan, w int, serve func(lid int64, row []W) bool) ([]W, error) {
+// allAtOnce is the round of an exchange that sends all rows in one call.
+var allAtOnce = round{rows: math.MaxInt, count: 1}
+
+// round says how an exchange sends its rows: at most rows rows to each
+// requester per Alltoallv call, in count calls. Every rank of the exchange
+// must use the same count.
+type round struct {
+	rows, count int
+}
+
+// roundOf returns the rounds of an exchange among parts ranks whose
+// largest part has maxPart rows, each rowBytes on the wire, that move at
+// most bytes bytes of rows per rank and direction in one call (bytes ≤ 0:
+// one call). No rank asks another for more than maxPart distinct rows, so
+// the count, a function of values every rank shares, covers every rank's
+// requests.
+func roundOf(parts int, maxPart int64, rowBytes, bytes int64) round {
+	if bytes <= 0 || parts < 2 || maxPart < 1 {
+		return allAtOnce
+	}
+	rows := max(1, bytes/(int64(parts-1)*max(1, rowBytes)))
+	if rows >= maxPart {
+		return allAtOnce
+	}
+	return round{rows: int(rows), count: int((maxPart + rows - 1) / rows)}
+}
+
+// exchangeRows carries out the communication of p: the request counts,
+// the requested local ids (which must lie in [0, held)), and the rows, w
+// wire elements each, which serve writes for a local id. The rows go in
+// rd.count Alltoallv calls of at most rd.rows rows per requester; buf, if
+// not nil, holds the staging buffer between calls (it grows to the largest
+// round's rows sent plus received). Each received row is handed to put
+// with its index k in the packed requests (it answers p.req[k]); the row
+// is valid only during the call. The bytes counted do not depend on the
+// rounds. exchangeRows is collective over c.
+func exchangeRows[W collective.Elem](c collective.Comm, p *Plan, w int, held int64, rd round, buf *[]W,
+	serve func(lid int64, row []W), put func(k int, row []W)) error {
 	// Requests: how many rows each rank wants from this one, then which.
 	serveCounts, err := collective.AlltoallCounts(c, p.counts)
 	if err != nil {
-		return nil, fmt.Errorf("alltoall: exchanging request counts: %w", err)
+		return fmt.Errorf("alltoall: exchanging request counts: %w", err)
 	}
 	want, err := collective.AlltoallvFlat(c, p.req, p.counts, serveCounts)
 	if err != nil {
-		return nil, fmt.Errorf("alltoall: exchanging requested ids: %w", err)
+		return fmt.Errorf("alltoall: exchanging requested ids: %w", err)
 	}
-	// Answers: the requested rows, packed in request order.
-	rows := make([]W, len(want)*w)
 	for k, lid := range want {
-		if !serve(lid, rows[k*w:(k+1)*w]) {
-			return nil, fmt.Errorf("alltoall: rank %d asked rank %d for local row %d, which it does not hold (partition books differ?)",
+		if lid < 0 || lid >= held {
+			return fmt.Errorf("alltoall: rank %d asked rank %d for local row %d, which it does not hold (partition books differ?)",
 				requester(serveCounts, k), p.rank, lid)
 		}
 	}
-	got, err := collective.AlltoallvFlat(c, rows, scaled(serveCounts, w), scaled(p.counts, w))
-	if err != nil {
-		return nil, fmt.Errorf("alltoall: exchanging feature rows: %w", err)
+	// Answers: the requested rows, packed in request order, rd.rows per
+	// requester and call.
+	if buf == nil {
+		buf = new([]W)
 	}
-	return got, nil
+	q := len(p.counts)
+	ns, nr := make([]int, q), make([]int, q) // rows sent to and received from each rank in a call
+	sc, rc := make([]int, q), make([]int, q) // the same in elements
+	for j := range rd.count {
+		lo := j * rd.rows // the first row of each requester's share in this call
+		send, recv := 0, 0
+		for r := range q {
+			ns[r] = min(max(serveCounts[r]-lo, 0), rd.rows)
+			nr[r] = min(max(p.counts[r]-lo, 0), rd.rows)
+			sc[r], rc[r] = ns[r]*w, nr[r]*w
+			send += sc[r]
+			recv += rc[r]
+		}
+		if cap(*buf) < send+recv {
+			*buf = make([]W, send+recv) // the first call is the largest
+		}
+		sbuf, rbuf := (*buf)[:send], (*buf)[send:send+recv]
+		x, k0 := 0, 0
+		for r := range q {
+			for t := range ns[r] {
+				serve(want[k0+lo+t], sbuf[x:x+w])
+				x += w
+			}
+			k0 += serveCounts[r]
+		}
+		if err := c.Alltoallv(collective.BufOf(sbuf), sc, collective.BufOf(rbuf), rc); err != nil {
+			return fmt.Errorf("alltoall: exchanging feature rows: %w", err)
+		}
+		x, k0 = 0, 0
+		for r := range q {
+			for t := range nr[r] {
+				put(k0+lo+t, rbuf[x:x+w])
+				x += w
+			}
+			k0 += p.counts[r]
+		}
+	}
+	return nil
+}
+
+// scatter returns the put of exchangeRows for plan p that hands the row
+// answering packed request k to put(i, row) for every position i of the
+// result that p fills from it (a remote id may repeat in a fetch).
+func scatter[W collective.Elem](p *Plan, put func(i int, row []W)) func(k int, row []W) {
+	// at[start[k]:start[k+1]] are the positions of packed request k.
+	start := make([]int, len(p.req)+1)
+	for _, f := range p.from {
+		if f >= 0 {
+			start[f+1]++
+		}
+	}
+	for k := range p.req {
+		start[k+1] += start[k]
+	}
+	at := make([]int, start[len(p.req)])
+	next := slices.Clone(start[:len(p.req)])
+	for i, f := range p.from {
+		if f >= 0 {
+			at[next[f]] = i
+			next[f]++
+		}
+	}
+	return func(k int, row []W) {
+		for _, i := range at[start[k]:start[k+1]] {
+			put(i, row)
+		}
+	}
 }
 
 // Fetch returns the feature rows of ids, in order, from the ranks that own
@@ -241,15 +330,6 @@ func Fetch(c collective.Comm, ids []int64, book *graph.PartitionBook, local *den
 func FetchTo(c collective.Comm, dst *dense.Matrix, ids []int64, book *graph.PartitionBook, local *dense.Matrix) (*dense.Matrix, error) {
 	defer collective.SetPhase(c, "fetch")()
 	return ExchangeTo(c, dst, NewPlan(ids, book, c.Rank()), book, local)
-}
-
-// scaled returns counts multiplied by f.
-func scaled(counts []int, f int) []int {
-	out := make([]int, len(counts))
-	for q, n := range counts {
-		out[q] = n * f
-	}
-	return out
 }
 
 // requester returns the rank whose request is element k of the packed

@@ -44,7 +44,16 @@ type StoreOptions struct {
 	// GPUFrac is the fraction of the resident rows, hottest first, that
 	// form the device tier (Tiers); the rest stay in host memory.
 	GPUFrac float64
+	// RoundBytes bounds the row bytes a fetch moves per rank and direction
+	// in one Alltoallv call (0 means DefaultRoundBytes; < 0, no bound): the
+	// rows go in as many calls as that bound needs for the largest part,
+	// so that a rank stages at most about 2·RoundBytes of rows at a time
+	// beside its result, whatever the size of the fetch.
+	RoundBytes int64
 }
+
+// DefaultRoundBytes is the default StoreOptions.RoundBytes: 64 MiB.
+const DefaultRoundBytes = 64 << 20
 
 // Counts describe one fetch on one rank: Rows positions asked for, of which
 // Local were this rank's own rows and Hits were served by its cache; Remote
@@ -98,6 +107,11 @@ type Store struct {
 	slot   []int32
 	order  []int64 // resident row → global id (hottest first)
 	gpu    int     // resident rows in the device tier
+	round  round   // how a fetch sends its rows
+	// wire32 and wire16 stage the rows of a fetch between calls, reused
+	// from one fetch to the next.
+	wire32 []float32
+	wire16 []uint16
 }
 
 // NewStore builds rank c.Rank()'s store of the part book assigns it, whose
@@ -160,6 +174,10 @@ func NewStore(c collective.Comm, book *graph.PartitionBook, local *dense.Matrix,
 	}
 	sort.Sort(byGid{s.cached, s.slot})
 	s.gpu = int(o.GPUFrac * float64(len(s.order)))
+	if o.RoundBytes == 0 {
+		o.RoundBytes = DefaultRoundBytes
+	}
+	s.round = roundOf(book.Parts, slices.Max(book.Sizes()), s.rowBytes(), o.RoundBytes)
 
 	f := s.cols
 	if s.half {
@@ -175,12 +193,12 @@ func NewStore(c collective.Comm, book *graph.PartitionBook, local *dense.Matrix,
 	p := newPlan(cache, book, part, func(int64, int, int64) (int64, bool) { return 0, false })
 	var err error
 	if s.half {
-		err = receive(s, p, s.serve16, func(i int, row []uint16) {
+		err = receive(s, p, &s.wire16, s.serve16, func(i int, row []uint16) {
 			r, _ := s.lookup(cache[i])
 			copy(s.f16[int(r)*f:int(r+1)*f], row)
 		})
 	} else {
-		err = receive(s, p, s.serve32, func(i int, row []float32) {
+		err = receive(s, p, &s.wire32, s.serve32, func(i int, row []float32) {
 			r, _ := s.lookup(cache[i])
 			copy(s.f32[int(r)*f:int(r+1)*f], row)
 		})
@@ -257,22 +275,14 @@ func (s *Store) read(r int, dst []float32) {
 	}
 }
 
-func (s *Store) serve32(lid int64, row []float32) bool {
-	if lid < 0 || lid >= int64(len(s.local)) {
-		return false
-	}
+func (s *Store) serve32(lid int64, row []float32) {
 	r, f := int(s.local[lid]), s.cols
 	copy(row, s.f32[r*f:(r+1)*f])
-	return true
 }
 
-func (s *Store) serve16(lid int64, row []uint16) bool {
-	if lid < 0 || lid >= int64(len(s.local)) {
-		return false
-	}
+func (s *Store) serve16(lid int64, row []uint16) {
 	r, f := int(s.local[lid]), s.cols
 	copy(row, s.f16[r*f:(r+1)*f])
-	return true
 }
 
 // Fetch returns the feature rows of ids, in order, as float32: own and
@@ -286,6 +296,12 @@ func (s *Store) serve16(lid int64, row []uint16) bool {
 // byte accounting. Rank r sends 8(q−1) + 8·R + w·F·S bytes and receives
 // 8(q−1) + 8·S + w·F·R over a group of q ranks, with R the distinct remote
 // rows it asks for, S the rows it serves and w = 4 (F32) or 2 (F16).
+// These bytes go in 2 + k Alltoallv calls: the request counts, the
+// requested ids, and the rows in k rounds, k = ⌈m/b⌉ for the largest part
+// of m rows and b = ⌊RoundBytes / ((q−1)·w·F)⌋ rows per requester and
+// round (k = 1 when b ≥ m), the same k on every rank. Besides the result a
+// fetch stages at most one round's rows, sent and received, in a buffer
+// the store keeps for the next fetch (not counted by Bytes).
 // It returns an error if communication fails.
 // It will panic if an id is outside [0, n).
 func (s *Store) Fetch(ids []int64) (*dense.Matrix, Counts, error) {
@@ -317,9 +333,9 @@ func (s *Store) FetchTo(dst *dense.Matrix, ids []int64) (*dense.Matrix, Counts, 
 	}
 	var err error
 	if s.half {
-		err = receive(s, p, s.serve16, func(i int, row []uint16) { f16.Decode(out.Row(i), row) })
+		err = receive(s, p, &s.wire16, s.serve16, func(i int, row []uint16) { f16.Decode(out.Row(i), row) })
 	} else {
-		err = receive(s, p, s.serve32, func(i int, row []float32) { copy(out.Row(i), row) })
+		err = receive(s, p, &s.wire32, s.serve32, func(i int, row []float32) { copy(out.Row(i), row) })
 	}
 	if err != nil {
 		return nil, cnt, err
@@ -328,20 +344,11 @@ func (s *Store) FetchTo(dst *dense.Matrix, ids []int64) (*dense.Matrix, Counts, 
 }
 
 // receive carries out the exchange of p in the wire type W (float32 rows
-// served by serve32, or half words by serve16) and hands every remotely
-// served position i its received row.
-func receive[W collective.Elem](s *Store, p *Plan, serve func(lid int64, row []W) bool, put func(i int, row []W)) error {
-	f := s.cols
-	got, err := exchangeRows(s.c, p, f, serve)
-	if err != nil {
-		return err
-	}
-	for i, src := range p.from {
-		if src >= 0 {
-			put(i, got[int(src)*f:int(src+1)*f])
-		}
-	}
-	return nil
+// served by serve32, or half words by serve16), in the store's rounds with
+// buf as the staging buffer, and hands every remotely served position i
+// its received row.
+func receive[W collective.Elem](s *Store, p *Plan, buf *[]W, serve func(lid int64, row []W), put func(i int, row []W)) error {
+	return exchangeRows(s.c, p, s.cols, int64(len(s.local)), s.round, buf, serve, scatter(p, put))
 }
 
 // Cols returns the number of features per row.

@@ -269,6 +269,99 @@ func TestStoreVolume(t *testing.T) {
 	}
 }
 
+// A Store whose fetches go in rounds (StoreOptions.RoundBytes) fetches
+// bitwise the rows, counts and bytes of one that sends every row in one
+// call, over 2 + k Alltoallv calls per fetch with k = ⌈m/b⌉ for the
+// largest part of m rows and b rows per requester and round; the cache it
+// fills in rounds holds the same rows.
+func TestStoreRounds(t *testing.T) {
+	const n, f = 200, 6
+	x := globalFeatures(n, f)
+	for _, q := range []int{1, 2, 3, 4} {
+		for _, c := range []int{1, 2} {
+			book := unevenBook(t, rand.New(rand.NewPCG(uint64(q), 11)), n, q, q == 4)
+			m := slices.Max(book.Sizes())
+			for _, dt := range []string{F32, F16} {
+				w := int64(4)
+				if dt == F16 {
+					w = 2
+				}
+				// 1 byte: one row per requester and round; 3 rows' worth
+				// per requester; the default, which fits everything.
+				for _, rb := range []int64{1, int64(max(1, q-1)) * 3 * f * w, 0} {
+					t.Run(fmt.Sprintf("q%d_c%d_%s_rb%d", q, c, dt, rb), func(t *testing.T) {
+						b := int64(1)
+						if rb == 0 {
+							b = m // the default bound holds every part here
+						} else if q > 1 {
+							b = max(1, rb/(int64(q-1)*f*w))
+						}
+						k := (m + b - 1) / b
+						if q == 1 {
+							k = 1
+						}
+						err := inproc.Run(q*c, opts, func(cm collective.Comm) error {
+							cm = collective.WithStats(cm, nil)
+							g, err := collective.NewGrid(cm, q, c)
+							if err != nil {
+								return err
+							}
+							rank := cm.Rank()
+							local := localFeatures(x, book, g.Row)
+							o := StoreOptions{DType: dt, Score: scores(CacheVIP, n, rank), CacheRows: n / (3 * q), RoundBytes: -1}
+							whole, err := NewStore(g.ColComm, book, local, o)
+							if err != nil {
+								return err
+							}
+							o.RoundBytes = rb
+							rounds, err := NewStore(g.ColComm, book, local, o)
+							if err != nil {
+								return err
+							}
+							if !slices.Equal(whole.Resident(), rounds.Resident()) {
+								return fmt.Errorf("rank %d: resident rows differ", rank)
+							}
+							r := rand.New(rand.NewPCG(uint64(rank), 13))
+							for range 3 {
+								ids := make([]int64, r.IntN(3*n))
+								for i := range ids {
+									ids[i] = r.Int64N(n)
+								}
+								fetch := func(s *Store, phase string) (*dense.Matrix, Counts, collective.Count, error) {
+									before := collective.SnapshotOf(cm)
+									restore := collective.SetPhase(cm, phase)
+									got, cnt, err := s.Fetch(ids)
+									restore()
+									return got, cnt, collective.SnapshotOf(cm).Sub(before)[phase]["alltoallv"], err
+								}
+								wg, wc, wt, err := fetch(whole, "whole")
+								if err != nil {
+									return err
+								}
+								rg, rc, rt, err := fetch(rounds, "rounds")
+								if err != nil {
+									return err
+								}
+								if err := sameRows(rg, x, ids, dt == F16); err != nil {
+									return fmt.Errorf("rank %d: %w", rank, err)
+								}
+								if !slices.Equal(wg.Data, rg.Data) || wc != rc {
+									return fmt.Errorf("rank %d: rows equal %v, counts %+v and %+v", rank, slices.Equal(wg.Data, rg.Data), wc, rc)
+								}
+								if wt.Calls != 3 || rt.Calls != 2+k || wt.SentBytes != rt.SentBytes || wt.RecvBytes != rt.RecvBytes {
+									return fmt.Errorf("rank %d: one call %+v, rounds %+v; want %d calls", rank, wt, rt, 2+k)
+								}
+							}
+							return nil
+						})
+						require.NoError(t, err)
+					})
+				}
+			}
+		}
+	}
+}
+
 // positive returns a positive score for every vertex, per rank, so that a
 // cache of n rows holds every remote vertex.
 func positive(n int64, rank int) []float64 {

@@ -2,6 +2,7 @@ package train
 
 import (
 	"fmt"
+	"runtime"
 	"time"
 
 	"gnnmpi/alltoall"
@@ -70,6 +71,7 @@ func FetchSweep(c collective.Comm, d *Data, cfg Config, epochs int, policies []s
 	}
 	defer t.free()
 	var inputs [][]int64
+	most := 0 // the longest input
 	for e := 1; e <= epochs; e++ {
 		mbs, err := t.sampleEpoch(cfg.Seed, e)
 		if err != nil {
@@ -77,6 +79,7 @@ func FetchSweep(c collective.Comm, d *Data, cfg Config, epochs int, policies []s
 		}
 		for _, mb := range mbs {
 			inputs = append(inputs, mb.Input())
+			most = max(most, len(mb.Input()))
 		}
 	}
 	slowest := func(x float64) (float64, error) {
@@ -84,7 +87,9 @@ func FetchSweep(c collective.Comm, d *Data, cfg Config, epochs int, policies []s
 		err := collective.AllreduceSlice(c, v, collective.Max)
 		return v[0], err
 	}
-	var xbuf *dense.Matrix
+	// One result buffer, as large as the longest input, serves every
+	// fetch: with wide rows it is the largest allocation of the sweep.
+	xbuf := dense.New(most, feat.Cols)
 	for _, pol := range policies {
 		t0 := time.Now()
 		score, err := t.scores(pol)
@@ -100,7 +105,11 @@ func FetchSweep(c collective.Comm, d *Data, cfg Config, epochs int, policies []s
 				continue
 			}
 			k := cacheRows(frac, d.NumNodes(), d.Book.Parts)
+			// Collect the previous store before building the next, so that
+			// the heap never holds two (the fetches allocate too little for
+			// the collector to run on its own in between).
 			t.store = nil
+			runtime.GC()
 			t0 := time.Now()
 			if t.store, err = t.storeOf(feat, score, k); err != nil {
 				return err
