@@ -5,6 +5,8 @@
 //	go run ./bench/plot gemm bench/out/gemm.csv bench/out/gemm.png
 //	go run ./bench/plot spgemm bench/out/spgemm.csv bench/out/spgemm.png
 //	go run ./bench/plot sample bench/out/sample.csv bench/out/sample.png
+//	go run ./bench/plot fetch bench/out/fetch.csv bench/out/fetch.png
+//	go run ./bench/plot pipe bench/out/pipe.csv bench/out/pipe.png
 //
 // phases: per dataset, the epoch time of the slowest rank split into
 // sample, fetch, compute and grad (stacked bars) against the rank count,
@@ -14,7 +16,10 @@
 // bar each, slowest rank, median of the reps) beside the MiB sent per
 // rank (maximum over ranks). sample: per input and rank count, sampled
 // edges/s against the bulk size k for each topology (the plain per-batch
-// baseline as a flat line), beside the bytes sent per minibatch.
+// baseline as a flat line), beside the bytes sent per minibatch. pipe: per
+// dataset and model of bench/pipe.sh, the MiB sent per epoch by phase
+// (stacked; a cross marks the analytical total) for every mode and rank
+// count, beside the test accuracy and the median epoch time.
 package main
 
 import (
@@ -35,7 +40,7 @@ import (
 
 func main() {
 	if len(os.Args) != 4 {
-		fmt.Fprintln(os.Stderr, "usage: plot phases|gemm|spgemm|sample|fetch IN.csv OUT.png")
+		fmt.Fprintln(os.Stderr, "usage: plot phases|gemm|spgemm|sample|fetch|pipe IN.csv OUT.png")
 		os.Exit(2)
 	}
 	rows, err := readCSV(os.Args[2])
@@ -51,6 +56,8 @@ func main() {
 			err = sample(rows, os.Args[3])
 		case "fetch":
 			err = fetch(rows, os.Args[3])
+		case "pipe":
+			err = pipeChart(rows, os.Args[3])
 		default:
 			err = fmt.Errorf("unknown chart %q", os.Args[1])
 		}
@@ -473,6 +480,87 @@ func fetch(rows []map[string]string, out string) error {
 				plots[i][j] = plot.New()
 			}
 		}
+	}
+	canvases := plot.Align(plots, tiles, dc)
+	for i := range plots {
+		for j := range plots[i] {
+			plots[i][j].Draw(canvases[i][j])
+		}
+	}
+	return save(img, out)
+}
+
+// pipeChart draws bench/pipe.sh's CSV: one row of panels per dataset and
+// model; failed runs (a non-empty error column) are left out.
+func pipeChart(rows []map[string]string, out string) error {
+	var ok []map[string]string
+	for _, r := range rows {
+		if r["error"] == "" && num(r, "epochs") > 0 {
+			r["panel"] = r["dataset"] + " " + r["model"] + " L" + r["layers"]
+			ok = append(ok, r)
+		}
+	}
+	if len(ok) == 0 {
+		return fmt.Errorf("no successful runs")
+	}
+	panels := groups(ok, "panel")
+	const w = 4 * vg.Inch
+	img := vgimg.New(3*w, vg.Length(len(panels))*3.4*vg.Inch)
+	dc := draw.New(img)
+	tiles := draw.Tiles{Rows: len(panels), Cols: 3, PadX: vg.Millimeter, PadY: vg.Millimeter}
+	plots := make([][]*plot.Plot, len(panels))
+	for i, pn := range panels {
+		var sel []map[string]string
+		for _, r := range ok {
+			if r["panel"] == pn {
+				sel = append(sel, r)
+			}
+		}
+		sort.SliceStable(sel, func(a, b int) bool { return num(sel[a], "np") < num(sel[b], "np") })
+		names := make([]string, len(sel))
+		model := make(plotter.XYs, len(sel))
+		acc := make(plotter.Values, len(sel))
+		secs := make(plotter.Values, len(sel))
+		for k, r := range sel {
+			names[k] = r["mode"] + " np" + r["np"]
+			if r["mode"] == "hybrid" {
+				names[k] += " " + r["pipelines"] + "x" + r["stages"]
+			}
+			for _, c := range []string{"act_model", "grad_model", "halo_model", "allreduce_model"} {
+				model[k].Y += num(r, c) / (1 << 20)
+			}
+			model[k].X = float64(k)
+			acc[k] = 100 * num(r, "test_acc")
+			secs[k] = num(r, "median_epoch_s")
+		}
+		bp, err := stacked(pn+": MiB sent per epoch", names, sel, []string{"act", "grad", "halo", "allreduce"}, 1.0/(1<<20))
+		if err != nil {
+			return err
+		}
+		sc, err := plotter.NewScatter(model)
+		if err != nil {
+			return err
+		}
+		sc.GlyphStyle.Shape = draw.CrossGlyph{}
+		sc.GlyphStyle.Radius = vg.Points(5)
+		bp.Add(sc)
+		bp.Legend.Add("analytical", sc)
+		row := []*plot.Plot{bp}
+		for x, v := range []plotter.Values{acc, secs} {
+			p := plot.New()
+			p.Title.Text = [2]string{"test accuracy (%)", "median epoch (s)"}[x]
+			b, err := plotter.NewBarChart(v, vg.Points(20))
+			if err != nil {
+				return err
+			}
+			b.LineStyle.Width = 0
+			b.Color = plotutil.Color(4 + x)
+			p.Add(b)
+			p.NominalX(names...)
+			p.X.Min, p.X.Max = -0.7, float64(len(names))-0.3
+			row = append(row, p)
+		}
+		plots[i] = row
 	}
 	canvases := plot.Align(plots, tiles, dc)
 	for i := range plots {
