@@ -72,7 +72,9 @@ func trainCmd() *Command {
 				set := map[string]bool{}
 				fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 				if *mode != "minibatch" {
-					for _, f := range []string{"fanouts", "sampler", "cache", "replication", "batch-size", "global-batch-size", "bulk", "topology"} {
+					for _, f := range []string{"fanouts", "sampler", "topology", "c", "replication", "cache", "cache-frac", "cache-sim-epochs",
+						"feature-dtype", "gpu-frac", "bulk", "batch-size", "global-batch-size", "shuffle", "heads", "out-heads", "attn-dropout",
+						"normalize", "eval-memory"} {
 						if set[f] {
 							return fmt.Errorf("train: --%s applies to minibatch training, not to --mode %s", f, *mode)
 						}
@@ -100,6 +102,11 @@ func trainCmd() *Command {
 					fc.CheckpointDir, fc.CheckpointEvery, fc.Resume = *ckpt, *ckptEvery, *resume
 					epochs.apply(&fc.Epochs)
 					return runFull(env, *data, *split, *part, fc)
+				}
+				for _, f := range []string{"chunks", "pipelines", "chunk-partition", "shuffle-chunks", "clear-grads", "snapshot-every", "alpha", "lambda"} {
+					if set[f] {
+						return fmt.Errorf("train: --%s applies to full-graph training (--mode graph, pipe or hybrid), not to minibatch training", f)
+					}
 				}
 				cfg := train.Defaults(*kind)
 				switch *kind {

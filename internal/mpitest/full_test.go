@@ -229,8 +229,14 @@ func TestFullBadInput(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"checkpoint", 2, []string{"--mode", "pipe", "--checkpoint", ck},
-			"train: --checkpoint applies to minibatch training, not to --mode pipe"},
+		{"resume-nothing", 2, []string{"--mode", "pipe", "--resume", "--checkpoint", ck},
+			"no full-graph checkpoint to resume from"},
+		{"resume-no-dir", 2, []string{"--mode", "pipe", "--resume"},
+			"train: resume needs a checkpoint directory"},
+		{"cache-frac", 2, []string{"--mode", "pipe", "--cache-frac", "0.5"},
+			"train: --cache-frac applies to minibatch training, not to --mode pipe"},
+		{"minibatch-chunks", 2, []string{"--chunks", "2"},
+			"train: --chunks applies to full-graph training"},
 		{"fanouts", 2, []string{"--mode", "pipe", "--fanouts", "5,5"},
 			"train: --fanouts applies to minibatch training, not to --mode pipe"},
 		{"graph-chunks", 2, []string{"--mode", "graph", "--chunks", "2"},
@@ -259,5 +265,5 @@ func TestFullBadInput(t *testing.T) {
 		})
 	}
 	_, err := os.Stat(ck)
-	require.True(t, os.IsNotExist(err), "the refused --checkpoint directory was created: %v", err)
+	require.True(t, os.IsNotExist(err), "resuming from nothing created the checkpoint directory: %v", err)
 }
