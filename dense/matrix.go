@@ -22,3 +22,26 @@ func (m *Matrix) Row(i int) []float32 {
 	}
 	return m.Data[i*m.Cols : (i+1)*m.Cols]
 }
+
+// RowNormalized returns a copy of x with every row divided by its sum,
+// clamped below at 1 as PyG's NormalizeFeatures does (rows of 0/1 or count
+// features then sum to 1; rows summing to less than 1 are left as they
+// are). The sum is taken in float64 in column order.
+func RowNormalized(x *Matrix) *Matrix {
+	y := New(x.Rows, x.Cols)
+	for i := range x.Rows {
+		var s float64
+		for _, v := range x.Row(i) {
+			s += float64(v)
+		}
+		inv := RowScale(s)
+		row := y.Row(i)
+		for j, v := range x.Row(i) {
+			row[j] = float32(float64(v) * inv)
+		}
+	}
+	return y
+}
+
+// RowScale is the factor RowNormalized multiplies a row summing to s by.
+func RowScale(s float64) float64 { return 1 / max(s, 1) }

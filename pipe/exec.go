@@ -69,8 +69,12 @@ type Config struct {
 // feature rows of the rank's part.
 type Data struct {
 	Plan   *Plan
-	Feat   *dense.Matrix // part-local rows of the rank's part (Plan.Members order)
+	Feat   *dense.Matrix // part-local rows of the rank's part (Plan.Members order); only read
 	Labels []int32       // every vertex
+	// RowNormalize scales every feature row to sum 1 (dense.RowNormalized)
+	// on the trainer's own copy: sparse features are normalised in place
+	// of their nonzeros, and the trainer then keeps no dense copy at all.
+	RowNormalize bool
 	// Train, Val and Test mark every vertex's split.
 	Train, Val, Test []bool
 }
@@ -171,8 +175,15 @@ func New(c collective.Comm, cfg Config, d Data) (*Trainer, error) {
 		return nil, err
 	}
 
-	if t.hasIn && density(d.Feat) < sparseDensity {
+	switch {
+	case t.hasIn && density(d.Feat) < sparseDensity:
 		t.xs = toSparse(d.Feat)
+		if d.RowNormalize {
+			t.xs.normalizeRows()
+		}
+		t.d.Feat = nil // every read goes to t.xs
+	case t.hasIn && d.RowNormalize:
+		t.d.Feat = dense.RowNormalized(d.Feat)
 	}
 	if t.hasIn {
 		t.in = model.NewLinear(mc.In, mc.Hidden, rng.New(cfg.Seed, streamWeights, 0), cfg.BLAS)
@@ -430,7 +441,7 @@ func gather(src *dense.Matrix, ids []int32) *dense.Matrix {
 // input computes the input layer on block b's destinations:
 // H⁰ = ReLU(dropout(X)·W_in + b_in).
 func (t *Trainer) input(ps *pass, b *Block, lin *model.Linear, fl *flight) *dense.Matrix {
-	whole := !ps.train && len(b.Dst) == t.d.Feat.Rows && identity(b.Dst) // the part in order: no copy
+	whole := !ps.train && len(b.Dst) == len(t.d.Plan.Members[t.k]) && identity(b.Dst) // the part in order: no copy
 	var h *dense.Matrix
 	if t.xs != nil {
 		x := t.xs

@@ -3,6 +3,7 @@ package pipe
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"testing"
@@ -307,6 +308,48 @@ func TestLayers(t *testing.T) {
 
 // The sparse input layer (bag-of-words features) computes what the dense
 // one does: the same dropout mask, the same products up to sum order.
+// Normalising the sparse rows gives bitwise the sparse form of the
+// normalised dense rows, so RowNormalize needs no dense copy; the input
+// rows themselves are left untouched.
+func TestSparseRowNormalize(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	x := dense.New(50, 40)
+	for i := range x.Data {
+		if r.IntN(10) == 0 {
+			x.Data[i] = float32(r.IntN(5)) // counts: sums below, at and above 1
+		}
+	}
+	orig := slices.Clone(x.Data)
+	want := toSparse(dense.RowNormalized(x))
+	got := toSparse(x)
+	got.normalizeRows()
+	require.Equal(t, want, got)
+	require.Equal(t, orig, x.Data)
+
+	// A trainer with sparse features keeps no dense rows.
+	defer func(d float64) { sparseDensity = d }(sparseDensity)
+	sparseDensity = 2
+	plan := testPlan(t, 1, 2)
+	g := sbm()
+	err := inproc.Run(1, inproc.Options{Timeout: time.Minute}, func(c collective.Comm) error {
+		feat := dense.New(len(plan.Members[0]), g.Feat.Cols)
+		for i, v := range plan.Members[0] {
+			copy(feat.Row(i), g.Feat.Row(int(v)))
+		}
+		train := make([]bool, g.NumNodes)
+		train[0] = true
+		tr, err := New(c, testConfig(model.ConvGCNII, Layout{1, 1}), Data{Plan: plan, Feat: feat, RowNormalize: true,
+			Labels: g.Labels, Train: train, Val: train, Test: train})
+		if err != nil {
+			return err
+		}
+		require.Nil(t, tr.d.Feat)
+		require.NotNil(t, tr.xs)
+		return nil
+	})
+	require.NoError(t, err)
+}
+
 func TestSparseInputLayer(t *testing.T) {
 	defer func(d float64) { sparseDensity = d }(sparseDensity)
 	for _, kind := range []string{model.ConvGCNII, model.ConvGCN} {

@@ -51,6 +51,23 @@ func toSparse(m *dense.Matrix) *sparseRows {
 	return s
 }
 
+// normalizeRows divides every row by its sum as dense.RowNormalized does
+// (the same float64 sum in column order, zeros adding nothing), so the
+// result is bitwise that of normalising the dense rows first.
+func (s *sparseRows) normalizeRows() {
+	for i := range s.rows() {
+		lo, hi := s.ptr[i], s.ptr[i+1]
+		var sum float64
+		for _, v := range s.val[lo:hi] {
+			sum += float64(v)
+		}
+		inv := dense.RowScale(sum)
+		for e := lo; e < hi; e++ {
+			s.val[e] = float32(float64(s.val[e]) * inv)
+		}
+	}
+}
+
 // gatherSparse returns rows ids of s as a new matrix.
 func gatherSparse(s *sparseRows, ids []int32) *sparseRows {
 	out := &sparseRows{ptr: make([]int64, len(ids)+1), cols: s.cols}

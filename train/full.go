@@ -168,12 +168,8 @@ func RunFull(c collective.Comm, d *Data, cfg FullConfig, h Hooks) (*FullResult, 
 	pc := cfg.Pipe
 	pc.Layout = lay
 	pc.Model.In, pc.Model.Out = d.Feat.Cols, d.NumClasses
-	feat := d.Feat
-	if cfg.FeatureNorm == "row" {
-		feat = rowNormalized(d.Feat)
-	}
 	n := d.NumNodes()
-	tr, err := pipe.New(c, pc, pipe.Data{Plan: plan, Feat: feat, Labels: d.Labels,
+	tr, err := pipe.New(c, pc, pipe.Data{Plan: plan, Feat: d.Feat, RowNormalize: cfg.FeatureNorm == "row", Labels: d.Labels,
 		Train: mask(n, d.Split.Train), Val: mask(n, d.Split.Valid), Test: mask(n, d.Split.Test)})
 	if err != nil {
 		return nil, err

@@ -63,7 +63,7 @@ func FetchSweep(c collective.Comm, d *Data, cfg Config, epochs int, policies []s
 	}
 	feat := d.Feat
 	if cfg.FeatureNorm == "row" {
-		feat = rowNormalized(d.Feat)
+		feat = dense.RowNormalized(d.Feat)
 	}
 	t, err := newTrainer(c, d, cfg)
 	if err != nil {

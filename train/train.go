@@ -181,7 +181,7 @@ func newTrainer(c collective.Comm, d *Data, cfg Config) (*trainer, error) {
 	d = &dd
 	feat := d.Feat
 	if cfg.FeatureNorm == "row" {
-		feat = rowNormalized(d.Feat) // a copy: d.Feat may be read-only mapped memory
+		feat = dense.RowNormalized(d.Feat) // a copy: d.Feat may be read-only mapped memory
 	}
 	d.Feat = nil
 	t := &trainer{c: c, d: d, cfg: cfg, m: m}
@@ -243,25 +243,6 @@ func newTrainer(c collective.Comm, d *Data, cfg Config) (*trainer, error) {
 	t.trainMask, t.valMask, t.testMask = mask(n, d.Split.Train), mask(n, d.Split.Valid), mask(n, d.Split.Test)
 	t.fingerprint = t.makeFingerprint()
 	return t, nil
-}
-
-// rowNormalized returns a copy of x with every row divided by its sum,
-// clamped below at 1 as PyG's NormalizeFeatures does (rows of 0/1 or count
-// features then sum to 1; rows summing to less than 1 are left as they are).
-func rowNormalized(x *dense.Matrix) *dense.Matrix {
-	y := dense.New(x.Rows, x.Cols)
-	for i := range x.Rows {
-		var s float64
-		for _, v := range x.Row(i) {
-			s += float64(v)
-		}
-		inv := 1 / max(s, 1)
-		row := y.Row(i)
-		for j, v := range x.Row(i) {
-			row[j] = float32(float64(v) * inv)
-		}
-	}
-	return y
 }
 
 func mask(n int64, ids []int64) []bool {
