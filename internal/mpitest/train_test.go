@@ -107,18 +107,24 @@ func TestTrainKilledAndResumed(t *testing.T) {
 	cmd := exec.CommandContext(ctx, "mpirun", append([]string{"-np", fmt.Sprint(np), "--oversubscribe", bin}, append(ckargs, "--metrics", filepath.Join(dir, "killed.jsonl"))...)...)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Open MPI 4 puts every rank in a process group of its own: kill the
+	// whole session (mpirun and every rank) by process id.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	require.NoError(t, cmd.Start())
 	killedAt := 0
 	for killedAt == 0 {
 		time.Sleep(10 * time.Millisecond)
 		if e := checkpointEpoch(filepath.Join(ckdir, "checkpoint.bin")); e >= 5 {
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			killSession(t, cmd.Process.Pid)
 			killedAt = e
 		}
 	}
 	_ = cmd.Wait()
 	require.Less(t, killedAt, epochs, "the run must be killed before it ends")
+	for deadline := time.Now().Add(10 * time.Second); len(sessionProcs(cmd.Process.Pid)) > 0; {
+		require.True(t, time.Now().Before(deadline), "the killed ranks are still running")
+		time.Sleep(10 * time.Millisecond)
+	}
 
 	resumed := filepath.Join(dir, "resumed.jsonl")
 	r = mpirun(t, 5*time.Minute, np, bin, append(ckargs, "--resume", "--metrics", resumed)...)
