@@ -516,7 +516,12 @@ func pipeChart(rows []map[string]string, out string) error {
 				sel = append(sel, r)
 			}
 		}
-		sort.SliceStable(sel, func(a, b int) bool { return num(sel[a], "np") < num(sel[b], "np") })
+		sort.SliceStable(sel, func(a, b int) bool {
+			if num(sel[a], "np") != num(sel[b], "np") {
+				return num(sel[a], "np") < num(sel[b], "np")
+			}
+			return num(sel[a], "epochs") < num(sel[b], "epochs")
+		})
 		names := make([]string, len(sel))
 		model := make(plotter.XYs, len(sel))
 		acc := make(plotter.Values, len(sel))
@@ -526,6 +531,7 @@ func pipeChart(rows []map[string]string, out string) error {
 			if r["mode"] == "hybrid" {
 				names[k] += " " + r["pipelines"] + "x" + r["stages"]
 			}
+			names[k] += " " + r["epochs"] + "ep"
 			for _, c := range []string{"act_model", "grad_model", "halo_model", "allreduce_model"} {
 				model[k].Y += num(r, c) / (1 << 20)
 			}
@@ -560,6 +566,7 @@ func pipeChart(rows []map[string]string, out string) error {
 			p.X.Min, p.X.Max = -0.7, float64(len(names))-0.3
 			row = append(row, p)
 		}
+		rotate(row)
 		plots[i] = row
 	}
 	canvases := plot.Align(plots, tiles, dc)
@@ -569,4 +576,12 @@ func pipeChart(rows []map[string]string, out string) error {
 		}
 	}
 	return save(img, out)
+}
+
+// rotate slants the category labels of ps so long names do not overlap.
+func rotate(ps []*plot.Plot) {
+	for _, p := range ps {
+		p.X.Tick.Label.Rotation = 0.6
+		p.X.Tick.Label.XAlign, p.X.Tick.Label.YAlign = draw.XRight, draw.YCenter
+	}
 }
