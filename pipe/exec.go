@@ -522,7 +522,7 @@ func (t *Trainer) forward(ps *pass, mb int, fl *flight) (float64, int64, error) 
 		case model.ConvGCNII:
 			aux = fl.h0
 		}
-		u = cv.Forward(b.A, x, aux)
+		u = cv.Forward(b.Conv, x, aux)
 	}
 	fl.y = u
 	if !t.last || !ps.train {
