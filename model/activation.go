@@ -38,6 +38,53 @@ func (r *ReLU) Backward(dy *dense.Matrix) *dense.Matrix {
 	return dx
 }
 
+// reluMask is a ReLU applied in place that keeps, for Backward, one bit per
+// element (x > 0) instead of its output, so that the output can be freed as
+// soon as its reader is done with it (a deep stack's next layer).
+type reluMask struct {
+	rows, cols int
+	bits       []uint64
+}
+
+// forward sets x = max(x, 0) in place (0 for NaN and −0, as ReLU does),
+// records where x > 0 and returns x.
+func (r *reluMask) forward(x *dense.Matrix) *dense.Matrix {
+	r.rows, r.cols = x.Rows, x.Cols
+	words := (len(x.Data) + 63) / 64
+	if cap(r.bits) < words {
+		r.bits = make([]uint64, words)
+	}
+	r.bits = r.bits[:words]
+	clear(r.bits)
+	for i, v := range x.Data {
+		if v > 0 {
+			r.bits[i>>6] |= 1 << (i & 63)
+		} else {
+			x.Data[i] = 0
+		}
+	}
+	return x
+}
+
+// backward returns dL/dx = dy where x > 0 and 0 elsewhere, as a new matrix.
+// It will panic if no forward preceded it or dy does not match it.
+func (r *reluMask) backward(dy *dense.Matrix) *dense.Matrix {
+	if r.bits == nil {
+		panic("model: Backward before Forward")
+	}
+	checkGrad(dy, r.rows, r.cols)
+	dx := dense.New(dy.Rows, dy.Cols)
+	for i, v := range dy.Data {
+		if r.bits[i>>6]&(1<<(i&63)) != 0 {
+			dx.Data[i] = v
+		}
+	}
+	return dx
+}
+
+// positive reports whether element i of the last forward's input was > 0.
+func (r *reluMask) positive(i int) bool { return r.bits[i>>6]&(1<<(i&63)) != 0 }
+
 // ELU is the exponential linear unit with α = 1: y = x for x > 0 and
 // eˣ − 1 otherwise. The GAT paper uses it between layers.
 type ELU struct {

@@ -179,23 +179,32 @@ func (l *Linear) OutDim() int { return l.fout }
 // activation included. Implementations are returned by NewConv; they are
 // not safe for concurrent use, and neither are copies from Shared with one
 // another, since they add into the same gradients.
+//
+// A Conv keeps, from Forward to Backward, only what depends on its input:
+// everything derived from the block alone (float32 values, transposes)
+// lives in the Block and is shared by every layer on it, and Backward's
+// scratch is freed when it returns.
 type Conv interface {
-	// Forward computes the layer on block a, an NDst×NSrc CSR whose first
-	// NDst sources are the destinations. For gcn, resgcn and gcnii it must
-	// carry Values (GCNNorm with full-graph degrees, self-loops included);
-	// sage ignores Values (mean aggregator). x is NSrc×w, the layer input
-	// already dropped out by the caller (resgcn normalises its rows
-	// itself). aux is NDst×w: for resgcn the destinations' input rows
-	// before dropout (the residual), for gcnii the destinations' rows of
-	// H⁰ (the initial residual); gcn and sage take nil (aux is ignored).
-	// It returns a new NDst×w matrix, which for gcn, sage and gcnii is
-	// also the activation's cache: do not modify it until Backward
-	// returns.
-	// Forward caches what Backward needs; a, x and aux must not change
-	// until Backward returns, and a later Forward replaces the cache.
+	// Forward computes the layer on block b, whose CSR is NDst×NSrc with
+	// the destinations as its first NDst sources. For gcn, resgcn and
+	// gcnii it must carry Values (GCNNorm with full-graph degrees,
+	// self-loops included); sage ignores Values (mean aggregator). x is
+	// NSrc×w, the layer input already dropped out by the caller (resgcn
+	// normalises its rows itself). aux is NDst×w: for resgcn the
+	// destinations' input rows before dropout (the residual), for gcnii
+	// the destinations' rows of H⁰ (the initial residual); gcn and sage
+	// take nil (aux is ignored). It returns a new NDst×w matrix, which the
+	// Conv does not keep.
+	// Forward caches what Backward needs: per layer one NDst×w matrix and
+	// a ReLU mask of one bit per output for gcn and gcnii, two matrices
+	// for sage, x̂ (NSrc×w) and an NDst×w matrix for resgcn. It keeps
+	// neither x nor aux, which the caller may reuse once it returns (the
+	// layers aggregate before they multiply: their widths in and out are
+	// equal and NDst ≤ NSrc). b and the Params must not change until
+	// Backward returns, and a later Forward replaces the cache.
 	// It will panic if the shapes do not conform, a needed aux is nil or
 	// a gcn, resgcn or gcnii block has no Values.
-	Forward(a *sparse.CSR, x, aux *dense.Matrix) *dense.Matrix
+	Forward(b *Block, x, aux *dense.Matrix) *dense.Matrix
 	// Backward takes dL/dout (NDst×w), adds the parameter gradients into
 	// Param.G and returns dL/dx (NSrc×w, new) and dL/daux (NDst×w, new;
 	// nil when UsesAux is false). It will panic if no Forward preceded it
@@ -255,7 +264,9 @@ func NewConv(cfg DeepConfig, l int, rng *rand.Rand, impl blas.Float32Level3) Con
 		}
 		return c
 	case ConvSAGE:
-		return &sageConv{s: NewSAGE(w, w, false, rng, impl)}
+		s := NewSAGE(w, w, false, rng, impl)
+		s.dstOnly = true
+		return &sageConv{s: s}
 	case ConvGCNII:
 		if cfg.gcniiErr() != nil {
 			panic("model: invalid gcnii alpha or lambda")
@@ -288,16 +299,15 @@ func checkAux(a *sparse.CSR, aux *dense.Matrix, w int) {
 // gcnConv is the gcn Conv: a GCN layer followed by ReLU.
 type gcnConv struct {
 	g    *GCN
-	relu ReLU
+	relu reluMask
 }
 
-func (c *gcnConv) Forward(a *sparse.CSR, x, _ *dense.Matrix) *dense.Matrix {
-	checkBlock(a, x, c.g.fin)
-	return c.relu.Forward(c.g.Forward(a, x, false, nil))
+func (c *gcnConv) Forward(b *Block, x, _ *dense.Matrix) *dense.Matrix {
+	return c.relu.forward(c.g.forward(b, x))
 }
 
 func (c *gcnConv) Backward(dy *dense.Matrix) (dx, daux *dense.Matrix) {
-	return c.g.Backward(c.relu.Backward(dy), true), nil
+	return c.g.Backward(c.relu.backward(dy), true), nil
 }
 
 func (c *gcnConv) Params() []*Param { return c.g.Params() }
@@ -316,21 +326,25 @@ const lnEps = 1e-5
 //
 // for every source row j (μ_j, σ²_j the mean and biased variance of x_j's w
 // entries). The rows are independent, so the LayerNorm splits across
-// goroutines without changing any result.
+// goroutines without changing any result. Forward keeps x̂ and r; z is the
+// GCN's input only (aggregate first keeps Â·z instead), and Backward
+// recomputes where z > 0 from x̂, γ and β.
 type resConv struct {
 	g          *GCN
 	gain, bias *Param // γ ("ln_g") and β ("ln_b"), 1×w
 	width      int
 
 	ns   int
-	xhat []float32     // NSrc×w: x̂
-	rstd []float32     // NSrc: r_j
-	z    *dense.Matrix // NSrc×w: ReLU(γ⊙x̂ + β), the GCN's input
-	dpre []float32     // NSrc×w scratch: dL/d(γ⊙x̂ + β)
+	xhat []float32 // NSrc×w: x̂
+	rstd []float32 // NSrc: r_j
 }
 
-func (c *resConv) Forward(a *sparse.CSR, x, aux *dense.Matrix) *dense.Matrix {
+// lnPre returns γ_k·x̂ + β_k, the input of the LayerNorm's ReLU.
+func lnPre(gain, bias float32, xh float32) float32 { return gain*xh + bias }
+
+func (c *resConv) Forward(b *Block, x, aux *dense.Matrix) *dense.Matrix {
 	w := c.width
+	a := b.CSR()
 	checkBlock(a, x, w)
 	if a.Values == nil {
 		panic("model: GCN block has no Values (see GCNNorm)")
@@ -340,7 +354,7 @@ func (c *resConv) Forward(a *sparse.CSR, x, aux *dense.Matrix) *dense.Matrix {
 	c.ns = ns
 	c.xhat = grow(c.xhat, ns*w)
 	c.rstd = grow(c.rstd, ns)
-	c.z = dense.New(ns, w)
+	z := dense.New(ns, w)
 	gain, bias := c.gain.W, c.bias.W
 	parallel(ns, 1, int64(ns)*int64(w), func(lo, hi int) {
 		for j := lo; j < hi; j++ {
@@ -357,52 +371,51 @@ func (c *resConv) Forward(a *sparse.CSR, x, aux *dense.Matrix) *dense.Matrix {
 			}
 			r := 1 / math.Sqrt(vr/float64(w)+lnEps)
 			c.rstd[j] = float32(r)
-			xh, z := c.xhat[j*w:(j+1)*w], c.z.Data[j*w:(j+1)*w]
+			xh, z := c.xhat[j*w:(j+1)*w], z.Data[j*w:(j+1)*w]
 			for k, v := range row {
 				h := float32((float64(v) - mean) * r)
 				xh[k] = h
-				if p := gain[k]*h + bias[k]; p > 0 {
+				if p := lnPre(gain[k], bias[k], h); p > 0 {
 					z[k] = p
 				}
 			}
 		}
 	})
-	out := c.g.Forward(a, c.z, false, nil)
+	out := c.g.forward(b, z)
 	axpy(1, aux.Data, out.Data)
 	return out
 }
 
 func (c *resConv) Backward(dy *dense.Matrix) (dx, daux *dense.Matrix) {
-	if c.z == nil {
+	if c.g.blk == nil {
 		panic("model: Backward before Forward")
 	}
 	w, ns := c.width, c.ns
-	checkGrad(dy, int(c.g.a.NRows), w)
-	dz := c.g.Backward(dy, true)
-	// Through the ReLU, then γ and β (sums over the rows in row order).
-	c.dpre = grow(c.dpre, ns*w)
-	for i, v := range c.z.Data {
-		if v > 0 {
-			c.dpre[i] = dz.Data[i]
-		} else {
-			c.dpre[i] = 0
+	checkGrad(dy, int(c.g.blk.CSR().NRows), w)
+	// dz, then in place dL/d(γ⊙x̂ + β) through the ReLU, then dL/dx.
+	dx = c.g.Backward(dy, true)
+	dpre := dx.Data
+	gain, bias := c.gain.W, c.bias.W
+	for i, h := range c.xhat {
+		if k := i % w; !(lnPre(gain[k], bias[k], h) > 0) {
+			dpre[i] = 0
 		}
 	}
+	// γ and β: sums over the rows in row order.
 	gg, bg := c.gain.G, c.bias.G
 	for j := range ns {
-		dp, xh := c.dpre[j*w:(j+1)*w], c.xhat[j*w:(j+1)*w]
+		dp, xh := dpre[j*w:(j+1)*w], c.xhat[j*w:(j+1)*w]
 		for k, v := range dp {
 			gg[k] += v * xh[k]
 			bg[k] += v
 		}
 	}
 	// Through the normalisation: with g = γ⊙dpre_j,
-	// dx_j = r_j·(g − mean(g) − x̂_j·mean(g⊙x̂_j)).
-	dx = dense.New(ns, w)
-	gain := c.gain.W
+	// dx_j = r_j·(g − mean(g) − x̂_j·mean(g⊙x̂_j)), row j in place of dpre_j
+	// (each entry is read before it is written).
 	parallel(ns, 1, int64(ns)*int64(w), func(lo, hi int) {
 		for j := lo; j < hi; j++ {
-			dp, xh, out := c.dpre[j*w:(j+1)*w], c.xhat[j*w:(j+1)*w], dx.Data[j*w:(j+1)*w]
+			dp, xh := dpre[j*w:(j+1)*w], c.xhat[j*w:(j+1)*w]
 			var sg, sgx float64
 			for k, v := range dp {
 				g := float64(gain[k] * v)
@@ -414,7 +427,7 @@ func (c *resConv) Backward(dy *dense.Matrix) (dx, daux *dense.Matrix) {
 			r := float64(c.rstd[j])
 			for k, v := range dp {
 				g := float64(gain[k] * v)
-				out[k] = float32(r * (g - sg - float64(xh[k])*sgx))
+				dp[k] = float32(r * (g - sg - float64(xh[k])*sgx))
 			}
 		}
 	})
@@ -434,15 +447,15 @@ func (c *resConv) Shared() Conv {
 // normalisation) followed by ReLU.
 type sageConv struct {
 	s    *SAGE
-	relu ReLU
+	relu reluMask
 }
 
-func (c *sageConv) Forward(a *sparse.CSR, x, _ *dense.Matrix) *dense.Matrix {
-	return c.relu.Forward(c.s.Forward(a, x, false, nil))
+func (c *sageConv) Forward(b *Block, x, _ *dense.Matrix) *dense.Matrix {
+	return c.relu.forward(c.s.forward(b, x))
 }
 
 func (c *sageConv) Backward(dy *dense.Matrix) (dx, daux *dense.Matrix) {
-	return c.s.Backward(c.relu.Backward(dy), true), nil
+	return c.s.Backward(c.relu.backward(dy), true), nil
 }
 
 func (c *sageConv) Params() []*Param { return c.s.Params() }
@@ -455,61 +468,59 @@ func (c *sageConv) Shared() Conv { return &sageConv{s: c.s.shared()} }
 //
 //	S = (1−α)·Â·x + α·aux,  out = ReLU((1−β)·S + β·S·W).
 //
-// The factor 1−α is folded into the cached float32 values of Â, so that
-// dL/dx = ((1−α)·Â)ᵀ·dL/dS uses the same weights.
+// The factor 1−α is folded into the block's float32 values, so that
+// dL/dx = ((1−α)·Â)ᵀ·dL/dS uses the same weights; every layer of a stack
+// shares them (α is the same for all) and their transpose. Forward keeps S
+// and the ReLU's mask.
 type gcniiConv struct {
 	w           *Param
 	width       int
 	alpha, beta float64
 	impl        blas.Float32Level3
 
-	a    *sparse.CSR
-	val  []float32 // nnz: (1−α)·Â's values
-	s    []float32 // NDst×w: S
-	ds   []float32 // NDst×w scratch: dL/dS
-	relu ReLU
-	at   transposed
+	blk  *Block
+	wt   *weighting // (1−α)·Â's values
+	s    []float32  // NDst×w: S
+	relu reluMask
 }
 
-func (c *gcniiConv) Forward(a *sparse.CSR, x, aux *dense.Matrix) *dense.Matrix {
+func (c *gcniiConv) Forward(b *Block, x, aux *dense.Matrix) *dense.Matrix {
 	w := c.width
+	a := b.CSR()
 	checkBlock(a, x, w)
 	if a.Values == nil {
 		panic("model: GCNII block has no Values (see GCNNorm)")
 	}
 	checkAux(a, aux, w)
 	nd := int(a.NRows)
-	c.val = grow(c.val, int(a.NNZ()))
-	for e, v := range a.Values {
-		c.val[e] = float32((1 - c.alpha) * v)
-	}
+	c.wt = b.scaledValues(1 - c.alpha)
 	c.s = grow(c.s, nd*w)
-	spmm(c.s, a, c.val, nil, x.Data, w)
+	spmm(c.s, a, c.wt.val, nil, x.Data, w)
 	axpy(float32(c.alpha), aux.Data, c.s)
 	pre := dense.New(nd, w)
 	copy(pre.Data, c.s)
 	gemm(c.impl, blas.NoTrans, blas.NoTrans, nd, w, w, float32(c.beta), c.s, c.w.W, float32(1-c.beta), pre.Data)
-	c.a = a
-	return c.relu.Forward(pre)
+	c.blk = b
+	return c.relu.forward(pre)
 }
 
 func (c *gcniiConv) Backward(dy *dense.Matrix) (dx, daux *dense.Matrix) {
-	if c.a == nil {
+	if c.blk == nil {
 		panic("model: Backward before Forward")
 	}
-	w, nd, ns := c.width, int(c.a.NRows), int(c.a.NCols)
+	a := c.blk.CSR()
+	w, nd, ns := c.width, int(a.NRows), int(a.NCols)
 	checkGrad(dy, nd, w)
-	dpre := c.relu.Backward(dy)
+	dpre := c.relu.backward(dy)
 	// pre = (1−β)·S + β·S·W: dW = β·Sᵀ·dpre, dS = (1−β)·dpre + β·dpre·Wᵀ.
 	gemm(c.impl, blas.Trans, blas.NoTrans, w, w, nd, float32(c.beta), c.s, dpre.Data, 1, c.w.G)
-	c.ds = grow(c.ds, nd*w)
-	copy(c.ds, dpre.Data)
-	gemm(c.impl, blas.NoTrans, blas.Trans, nd, w, w, float32(c.beta), dpre.Data, c.w.W, float32(1-c.beta), c.ds)
+	ds := make([]float32, nd*w)
+	copy(ds, dpre.Data)
+	gemm(c.impl, blas.NoTrans, blas.Trans, nd, w, w, float32(c.beta), dpre.Data, c.w.W, float32(1-c.beta), ds)
 	daux = dense.New(nd, w)
-	axpy(float32(c.alpha), c.ds, daux.Data)
+	axpy(float32(c.alpha), ds, daux.Data)
 	dx = dense.New(ns, w)
-	c.at.build(c.a, c.val, nil)
-	c.at.mulAdd(dx.Data, c.ds, w)
+	c.blk.transpose(c.wt).mulAdd(dx.Data, ds, w)
 	return dx, daux
 }
 

@@ -76,20 +76,33 @@ func copyGrads(ps []*Param) [][]float32 {
 	return g
 }
 
-// reluOut returns the output of c's ReLU in its last Forward (for resgcn
-// the ReLU after the LayerNorm, NSrc rows).
-func reluOut(c Conv) *dense.Matrix {
+// reluPositive reports, for every element, whether the input of c's ReLU
+// in its last Forward was positive (for resgcn the ReLU after the
+// LayerNorm, NSrc rows).
+func reluPositive(c Conv) []bool {
+	var m *reluMask
 	switch c := c.(type) {
 	case *gcnConv:
-		return c.relu.y
+		m = &c.relu
 	case *resConv:
-		return c.z
+		pos := make([]bool, len(c.xhat))
+		for i, h := range c.xhat {
+			k := i % c.width
+			pos[i] = lnPre(c.gain.W[k], c.bias.W[k], h) > 0
+		}
+		return pos
 	case *sageConv:
-		return c.relu.y
+		m = &c.relu
 	case *gcniiConv:
-		return c.relu.y
+		m = &c.relu
+	default:
+		panic("unknown conv")
 	}
-	panic("unknown conv")
+	pos := make([]bool, m.rows*m.cols)
+	for i := range pos {
+		pos[i] = m.positive(i)
+	}
+	return pos
 }
 
 // TestConvGradients checks dL/dW for every Param (resgcn's LayerNorm gain
@@ -111,17 +124,17 @@ func TestConvGradients(t *testing.T) {
 				randomizeBiases(rnd, conv.Params())
 				aux := convAux(rnd, conv, tnd, w)
 				r := randMatrix(rnd, tnd, w)
-				f := func() float64 { return weightedSum(conv.Forward(a, x, aux), r) }
+				blk := NewBlock(a)
+				f := func() float64 { return weightedSum(conv.Forward(blk, x, aux), r) }
 
 				zeroGrads(conv.Params())
-				out := conv.Forward(a, x, aux)
+				out := conv.Forward(blk, x, aux)
 				require.Equal(t, tnd, out.Rows)
 				require.Equal(t, w, out.Cols)
 				// Both sides of the ReLU are exercised.
-				y := reluOut(conv)
 				var zeros, pos int
-				for _, v := range y.Data {
-					if v > 0 {
+				for _, p := range reluPositive(conv) {
+					if p {
 						pos++
 					} else {
 						zeros++
@@ -143,7 +156,7 @@ func TestConvGradients(t *testing.T) {
 				want := copyGrads(conv.Params())
 
 				// Backward accumulates: a second pass doubles G.
-				conv.Forward(a, x, aux)
+				conv.Forward(blk, x, aux)
 				conv.Backward(r)
 				for i, p := range conv.Params() {
 					twice := make([]float32, len(want[i]))
@@ -237,6 +250,7 @@ func (s *deepStack) params() []*Param {
 // (NDst = NSrc), drawing dropout masks from rng. It sets s.margin to the
 // smallest |input| of any ReLU.
 func (s *deepStack) forward(a *sparse.CSR, x *dense.Matrix, rng *rand.Rand) *dense.Matrix {
+	blk := NewBlock(a)
 	pre := s.in.Forward(s.drops[0].Forward(x, true, rng))
 	s.margin = minAbs(pre)
 	h := s.act.Forward(pre)
@@ -250,7 +264,7 @@ func (s *deepStack) forward(a *sparse.CSR, x *dense.Matrix, rng *rand.Rand) *den
 			aux = h0
 		}
 		xd := s.drops[l+1].Forward(h, true, rng)
-		h = c.Forward(a, xd, aux)
+		h = c.Forward(blk, xd, aux)
 		s.margin = math.Min(s.margin, minAbs(convPre(c, a, xd)))
 	}
 	return s.out.Forward(s.drops[len(s.drops)-1].Forward(h, true, rng))
@@ -266,13 +280,13 @@ func convPre(c Conv, a *sparse.CSR, x *dense.Matrix) *dense.Matrix {
 		pre := dense.New(x.Rows, c.width)
 		for i, h := range c.xhat {
 			k := i % c.width
-			pre.Data[i] = c.gain.W[k]*h + c.bias.W[k]
+			pre.Data[i] = lnPre(c.gain.W[k], c.bias.W[k], h)
 		}
 		return pre
 	case *sageConv:
 		return c.s.shared().Forward(a, x, false, nil)
 	case *gcniiConv:
-		nd, w := int(c.a.NRows), c.width
+		nd, w := int(c.blk.CSR().NRows), c.width
 		pre := dense.New(nd, w)
 		copy(pre.Data, c.s)
 		gemm(c.impl, blas.NoTrans, blas.NoTrans, nd, w, w, float32(c.beta), c.s, c.w.W, float32(1-c.beta), pre.Data)
@@ -462,7 +476,7 @@ func TestConvShared(t *testing.T) {
 				sum := make([][]float32, len(conv.Params()))
 				for _, c := range in {
 					zeroGrads(conv.Params())
-					outs = append(outs, conv.Forward(c.a, c.x, c.aux))
+					outs = append(outs, conv.Forward(NewBlock(c.a), c.x, c.aux))
 					dx, daux := conv.Backward(c.dy)
 					dxs, dauxs = append(dxs, dx), append(dauxs, daux)
 					for i, p := range conv.Params() {
@@ -482,7 +496,7 @@ func TestConvShared(t *testing.T) {
 					assert.Same(t, conv.Params()[i], cs[1].Params()[i])
 				}
 				for i, c := range cs {
-					out := c.Forward(in[i].a, in[i].x, in[i].aux)
+					out := c.Forward(NewBlock(in[i].a), in[i].x, in[i].aux)
 					assert.Equal(t, outs[i].Data, out.Data, "out %d", i)
 				}
 				for i := len(cs) - 1; i >= 0; i-- {
@@ -558,7 +572,7 @@ func TestGCNIIForward(t *testing.T) {
 				copy(c.Params()[0].W, wt)
 				beta := math.Log(0.5/float64(l) + 1)
 				require.InDelta(t, beta, c.(*gcniiConv).beta, 1e-15)
-				out := c.Forward(a, x, aux)
+				out := c.Forward(NewBlock(a), x, aux)
 				// S row 0 = (1−α)·(0.5·(1, 2) + 0.25·(−4, 8)) + α·(2, −2)
 				//         = (1−α)·(−0.5, 3) + α·(2, −2);
 				// S·W row 0 = (s0, 2·s0 − s1).
@@ -584,7 +598,8 @@ func TestGCNIIForward(t *testing.T) {
 	c8 := NewConv(DeepConfig{Kind: ConvGCNII, Hidden: 2, Layers: 8, Lambda: 0.5}, 8, testRNG(0), nil)
 	copy(c1.Params()[0].W, wt)
 	copy(c8.Params()[0].W, wt)
-	o1, o8 := c1.Forward(a, x, aux).Row(0), c8.Forward(a, x, aux).Row(0)
+	blk := NewBlock(a)
+	o1, o8 := c1.Forward(blk, x, aux).Row(0), c8.Forward(blk, x, aux).Row(0)
 	assert.InDelta(t, 3-7*math.Log(1.5), float64(o1[1]), 1e-6)
 	assert.InDelta(t, 3-7*math.Log(1.0625), float64(o8[1]), 1e-6)
 	assert.Equal(t, float32(0), o1[0])
@@ -609,7 +624,7 @@ func TestResGCNForward(t *testing.T) {
 		copy(ps[1].W, []float32{0.1, 0.2, 0.3})              // b
 		copy(ps[2].W, []float32{1, 2, 0.5})                  // γ
 		copy(ps[3].W, []float32{0.5, -0.5, 0})               // β
-		out := c.Forward(a, x, aux)
+		out := c.Forward(NewBlock(a), x, aux)
 		r0 := 1 / math.Sqrt(2.0/3+1e-5)
 		r1 := 1 / math.Sqrt(2+1e-5)
 		r2 := 1 / math.Sqrt(8.0/3+1e-5)
@@ -656,8 +671,9 @@ func TestResGCNStable(t *testing.T) {
 	}
 	cfg := DeepConfig{Kind: ConvResGCN, Hidden: w, Layers: layers}
 	h := x
+	blk := NewBlock(a)
 	for l := 1; l <= layers; l++ {
-		h = NewConv(cfg, l, rnd, nil).Forward(a, h, h)
+		h = NewConv(cfg, l, rnd, nil).Forward(blk, h, h)
 	}
 	in, out := rms(x), rms(h)
 	t.Logf("RMS: input %.3f, after %d layers %.3f", in, layers, out)
@@ -709,7 +725,7 @@ func TestConvForward(t *testing.T) {
 			assert.Equal(t, ref.Params()[i].Name, p.Name, kind)
 			assert.Equal(t, ref.Params()[i].W, p.W, "%s: same draws from rng", kind)
 		}
-		got := c.Forward(a, x, aux)
+		got := c.Forward(NewBlock(a), x, aux)
 		if kind == ConvResGCN {
 			z := dense.New(x.Rows, x.Cols)
 			for j := range x.Rows {
@@ -766,7 +782,7 @@ func TestConvGOMAXPROCS(t *testing.T) {
 				if c.UsesAux() {
 					ax = aux
 				}
-				o := c.Forward(a, x, ax)
+				o := c.Forward(NewBlock(a), x, ax)
 				d, _ := c.Backward(dy)
 				return o.Data, d.Data, copyGrads(c.Params())
 			}
@@ -790,7 +806,7 @@ func TestConvPanics(t *testing.T) {
 		assert.Panics(t, func() { NewConv(bad, 1, rnd, nil) }, kind)
 		c := NewConv(cfg, 1, rnd, nil)
 		assert.Panics(t, func() { c.Backward(dense.New(tnd, cfg.Hidden)) }, "%s: Backward before Forward", kind)
-		a := convBlock(rnd, kind, tnd, tns)
+		a := NewBlock(convBlock(rnd, kind, tnd, tns))
 		x := randMatrix(rnd, tns, cfg.Hidden)
 		aux := randMatrix(rnd, tnd, cfg.Hidden)
 		assert.Panics(t, func() { c.Forward(a, randMatrix(rnd, tns, cfg.Hidden+1), aux) }, "%s: x width", kind)
@@ -799,7 +815,7 @@ func TestConvPanics(t *testing.T) {
 			assert.Panics(t, func() { c.Forward(a, x, randMatrix(rnd, tnd+1, cfg.Hidden)) }, "%s: aux rows", kind)
 		}
 		if kind != ConvSAGE {
-			plain := randBlock(rnd, tnd, tns, tdeg)
+			plain := NewBlock(randBlock(rnd, tnd, tns, tdeg))
 			assert.Panics(t, func() { c.Forward(plain, x, aux) }, "%s: no Values", kind)
 		}
 		c.Forward(a, x, aux)

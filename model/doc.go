@@ -24,7 +24,12 @@
 // after the residual addition) and takes an aux input for
 // residuals (ResGCN's undropped input, GCNII's initial representation H⁰);
 // Shared copies of a Linear or Conv share its Params but not its cache, so
-// several graph chunks can be in flight through one layer.
+// several graph chunks can be in flight through one layer. A Conv computes
+// on a Block, a block's CSR together with what layers derive from the block
+// alone (its values as float32, scaled by GCNII's 1−α; the transpose that
+// Backward gathers through): the Block computes each once and every layer
+// and copy on it shares them, so that a layer keeps only what depends on
+// its input (see Conv.Forward).
 //
 // # Computation
 //
@@ -43,5 +48,5 @@
 // before a fresh gradient. Nothing draws from a global random source: weight
 // initialisation and dropout take a *rand.Rand, so equal seeds give
 // bit-identical results. Types in this package are not safe for concurrent
-// use.
+// use, but for Block.
 package model

@@ -33,13 +33,11 @@ type GCN struct {
 	fin, fout int
 	impl      blas.Float32Level3
 
-	a        *sparse.CSR
-	x        *dense.Matrix
+	blk      *Block
+	wt       *weighting    // the block's Values as float32
+	x        *dense.Matrix // the input, kept only when !aggFirst
 	aggFirst bool
-	val      []float32 // nnz: Â's values as float32
 	t        []float32 // NDst×fin (Â·X) when aggFirst, else NSrc×fout (X·W)
-	scr      []float32 // scratch of the other shape
-	at       transposed
 }
 
 var _ Layer = (*GCN)(nil)
@@ -73,26 +71,33 @@ func (g *GCN) OutDim() int { return g.fout }
 // do not conform.
 func (g *GCN) Forward(a *sparse.CSR, x *dense.Matrix, train bool, rng *rand.Rand) *dense.Matrix {
 	checkBlock(a, x, g.fin)
+	return g.forward(NewBlock(a), x)
+}
+
+// forward is Forward on a Block, whose float32 values and transpose it
+// shares with every other layer on the block. It keeps x only when the
+// order needs it in Backward (multiply first).
+func (g *GCN) forward(b *Block, x *dense.Matrix) *dense.Matrix {
+	a := b.CSR()
+	checkBlock(a, x, g.fin)
 	if a.Values == nil {
 		panic("model: GCN block has no Values (see GCNNorm)")
 	}
-	g.a, g.x = a, x
+	g.blk, g.x = b, nil
+	g.wt = b.scaledValues(1)
 	nd, ns, fin, fout := int64(a.NRows), int64(a.NCols), int64(g.fin), int64(g.fout)
 	nnz := a.NNZ()
-	g.val = grow(g.val, int(nnz))
-	for e, v := range a.Values {
-		g.val[e] = float32(v)
-	}
 	g.aggFirst = nnz*fin*spmmCost+nd*fin*fout <= ns*fin*fout+nnz*fout*spmmCost
 	out := dense.New(int(nd), g.fout)
 	if g.aggFirst {
 		g.t = grow(g.t, int(nd*fin))
-		spmm(g.t, a, g.val, nil, x.Data, g.fin)
+		spmm(g.t, a, g.wt.val, nil, x.Data, g.fin)
 		gemm(g.impl, blas.NoTrans, blas.NoTrans, int(nd), g.fout, g.fin, 1, g.t, g.w.W, 0, out.Data)
 	} else {
+		g.x = x
 		g.t = grow(g.t, int(ns*fout))
 		gemm(g.impl, blas.NoTrans, blas.NoTrans, int(ns), g.fout, g.fin, 1, x.Data, g.w.W, 0, g.t)
-		spmm(out.Data, a, g.val, nil, g.t, g.fout)
+		spmm(out.Data, a, g.wt.val, nil, g.t, g.fout)
 	}
 	addRowVec(out.Data, g.b.W, int(nd), g.fout)
 	return out
@@ -102,10 +107,11 @@ func (g *GCN) Forward(a *sparse.CSR, x *dense.Matrix, train bool, rng *rand.Rand
 // (NSrc×fin, new) if needInput, else nil. It will panic if dy is not
 // NDst×fout or no Forward preceded it.
 func (g *GCN) Backward(dy *dense.Matrix, needInput bool) *dense.Matrix {
-	if g.a == nil {
+	if g.blk == nil {
 		panic("model: Backward before Forward")
 	}
-	nd, ns, fin, fout := int(g.a.NRows), int(g.a.NCols), g.fin, g.fout
+	a := g.blk.CSR()
+	nd, ns, fin, fout := int(a.NRows), int(a.NCols), g.fin, g.fout
 	checkGrad(dy, nd, fout)
 	colSumAdd(g.b.G, dy.Data, nd, fout)
 	if g.aggFirst {
@@ -114,24 +120,21 @@ func (g *GCN) Backward(dy *dense.Matrix, needInput bool) *dense.Matrix {
 		if !needInput {
 			return nil
 		}
-		g.scr = grow(g.scr, nd*fin)
-		gemm(g.impl, blas.NoTrans, blas.Trans, nd, fin, fout, 1, dy.Data, g.w.W, 0, g.scr)
+		scr := make([]float32, nd*fin)
+		gemm(g.impl, blas.NoTrans, blas.Trans, nd, fin, fout, 1, dy.Data, g.w.W, 0, scr)
 		dx := dense.New(ns, fin)
-		g.at.build(g.a, g.val, nil)
-		g.at.mulAdd(dx.Data, g.scr, fin)
+		g.blk.transpose(g.wt).mulAdd(dx.Data, scr, fin)
 		return dx
 	}
 	// out = Â·Z with Z = X·W.
-	g.scr = grow(g.scr, ns*fout)
-	clear(g.scr)
-	g.at.build(g.a, g.val, nil)
-	g.at.mulAdd(g.scr, dy.Data, fout)
-	gemm(g.impl, blas.Trans, blas.NoTrans, fin, fout, ns, 1, g.x.Data, g.scr, 1, g.w.G)
+	scr := make([]float32, ns*fout)
+	g.blk.transpose(g.wt).mulAdd(scr, dy.Data, fout)
+	gemm(g.impl, blas.Trans, blas.NoTrans, fin, fout, ns, 1, g.x.Data, scr, 1, g.w.G)
 	if !needInput {
 		return nil
 	}
 	dx := dense.New(ns, fin)
-	gemm(g.impl, blas.NoTrans, blas.Trans, ns, fin, fout, 1, g.scr, g.w.W, 0, dx.Data)
+	gemm(g.impl, blas.NoTrans, blas.Trans, ns, fin, fout, 1, scr, g.w.W, 0, dx.Data)
 	return dx
 }
 

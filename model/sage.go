@@ -39,23 +39,22 @@ type SAGE struct {
 	fin, fout        int
 	impl             blas.Float32Level3
 
-	a      *sparse.CSR
-	x      *dense.Matrix
-	invDeg []float32 // NDst: 1/|N(i)|, 0 for an empty row
-	agg    []float32 // NDst×fin: neighbour means
-	h      []float32 // NDst×fout: output before normalisation (Normalize only)
-	norm   []float64 // NDst: ‖h_i‖ (Normalize only)
-	dh     []float32 // NDst×fout scratch
-	dagg   []float32 // NDst×fin scratch
-	at     transposed
+	blk  *Block
+	mean *weighting    // the block's row weights 1/|N(i)|
+	x    *dense.Matrix // the input (all of it: multiply first, or !dstOnly)
+	xd   []float32     // NDst×fin: the destinations' input rows (aggregate first with dstOnly)
+	agg  []float32     // NDst×fin: neighbour means
+	h    []float32     // NDst×fout: output before normalisation (Normalize only)
+	norm []float64     // NDst: ‖h_i‖ (Normalize only)
 
 	// order forces an order (tests): 0 chooses, 1 aggregates first, 2
 	// multiplies first.
 	order    int
 	mulFirst bool
-	xn       []float32 // NSrc×fout: X·W_neigh (multiply first)
-	aggOut   []float32 // NDst×fout: mean of xn over neighbours (multiply first)
-	dxn      []float32 // NSrc×fout scratch (multiply first)
+	// dstOnly keeps a copy of x's first NDst rows, which are all that
+	// Backward reads when aggregating first, instead of x: a deep stack's
+	// caller allocates x (NSrc rows) for one layer only.
+	dstOnly bool
 }
 
 // sparseCost is the cost of one SpMM multiply-add over rows of the given
@@ -110,6 +109,7 @@ func (s *SAGE) shared() *SAGE {
 		fout:      s.fout,
 		impl:      s.impl,
 		order:     s.order,
+		dstOnly:   s.dstOnly,
 	}
 }
 
@@ -124,15 +124,18 @@ func (s *SAGE) OutDim() int { return s.fout }
 // It will panic if the shapes do not conform.
 func (s *SAGE) Forward(a *sparse.CSR, x *dense.Matrix, train bool, rng *rand.Rand) *dense.Matrix {
 	checkBlock(a, x, s.fin)
-	s.a, s.x = a, x
+	return s.forward(NewBlock(a), x)
+}
+
+// forward is Forward on a Block, whose row weights and their transpose it
+// shares with every other layer on the block.
+func (s *SAGE) forward(b *Block, x *dense.Matrix) *dense.Matrix {
+	a := b.CSR()
+	checkBlock(a, x, s.fin)
+	s.blk, s.x = b, x
+	s.mean = b.meanWeights()
+	invDeg := s.mean.rowScale
 	nd, fin, fout := int(a.NRows), s.fin, s.fout
-	s.invDeg = grow(s.invDeg, nd)
-	for i := range nd {
-		s.invDeg[i] = 0
-		if d := a.Indptr[i+1] - a.Indptr[i]; d > 0 {
-			s.invDeg[i] = 1 / float32(d)
-		}
-	}
 	ns := int(a.NCols)
 	switch s.order {
 	case 1:
@@ -145,15 +148,20 @@ func (s *SAGE) Forward(a *sparse.CSR, x *dense.Matrix, train bool, rng *rand.Ran
 	out := dense.New(nd, fout)
 	gemm(s.impl, blas.NoTrans, blas.NoTrans, nd, fout, fin, 1, x.Data, s.wSelf.W, 0, out.Data)
 	if s.mulFirst {
-		s.xn = grow(s.xn, ns*fout)
-		gemm(s.impl, blas.NoTrans, blas.NoTrans, ns, fout, fin, 1, x.Data, s.wNeigh.W, 0, s.xn)
-		s.aggOut = grow(s.aggOut, nd*fout)
-		spmm(s.aggOut, a, nil, s.invDeg, s.xn, fout)
-		axpy(1, s.aggOut, out.Data)
+		xn := make([]float32, ns*fout)
+		gemm(s.impl, blas.NoTrans, blas.NoTrans, ns, fout, fin, 1, x.Data, s.wNeigh.W, 0, xn)
+		aggOut := make([]float32, nd*fout)
+		spmm(aggOut, a, nil, invDeg, xn, fout)
+		axpy(1, aggOut, out.Data)
 	} else {
 		s.agg = grow(s.agg, nd*fin)
-		spmm(s.agg, a, nil, s.invDeg, x.Data, fin)
+		spmm(s.agg, a, nil, invDeg, x.Data, fin)
 		gemm(s.impl, blas.NoTrans, blas.NoTrans, nd, fout, fin, 1, s.agg, s.wNeigh.W, 1, out.Data)
+		if s.dstOnly {
+			s.xd = grow(s.xd, nd*fin)
+			copy(s.xd, x.Data)
+			s.x = nil
+		}
 	}
 	addRowVec(out.Data, s.b.W, nd, fout)
 	if s.Normalize {
@@ -176,16 +184,16 @@ func (s *SAGE) Forward(a *sparse.CSR, x *dense.Matrix, train bool, rng *rand.Ran
 // returns dL/dx (NSrc×fin, new) if needInput, else nil.
 // It will panic if dy is not NDst×fout or no Forward preceded it.
 func (s *SAGE) Backward(dy *dense.Matrix, needInput bool) *dense.Matrix {
-	if s.a == nil {
+	if s.blk == nil {
 		panic("model: Backward before Forward")
 	}
-	nd, ns, fin, fout := int(s.a.NRows), int(s.a.NCols), s.fin, s.fout
+	a := s.blk.CSR()
+	nd, ns, fin, fout := int(a.NRows), int(a.NCols), s.fin, s.fout
 	checkGrad(dy, nd, fout)
 	dh := dy.Data
 	if s.Normalize {
 		// o = h/‖h‖: dL/dh = (dy − o·(o·dy))/‖h‖, or dy/eps where the norm is clamped.
-		s.dh = grow(s.dh, nd*fout)
-		dh = s.dh
+		dh = make([]float32, nd*fout)
 		for i := range nd {
 			h := s.h[i*fout : (i+1)*fout]
 			g := dy.Data[i*fout : (i+1)*fout]
@@ -201,20 +209,22 @@ func (s *SAGE) Backward(dy *dense.Matrix, needInput bool) *dense.Matrix {
 		}
 	}
 	colSumAdd(s.b.G, dh, nd, fout)
-	gemm(s.impl, blas.Trans, blas.NoTrans, fin, fout, nd, 1, s.x.Data, dh, 1, s.wSelf.G)
+	xd := s.xd
+	if s.x != nil {
+		xd = s.x.Data
+	}
+	gemm(s.impl, blas.Trans, blas.NoTrans, fin, fout, nd, 1, xd, dh, 1, s.wSelf.G)
 	if s.mulFirst {
 		// out = X_dst·W_self + M·X·W_neigh with M the row-mean matrix:
 		// dL/d(X·W_neigh) = Mᵀ·dh, dW_neigh = Xᵀ·Mᵀ·dh.
-		s.dxn = grow(s.dxn, ns*fout)
-		clear(s.dxn)
-		s.at.build(s.a, nil, s.invDeg)
-		s.at.mulAdd(s.dxn, dh, fout)
-		gemm(s.impl, blas.Trans, blas.NoTrans, fin, fout, ns, 1, s.x.Data, s.dxn, 1, s.wNeigh.G)
+		dxn := make([]float32, ns*fout)
+		s.blk.transpose(s.mean).mulAdd(dxn, dh, fout)
+		gemm(s.impl, blas.Trans, blas.NoTrans, fin, fout, ns, 1, s.x.Data, dxn, 1, s.wNeigh.G)
 		if !needInput {
 			return nil
 		}
 		dx := dense.New(ns, fin)
-		gemm(s.impl, blas.NoTrans, blas.Trans, ns, fin, fout, 1, s.dxn, s.wNeigh.W, 0, dx.Data)
+		gemm(s.impl, blas.NoTrans, blas.Trans, ns, fin, fout, 1, dxn, s.wNeigh.W, 0, dx.Data)
 		gemm(s.impl, blas.NoTrans, blas.Trans, nd, fin, fout, 1, dh, s.wSelf.W, 1, dx.Data)
 		return dx
 	}
@@ -224,9 +234,8 @@ func (s *SAGE) Backward(dy *dense.Matrix, needInput bool) *dense.Matrix {
 	}
 	dx := dense.New(ns, fin)
 	gemm(s.impl, blas.NoTrans, blas.Trans, nd, fin, fout, 1, dh, s.wSelf.W, 0, dx.Data)
-	s.dagg = grow(s.dagg, nd*fin)
-	gemm(s.impl, blas.NoTrans, blas.Trans, nd, fin, fout, 1, dh, s.wNeigh.W, 0, s.dagg)
-	s.at.build(s.a, nil, s.invDeg)
-	s.at.mulAdd(dx.Data, s.dagg, fin)
+	dagg := make([]float32, nd*fin)
+	gemm(s.impl, blas.NoTrans, blas.Trans, nd, fin, fout, 1, dh, s.wNeigh.W, 0, dagg)
+	s.blk.transpose(s.mean).mulAdd(dx.Data, dagg, fin)
 	return dx
 }

@@ -117,13 +117,23 @@ type Trainer struct {
 	sched       []Step
 	numTrain    int64
 
-	hist, histGrad, snap []*dense.Matrix // per conv layer: part rows × w
-	flights              []*flight       // per chunk
+	// hist, histGrad and snap are, per conv layer, the historical
+	// embeddings (part rows × w), their gradients and snapshot. With one
+	// chunk per part nothing is historical: every row a layer reads was
+	// written earlier in the same pass, and every gradient row is consumed
+	// in the same layer's backward. The layers then share rows and rowGrads
+	// instead, and hist, histGrad and snap stay empty.
+	hist, histGrad, snap []*dense.Matrix
+	rows, rowGrads       *dense.Matrix // one chunk per part: part rows × w each
+	flights              []*flight     // per chunk
 	flat                 []float32
+	xbuf                 []float32 // the conv layers' input rows (convInput)
 }
 
 // flight is a chunk in flight through the stage: its layers' caches and the
-// rows that enter and leave.
+// rows that enter and leave. The rows are released after the chunk's
+// backward (but the receive buffers u and dy); the layers' caches stay, to
+// be overwritten by the next epoch's forward.
 type flight struct {
 	in    *model.Linear
 	xs    *sparseRows // the chunk's dropped-out input rows (sparse input layer)
@@ -213,10 +223,17 @@ func New(c collective.Comm, cfg Config, d Data) (*Trainer, error) {
 
 	normalize := mc.Kind != model.ConvSAGE
 	t.blocks = p.Blocks(t.k, normalize, false)
-	t.whole = p.Blocks(t.k, normalize, true)[0]
 	if L.Pipelines > 1 {
 		t.served = p.Served(t.k, false)
-		t.servedWhole = p.Served(t.k, true)
+	}
+	if p.Chunks == 1 {
+		// The one chunk is the whole part (TestOneChunkIsTheWholePart).
+		t.whole, t.servedWhole = t.blocks[0], t.served
+	} else {
+		t.whole = p.Blocks(t.k, normalize, true)[0]
+		if L.Pipelines > 1 {
+			t.servedWhole = p.Served(t.k, true)
+		}
 	}
 	sched, err := Schedule(L.Stages, p.Chunks)
 	if err != nil {
@@ -231,9 +248,13 @@ func New(c collective.Comm, cfg Config, d Data) (*Trainer, error) {
 	if t.numTrain == 0 {
 		return nil, errors.New("pipe: no training vertices")
 	}
-	for range t.hi - t.lo {
-		t.hist = append(t.hist, dense.New(nk, t.w))
-		t.histGrad = append(t.histGrad, dense.New(nk, t.w))
+	if p.Chunks == 1 {
+		t.rows, t.rowGrads = dense.New(nk, t.w), dense.New(nk, t.w)
+	} else {
+		for range t.hi - t.lo {
+			t.hist = append(t.hist, dense.New(nk, t.w))
+			t.histGrad = append(t.histGrad, dense.New(nk, t.w))
+		}
 	}
 	t.flights = make([]*flight, p.Chunks)
 	return t, nil
@@ -281,8 +302,7 @@ func (t *Trainer) Epoch(epoch int) (Stats, error) {
 			copy(t.hist[i].Data, t.snap[i].Data)
 		}
 	}
-	ps := &pass{train: true, epoch: epoch, blocks: t.blocks, served: t.served,
-		hist: func(i int) *dense.Matrix { return t.hist[i] }}
+	ps := &pass{train: true, epoch: epoch, blocks: t.blocks, served: t.served, hist: t.histAt}
 	for k := range t.cfg.Layout.Pipelines {
 		ps.orders = append(ps.orders, t.order(epoch, k))
 	}
@@ -312,6 +332,7 @@ func (t *Trainer) Epoch(epoch int) (Stats, error) {
 			err = t.backward(ps, st.MB, fl)
 		case SendGrad:
 			err = t.send(fl.dx, st.Peer, tagGrad, PhaseGrad)
+			fl.dx = nil
 		}
 		if err != nil {
 			return Stats{}, fmt.Errorf("pipe: epoch %d, %v: %w", epoch, st, err)
@@ -388,6 +409,34 @@ func (t *Trainer) reduce(c collective.Comm, ps []*model.Param) error {
 		off += copy(p.G, flat[off:])
 	}
 	return nil
+}
+
+// histAt returns the historical embeddings of the stage's conv layer i
+// (t.rows with one chunk per part).
+func (t *Trainer) histAt(i int) *dense.Matrix {
+	if t.rows != nil {
+		return t.rows
+	}
+	return t.hist[i]
+}
+
+// histGradAt returns the historical gradients of the stage's conv layer i
+// (t.rowGrads, zero between layers, with one chunk per part).
+func (t *Trainer) histGradAt(i int) *dense.Matrix {
+	if t.rowGrads != nil {
+		return t.rowGrads
+	}
+	return t.histGrad[i]
+}
+
+// convInput returns an n×w matrix on the trainer's buffer for the conv
+// layers' inputs, which every layer of every chunk reuses. Its contents
+// are unspecified.
+func (t *Trainer) convInput(n int) *dense.Matrix {
+	if cap(t.xbuf) < n*t.w {
+		t.xbuf = make([]float32, n*t.w)
+	}
+	return &dense.Matrix{Rows: n, Cols: t.w, Data: t.xbuf[:n*t.w]}
 }
 
 // flight returns chunk c's flight, creating its layer copies on first use.
@@ -490,7 +539,12 @@ func (t *Trainer) forward(ps *pass, mb int, fl *flight) (float64, int64, error) 
 	nd := len(b.Dst)
 	in, convs, out := fl.in, fl.convs, fl.out
 	if !ps.train {
-		in, out, convs = t.in, t.out, t.convs
+		// Evaluation runs throwaway copies of the layers (below, one per
+		// conv layer), so that no layer keeps its cache after its Forward.
+		in, out, convs = nil, nil, t.convs
+		if t.in != nil {
+			in = t.in.Shared()
+		}
 	}
 	if t.hasIn {
 		fl.h0 = t.input(ps, b, in, fl)
@@ -500,15 +554,19 @@ func (t *Trainer) forward(ps *pass, mb int, fl *flight) (float64, int64, error) 
 	}
 	u := fl.u
 	for i, cv := range convs {
+		if !ps.train {
+			cv = cv.Shared()
+		}
 		l := t.lo + i
-		d := u
+		// x: the dropped-out input rows d, then the other chunks' and
+		// parts' rows. Every row is rewritten, and the conv does not keep
+		// x (model.Conv), so one buffer serves every layer and chunk.
+		x := t.convInput(b.NSrc())
+		d := &dense.Matrix{Rows: nd, Cols: t.w, Data: x.Data[:nd*t.w]}
+		copy(d.Data, u.Data)
 		if ps.train && mc.Dropout > 0 {
-			d = dense.New(nd, t.w)
-			copy(d.Data, u.Data)
 			dropRows(d, b.Gids, mc.Dropout, t.dropKey(ps.epoch, l))
 		}
-		x := dense.New(b.NSrc(), t.w)
-		copy(x.Data, d.Data)
 		h := ps.hist(i)
 		scatterRows(h, b.Dst, d)
 		gatherInto(x, nd, h, b.Local)
@@ -522,7 +580,7 @@ func (t *Trainer) forward(ps *pass, mb int, fl *flight) (float64, int64, error) 
 		case model.ConvGCNII:
 			aux = fl.h0
 		}
-		u = cv.Forward(b.A, x, aux)
+		u = cv.Forward(b.Conv, x, aux)
 	}
 	fl.y = u
 	if !t.last || !ps.train {
@@ -696,7 +754,7 @@ func (t *Trainer) backward(ps *pass, mb int, fl *flight) error {
 	for i := len(fl.convs) - 1; i >= 0; i-- {
 		l := t.lo + i
 		dx, daux := fl.convs[i].Backward(du)
-		g := t.histGrad[i]
+		g := t.histGradAt(i)
 		if err := t.haloBackward(ps, mb, b, dx, g); err != nil {
 			return err
 		}
@@ -748,7 +806,15 @@ func (t *Trainer) backward(ps *pass, mb int, fl *flight) error {
 			fl.in.Backward(dh0, false)
 		}
 	}
-	fl.dx = du
+	// Release what the next epoch's forward recomputes (a later stage's u
+	// and dy stay: they are its receive buffers); dx goes to the previous
+	// stage (SendGrad).
+	fl.h0, fl.xs, fl.y, fl.dlog = nil, nil, nil, nil
+	if t.first {
+		fl.u = nil
+	} else {
+		fl.dx = du
+	}
 	return nil
 }
 
@@ -765,7 +831,10 @@ func addTo(dst, src *dense.Matrix) {
 func (t *Trainer) Evaluate() (Eval, error) {
 	defer collective.SetPhase(t.c, PhaseEval)()
 	nk := len(t.d.Plan.Members[t.k])
-	scratch := dense.New(nk, t.w)
+	scratch := t.rows
+	if scratch == nil {
+		scratch = dense.New(nk, t.w)
+	}
 	ps := &pass{blocks: []*Block{t.whole}, served: t.servedWhole,
 		orders: make([][]int, t.cfg.Layout.Pipelines),
 		hist:   func(int) *dense.Matrix { return scratch }}
@@ -791,7 +860,7 @@ func (t *Trainer) Evaluate() (Eval, error) {
 	// counts: val correct, val loss, val n, test correct, test n
 	sums := make([]float64, 5)
 	if t.last {
-		logits := t.out.Forward(fl.y)
+		logits := t.out.Shared().Forward(fl.y)
 		pred := model.Argmax(logits)
 		o := t.cfg.Model.Out
 		for i, v := range b.Gids {
@@ -830,17 +899,22 @@ func (t *Trainer) Evaluate() (Eval, error) {
 
 // StateBytes returns the bytes of the state this rank keeps between
 // epochs: weights and gradients, historical embeddings, their gradients and
-// snapshot, the feature rows, and the blocks' indices and values. Layer
-// caches of chunks in flight come on top (about one matrix of NSrc rows
-// per layer and chunk).
+// snapshot (or the layers' shared rows with one chunk per part), the
+// feature rows, the blocks' indices and values and what the conv layers
+// derived from them (model.Block.Bytes), and the buffer of the conv
+// layers' inputs. Layer caches of chunks in flight
+// come on top (per layer and chunk, gcnii: about two matrices of NDst rows;
+// see model.BenchmarkDeepStack).
 func (t *Trainer) StateBytes() int64 {
 	var n int64
 	for _, p := range t.Params() {
 		n += int64(len(p.W)+len(p.G)) * 4
 	}
-	for _, ms := range [][]*dense.Matrix{t.hist, t.histGrad, t.snap} {
+	for _, ms := range [][]*dense.Matrix{t.hist, t.histGrad, t.snap, {t.rows, t.rowGrads}} {
 		for _, m := range ms {
-			n += int64(len(m.Data)) * 4
+			if m != nil {
+				n += int64(len(m.Data)) * 4
+			}
 		}
 	}
 	switch {
@@ -849,8 +923,13 @@ func (t *Trainer) StateBytes() int64 {
 	case t.hasIn:
 		n += int64(len(t.d.Feat.Data)) * 4
 	}
-	for _, b := range append(slices.Clone(t.blocks), t.whole) {
-		n += int64(len(b.A.Indptr)+len(b.A.Indices))*8 + int64(len(b.A.Values))*8
+	n += int64(cap(t.xbuf)) * 4
+	blocks := slices.Clone(t.blocks)
+	if t.whole != t.blocks[0] {
+		blocks = append(blocks, t.whole)
+	}
+	for _, b := range blocks {
+		n += int64(len(b.A.Indptr)+len(b.A.Indices))*8 + int64(len(b.A.Values))*8 + b.Conv.Bytes()
 	}
 	return n
 }

@@ -158,6 +158,24 @@ func TestOneChunkIsExactFullGraph(t *testing.T) {
 	}
 }
 
+// With one chunk per part the chunk's block and served rows are the whole
+// part's, which the trainer then also evaluates on.
+func TestOneChunkIsTheWholePart(t *testing.T) {
+	for _, parts := range []int{1, 3} {
+		plan := testPlan(t, parts, 1)
+		for k := range parts {
+			for _, normalize := range []bool{false, true} {
+				c, w := plan.Blocks(k, normalize, false), plan.Blocks(k, normalize, true)
+				require.Len(t, c, 1)
+				require.Len(t, w, 1)
+				c[0].Conv, w[0].Conv = nil, nil // distinct, but both of equal CSRs
+				assert.Equal(t, w[0], c[0], "part %d of %d, normalize %t", k, parts, normalize)
+			}
+			assert.Equal(t, plan.Served(k, true), plan.Served(k, false), "part %d of %d", k, parts)
+		}
+	}
+}
+
 // With chunks, a layer's historical embeddings are read and written in the
 // same order whether the layers run on one stage or are split over several:
 // pipelining changes where the work runs, not what it computes.

@@ -112,6 +112,10 @@ type Block struct {
 	// A is the NDst×NSrc block, rows sorted by column; with normalize its
 	// Values are GCN's D̃^{-1/2}(A+I)D̃^{-1/2} entries (self-loops added).
 	A *sparse.CSR
+	// Conv is A as the conv layers take it: what they derive from A
+	// (float32 values, transposes) is computed once and shared by every
+	// layer and chunk copy that runs on this block.
+	Conv *model.Block
 }
 
 // NSrc returns the number of sources: Dst, Local, then every Remote part.
@@ -230,7 +234,7 @@ func (p *Plan) Blocks(k int, normalize, whole bool) []*Block {
 			}
 			a = model.GCNNorm(a, degDst, degSrc)
 		}
-		b.A = a
+		b.A, b.Conv = a, model.NewBlock(a)
 		out = append(out, b)
 	}
 	return out

@@ -106,6 +106,27 @@ func TestStateResumesTheSameCurve(t *testing.T) {
 	}
 }
 
+// With one chunk per part nothing is historical: the State holds no
+// embeddings, gradients or snapshot, even with snapshots and kept
+// gradients, and a trainer restored from it continues bit-identically.
+func TestOneChunkStateHoldsNoHistory(t *testing.T) {
+	plan := testPlan(t, 2, 1)
+	cfg := testConfig(model.ConvGCNII, Layout{2, 2})
+	cfg.SnapshotEvery, cfg.ClearGrads = 2, false
+	const epochs = 4
+	want, err := resumeRun(t, cfg, plan, epochs, 0, nil)
+	require.NoError(t, err)
+	got, err := resumeRun(t, cfg, plan, epochs, 2, func(tr *Trainer, s State) error {
+		assert.NotEmpty(t, s.Weights)
+		assert.Empty(t, s.Hist)
+		assert.Empty(t, s.HistGrad)
+		assert.Empty(t, s.Snap)
+		return tr.SetState(s)
+	})
+	require.NoError(t, err)
+	require.Equal(t, want, got)
+}
+
 func TestSetStateRejectsOtherShapes(t *testing.T) {
 	plan := testPlan(t, 1, 2)
 	cfg := testConfig(model.ConvGCNII, Layout{2, 1})
