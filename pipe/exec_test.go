@@ -68,10 +68,9 @@ func testPlan(t *testing.T, parts, chunks int) *Plan {
 	return p
 }
 
-// runPipe trains cfg for epochs on the test graph split as plan, then
-// evaluates, on in-process ranks.
-func runPipe(t *testing.T, cfg Config, plan *Plan, epochs int) run {
-	t.Helper()
+// testData is the input of a rank of pipeline k: the test graph's labels
+// and random split, and the feature rows of part k of plan.
+func testData(plan *Plan, k int) Data {
 	g := sbm()
 	s := g.Splits["random"]
 	masks := [3][]bool{}
@@ -81,6 +80,17 @@ func runPipe(t *testing.T, cfg Config, plan *Plan, epochs int) run {
 			masks[i][v] = true
 		}
 	}
+	feat := dense.New(len(plan.Members[k]), g.Feat.Cols)
+	for i, v := range plan.Members[k] {
+		copy(feat.Row(i), g.Feat.Row(int(v)))
+	}
+	return Data{Plan: plan, Feat: feat, Labels: g.Labels, Train: masks[0], Val: masks[1], Test: masks[2]}
+}
+
+// runPipe trains cfg for epochs on the test graph split as plan, then
+// evaluates, on in-process ranks.
+func runPipe(t *testing.T, cfg Config, plan *Plan, epochs int) run {
+	t.Helper()
 	p := cfg.Layout.Ranks()
 	out := make([]run, p)
 	stats := make([]*collective.Stats, p)
@@ -88,12 +98,7 @@ func runPipe(t *testing.T, cfg Config, plan *Plan, epochs int) run {
 		r := c.Rank()
 		stats[r] = collective.NewStats()
 		c = collective.WithStats(c, stats[r])
-		k := cfg.Layout.Pipeline(r)
-		feat := dense.New(len(plan.Members[k]), g.Feat.Cols)
-		for i, v := range plan.Members[k] {
-			copy(feat.Row(i), g.Feat.Row(int(v)))
-		}
-		tr, err := New(c, cfg, Data{Plan: plan, Feat: feat, Labels: g.Labels, Train: masks[0], Val: masks[1], Test: masks[2]})
+		tr, err := New(c, cfg, testData(plan, cfg.Layout.Pipeline(r)))
 		if err != nil {
 			return err
 		}
@@ -348,16 +353,10 @@ func TestSparseRowNormalize(t *testing.T) {
 	defer func(d float64) { sparseDensity = d }(sparseDensity)
 	sparseDensity = 2
 	plan := testPlan(t, 1, 2)
-	g := sbm()
 	err := inproc.Run(1, inproc.Options{Timeout: time.Minute}, func(c collective.Comm) error {
-		feat := dense.New(len(plan.Members[0]), g.Feat.Cols)
-		for i, v := range plan.Members[0] {
-			copy(feat.Row(i), g.Feat.Row(int(v)))
-		}
-		train := make([]bool, g.NumNodes)
-		train[0] = true
-		tr, err := New(c, testConfig(model.ConvGCNII, Layout{1, 1}), Data{Plan: plan, Feat: feat, RowNormalize: true,
-			Labels: g.Labels, Train: train, Val: train, Test: train})
+		d := testData(plan, 0)
+		d.RowNormalize = true
+		tr, err := New(c, testConfig(model.ConvGCNII, Layout{1, 1}), d)
 		if err != nil {
 			return err
 		}

@@ -10,7 +10,6 @@ import (
 
 	"gnnmpi/collective"
 	"gnnmpi/collective/inproc"
-	"gnnmpi/dense"
 	"gnnmpi/model"
 )
 
@@ -20,25 +19,11 @@ import (
 // 0's stats of every epoch.
 func resumeRun(t *testing.T, cfg Config, plan *Plan, epochs, stop int, restore func(tr *Trainer, s State) error) ([]Stats, error) {
 	t.Helper()
-	g := sbm()
-	s := g.Splits["random"]
-	masks := [3][]bool{}
-	for i, ids := range [][]int64{s.Train, s.Valid, s.Test} {
-		masks[i] = make([]bool, g.NumNodes)
-		for _, v := range ids {
-			masks[i][v] = true
-		}
-	}
 	p := cfg.Layout.Ranks()
 	out := make([][]Stats, p)
 	err := inproc.Run(p, inproc.Options{Timeout: time.Minute}, func(c collective.Comm) error {
 		r := c.Rank()
-		k := cfg.Layout.Pipeline(r)
-		feat := dense.New(len(plan.Members[k]), g.Feat.Cols)
-		for i, v := range plan.Members[k] {
-			copy(feat.Row(i), g.Feat.Row(int(v)))
-		}
-		data := Data{Plan: plan, Feat: feat, Labels: g.Labels, Train: masks[0], Val: masks[1], Test: masks[2]}
+		data := testData(plan, cfg.Layout.Pipeline(r))
 		tr, err := New(c, cfg, data)
 		if err != nil {
 			return err

@@ -36,13 +36,7 @@ func TestFullCheckpointKilledAndResumed(t *testing.T) {
 	ckargs := append(args, "--checkpoint", ckdir, "--checkpoint-every", "1")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "mpirun", append([]string{"-np", fmt.Sprint(np), "--oversubscribe", bin}, append(ckargs, "--metrics", filepath.Join(dir, "killed.jsonl"))...)...)
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
-	// Open MPI 4 puts every rank in a process group of its own, so the
-	// job is a session: mpirun and every rank are killed by their ids.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	require.NoError(t, cmd.Start())
+	cmd := startSession(t, ctx, np, append(ckargs, "--metrics", filepath.Join(dir, "killed.jsonl"))...)
 	manifest := filepath.Join(ckdir, "manifest.json")
 	killedAt := 0
 	for killedAt == 0 && ctx.Err() == nil {
@@ -55,10 +49,7 @@ func TestFullCheckpointKilledAndResumed(t *testing.T) {
 	_ = cmd.Wait()
 	require.NotZero(t, killedAt, "no checkpoint appeared")
 	require.Less(t, killedAt, epochs, "the run must be killed before it ends")
-	for deadline := time.Now().Add(10 * time.Second); len(sessionProcs(cmd.Process.Pid)) > 0; {
-		require.True(t, time.Now().Before(deadline), "the killed ranks are still running")
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitSessionGone(t, cmd.Process.Pid)
 	// The rank that was writing when the kill came may have committed one
 	// more checkpoint; no more.
 	saved := manifestEpoch(manifest)
@@ -129,6 +120,30 @@ func sessionProcs(sid int) []int {
 		}
 	}
 	return pids
+}
+
+// startSession starts `mpirun -np np bin args...` in a session of its own.
+// Open MPI 4 puts every rank in a process group of its own, so the job is
+// that session: mpirun and every rank are killed by their ids
+// (killSession).
+func startSession(t *testing.T, ctx context.Context, np int, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, "mpirun", append([]string{"-np", fmt.Sprint(np), "--oversubscribe", bin}, args...)...)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	require.NoError(t, cmd.Start())
+	return cmd
+}
+
+// waitSessionGone fails t unless every process of session sid ends
+// within 10 s.
+func waitSessionGone(t *testing.T, sid int) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); len(sessionProcs(sid)) > 0; {
+		require.True(t, time.Now().Before(deadline), "the killed ranks are still running")
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // killSession sends SIGKILL to every process of session sid: the job this

@@ -8,9 +8,7 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
@@ -104,13 +102,7 @@ func TestTrainKilledAndResumed(t *testing.T) {
 	ckargs := append(args, "--checkpoint", ckdir, "--checkpoint-every", "1")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "mpirun", append([]string{"-np", fmt.Sprint(np), "--oversubscribe", bin}, append(ckargs, "--metrics", filepath.Join(dir, "killed.jsonl"))...)...)
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
-	// Open MPI 4 puts every rank in a process group of its own: kill the
-	// whole session (mpirun and every rank) by process id.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	require.NoError(t, cmd.Start())
+	cmd := startSession(t, ctx, np, append(ckargs, "--metrics", filepath.Join(dir, "killed.jsonl"))...)
 	killedAt := 0
 	for killedAt == 0 {
 		time.Sleep(10 * time.Millisecond)
@@ -121,10 +113,7 @@ func TestTrainKilledAndResumed(t *testing.T) {
 	}
 	_ = cmd.Wait()
 	require.Less(t, killedAt, epochs, "the run must be killed before it ends")
-	for deadline := time.Now().Add(10 * time.Second); len(sessionProcs(cmd.Process.Pid)) > 0; {
-		require.True(t, time.Now().Before(deadline), "the killed ranks are still running")
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitSessionGone(t, cmd.Process.Pid)
 
 	resumed := filepath.Join(dir, "resumed.jsonl")
 	r = mpirun(t, 5*time.Minute, np, bin, append(ckargs, "--resume", "--metrics", resumed)...)
