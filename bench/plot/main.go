@@ -7,6 +7,7 @@
 //	go run ./bench/plot sample bench/out/sample.csv bench/out/sample.png
 //	go run ./bench/plot fetch bench/out/fetch.csv bench/out/fetch.png
 //	go run ./bench/plot pipe bench/out/pipe.csv bench/out/pipe.png
+//	go run ./bench/plot pipe-table bench/out/pipe.csv -   (Markdown; "-" is stdout)
 //
 // phases: per dataset, the epoch time of the slowest rank split into
 // sample, fetch, compute and grad (stacked bars) against the rank count,
@@ -19,7 +20,8 @@
 // baseline as a flat line), beside the bytes sent per minibatch. pipe: per
 // dataset and model of bench/pipe.sh, the MiB sent per epoch by phase
 // (stacked; a cross marks the analytical total) for every mode and rank
-// count, beside the test accuracy and the median epoch time.
+// count, beside the test accuracy and the median epoch time. pipe-table:
+// the same rows as the README's Markdown table.
 package main
 
 import (
@@ -40,7 +42,7 @@ import (
 
 func main() {
 	if len(os.Args) != 4 {
-		fmt.Fprintln(os.Stderr, "usage: plot phases|gemm|spgemm|sample|fetch|pipe IN.csv OUT.png")
+		fmt.Fprintln(os.Stderr, "usage: plot phases|gemm|spgemm|sample|fetch|pipe|pipe-table IN.csv OUT")
 		os.Exit(2)
 	}
 	rows, err := readCSV(os.Args[2])
@@ -58,6 +60,8 @@ func main() {
 			err = fetch(rows, os.Args[3])
 		case "pipe":
 			err = pipeChart(rows, os.Args[3])
+		case "pipe-table":
+			err = pipeTable(rows, os.Args[3])
 		default:
 			err = fmt.Errorf("unknown chart %q", os.Args[1])
 		}
