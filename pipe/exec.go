@@ -128,6 +128,7 @@ type Trainer struct {
 	flights              []*flight     // per chunk
 	flat                 []float32
 	xbuf                 []float32 // the conv layers' input rows (convInput)
+	halo                 []float32 // staging rows of haloForward (send) and haloBackward (receive)
 }
 
 // flight is a chunk in flight through the stage: its layers' caches and the
@@ -679,7 +680,7 @@ func (t *Trainer) haloForward(ps *pass, mb int, b *Block, x, h *dense.Matrix) er
 	f := t.w
 	sendCounts := make([]int, P)
 	recvCounts := make([]int, P)
-	var send []float32
+	send := t.halo[:0]
 	for q := range P {
 		if q == t.k {
 			continue
@@ -691,6 +692,7 @@ func (t *Trainer) haloForward(ps *pass, mb int, b *Block, x, h *dense.Matrix) er
 		sendCounts[q] = len(ids) * f
 		recvCounts[q] = len(b.Remote[q]) * f
 	}
+	t.halo = send
 	off := (len(b.Dst) + len(b.Local)) * f
 	recv := x.Data[off:]
 	return t.stageC.Alltoallv(collective.BufOf(send), sendCounts, collective.BufOf(recv), recvCounts)
@@ -719,7 +721,10 @@ func (t *Trainer) haloBackward(ps *pass, mb int, b *Block, dx, g *dense.Matrix) 
 	for _, c := range recvCounts {
 		n += c
 	}
-	recv := make([]float32, n)
+	if cap(t.halo) < n {
+		t.halo = make([]float32, n)
+	}
+	recv := t.halo[:n]
 	if err := t.stageC.Alltoallv(collective.BufOf(dx.Data[off:]), sendCounts, collective.BufOf(recv), recvCounts); err != nil {
 		return err
 	}
