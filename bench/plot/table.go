@@ -57,8 +57,13 @@ func pipeTable(rows []map[string]string, out string) error {
 	}
 	names := map[string]string{"physics": "coauthor-physics", "computers": "amazon-computers"}
 	mb := func(v float64) string {
-		if v == 0 {
+		switch {
+		case v == 0:
 			return "0"
+		case v < 1e5:
+			return fmt.Sprintf("%.1f kB", v/1e3)
+		case v >= 1e9:
+			return fmt.Sprintf("%.2f GB", v/1e9)
 		}
 		return fmt.Sprintf("%.1f MB", v/1e6)
 	}
