@@ -158,13 +158,7 @@ func TestConvGradients(t *testing.T) {
 				// Backward accumulates: a second pass doubles G.
 				conv.Forward(blk, x, aux)
 				conv.Backward(r)
-				for i, p := range conv.Params() {
-					twice := make([]float32, len(want[i]))
-					for k, v := range want[i] {
-						twice[k] = 2 * v
-					}
-					assert.True(t, testutil.Close(p.G, twice, 1e-6), "%s accumulates", p.Name)
-				}
+				assertDoubled(t, conv.Params(), want)
 
 				for i, p := range conv.Params() {
 					testutil.GradCheck(t, p.Name, f, p.W, want[i], fdEps, fdTol)

@@ -119,13 +119,7 @@ func TestLayerGradients(t *testing.T) {
 				// Backward accumulates: a second pass doubles G.
 				fwd()
 				layer.Backward(r, false)
-				for i, p := range layer.Params() {
-					twice := make([]float32, len(want[i]))
-					for k, v := range want[i] {
-						twice[k] = 2 * v
-					}
-					assert.True(t, testutil.Close(p.G, twice, 1e-6), "%s accumulates", p.Name)
-				}
+				assertDoubled(t, layer.Params(), want)
 
 				for i, p := range layer.Params() {
 					testutil.GradCheck(t, p.Name, f, p.W, want[i], fdEps, fdTol)
@@ -235,4 +229,17 @@ func TestSAGEOrdersAgree(t *testing.T) {
 	// sampled blocks aggregate first.
 	require.True(t, sageOrder(34493, 34493, 495924, 8415, 128))
 	require.False(t, sageOrder(1024, 12000, 11000, 8415, 128))
+}
+
+// assertDoubled checks that every Param's gradient is twice want: what a
+// second forward and backward pass accumulates onto the first.
+func assertDoubled(t *testing.T, ps []*Param, want [][]float32) {
+	t.Helper()
+	for i, p := range ps {
+		twice := make([]float32, len(want[i]))
+		for k, v := range want[i] {
+			twice[k] = 2 * v
+		}
+		assert.True(t, testutil.Close(p.G, twice, 1e-6), "%s accumulates", p.Name)
+	}
 }

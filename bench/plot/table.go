@@ -94,11 +94,10 @@ func pipeTable(rows []map[string]string, out string) error {
 			analytical += num(r, c)
 		}
 		ratio := "–"
-		if g, found := graphTotal[config(r)]; found && num(r, "total") > 0 {
+		if r["mode"] == "graph" {
+			ratio = "1"
+		} else if g, found := graphTotal[config(r)]; found && num(r, "total") > 0 {
 			ratio = fmt.Sprintf("%.2f×", g/num(r, "total"))
-			if r["mode"] == "graph" {
-				ratio = "1"
-			}
 		}
 		fmt.Fprintf(&b, "| %s | %s (%s × %s) | %s | %s | %s | %s | %s | %s | %s | %s | %s | %.2f | %.2f | %.1f GiB |\n",
 			ds, r["model"], r["layers"], r["hidden"], r["np"], mode,
