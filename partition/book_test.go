@@ -129,6 +129,13 @@ func TestRandom(t *testing.T) {
 	assert.False(t, slices.IsSorted(a.Part), "not shuffled")
 }
 
+// Random's stream is part of the format of every run's results: books
+// from earlier versions (graph.RandomPartition, stream 101) must be
+// reproduced exactly.
+func TestRandomGolden(t *testing.T) {
+	assert.Equal(t, []int32{2, 0, 1, 2, 0, 1, 2, 0, 1, 0, 2, 1}, Random(12, 3, 1).Part)
+}
+
 func TestEdgeCutAndBalance(t *testing.T) {
 	// Path 0-1-2-3-4-5 stored in both directions, plus a self-loop on 0.
 	adj := &sparse.CSR{
@@ -221,6 +228,16 @@ func TestBookFile(t *testing.T) {
 			assert.Equal(t, "gnnmpi-partition 1 nodes=1000 parts=5 method=random", first)
 		})
 	}
+}
+
+// The file is byte for byte what earlier versions (graph.WriteBook) wrote
+// and read.
+func TestWriteGolden(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "book.txt")
+	require.NoError(t, Write(path, Block(5, 2)))
+	got, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Equal(t, "gnnmpi-partition 1 nodes=5 parts=2 method=block\n0\n0\n0\n1\n1\n", string(got))
 }
 
 func TestWriteErrors(t *testing.T) {
