@@ -8,7 +8,7 @@ import (
 
 	"gnnmpi/collective"
 	"gnnmpi/dense"
-	"gnnmpi/graph"
+	"gnnmpi/partition"
 )
 
 // Plan says how one rank obtains the feature rows of a list of global vertex
@@ -41,7 +41,7 @@ type Plan struct {
 // distinct remote ids.
 // It will panic if rank is outside [0, book.Parts) or an id is outside
 // [0, book.NumNodes()).
-func NewPlan(ids []int64, book *graph.PartitionBook, rank int) *Plan {
+func NewPlan(ids []int64, book *partition.Book, rank int) *Plan {
 	return newPlan(ids, book, rank, func(_ int64, owner int, lid int64) (int64, bool) {
 		return lid, owner == rank
 	})
@@ -53,7 +53,7 @@ func NewPlan(ids []int64, book *graph.PartitionBook, rank int) *Plan {
 // copied from the table (from = ^row); the others are requested from their
 // owners. Under NewPlan the table is the rank's own part, indexed by local
 // id; under a Store it is the store's resident rows (own part and cache).
-func newPlan(ids []int64, book *graph.PartitionBook, rank int, resident func(gid int64, owner int, lid int64) (int64, bool)) *Plan {
+func newPlan(ids []int64, book *partition.Book, rank int, resident func(gid int64, owner int, lid int64) (int64, bool)) *Plan {
 	if rank < 0 || rank >= book.Parts {
 		panic("alltoall: rank out of range")
 	}
@@ -139,7 +139,7 @@ func (p *Plan) Remote() int { return len(p.req) }
 // It will panic if p was made for another rank or communicator size than
 // c's, if book has another number of parts, or if local lacks a row the plan
 // copies from this rank.
-func Exchange(c collective.Comm, p *Plan, book *graph.PartitionBook, local *dense.Matrix) (*dense.Matrix, error) {
+func Exchange(c collective.Comm, p *Plan, book *partition.Book, local *dense.Matrix) (*dense.Matrix, error) {
 	return ExchangeTo(c, nil, p, book, local)
 }
 
@@ -149,7 +149,7 @@ func Exchange(c collective.Comm, p *Plan, book *graph.PartitionBook, local *dens
 // every exchange, which dominates the cost of wide feature rows.
 //
 // ExchangeTo is collective over c, under the conditions of Exchange.
-func ExchangeTo(c collective.Comm, dst *dense.Matrix, p *Plan, book *graph.PartitionBook, local *dense.Matrix) (*dense.Matrix, error) {
+func ExchangeTo(c collective.Comm, dst *dense.Matrix, p *Plan, book *partition.Book, local *dense.Matrix) (*dense.Matrix, error) {
 	if c.Rank() != p.rank || c.Size() != p.parts || book.Parts != p.parts {
 		panic("alltoall: plan made for another rank or communicator size")
 	}
@@ -319,7 +319,7 @@ func scatter[W collective.Elem](p *Plan, put func(i int, row []W)) func(k int, r
 // Fetch is collective over c, under the conditions of Exchange.
 // It will panic if an id is out of range or local lacks a row this rank
 // owns.
-func Fetch(c collective.Comm, ids []int64, book *graph.PartitionBook, local *dense.Matrix) (*dense.Matrix, error) {
+func Fetch(c collective.Comm, ids []int64, book *partition.Book, local *dense.Matrix) (*dense.Matrix, error) {
 	return FetchTo(c, nil, ids, book, local)
 }
 
@@ -327,7 +327,7 @@ func Fetch(c collective.Comm, ids []int64, book *graph.PartitionBook, local *den
 // ExchangeTo does.
 //
 // FetchTo is collective over c, under the conditions of Exchange.
-func FetchTo(c collective.Comm, dst *dense.Matrix, ids []int64, book *graph.PartitionBook, local *dense.Matrix) (*dense.Matrix, error) {
+func FetchTo(c collective.Comm, dst *dense.Matrix, ids []int64, book *partition.Book, local *dense.Matrix) (*dense.Matrix, error) {
 	defer collective.SetPhase(c, "fetch")()
 	return ExchangeTo(c, dst, NewPlan(ids, book, c.Rank()), book, local)
 }

@@ -13,8 +13,8 @@ import (
 	"gnnmpi/collective"
 	"gnnmpi/collective/inproc"
 	"gnnmpi/dense"
-	"gnnmpi/graph"
 	"gnnmpi/internal/rng"
+	"gnnmpi/partition"
 )
 
 // opts bounds every collective wait so that a deadlock fails the test.
@@ -23,7 +23,7 @@ var opts = inproc.Options{Timeout: 20 * time.Second}
 func TestNewPlan(t *testing.T) {
 	// Parts: gid 0..6 → 0 1 2 1 0 2 1, so the local ids are
 	// part 0: gids 0,4 → 0,1; part 1: gids 1,3,6 → 0,1,2; part 2: gids 2,5 → 0,1.
-	book, err := graph.NewPartitionBook([]int32{0, 1, 2, 1, 0, 2, 1}, 3, "test")
+	book, err := partition.New([]int32{0, 1, 2, 1, 0, 2, 1}, 3, "test")
 	require.NoError(t, err)
 	ids := []int64{3, 0, 6, 3, 4, 5, 1}
 	orig := slices.Clone(ids)
@@ -54,7 +54,7 @@ func TestNewPlan(t *testing.T) {
 // unevenBook returns a book for n vertices over p parts with skewed part
 // sizes: part q gets weight (q+1)², and with empty set, part p−1 gets no
 // vertex at all.
-func unevenBook(t testing.TB, r *rand.Rand, n int64, p int, empty bool) *graph.PartitionBook {
+func unevenBook(t testing.TB, r *rand.Rand, n int64, p int, empty bool) *partition.Book {
 	var total int
 	weights := make([]int, p)
 	for q := range weights {
@@ -74,7 +74,7 @@ func unevenBook(t testing.TB, r *rand.Rand, n int64, p int, empty bool) *graph.P
 		}
 		part[gid] = int32(q)
 	}
-	book, err := graph.NewPartitionBook(part, p, "uneven")
+	book, err := partition.New(part, p, "uneven")
 	require.NoError(t, err)
 	return book
 }
@@ -93,7 +93,7 @@ func globalFeatures(n int64, f int) *dense.Matrix {
 
 // localFeatures returns rank's part of x under book: row lid is the row of
 // the vertex Owned(rank)[lid].
-func localFeatures(x *dense.Matrix, book *graph.PartitionBook, rank int) *dense.Matrix {
+func localFeatures(x *dense.Matrix, book *partition.Book, rank int) *dense.Matrix {
 	owned := book.Owned(rank)
 	l := dense.New(len(owned), x.Cols)
 	for lid, gid := range owned {
@@ -106,7 +106,7 @@ func localFeatures(x *dense.Matrix, book *graph.PartitionBook, rank int) *dense.
 // from the requests of all ranks without the package: a count to each other
 // rank (8 bytes), then each distinct remote id requested (8 bytes) one way
 // and its feature row (4f bytes) the other.
-func volume(reqs [][]int64, book *graph.PartitionBook, rank, f int) (sent, recv int64) {
+func volume(reqs [][]int64, book *partition.Book, rank, f int) (sent, recv int64) {
 	p := len(reqs)
 	distinctFrom := func(q int) map[int64]bool { // ids rank q requests remotely
 		m := map[int64]bool{}
@@ -223,7 +223,7 @@ func TestExchange(t *testing.T) {
 }
 
 func TestExchangeMisuse(t *testing.T) {
-	book := graph.BlockPartition(10, 2) // rank 0 owns 0..4, rank 1 owns 5..9
+	book := partition.Block(10, 2) // rank 0 owns 0..4, rank 1 owns 5..9
 	x := globalFeatures(10, 2)
 	for _, tc := range []struct {
 		name string
@@ -255,7 +255,7 @@ func TestExchangeMisuse(t *testing.T) {
 			fn: func(c collective.Comm) error {
 				b := book
 				if c.Rank() == 1 {
-					b = graph.BlockPartition(10, 1)
+					b = partition.Block(10, 1)
 					b.Parts = 2 // same parts, everything on rank 0
 				}
 				_, err := Fetch(c, []int64{7}, b, localFeatures(x, book, c.Rank()))
@@ -284,7 +284,7 @@ func BenchmarkFetch(b *testing.B) {
 		{8, 1 << 14, 128, 1 << 20},
 	} {
 		b.Run(fmt.Sprintf("p=%d/ids=%d/f=%d/n=%d", bc.p, bc.ids, bc.f, bc.n), func(b *testing.B) {
-			book := graph.RandomPartition(bc.n, bc.p, 1)
+			book := partition.Random(bc.n, bc.p, 1)
 			locals := make([]*dense.Matrix, bc.p)
 			reqs := make([][]int64, bc.p)
 			var remote int64

@@ -8,7 +8,7 @@ import (
 	"gnnmpi/collective"
 	"gnnmpi/collective/inproc"
 	"gnnmpi/dense"
-	"gnnmpi/graph"
+	"gnnmpi/partition"
 )
 
 // ExampleFetch runs two in-process ranks over six vertices split in blocks
@@ -16,7 +16,7 @@ import (
 // Each rank fetches some rows, repeats and its own rows included, and only
 // the distinct rows owned by the other rank cross between them.
 func ExampleFetch() {
-	book := graph.BlockPartition(6, 2)
+	book := partition.Block(6, 2)
 	want := [][]int64{{4, 0, 4, 5}, {1}}
 	results := make([]*dense.Matrix, 2)
 	err := inproc.Run(2, inproc.Options{}, func(c collective.Comm) error {

@@ -9,8 +9,8 @@ import (
 
 	"gnnmpi/collective"
 	"gnnmpi/dense"
-	"gnnmpi/graph"
 	"gnnmpi/internal/f16"
+	"gnnmpi/partition"
 )
 
 // Storage types of a Store's rows (StoreOptions.DType).
@@ -77,7 +77,7 @@ type Tier struct {
 }
 
 // Store is one rank's share of a feature matrix partitioned by a
-// graph.PartitionBook, plus a static cache of rows owned elsewhere, and
+// partition.Book, plus a static cache of rows owned elsewhere, and
 // the fetch that serves a minibatch's rows from them.
 //
 // The communicator of a Store is its replica group: one rank per part of
@@ -94,7 +94,7 @@ type Tier struct {
 // A Store is not safe for concurrent use.
 type Store struct {
 	c     collective.Comm
-	book  *graph.PartitionBook
+	book  *partition.Book
 	part  int
 	cols  int
 	half  bool
@@ -124,7 +124,7 @@ type Store struct {
 // It returns an error if c's size is not the book's number of parts, local
 // does not have the part's rows, the options are invalid, or
 // communication fails.
-func NewStore(c collective.Comm, book *graph.PartitionBook, local *dense.Matrix, o StoreOptions) (*Store, error) {
+func NewStore(c collective.Comm, book *partition.Book, local *dense.Matrix, o StoreOptions) (*Store, error) {
 	if c.Size() != book.Parts {
 		return nil, fmt.Errorf("alltoall: store over %d ranks for a book of %d parts", c.Size(), book.Parts)
 	}
@@ -213,7 +213,7 @@ func NewStore(c collective.Comm, book *graph.PartitionBook, local *dense.Matrix,
 // positive score, hottest first (ties to the lower global id); fewer if
 // fewer have a positive score. It returns nil for a nil score or k ≤ 0.
 // It is pure.
-func SelectCache(book *graph.PartitionBook, part int, score []float64, k int) []int64 {
+func SelectCache(book *partition.Book, part int, score []float64, k int) []int64 {
 	if score == nil || k <= 0 {
 		return nil
 	}

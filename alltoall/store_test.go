@@ -12,14 +12,14 @@ import (
 	"gnnmpi/collective"
 	"gnnmpi/collective/inproc"
 	"gnnmpi/dense"
-	"gnnmpi/graph"
 	"gnnmpi/internal/f16"
+	"gnnmpi/partition"
 )
 
 // storeRun runs p = q·c in-process ranks as a q×c grid; each rank builds a
 // Store over its grid column (its replica group) with the q-part book, as
 // train does with --replication c, and calls fn with it.
-func storeRun(t *testing.T, q, c int, book *graph.PartitionBook, x *dense.Matrix, optsOf func(rank int) StoreOptions,
+func storeRun(t *testing.T, q, c int, book *partition.Book, x *dense.Matrix, optsOf func(rank int) StoreOptions,
 	fn func(rank int, cm collective.Comm, s *Store) error) {
 	t.Helper()
 	require.Equal(t, q, book.Parts)
@@ -119,7 +119,7 @@ func TestStoreMatchesReference(t *testing.T) {
 }
 
 // keepRemote returns the ids of resident not owned by part, in order.
-func keepRemote(resident []int64, book *graph.PartitionBook, part int) []int64 {
+func keepRemote(resident []int64, book *partition.Book, part int) []int64 {
 	var out []int64
 	for _, g := range resident {
 		if book.Owner(g) != part {
@@ -164,7 +164,7 @@ func sameRows(got, x *dense.Matrix, ids []int64, half bool) error {
 }
 
 // countsOf derives a fetch's counts without the store's plan.
-func countsOf(ids []int64, book *graph.PartitionBook, part int, s *Store) Counts {
+func countsOf(ids []int64, book *partition.Book, part int, s *Store) Counts {
 	c := Counts{Rows: int64(len(ids))}
 	remote := map[int64]bool{}
 	for _, g := range ids {
@@ -380,7 +380,7 @@ func distinct(reqs []int64) []int64 {
 }
 
 // remoteOf counts the distinct ids of reqs that rank does not own.
-func remoteOf(reqs []int64, book *graph.PartitionBook, rank int) int64 {
+func remoteOf(reqs []int64, book *partition.Book, rank int) int64 {
 	m := map[int64]bool{}
 	for _, g := range reqs {
 		if book.Owner(g) != rank {
@@ -395,7 +395,7 @@ func remoteOf(reqs []int64, book *graph.PartitionBook, rank int) int64 {
 func TestStoreLayout(t *testing.T) {
 	const n, f = 100, 8
 	x := globalFeatures(n, f)
-	book := graph.BlockPartition(n, 2)
+	book := partition.Block(n, 2)
 	score := make([]float64, n)
 	for v := range score {
 		score[v] = float64((v * 37) % 101)
@@ -428,7 +428,7 @@ func TestStoreLayout(t *testing.T) {
 }
 
 func TestSelectCache(t *testing.T) {
-	book, err := graph.NewPartitionBook([]int32{0, 1, 1, 0, 1, 1, 1}, 2, "test")
+	book, err := partition.New([]int32{0, 1, 1, 0, 1, 1, 1}, 2, "test")
 	require.NoError(t, err)
 	score := []float64{9, 0.5, 3, 8, 3, 0, 7}
 	assert.Equal(t, []int64{6, 2, 4}, SelectCache(book, 0, score, 3))
@@ -439,7 +439,7 @@ func TestSelectCache(t *testing.T) {
 }
 
 func TestNewStoreErrors(t *testing.T) {
-	book := graph.BlockPartition(10, 2)
+	book := partition.Block(10, 2)
 	x := globalFeatures(10, 3)
 	for _, tc := range []struct {
 		name string

@@ -625,7 +625,7 @@ func Load(path string, opt ReadOptions) (*Dataset, error) {
 	d := &Dataset{Name: name, NumNodes: a.NRows, Adj: a, Splits: map[string]Split{}}
 	if opt.Keep != nil {
 		d.Rows = keptRows(a.NRows, opt.Keep)
-		d.Adj = selectRows(a, d.Rows)
+		d.Adj = sparse.SelectRows(a, d.Rows)
 	}
 	return d, nil
 }
@@ -640,24 +640,4 @@ func isBinary(path string) bool {
 	var b [len(binMagic)]byte
 	_, err = io.ReadFull(f, b[:])
 	return err == nil && bytes.Equal(b[:], []byte(binMagic))
-}
-
-// selectRows returns the rows of a listed in rows, in that order, as a new
-// len(rows)×a.NCols matrix.
-func selectRows(a *sparse.CSR, rows []int64) *sparse.CSR {
-	ptr := make([]int64, len(rows)+1)
-	for k, g := range rows {
-		ptr[k+1] = ptr[k] + a.Degree(g)
-	}
-	s := &sparse.CSR{NRows: int64(len(rows)), NCols: a.NCols, Indptr: ptr, Indices: make([]int64, ptr[len(rows)])}
-	if a.Values != nil {
-		s.Values = make([]float64, ptr[len(rows)])
-	}
-	for k, g := range rows {
-		copy(s.Indices[ptr[k]:], a.Row(g))
-		if a.Values != nil {
-			copy(s.Values[ptr[k]:], a.Values[a.Indptr[g]:a.Indptr[g+1]])
-		}
-	}
-	return s
 }

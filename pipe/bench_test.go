@@ -13,6 +13,7 @@ import (
 	"gnnmpi/collective/inproc"
 	"gnnmpi/graph"
 	"gnnmpi/model"
+	"gnnmpi/partition"
 )
 
 // BenchmarkEpoch trains a 32-layer model of width 16 (the depth of the
@@ -36,7 +37,7 @@ func BenchmarkEpoch(b *testing.B) {
 	for _, kind := range []string{model.ConvGCNII, model.ConvResGCN} {
 		for _, chunks := range []int{1, 4} {
 			b.Run(fmt.Sprintf("kind=%s/n=%d/layers=32/w=16/chunks=%d", kind, p.Nodes, chunks), func(b *testing.B) {
-				book := graph.BlockPartition(d.NumNodes, 1)
+				book := partition.Block(d.NumNodes, 1)
 				chunk, err := graph.SubPartition(d.Adj, book, chunks, "metis", 1)
 				if err != nil {
 					b.Fatal(err)

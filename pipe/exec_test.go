@@ -17,6 +17,7 @@ import (
 	"gnnmpi/dense"
 	"gnnmpi/graph"
 	"gnnmpi/model"
+	"gnnmpi/partition"
 )
 
 // sbm is a small planted-partition graph (graph.DefaultSBM) with a dense
@@ -53,9 +54,9 @@ type run struct {
 func testPlan(t *testing.T, parts, chunks int) *Plan {
 	t.Helper()
 	g := sbm()
-	var book *graph.PartitionBook
+	var book *partition.Book
 	if parts == 1 {
-		book = graph.BlockPartition(g.NumNodes, 1)
+		book = partition.Block(g.NumNodes, 1)
 	} else {
 		var err error
 		book, err = graph.MetisPartition(g, parts, "", 1)

@@ -165,35 +165,7 @@ func FullBlock(adj *sparse.CSR, dst []int64) Block {
 	for _, v := range dst {
 		pos[v] = -1
 	}
-	return relabel(dst, selectRows(adj, dst, 0), pos)
-}
-
-// selectRows returns P = Q·adj, where Q is the |frontier|×n selection
-// matrix with Q(i, frontier[i]) = 1: row i of P is row frontier[i] of adj
-// with sorted columns, repeats merged into their count. frontier holds
-// vertices in range. The product runs on up to threads goroutines (0:
-// GOMAXPROCS).
-func selectRows(adj *sparse.CSR, frontier []int64, threads int) *sparse.CSR {
-	return selectRowsWith(sparse.PlusTimes[float64]{}, adj, frontier, &sparse.Options{Threads: threads})
-}
-
-// selectRowsOf is selectRows over the semiring sr on one goroutine;
-// sorted promises that adj's rows are sorted and distinct.
-func selectRowsOf[T sparse.Scalar, S sparse.Semiring[T]](sr S, adj *sparse.Matrix[T], frontier []int64, sorted bool) *sparse.Matrix[T] {
-	return selectRowsWith(sr, adj, frontier, &sparse.Options{Threads: 1, SortedB: sorted})
-}
-
-func selectRowsWith[T sparse.Scalar, S sparse.Semiring[T]](sr S, adj *sparse.Matrix[T], frontier []int64, o *sparse.Options) *sparse.Matrix[T] {
-	nf := int64(len(frontier))
-	q := &sparse.Matrix[T]{NRows: nf, NCols: adj.NRows, Indptr: make([]int64, nf+1), Indices: frontier}
-	for i := range q.Indptr {
-		q.Indptr[i] = int64(i)
-	}
-	p, err := sparse.MulSR(sr, q, adj, o)
-	if err != nil {
-		panic(err) // Q has as many columns as adj has rows
-	}
-	return p
+	return relabel(dst, sparse.SelectRowsSR(sparse.PlusTimes[float64]{}, adj, dst, nil), pos)
 }
 
 // relabel turns the sampled matrix smp (|dst|×n, global columns) into the

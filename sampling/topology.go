@@ -111,7 +111,7 @@ func (t *replicated) Name() string { return "replicated" }
 
 func (t *replicated) rows(v []int64, keys []uint64, pick picker) (*sparse.CSR, error) {
 	if pick == nil {
-		p := selectRows(t.m, v, 0)
+		p := sparse.SelectRowsSR(sparse.PlusTimes[float64]{}, t.m, v, nil)
 		if t.m.Values == nil {
 			p.Values = nil
 		}
@@ -137,11 +137,11 @@ func (t *replicated) rows(v []int64, keys []uint64, pick picker) (*sparse.CSR, e
 	chunk := func(x int, sc *scratch) {
 		lo, hi := cuts[x], cuts[x+1]
 		if t.pat != nil { // a pattern product: P's values are not needed
-			p := selectRowsOf(sparse.OrAnd{}, t.pat, v[lo:hi], t.sorted)
+			p := sparse.SelectRowsSR(sparse.OrAnd{}, t.pat, v[lo:hi], &sparse.Options{Threads: 1, SortedB: t.sorted})
 			parts[x] = pickRows(t.m.NCols, p.Indptr, p.Indices, nil, v[lo:hi], keys[lo:hi], pick, sc)
 			return
 		}
-		p := selectRowsOf(sparse.PlusTimes[float64]{}, t.m, v[lo:hi], t.sorted)
+		p := sparse.SelectRowsSR(sparse.PlusTimes[float64]{}, t.m, v[lo:hi], &sparse.Options{Threads: 1, SortedB: t.sorted})
 		parts[x] = pickRows(t.m.NCols, p.Indptr, p.Indices, p.Values, v[lo:hi], keys[lo:hi], pick, sc)
 	}
 	if g := min(runtime.GOMAXPROCS(0), nc); g <= 1 {

@@ -94,7 +94,7 @@ func checkBounds(what string, b []int64, n int64) error {
 
 // Bounds returns the boundaries of the even split of n into parts blocks:
 // block b is [s[b], s[b+1]), of n/parts elements, the first n mod parts
-// blocks one more (as train's schedule and graph.BlockPartition split).
+// blocks one more (as train's schedule and partition.Block split).
 // It will panic if n < 0 or parts < 1.
 func Bounds(n int64, parts int) []int64 {
 	if n < 0 || parts < 1 {

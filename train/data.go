@@ -8,6 +8,7 @@ import (
 	"gnnmpi/collective"
 	"gnnmpi/dense"
 	"gnnmpi/graph"
+	"gnnmpi/partition"
 	"gnnmpi/sparse"
 )
 
@@ -21,7 +22,7 @@ type Data struct {
 	NumClasses int
 	SplitName  string
 	Split      graph.Split // global ids, ascending
-	Book       *graph.PartitionBook
+	Book       *partition.Book
 }
 
 // NumNodes returns the number of vertices.
@@ -107,15 +108,15 @@ func Load(c collective.Comm, path, split, partition string, replication int, see
 
 // partitionBook makes or reads the book of p parts and gives every rank of
 // c the same one.
-func partitionBook(c collective.Comm, g *graph.Dataset, split, method string, p int, seed uint64, progress func(string, ...any)) (*graph.PartitionBook, error) {
+func partitionBook(c collective.Comm, g *graph.Dataset, split, method string, p int, seed uint64, progress func(string, ...any)) (*partition.Book, error) {
 	if p == 1 && (method == PartitionMetis || method == PartitionRandom) {
-		return graph.NewPartitionBook(make([]int32, g.NumNodes), 1, method)
+		return partition.New(make([]int32, g.NumNodes), 1, method)
 	}
 	switch method {
 	case PartitionBlock:
-		return graph.BlockPartition(g.NumNodes, p), nil
+		return partition.Block(g.NumNodes, p), nil
 	case PartitionRandom:
-		return graph.RandomPartition(g.NumNodes, p, seed), nil
+		return partition.Random(g.NumNodes, p, seed), nil
 	}
 	if method != PartitionMetis {
 		if _, err := os.Stat(method); err != nil {
@@ -125,13 +126,13 @@ func partitionBook(c collective.Comm, g *graph.Dataset, split, method string, p 
 	// METIS runs and book files are read on rank 0 only, then broadcast.
 	part := make([]int32, g.NumNodes)
 	err := onRoot(c, func() error {
-		var b *graph.PartitionBook
+		var b *partition.Book
 		var err error
 		if method == PartitionMetis {
 			progress("partitioning with METIS into %d parts, balancing split %s", p, split)
 			b, err = graph.MetisPartition(g, p, split, int(seed))
 		} else {
-			b, err = graph.ReadBook(method)
+			b, err = partition.Read(method)
 			if err == nil && (b.Parts != p || b.NumNodes() != g.NumNodes) {
 				err = fmt.Errorf("train: partition book %s has %d parts over %d vertices; the run has %d parts (ranks / feature replication) and %d vertices", method, b.Parts, b.NumNodes(), p, g.NumNodes)
 			}
@@ -148,7 +149,7 @@ func partitionBook(c collective.Comm, g *graph.Dataset, split, method string, p 
 	if method != PartitionMetis {
 		name = "file"
 	}
-	return graph.NewPartitionBook(slices.Clip(part), p, name)
+	return partition.New(slices.Clip(part), p, name)
 }
 
 // Distribute returns part rank's share of a dataset held whole in memory (a
@@ -156,7 +157,7 @@ func partitionBook(c collective.Comm, g *graph.Dataset, split, method string, p 
 // feature rows the part owns under book copied out. With feature
 // replication c, rank r of the run takes part r/c. It does not
 // communicate.
-func Distribute(g *graph.Dataset, split string, book *graph.PartitionBook, rank int) (*Data, error) {
+func Distribute(g *graph.Dataset, split string, book *partition.Book, rank int) (*Data, error) {
 	if g.Rows != nil || g.Feat == nil || g.Labels == nil {
 		return nil, fmt.Errorf("train: Distribute needs a whole dataset with features and labels")
 	}

@@ -6,8 +6,8 @@ import (
 	"gnnmpi/alltoall"
 	"gnnmpi/collective"
 	"gnnmpi/dense"
-	"gnnmpi/graph"
 	"gnnmpi/internal/rng"
+	"gnnmpi/partition"
 	"gnnmpi/sampling"
 )
 
@@ -71,7 +71,7 @@ func ownedTrain(d *Data, rank, c int) []int64 {
 // feature replication c, part q's vertex of local id k goes to rank
 // q·c + k mod c, so that every rank computes the outputs of a share of its
 // own part.
-func evalBook(book *graph.PartitionBook, c int) (*graph.PartitionBook, error) {
+func evalBook(book *partition.Book, c int) (*partition.Book, error) {
 	if c == 1 {
 		return book, nil
 	}
@@ -79,7 +79,7 @@ func evalBook(book *graph.PartitionBook, c int) (*graph.PartitionBook, error) {
 	for g, q := range book.Part {
 		part[g] = q*int32(c) + int32(book.Local[g]%int64(c))
 	}
-	return graph.NewPartitionBook(part, book.Parts*c, book.Method)
+	return partition.New(part, book.Parts*c, book.Method)
 }
 
 // scores returns this rank's score of every vertex under a cache policy

@@ -11,7 +11,7 @@ import (
 	"gnnmpi/alltoall"
 	"gnnmpi/collective"
 	"gnnmpi/collective/inproc"
-	"gnnmpi/graph"
+	"gnnmpi/partition"
 )
 
 // A feature cache changes where rows come from, never their values: every
@@ -101,7 +101,7 @@ func TestFeatureReplication(t *testing.T) {
 	g := sbm()
 	cfg := testConfig("sage")
 	cfg.Epochs, cfg.LR, cfg.Model.Dropout = 20, 0.02, 0.1
-	plain, err := runRanks(4, cfg, graph.RandomPartition(g.NumNodes, 4, 5))
+	plain, err := runRanks(4, cfg, partition.Random(g.NumNodes, 4, 5))
 	require.NoError(t, err)
 	for _, tc := range []struct{ c, topoC int }{{2, 1}, {2, 2}, {4, 1}} {
 		t.Run(fmt.Sprintf("c%d_topology%d", tc.c, tc.topoC), func(t *testing.T) {
@@ -110,7 +110,7 @@ func TestFeatureReplication(t *testing.T) {
 			if tc.topoC > 1 {
 				c.Topology, c.C = Topology15D, tc.topoC
 			}
-			book := graph.RandomPartition(g.NumNodes, 4/tc.c, 5)
+			book := partition.Random(g.NumNodes, 4/tc.c, 5)
 			res, err := runRanks(4, c, book)
 			require.NoError(t, err)
 			sizes := book.Sizes()
@@ -128,7 +128,7 @@ func TestFeatureReplication(t *testing.T) {
 		})
 	}
 	// Data of 2 parts on 4 ranks without replication.
-	book := graph.RandomPartition(g.NumNodes, 2, 5)
+	book := partition.Random(g.NumNodes, 2, 5)
 	err = inproc.Run(4, inproc.Options{Timeout: time.Minute}, func(cm collective.Comm) error {
 		d, err := Distribute(g, "random", book, cm.Rank()/2)
 		if err != nil {
@@ -144,7 +144,7 @@ func TestFeatureReplication(t *testing.T) {
 func TestEvaluationWithReplication(t *testing.T) {
 	g := sbm()
 	eval := func(p, c int) [3]float64 {
-		book := graph.RandomPartition(g.NumNodes, p/c, 9)
+		book := partition.Random(g.NumNodes, p/c, 9)
 		var acc [3]float64
 		err := inproc.Run(p, inproc.Options{Timeout: time.Minute}, func(cm collective.Comm) error {
 			d, err := Distribute(g, "random", book, cm.Rank()/c)
@@ -201,7 +201,7 @@ func TestFetchSweepMatchesRun(t *testing.T) {
 	cfg := testConfig("sage")
 	cfg.Epochs, cfg.EvalEvery = 2, 0
 	g := sbm()
-	book := graph.RandomPartition(g.NumNodes, p, 5)
+	book := partition.Random(g.NumNodes, p, 5)
 	var pts []SweepPoint
 	err := inproc.Run(p, inproc.Options{Timeout: time.Minute}, func(c collective.Comm) error {
 		d, err := Distribute(g, "random", book, c.Rank())

@@ -16,6 +16,7 @@ import (
 	"gnnmpi/collective/inproc"
 	"gnnmpi/graph"
 	"gnnmpi/model"
+	"gnnmpi/partition"
 	"gnnmpi/pipe"
 )
 
@@ -46,7 +47,7 @@ func runFullHooks(t *testing.T, p int, cfg FullConfig, h Hooks) ([]*FullResult, 
 	stages, err := FullStages(cfg, p)
 	require.NoError(t, err)
 	parts := p / stages
-	book := graph.BlockPartition(g.NumNodes, 1)
+	book := partition.Block(g.NumNodes, 1)
 	if parts > 1 {
 		book, err = graph.MetisPartition(g, parts, "random", 1)
 		require.NoError(t, err)
@@ -119,7 +120,7 @@ func TestFullConfigErrors(t *testing.T) {
 	// Data loaded with the wrong replication for the mode.
 	g := sbm()
 	err := inproc.Run(2, inproc.Options{Timeout: time.Minute}, func(c collective.Comm) error {
-		d, err := Distribute(g, "random", graph.BlockPartition(g.NumNodes, 2), c.Rank())
+		d, err := Distribute(g, "random", partition.Block(g.NumNodes, 2), c.Rank())
 		if err != nil {
 			return err
 		}

@@ -12,9 +12,9 @@ import (
 	"gnnmpi/alltoall"
 	"gnnmpi/collective"
 	"gnnmpi/dense"
-	"gnnmpi/graph"
 	"gnnmpi/internal/rng"
 	"gnnmpi/model"
+	"gnnmpi/partition"
 	"gnnmpi/sampling"
 	"gnnmpi/sparse"
 )
@@ -151,8 +151,8 @@ type trainer struct {
 	fcomm   collective.Comm  // the rank's feature replica group (one rank per part)
 	store   *alltoall.Store  // the rank's feature rows and cache
 	stores  []StoreStats
-	owned   []int64              // the training vertices this rank draws seeds from
-	ebook   *graph.PartitionBook // who computes which vertex in layer-wise inference
+	owned   []int64         // the training vertices this rank draws seeds from
+	ebook   *partition.Book // who computes which vertex in layer-wise inference
 	sched   *schedule
 	deg     []int64 // full-graph degree of every vertex (GCN normalisation)
 	grads   []float32

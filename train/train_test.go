@@ -10,6 +10,7 @@ import (
 	"gnnmpi/collective"
 	"gnnmpi/collective/inproc"
 	"gnnmpi/graph"
+	"gnnmpi/partition"
 	"gnnmpi/spgemm"
 )
 
@@ -42,13 +43,13 @@ func testConfig(kind string) Config {
 
 // runP trains on p in-process ranks with a random partition and returns
 // rank 0's result.
-func runP(t *testing.T, p int, cfg Config, partition func(*graph.Dataset, int) *graph.PartitionBook) *Result {
+func runP(t *testing.T, p int, cfg Config, bookOf func(*graph.Dataset, int) *partition.Book) *Result {
 	t.Helper()
 	g := sbm()
-	if partition == nil {
-		partition = func(g *graph.Dataset, p int) *graph.PartitionBook { return graph.RandomPartition(g.NumNodes, p, 5) }
+	if bookOf == nil {
+		bookOf = func(g *graph.Dataset, p int) *partition.Book { return partition.Random(g.NumNodes, p, 5) }
 	}
-	results, err := runRanks(p, cfg, partition(g, p))
+	results, err := runRanks(p, cfg, bookOf(g, p))
 	require.NoError(t, err)
 	for r := 1; r < p; r++ {
 		require.Equal(t, results[0].Epochs, withoutTimes(results[r].Epochs, results[0].Epochs), "rank %d disagrees", r)
@@ -58,7 +59,7 @@ func runP(t *testing.T, p int, cfg Config, partition func(*graph.Dataset, int) *
 
 // runRanks trains on the test graph on p in-process ranks with the given
 // partition and returns every rank's result and the first error.
-func runRanks(p int, cfg Config, book *graph.PartitionBook) ([]*Result, error) {
+func runRanks(p int, cfg Config, book *partition.Book) ([]*Result, error) {
 	g := sbm()
 	results := make([]*Result, p)
 	err := inproc.Run(p, inproc.Options{Timeout: time.Minute}, func(c collective.Comm) error {
@@ -182,7 +183,7 @@ func TestSamplerConfigErrors(t *testing.T) {
 	require.ErrorContains(t, cfg.Validate(), "unknown topology")
 	cfg = testConfig("gcn")
 	cfg.Topology, cfg.C = Topology15D, 3
-	_, err := runRanks(2, cfg, graph.RandomPartition(sbm().NumNodes, 2, 5))
+	_, err := runRanks(2, cfg, partition.Random(sbm().NumNodes, 2, 5))
 	require.ErrorContains(t, err, "does not divide")
 }
 
@@ -213,7 +214,7 @@ func TestResumeRejectsOtherSettings(t *testing.T) {
 	cfg.CheckpointDir, cfg.CheckpointEvery, cfg.Epochs = t.TempDir(), 1, 1
 	runP(t, 2, cfg, nil)
 	cfg.Resume, cfg.Epochs, cfg.Model.Hidden = true, 2, 8
-	_, err := runRanks(2, cfg, graph.RandomPartition(sbm().NumNodes, 2, 5))
+	_, err := runRanks(2, cfg, partition.Random(sbm().NumNodes, 2, 5))
 	require.ErrorContains(t, err, "other settings")
 }
 
@@ -227,7 +228,7 @@ func TestEvaluationIndependentOfRanks(t *testing.T) {
 		var accs [][3]float64
 		var losses []float64
 		for _, p := range []int{1, 2, 4} {
-			book := graph.RandomPartition(g.NumNodes, p, 9)
+			book := partition.Random(g.NumNodes, p, 9)
 			got := make([][3]float64, p)
 			loss := make([]float64, p)
 			err := inproc.Run(p, inproc.Options{Timeout: time.Minute}, func(c collective.Comm) error {

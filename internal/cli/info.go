@@ -9,6 +9,7 @@ import (
 	"gnnmpi/collective"
 	"gnnmpi/gpu"
 	"gnnmpi/graph"
+	"gnnmpi/partition"
 )
 
 func infoCmd() *Command {
@@ -54,7 +55,7 @@ func info(env *Env, path, bookPath string, showGPU bool) error {
 		keep = func(g int64) bool { return g%int64(p) == int64(r) }
 	}
 	if bookPath != "" {
-		b, err := graph.ReadBook(bookPath)
+		b, err := partition.Read(bookPath)
 		if err != nil {
 			return err
 		}

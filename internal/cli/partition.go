@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"gnnmpi/graph"
+	"gnnmpi/partition"
 )
 
 func partitionCmd() *Command {
@@ -28,13 +29,13 @@ func partitionCmd() *Command {
 				if *out == "" {
 					return fmt.Errorf("partition: --out is required")
 				}
-				return RankZero(env.Comm, func() error { return partition(env, *data, k, *method, *split, *seed, *out) })
+				return RankZero(env.Comm, func() error { return runPartition(env, *data, k, *method, *split, *seed, *out) })
 			}
 		},
 	}
 }
 
-func partition(env *Env, data string, k int, method, split string, seed uint64, out string) error {
+func runPartition(env *Env, data string, k int, method, split string, seed uint64, out string) error {
 	if k < 1 {
 		return fmt.Errorf("partition: --parts %d < 1", k)
 	}
@@ -50,12 +51,12 @@ func partition(env *Env, data string, k int, method, split string, seed uint64, 
 		return fmt.Errorf("partition: %s has no split %q (have %v)", data, split, d.SplitNames())
 	}
 	t0 := time.Now()
-	var b *graph.PartitionBook
+	var b *partition.Book
 	switch method {
 	case "block":
-		b = graph.BlockPartition(d.NumNodes, k)
+		b = partition.Block(d.NumNodes, k)
 	case "random":
-		b = graph.RandomPartition(d.NumNodes, k, seed)
+		b = partition.Random(d.NumNodes, k, seed)
 	case "metis":
 		if b, err = graph.MetisPartition(d, k, split, int(seed)); err != nil {
 			return err
@@ -64,7 +65,7 @@ func partition(env *Env, data string, k int, method, split string, seed uint64, 
 		return fmt.Errorf("partition: unknown --method %q (want block, random or metis)", method)
 	}
 	took := time.Since(t0)
-	if err := graph.WriteBook(out, b); err != nil {
+	if err := partition.Write(out, b); err != nil {
 		return err
 	}
 	cut := b.EdgeCut(d.Adj)

@@ -213,26 +213,6 @@ func sampleRows(m int64, k int, seed uint64) []int64 {
 	return out
 }
 
-// selectRows returns the rows of a listed in rows, in that order.
-func selectRows[T sparse.Scalar](a *sparse.Matrix[T], rows []int64) *sparse.Matrix[T] {
-	out := &sparse.Matrix[T]{NRows: int64(len(rows)), NCols: a.NCols, Indptr: make([]int64, len(rows)+1)}
-	for x, i := range rows {
-		out.Indptr[x+1] = out.Indptr[x] + a.Degree(i)
-	}
-	out.Indices = make([]int64, 0, out.Indptr[len(rows)])
-	if a.Values != nil {
-		out.Values = make([]T, 0, out.Indptr[len(rows)])
-	}
-	for _, i := range rows {
-		s, e := a.Indptr[i], a.Indptr[i+1]
-		out.Indices = append(out.Indices, a.Indices[s:e]...)
-		if a.Values != nil {
-			out.Values = append(out.Values, a.Values[s:e]...)
-		}
-	}
-	return out
-}
-
 // flopsOf returns the scalar products of A·B: Σ over the entries (i, k) of
 // A of the length of row k of B.
 func flopsOf[T sparse.Scalar](a, b *sparse.Matrix[T]) int64 {
@@ -302,7 +282,7 @@ func spgemmSR[T sparse.Scalar, S sparse.Semiring[T]](env *Env, cfg *spgemmConfig
 	}
 	aa := a
 	if rows != nil {
-		aa = selectRows(a, rows)
+		aa = sparse.SelectRows(a, rows)
 	}
 	res := SpGEMMResult{
 		Algo: cfg.algo, Semiring: cfg.semiring, Threads: cfg.threads, Staged: cfg.staged, A: cfg.a, B: cfg.b,

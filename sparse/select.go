@@ -1,0 +1,62 @@
+package sparse
+
+// SelectRows returns the rows of A listed in rows, in that order, as a new
+// matrix: row i of the result is row rows[i] of A, its entries copied in
+// A's order, and the result has A's NCols. rows may repeat and need not be
+// sorted. Values are copied when A has them; a pattern stays a pattern. A
+// is not modified and the result shares no memory with it. It takes time
+// in proportion to len(rows) and the entries copied.
+//
+// SelectRows is a copy; SelectRowsSR forms the same rows as the product
+// Q·A, which sorts each row and merges repeated columns.
+// It will panic if an entry of rows lies outside [0, A.NRows).
+func SelectRows[T Scalar](a *Matrix[T], rows []int64) *Matrix[T] {
+	ptr := make([]int64, len(rows)+1)
+	for x, i := range rows {
+		if i < 0 || i >= a.NRows {
+			panic("sparse: selected row out of range")
+		}
+		ptr[x+1] = ptr[x] + a.Degree(i)
+	}
+	nnz := ptr[len(rows)]
+	out := &Matrix[T]{NRows: int64(len(rows)), NCols: a.NCols, Indptr: ptr, Indices: make([]int64, nnz)}
+	if a.Values != nil {
+		out.Values = make([]T, nnz)
+	}
+	for x, i := range rows {
+		s, e := a.Indptr[i], a.Indptr[i+1]
+		copy(out.Indices[ptr[x]:], a.Indices[s:e])
+		if a.Values != nil {
+			copy(out.Values[ptr[x]:], a.Values[s:e])
+		}
+	}
+	return out
+}
+
+// SelectRowsSR returns P = Q·A over sr, where Q is the len(rows)×A.NRows
+// selection matrix with Q(i, rows[i]) = 1: row i of P is row rows[i] of A
+// with its columns sorted and the values of repeated columns merged by
+// sr.Add (under PlusTimes on a pattern, into their count). rows may repeat
+// and need not be sorted. A row of A that is sorted and distinct is copied
+// without an accumulator; o.SortedB promises that every row is, and
+// o.Threads bounds the goroutines, as for MulSR. P has the properties
+// documented on MulSR: it always has values, even when A is a pattern.
+// This is how samplers select the neighbourhoods of a frontier (P = Q·A).
+// It will panic if an entry of rows lies outside [0, A.NRows).
+func SelectRowsSR[T Scalar, S Semiring[T]](sr S, a *Matrix[T], rows []int64, o *Options) *Matrix[T] {
+	nr := int64(len(rows))
+	for _, i := range rows {
+		if i < 0 || i >= a.NRows {
+			panic("sparse: selected row out of range")
+		}
+	}
+	q := &Matrix[T]{NRows: nr, NCols: a.NRows, Indptr: make([]int64, nr+1), Indices: rows}
+	for i := range q.Indptr {
+		q.Indptr[i] = int64(i)
+	}
+	p, err := MulSR(sr, q, a, o)
+	if err != nil {
+		panic(err) // Q has as many columns as A has rows
+	}
+	return p
+}

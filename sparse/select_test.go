@@ -1,0 +1,109 @@
+package sparse
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// selectFixture is a 4×5 matrix whose row 0 is unsorted with column 3
+// repeated and whose row 1 is empty.
+func selectFixture() *CSR {
+	return &CSR{
+		NRows: 4, NCols: 5,
+		Indptr:  []int64{0, 3, 3, 5, 6},
+		Indices: []int64{3, 1, 3, 0, 4, 2},
+		Values:  []float64{1, 2, 4, 8, 16, 32},
+	}
+}
+
+func TestSelectRows(t *testing.T) {
+	a := selectFixture()
+	for _, tc := range []struct {
+		name string
+		rows []int64
+		want *CSR
+	}{
+		{"reorder-repeat", []int64{2, 0, 2}, &CSR{
+			NRows: 3, NCols: 5,
+			Indptr:  []int64{0, 2, 5, 7},
+			Indices: []int64{0, 4, 3, 1, 3, 0, 4},
+			Values:  []float64{8, 16, 1, 2, 4, 8, 16},
+		}},
+		{"empty-row", []int64{1, 3}, &CSR{NRows: 2, NCols: 5, Indptr: []int64{0, 0, 1}, Indices: []int64{2}, Values: []float64{32}}},
+		{"none", nil, &CSR{NRows: 0, NCols: 5, Indptr: []int64{0}, Indices: []int64{}, Values: []float64{}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := SelectRows(a, tc.rows)
+			assert.Equal(t, tc.want, got)
+			require.NoError(t, got.Validate())
+
+			// A pattern stays a pattern.
+			pat := *a
+			pat.Values = nil
+			want := *tc.want
+			want.Values = nil
+			assert.Equal(t, &want, SelectRows(&pat, tc.rows))
+		})
+	}
+
+	// The result shares no memory with A, which is not modified.
+	got := SelectRows(a, []int64{0})
+	got.Indices[0], got.Values[0] = 9, 9
+	assert.Equal(t, selectFixture(), a)
+
+	for _, rows := range [][]int64{{-1}, {0, 4}} {
+		assert.Panics(t, func() { SelectRows(a, rows) }, "rows %v", rows)
+		assert.Panics(t, func() { SelectRowsSR(PlusTimes[float64]{}, a, rows, nil) }, "rows %v", rows)
+	}
+}
+
+func TestSelectRowsSR(t *testing.T) {
+	a := selectFixture()
+	// Row 0 comes out sorted, the two entries of column 3 added.
+	got := SelectRowsSR(PlusTimes[float64]{}, a, []int64{2, 0, 1}, nil)
+	assert.Equal(t, &CSR{
+		NRows: 3, NCols: 5,
+		Indptr:  []int64{0, 2, 4, 4},
+		Indices: []int64{0, 4, 1, 3},
+		Values:  []float64{8, 16, 2, 5},
+	}, got)
+
+	// On a pattern the repeats merge into their count under (+, ×), and
+	// into true under (or, and).
+	pat := *a
+	pat.Values = nil
+	got = SelectRowsSR(PlusTimes[float64]{}, &pat, []int64{0}, nil)
+	assert.Equal(t, []int64{1, 3}, got.Indices)
+	assert.Equal(t, []float64{1, 2}, got.Values)
+	b := &Matrix[bool]{NRows: 4, NCols: 5, Indptr: a.Indptr, Indices: a.Indices}
+	gb := SelectRowsSR(OrAnd{}, b, []int64{0, 3}, &Options{Threads: 1})
+	assert.Equal(t, []int64{0, 2, 3}, gb.Indptr)
+	assert.Equal(t, []int64{1, 3, 2}, gb.Indices)
+	assert.Equal(t, []bool{true, true, true}, gb.Values)
+
+	// On rows sorted and distinct the product is the copy, with or
+	// without the SortedB promise and on any number of threads.
+	rnd := rand.New(rand.NewPCG(3, 4))
+	const n = 300
+	r := &CSR{NRows: n, NCols: n, Indptr: make([]int64, n+1)}
+	for i := range int64(n) {
+		for j := range int64(n) {
+			if rnd.IntN(20) == 0 {
+				r.Indices = append(r.Indices, j)
+				r.Values = append(r.Values, rnd.NormFloat64())
+			}
+		}
+		r.Indptr[i+1] = int64(len(r.Indices))
+	}
+	rows := make([]int64, 500)
+	for i := range rows {
+		rows[i] = rnd.Int64N(n)
+	}
+	want := SelectRows(r, rows)
+	for _, o := range []*Options{nil, {Threads: 1}, {Threads: 4, exact: true}, {Threads: 1, SortedB: true}, {Threads: 3, SortedB: true, exact: true}} {
+		assert.Equal(t, want, SelectRowsSR(PlusTimes[float64]{}, r, rows, o), "options %+v", o)
+	}
+}
