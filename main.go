@@ -48,52 +48,9 @@ type globalFlags struct {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("gnnmpi", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var g globalFlags
-	fs.IntVar(&g.ranks, "ranks", 0, "run N in-process ranks (goroutines) instead of MPI processes")
-	fs.StringVar(&g.metrics, "metrics", "", "append JSONL metrics to this file (rank 0)")
-	fs.BoolVar(&g.json, "json", false, "print the final metrics object as JSON")
-	fs.DurationVar(&g.commTimeout, "comm-timeout", 10*time.Minute, "in-process ranks: fail a call blocked longer than this (deadlock)")
-	fs.StringVar(&g.blas, "blas", "openblas", "dense products: openblas (gonum's netlib binding) or gonum (pure Go)")
-	fs.StringVar(&g.cpuprofile, "cpuprofile", "", "write a CPU profile of this process to FILE (under MPI: FILE.RANK)")
-	fs.Usage = func() { cli.Help(stderr) }
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	rest := fs.Args()
-	if len(rest) == 0 || rest[0] == "help" || rest[0] == "-h" || rest[0] == "--help" {
-		cli.Help(stdout)
-		if len(rest) == 0 {
-			return 2
-		}
-		return 0
-	}
-	cmd := cli.Lookup(rest[0])
+	cmd, runCmd, g, code := parseArgs(args, stdout, stderr)
 	if cmd == nil {
-		fmt.Fprintf(stderr, "gnnmpi: unknown command %q\n\n", rest[0])
-		cli.Help(stderr)
-		return 2
-	}
-	cfs := flag.NewFlagSet("gnnmpi "+cmd.Name, flag.ContinueOnError)
-	cfs.SetOutput(stderr)
-	cfs.BoolVar(&g.json, "json", g.json, "print the final metrics object as JSON")
-	cfs.StringVar(&g.metrics, "metrics", g.metrics, "append JSONL metrics to this file (rank 0)")
-	runCmd := cmd.Flags(cfs)
-	cfs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: gnnmpi %s %s [flags]\n\n%s\n\nflags:\n", cmd.Name, cmd.Usage, cmd.Summary)
-		cfs.PrintDefaults()
-	}
-	// Flags are parsed on every rank before the backend starts, so a bad
-	// flag fails every rank alike without a collective.
-	if err := cfs.Parse(interleave(cfs, rest[1:])); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+		return code
 	}
 	impl, blasName, err := pickBLAS(g.blas)
 	if err != nil {
@@ -102,21 +59,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	setBLAS := func(env *cli.Env) { env.BLAS, env.BLASName = impl, blasName }
 	if g.cpuprofile != "" {
-		path := g.cpuprofile
-		if r := os.Getenv("OMPI_COMM_WORLD_RANK"); r != "" {
-			path += "." + r
-		}
-		f, err := os.Create(path)
+		stop, err := startCPUProfile(g.cpuprofile)
 		if err != nil {
 			fmt.Fprintf(stderr, "gnnmpi: %v\n", err)
 			return 1
 		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			fmt.Fprintf(stderr, "gnnmpi: %v\n", err)
-			return 1
-		}
-		defer pprof.StopCPUProfile()
+		defer stop()
 	}
 	var metrics io.Writer
 	if g.metrics != "" {
@@ -152,6 +100,74 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// parseArgs parses the global flags and the command's own, on every rank
+// before the backend starts, so that a bad flag fails every rank alike
+// without a collective. It returns the command and the function running
+// it, or a nil command and the exit code (0 after -h or help).
+func parseArgs(args []string, stdout, stderr io.Writer) (cmd *cli.Command, runCmd func(*cli.Env) error, g globalFlags, code int) {
+	fs := flag.NewFlagSet("gnnmpi", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.IntVar(&g.ranks, "ranks", 0, "run N in-process ranks (goroutines) instead of MPI processes")
+	fs.StringVar(&g.metrics, "metrics", "", "append JSONL metrics to this file (rank 0)")
+	fs.BoolVar(&g.json, "json", false, "print the final metrics object as JSON")
+	fs.DurationVar(&g.commTimeout, "comm-timeout", 10*time.Minute, "in-process ranks: fail a call blocked longer than this (deadlock)")
+	fs.StringVar(&g.blas, "blas", "openblas", "dense products: openblas (gonum's netlib binding) or gonum (pure Go)")
+	fs.StringVar(&g.cpuprofile, "cpuprofile", "", "write a CPU profile of this process to FILE (under MPI: FILE.RANK)")
+	fs.Usage = func() { cli.Help(stderr) }
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, nil, g, 0
+		}
+		return nil, nil, g, 2
+	}
+	rest := fs.Args()
+	if len(rest) == 0 || rest[0] == "help" || rest[0] == "-h" || rest[0] == "--help" {
+		cli.Help(stdout)
+		if len(rest) == 0 {
+			return nil, nil, g, 2
+		}
+		return nil, nil, g, 0
+	}
+	if cmd = cli.Lookup(rest[0]); cmd == nil {
+		fmt.Fprintf(stderr, "gnnmpi: unknown command %q\n\n", rest[0])
+		cli.Help(stderr)
+		return nil, nil, g, 2
+	}
+	cfs := flag.NewFlagSet("gnnmpi "+cmd.Name, flag.ContinueOnError)
+	cfs.SetOutput(stderr)
+	cfs.BoolVar(&g.json, "json", g.json, "print the final metrics object as JSON")
+	cfs.StringVar(&g.metrics, "metrics", g.metrics, "append JSONL metrics to this file (rank 0)")
+	runCmd = cmd.Flags(cfs)
+	cfs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: gnnmpi %s %s [flags]\n\n%s\n\nflags:\n", cmd.Name, cmd.Usage, cmd.Summary)
+		cfs.PrintDefaults()
+	}
+	if err := cfs.Parse(interleave(cfs, rest[1:])); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, nil, g, 0
+		}
+		return nil, nil, g, 2
+	}
+	return cmd, runCmd, g, 0
+}
+
+// startCPUProfile starts a CPU profile written to path (under MPI,
+// path.RANK) and returns what stops it.
+func startCPUProfile(path string) (stop func(), err error) {
+	if r := os.Getenv("OMPI_COMM_WORLD_RANK"); r != "" {
+		path += "." + r
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
 // runMPI runs the command on this MPI rank. Any error or panic after MPI

@@ -174,96 +174,128 @@ func ReadMatrixMarket(path string) (*sparse.CSR, error) {
 		return nil, err
 	}
 	defer lr.close()
-
-	line, err := lr.next()
-	if err == io.EOF {
-		return nil, parseErr(path, 0, "empty file, want a %%MatrixMarket header")
-	}
+	field, symmetric, err := mmHeader(lr)
 	if err != nil {
 		return nil, err
 	}
+	m, n, nnz, err := mmSize(lr, symmetric)
+	if err != nil {
+		return nil, err
+	}
+	sizeLine := lr.line
+	rows, cols, vals, err := mmEntries(lr, field, symmetric, m, n, nnz, sizeLine)
+	if err != nil {
+		return nil, err
+	}
+	if !rowsPlausible(m, int64(len(rows))) {
+		return nil, parseErr(path, sizeLine, fmt.Sprintf("%d rows for only %d entries; refusing to allocate", m, len(rows)))
+	}
+	a, err := sparse.FromCOO(m, n, rows, cols, vals)
+	if err != nil {
+		return nil, parseErr(path, 0, err.Error()) // unreachable: indices were checked
+	}
+	return a, nil
+}
+
+// mmHeader reads a Matrix Market header line and returns its field
+// (pattern, integer or real) and whether the matrix is symmetric.
+func mmHeader(lr *lineReader) (field string, symmetric bool, err error) {
+	line, err := lr.next()
+	if err == io.EOF {
+		return "", false, parseErr(lr.path, 0, "empty file, want a %%MatrixMarket header")
+	}
+	if err != nil {
+		return "", false, err
+	}
 	var h [6][]byte
 	if k := fields(line, h[:]); k != 5 || !bytes.Equal(h[0], []byte("%%MatrixMarket")) {
-		return nil, lr.errorf("malformed header %s: want \"%%%%MatrixMarket matrix coordinate <field> <symmetry>\"", quote(line))
+		return "", false, lr.errorf("malformed header %s: want \"%%%%MatrixMarket matrix coordinate <field> <symmetry>\"", quote(line))
 	}
 	object, format := strings.ToLower(string(h[1])), strings.ToLower(string(h[2]))
 	field, symmetry := strings.ToLower(string(h[3])), strings.ToLower(string(h[4]))
 	if object != "matrix" {
-		return nil, lr.errorf("unsupported object %q: want matrix", object)
+		return "", false, lr.errorf("unsupported object %q: want matrix", object)
 	}
 	switch format {
 	case "coordinate":
 	case "array":
-		return nil, lr.errorf("dense array format is not supported: want coordinate")
+		return "", false, lr.errorf("dense array format is not supported: want coordinate")
 	default:
-		return nil, lr.errorf("unknown format %q: want coordinate", format)
+		return "", false, lr.errorf("unknown format %q: want coordinate", format)
 	}
 	switch field {
 	case "pattern", "integer", "real":
 	case "complex":
-		return nil, lr.errorf("complex matrices are not supported: want pattern, integer or real")
+		return "", false, lr.errorf("complex matrices are not supported: want pattern, integer or real")
 	default:
-		return nil, lr.errorf("unknown field %q: want pattern, integer or real", field)
+		return "", false, lr.errorf("unknown field %q: want pattern, integer or real", field)
 	}
 	switch symmetry {
 	case "general", "symmetric":
 	case "hermitian", "skew-symmetric":
-		return nil, lr.errorf("%s matrices are not supported: want general or symmetric", symmetry)
+		return "", false, lr.errorf("%s matrices are not supported: want general or symmetric", symmetry)
 	default:
-		return nil, lr.errorf("unknown symmetry %q: want general or symmetric", symmetry)
+		return "", false, lr.errorf("unknown symmetry %q: want general or symmetric", symmetry)
 	}
-	symmetric := symmetry == "symmetric"
-	nf := 3 // fields an entry has
-	if field == "pattern" {
-		nf = 2
-	}
+	return field, symmetry == "symmetric", nil
+}
 
-	// Size line, after comments and blank lines.
-	var m, n, nnz int64
-	sizeLine := 0
+// mmSize reads the size line "rows cols entries", after comments and blank
+// lines; lr.line is then its line number.
+func mmSize(lr *lineReader, symmetric bool) (m, n, nnz int64, err error) {
 	var f [4][]byte
-	for sizeLine == 0 {
+	for {
 		line, err := lr.next()
 		if err == io.EOF {
-			return nil, parseErr(path, 0, "missing size line \"rows cols entries\"")
+			return 0, 0, 0, parseErr(lr.path, 0, "missing size line \"rows cols entries\"")
 		}
 		if err != nil {
-			return nil, err
+			return 0, 0, 0, err
 		}
 		t := bytes.TrimLeft(line, " \t\v\f\r")
 		if len(t) == 0 || t[0] == '%' {
 			continue
 		}
 		if fields(t, f[:]) != 3 {
-			return nil, lr.errorf("malformed size line %s: want \"rows cols entries\"", quote(line))
+			return 0, 0, 0, lr.errorf("malformed size line %s: want \"rows cols entries\"", quote(line))
 		}
 		var sz [3]int64
 		for x := range sz {
 			v, ok := parseInt(f[x])
 			if !ok || v < 0 {
-				return nil, lr.errorf("malformed size line %s: want three non-negative integers", quote(line))
+				return 0, 0, 0, lr.errorf("malformed size line %s: want three non-negative integers", quote(line))
 			}
 			sz[x] = v
 		}
 		m, n, nnz = sz[0], sz[1], sz[2]
 		if m > maxNodes || n > maxNodes {
-			return nil, lr.errorf("dimension %d×%d exceeds the limit of %d", m, n, int64(maxNodes))
+			return 0, 0, 0, lr.errorf("dimension %d×%d exceeds the limit of %d", m, n, int64(maxNodes))
 		}
 		if symmetric && m != n {
-			return nil, lr.errorf("symmetric matrix is %d×%d, not square", m, n)
+			return 0, 0, 0, lr.errorf("symmetric matrix is %d×%d, not square", m, n)
 		}
-		sizeLine = lr.line
+		return m, n, nnz, nil
 	}
+}
 
-	// Entries. Size buffers from the declared count, but never beyond
-	// what the file can hold ("1 1\n" is 4 bytes).
+// mmEntries reads the nnz entries of an m×n matrix (declared on line
+// sizeLine) as 0-based coordinates, each off-diagonal entry of a symmetric
+// matrix twice; vals is nil for a pattern matrix.
+func mmEntries(lr *lineReader, field string, symmetric bool, m, n, nnz int64, sizeLine int) (rows, cols []int64, vals []float64, err error) {
+	path := lr.path
+	nf := 3 // fields an entry has
+	if field == "pattern" {
+		nf = 2
+	}
+	var f [4][]byte
+	// Size buffers from the declared count, but never beyond what the
+	// file can hold ("1 1\n" is 4 bytes).
 	hint := min(nnz, maxLines(path)/2)
 	if symmetric {
 		hint = min(2*hint, maxLines(path))
 	}
-	rows := make([]int64, 0, hint)
-	cols := make([]int64, 0, hint)
-	var vals []float64
+	rows = make([]int64, 0, hint)
+	cols = make([]int64, 0, hint)
 	if field != "pattern" {
 		vals = make([]float64, 0, hint)
 	}
@@ -274,26 +306,26 @@ func ReadMatrixMarket(path string) (*sparse.CSR, error) {
 			break
 		}
 		if err != nil {
-			return nil, err
+			return nil, nil, nil, err
 		}
 		t := bytes.TrimLeft(line, " \t\v\f\r")
 		if len(t) == 0 || t[0] == '%' {
 			continue
 		}
 		if k := fields(t, f[:]); k != nf {
-			return nil, lr.errorf("malformed entry %s: want %d fields for a %s matrix, have %d", quote(line), nf, field, k)
+			return nil, nil, nil, lr.errorf("malformed entry %s: want %d fields for a %s matrix, have %d", quote(line), nf, field, k)
 		}
 		found++
 		if found > nnz {
-			return nil, lr.errorf("more entries than the %d declared on line %d", nnz, sizeLine)
+			return nil, nil, nil, lr.errorf("more entries than the %d declared on line %d", nnz, sizeLine)
 		}
 		i, ok1 := parseInt(f[0])
 		j, ok2 := parseInt(f[1])
 		if !ok1 || !ok2 {
-			return nil, lr.errorf("malformed entry %s: want integer indices", quote(line))
+			return nil, nil, nil, lr.errorf("malformed entry %s: want integer indices", quote(line))
 		}
 		if i < 1 || i > m || j < 1 || j > n {
-			return nil, lr.errorf("entry (%d,%d) outside the %d×%d matrix (indices are 1-based)", i, j, m, n)
+			return nil, nil, nil, lr.errorf("entry (%d,%d) outside the %d×%d matrix (indices are 1-based)", i, j, m, n)
 		}
 		i--
 		j--
@@ -302,13 +334,13 @@ func ReadMatrixMarket(path string) (*sparse.CSR, error) {
 		case "integer":
 			x, ok := parseInt(f[2])
 			if !ok {
-				return nil, lr.errorf("malformed integer value %s", quote(f[2]))
+				return nil, nil, nil, lr.errorf("malformed integer value %s", quote(f[2]))
 			}
 			v = float64(x)
 		case "real":
 			x, ok := parseFloat64(f[2])
 			if !ok {
-				return nil, lr.errorf("malformed value %s: want a finite number", quote(f[2]))
+				return nil, nil, nil, lr.errorf("malformed value %s: want a finite number", quote(f[2]))
 			}
 			v = x
 		}
@@ -326,16 +358,9 @@ func ReadMatrixMarket(path string) (*sparse.CSR, error) {
 		}
 	}
 	if found < nnz {
-		return nil, parseErr(path, 0, fmt.Sprintf("%d entries, but line %d declares %d", found, sizeLine, nnz))
+		return nil, nil, nil, parseErr(path, 0, fmt.Sprintf("%d entries, but line %d declares %d", found, sizeLine, nnz))
 	}
-	if !rowsPlausible(m, int64(len(rows))) {
-		return nil, parseErr(path, sizeLine, fmt.Sprintf("%d rows for only %d entries; refusing to allocate", m, len(rows)))
-	}
-	a, err := sparse.FromCOO(m, n, rows, cols, vals)
-	if err != nil {
-		return nil, parseErr(path, 0, err.Error()) // unreachable: indices were checked
-	}
-	return a, nil
+	return rows, cols, vals, nil
 }
 
 // WriteMatrixMarket writes a to path in Matrix Market coordinate format:

@@ -181,34 +181,7 @@ func (s *LayerWise) Sample(batches [][]int64, keys []uint64) ([]*MiniBatch, erro
 			return nil, err
 		}
 		// The draws, in minibatch order, then the blocks on goroutines.
-		factors := make([][]float64, k)
-		for b := range k {
-			cols, w := p.Row(int64(b)), p.Values[p.Indptr[b]:p.Indptr[b+1]]
-			// factor[t]: the weight of candidate cols[t], 0 if not drawn.
-			factor := make([]float64, len(cols))
-			factors[b] = factor
-			if len(cols) <= size {
-				for t := range factor {
-					factor[t] = 1
-				}
-				continue
-			}
-			prefix = prefix[:0]
-			var total float64
-			for _, x := range w {
-				total += x
-				prefix = append(prefix, total)
-			}
-			rnd := st.at(keys[b], h, -1)
-			for drawn := 0; drawn < size; {
-				t := upper(prefix, rnd.Float64()*total)
-				if t == len(prefix) || w[t] == 0 {
-					continue // rounding put the dart at the end
-				}
-				factor[t] += total / (float64(size) * w[t])
-				drawn++
-			}
-		}
+		factors := drawLayer(p, keys, h, size, st, &prefix)
 		forEach(k, n, &rel, func(b int, pos []int32) {
 			blk := block(frontiers[b], rowRange(r, q.Indptr[b], q.Indptr[b+1]), p.Row(int64(b)), factors[b], pos)
 			out[b].Blocks[nl-1-h] = blk
@@ -219,6 +192,43 @@ func (s *LayerWise) Sample(batches [][]int64, keys []uint64) ([]*MiniBatch, erro
 		m.Seeds = m.Blocks[nl-1].Dst
 	}
 	return out, nil
+}
+
+// drawLayer draws size candidates with replacement from every row b of p
+// (minibatch b's candidates at layer h, weighted by the row's values)
+// with the stream of (keys[b], h), and returns per minibatch the weight
+// of each candidate (total/(size·w) per draw, 0 if not drawn; all 1 when
+// the row has at most size candidates). prefix is scratch.
+func drawLayer(p *sparse.CSR, keys []uint64, h, size int, st *streams, prefix *[]float64) [][]float64 {
+	factors := make([][]float64, len(keys))
+	for b := range keys {
+		cols, w := p.Row(int64(b)), p.Values[p.Indptr[b]:p.Indptr[b+1]]
+		factor := make([]float64, len(cols))
+		factors[b] = factor
+		if len(cols) <= size {
+			for t := range factor {
+				factor[t] = 1
+			}
+			continue
+		}
+		pre := (*prefix)[:0]
+		var total float64
+		for _, x := range w {
+			total += x
+			pre = append(pre, total)
+		}
+		*prefix = pre
+		rnd := st.at(keys[b], h, -1)
+		for drawn := 0; drawn < size; {
+			t := upper(pre, rnd.Float64()*total)
+			if t == len(pre) || w[t] == 0 {
+				continue // rounding put the dart at the end
+			}
+			factor[t] += total / (float64(size) * w[t])
+			drawn++
+		}
+	}
+	return factors
 }
 
 // block builds the block of the destinations dst, whose rows of Â are

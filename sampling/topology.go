@@ -211,12 +211,54 @@ func (t *dist15D) Name() string { return "1.5d" }
 
 func (t *dist15D) rows(v []int64, keys []uint64, pick picker) (*sparse.CSR, error) {
 	g, n := t.g, t.m.M
-	c, i, k := g.PC, g.Row, g.Col
+	c, k := g.PC, g.Col
 	valued := t.m.Local.Values != nil
+	f, err := t.gatherFrontier(v, keys)
+	if err != nil {
+		return nil, err
+	}
+	pd, err := spgemm.Mul15D(g, sparse.PlusTimes[float64]{}, f.q, t.m, nil)
+	if err != nil {
+		return nil, err
+	}
 
-	// Every rank's number of rows: Q's row blocks (one per grid row, its
-	// ranks' rows in rank order) and, within this grid row, whose rows
-	// are where.
+	// This rank holds rows [sub[k], sub[k+1]) of Q_i's product: thin them.
+	sub := spgemm.Bounds(f.q.Local.NRows, c)
+	lo, hi := sub[k], sub[k+1]
+	p := pd.Local
+	if pick != nil {
+		rk := make([]uint64, hi-lo)
+		for x := range rk {
+			rk[x] = uint64(f.keys[lo+int64(x)])
+		}
+		var vals []float64
+		if valued {
+			vals = p.Values
+		}
+		p = pickRows(n, p.Indptr, p.Indices, vals, f.q.Local.Indices[lo:hi], rk, pick, newScratch())
+	} else if !valued {
+		p.Values = nil
+	}
+	return t.returnRows(p, sub, f.from, len(v))
+}
+
+// frontier15D is a grid row's stacked frontier: Q_i (one row per frontier
+// vertex of the grid row's ranks, in rank order, a one in the vertex's
+// column) in the 1.5D layout, the rows' random-stream keys, and where the
+// rows came from: Q_i's rows [from[x], from[x+1]) are those of rank x of
+// the grid row.
+type frontier15D struct {
+	q    *spgemm.Dist[float64]
+	keys []int64
+	from []int64
+}
+
+// gatherFrontier stacks the frontiers v (and their keys) of the ranks of
+// this rank's grid row into Q_i, with Q's row blocks (one per grid row,
+// its ranks' rows in rank order) known to every rank.
+func (t *dist15D) gatherFrontier(v []int64, keys []uint64) (*frontier15D, error) {
+	g, n := t.g, t.m.M
+	c, i, k := g.PC, g.Row, g.Col
 	counts, err := collective.AllgatherCounts(g.Comm, len(v))
 	if err != nil {
 		return nil, err
@@ -229,13 +271,12 @@ func (t *dist15D) rows(v []int64, keys []uint64, pick picker) (*sparse.CSR, erro
 		rowBounds[x+1] += rowBounds[x]
 	}
 	mine := counts[i*c : (i+1)*c] // rows of the ranks of this grid row
-	from := make([]int64, c+1)    // Q_i's rows [from[x], from[x+1]) came from rank x of the grid row
+	from := make([]int64, c+1)
 	for x, cnt := range mine {
 		from[x+1] = from[x] + int64(cnt)
 	}
 	m := from[c]
 
-	// Q_i: this grid row's frontier rows, and their keys.
 	qv := make([]int64, m)
 	if err := g.RowComm.Allgatherv(collective.BufOf(v), collective.BufOf(qv), mine); err != nil {
 		return nil, err
@@ -253,31 +294,17 @@ func (t *dist15D) rows(v []int64, keys []uint64, pick picker) (*sparse.CSR, erro
 		q.Indptr[r] = int64(r)
 	}
 	qd := &spgemm.Dist[float64]{M: rowBounds[g.PR], N: n, RowBounds: rowBounds, ColBounds: []int64{0, n}, I: i, Replica: k, Local: q}
-	pd, err := spgemm.Mul15D(g, sparse.PlusTimes[float64]{}, qd, t.m, nil)
-	if err != nil {
-		return nil, err
-	}
+	return &frontier15D{q: qd, keys: qk, from: from}, nil
+}
 
-	// This rank holds rows [sub[k], sub[k+1]) of Q_i's product: thin them.
-	sub := spgemm.Bounds(m, c)
+// returnRows sends every row of p (this rank's rows [sub[k], sub[k+1]) of
+// Q_i's product) back to the rank of the grid row it came from (from, as
+// in frontier15D) and returns this rank's nv rows, received from the ranks
+// that computed them, in order.
+func (t *dist15D) returnRows(p *sparse.CSR, sub, from []int64, nv int) (*sparse.CSR, error) {
+	g, n := t.g, t.m.M
+	c, k := g.PC, g.Col
 	lo, hi := sub[k], sub[k+1]
-	p := pd.Local
-	if pick != nil {
-		rk := make([]uint64, hi-lo)
-		for x := range rk {
-			rk[x] = uint64(qk[lo+int64(x)])
-		}
-		var vals []float64
-		if valued {
-			vals = p.Values
-		}
-		p = pickRows(n, p.Indptr, p.Indices, vals, qv[lo:hi], rk, pick, newScratch())
-	} else if !valued {
-		p.Values = nil
-	}
-
-	// Send every row back to the rank it came from, and receive this
-	// rank's rows from the ranks that computed them, in order.
 	span := func(a0, a1, b0, b1 int64) int { return int(max(0, min(a1, b1)-max(a0, b0))) }
 	rowsTo, rowsFrom := make([]int, c), make([]int, c)
 	for x := range c {
@@ -305,7 +332,7 @@ func (t *dist15D) rows(v []int64, keys []uint64, pick picker) (*sparse.CSR, erro
 		}
 		r0 += int64(nr)
 	}
-	out := &sparse.CSR{NRows: int64(len(v)), NCols: n, Indptr: make([]int64, len(v)+1)}
+	out := &sparse.CSR{NRows: int64(nv), NCols: n, Indptr: make([]int64, nv+1)}
 	for r, l := range gotLens {
 		out.Indptr[r+1] = out.Indptr[r] + l
 	}

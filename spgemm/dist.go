@@ -208,42 +208,24 @@ func BcastMatrix[T sparse.Scalar](c collective.Comm, a *sparse.Matrix[T], root i
 // matrix.
 func Gather[T sparse.Scalar](c collective.Comm, d *Dist[T], root int) (*sparse.Matrix[T], error) {
 	p := c.Size()
-	hdr := []int64{int64(d.I), int64(d.J), int64(d.Replica), d.Local.NRows, d.Local.NNZ(), 0}
+	hdr := make([]int64, hdrLen)
+	hdr[hdrI], hdr[hdrJ], hdr[hdrReplica] = int64(d.I), int64(d.J), int64(d.Replica)
+	hdr[hdrRows], hdr[hdrNNZ] = d.Local.NRows, d.Local.NNZ()
 	if d.Local.Values != nil {
-		hdr[5] = 1
+		hdr[hdrValued] = 1
 	}
-	six := make([]int, p)
-	for q := range six {
-		six[q] = 6
+	counts := make([]int, p)
+	for q := range counts {
+		counts[q] = hdrLen
 	}
-	all := make([]int64, 6*p)
-	if err := c.Allgatherv(collective.BufOf(hdr), collective.BufOf(all), six); err != nil {
+	all := make([]int64, hdrLen*p)
+	if err := c.Allgatherv(collective.BufOf(hdr), collective.BufOf(all), counts); err != nil {
 		return nil, err
 	}
-	nbi, nbj := len(d.RowBounds)-1, len(d.ColBounds)-1
-	owner := make([]int, nbi*nbj)
-	for x := range owner {
-		owner[x] = -1
-	}
-	valued := hdr[5] != 0
-	for q := range p {
-		h := all[6*q : 6*q+6]
-		i, j := int(h[0]), int(h[1])
-		if i < 0 || i >= nbi || j < 0 || j >= nbj || h[3] != d.RowBounds[i+1]-d.RowBounds[i] || (h[5] != 0) != valued {
-			return nil, fmt.Errorf("%w: Gather: rank %d holds block (%d,%d) of %d rows, valued %v", ErrLayout, q, i, j, h[3], h[5] != 0)
-		}
-		if h[2] != 0 {
-			continue
-		}
-		if owner[i*nbj+j] >= 0 {
-			return nil, fmt.Errorf("%w: Gather: ranks %d and %d both hold copy 0 of block (%d,%d)", ErrLayout, owner[i*nbj+j], q, i, j)
-		}
-		owner[i*nbj+j] = q
-	}
-	for x, q := range owner {
-		if q < 0 {
-			return nil, fmt.Errorf("%w: Gather: no rank holds block (%d,%d)", ErrLayout, x/nbj, x%nbj)
-		}
+	valued := hdr[hdrValued] != 0
+	owner, err := blockOwners(d, all, valued)
+	if err != nil {
+		return nil, err
 	}
 	// Everything goes to root; only copy 0 sends.
 	primary := d.Replica == 0
@@ -254,12 +236,12 @@ func Gather[T sparse.Scalar](c collective.Comm, d *Dist[T], root int) (*sparse.M
 		}
 		return s
 	}
-	recvCount := func(col int) []int {
+	recvCount := func(slot int) []int {
 		r := make([]int, p)
 		if c.Rank() == root {
 			for q := range p {
-				if all[6*q+2] == 0 {
-					r[q] = int(all[6*q+col])
+				if all[hdrLen*q+hdrReplica] == 0 {
+					r[q] = int(all[hdrLen*q+slot])
 				}
 			}
 		}
@@ -270,17 +252,17 @@ func Gather[T sparse.Scalar](c collective.Comm, d *Dist[T], root int) (*sparse.M
 	if primary {
 		deg, ind, val = rowLengths(d.Local, 0, d.Local.NRows), d.Local.Indices, d.Local.Values
 	}
-	gdeg, err := collective.AlltoallvFlat(c, deg, sendCount(d.Local.NRows), recvCount(3))
+	gdeg, err := collective.AlltoallvFlat(c, deg, sendCount(d.Local.NRows), recvCount(hdrRows))
 	if err != nil {
 		return nil, err
 	}
-	gind, err := collective.AlltoallvFlat(c, ind, sendCount(d.Local.NNZ()), recvCount(4))
+	gind, err := collective.AlltoallvFlat(c, ind, sendCount(d.Local.NNZ()), recvCount(hdrNNZ))
 	if err != nil {
 		return nil, err
 	}
 	var gval []T
 	if valued {
-		rc := recvCount(4)
+		rc := recvCount(hdrNNZ)
 		total := 0
 		for _, n := range rc {
 			total += n
@@ -293,13 +275,63 @@ func Gather[T sparse.Scalar](c collective.Comm, d *Dist[T], root int) (*sparse.M
 	if c.Rank() != root {
 		return nil, nil
 	}
-	// Assemble: the pieces of rank q start at the prefix sums of the counts.
+	return assembleBlocks(d, all, owner, gdeg, gind, gval, valued), nil
+}
+
+// Slots of the header every rank contributes to Gather's allgather.
+const (
+	hdrI       = iota // block row
+	hdrJ              // block column
+	hdrReplica        // copy
+	hdrRows           // rows of the local block
+	hdrNNZ            // entries of the local block
+	hdrValued         // 1 if the block has values
+	hdrLen
+)
+
+// blockOwners checks the allgathered headers all of Gather and returns,
+// for every block x = i·nbj+j of d's layout, the rank holding its copy 0.
+func blockOwners[T sparse.Scalar](d *Dist[T], all []int64, valued bool) ([]int, error) {
+	nbi, nbj := len(d.RowBounds)-1, len(d.ColBounds)-1
+	owner := make([]int, nbi*nbj)
+	for x := range owner {
+		owner[x] = -1
+	}
+	for q := range len(all) / hdrLen {
+		h := all[hdrLen*q : hdrLen*(q+1)]
+		i, j := int(h[hdrI]), int(h[hdrJ])
+		if i < 0 || i >= nbi || j < 0 || j >= nbj || h[hdrRows] != d.RowBounds[i+1]-d.RowBounds[i] || (h[hdrValued] != 0) != valued {
+			return nil, fmt.Errorf("%w: Gather: rank %d holds block (%d,%d) of %d rows, valued %v", ErrLayout, q, i, j, h[hdrRows], h[hdrValued] != 0)
+		}
+		if h[hdrReplica] != 0 {
+			continue
+		}
+		if owner[i*nbj+j] >= 0 {
+			return nil, fmt.Errorf("%w: Gather: ranks %d and %d both hold copy 0 of block (%d,%d)", ErrLayout, owner[i*nbj+j], q, i, j)
+		}
+		owner[i*nbj+j] = q
+	}
+	for x, q := range owner {
+		if q < 0 {
+			return nil, fmt.Errorf("%w: Gather: no rank holds block (%d,%d)", ErrLayout, x/nbj, x%nbj)
+		}
+	}
+	return owner, nil
+}
+
+// assembleBlocks builds Gather's result on the root from the row lengths
+// gdeg, column indices gind and values gval received from the ranks in
+// rank order (the pieces of rank q start at the prefix sums of the
+// headers' counts), each row concatenating its blocks' pieces in column
+// block order.
+func assembleBlocks[T sparse.Scalar](d *Dist[T], all []int64, owner []int, gdeg, gind []int64, gval []T, valued bool) *sparse.Matrix[T] {
+	p, nbj := len(all)/hdrLen, len(d.ColBounds)-1
 	dOff, eOff := make([]int64, p+1), make([]int64, p+1)
 	for q := range p {
 		dOff[q+1], eOff[q+1] = dOff[q], eOff[q]
-		if all[6*q+2] == 0 {
-			dOff[q+1] += all[6*q+3]
-			eOff[q+1] += all[6*q+4]
+		if all[hdrLen*q+hdrReplica] == 0 {
+			dOff[q+1] += all[hdrLen*q+hdrRows]
+			eOff[q+1] += all[hdrLen*q+hdrNNZ]
 		}
 	}
 	out := &sparse.Matrix[T]{NRows: d.M, NCols: d.N, Indptr: make([]int64, d.M+1)}
@@ -333,7 +365,7 @@ func Gather[T sparse.Scalar](c collective.Comm, d *Dist[T], root int) (*sparse.M
 			e += n
 		}
 	}
-	return out, nil
+	return out
 }
 
 // blockOf returns the block of bounds holding index x: the largest b with

@@ -96,14 +96,24 @@ func Mul1D[T sparse.Scalar, S sparse.Semiring[T]](c collective.Comm, sr S, a, b 
 		return nil, err
 	}
 	defer collective.SetPhase(c, Phase)()
-	k, n := b.M, b.N
-	bValued := b.Local.Values != nil
-	own := b.Local
-	olo, ohi := b.RowBounds[me], b.RowBounds[me+1]
+	n := b.N
+	bl, err := fetchBRows(c, a.Local, b)
+	if err != nil {
+		return nil, err
+	}
+	cl, err := sparse.MulSR(sr, a.Local, bl, o.local())
+	if err != nil {
+		return nil, err
+	}
+	return &Dist[T]{M: a.M, N: n, RowBounds: a.RowBounds, ColBounds: []int64{0, n}, I: me, Local: cl}, nil
+}
 
-	// The rows of B this rank needs from each other rank, ascending.
-	mark := make([]bool, k)
-	for _, j := range a.Local.Indices {
+// rowsNeeded returns, for every rank q other than me, the rows of B in q's
+// block (bounds) that columns of al name, ascending.
+func rowsNeeded[T sparse.Scalar](al *sparse.Matrix[T], bounds []int64, me int) [][]int64 {
+	p := len(bounds) - 1
+	mark := make([]bool, bounds[p])
+	for _, j := range al.Indices {
 		mark[j] = true
 	}
 	req := make([][]int64, p)
@@ -111,13 +121,26 @@ func Mul1D[T sparse.Scalar, S sparse.Semiring[T]](c collective.Comm, sr S, a, b 
 		if q == me {
 			continue
 		}
-		for g := b.RowBounds[q]; g < b.RowBounds[q+1]; g++ {
+		for g := bounds[q]; g < bounds[q+1]; g++ {
 			if mark[g] {
 				req[q] = append(req[q], g)
 			}
 		}
 	}
-	mark = nil
+	return req
+}
+
+// fetchBRows is Mul1D's communication: every rank asks the owners of the
+// rows of B that the columns of al name for them (request counts,
+// requested row ids) and serves what it is asked for (row lengths, column
+// indices, values). It returns the B.M×B.N matrix holding this rank's own
+// rows of B and the received ones, the other rows empty (b.Local itself
+// when this rank holds all of B).
+func fetchBRows[T sparse.Scalar](c collective.Comm, al *sparse.Matrix[T], b *Dist[T]) (*sparse.Matrix[T], error) {
+	p, me := c.Size(), c.Rank()
+	own, bValued := b.Local, b.Local.Values != nil
+	olo, ohi := b.RowBounds[me], b.RowBounds[me+1]
+	req := rowsNeeded(al, b.RowBounds, me)
 	asked, err := collective.AlltoallvSlices(c, req)
 	if err != nil {
 		return nil, err
@@ -172,23 +195,27 @@ func Mul1D[T sparse.Scalar, S sparse.Semiring[T]](c collective.Comm, sr S, a, b 
 			return nil, err
 		}
 	}
-	deg, ind, val = nil, nil, nil
-
-	if olo == 0 && ohi == k { // this rank holds all of B
-		cl, err := sparse.MulSR(sr, a.Local, own, o.local())
-		if err != nil {
-			return nil, err
-		}
-		return &Dist[T]{M: a.M, N: n, RowBounds: a.RowBounds, ColBounds: []int64{0, n}, I: me, Local: cl}, nil
+	if olo == 0 && ohi == b.M {
+		return own, nil
 	}
-	// B's rows this rank needs, as a k×n matrix with the others empty.
-	bl := &sparse.Matrix[T]{NRows: k, NCols: n, Indptr: make([]int64, k+1)}
+	deg, ind, val = nil, nil, nil
+	bl := &sparse.Matrix[T]{NRows: b.M, NCols: b.N}
+	placeReceived(bl, own, olo, ohi, req, rdeg, rind, rval)
+	return bl, nil
+}
+
+// placeReceived fills bl (bl.NRows×bl.NCols, Indptr unset) with own, the
+// rows [olo, ohi) of B, and the rows req[q] received from every rank q,
+// with lengths rdeg and entries rind, rval in that order.
+func placeReceived[T sparse.Scalar](bl, own *sparse.Matrix[T], olo, ohi int64, req [][]int64, rdeg, rind []int64, rval []T) {
+	k, bValued := bl.NRows, own.Values != nil
+	bl.Indptr = make([]int64, k+1)
 	for g := olo; g < ohi; g++ {
 		bl.Indptr[g+1] = own.Indptr[g-olo+1] - own.Indptr[g-olo]
 	}
-	x = 0
-	for q := range p {
-		for _, g := range req[q] {
+	x := 0
+	for _, rows := range req {
+		for _, g := range rows {
 			bl.Indptr[g+1] = rdeg[x]
 			x++
 		}
@@ -206,8 +233,8 @@ func Mul1D[T sparse.Scalar, S sparse.Semiring[T]](c collective.Comm, sr S, a, b 
 		copy(bl.Values[bl.Indptr[olo]:], own.Values[s0:e0])
 	}
 	e := int64(0)
-	for q := range p {
-		for _, g := range req[q] {
+	for _, rows := range req {
+		for _, g := range rows {
 			at, n := bl.Indptr[g], bl.Indptr[g+1]-bl.Indptr[g]
 			copy(bl.Indices[at:at+n], rind[e:e+n])
 			if bValued {
@@ -216,13 +243,6 @@ func Mul1D[T sparse.Scalar, S sparse.Semiring[T]](c collective.Comm, sr S, a, b 
 			e += n
 		}
 	}
-	rind, rval = nil, nil
-
-	cl, err := sparse.MulSR(sr, a.Local, bl, o.local())
-	if err != nil {
-		return nil, err
-	}
-	return &Dist[T]{M: a.M, N: n, RowBounds: a.RowBounds, ColBounds: []int64{0, n}, I: me, Local: cl}, nil
 }
 
 func sum64(s []int64) int64 {
@@ -367,7 +387,7 @@ func Mul15D[T sparse.Scalar, S sparse.Semiring[T]](g *collective.Grid, sr S, a, 
 // kernel's accumulator adds the pieces in replica order.
 func reduceRows15D[T sparse.Scalar, S sparse.Semiring[T]](c collective.Comm, sr S, a, bl *sparse.Matrix[T], sub []int64, o *sparse.Options) (*sparse.Matrix[T], error) {
 	p, me := c.Size(), c.Rank()
-	m, kk, n := a.NRows, bl.NRows, bl.NCols
+	m, kk := a.NRows, bl.NRows
 	lo, hi := sub[me], sub[me+1]
 	h := hi - lo
 	own := rowSlice(a, lo, hi)
@@ -385,6 +405,23 @@ func reduceRows15D[T sparse.Scalar, S sparse.Semiring[T]](c collective.Comm, sr 
 		return nil, err
 	}
 	others = nil
+	bp, err := exchangePieces(c, sr, out, bl, sub)
+	if err != nil {
+		return nil, err
+	}
+	out = nil
+	return sparse.MulSR(sr, interleavePieces(sr, own, bp, kk, me, p), bp, o)
+}
+
+// exchangePieces is reduceRows15D's exchange: out holds this rank's partial
+// products of every other rank's sub-block (rows of sub, its own left
+// out), which it sends (row lengths, indices, values), and it returns
+// B′ = [bl; R_0; …; R_{p−1}] (R_me left out, valued), R_x being the h rows
+// of this rank's sub-block received from replica x.
+func exchangePieces[T sparse.Scalar, S sparse.Semiring[T]](c collective.Comm, sr S, out, bl *sparse.Matrix[T], sub []int64) (*sparse.Matrix[T], error) {
+	p, me := c.Size(), c.Rank()
+	kk, n := bl.NRows, bl.NCols
+	h := sub[me+1] - sub[me]
 	sendRows, recvRows := make([]int, p), make([]int, p)
 	sendNNZ, recvNNZ := make([]int, p), make([]int, p)
 	var r0 int64 // first row of out for rank x
@@ -413,7 +450,6 @@ func reduceRows15D[T sparse.Scalar, S sparse.Semiring[T]](c collective.Comm, sr 
 		nrecv += int64(recvNNZ[x])
 	}
 
-	// B′ = [bl; R_0; …] (R_me left out), valued.
 	nb := bl.NNZ()
 	kb := kk + int64(p-1)*h
 	bp := &sparse.Matrix[T]{NRows: kb, NCols: n, Indptr: make([]int64, kb+1),
@@ -436,10 +472,17 @@ func reduceRows15D[T sparse.Scalar, S sparse.Semiring[T]](c collective.Comm, sr 
 	if err := c.Alltoallv(valBuf(out.Values), sendNNZ, valBuf(bp.Values[nb:]), recvNNZ); err != nil {
 		return nil, err
 	}
-	out = nil
+	return bp, nil
+}
 
-	// A′: the sub-block of a, each row with its pieces' entries around it.
-	ap := &sparse.Matrix[T]{NRows: h, NCols: kb, Indptr: make([]int64, h+1)}
+// interleavePieces returns A′ for reduceRows15D: row r of own (this rank's
+// h-row sub-block of A) with an entry of value One at B′'s row of R_x's
+// row r for every non-empty one (x ≠ me; B′ = bp, its first kk rows this
+// replica's), before own's entries for x < me and after them for x > me,
+// so that the local kernel's accumulator adds the pieces in replica order.
+func interleavePieces[T sparse.Scalar, S sparse.Semiring[T]](sr S, own, bp *sparse.Matrix[T], kk int64, me, p int) *sparse.Matrix[T] {
+	h := own.NRows
+	ap := &sparse.Matrix[T]{NRows: h, NCols: bp.NRows, Indptr: make([]int64, h+1)}
 	valued := own.Values != nil
 	pieceRow := func(x int, r int64) int64 { // row of B′ holding R_x's row r
 		return kk + int64(x-boolInt(x > me))*h + r
@@ -486,7 +529,7 @@ func reduceRows15D[T sparse.Scalar, S sparse.Semiring[T]](c collective.Comm, sr 
 			}
 		}
 	}
-	return sparse.MulSR(sr, ap, bp, o)
+	return ap
 }
 
 func boolInt(b bool) int {

@@ -291,11 +291,61 @@ func spgemmSR[T sparse.Scalar, S sparse.Semiring[T]](env *Env, cfg *spgemmConfig
 	if cfg.square {
 		res.B = cfg.a
 	}
-	o := &spgemm.Options{Threads: cfg.threads, Staged: cfg.staged}
+	mul, free, err := layoutProduct(env, cfg, sr, a, aa, b, rows, &res)
+	if err != nil {
+		return err
+	}
+	defer free()
+	cd, first, err := timeProducts(env, cfg, mul, &res)
+	if err != nil {
+		return err
+	}
 
-	// Layout (the grid's splits count under phase setup).
-	var mul func() (*spgemm.Dist[T], error)
-	restore := collective.SetPhase(c, "setup")
+	// Summaries of C, and the bytes of one product.
+	defer collective.SetPhase(c, "verify")()
+	if err := summarizeProduct(c, cd, first, &res); err != nil {
+		return err
+	}
+	if cfg.verify {
+		env.Progress("verifying against the local product")
+		bad := int64(0)
+		msg := verifyBlock(sr, cd, a, b, rows, cfg.threads)
+		if msg != "" {
+			bad = 1
+			fmt.Fprintf(env.Err, "gnnmpi: rank %d: spgemm --verify: %s\n", me, msg)
+		}
+		if bad, err = collective.AllreduceScalar(c, bad, collective.Sum); err != nil {
+			return err
+		}
+		ok := bad == 0
+		res.Verified = &ok
+		if !ok {
+			return fmt.Errorf("spgemm: --verify: %d of %d ranks hold a block that differs from the local product", bad, p)
+		}
+	}
+	if cfg.out != "" {
+		full, err := spgemm.Gather(c, cd, 0)
+		if err != nil {
+			return err
+		}
+		if err := RankZero(c, func() error { return graph.WriteMatrixMarket(cfg.out, toCSR(full)) }); err != nil {
+			return err
+		}
+	}
+	printSpGEMM(env, cfg, &res, aa.NNZ(), p, load)
+	return env.Finish(map[string]any{"spgemm": res})
+}
+
+// layoutProduct distributes the operands for cfg.algo (the grid's splits
+// count under phase setup) and returns the product to time and what frees
+// the grid. aa is a, or its rows when rows is not nil. For 1.5d without
+// --c it chooses c by predicted traffic and records the predictions in res.
+func layoutProduct[T sparse.Scalar, S sparse.Semiring[T]](env *Env, cfg *spgemmConfig, sr S, a, aa, b *sparse.Matrix[T], rows []int64, res *SpGEMMResult) (mul func() (*spgemm.Dist[T], error), free func() error, err error) {
+	c := env.Comm
+	p, me := c.Size(), c.Rank()
+	o := &spgemm.Options{Threads: cfg.threads, Staged: cfg.staged}
+	free = func() error { return nil }
+	defer collective.SetPhase(c, "setup")()
 	switch cfg.algo {
 	case "local":
 		mul = func() (*spgemm.Dist[T], error) {
@@ -334,9 +384,9 @@ func spgemmSR[T sparse.Scalar, S sparse.Semiring[T]](env *Env, cfg *spgemmConfig
 		}
 		g, err := collective.NewGrid(c, cfg.pr, cfg.pc)
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
-		defer g.Free()
+		free = g.Free
 		res.Grid = []int{cfg.pr, cfg.pc}
 		if cfg.algo == "1.5d" {
 			res.C = cfg.c
@@ -347,23 +397,28 @@ func spgemmSR[T sparse.Scalar, S sparse.Semiring[T]](env *Env, cfg *spgemmConfig
 			mul = func() (*spgemm.Dist[T], error) { return spgemm.Mul2D(g, sr, da, db, o) }
 		}
 	}
-	restore()
+	return mul, free, nil
+}
 
-	// Timed products: between barriers, the slowest rank's time.
+// timeProducts runs mul cfg.reps times between barriers and records in res
+// the slowest rank's time of each, their median and minimum, and the
+// MFLOP/s. It returns the last product and the bytes of the first.
+func timeProducts[T sparse.Scalar](env *Env, cfg *spgemmConfig, mul func() (*spgemm.Dist[T], error), res *SpGEMMResult) (*spgemm.Dist[T], collective.Snapshot, error) {
+	c := env.Comm
 	var cd *spgemm.Dist[T]
 	var first collective.Snapshot
 	for rep := range cfg.reps {
 		cd = nil // let the previous product go before the next
 		restore := collective.SetPhase(c, "timing")
 		if err := c.Barrier(); err != nil {
-			return err
+			return nil, first, err
 		}
 		restore()
 		before := collective.SnapshotOf(c)
 		t := time.Now()
 		var err error
 		if cd, err = mul(); err != nil {
-			return err
+			return nil, first, err
 		}
 		dt := time.Since(t).Seconds()
 		if rep == 0 {
@@ -371,7 +426,7 @@ func spgemmSR[T sparse.Scalar, S sparse.Semiring[T]](env *Env, cfg *spgemmConfig
 		}
 		restore = collective.SetPhase(c, "timing")
 		if dt, err = collective.AllreduceScalar(c, dt, collective.Max); err != nil {
-			return err
+			return nil, first, err
 		}
 		restore()
 		res.Times = append(res.Times, dt)
@@ -386,9 +441,12 @@ func spgemmSR[T sparse.Scalar, S sparse.Semiring[T]](env *Env, cfg *spgemmConfig
 	if res.Seconds > 0 {
 		res.MFLOPS = float64(res.Flops) / res.Seconds / 1e6
 	}
+	return cd, first, nil
+}
 
-	// Summaries of C, and the bytes of one product.
-	defer collective.SetPhase(c, "verify")()
+// summarizeProduct records in res C's entries, value sum and checksum, and
+// every rank's bytes of one product (first, the snapshot of the first).
+func summarizeProduct[T sparse.Scalar](c collective.Comm, cd *spgemm.Dist[T], first collective.Snapshot, res *SpGEMMResult) error {
 	var nnz int64
 	var vsum float64
 	if cd.Replica == 0 {
@@ -419,38 +477,16 @@ func spgemmSR[T sparse.Scalar, S sparse.Semiring[T]](env *Env, cfg *spgemmConfig
 		return err
 	}
 	res.SentPerRank, res.RecvPerRank = sent, recv
-	for r := range p {
+	for r := range c.Size() {
 		res.MaxSent, res.MaxRecv = max(res.MaxSent, sent[r]), max(res.MaxRecv, recv[r])
 		res.TotalSent += sent[r]
 	}
+	return nil
+}
 
-	if cfg.verify {
-		env.Progress("verifying against the local product")
-		bad := int64(0)
-		msg := verifyBlock(sr, cd, a, b, rows, cfg.threads)
-		if msg != "" {
-			bad = 1
-			fmt.Fprintf(env.Err, "gnnmpi: rank %d: spgemm --verify: %s\n", me, msg)
-		}
-		if bad, err = collective.AllreduceScalar(c, bad, collective.Sum); err != nil {
-			return err
-		}
-		ok := bad == 0
-		res.Verified = &ok
-		if !ok {
-			return fmt.Errorf("spgemm: --verify: %d of %d ranks hold a block that differs from the local product", bad, p)
-		}
-	}
-	if cfg.out != "" {
-		full, err := spgemm.Gather(c, cd, 0)
-		if err != nil {
-			return err
-		}
-		if err := RankZero(c, func() error { return graph.WriteMatrixMarket(cfg.out, toCSR(full)) }); err != nil {
-			return err
-		}
-	}
-
+// printSpGEMM prints the human-readable summary of a product (nnzA: the
+// entries of the rows of A multiplied).
+func printSpGEMM(env *Env, cfg *spgemmConfig, res *SpGEMMResult, nnzA int64, p int, load float64) {
 	desc := cfg.algo
 	switch cfg.algo {
 	case "1.5d":
@@ -459,7 +495,7 @@ func spgemmSR[T sparse.Scalar, S sparse.Semiring[T]](env *Env, cfg *spgemmConfig
 		desc += fmt.Sprintf(" (%d×%d grid)", cfg.pr, cfg.pc)
 	}
 	env.Printf("spgemm %s, %s, %d ranks × %d threads: C = A·B is %d×%d (A %d×%d, %d entries; B %d entries)\n",
-		desc, cfg.semiring, p, cfg.threads, res.M, res.N, res.M, res.K, aa.NNZ(), res.NNZB)
+		desc, cfg.semiring, p, cfg.threads, res.M, res.N, res.M, res.K, nnzA, res.NNZB)
 	env.Printf("time      %.4fs median of %d (min %.4fs), slowest rank; load %.2fs\n", res.Seconds, cfg.reps, res.SecondsMin, load)
 	env.Printf("flops     %d, %.1f MFLOP/s\n", res.Flops, res.MFLOPS)
 	env.Printf("nnz(C)    %d, sum %.17g, checksum %s\n", res.NNZC, res.SumC, res.Checksum)
@@ -468,7 +504,6 @@ func spgemmSR[T sparse.Scalar, S sparse.Semiring[T]](env *Env, cfg *spgemmConfig
 	if res.Verified != nil {
 		env.Printf("verified  every block equals the local product\n")
 	}
-	return env.Finish(map[string]any{"spgemm": res})
 }
 
 // verifyBlock compares this rank's block of C with the same block of the
