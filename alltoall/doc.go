@@ -3,7 +3,7 @@
 //
 // # Overview
 //
-// Vertex features are partitioned across ranks by a graph.PartitionBook:
+// Vertex features are partitioned across ranks by a partition.Book:
 // rank r holds a dense matrix whose row k is the feature row of the vertex
 // gid with book.Part[gid] == r and book.Local[gid] == k. A minibatch needs
 // the rows of its input vertices (sampling.MiniBatch.Input), most of them
@@ -52,9 +52,15 @@
 // change neither the rows nor the bytes.
 //
 // The resident rows, own and cached, sit in one table ordered hottest
-// first, so the hot rows are contiguous: the first GPUFrac of them form the
-// device tier (Tiers) that a GPU path reads from device memory, the rest
-// the host tier it reads zero-copy (PyTorch-Direct). With F16 the table and
-// the wire hold IEEE half-precision words (internal/f16), converted to
-// float32 on gather: half the memory and half the row bytes.
+// first, so the hot rows are contiguous. Tiers reports how the first
+// GPUFrac of them would form a device tier; today that is only a count: the
+// rows stay in host memory and nothing reads them from a GPU. A GPU path
+// that keeps the device tier in GPU memory and reads the rest zero-copy
+// from pinned host memory (PyTorch-Direct) is planned (issue 22). With F16
+// the table and the wire hold IEEE half-precision words (internal/f16),
+// converted to float32 on gather: half the memory and half the row bytes.
+//
+// How training uses the store, and its flags, are described in
+// docs/training.md of the repository; measured traffic in
+// bench/results/README.md.
 package alltoall

@@ -36,4 +36,7 @@
 // alone, so it is identical on every backend and can be tested against the
 // analytical formulas of the algorithms built on top: bytes a rank sends to
 // or receives from other ranks; copies to itself count nothing.
+//
+// The backends, and how to add one, are described in docs/architecture.md
+// of the repository; the phase names used in gnnmpi in docs/training.md.
 package collective

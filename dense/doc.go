@@ -1,8 +1,15 @@
-// Package dense holds row-major float32 matrices.
+// Package dense holds row-major float32 matrices and the row and BLAS
+// helpers that every numeric package shares.
 //
 // # Overview
 //
-// Matrix is the storage of node features and embeddings. Products go
-// through gonum's BLAS interface (OpenBLAS when available); this package
-// does no communication.
+// Matrix is the storage of node features and embeddings. The row helpers
+// gather, scatter and add rows by index (the feature fetch, halo
+// exchanges and the layers' backward passes all move rows this way), and
+// Reuse and Grow recycle buffers between minibatches and layers. Products
+// go through thin GEMM, axpy, scale and dot wrappers over gonum's BLAS
+// interface, with the implementation injected by the caller (OpenBLAS when
+// available; BLASOrDefault falls back to gonum's pure Go). This package
+// does no communication. Row selection of a sparse matrix is
+// sparse.SelectRows.
 package dense

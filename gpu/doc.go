@@ -54,11 +54,12 @@
 // an MPI shared-memory split and passes it to Bind; this package does no
 // communication and does not import collective.
 //
-// # Tiered feature storage
+// # Planned: tiered feature storage
 //
-// This package will also host the tier split for zero-copy feature access in
-// the style of PyTorch-Direct: deciding, from the device memory that Discover
-// reports, which node features stay in GPU memory and which stay in pinned
-// host memory that kernels read directly over PCIe or NVLink instead of
-// copying them in per minibatch.
+// Nothing in gnnmpi computes on a GPU yet. GPU-centric data access in the
+// style of PyTorch-Direct is planned (issue 22): deciding, from the device
+// memory that Discover reports, which node features stay in GPU memory and
+// which stay in pinned host memory that kernels read directly over PCIe or
+// NVLink instead of copying them in per minibatch. See docs/architecture.md
+// of the repository.
 package gpu

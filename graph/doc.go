@@ -14,7 +14,13 @@
 // `gnnmpi convert` is versioned, checksummed and memory-mapped on load.
 //
 // Generators make R-MAT graphs with Graph500 parameters and planted-partition
-// stochastic block models with class-correlated features. Partitioners
-// (block, random and METIS through package graph/metis) give a PartitionBook
-// mapping global ids to (rank, local id).
+// stochastic block models with class-correlated features. MetisPartition
+// partitions a Dataset with METIS (through the cgo leaf graph/metis),
+// balancing the split's train/valid/test vertices, and returns a
+// *partition.Book; the book itself, the block and random partitioners and
+// the book file live in the pure-Go package partition, so that packages
+// needing only the book do not link libmetis. The binary writer goes
+// through internal/atomicfile.
+//
+// The formats are described in docs/data-formats.md of the repository.
 package graph

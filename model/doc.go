@@ -49,4 +49,8 @@
 // initialisation and dropout take a *rand.Rand, so equal seeds give
 // bit-identical results. Types in this package are not safe for concurrent
 // use, but for Block.
+//
+// How to add a layer is described in docs/architecture.md of the
+// repository; the minibatch models in docs/training.md, the deep ones in
+// docs/full-graph.md.
 package model

@@ -37,4 +37,9 @@
 // gathers of the frontiers and the return of the sampled rows; Sample is
 // then collective. Plain is the per-batch baseline written without
 // matrices, for benchmarks.
+//
+// VIP computes SALIENT++'s vertex-inclusion probabilities for the
+// node-wise sampler, which score alltoall's static cache. How training
+// uses the samplers, and the flags, are described in docs/training.md of
+// the repository; measured rates in bench/results/README.md.
 package sampling

@@ -24,6 +24,10 @@
 // however large A and B are. Mul is the (+, ×) product over CSR, on which
 // samplers build: P = Q·A selects and merges rows of A.
 //
+// SelectRows is the one row selection of a CSR (the rows a rank owns, the
+// rows of a frontier): the readers, the samplers and the spgemm command
+// all use it.
+//
 // Distributed products live in package spgemm and call into this package
 // for their local work.
 package sparse

@@ -52,7 +52,8 @@
 // # Communication volume
 //
 // The products count their traffic in the collective.Stats phase "spgemm"
-// (Phase). A sparse block of r rows and e entries travels as r int64 row
+// (Phase); measured times and bytes are in bench/results/README.md of the
+// repository. A sparse block of r rows and e entries travels as r int64 row
 // offsets or lengths, e int64 column indices and e values of s bytes
 // (s = 8 for float64, 1 for bool, 0 for a pattern, which sends no values):
 // 8r + (8+s)e bytes, with no size header (the receiver knows r from the

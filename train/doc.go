@@ -1,5 +1,26 @@
-// Package train will hold the training driver: epoch loop, evaluation,
-// metrics and atomic checkpoints, wiring the other packages together.
+// Package train is gnnmpi's training driver: it wires data, partitioning,
+// sampling, feature fetch, models and collectives into one epoch loop.
 //
-// It is empty until the training issue fills it.
+// # Overview
+//
+// One epoch loop serves every mode. In minibatch mode it drives a
+// minibatch stepper (data-parallel GraphSAGE, GCN or GAT: sample, fetch,
+// compute, gradient Allreduce); in the full-graph modes (graph, pipe,
+// hybrid) it drives package pipe's trainer. The loop owns what the modes
+// share: the NaN check, the evaluation cadence (exact distributed
+// inference), best-epoch selection, checkpoints (atomic, through
+// internal/atomicfile; --resume repeats an uninterrupted run's losses bit
+// for bit) and per-epoch metrics by phase. Configuration is one validated
+// common config with typed values (optimiser, mode, cache policy, feature
+// dtype, sampler, topology, shuffle, selection), checked on every rank
+// before the first collective; a global batch size is resolved into the
+// per-rank one here, so library callers get it as the CLI does.
+//
+// Load reads a dataset distributed over the ranks: topology, labels and
+// split replicated, feature rows by the partition (METIS by default, or a
+// partition.Book).
+//
+// Flags, metrics keys, every phase name and the checkpoint format are
+// described in docs/training.md of the repository; the full-graph modes in
+// docs/full-graph.md.
 package train

@@ -13,7 +13,8 @@
 //
 // Package graph builds vertex weights from a Dataset (vertex count and
 // train/valid/test membership, as SALIENT++ does) and turns the result into
-// a PartitionBook; see graph.MetisPartition.
+// a partition.Book; see graph.MetisPartition. Only package graph imports
+// this package, and only train and internal/cli reach it through graph.
 //
 // # Threads and signals
 //
