@@ -283,7 +283,7 @@ func convPre(c Conv, a *sparse.CSR, x *dense.Matrix) *dense.Matrix {
 		nd, w := int(c.blk.CSR().NRows), c.width
 		pre := dense.New(nd, w)
 		copy(pre.Data, c.s)
-		gemm(c.impl, blas.NoTrans, blas.NoTrans, nd, w, w, float32(c.beta), c.s, c.w.W, float32(1-c.beta), pre.Data)
+		dense.Gemm(c.impl, blas.NoTrans, blas.NoTrans, nd, w, w, float32(c.beta), c.s, c.w.W, float32(1-c.beta), pre.Data)
 		return pre
 	}
 	panic("unknown conv")
@@ -309,16 +309,16 @@ func (s *deepStack) backward(dlogits *dense.Matrix) {
 		dh = s.drops[l+1].Backward(dx)
 		switch s.cfg.Kind {
 		case ConvResGCN:
-			axpy(1, daux.Data, dh.Data)
+			dense.Axpy(1, daux.Data, dh.Data)
 		case ConvGCNII:
 			if dh0 == nil {
 				dh0 = dense.New(daux.Rows, daux.Cols)
 			}
-			axpy(1, daux.Data, dh0.Data)
+			dense.Axpy(1, daux.Data, dh0.Data)
 		}
 	}
 	if dh0 != nil {
-		axpy(1, dh0.Data, dh.Data)
+		dense.Axpy(1, dh0.Data, dh.Data)
 	}
 	s.in.Backward(s.act.Backward(dh), false)
 }
@@ -387,7 +387,7 @@ func TestDeepStackGradients(t *testing.T) {
 				ps := s.params()
 				zeroGrads(ps)
 				_, dlogits := SoftmaxCrossEntropy(s.forward(a, x, testRNG(99)), labels)
-				scale(n, dlogits.Data)
+				dense.Scale(n, dlogits.Data)
 				s.backward(dlogits)
 				for _, p := range s.in.Params() {
 					require.NotZero(t, maxAbs(p.G), "in.%s has a gradient", p.Name)
@@ -477,7 +477,7 @@ func TestConvShared(t *testing.T) {
 						if sum[i] == nil {
 							sum[i] = make([]float32, len(p.G))
 						}
-						axpy(1, p.G, sum[i])
+						dense.Axpy(1, p.G, sum[i])
 					}
 				}
 
@@ -527,7 +527,7 @@ func TestLinearShared(t *testing.T) {
 					if sum[k] == nil {
 						sum[k] = make([]float32, len(p.G))
 					}
-					axpy(1, p.G, sum[k])
+					dense.Axpy(1, p.G, sum[k])
 				}
 			}
 			zeroGrads(l.Params())
@@ -738,7 +738,7 @@ func TestConvForward(t *testing.T) {
 				}
 			}
 			want := ref.Forward(a, z, false, nil)
-			axpy(1, aux.Data, want.Data)
+			dense.Axpy(1, aux.Data, want.Data)
 			assert.True(t, testutil.Close(got.Data, want.Data, 1e-5), kind)
 		} else {
 			// gcn and sage ignore aux.

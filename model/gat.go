@@ -77,7 +77,7 @@ func NewGAT(fin, d, heads int, concat bool, rng *rand.Rand, impl blas.Float32Lev
 		heads:  heads,
 		d:      d,
 		concat: concat,
-		impl:   blasOrDefault(impl),
+		impl:   dense.BLASOrDefault(impl),
 	}
 	g.b = newParam("b", 1, g.OutDim())
 	glorot(g.w, fin, heads*d, rng)
@@ -113,16 +113,16 @@ func (g *GAT) Forward(a *sparse.CSR, x *dense.Matrix, train bool, rng *rand.Rand
 	nd, ns, h, d := int(a.NRows), int(a.NCols), g.heads, g.d
 	hd := h * d
 
-	g.z = grow(g.z, ns*hd)
-	gemm(g.impl, blas.NoTrans, blas.NoTrans, ns, hd, g.fin, 1, x.Data, g.w.W, 0, g.z)
-	g.el = grow(g.el, nd*h)
-	g.er = grow(g.er, ns*h)
+	g.z = dense.Grow(g.z, ns*hd)
+	dense.Gemm(g.impl, blas.NoTrans, blas.NoTrans, ns, hd, g.fin, 1, x.Data, g.w.W, 0, g.z)
+	g.el = dense.Grow(g.el, nd*h)
+	g.er = dense.Grow(g.er, ns*h)
 	for j := range ns {
 		for k := range h {
 			zk := g.z[j*hd+k*d : j*hd+(k+1)*d]
-			g.er[j*h+k] = dot(g.attR.W[k*d:(k+1)*d], zk)
+			g.er[j*h+k] = dense.Dot(g.attR.W[k*d:(k+1)*d], zk)
 			if j < nd {
-				g.el[j*h+k] = dot(g.attL.W[k*d:(k+1)*d], zk)
+				g.el[j*h+k] = dense.Dot(g.attL.W[k*d:(k+1)*d], zk)
 			}
 		}
 	}
@@ -147,10 +147,10 @@ func (g *GAT) Forward(a *sparse.CSR, x *dense.Matrix, train bool, rng *rand.Rand
 	ne := len(g.esrc)
 
 	// Softmax of the LeakyReLU logits over each row, per head.
-	g.s = grow(g.s, ne*h)
-	g.alpha = grow(g.alpha, ne*h)
-	g.mx = grow(g.mx, h)
-	g.sum = grow(g.sum, h)
+	g.s = dense.Grow(g.s, ne*h)
+	g.alpha = dense.Grow(g.alpha, ne*h)
+	g.mx = dense.Grow(g.mx, h)
+	g.sum = dense.Grow(g.sum, h)
 	for i := range nd {
 		lo, hi := g.eptr[i], g.eptr[i+1]
 		for k := range h {
@@ -191,7 +191,7 @@ func (g *GAT) Forward(a *sparse.CSR, x *dense.Matrix, train bool, rng *rand.Rand
 		if rng == nil {
 			panic("model: attention dropout needs an rng")
 		}
-		g.dbuf = grow(g.dbuf, ne*h)
+		g.dbuf = dense.Grow(g.dbuf, ne*h)
 		g.drop = g.dbuf
 		dropMask(g.drop, g.AttnDropout, rng)
 	}
@@ -211,11 +211,11 @@ func (g *GAT) Forward(a *sparse.CSR, x *dense.Matrix, train bool, rng *rand.Rand
 				if g.concat {
 					dst = row[k*d : (k+1)*d]
 				}
-				axpy(c, g.z[j*hd+k*d:j*hd+(k+1)*d], dst)
+				dense.Axpy(c, g.z[j*hd+k*d:j*hd+(k+1)*d], dst)
 			}
 		}
 		if !g.concat {
-			scale(1/float32(h), row)
+			dense.Scale(1/float32(h), row)
 		}
 	}
 	addRowVec(out.Data, g.b.W, nd, od)
@@ -235,13 +235,13 @@ func (g *GAT) Backward(dy *dense.Matrix, needInput bool) *dense.Matrix {
 	colSumAdd(g.b.G, dy.Data, nd, od)
 
 	ne := len(g.esrc)
-	g.dz = grow(g.dz, ns*hd)
+	g.dz = dense.Grow(g.dz, ns*hd)
 	clear(g.dz)
-	g.del = grow(g.del, nd*h)
+	g.del = dense.Grow(g.del, nd*h)
 	clear(g.del)
-	g.der = grow(g.der, ns*h)
+	g.der = dense.Grow(g.der, ns*h)
 	clear(g.der)
-	g.dal = grow(g.dal, ne*h)
+	g.dal = dense.Grow(g.dal, ne*h)
 	dal := g.dal // dL/dα
 	hs := float32(1)
 	if !g.concat {
@@ -259,13 +259,13 @@ func (g *GAT) Backward(dy *dense.Matrix, needInput bool) *dense.Matrix {
 				}
 				zk := g.z[j*hd+k*d : j*hd+(k+1)*d]
 				c := g.alpha[e*h+k]
-				dc := hs * dot(gk, zk)
+				dc := hs * dense.Dot(gk, zk)
 				if g.drop != nil {
 					c *= g.drop[e*h+k]
 					dc *= g.drop[e*h+k]
 				}
 				dal[e*h+k] = dc
-				axpy(hs*c, gk, g.dz[j*hd+k*d:j*hd+(k+1)*d])
+				dense.Axpy(hs*c, gk, g.dz[j*hd+k*d:j*hd+(k+1)*d])
 			}
 		}
 		// Softmax backward, then the LeakyReLU.
@@ -289,22 +289,22 @@ func (g *GAT) Backward(dy *dense.Matrix, needInput bool) *dense.Matrix {
 			zk := g.z[j*hd+k*d : j*hd+(k+1)*d]
 			dzk := g.dz[j*hd+k*d : j*hd+(k+1)*d]
 			if r := g.der[j*h+k]; r != 0 {
-				axpy(r, g.attR.W[k*d:(k+1)*d], dzk)
-				axpy(r, zk, g.attR.G[k*d:(k+1)*d])
+				dense.Axpy(r, g.attR.W[k*d:(k+1)*d], dzk)
+				dense.Axpy(r, zk, g.attR.G[k*d:(k+1)*d])
 			}
 			if j < nd {
 				if l := g.del[j*h+k]; l != 0 {
-					axpy(l, g.attL.W[k*d:(k+1)*d], dzk)
-					axpy(l, zk, g.attL.G[k*d:(k+1)*d])
+					dense.Axpy(l, g.attL.W[k*d:(k+1)*d], dzk)
+					dense.Axpy(l, zk, g.attL.G[k*d:(k+1)*d])
 				}
 			}
 		}
 	}
-	gemm(g.impl, blas.Trans, blas.NoTrans, g.fin, hd, ns, 1, g.x.Data, g.dz, 1, g.w.G)
+	dense.Gemm(g.impl, blas.Trans, blas.NoTrans, g.fin, hd, ns, 1, g.x.Data, g.dz, 1, g.w.G)
 	if !needInput {
 		return nil
 	}
 	dx := dense.New(ns, g.fin)
-	gemm(g.impl, blas.NoTrans, blas.Trans, ns, g.fin, hd, 1, g.dz, g.w.W, 0, dx.Data)
+	dense.Gemm(g.impl, blas.NoTrans, blas.Trans, ns, g.fin, hd, 1, g.dz, g.w.W, 0, dx.Data)
 	return dx
 }
