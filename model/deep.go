@@ -256,7 +256,7 @@ func NewConv(cfg DeepConfig, l int, rng *rand.Rand, impl blas.Float32Level3) Con
 	}
 	switch cfg.Kind {
 	case ConvGCN:
-		return &gcnConv{g: NewGCN(w, w, rng, impl)}
+		return &reluConv[*GCN]{l: NewGCN(w, w, rng, impl)}
 	case ConvResGCN:
 		c := &resConv{g: NewGCN(w, w, rng, impl), gain: newParam("ln_g", 1, w), bias: newParam("ln_b", 1, w), width: w}
 		for i := range c.gain.W {
@@ -266,7 +266,7 @@ func NewConv(cfg DeepConfig, l int, rng *rand.Rand, impl blas.Float32Level3) Con
 	case ConvSAGE:
 		s := NewSAGE(w, w, false, rng, impl)
 		s.dstOnly = true
-		return &sageConv{s: s}
+		return &reluConv[*SAGE]{l: s}
 	case ConvGCNII:
 		if cfg.gcniiErr() != nil {
 			panic("model: invalid gcnii alpha or lambda")
@@ -296,25 +296,34 @@ func checkAux(a *sparse.CSR, aux *dense.Matrix, w int) {
 	}
 }
 
-// gcnConv is the gcn Conv: a GCN layer followed by ReLU.
-type gcnConv struct {
-	g    *GCN
+// reluConv is the gcn and the sage Conv: a GCN layer, or a SAGE layer
+// (mean aggregator, no normalisation), followed by ReLU.
+type reluConv[L reluConvLayer[L]] struct {
+	l    L
 	relu reluMask
 }
 
-func (c *gcnConv) Forward(b *Block, x, _ *dense.Matrix) *dense.Matrix {
-	return c.relu.forward(c.g.forward(b, x))
+// reluConvLayer is what reluConv uses of its layer (*GCN or *SAGE).
+type reluConvLayer[L any] interface {
+	forward(b *Block, x *dense.Matrix) *dense.Matrix
+	Backward(dy *dense.Matrix, needInput bool) *dense.Matrix
+	Params() []*Param
+	shared() L
 }
 
-func (c *gcnConv) Backward(dy *dense.Matrix) (dx, daux *dense.Matrix) {
-	return c.g.Backward(c.relu.backward(dy), true), nil
+func (c *reluConv[L]) Forward(b *Block, x, _ *dense.Matrix) *dense.Matrix {
+	return c.relu.forward(c.l.forward(b, x))
 }
 
-func (c *gcnConv) Params() []*Param { return c.g.Params() }
+func (c *reluConv[L]) Backward(dy *dense.Matrix) (dx, daux *dense.Matrix) {
+	return c.l.Backward(c.relu.backward(dy), true), nil
+}
 
-func (c *gcnConv) UsesAux() bool { return false }
+func (c *reluConv[L]) Params() []*Param { return c.l.Params() }
 
-func (c *gcnConv) Shared() Conv { return &gcnConv{g: c.g.shared()} }
+func (c *reluConv[L]) UsesAux() bool { return false }
+
+func (c *reluConv[L]) Shared() Conv { return &reluConv[L]{l: c.l.shared()} }
 
 // lnEps is the LayerNorm's variance epsilon (PyTorch's default).
 const lnEps = 1e-5
@@ -442,27 +451,6 @@ func (c *resConv) UsesAux() bool { return true }
 func (c *resConv) Shared() Conv {
 	return &resConv{g: c.g.shared(), gain: c.gain, bias: c.bias, width: c.width}
 }
-
-// sageConv is the sage Conv: a SAGE layer (mean aggregator, no
-// normalisation) followed by ReLU.
-type sageConv struct {
-	s    *SAGE
-	relu reluMask
-}
-
-func (c *sageConv) Forward(b *Block, x, _ *dense.Matrix) *dense.Matrix {
-	return c.relu.forward(c.s.forward(b, x))
-}
-
-func (c *sageConv) Backward(dy *dense.Matrix) (dx, daux *dense.Matrix) {
-	return c.s.Backward(c.relu.backward(dy), true), nil
-}
-
-func (c *sageConv) Params() []*Param { return c.s.Params() }
-
-func (c *sageConv) UsesAux() bool { return false }
-
-func (c *sageConv) Shared() Conv { return &sageConv{s: c.s.shared()} }
 
 // gcniiConv is the gcnii Conv:
 //

@@ -82,7 +82,7 @@ func copyGrads(ps []*Param) [][]float32 {
 func reluPositive(c Conv) []bool {
 	var m *reluMask
 	switch c := c.(type) {
-	case *gcnConv:
+	case *reluConv[*GCN]:
 		m = &c.relu
 	case *resConv:
 		pos := make([]bool, len(c.xhat))
@@ -91,7 +91,7 @@ func reluPositive(c Conv) []bool {
 			pos[i] = lnPre(c.gain.W[k], c.bias.W[k], h) > 0
 		}
 		return pos
-	case *sageConv:
+	case *reluConv[*SAGE]:
 		m = &c.relu
 	case *gcniiConv:
 		m = &c.relu
@@ -268,8 +268,8 @@ func (s *deepStack) forward(a *sparse.CSR, x *dense.Matrix, rng *rand.Rand) *den
 // input x, without disturbing c's cache.
 func convPre(c Conv, a *sparse.CSR, x *dense.Matrix) *dense.Matrix {
 	switch c := c.(type) {
-	case *gcnConv:
-		return c.g.shared().Forward(a, x, false, nil)
+	case *reluConv[*GCN]:
+		return c.l.shared().Forward(a, x, false, nil)
 	case *resConv:
 		pre := dense.New(x.Rows, c.width)
 		for i, h := range c.xhat {
@@ -277,8 +277,8 @@ func convPre(c Conv, a *sparse.CSR, x *dense.Matrix) *dense.Matrix {
 			pre.Data[i] = lnPre(c.gain.W[k], c.bias.W[k], h)
 		}
 		return pre
-	case *sageConv:
-		return c.s.shared().Forward(a, x, false, nil)
+	case *reluConv[*SAGE]:
+		return c.l.shared().Forward(a, x, false, nil)
 	case *gcniiConv:
 		nd, w := int(c.blk.CSR().NRows), c.width
 		pre := dense.New(nd, w)

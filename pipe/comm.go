@@ -97,28 +97,33 @@ func sumOver(c collective.Comm, vs ...*float64) error {
 	return nil
 }
 
-// haloCounts returns, per pipeline q, the elements of the rows this part
-// serves q's chunk at position mb of ps (served) and of the rows block b
-// reads from q (remote); both are zero for the own pipeline.
-func (t *Trainer) haloCounts(ps *pass, mb int, b *Block) (served, remote []int) {
+// haloRows returns what the halo exchange of the chunk at position mb of
+// ps (block b) moves, per pipeline q in elements, zero for the own
+// pipeline: the rows this part serves q's chunk (served) and the rows b
+// reads from q (remote); and the served rows, in pipeline order as the
+// exchange packs them (on the trainer's buffer, valid until the next call).
+func (t *Trainer) haloRows(ps *pass, mb int, b *Block) (served, remote []int, ids []int32) {
 	P := t.cfg.Layout.Pipelines
 	served, remote = make([]int, P), make([]int, P)
+	ids = t.haloIDs[:0]
 	for q := range P {
 		if q == t.k {
 			continue
 		}
-		served[q] = len(ps.servedTo(q, mb)) * t.w
+		s := ps.servedTo(q, mb)
+		ids = append(ids, s...)
+		served[q] = len(s) * t.w
 		remote[q] = len(b.Remote[q]) * t.w
 	}
-	return served, remote
+	t.haloIDs = ids
+	return served, remote, ids
 }
 
 // haloForward fills the Remote rows of x from the other pipelines' stage
 // (one Alltoallv over the stage communicator) and serves the rows they
 // read from h. It does nothing with one pipeline.
 func (t *Trainer) haloForward(ps *pass, mb int, b *Block, x, h *dense.Matrix) error {
-	P := t.cfg.Layout.Pipelines
-	if P == 1 {
+	if t.cfg.Layout.Pipelines == 1 {
 		return nil
 	}
 	phase := PhaseHalo
@@ -126,53 +131,26 @@ func (t *Trainer) haloForward(ps *pass, mb int, b *Block, x, h *dense.Matrix) er
 		phase = PhaseEval
 	}
 	defer collective.SetPhase(t.c, phase)()
-	sendCounts, recvCounts := t.haloCounts(ps, mb, b)
-	n := 0
-	for _, c := range sendCounts {
-		n += c
-	}
-	t.halo = dense.Grow(t.halo, n)
-	send := &dense.Matrix{Rows: n / t.w, Cols: t.w, Data: t.halo}
-	pos := 0
-	for q := range P {
-		if q == t.k {
-			continue
-		}
-		ids := ps.servedTo(q, mb)
-		dense.GatherRowsTo(send, pos, h, ids)
-		pos += len(ids)
-	}
+	sendCounts, recvCounts, ids := t.haloRows(ps, mb, b)
+	t.halo = dense.Grow(t.halo, len(ids)*t.w)
+	dense.GatherRowsTo(&dense.Matrix{Rows: len(ids), Cols: t.w, Data: t.halo}, 0, h, ids)
 	recv := x.Data[(len(b.Dst)+len(b.Local))*t.w:]
-	return t.stageC.Alltoallv(collective.BufOf(send.Data), sendCounts, collective.BufOf(recv), recvCounts)
+	return t.stageC.Alltoallv(collective.BufOf(t.halo), sendCounts, collective.BufOf(recv), recvCounts)
 }
 
 // haloBackward sends the gradients of dx's Remote rows to their parts and
 // adds what the other pipelines send for this part's rows into g.
 func (t *Trainer) haloBackward(ps *pass, mb int, b *Block, dx, g *dense.Matrix) error {
-	P := t.cfg.Layout.Pipelines
-	if P == 1 {
+	if t.cfg.Layout.Pipelines == 1 {
 		return nil
 	}
 	defer collective.SetPhase(t.c, PhaseHalo)()
-	recvCounts, sendCounts := t.haloCounts(ps, mb, b)
-	n := 0
-	for _, c := range recvCounts {
-		n += c
-	}
-	t.halo = dense.Grow(t.halo, n)
+	recvCounts, sendCounts, ids := t.haloRows(ps, mb, b)
+	t.halo = dense.Grow(t.halo, len(ids)*t.w)
 	send := dx.Data[(len(b.Dst)+len(b.Local))*t.w:]
 	if err := t.stageC.Alltoallv(collective.BufOf(send), sendCounts, collective.BufOf(t.halo), recvCounts); err != nil {
 		return err
 	}
-	rm := &dense.Matrix{Rows: n / t.w, Cols: t.w, Data: t.halo}
-	pos := 0
-	for q := range P {
-		if q == t.k {
-			continue
-		}
-		ids := ps.servedTo(q, mb)
-		dense.AddRowsTo(g, ids, rm, pos)
-		pos += len(ids)
-	}
+	dense.AddRowsTo(g, ids, &dense.Matrix{Rows: len(ids), Cols: t.w, Data: t.halo}, 0)
 	return nil
 }

@@ -112,6 +112,7 @@ type Trainer struct {
 	flat                 []float32     // the packed weight gradients of reduce
 	xbuf                 []float32     // the conv layers' input rows (convInput)
 	halo                 []float32     // staging rows of haloForward (send) and haloBackward (receive)
+	haloIDs              []int32       // the served rows of the last halo exchange (haloRows)
 }
 
 // flight is a chunk in flight through the stage: its layers' caches and the
