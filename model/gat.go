@@ -127,7 +127,51 @@ func (g *GAT) Forward(a *sparse.CSR, x *dense.Matrix, train bool, rng *rand.Rand
 		}
 	}
 
-	// Edge list with the self-loops.
+	g.edges(a)
+	ne := len(g.esrc)
+	g.attention(nd, ne)
+
+	g.drop = nil
+	if train && g.AttnDropout > 0 {
+		if rng == nil {
+			panic("model: attention dropout needs an rng")
+		}
+		g.dbuf = dense.Grow(g.dbuf, ne*h)
+		g.drop = g.dbuf
+		dropMask(g.drop, g.AttnDropout, rng)
+	}
+
+	od := g.OutDim()
+	out := dense.New(nd, od)
+	for i := range nd {
+		row := out.Data[i*od : (i+1)*od]
+		for e := g.eptr[i]; e < g.eptr[i+1]; e++ {
+			j := g.esrc[e]
+			for k := range h {
+				c := g.alpha[e*h+k]
+				if g.drop != nil {
+					c *= g.drop[e*h+k]
+				}
+				dst := row
+				if g.concat {
+					dst = row[k*d : (k+1)*d]
+				}
+				dense.Axpy(c, g.z[j*hd+k*d:j*hd+(k+1)*d], dst)
+			}
+		}
+		if !g.concat {
+			dense.Scale(1/float32(h), row)
+		}
+	}
+	addRowVec(out.Data, g.b.W, nd, od)
+	return out
+}
+
+// edges sets g.eptr and g.esrc to the edge list of block a with the
+// self-loops: the sources of destination i are g.esrc[g.eptr[i]:g.eptr[i+1]],
+// a's row i followed by i itself when the row lacks it.
+func (g *GAT) edges(a *sparse.CSR) {
+	nd := int(a.NRows)
 	if cap(g.eptr) < nd+1 {
 		g.eptr = make([]int, nd+1)
 	}
@@ -144,9 +188,13 @@ func (g *GAT) Forward(a *sparse.CSR, x *dense.Matrix, train bool, rng *rand.Rand
 		}
 		g.eptr[i+1] = len(g.esrc)
 	}
-	ne := len(g.esrc)
+}
 
-	// Softmax of the LeakyReLU logits over each row, per head.
+// attention sets g.s to the logits el[i] + er[j] of the nd destinations'
+// ne edges (g.edges) and g.alpha to their attention coefficients: the
+// softmax of the LeakyReLU logits over each row, per head.
+func (g *GAT) attention(nd, ne int) {
+	h := g.heads
 	g.s = dense.Grow(g.s, ne*h)
 	g.alpha = dense.Grow(g.alpha, ne*h)
 	g.mx = dense.Grow(g.mx, h)
@@ -185,41 +233,6 @@ func (g *GAT) Forward(a *sparse.CSR, x *dense.Matrix, train bool, rng *rand.Rand
 			}
 		}
 	}
-
-	g.drop = nil
-	if train && g.AttnDropout > 0 {
-		if rng == nil {
-			panic("model: attention dropout needs an rng")
-		}
-		g.dbuf = dense.Grow(g.dbuf, ne*h)
-		g.drop = g.dbuf
-		dropMask(g.drop, g.AttnDropout, rng)
-	}
-
-	od := g.OutDim()
-	out := dense.New(nd, od)
-	for i := range nd {
-		row := out.Data[i*od : (i+1)*od]
-		for e := g.eptr[i]; e < g.eptr[i+1]; e++ {
-			j := g.esrc[e]
-			for k := range h {
-				c := g.alpha[e*h+k]
-				if g.drop != nil {
-					c *= g.drop[e*h+k]
-				}
-				dst := row
-				if g.concat {
-					dst = row[k*d : (k+1)*d]
-				}
-				dense.Axpy(c, g.z[j*hd+k*d:j*hd+(k+1)*d], dst)
-			}
-		}
-		if !g.concat {
-			dense.Scale(1/float32(h), row)
-		}
-	}
-	addRowVec(out.Data, g.b.W, nd, od)
-	return out
 }
 
 // Backward adds dL/dW, dL/da_l, dL/da_r and dL/db into the parameters' G and
