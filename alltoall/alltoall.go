@@ -154,7 +154,7 @@ func ExchangeTo(c collective.Comm, dst *dense.Matrix, p *Plan, book *partition.B
 		panic("alltoall: plan made for another rank or communicator size")
 	}
 	f := local.Cols
-	out := reuse(dst, len(p.from), f)
+	out := dense.Reuse(dst, len(p.from), f)
 	// Copy the own rows first, so that a bad local matrix panics before any
 	// communication rather than leaving the other ranks blocked.
 	for i, src := range p.from {
@@ -173,16 +173,6 @@ func ExchangeTo(c collective.Comm, dst *dense.Matrix, p *Plan, book *partition.B
 		return nil, err
 	}
 	return out, nil
-}
-
-// reuse returns a rows×cols matrix on dst's storage when it is large
-// enough (dst may be nil), else a new one. Its contents are unspecified:
-// the caller writes every row.
-func reuse(dst *dense.Matrix, rows, cols int) *dense.Matrix {
-	if n := rows * cols; dst != nil && cap(dst.Data) >= n {
-		return &dense.Matrix{Rows: rows, Cols: cols, Data: dst.Data[:n]}
-	}
-	return dense.New(rows, cols)
 }
 
 // allAtOnce is the round of an exchange that sends all rows in one call.

@@ -325,7 +325,7 @@ func (s *Store) FetchTo(dst *dense.Matrix, ids []int64) (*dense.Matrix, Counts, 
 	})
 	cnt.Remote = int64(p.Remote())
 	f := s.cols
-	out := reuse(dst, len(ids), f)
+	out := dense.Reuse(dst, len(ids), f)
 	for i, src := range p.from {
 		if src < 0 {
 			s.read(int(^src), out.Row(i))

@@ -48,7 +48,7 @@ G=$RAW/gnnmpi
 go build -o "$G" . || exit 1
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 CSV=$OUT/pipe.csv
-cols="dataset,model,mode,np,stages,pipelines,chunks,layers,hidden,epochs,act,grad,halo,allreduce,total,act_model,grad_model,halo_model,allreduce_model,halo_rows,median_epoch_s,best_epoch,best_val_acc,test_acc,state_mb_max,rss_mb_max,loadavg,commit,error"
+cols="dataset,model,mode,np,stages,pipelines,chunks,layers,hidden,epochs,act,act_grad,halo,grad,total,act_model,act_grad_model,halo_model,grad_model,halo_rows,median_epoch_s,best_epoch,best_val_acc,test_acc,state_mb_max,rss_mb_max,loadavg,commit,error"
 [[ -f $CSV ]] || echo "$cols" > "$CSV"
 
 for ds in "${DATASETS[@]}"; do
@@ -97,9 +97,11 @@ try:
                state_mb_max=round(max(fin["state_bytes"]) / 2**20, 1), rss_mb_max=round(max(fin["peak_rss_bytes"]) / 2**20, 1))
     b, a = fin["bytes_per_epoch"], fin["analytical_bytes_per_epoch"]
     tot = 0
-    for ph in ("act", "grad", "halo", "allreduce"):
-        row[ph] = b.get(ph, 0)
-        row[ph + "_model"] = a.get(ph, 0)
+    # CSV columns by metrics phase (pipe.TrainPhases; "-" becomes "_").
+    for ph in ("act", "act-grad", "halo", "grad"):
+        col = ph.replace("-", "_")
+        row[col] = b.get(ph, 0)
+        row[col + "_model"] = a.get(ph, 0)
         tot += b.get(ph, 0)
     row["total"] = tot
 except Exception as e:

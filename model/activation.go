@@ -149,7 +149,7 @@ func (d *Dropout) Forward(x *dense.Matrix, train bool, rng *rand.Rand) *dense.Ma
 	if rng == nil {
 		panic("model: dropout needs an rng")
 	}
-	d.buf = grow(d.buf, len(x.Data))
+	d.buf = dense.Grow(d.buf, len(x.Data))
 	d.mask = d.buf
 	dropMask(d.mask, d.Rate, rng)
 	y := dense.New(x.Rows, x.Cols)

@@ -24,7 +24,7 @@ var gemmShapes = []struct{ m, k, n int }{
 // BenchmarkGEMM measures raw Sgemm C = A·B (row-major, no transposes).
 func BenchmarkGEMM(b *testing.B) {
 	for _, bi := range blasImpls {
-		impl := blasOrDefault(bi.impl)
+		impl := dense.BLASOrDefault(bi.impl)
 		for _, s := range gemmShapes {
 			b.Run(fmt.Sprintf("impl=%s/m=%d/k=%d/n=%d", bi.name, s.m, s.k, s.n), func(b *testing.B) {
 				rnd := testRNG(1)
@@ -33,7 +33,7 @@ func BenchmarkGEMM(b *testing.B) {
 				c := dense.New(s.m, s.n)
 				b.ReportAllocs()
 				for b.Loop() {
-					gemm(impl, blas.NoTrans, blas.NoTrans, s.m, s.n, s.k, 1, a.Data, w.Data, 0, c.Data)
+					dense.Gemm(impl, blas.NoTrans, blas.NoTrans, s.m, s.n, s.k, 1, a.Data, w.Data, 0, c.Data)
 				}
 				b.ReportMetric(2*float64(s.m)*float64(s.k)*float64(s.n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 			})
@@ -151,7 +151,7 @@ func (r *deepRun) backward() {
 		dd := dense.New(r.nd, r.w)
 		copy(dd.Data, dx.Data)
 		if r.kind == ConvResGCN {
-			axpy(1, daux.Data, dd.Data)
+			dense.Axpy(1, daux.Data, dd.Data)
 		}
 		du = dd
 	}

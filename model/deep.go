@@ -124,7 +124,7 @@ func NewLinear(fin, fout int, rng *rand.Rand, impl blas.Float32Level3) *Linear {
 	if fin <= 0 || fout <= 0 {
 		panic("model: non-positive layer width")
 	}
-	l := &Linear{w: newParam("w", fin, fout), b: newParam("b", 1, fout), fin: fin, fout: fout, impl: blasOrDefault(impl)}
+	l := &Linear{w: newParam("w", fin, fout), b: newParam("b", 1, fout), fin: fin, fout: fout, impl: dense.BLASOrDefault(impl)}
 	glorot(l.w, fin, fout, rng)
 	return l
 }
@@ -137,7 +137,7 @@ func (l *Linear) Forward(x *dense.Matrix) *dense.Matrix {
 	}
 	l.x = x
 	out := dense.New(x.Rows, l.fout)
-	gemm(l.impl, blas.NoTrans, blas.NoTrans, x.Rows, l.fout, l.fin, 1, x.Data, l.w.W, 0, out.Data)
+	dense.Gemm(l.impl, blas.NoTrans, blas.NoTrans, x.Rows, l.fout, l.fin, 1, x.Data, l.w.W, 0, out.Data)
 	addRowVec(out.Data, l.b.W, x.Rows, l.fout)
 	return out
 }
@@ -152,12 +152,12 @@ func (l *Linear) Backward(dy *dense.Matrix, needInput bool) *dense.Matrix {
 	n := l.x.Rows
 	checkGrad(dy, n, l.fout)
 	colSumAdd(l.b.G, dy.Data, n, l.fout)
-	gemm(l.impl, blas.Trans, blas.NoTrans, l.fin, l.fout, n, 1, l.x.Data, dy.Data, 1, l.w.G)
+	dense.Gemm(l.impl, blas.Trans, blas.NoTrans, l.fin, l.fout, n, 1, l.x.Data, dy.Data, 1, l.w.G)
 	if !needInput {
 		return nil
 	}
 	dx := dense.New(n, l.fin)
-	gemm(l.impl, blas.NoTrans, blas.Trans, n, l.fin, l.fout, 1, dy.Data, l.w.W, 0, dx.Data)
+	dense.Gemm(l.impl, blas.NoTrans, blas.Trans, n, l.fin, l.fout, 1, dy.Data, l.w.W, 0, dx.Data)
 	return dx
 }
 
@@ -256,7 +256,7 @@ func NewConv(cfg DeepConfig, l int, rng *rand.Rand, impl blas.Float32Level3) Con
 	}
 	switch cfg.Kind {
 	case ConvGCN:
-		return &gcnConv{g: NewGCN(w, w, rng, impl)}
+		return &reluConv[*GCN]{l: NewGCN(w, w, rng, impl)}
 	case ConvResGCN:
 		c := &resConv{g: NewGCN(w, w, rng, impl), gain: newParam("ln_g", 1, w), bias: newParam("ln_b", 1, w), width: w}
 		for i := range c.gain.W {
@@ -266,7 +266,7 @@ func NewConv(cfg DeepConfig, l int, rng *rand.Rand, impl blas.Float32Level3) Con
 	case ConvSAGE:
 		s := NewSAGE(w, w, false, rng, impl)
 		s.dstOnly = true
-		return &sageConv{s: s}
+		return &reluConv[*SAGE]{l: s}
 	case ConvGCNII:
 		if cfg.gcniiErr() != nil {
 			panic("model: invalid gcnii alpha or lambda")
@@ -276,7 +276,7 @@ func NewConv(cfg DeepConfig, l int, rng *rand.Rand, impl blas.Float32Level3) Con
 			width: w,
 			alpha: cfg.Alpha,
 			beta:  gcniiBeta(cfg.Lambda, l),
-			impl:  blasOrDefault(impl),
+			impl:  dense.BLASOrDefault(impl),
 		}
 		glorot(c.w, w, w, rng)
 		return c
@@ -296,25 +296,34 @@ func checkAux(a *sparse.CSR, aux *dense.Matrix, w int) {
 	}
 }
 
-// gcnConv is the gcn Conv: a GCN layer followed by ReLU.
-type gcnConv struct {
-	g    *GCN
+// reluConv is the gcn and the sage Conv: a GCN layer, or a SAGE layer
+// (mean aggregator, no normalisation), followed by ReLU.
+type reluConv[L reluConvLayer[L]] struct {
+	l    L
 	relu reluMask
 }
 
-func (c *gcnConv) Forward(b *Block, x, _ *dense.Matrix) *dense.Matrix {
-	return c.relu.forward(c.g.forward(b, x))
+// reluConvLayer is what reluConv uses of its layer (*GCN or *SAGE).
+type reluConvLayer[L any] interface {
+	forward(b *Block, x *dense.Matrix) *dense.Matrix
+	Backward(dy *dense.Matrix, needInput bool) *dense.Matrix
+	Params() []*Param
+	shared() L
 }
 
-func (c *gcnConv) Backward(dy *dense.Matrix) (dx, daux *dense.Matrix) {
-	return c.g.Backward(c.relu.backward(dy), true), nil
+func (c *reluConv[L]) Forward(b *Block, x, _ *dense.Matrix) *dense.Matrix {
+	return c.relu.forward(c.l.forward(b, x))
 }
 
-func (c *gcnConv) Params() []*Param { return c.g.Params() }
+func (c *reluConv[L]) Backward(dy *dense.Matrix) (dx, daux *dense.Matrix) {
+	return c.l.Backward(c.relu.backward(dy), true), nil
+}
 
-func (c *gcnConv) UsesAux() bool { return false }
+func (c *reluConv[L]) Params() []*Param { return c.l.Params() }
 
-func (c *gcnConv) Shared() Conv { return &gcnConv{g: c.g.shared()} }
+func (c *reluConv[L]) UsesAux() bool { return false }
+
+func (c *reluConv[L]) Shared() Conv { return &reluConv[L]{l: c.l.shared()} }
 
 // lnEps is the LayerNorm's variance epsilon (PyTorch's default).
 const lnEps = 1e-5
@@ -352,8 +361,8 @@ func (c *resConv) Forward(b *Block, x, aux *dense.Matrix) *dense.Matrix {
 	checkAux(a, aux, w)
 	ns := x.Rows
 	c.ns = ns
-	c.xhat = grow(c.xhat, ns*w)
-	c.rstd = grow(c.rstd, ns)
+	c.xhat = dense.Grow(c.xhat, ns*w)
+	c.rstd = dense.Grow(c.rstd, ns)
 	z := dense.New(ns, w)
 	gain, bias := c.gain.W, c.bias.W
 	parallel(ns, 1, int64(ns)*int64(w), func(lo, hi int) {
@@ -382,7 +391,7 @@ func (c *resConv) Forward(b *Block, x, aux *dense.Matrix) *dense.Matrix {
 		}
 	})
 	out := c.g.forward(b, z)
-	axpy(1, aux.Data, out.Data)
+	dense.Axpy(1, aux.Data, out.Data)
 	return out
 }
 
@@ -443,27 +452,6 @@ func (c *resConv) Shared() Conv {
 	return &resConv{g: c.g.shared(), gain: c.gain, bias: c.bias, width: c.width}
 }
 
-// sageConv is the sage Conv: a SAGE layer (mean aggregator, no
-// normalisation) followed by ReLU.
-type sageConv struct {
-	s    *SAGE
-	relu reluMask
-}
-
-func (c *sageConv) Forward(b *Block, x, _ *dense.Matrix) *dense.Matrix {
-	return c.relu.forward(c.s.forward(b, x))
-}
-
-func (c *sageConv) Backward(dy *dense.Matrix) (dx, daux *dense.Matrix) {
-	return c.s.Backward(c.relu.backward(dy), true), nil
-}
-
-func (c *sageConv) Params() []*Param { return c.s.Params() }
-
-func (c *sageConv) UsesAux() bool { return false }
-
-func (c *sageConv) Shared() Conv { return &sageConv{s: c.s.shared()} }
-
 // gcniiConv is the gcnii Conv:
 //
 //	S = (1−α)·Â·x + α·aux,  out = ReLU((1−β)·S + β·S·W).
@@ -494,12 +482,12 @@ func (c *gcniiConv) Forward(b *Block, x, aux *dense.Matrix) *dense.Matrix {
 	checkAux(a, aux, w)
 	nd := int(a.NRows)
 	c.wt = b.scaledValues(1 - c.alpha)
-	c.s = grow(c.s, nd*w)
+	c.s = dense.Grow(c.s, nd*w)
 	spmm(c.s, a, c.wt.val, nil, x.Data, w)
-	axpy(float32(c.alpha), aux.Data, c.s)
+	dense.Axpy(float32(c.alpha), aux.Data, c.s)
 	pre := dense.New(nd, w)
 	copy(pre.Data, c.s)
-	gemm(c.impl, blas.NoTrans, blas.NoTrans, nd, w, w, float32(c.beta), c.s, c.w.W, float32(1-c.beta), pre.Data)
+	dense.Gemm(c.impl, blas.NoTrans, blas.NoTrans, nd, w, w, float32(c.beta), c.s, c.w.W, float32(1-c.beta), pre.Data)
 	c.blk = b
 	return c.relu.forward(pre)
 }
@@ -513,12 +501,12 @@ func (c *gcniiConv) Backward(dy *dense.Matrix) (dx, daux *dense.Matrix) {
 	checkGrad(dy, nd, w)
 	dpre := c.relu.backward(dy)
 	// pre = (1−β)·S + β·S·W: dW = β·Sᵀ·dpre, dS = (1−β)·dpre + β·dpre·Wᵀ.
-	gemm(c.impl, blas.Trans, blas.NoTrans, w, w, nd, float32(c.beta), c.s, dpre.Data, 1, c.w.G)
+	dense.Gemm(c.impl, blas.Trans, blas.NoTrans, w, w, nd, float32(c.beta), c.s, dpre.Data, 1, c.w.G)
 	ds := make([]float32, nd*w)
 	copy(ds, dpre.Data)
-	gemm(c.impl, blas.NoTrans, blas.Trans, nd, w, w, float32(c.beta), dpre.Data, c.w.W, float32(1-c.beta), ds)
+	dense.Gemm(c.impl, blas.NoTrans, blas.Trans, nd, w, w, float32(c.beta), dpre.Data, c.w.W, float32(1-c.beta), ds)
 	daux = dense.New(nd, w)
-	axpy(float32(c.alpha), ds, daux.Data)
+	dense.Axpy(float32(c.alpha), ds, daux.Data)
 	dx = dense.New(ns, w)
 	c.blk.transpose(c.wt).mulAdd(dx.Data, ds, w)
 	return dx, daux

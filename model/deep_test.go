@@ -82,7 +82,7 @@ func copyGrads(ps []*Param) [][]float32 {
 func reluPositive(c Conv) []bool {
 	var m *reluMask
 	switch c := c.(type) {
-	case *gcnConv:
+	case *reluConv[*GCN]:
 		m = &c.relu
 	case *resConv:
 		pos := make([]bool, len(c.xhat))
@@ -91,7 +91,7 @@ func reluPositive(c Conv) []bool {
 			pos[i] = lnPre(c.gain.W[k], c.bias.W[k], h) > 0
 		}
 		return pos
-	case *sageConv:
+	case *reluConv[*SAGE]:
 		m = &c.relu
 	case *gcniiConv:
 		m = &c.relu
@@ -268,8 +268,8 @@ func (s *deepStack) forward(a *sparse.CSR, x *dense.Matrix, rng *rand.Rand) *den
 // input x, without disturbing c's cache.
 func convPre(c Conv, a *sparse.CSR, x *dense.Matrix) *dense.Matrix {
 	switch c := c.(type) {
-	case *gcnConv:
-		return c.g.shared().Forward(a, x, false, nil)
+	case *reluConv[*GCN]:
+		return c.l.shared().Forward(a, x, false, nil)
 	case *resConv:
 		pre := dense.New(x.Rows, c.width)
 		for i, h := range c.xhat {
@@ -277,13 +277,13 @@ func convPre(c Conv, a *sparse.CSR, x *dense.Matrix) *dense.Matrix {
 			pre.Data[i] = lnPre(c.gain.W[k], c.bias.W[k], h)
 		}
 		return pre
-	case *sageConv:
-		return c.s.shared().Forward(a, x, false, nil)
+	case *reluConv[*SAGE]:
+		return c.l.shared().Forward(a, x, false, nil)
 	case *gcniiConv:
 		nd, w := int(c.blk.CSR().NRows), c.width
 		pre := dense.New(nd, w)
 		copy(pre.Data, c.s)
-		gemm(c.impl, blas.NoTrans, blas.NoTrans, nd, w, w, float32(c.beta), c.s, c.w.W, float32(1-c.beta), pre.Data)
+		dense.Gemm(c.impl, blas.NoTrans, blas.NoTrans, nd, w, w, float32(c.beta), c.s, c.w.W, float32(1-c.beta), pre.Data)
 		return pre
 	}
 	panic("unknown conv")
@@ -309,16 +309,16 @@ func (s *deepStack) backward(dlogits *dense.Matrix) {
 		dh = s.drops[l+1].Backward(dx)
 		switch s.cfg.Kind {
 		case ConvResGCN:
-			axpy(1, daux.Data, dh.Data)
+			dense.Axpy(1, daux.Data, dh.Data)
 		case ConvGCNII:
 			if dh0 == nil {
 				dh0 = dense.New(daux.Rows, daux.Cols)
 			}
-			axpy(1, daux.Data, dh0.Data)
+			dense.Axpy(1, daux.Data, dh0.Data)
 		}
 	}
 	if dh0 != nil {
-		axpy(1, dh0.Data, dh.Data)
+		dense.Axpy(1, dh0.Data, dh.Data)
 	}
 	s.in.Backward(s.act.Backward(dh), false)
 }
@@ -387,7 +387,7 @@ func TestDeepStackGradients(t *testing.T) {
 				ps := s.params()
 				zeroGrads(ps)
 				_, dlogits := SoftmaxCrossEntropy(s.forward(a, x, testRNG(99)), labels)
-				scale(n, dlogits.Data)
+				dense.Scale(n, dlogits.Data)
 				s.backward(dlogits)
 				for _, p := range s.in.Params() {
 					require.NotZero(t, maxAbs(p.G), "in.%s has a gradient", p.Name)
@@ -477,7 +477,7 @@ func TestConvShared(t *testing.T) {
 						if sum[i] == nil {
 							sum[i] = make([]float32, len(p.G))
 						}
-						axpy(1, p.G, sum[i])
+						dense.Axpy(1, p.G, sum[i])
 					}
 				}
 
@@ -527,7 +527,7 @@ func TestLinearShared(t *testing.T) {
 					if sum[k] == nil {
 						sum[k] = make([]float32, len(p.G))
 					}
-					axpy(1, p.G, sum[k])
+					dense.Axpy(1, p.G, sum[k])
 				}
 			}
 			zeroGrads(l.Params())
@@ -738,7 +738,7 @@ func TestConvForward(t *testing.T) {
 				}
 			}
 			want := ref.Forward(a, z, false, nil)
-			axpy(1, aux.Data, want.Data)
+			dense.Axpy(1, aux.Data, want.Data)
 			assert.True(t, testutil.Close(got.Data, want.Data, 1e-5), kind)
 		} else {
 			// gcn and sage ignore aux.

@@ -77,7 +77,7 @@ func NewGAT(fin, d, heads int, concat bool, rng *rand.Rand, impl blas.Float32Lev
 		heads:  heads,
 		d:      d,
 		concat: concat,
-		impl:   blasOrDefault(impl),
+		impl:   dense.BLASOrDefault(impl),
 	}
 	g.b = newParam("b", 1, g.OutDim())
 	glorot(g.w, fin, heads*d, rng)
@@ -113,21 +113,65 @@ func (g *GAT) Forward(a *sparse.CSR, x *dense.Matrix, train bool, rng *rand.Rand
 	nd, ns, h, d := int(a.NRows), int(a.NCols), g.heads, g.d
 	hd := h * d
 
-	g.z = grow(g.z, ns*hd)
-	gemm(g.impl, blas.NoTrans, blas.NoTrans, ns, hd, g.fin, 1, x.Data, g.w.W, 0, g.z)
-	g.el = grow(g.el, nd*h)
-	g.er = grow(g.er, ns*h)
+	g.z = dense.Grow(g.z, ns*hd)
+	dense.Gemm(g.impl, blas.NoTrans, blas.NoTrans, ns, hd, g.fin, 1, x.Data, g.w.W, 0, g.z)
+	g.el = dense.Grow(g.el, nd*h)
+	g.er = dense.Grow(g.er, ns*h)
 	for j := range ns {
 		for k := range h {
 			zk := g.z[j*hd+k*d : j*hd+(k+1)*d]
-			g.er[j*h+k] = dot(g.attR.W[k*d:(k+1)*d], zk)
+			g.er[j*h+k] = dense.Dot(g.attR.W[k*d:(k+1)*d], zk)
 			if j < nd {
-				g.el[j*h+k] = dot(g.attL.W[k*d:(k+1)*d], zk)
+				g.el[j*h+k] = dense.Dot(g.attL.W[k*d:(k+1)*d], zk)
 			}
 		}
 	}
 
-	// Edge list with the self-loops.
+	g.edges(a)
+	ne := len(g.esrc)
+	g.attention(nd, ne)
+
+	g.drop = nil
+	if train && g.AttnDropout > 0 {
+		if rng == nil {
+			panic("model: attention dropout needs an rng")
+		}
+		g.dbuf = dense.Grow(g.dbuf, ne*h)
+		g.drop = g.dbuf
+		dropMask(g.drop, g.AttnDropout, rng)
+	}
+
+	od := g.OutDim()
+	out := dense.New(nd, od)
+	for i := range nd {
+		row := out.Data[i*od : (i+1)*od]
+		for e := g.eptr[i]; e < g.eptr[i+1]; e++ {
+			j := g.esrc[e]
+			for k := range h {
+				c := g.alpha[e*h+k]
+				if g.drop != nil {
+					c *= g.drop[e*h+k]
+				}
+				dst := row
+				if g.concat {
+					dst = row[k*d : (k+1)*d]
+				}
+				dense.Axpy(c, g.z[j*hd+k*d:j*hd+(k+1)*d], dst)
+			}
+		}
+		if !g.concat {
+			dense.Scale(1/float32(h), row)
+		}
+	}
+	addRowVec(out.Data, g.b.W, nd, od)
+	return out
+}
+
+// edges sets g.eptr and g.esrc to the edge list of block a with the
+// self-loops: the sources of destination i are g.esrc[g.eptr[i]:g.eptr[i+1]],
+// a's row i followed by i itself when the row lacks it.
+func (g *GAT) edges(a *sparse.CSR) {
+	nd := int(a.NRows)
 	if cap(g.eptr) < nd+1 {
 		g.eptr = make([]int, nd+1)
 	}
@@ -144,13 +188,17 @@ func (g *GAT) Forward(a *sparse.CSR, x *dense.Matrix, train bool, rng *rand.Rand
 		}
 		g.eptr[i+1] = len(g.esrc)
 	}
-	ne := len(g.esrc)
+}
 
-	// Softmax of the LeakyReLU logits over each row, per head.
-	g.s = grow(g.s, ne*h)
-	g.alpha = grow(g.alpha, ne*h)
-	g.mx = grow(g.mx, h)
-	g.sum = grow(g.sum, h)
+// attention sets g.s to the logits el[i] + er[j] of the nd destinations'
+// ne edges (g.edges) and g.alpha to their attention coefficients: the
+// softmax of the LeakyReLU logits over each row, per head.
+func (g *GAT) attention(nd, ne int) {
+	h := g.heads
+	g.s = dense.Grow(g.s, ne*h)
+	g.alpha = dense.Grow(g.alpha, ne*h)
+	g.mx = dense.Grow(g.mx, h)
+	g.sum = dense.Grow(g.sum, h)
 	for i := range nd {
 		lo, hi := g.eptr[i], g.eptr[i+1]
 		for k := range h {
@@ -185,41 +233,6 @@ func (g *GAT) Forward(a *sparse.CSR, x *dense.Matrix, train bool, rng *rand.Rand
 			}
 		}
 	}
-
-	g.drop = nil
-	if train && g.AttnDropout > 0 {
-		if rng == nil {
-			panic("model: attention dropout needs an rng")
-		}
-		g.dbuf = grow(g.dbuf, ne*h)
-		g.drop = g.dbuf
-		dropMask(g.drop, g.AttnDropout, rng)
-	}
-
-	od := g.OutDim()
-	out := dense.New(nd, od)
-	for i := range nd {
-		row := out.Data[i*od : (i+1)*od]
-		for e := g.eptr[i]; e < g.eptr[i+1]; e++ {
-			j := g.esrc[e]
-			for k := range h {
-				c := g.alpha[e*h+k]
-				if g.drop != nil {
-					c *= g.drop[e*h+k]
-				}
-				dst := row
-				if g.concat {
-					dst = row[k*d : (k+1)*d]
-				}
-				axpy(c, g.z[j*hd+k*d:j*hd+(k+1)*d], dst)
-			}
-		}
-		if !g.concat {
-			scale(1/float32(h), row)
-		}
-	}
-	addRowVec(out.Data, g.b.W, nd, od)
-	return out
 }
 
 // Backward adds dL/dW, dL/da_l, dL/da_r and dL/db into the parameters' G and
@@ -235,13 +248,13 @@ func (g *GAT) Backward(dy *dense.Matrix, needInput bool) *dense.Matrix {
 	colSumAdd(g.b.G, dy.Data, nd, od)
 
 	ne := len(g.esrc)
-	g.dz = grow(g.dz, ns*hd)
+	g.dz = dense.Grow(g.dz, ns*hd)
 	clear(g.dz)
-	g.del = grow(g.del, nd*h)
+	g.del = dense.Grow(g.del, nd*h)
 	clear(g.del)
-	g.der = grow(g.der, ns*h)
+	g.der = dense.Grow(g.der, ns*h)
 	clear(g.der)
-	g.dal = grow(g.dal, ne*h)
+	g.dal = dense.Grow(g.dal, ne*h)
 	dal := g.dal // dL/dα
 	hs := float32(1)
 	if !g.concat {
@@ -259,13 +272,13 @@ func (g *GAT) Backward(dy *dense.Matrix, needInput bool) *dense.Matrix {
 				}
 				zk := g.z[j*hd+k*d : j*hd+(k+1)*d]
 				c := g.alpha[e*h+k]
-				dc := hs * dot(gk, zk)
+				dc := hs * dense.Dot(gk, zk)
 				if g.drop != nil {
 					c *= g.drop[e*h+k]
 					dc *= g.drop[e*h+k]
 				}
 				dal[e*h+k] = dc
-				axpy(hs*c, gk, g.dz[j*hd+k*d:j*hd+(k+1)*d])
+				dense.Axpy(hs*c, gk, g.dz[j*hd+k*d:j*hd+(k+1)*d])
 			}
 		}
 		// Softmax backward, then the LeakyReLU.
@@ -289,22 +302,22 @@ func (g *GAT) Backward(dy *dense.Matrix, needInput bool) *dense.Matrix {
 			zk := g.z[j*hd+k*d : j*hd+(k+1)*d]
 			dzk := g.dz[j*hd+k*d : j*hd+(k+1)*d]
 			if r := g.der[j*h+k]; r != 0 {
-				axpy(r, g.attR.W[k*d:(k+1)*d], dzk)
-				axpy(r, zk, g.attR.G[k*d:(k+1)*d])
+				dense.Axpy(r, g.attR.W[k*d:(k+1)*d], dzk)
+				dense.Axpy(r, zk, g.attR.G[k*d:(k+1)*d])
 			}
 			if j < nd {
 				if l := g.del[j*h+k]; l != 0 {
-					axpy(l, g.attL.W[k*d:(k+1)*d], dzk)
-					axpy(l, zk, g.attL.G[k*d:(k+1)*d])
+					dense.Axpy(l, g.attL.W[k*d:(k+1)*d], dzk)
+					dense.Axpy(l, zk, g.attL.G[k*d:(k+1)*d])
 				}
 			}
 		}
 	}
-	gemm(g.impl, blas.Trans, blas.NoTrans, g.fin, hd, ns, 1, g.x.Data, g.dz, 1, g.w.G)
+	dense.Gemm(g.impl, blas.Trans, blas.NoTrans, g.fin, hd, ns, 1, g.x.Data, g.dz, 1, g.w.G)
 	if !needInput {
 		return nil
 	}
 	dx := dense.New(ns, g.fin)
-	gemm(g.impl, blas.NoTrans, blas.Trans, ns, g.fin, hd, 1, g.dz, g.w.W, 0, dx.Data)
+	dense.Gemm(g.impl, blas.NoTrans, blas.Trans, ns, g.fin, hd, 1, g.dz, g.w.W, 0, dx.Data)
 	return dx
 }

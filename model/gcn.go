@@ -49,7 +49,7 @@ func NewGCN(fin, fout int, rng *rand.Rand, impl blas.Float32Level3) *GCN {
 	if fin <= 0 || fout <= 0 {
 		panic("model: non-positive layer width")
 	}
-	g := &GCN{w: newParam("w", fin, fout), b: newParam("b", 1, fout), fin: fin, fout: fout, impl: blasOrDefault(impl)}
+	g := &GCN{w: newParam("w", fin, fout), b: newParam("b", 1, fout), fin: fin, fout: fout, impl: dense.BLASOrDefault(impl)}
 	glorot(g.w, fin, fout, rng)
 	return g
 }
@@ -90,13 +90,13 @@ func (g *GCN) forward(b *Block, x *dense.Matrix) *dense.Matrix {
 	g.aggFirst = nnz*fin*spmmCost+nd*fin*fout <= ns*fin*fout+nnz*fout*spmmCost
 	out := dense.New(int(nd), g.fout)
 	if g.aggFirst {
-		g.t = grow(g.t, int(nd*fin))
+		g.t = dense.Grow(g.t, int(nd*fin))
 		spmm(g.t, a, g.wt.val, nil, x.Data, g.fin)
-		gemm(g.impl, blas.NoTrans, blas.NoTrans, int(nd), g.fout, g.fin, 1, g.t, g.w.W, 0, out.Data)
+		dense.Gemm(g.impl, blas.NoTrans, blas.NoTrans, int(nd), g.fout, g.fin, 1, g.t, g.w.W, 0, out.Data)
 	} else {
 		g.x = x
-		g.t = grow(g.t, int(ns*fout))
-		gemm(g.impl, blas.NoTrans, blas.NoTrans, int(ns), g.fout, g.fin, 1, x.Data, g.w.W, 0, g.t)
+		g.t = dense.Grow(g.t, int(ns*fout))
+		dense.Gemm(g.impl, blas.NoTrans, blas.NoTrans, int(ns), g.fout, g.fin, 1, x.Data, g.w.W, 0, g.t)
 		spmm(out.Data, a, g.wt.val, nil, g.t, g.fout)
 	}
 	addRowVec(out.Data, g.b.W, int(nd), g.fout)
@@ -116,12 +116,12 @@ func (g *GCN) Backward(dy *dense.Matrix, needInput bool) *dense.Matrix {
 	colSumAdd(g.b.G, dy.Data, nd, fout)
 	if g.aggFirst {
 		// out = T·W with T = Â·X.
-		gemm(g.impl, blas.Trans, blas.NoTrans, fin, fout, nd, 1, g.t, dy.Data, 1, g.w.G)
+		dense.Gemm(g.impl, blas.Trans, blas.NoTrans, fin, fout, nd, 1, g.t, dy.Data, 1, g.w.G)
 		if !needInput {
 			return nil
 		}
 		scr := make([]float32, nd*fin)
-		gemm(g.impl, blas.NoTrans, blas.Trans, nd, fin, fout, 1, dy.Data, g.w.W, 0, scr)
+		dense.Gemm(g.impl, blas.NoTrans, blas.Trans, nd, fin, fout, 1, dy.Data, g.w.W, 0, scr)
 		dx := dense.New(ns, fin)
 		g.blk.transpose(g.wt).mulAdd(dx.Data, scr, fin)
 		return dx
@@ -129,12 +129,12 @@ func (g *GCN) Backward(dy *dense.Matrix, needInput bool) *dense.Matrix {
 	// out = Â·Z with Z = X·W.
 	scr := make([]float32, ns*fout)
 	g.blk.transpose(g.wt).mulAdd(scr, dy.Data, fout)
-	gemm(g.impl, blas.Trans, blas.NoTrans, fin, fout, ns, 1, g.x.Data, scr, 1, g.w.G)
+	dense.Gemm(g.impl, blas.Trans, blas.NoTrans, fin, fout, ns, 1, g.x.Data, scr, 1, g.w.G)
 	if !needInput {
 		return nil
 	}
 	dx := dense.New(ns, fin)
-	gemm(g.impl, blas.NoTrans, blas.Trans, ns, fin, fout, 1, scr, g.w.W, 0, dx.Data)
+	dense.Gemm(g.impl, blas.NoTrans, blas.Trans, ns, fin, fout, 1, scr, g.w.W, 0, dx.Data)
 	return dx
 }
 

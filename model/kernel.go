@@ -4,94 +4,9 @@ import (
 	"runtime"
 	"sync"
 
-	"gonum.org/v1/gonum/blas"
-	"gonum.org/v1/gonum/blas/gonum"
-
+	"gnnmpi/dense"
 	"gnnmpi/sparse"
 )
-
-// vec supplies the level-1 kernels (SSE assembly in gonum) used inside the
-// sparse loops; dense products go through the injected blas.Float32Level3.
-var vec gonum.Implementation
-
-// blasOrDefault returns impl, or gonum's pure Go BLAS when impl is nil.
-func blasOrDefault(impl blas.Float32Level3) blas.Float32Level3 {
-	if impl == nil {
-		return gonum.Implementation{}
-	}
-	return impl
-}
-
-// gemm computes C = alpha·op(A)·op(B) + beta·C on contiguous row-major
-// storage: op(A) is m×k, op(B) is k×n and C is m×n. A is stored m×k (NoTrans)
-// or k×m (Trans); B is stored k×n or n×k.
-func gemm(impl blas.Float32Level3, tA, tB blas.Transpose, m, n, k int, alpha float32, a, b []float32, beta float32, c []float32) {
-	if m == 0 || n == 0 {
-		return
-	}
-	c = c[:m*n]
-	if k == 0 {
-		scale(beta, c)
-		return
-	}
-	lda, ldb := k, n
-	if tA == blas.Trans {
-		lda = m
-	}
-	if tB == blas.Trans {
-		ldb = k
-	}
-	impl.Sgemm(tA, tB, m, n, k, alpha, a[:m*k], lda, b[:k*n], ldb, beta, c, n)
-}
-
-// scale sets x = alpha·x (x = 0 when alpha is 0, whatever x held).
-func scale(alpha float32, x []float32) {
-	if alpha == 0 {
-		clear(x)
-		return
-	}
-	if alpha != 1 {
-		for i := range x {
-			x[i] *= alpha
-		}
-	}
-}
-
-// axpy computes y += alpha·x with len(y) ≥ len(x).
-func axpy(alpha float32, x, y []float32) {
-	n := len(x)
-	if n >= 16 {
-		vec.Saxpy(n, alpha, x, 1, y, 1)
-		return
-	}
-	y = y[:n]
-	for i, v := range x {
-		y[i] += alpha * v
-	}
-}
-
-// dot returns x·y with len(y) ≥ len(x).
-func dot(x, y []float32) float32 {
-	n := len(x)
-	if n >= 16 {
-		return vec.Sdot(n, x, 1, y, 1)
-	}
-	y = y[:n]
-	var s float32
-	for i, v := range x {
-		s += v * y[i]
-	}
-	return s
-}
-
-// grow returns a slice of length n, reusing buf's storage when it is large
-// enough. The contents are unspecified.
-func grow(buf []float32, n int) []float32 {
-	if cap(buf) < n {
-		return make([]float32, n)
-	}
-	return buf[:n]
-}
 
 // minParallelWork is the number of multiply-adds below which a sparse kernel
 // runs on one goroutine.
@@ -147,7 +62,7 @@ func spmm(dst []float32, a *sparse.CSR, w, rowScale []float32, x []float32, f in
 				if w != nil {
 					alpha *= w[e]
 				}
-				axpy(alpha, x[j*f:(j+1)*f], out)
+				dense.Axpy(alpha, x[j*f:(j+1)*f], out)
 			}
 		}
 	})
@@ -182,7 +97,7 @@ func (t *transposed) build(a *sparse.CSR, w, rowScale []float32) {
 		t.row = make([]int32, nnz)
 	}
 	t.row = t.row[:nnz]
-	t.val = grow(t.val, nnz)
+	t.val = dense.Grow(t.val, nnz)
 	// t.ptr[j] serves as the insertion cursor of column j, then is shifted back.
 	for i := range nr {
 		s := float32(1)
@@ -214,7 +129,7 @@ func (t *transposed) mulAdd(dst, dy []float32, f int) {
 			out := dst[j*f : (j+1)*f]
 			for k := t.ptr[j]; k < t.ptr[j+1]; k++ {
 				i := int(t.row[k])
-				axpy(t.val[k], dy[i*f:(i+1)*f], out)
+				dense.Axpy(t.val[k], dy[i*f:(i+1)*f], out)
 			}
 		}
 	})
@@ -223,13 +138,13 @@ func (t *transposed) mulAdd(dst, dy []float32, f int) {
 // colSumAdd adds the column sums of the r×f matrix x to dst (len f).
 func colSumAdd(dst, x []float32, r, f int) {
 	for i := 0; i < r; i++ {
-		axpy(1, x[i*f:(i+1)*f], dst)
+		dense.Axpy(1, x[i*f:(i+1)*f], dst)
 	}
 }
 
 // addRowVec adds v (len f) to every row of the r×f matrix x.
 func addRowVec(x, v []float32, r, f int) {
 	for i := 0; i < r; i++ {
-		axpy(1, v, x[i*f:(i+1)*f])
+		dense.Axpy(1, v, x[i*f:(i+1)*f])
 	}
 }

@@ -255,10 +255,7 @@ func (m *Model) SetWeights(src []float32) {
 }
 
 func flatten(dst []float32, n int, ps []*Param, f func(*Param) []float32) []float32 {
-	if cap(dst) < n {
-		dst = make([]float32, n)
-	}
-	dst = dst[:n]
+	dst = dense.Grow(dst, n)
 	off := 0
 	for _, p := range ps {
 		off += copy(dst[off:], f(p))

@@ -7,7 +7,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"gonum.org/v1/gonum/blas"
 
 	"gnnmpi/dense"
 	"gnnmpi/internal/testutil"
@@ -242,5 +241,3 @@ func TestModelPanics(t *testing.T) {
 	m.Forward(blocks, dense.New(6, 3), false, nil)
 	assert.Panics(t, func() { m.Backward(dense.New(3, 2)) }, "dlogits shape")
 }
-
-var _ blas.Float32Level3 = blasOrDefault(nil)

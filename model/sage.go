@@ -90,7 +90,7 @@ func NewSAGE(fin, fout int, normalize bool, rng *rand.Rand, impl blas.Float32Lev
 		b:         newParam("b", 1, fout),
 		fin:       fin,
 		fout:      fout,
-		impl:      blasOrDefault(impl),
+		impl:      dense.BLASOrDefault(impl),
 	}
 	glorot(s.wSelf, fin, fout, rng)
 	glorot(s.wNeigh, fin, fout, rng)
@@ -146,26 +146,26 @@ func (s *SAGE) forward(b *Block, x *dense.Matrix) *dense.Matrix {
 		s.mulFirst = sageOrder(nd, ns, a.NNZ(), fin, fout)
 	}
 	out := dense.New(nd, fout)
-	gemm(s.impl, blas.NoTrans, blas.NoTrans, nd, fout, fin, 1, x.Data, s.wSelf.W, 0, out.Data)
+	dense.Gemm(s.impl, blas.NoTrans, blas.NoTrans, nd, fout, fin, 1, x.Data, s.wSelf.W, 0, out.Data)
 	if s.mulFirst {
 		xn := make([]float32, ns*fout)
-		gemm(s.impl, blas.NoTrans, blas.NoTrans, ns, fout, fin, 1, x.Data, s.wNeigh.W, 0, xn)
+		dense.Gemm(s.impl, blas.NoTrans, blas.NoTrans, ns, fout, fin, 1, x.Data, s.wNeigh.W, 0, xn)
 		aggOut := make([]float32, nd*fout)
 		spmm(aggOut, a, nil, invDeg, xn, fout)
-		axpy(1, aggOut, out.Data)
+		dense.Axpy(1, aggOut, out.Data)
 	} else {
-		s.agg = grow(s.agg, nd*fin)
+		s.agg = dense.Grow(s.agg, nd*fin)
 		spmm(s.agg, a, nil, invDeg, x.Data, fin)
-		gemm(s.impl, blas.NoTrans, blas.NoTrans, nd, fout, fin, 1, s.agg, s.wNeigh.W, 1, out.Data)
+		dense.Gemm(s.impl, blas.NoTrans, blas.NoTrans, nd, fout, fin, 1, s.agg, s.wNeigh.W, 1, out.Data)
 		if s.dstOnly {
-			s.xd = grow(s.xd, nd*fin)
+			s.xd = dense.Grow(s.xd, nd*fin)
 			copy(s.xd, x.Data)
 			s.x = nil
 		}
 	}
 	addRowVec(out.Data, s.b.W, nd, fout)
 	if s.Normalize {
-		s.h = grow(s.h, nd*fout)
+		s.h = dense.Grow(s.h, nd*fout)
 		copy(s.h, out.Data)
 		if cap(s.norm) < nd {
 			s.norm = make([]float64, nd)
@@ -173,8 +173,8 @@ func (s *SAGE) forward(b *Block, x *dense.Matrix) *dense.Matrix {
 		s.norm = s.norm[:nd]
 		for i := range nd {
 			row := out.Data[i*fout : (i+1)*fout]
-			s.norm[i] = math.Sqrt(float64(dot(row, row)))
-			scale(float32(1/math.Max(s.norm[i], normEps)), row)
+			s.norm[i] = math.Sqrt(float64(dense.Dot(row, row)))
+			dense.Scale(float32(1/math.Max(s.norm[i], normEps)), row)
 		}
 	}
 	return out
@@ -200,12 +200,12 @@ func (s *SAGE) Backward(dy *dense.Matrix, needInput bool) *dense.Matrix {
 			out := dh[i*fout : (i+1)*fout]
 			copy(out, g)
 			if s.norm[i] <= normEps {
-				scale(1/normEps, out)
+				dense.Scale(1/normEps, out)
 				continue
 			}
 			inv := float32(1 / s.norm[i])
-			axpy(-dot(h, g)*inv*inv, h, out) // dy − o·(o·dy) with o = h/‖h‖
-			scale(inv, out)
+			dense.Axpy(-dense.Dot(h, g)*inv*inv, h, out) // dy − o·(o·dy) with o = h/‖h‖
+			dense.Scale(inv, out)
 		}
 	}
 	colSumAdd(s.b.G, dh, nd, fout)
@@ -213,29 +213,29 @@ func (s *SAGE) Backward(dy *dense.Matrix, needInput bool) *dense.Matrix {
 	if s.x != nil {
 		xd = s.x.Data
 	}
-	gemm(s.impl, blas.Trans, blas.NoTrans, fin, fout, nd, 1, xd, dh, 1, s.wSelf.G)
+	dense.Gemm(s.impl, blas.Trans, blas.NoTrans, fin, fout, nd, 1, xd, dh, 1, s.wSelf.G)
 	if s.mulFirst {
 		// out = X_dst·W_self + M·X·W_neigh with M the row-mean matrix:
 		// dL/d(X·W_neigh) = Mᵀ·dh, dW_neigh = Xᵀ·Mᵀ·dh.
 		dxn := make([]float32, ns*fout)
 		s.blk.transpose(s.mean).mulAdd(dxn, dh, fout)
-		gemm(s.impl, blas.Trans, blas.NoTrans, fin, fout, ns, 1, s.x.Data, dxn, 1, s.wNeigh.G)
+		dense.Gemm(s.impl, blas.Trans, blas.NoTrans, fin, fout, ns, 1, s.x.Data, dxn, 1, s.wNeigh.G)
 		if !needInput {
 			return nil
 		}
 		dx := dense.New(ns, fin)
-		gemm(s.impl, blas.NoTrans, blas.Trans, ns, fin, fout, 1, dxn, s.wNeigh.W, 0, dx.Data)
-		gemm(s.impl, blas.NoTrans, blas.Trans, nd, fin, fout, 1, dh, s.wSelf.W, 1, dx.Data)
+		dense.Gemm(s.impl, blas.NoTrans, blas.Trans, ns, fin, fout, 1, dxn, s.wNeigh.W, 0, dx.Data)
+		dense.Gemm(s.impl, blas.NoTrans, blas.Trans, nd, fin, fout, 1, dh, s.wSelf.W, 1, dx.Data)
 		return dx
 	}
-	gemm(s.impl, blas.Trans, blas.NoTrans, fin, fout, nd, 1, s.agg, dh, 1, s.wNeigh.G)
+	dense.Gemm(s.impl, blas.Trans, blas.NoTrans, fin, fout, nd, 1, s.agg, dh, 1, s.wNeigh.G)
 	if !needInput {
 		return nil
 	}
 	dx := dense.New(ns, fin)
-	gemm(s.impl, blas.NoTrans, blas.Trans, nd, fin, fout, 1, dh, s.wSelf.W, 0, dx.Data)
+	dense.Gemm(s.impl, blas.NoTrans, blas.Trans, nd, fin, fout, 1, dh, s.wSelf.W, 0, dx.Data)
 	dagg := make([]float32, nd*fin)
-	gemm(s.impl, blas.NoTrans, blas.Trans, nd, fin, fout, 1, dh, s.wNeigh.W, 0, dagg)
+	dense.Gemm(s.impl, blas.NoTrans, blas.Trans, nd, fin, fout, 1, dh, s.wNeigh.W, 0, dagg)
 	s.blk.transpose(s.mean).mulAdd(dx.Data, dagg, fin)
 	return dx
 }

@@ -55,18 +55,7 @@ func (m *mask) keep() bool {
 // backward pass (the same 0 or 1/(1 − rate) factor per element).
 // It does nothing when rate is 0.
 func dropRows(x *dense.Matrix, gids []int64, rate float32, key uint64) {
-	if rate == 0 {
-		return
-	}
-	scale := 1 / (1 - rate)
-	f := x.Cols
-	for i, gid := range gids {
-		m := newMask(key, gid, rate)
-		row := x.Data[i*f : (i+1)*f]
-		for j := range row {
-			row[j] = dropped(row[j], m.keep(), scale)
-		}
-	}
+	drop(x, gids, rate, key, false)
 }
 
 // dropNonzeros is dropRows for sparse inputs (bag-of-words features): only
@@ -74,6 +63,11 @@ func dropRows(x *dense.Matrix, gids []int64, rate float32, key uint64) {
 // the row's content, which is the same on every rank holding it. It has no
 // backward: inputs get no gradient.
 func dropNonzeros(x *dense.Matrix, gids []int64, rate float32, key uint64) {
+	drop(x, gids, rate, key, true)
+}
+
+// drop is dropRows, or dropNonzeros if nonzeros.
+func drop(x *dense.Matrix, gids []int64, rate float32, key uint64, nonzeros bool) {
 	if rate == 0 {
 		return
 	}
@@ -83,7 +77,7 @@ func dropNonzeros(x *dense.Matrix, gids []int64, rate float32, key uint64) {
 		m := newMask(key, gid, rate)
 		row := x.Data[i*f : (i+1)*f]
 		for j, v := range row {
-			if v != 0 {
+			if !nonzeros || v != 0 {
 				row[j] = dropped(v, m.keep(), scale)
 			}
 		}

@@ -9,15 +9,17 @@ import (
 
 // Volume is the analytical traffic of a run: bytes sent, summed over all
 // ranks, by phase, for one training epoch (Train) and one exact inference
-// (Eval). A row is Hidden float32 values.
+// (Eval). Train is keyed by TrainPhases (halo only with more than one
+// pipeline). A row is Hidden float32 values.
 //
-//   - act and grad: every vertex's rows cross each of the Stages − 1 stage
-//     boundaries of its pipeline once per epoch, forward and backward:
-//     (Stages − 1)·n rows each.
+//   - act and act-grad: every vertex's rows cross each of the Stages − 1
+//     stage boundaries of its pipeline once per epoch, forward
+//     (activations) and backward (their gradients): (Stages − 1)·n rows
+//     each.
 //   - halo: every chunk reads its neighbours in other parts at every
 //     convolution layer and sends their gradients back: 2·Layers·HaloRows
 //     rows, HaloRows = Plan.HaloRows(false) (zero with one pipeline).
-//   - allreduce: each stage's weight gradients over its pipelines, and
+//   - grad: each stage's weight gradients over its pipelines, and
 //     GCNII's input layer (held by every stage) over all ranks, each rank
 //     counting collective.AllreduceVolume.
 //   - eval: one pass with one chunk per part: (Stages − 1)·n rows forward
@@ -33,7 +35,7 @@ func Analytical(plan *Plan, lay Layout, mc model.DeepConfig) Volume {
 	n := plan.Adj.NRows
 	S, P := lay.Stages, lay.Pipelines
 	bound := int64(S-1) * n * row
-	v := Volume{Train: map[string]int64{PhaseAct: bound, PhaseGrad: bound}}
+	v := Volume{Train: map[string]int64{PhaseAct: bound, PhaseActGrad: bound}}
 	if P > 1 {
 		v.Train[PhaseHalo] = 2 * int64(mc.Layers) * plan.HaloRows(false) * row
 		v.Eval = int64(mc.Layers) * plan.HaloRows(true) * row
@@ -53,7 +55,7 @@ func Analytical(plan *Plan, lay Layout, mc model.DeepConfig) Volume {
 			}
 		}
 	}
-	v.Train[PhaseAllreduce] = ar
+	v.Train[PhaseGrad] = ar
 	return v
 }
 

@@ -536,14 +536,14 @@ func pipeChart(rows []map[string]string, out string) error {
 				names[k] += " " + r["pipelines"] + "x" + r["stages"]
 			}
 			names[k] += " " + r["epochs"] + "ep"
-			for _, c := range []string{"act_model", "grad_model", "halo_model", "allreduce_model"} {
+			for _, c := range []string{"act_model", "act_grad_model", "halo_model", "grad_model"} {
 				model[k].Y += num(r, c) / (1 << 20)
 			}
 			model[k].X = float64(k)
 			acc[k] = 100 * num(r, "test_acc")
 			secs[k] = num(r, "median_epoch_s")
 		}
-		bp, err := stacked(pn+": MiB sent per epoch", names, sel, []string{"act", "grad", "halo", "allreduce"}, 1.0/(1<<20))
+		bp, err := stacked(pn+": MiB sent per epoch", names, sel, []string{"act", "act_grad", "halo", "grad"}, 1.0/(1<<20))
 		if err != nil {
 			return err
 		}

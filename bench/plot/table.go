@@ -69,7 +69,7 @@ func pipeTable(rows []map[string]string, out string) error {
 	}
 
 	var b strings.Builder
-	b.WriteString("| dataset | model (layers × hidden) | np | mode | act + grad | halo (rows) | allreduce | total measured | total analytical | graph ÷ mode | epochs | median epoch (s) | test acc (%) | peak RSS per rank |\n")
+	b.WriteString("| dataset | model (layers × hidden) | np | mode | act + act-grad | halo (rows) | grad | total measured | total analytical | graph ÷ mode | epochs | median epoch (s) | test acc (%) | peak RSS per rank |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range ok {
 		ds := r["dataset"]
@@ -90,7 +90,7 @@ func pipeTable(rows []map[string]string, out string) error {
 			halo += fmt.Sprintf(" (%s)", thousands(int64(num(r, "halo_rows"))))
 		}
 		analytical := 0.0
-		for _, c := range []string{"act_model", "grad_model", "halo_model", "allreduce_model"} {
+		for _, c := range []string{"act_model", "act_grad_model", "halo_model", "grad_model"} {
 			analytical += num(r, c)
 		}
 		ratio := "–"
@@ -101,7 +101,7 @@ func pipeTable(rows []map[string]string, out string) error {
 		}
 		fmt.Fprintf(&b, "| %s | %s (%s × %s) | %s | %s | %s | %s | %s | %s | %s | %s | %s | %.2f | %.2f | %.1f GiB |\n",
 			ds, r["model"], r["layers"], r["hidden"], r["np"], mode,
-			mb(num(r, "act")+num(r, "grad")), halo, mb(num(r, "allreduce")),
+			mb(num(r, "act")+num(r, "act_grad")), halo, mb(num(r, "grad")),
 			mb(num(r, "total")), mb(analytical), ratio, r["epochs"],
 			num(r, "median_epoch_s"), 100*num(r, "test_acc"), num(r, "rss_mb_max")/1024)
 	}

@@ -43,11 +43,11 @@ func runFull(env *Env, path, split, partition string, cfg train.FullConfig) erro
 	} else {
 		env.Printf("no evaluation (--eval-every 0); median epoch %.3fs\n", res.MedianEpochS)
 	}
-	env.Printf("bytes per epoch, measured (analytical): act %s (%s) grad %s (%s) halo %s (%s) allreduce %s (%s)\n",
+	env.Printf("bytes per epoch, measured (analytical): act %s (%s) act-grad %s (%s) halo %s (%s) grad %s (%s)\n",
 		human(res.BytesPerEpoch[pipe.PhaseAct]), human(res.Analytical[pipe.PhaseAct]),
-		human(res.BytesPerEpoch[pipe.PhaseGrad]), human(res.Analytical[pipe.PhaseGrad]),
+		human(res.BytesPerEpoch[pipe.PhaseActGrad]), human(res.Analytical[pipe.PhaseActGrad]),
 		human(res.BytesPerEpoch[pipe.PhaseHalo]), human(res.Analytical[pipe.PhaseHalo]),
-		human(res.BytesPerEpoch[pipe.PhaseAllreduce]), human(res.Analytical[pipe.PhaseAllreduce]))
+		human(res.BytesPerEpoch[pipe.PhaseGrad]), human(res.Analytical[pipe.PhaseGrad]))
 	cfgOut := map[string]any{
 		"data": path, "split": d.SplitName, "partition": partition, "mode": cfg.Mode,
 		"stages": res.Layout.Stages, "pipelines": res.Layout.Pipelines, "chunks": cfg.Chunks, "chunk_partition": cfg.ChunkMethod,
@@ -72,7 +72,7 @@ func printFullEpoch(env *Env, st train.EpochStats) {
 		acc = fmt.Sprintf(" val %.4f test %.4f", st.ValAcc, st.TestAcc)
 	}
 	b, ps := st.Bytes, st.PhaseSeconds
-	env.Printf("epoch %3d  loss %.4f  train %.4f%s  | %.3fs (comm: act %.3f grad %.3f halo %.3f allreduce %.3f), eval %.3f | bytes act %s grad %s halo %s allreduce %s eval %s\n",
-		st.Epoch, st.Loss, st.TrainAcc, acc, st.Seconds, ps[pipe.PhaseAct], ps[pipe.PhaseGrad], ps[pipe.PhaseHalo], ps[pipe.PhaseAllreduce], ps[train.PhaseEval],
-		human(b[pipe.PhaseAct]), human(b[pipe.PhaseGrad]), human(b[pipe.PhaseHalo]), human(b[pipe.PhaseAllreduce]), human(b[pipe.PhaseEval]))
+	env.Printf("epoch %3d  loss %.4f  train %.4f%s  | %.3fs (comm: act %.3f act-grad %.3f halo %.3f grad %.3f), eval %.3f | bytes act %s act-grad %s halo %s grad %s eval %s\n",
+		st.Epoch, st.Loss, st.TrainAcc, acc, st.Seconds, ps[pipe.PhaseAct], ps[pipe.PhaseActGrad], ps[pipe.PhaseHalo], ps[pipe.PhaseGrad], ps[train.PhaseEval],
+		human(b[pipe.PhaseAct]), human(b[pipe.PhaseActGrad]), human(b[pipe.PhaseHalo]), human(b[pipe.PhaseGrad]), human(b[pipe.PhaseEval]))
 }

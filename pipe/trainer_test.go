@@ -228,12 +228,16 @@ func TestBytesMatchAnalyticalVolume(t *testing.T) {
 				cfg := testConfig(kind, tc.lay)
 				got := runPipe(t, cfg, plan, 2)
 				want := Analytical(plan, tc.lay, cfg.Model)
-				for _, ph := range []string{PhaseAct, PhaseGrad, PhaseHalo, PhaseAllreduce} {
+				for _, ph := range TrainPhases() {
 					assert.Equal(t, want.Train[ph], got.bytes[ph], ph)
+				}
+				for ph := range got.bytes {
+					assert.Contains(t, append(TrainPhases(), PhaseEval, PhaseMetrics), ph, "every phase is listed")
 				}
 				assert.Equal(t, want.Eval, got.bytes[PhaseEval], "eval")
 				if tc.lay.Stages > 1 {
 					assert.Positive(t, got.bytes[PhaseAct])
+					assert.Positive(t, got.bytes[PhaseActGrad])
 				}
 				if tc.lay.Pipelines > 1 {
 					assert.Positive(t, got.bytes[PhaseHalo])
