@@ -13,12 +13,12 @@ import (
 // SweepPoint is the feature traffic of one cache policy and fraction in
 // FetchSweep, per epoch and summed over ranks unless said otherwise.
 type SweepPoint struct {
-	Cache      string  `json:"cache"`
-	CacheFrac  float64 `json:"cache_frac"`
-	CacheRows  int     `json:"cache_rows"` // the cache's capacity per rank, ⌊α·n/parts⌋
-	FetchRows  float64 `json:"fetch_rows"`
-	CacheHits  float64 `json:"cache_hits"`
-	RemoteRows float64 `json:"remote_rows"`
+	Cache      alltoall.CachePolicy `json:"cache"`
+	CacheFrac  float64              `json:"cache_frac"`
+	CacheRows  int                  `json:"cache_rows"` // the cache's capacity per rank, ⌊α·n/parts⌋
+	FetchRows  float64              `json:"fetch_rows"`
+	CacheHits  float64              `json:"cache_hits"`
+	RemoteRows float64              `json:"remote_rows"`
 	// FetchBytes is the bytes the fetch sends (phase fetch): request
 	// counts, ids and rows.
 	FetchBytes float64 `json:"fetch_bytes"`
@@ -43,9 +43,10 @@ type SweepPoint struct {
 // cfg.Cache and cfg.CacheFrac are ignored.
 //
 // FetchSweep is collective over c, like Run.
-func FetchSweep(c collective.Comm, d *Data, cfg Config, epochs int, policies []string, fracs []float64, each func(SweepPoint) error) error {
+func FetchSweep(c collective.Comm, d *Data, cfg Config, epochs int, policies []alltoall.CachePolicy, fracs []float64, each func(SweepPoint) error) error {
 	cfg.Cache, cfg.CacheFrac = alltoall.CacheNone, 0
-	if err := cfg.Validate(); err != nil {
+	cfg, err := cfg.Resolve(c.Size())
+	if err != nil {
 		return err
 	}
 	if epochs < 1 {
@@ -62,7 +63,7 @@ func FetchSweep(c collective.Comm, d *Data, cfg Config, epochs int, policies []s
 		}
 	}
 	feat := d.Feat
-	if cfg.FeatureNorm == "row" {
+	if cfg.FeatureNorm == FeatureNormRow {
 		feat = dense.RowNormalized(d.Feat)
 	}
 	t, err := newTrainer(c, d, cfg)
