@@ -113,7 +113,7 @@ type FullResult struct {
 	Result
 	Layout pipe.Layout
 	// Analytical is the analytical traffic (pipe.Analytical), bytes per
-	// epoch by phase, plus "eval" per evaluation.
+	// epoch by phase, plus pipe.PhaseEval per evaluation.
 	Analytical map[string]int64
 	// HaloRows is pipe.Plan.HaloRows of the training chunks.
 	HaloRows int64

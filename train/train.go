@@ -58,8 +58,8 @@ type EpochStats struct {
 // Result is a finished run's summary.
 type Result struct {
 	Epochs        []EpochStats     // every epoch, including those before a resume
-	BestEpoch     int              // epoch with the best validation accuracy (0: none evaluated)
-	BestValAcc    float64          //
+	BestEpoch     int              // the best evaluated epoch by Common.Select (0: none evaluated)
+	BestValAcc    float64          // validation accuracy at BestEpoch
 	TestAcc       float64          // test accuracy at BestEpoch
 	MedianEpochS  float64          // median of Epochs[i].Seconds
 	BytesPerEpoch map[string]int64 // mean bytes per epoch by phase, summed over ranks
@@ -67,11 +67,13 @@ type Result struct {
 	RemoteRowsPerEpoch float64
 	Stores             []StoreStats // every rank's feature store
 	NumParams          int
-	Best               []float32 // parameters at BestEpoch
+	Best               []float32 // parameters at BestEpoch (Run only: a full-graph rank holds one stage)
 }
 
 // Hooks let the caller report progress; any may be nil. They run on every
-// rank; print on rank 0 only.
+// rank; print on rank 0 only. Epoch runs after every epoch (after its
+// checkpoint, if one is due), Batch before every minibatch (Run only), Log
+// for messages such as a resume.
 type Hooks struct {
 	Epoch func(EpochStats) error
 	Batch func(epoch, batch, batches int)
