@@ -178,7 +178,7 @@ func (c *Config) validateSampling() error {
 	case c.GlobalBatchSize < 0:
 		return fmt.Errorf("train: global batch size %d < 1", c.GlobalBatchSize)
 	case c.BatchSize < 1 && c.GlobalBatchSize == 0:
-		return fmt.Errorf("train: batch size %d < 1", c.BatchSize)
+		return fmt.Errorf("train: batch size %d < 1 (and no global batch size)", c.BatchSize)
 	case c.Bulk < 1:
 		return fmt.Errorf("train: bulk %d < 1 (minibatches sampled together)", c.Bulk)
 	case c.C < 1:

@@ -31,6 +31,9 @@ func fetchCmd() *Command {
 					return fmt.Errorf("fetch: %w", err)
 				}
 				cfg.Model.Layers = len(cfg.Fanouts)
+				if cfg.Sampler == train.SamplerLADIES {
+					cfg.Model.Kind = "gcn" // the blocks carry GCN's LADIES weights; nothing is trained
+				}
 				cfg.FeatureNorm = train.FeatureNormNone // the bytes do not depend on it; saves a copy of the features
 				cfg.EvalEvery = 0
 				var pols []alltoall.CachePolicy
