@@ -13,26 +13,34 @@ import (
 	"gnnmpi/partition"
 )
 
-// Storage types of a Store's rows (StoreOptions.DType).
+// DType is the storage type of a Store's rows (StoreOptions.DType); its
+// value is the name flags and metrics use.
+type DType string
+
+// Storage types of a Store's rows.
 const (
-	F32 = "f32" // float32, as loaded
-	F16 = "f16" // IEEE half precision: half the memory and the bytes on the wire
+	F32 DType = "f32" // float32, as loaded
+	F16 DType = "f16" // IEEE half precision: half the memory and the bytes on the wire
 )
 
-// Cache policies: what score ranks the remote vertices a rank caches. The
-// scores themselves come from the caller (train computes them); the names
-// are shared so that every layer spells them alike.
+// CachePolicy names what score ranks the remote vertices a rank caches; its
+// value is the name flags and metrics use.
+type CachePolicy string
+
+// Cache policies. The scores themselves come from the caller (train
+// computes them); the names are shared so that every layer spells them
+// alike.
 const (
-	CacheNone   = "none"   // no cache
-	CacheDegree = "degree" // in-degree
-	CacheVIP    = "vip"    // vertex-inclusion probability (SALIENT++)
-	CacheSim    = "sim"    // access counts of simulated epochs of the sampler
+	CacheNone   CachePolicy = "none"   // no cache
+	CacheDegree CachePolicy = "degree" // in-degree
+	CacheVIP    CachePolicy = "vip"    // vertex-inclusion probability (SALIENT++)
+	CacheSim    CachePolicy = "sim"    // access counts of simulated epochs of the sampler
 )
 
 // StoreOptions configure a Store.
 type StoreOptions struct {
 	// DType is F32 ("" means F32) or F16.
-	DType string
+	DType DType
 	// Score says, per global vertex, how often this rank reads its row
 	// (higher is hotter; NaN is not allowed). The cache holds the CacheRows
 	// remote vertices of highest positive score (SelectCache), and all
@@ -355,7 +363,7 @@ func receive[W collective.Elem](s *Store, p *Plan, buf *[]W, serve func(lid int6
 func (s *Store) Cols() int { return s.cols }
 
 // DType returns F32 or F16.
-func (s *Store) DType() string {
+func (s *Store) DType() DType {
 	if s.half {
 		return F16
 	}

@@ -41,7 +41,7 @@ func storeRun(t *testing.T, q, c int, book *partition.Book, x *dense.Matrix, opt
 // scores returns a score per vertex for a policy of the tests: nil (none),
 // an integer-valued "degree" with many ties, or a continuous per-rank score
 // (as VIP and sim give every rank its own).
-func scores(policy string, n int64, rank int) []float64 {
+func scores(policy CachePolicy, n int64, rank int) []float64 {
 	switch policy {
 	case CacheNone:
 		return nil
@@ -72,12 +72,12 @@ func TestStoreMatchesReference(t *testing.T) {
 	for _, q := range []int{1, 2, 3} {
 		for _, c := range []int{1, 2} {
 			book := unevenBook(t, rand.New(rand.NewPCG(uint64(q), 5)), n, q, false)
-			for _, policy := range []string{CacheNone, CacheDegree, CacheVIP} {
+			for _, policy := range []CachePolicy{CacheNone, CacheDegree, CacheVIP} {
 				for _, alpha := range []float64{0, 0.05, 0.3, 10} {
 					if policy == CacheNone && alpha > 0 {
 						continue
 					}
-					for _, dt := range []string{F32, F16} {
+					for _, dt := range []DType{F32, F16} {
 						name := fmt.Sprintf("q%d_c%d_%s_a%g_%s", q, c, policy, alpha, dt)
 						t.Run(name, func(t *testing.T) {
 							k := int(alpha * n / float64(q))
@@ -204,7 +204,7 @@ func TestStoreVolume(t *testing.T) {
 		return collective.SnapshotOf(cm).Sub(before).Phase("fetch").SentBytes, err
 	}
 	for _, alpha := range []float64{0, 0.1, 0.5, 1, 4} {
-		for _, dt := range []string{F32, F16} {
+		for _, dt := range []DType{F32, F16} {
 			t.Run(fmt.Sprintf("a%g_%s", alpha, dt), func(t *testing.T) {
 				k := int(alpha * n / q)
 				storeRun(t, q, 1, book, x, func(rank int) StoreOptions {
@@ -281,7 +281,7 @@ func TestStoreRounds(t *testing.T) {
 		for _, c := range []int{1, 2} {
 			book := unevenBook(t, rand.New(rand.NewPCG(uint64(q), 11)), n, q, q == 4)
 			m := slices.Max(book.Sizes())
-			for _, dt := range []string{F32, F16} {
+			for _, dt := range []DType{F32, F16} {
 				w := int64(4)
 				if dt == F16 {
 					w = 2
@@ -401,7 +401,7 @@ func TestStoreLayout(t *testing.T) {
 		score[v] = float64((v * 37) % 101)
 	}
 	var got [2][2]*Store
-	for k, dt := range []string{F32, F16} {
+	for k, dt := range []DType{F32, F16} {
 		storeRun(t, 2, 1, book, x, func(int) StoreOptions {
 			return StoreOptions{DType: dt, Score: score, CacheRows: 20, GPUFrac: 0.3}
 		}, func(rank int, _ collective.Comm, s *Store) error {

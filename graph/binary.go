@@ -19,6 +19,7 @@ import (
 	"unsafe"
 
 	"gnnmpi/dense"
+	"gnnmpi/internal/atomicfile"
 	"gnnmpi/sparse"
 )
 
@@ -197,13 +198,13 @@ func WriteBinary(path string, d *Dataset) (err error) {
 	le.PutUint32(hdr[32:], crc32.Checksum(mj, castagnoli))
 	le.PutUint32(hdr[60:], crc32.Checksum(hdr[:60], castagnoli))
 
-	af, err := createAtomic(path)
+	af, err := atomicfile.Create(path)
 	if err != nil {
 		return err
 	}
 	defer func() {
 		if err != nil {
-			af.abort()
+			af.Abort()
 			err = fmt.Errorf("graph: writing %s: %w", path, err)
 		}
 	}()
@@ -240,7 +241,7 @@ func WriteBinary(path string, d *Dataset) (err error) {
 	if err := w.Flush(); err != nil {
 		return err
 	}
-	return af.commit()
+	return af.Commit()
 }
 
 // Mapping is the memory map behind a Dataset returned by OpenBinary. The

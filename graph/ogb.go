@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"gnnmpi/dense"
+	"gnnmpi/internal/atomicfile"
 	"gnnmpi/sparse"
 )
 
@@ -767,13 +768,13 @@ func writeTable(dir, base string, fill func(w *bufio.Writer) error) error {
 // modification time 0, no name; the default level took ~30 s for the 33M
 // edges of R-MAT scale 20). Readers see the old file or the complete new one.
 func writeText(path string, fill func(w *bufio.Writer) error) (err error) {
-	af, err := createAtomic(path)
+	af, err := atomicfile.Create(path)
 	if err != nil {
 		return err
 	}
 	defer func() {
 		if err != nil {
-			af.abort()
+			af.Abort()
 			err = fmt.Errorf("graph: writing %s: %w", path, err)
 		}
 	}()
@@ -797,7 +798,7 @@ func writeText(path string, fill func(w *bufio.Writer) error) (err error) {
 			return err
 		}
 	}
-	return af.commit()
+	return af.Commit()
 }
 
 // writeInts writes one integer a line.

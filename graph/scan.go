@@ -17,8 +17,8 @@ import (
 
 // This file holds the byte-level machinery shared by the text readers and
 // writers: opening (optionally gzip-compressed) files, reading lines with
-// positions for error messages, hand-written number parsing, and atomic
-// file replacement.
+// positions for error messages, and hand-written number parsing (atomic
+// file replacement is package internal/atomicfile).
 
 const (
 	// bufSize is the size of the buffered reader over each input and of
@@ -381,53 +381,4 @@ func fields(b []byte, dst [][]byte) int {
 		n++
 		i = j
 	}
-}
-
-// atomicFile is a file written under a temporary name in the destination
-// directory and renamed over the destination on commit, so that readers
-// never see a partial file.
-type atomicFile struct {
-	*os.File
-	path string
-}
-
-// createAtomic starts writing path.
-func createAtomic(path string) (*atomicFile, error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return nil, err
-	}
-	return &atomicFile{File: f, path: path}, nil
-}
-
-// commit flushes the file to stable storage and renames it into place.
-func (a *atomicFile) commit() error {
-	tmp := a.Name()
-	err := a.Sync()
-	if err == nil {
-		err = a.Chmod(0o644)
-	}
-	if cerr := a.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, a.path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	// Persist the rename; failure to sync a directory is not fatal on
-	// file systems that do not support it.
-	if d, err := os.Open(filepath.Dir(a.path)); err == nil {
-		d.Sync()
-		d.Close()
-	}
-	return nil
-}
-
-// abort discards the temporary file.
-func (a *atomicFile) abort() {
-	a.Close()
-	os.Remove(a.Name())
 }

@@ -20,15 +20,6 @@ const (
 	PhaseMetrics = "metrics"  // loss and accuracy reductions
 )
 
-// PhaseAllreduce is a stand-in kept only so that train's list {PhaseAct,
-// PhaseGrad, PhaseHalo, PhaseAllreduce} still names every training phase
-// once: PhaseGrad is now the weight-gradient Allreduce, so the fourth entry
-// must be the activation gradients.
-//
-// Deprecated: use PhaseActGrad, or TrainPhases for the list; it goes when
-// train lists TrainPhases.
-const PhaseAllreduce = PhaseActGrad
-
 // TrainPhases returns the phases of a training epoch's traffic, each once:
 // PhaseAct, PhaseActGrad, PhaseHalo and PhaseGrad (the keys of
 // Volume.Train). Evaluate's traffic is PhaseEval, and the reductions of

@@ -11,6 +11,10 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
+
+	"gnnmpi/collective"
+	"gnnmpi/internal/atomicfile"
 )
 
 // checkpointMagic starts every checkpoint file.
@@ -129,39 +133,15 @@ func decodeRecord(b []byte, path, magic string, header any, sizes func() []int) 
 	return out, nil
 }
 
-// writeAtomic writes data to path through a temporary file in the same
-// directory, synced and renamed over path, then syncs the directory: a
-// crash leaves either the old file or the new one, never a torn one.
-func writeAtomic(path string, data []byte) (err error) {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+// writeCheckpointFile writes data to path atomically (internal/atomicfile:
+// a crash leaves either the old file or the new one, never a torn one),
+// creating the directory.
+func writeCheckpointFile(path string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("train: checkpoint: %w", err)
 	}
-	f, err := os.CreateTemp(dir, filepath.Base(path)+".tmp*")
-	if err != nil {
+	if err := atomicfile.WriteFile(path, data); err != nil {
 		return fmt.Errorf("train: checkpoint: %w", err)
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	if _, err = f.Write(data); err != nil {
-		return fmt.Errorf("train: checkpoint %s: %w", f.Name(), err)
-	}
-	if err = f.Sync(); err != nil {
-		return fmt.Errorf("train: checkpoint %s: %w", f.Name(), err)
-	}
-	if err = f.Close(); err != nil {
-		return fmt.Errorf("train: checkpoint %s: %w", f.Name(), err)
-	}
-	if err = os.Rename(f.Name(), path); err != nil {
-		return fmt.Errorf("train: checkpoint: %w", err)
-	}
-	if d, derr := os.Open(dir); derr == nil {
-		_ = d.Sync()
-		d.Close()
 	}
 	return nil
 }
@@ -188,4 +168,113 @@ func finite(x []float32) bool {
 		}
 	}
 	return true
+}
+
+func (t *trainer) ckptPath() string { return filepath.Join(t.cfg.CheckpointDir, CheckpointFile) }
+
+// makeFingerprint describes everything that must match for a resumed run to
+// continue the same loss curve: the resolved settings (but the number of
+// epochs, the evaluation interval and memory, and the checkpointing), the
+// rank count and the data. Fingerprints are compared by sameFingerprint.
+func (t *trainer) makeFingerprint() string {
+	cfg := t.cfg
+	cfg.Epochs, cfg.EvalEvery, cfg.CheckpointDir, cfg.CheckpointEvery, cfg.Resume, cfg.EvalMemory = 0, 0, "", 0, false, 0
+	b, _ := json.Marshal(struct {
+		Config Config
+		Ranks  int
+		dataID
+	}{cfg, t.c.Size(), dataIDOf(t.d)})
+	return string(b)
+}
+
+func int32Bytes(x []int32) []byte {
+	b := make([]byte, 4*len(x))
+	for i, v := range x {
+		b[4*i], b[4*i+1], b[4*i+2], b[4*i+3] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24)
+	}
+	return b
+}
+
+// save writes the checkpoint after epoch with the loop's record (rank 0;
+// every rank holds the same model and optimizer state).
+func (t *trainer) save(epoch int, rec *record) error {
+	if t.c.Rank() != 0 {
+		return nil
+	}
+	ck := &checkpoint{
+		Header: ckptHeader{Fingerprint: t.fingerprint, Epoch: epoch, Seed: t.cfg.Seed, Ranks: t.c.Size(),
+			BestEpoch: rec.bestEpoch, BestVal: rec.bestVal, BestTest: rec.bestTest, History: rec.history},
+		Weights: t.m.FlattenWeights(nil),
+		Opt:     t.opt.State(),
+		Best:    rec.best,
+	}
+	if !finite(ck.Weights) {
+		return fmt.Errorf("train: epoch %d: parameters are not finite; not checkpointing", epoch)
+	}
+	b, err := ck.encode()
+	if err != nil {
+		return err
+	}
+	return writeCheckpointFile(t.ckptPath(), b)
+}
+
+// resume restores the model, the optimizer and the loop's record from the
+// checkpoint (bcastCheckpoint), which must have this run's fingerprint.
+func (t *trainer) resume() (resumed, error) {
+	ck, err := t.bcastCheckpoint()
+	if err != nil {
+		return resumed{}, err
+	}
+	if !sameFingerprint(ck.Header.Fingerprint, t.fingerprint) {
+		return resumed{}, fmt.Errorf("train: checkpoint %s was written by a run with other settings; resume needs the same model, data, partition, seed and rank count\n  checkpoint: %s\n  this run:   %s", t.ckptPath(), ck.Header.Fingerprint, t.fingerprint)
+	}
+	if len(ck.Weights) != t.m.NumParams() {
+		return resumed{}, fmt.Errorf("train: checkpoint %s has %d parameters, the model %d", t.ckptPath(), len(ck.Weights), t.m.NumParams())
+	}
+	t.m.SetWeights(ck.Weights)
+	if err := t.opt.SetState(ck.Opt); err != nil {
+		return resumed{}, fmt.Errorf("train: checkpoint %s: %w", t.ckptPath(), err)
+	}
+	h := ck.Header
+	rec := record{history: slices.Clone(h.History), bestEpoch: h.BestEpoch, bestVal: h.BestVal, bestTest: h.BestTest, best: slices.Clone(ck.Best)}
+	return resumed{epoch: h.Epoch, rec: rec, from: t.ckptPath()}, nil
+}
+
+// bcastCheckpoint reads the checkpoint on rank 0 and broadcasts it to
+// every rank (phase setup); every rank returns an error if rank 0 could
+// not read it.
+//
+// bcastCheckpoint is collective over t.c.
+func (t *trainer) bcastCheckpoint() (*checkpoint, error) {
+	c := t.c
+	defer collective.SetPhase(c, PhaseSetup)()
+	var data []byte
+	var rerr error
+	if c.Rank() == 0 {
+		ck, err := readCheckpoint(t.ckptPath())
+		if err == nil {
+			data, err = ck.encode()
+		}
+		rerr = err
+	}
+	n := []int64{int64(len(data))}
+	if rerr != nil {
+		n[0] = -1
+	}
+	if err := collective.BcastSlice(c, n, 0); err != nil {
+		return nil, err
+	}
+	if n[0] < 0 {
+		if rerr == nil {
+			rerr = fmt.Errorf("train: rank 0 could not read the checkpoint %s", t.ckptPath())
+		}
+		return nil, rerr
+	}
+	if c.Rank() != 0 {
+		data = make([]byte, n[0])
+	}
+	if err := collective.BcastSlice(c, data, 0); err != nil {
+		return nil, err
+	}
+	return decodeCheckpoint(data, t.ckptPath())
 }

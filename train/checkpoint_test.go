@@ -16,7 +16,7 @@ func TestCheckpointRoundTrip(t *testing.T) {
 	b, err := ck.encode()
 	require.NoError(t, err)
 	path := filepath.Join(t.TempDir(), "ck", CheckpointFile)
-	require.NoError(t, writeAtomic(path, b))
+	require.NoError(t, writeCheckpointFile(path, b))
 	got, err := readCheckpoint(path)
 	require.NoError(t, err)
 	require.Equal(t, ck.Header, got.Header)
@@ -32,7 +32,7 @@ func TestCheckpointRoundTrip(t *testing.T) {
 	ck.Header.Epoch = 8
 	b2, err := ck.encode()
 	require.NoError(t, err)
-	require.NoError(t, writeAtomic(path, b2))
+	require.NoError(t, writeCheckpointFile(path, b2))
 	got, err = readCheckpoint(path)
 	require.NoError(t, err)
 	require.Equal(t, 8, got.Header.Epoch)

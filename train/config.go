@@ -1,6 +1,7 @@
 package train
 
 import (
+	"errors"
 	"fmt"
 	"math"
 
@@ -10,67 +11,28 @@ import (
 	"gnnmpi/model"
 )
 
-// Config is a training run's configuration. It must be the same on every
-// rank; Validate checks it before the first collective.
-type Config struct {
-	Model model.Config
+// Common holds the settings that both kinds of training share: minibatch
+// (Config, Run) and full-graph (FullConfig, RunFull). The epoch loop reads
+// them; Validate checks them. Like the configs that embed it, it must be
+// the same on every rank.
+type Common struct {
+	// FeatureNorm is FeatureNormRow (scale every feature row to sum 1)
+	// or FeatureNormNone.
+	FeatureNorm FeatureNorm
+	Epochs      int // last epoch (1-based) to train
 
-	// FeatureNorm is "row" (scale every feature row to sum 1, as PyG's
-	// NormalizeFeatures and the Planetoid/Shchur et al. setups do) or
-	// "none".
-	FeatureNorm string
-
-	// Sampler is SamplerSAGE (node-wise: Fanouts[h] neighbours per
-	// vertex) or SamplerLADIES (layer-wise: Fanouts[h] vertices per
-	// minibatch and layer; GCN only, whose blocks then carry LADIES's
-	// weights).
-	Sampler   string
-	Fanouts   []int // per hop from the seeds (output layer first); < 0: all neighbours (sage)
-	BatchSize int   // seeds per rank per minibatch (upper bound)
-	// Bulk is the number of minibatches sampled together (one sparse
-	// product per layer for all of them); they are then trained one after
-	// another. The minibatches do not depend on it.
-	Bulk int
-	// Topology is where the sampler's graph lives: TopologyReplicated
-	// (every rank holds it; sampling does no communication) or
-	// Topology15D (rows over p/C grid rows, C copies; P = Q·A by 1.5D
-	// SpGEMM, collective). The minibatches do not depend on it.
-	Topology string
-	C        int // replication factor of Topology15D; divides the number of ranks
-
-	// Replication is the feature replication factor c: the features are
-	// partitioned over p/c parts (Data.Book has p/c parts) and held by the
-	// c ranks of a grid row; a rank fetches only within its grid column
-	// (one rank per part). It divides the number of ranks.
-	Replication int
-	// Cache is the static feature cache's policy: alltoall.CacheNone,
-	// CacheDegree, CacheVIP, CacheVIPRecurrence or CacheSim. Each rank
-	// caches the ⌊CacheFrac·n/K⌋ remote vertices of highest score (K =
-	// Data.Book.Parts), filled once at start-up.
-	Cache          string
-	CacheFrac      float64
-	CacheSimEpochs int     // simulated epochs of the sampler that score CacheSim
-	FeatureDType   string  // alltoall.F32 or alltoall.F16 (features stored and sent in half precision)
-	GPUFrac        float64 // fraction of the resident feature rows, hottest first, in the device tier
-	Epochs         int     // last epoch (1-based) to train
-	Shuffle        string  // ShuffleLocal or ShuffleGlobal
-
-	Optimizer   string // "adam" or "sgd"
+	Optimizer   Optimizer // OptimizerAdam or OptimizerSGD
 	LR          float32
 	WeightDecay float32
 	Momentum    float32 // SGD only
 
+	// Seed keys every random stream of the run (weights, shuffles,
+	// sampling, dropout, METIS).
 	Seed      uint64
 	EvalEvery int // evaluate every K epochs (and after the last); 0: never
 	// Select is the model-selection rule over the evaluated epochs:
-	// SelectAcc (the highest validation accuracy, ties to the lower
-	// validation loss) or SelectLoss (the lowest validation loss, as the
-	// early stopping of Shchur et al. and Kipf & Welling).
-	Select string
-	// EvalMemory bounds the input rows one chunk of layer-wise inference
-	// gathers, in float32 values (the destinations' rows plus all their
-	// neighbours' rows times the layer's input width).
-	EvalMemory int64
+	// SelectAcc or SelectLoss.
+	Select Selection
 
 	CheckpointDir   string // "" disables checkpoints
 	CheckpointEvery int    // epochs between checkpoints (and after the last)
@@ -80,63 +42,151 @@ type Config struct {
 	BLAS blas.Float32Level3 `json:"-"`
 }
 
-// Validate reports the first invalid setting.
+// Validate reports the first invalid common setting.
+func (c *Common) Validate() error {
+	if err := firstErr(
+		errorOf(ParseFeatureNorm(string(c.FeatureNorm))),
+		errorOf(ParseOptimizer(string(c.Optimizer))),
+		errorOf(ParseSelection(string(c.Select))),
+	); err != nil {
+		return err
+	}
+	switch {
+	case c.Epochs < 0:
+		return fmt.Errorf("train: %d epochs < 0", c.Epochs)
+	case !(c.LR > 0):
+		return fmt.Errorf("train: learning rate %g must be positive", c.LR)
+	case c.WeightDecay < 0:
+		return fmt.Errorf("train: weight decay %g < 0", c.WeightDecay)
+	case c.EvalEvery < 0:
+		return fmt.Errorf("train: eval every %d < 0", c.EvalEvery)
+	case c.CheckpointDir != "" && c.CheckpointEvery < 1:
+		return fmt.Errorf("train: checkpoint every %d < 1", c.CheckpointEvery)
+	case c.Resume && c.CheckpointDir == "":
+		return errors.New("train: resume needs a checkpoint directory")
+	}
+	return nil
+}
+
+// newOptimizer builds the optimizer the settings name. It is the one place
+// that maps an Optimizer to a model.Optimizer (package pipe builds its own
+// from pipe.Config.Optimizer, which RunFull sets from Optimizer).
+func (c *Common) newOptimizer() (model.Optimizer, error) {
+	switch c.Optimizer {
+	case OptimizerAdam:
+		return model.NewAdam(c.LR, c.WeightDecay), nil
+	case OptimizerSGD:
+		return model.NewSGD(c.LR, c.Momentum, c.WeightDecay), nil
+	}
+	return nil, errorOf(ParseOptimizer(string(c.Optimizer)))
+}
+
+// evalDue reports whether the loop evaluates after epoch: every EvalEvery
+// epochs and after the last.
+func (c *Common) evalDue(epoch int) bool {
+	return c.EvalEvery > 0 && (epoch%c.EvalEvery == 0 || epoch == c.Epochs)
+}
+
+// checkpointDue reports whether the loop checkpoints after epoch: every
+// CheckpointEvery epochs and after the last.
+func (c *Common) checkpointDue(epoch int) bool {
+	return c.CheckpointDir != "" && (epoch%c.CheckpointEvery == 0 || epoch == c.Epochs)
+}
+
+// Config is a minibatch training run's configuration (Run). It must be the
+// same on every rank; Resolve checks it before the first collective.
+type Config struct {
+	Model model.Config
+	Common
+
+	// Sampler is SamplerSAGE (node-wise: Fanouts[h] neighbours per
+	// vertex) or SamplerLADIES (layer-wise: Fanouts[h] vertices per
+	// minibatch and layer; GCN only, whose blocks then carry LADIES's
+	// weights).
+	Sampler   Sampler
+	Fanouts   []int // per hop from the seeds (output layer first); < 0: all neighbours (sage)
+	BatchSize int   // seeds per rank per minibatch (upper bound)
+	// GlobalBatchSize, if > 0, is the number of seeds per step over all
+	// ranks (upper bound) in place of BatchSize, which must then be 0:
+	// Resolve sets BatchSize to ⌈GlobalBatchSize/p⌉ on p ranks, so the
+	// number of optimizer steps does not depend on the rank count.
+	GlobalBatchSize int `json:",omitempty"`
+	// Bulk is the number of minibatches sampled together (one sparse
+	// product per layer for all of them); they are then trained one after
+	// another. The minibatches do not depend on it.
+	Bulk int
+	// Topology is where the sampler's graph lives: TopologyReplicated
+	// (every rank holds it; sampling does no communication) or
+	// Topology15D (rows over p/C grid rows, C copies; P = Q·A by 1.5D
+	// SpGEMM, collective). The minibatches do not depend on it.
+	Topology Topology
+	C        int // replication factor of Topology15D; divides the number of ranks
+
+	// Replication is the feature replication factor c: the features are
+	// partitioned over p/c parts (Data.Book has p/c parts) and held by the
+	// c ranks of a grid row; a rank fetches only within its grid column
+	// (one rank per part). It divides the number of ranks.
+	Replication int
+	// Cache is the static feature cache's policy (CachePolicies):
+	// alltoall.CacheNone, CacheDegree, CacheVIP, CacheVIPRecurrence or
+	// CacheSim. Each rank caches the ⌊CacheFrac·n/K⌋ remote vertices of
+	// highest score (K = Data.Book.Parts), filled once at start-up.
+	Cache          alltoall.CachePolicy
+	CacheFrac      float64
+	CacheSimEpochs int            // simulated epochs of the sampler that score CacheSim
+	FeatureDType   alltoall.DType // alltoall.F32 or alltoall.F16 (features stored and sent in half precision)
+	GPUFrac        float64        // fraction of the resident feature rows, hottest first, in the device tier
+	Shuffle        Shuffle        // ShuffleLocal or ShuffleGlobal
+
+	// EvalMemory bounds the input rows one chunk of layer-wise inference
+	// gathers, in float32 values (the destinations' rows plus all their
+	// neighbours' rows times the layer's input width).
+	EvalMemory int64
+}
+
+// Validate reports the first invalid setting. It checks the settings that
+// do not depend on the rank count; Resolve checks the rest.
 func (c *Config) Validate() error {
+	if err := c.Common.Validate(); err != nil {
+		return err
+	}
+	if err := firstErr(
+		errorOf(ParseSampler(string(c.Sampler))),
+		errorOf(ParseTopology(string(c.Topology))),
+		errorOf(ParseCache(string(c.Cache))),
+		errorOf(ParseFeatureDType(string(c.FeatureDType))),
+		errorOf(ParseShuffle(string(c.Shuffle))),
+	); err != nil {
+		return err
+	}
+	if err := c.validateSampling(); err != nil {
+		return err
+	}
+	return c.validateFeatures()
+}
+
+// validateSampling checks the model's depth against the sampler, the
+// fanouts and the batch sizes.
+func (c *Config) validateSampling() error {
 	switch {
 	case c.Model.Layers < 1:
 		return fmt.Errorf("train: %d layers; want at least 1", c.Model.Layers)
 	case len(c.Fanouts) != c.Model.Layers:
 		return fmt.Errorf("train: %d fanouts for %d layers; give one per layer (e.g. --fanouts 25,10)", len(c.Fanouts), c.Model.Layers)
-	case c.BatchSize < 1:
-		return fmt.Errorf("train: batch size %d < 1", c.BatchSize)
+	case c.GlobalBatchSize > 0 && c.BatchSize != 0:
+		return fmt.Errorf("train: give a batch size per rank (%d, --batch-size) or a global one (%d, --global-batch-size), not both", c.BatchSize, c.GlobalBatchSize)
+	case c.GlobalBatchSize < 0:
+		return fmt.Errorf("train: global batch size %d < 1", c.GlobalBatchSize)
+	case c.BatchSize < 1 && c.GlobalBatchSize == 0:
+		return fmt.Errorf("train: batch size %d < 1 (and no global batch size)", c.BatchSize)
 	case c.Bulk < 1:
 		return fmt.Errorf("train: bulk %d < 1 (minibatches sampled together)", c.Bulk)
-	case c.Topology != TopologyReplicated && c.Topology != Topology15D:
-		return fmt.Errorf("train: unknown topology %q (want %s or %s)", c.Topology, TopologyReplicated, Topology15D)
 	case c.C < 1:
 		return fmt.Errorf("train: replication factor %d < 1", c.C)
-	case c.Replication < 1:
-		return fmt.Errorf("train: feature replication %d < 1", c.Replication)
-	case c.Cache != alltoall.CacheNone && c.Cache != alltoall.CacheDegree && c.Cache != alltoall.CacheVIP && c.Cache != CacheVIPRecurrence && c.Cache != alltoall.CacheSim:
-		return fmt.Errorf("train: unknown cache policy %q (want none, degree, vip, vip-recurrence or sim)", c.Cache)
-	case !(c.CacheFrac >= 0) || math.IsInf(c.CacheFrac, 0):
-		return fmt.Errorf("train: cache fraction %v must be a finite number ≥ 0", c.CacheFrac)
-	case c.Cache == alltoall.CacheNone && c.CacheFrac > 0:
-		return fmt.Errorf("train: cache fraction %v with cache policy none; choose --cache degree, vip or sim", c.CacheFrac)
-	case (c.Cache == alltoall.CacheVIP || c.Cache == CacheVIPRecurrence) && c.Sampler != SamplerSAGE:
-		return fmt.Errorf("train: the %s cache models the node-wise sampler; with --sampler %s use --cache sim or degree", c.Cache, c.Sampler)
-	case c.Cache == alltoall.CacheSim && c.CacheSimEpochs < 1:
-		return fmt.Errorf("train: %d simulated epochs for the sim cache; want at least 1", c.CacheSimEpochs)
-	case c.FeatureDType != alltoall.F32 && c.FeatureDType != alltoall.F16:
-		return fmt.Errorf("train: unknown feature dtype %q (want f32 or f16)", c.FeatureDType)
-	case !(c.GPUFrac >= 0 && c.GPUFrac <= 1):
-		return fmt.Errorf("train: GPU fraction %v outside [0, 1]", c.GPUFrac)
-	case c.Sampler != SamplerSAGE && c.Sampler != SamplerLADIES:
-		return fmt.Errorf("train: unknown sampler %q (want %s or %s)", c.Sampler, SamplerSAGE, SamplerLADIES)
 	case c.Sampler == SamplerLADIES && c.Model.Kind != "gcn":
 		return fmt.Errorf("train: the ladies sampler weights GCN's propagation matrix; use --model gcn (not %s)", c.Model.Kind)
-	case c.Epochs < 0:
-		return fmt.Errorf("train: %d epochs < 0", c.Epochs)
-	case c.Shuffle != ShuffleLocal && c.Shuffle != ShuffleGlobal:
-		return fmt.Errorf("train: unknown shuffle %q (want %s or %s)", c.Shuffle, ShuffleLocal, ShuffleGlobal)
-	case c.FeatureNorm != "row" && c.FeatureNorm != "none":
-		return fmt.Errorf("train: unknown feature normalisation %q (want row or none)", c.FeatureNorm)
-	case c.Optimizer != "adam" && c.Optimizer != "sgd":
-		return fmt.Errorf("train: unknown optimizer %q (want adam or sgd)", c.Optimizer)
-	case !(c.LR > 0):
-		return fmt.Errorf("train: learning rate %g must be positive", c.LR)
-	case c.WeightDecay < 0:
-		return fmt.Errorf("train: weight decay %g < 0", c.WeightDecay)
-	case c.Select != SelectAcc && c.Select != SelectLoss:
-		return fmt.Errorf("train: unknown model selection %q (want %s or %s)", c.Select, SelectAcc, SelectLoss)
-	case c.EvalEvery < 0:
-		return fmt.Errorf("train: eval every %d < 0", c.EvalEvery)
 	case c.EvalMemory < 1:
 		return fmt.Errorf("train: eval memory %d < 1", c.EvalMemory)
-	case c.CheckpointDir != "" && c.CheckpointEvery < 1:
-		return fmt.Errorf("train: checkpoint every %d < 1", c.CheckpointEvery)
-	case c.Resume && c.CheckpointDir == "":
-		return fmt.Errorf("train: resume needs a checkpoint directory")
 	}
 	for _, f := range c.Fanouts {
 		if f == 0 {
@@ -149,36 +199,64 @@ func (c *Config) Validate() error {
 	return nil
 }
 
-// Samplers (Config.Sampler).
-const (
-	SamplerSAGE   = "sage"
-	SamplerLADIES = "ladies"
-)
+// validateFeatures checks the feature store's settings.
+func (c *Config) validateFeatures() error {
+	switch {
+	case c.Replication < 1:
+		return fmt.Errorf("train: feature replication %d < 1", c.Replication)
+	case !(c.CacheFrac >= 0) || math.IsInf(c.CacheFrac, 0):
+		return fmt.Errorf("train: cache fraction %v must be a finite number ≥ 0", c.CacheFrac)
+	case c.Cache == alltoall.CacheNone && c.CacheFrac > 0:
+		return fmt.Errorf("train: cache fraction %v with cache policy none; choose --cache degree, vip or sim", c.CacheFrac)
+	case (c.Cache == alltoall.CacheVIP || c.Cache == CacheVIPRecurrence) && c.Sampler != SamplerSAGE:
+		return fmt.Errorf("train: the %s cache models the node-wise sampler; with --sampler %s use --cache sim or degree", c.Cache, c.Sampler)
+	case c.Cache == alltoall.CacheSim && c.CacheSimEpochs < 1:
+		return fmt.Errorf("train: %d simulated epochs for the sim cache; want at least 1", c.CacheSimEpochs)
+	case !(c.GPUFrac >= 0 && c.GPUFrac <= 1):
+		return fmt.Errorf("train: GPU fraction %v outside [0, 1]", c.GPUFrac)
+	}
+	return nil
+}
 
-// Topologies of the sampler's graph (Config.Topology).
-const (
-	TopologyReplicated = "replicated"
-	Topology15D        = "1.5d"
-)
+// Resolve validates c for p ranks and returns it resolved: a
+// GlobalBatchSize G becomes BatchSize ⌈G/p⌉ (and GlobalBatchSize 0, so
+// that resolving again changes nothing). Run and FetchSweep resolve their
+// config themselves; a caller resolves it to see the batch size a run
+// takes, or to check it before loading data.
+func (c Config) Resolve(p int) (Config, error) {
+	if err := c.Validate(); err != nil {
+		return Config{}, err
+	}
+	if c.GlobalBatchSize > 0 {
+		c.BatchSize, c.GlobalBatchSize = (c.GlobalBatchSize+p-1)/p, 0
+	}
+	return c, nil
+}
 
-// CacheVIPRecurrence is the cache policy that scores by SALIENT++'s VIP
-// recurrence as written (sampling.VIPRecurrence) rather than by the exact
-// propagation of alltoall.CacheVIP (sampling.VIP).
-const CacheVIPRecurrence = "vip-recurrence"
+// errorOf returns the error of a Parse function's result.
+func errorOf[T any](_ T, err error) error { return err }
 
-// Model-selection rules (Config.Select).
-const (
-	SelectAcc  = "val-acc"
-	SelectLoss = "val-loss"
-)
+// firstErr returns the first non-nil error.
+func firstErr(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // Defaults returns the defaults of a model kind: the settings with which
 // `gnnmpi train --data data/cora --model KIND` reaches the published
 // accuracy (README, results).
 func Defaults(kind string) Config {
 	c := Config{
-		Model:       model.Config{Kind: kind, Layers: 2, Hidden: 128, Heads: 1, OutHeads: 1, Dropout: 0.5},
-		FeatureNorm: "row",
+		Model: model.Config{Kind: kind, Layers: 2, Hidden: 128, Heads: 1, OutHeads: 1, Dropout: 0.5},
+		Common: Common{
+			FeatureNorm: FeatureNormRow, Epochs: 100,
+			Optimizer: OptimizerAdam, LR: 0.01, WeightDecay: 5e-4,
+			Seed: 1, EvalEvery: 1, Select: SelectAcc, CheckpointEvery: 10,
+		},
 		Sampler:     SamplerSAGE,
 		Fanouts:     []int{25, 10},
 		BatchSize:   32,
@@ -187,10 +265,8 @@ func Defaults(kind string) Config {
 		C:           1,
 		Replication: 1,
 		Cache:       alltoall.CacheNone, CacheSimEpochs: 2, FeatureDType: alltoall.F32,
-		Epochs:    100,
-		Shuffle:   ShuffleLocal,
-		Optimizer: "adam", LR: 0.01, WeightDecay: 5e-4,
-		Seed: 1, EvalEvery: 1, Select: SelectAcc, EvalMemory: 256 << 20, CheckpointEvery: 10,
+		Shuffle:    ShuffleLocal,
+		EvalMemory: 256 << 20,
 	}
 	switch kind {
 	case "gcn":

@@ -86,7 +86,7 @@ func evalBook(book *partition.Book, c int) (*partition.Book, error) {
 // (nil for none): in-degree, VIP of its training vertices, SALIENT++'s VIP
 // recurrence, or the access counts of simulated epochs. It is collective
 // when the sampler's topology is distributed.
-func (t *trainer) scores(policy string) ([]float64, error) {
+func (t *trainer) scores(policy alltoall.CachePolicy) ([]float64, error) {
 	switch policy {
 	case alltoall.CacheNone:
 		return nil, nil
@@ -179,7 +179,7 @@ func cacheRows(frac float64, n int64, parts int) int {
 // newStore builds this rank's feature store of feat (its part's rows) under
 // a policy and cache fraction, with the run's dtype and GPU fraction,
 // counting the cache fill under PhaseSetup. It is collective.
-func (t *trainer) newStore(feat *dense.Matrix, policy string, frac float64) (*alltoall.Store, error) {
+func (t *trainer) newStore(feat *dense.Matrix, policy alltoall.CachePolicy, frac float64) (*alltoall.Store, error) {
 	score, err := t.scores(policy)
 	if err != nil {
 		return nil, err

@@ -25,7 +25,7 @@ func TestCacheSameLosses(t *testing.T) {
 	ref := runP(t, p, cfg, nil)
 	require.Zero(t, ref.Epochs[0].CacheHits)
 	require.Positive(t, ref.Epochs[0].RemoteRows)
-	for _, policy := range []string{alltoall.CacheDegree, alltoall.CacheVIP, CacheVIPRecurrence, alltoall.CacheSim} {
+	for _, policy := range []alltoall.CachePolicy{alltoall.CacheDegree, alltoall.CacheVIP, CacheVIPRecurrence, alltoall.CacheSim} {
 		prev := ref
 		for _, frac := range []float64{0.05, 0.3, 2} {
 			t.Run(fmt.Sprintf("%s/%g", policy, frac), func(t *testing.T) {
@@ -59,7 +59,7 @@ func TestCacheScoresOver15D(t *testing.T) {
 	const p = 4
 	cfg := testConfig("sage")
 	cfg.Epochs, cfg.EvalEvery = 2, 0
-	for _, policy := range []string{alltoall.CacheVIP, alltoall.CacheSim} {
+	for _, policy := range []alltoall.CachePolicy{alltoall.CacheVIP, alltoall.CacheSim} {
 		c := cfg
 		c.Cache, c.CacheFrac = policy, 0.3
 		ref := runP(t, p, c, nil)
@@ -143,9 +143,9 @@ func TestFeatureReplication(t *testing.T) {
 // Inference with feature replication computes the same function as without.
 func TestEvaluationWithReplication(t *testing.T) {
 	g := sbm()
-	eval := func(p, c int) [3]float64 {
+	eval := func(p, c int) evaluation {
 		book := partition.Random(g.NumNodes, p/c, 9)
-		var acc [3]float64
+		var acc evaluation
 		err := inproc.Run(p, inproc.Options{Timeout: time.Minute}, func(cm collective.Comm) error {
 			d, err := Distribute(g, "random", book, cm.Rank()/c)
 			if err != nil {
@@ -157,7 +157,7 @@ func TestEvaluationWithReplication(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			a, _, err := tr.evaluate()
+			a, err := tr.evaluate()
 			if cm.Rank() == 0 {
 				acc = a
 			}
@@ -169,8 +169,8 @@ func TestEvaluationWithReplication(t *testing.T) {
 	ref := eval(1, 1)
 	for _, pc := range [][2]int{{2, 2}, {4, 2}, {6, 3}} {
 		got := eval(pc[0], pc[1])
-		assert.InDelta(t, ref[1], got[1], 1.0/120, "p=%d c=%d", pc[0], pc[1])
-		assert.InDelta(t, ref[2], got[2], 1.0/120, "p=%d c=%d", pc[0], pc[1])
+		assert.InDelta(t, ref.ValAcc, got.ValAcc, 1.0/120, "p=%d c=%d", pc[0], pc[1])
+		assert.InDelta(t, ref.TestAcc, got.TestAcc, 1.0/120, "p=%d c=%d", pc[0], pc[1])
 	}
 }
 
@@ -208,7 +208,7 @@ func TestFetchSweepMatchesRun(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		return FetchSweep(collective.WithStats(c, nil), d, cfg, 2, []string{alltoall.CacheNone, alltoall.CacheVIP}, []float64{0, 0.3}, func(pt SweepPoint) error {
+		return FetchSweep(collective.WithStats(c, nil), d, cfg, 2, []alltoall.CachePolicy{alltoall.CacheNone, alltoall.CacheVIP}, []float64{0, 0.3}, func(pt SweepPoint) error {
 			if c.Rank() == 0 {
 				pts = append(pts, pt)
 			}

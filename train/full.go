@@ -2,8 +2,8 @@ package train
 
 import (
 	"fmt"
-	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -14,17 +14,13 @@ import (
 	"gnnmpi/pipe"
 )
 
-// Full-graph training modes (FullConfig.Mode).
-const (
-	ModeGraph  = "graph"  // graph parallelism: one part per rank, halo exchange at every layer
-	ModePipe   = "pipe"   // GNNPipe: one stage per rank, chunks through the pipeline
-	ModeHybrid = "hybrid" // Pipelines pipelines over graph parts, halos between them
-)
-
-// FullConfig configures full-graph training of a deep model (Run's
-// minibatch trainer is the other kind of training).
+// FullConfig configures full-graph training of a deep model (RunFull; Run's
+// minibatch trainer is the other kind of training). It must be the same on
+// every rank.
 type FullConfig struct {
-	Mode string
+	Common
+	// Mode is ModeGraph, ModePipe or ModeHybrid.
+	Mode Mode
 	// Pipelines is the number of pipelines (graph parts) of ModeHybrid;
 	// ModeGraph uses one per rank and ModePipe one.
 	Pipelines int
@@ -32,20 +28,14 @@ type FullConfig struct {
 	// ModeGraph), by ChunkMethod "metis" or "random".
 	Chunks      int
 	ChunkMethod string
-	// Pipe carries the model, the staleness remedies, the optimizer and
-	// the seed; its Layout is set from Mode.
-	Pipe        pipe.Config
-	FeatureNorm string // "row" or "none"
-	Epochs      int
-	EvalEvery   int
-	Select      string
-
-	// CheckpointDir, if not "", receives a checkpoint every
-	// CheckpointEvery epochs and after the last: one file per rank and a
-	// manifest (see saveFull). Resume continues from it.
-	CheckpointDir   string
-	CheckpointEvery int
-	Resume          bool
+	// Model is the deep model; RunFull sets its In and Out from the data.
+	Model model.DeepConfig
+	// GNNPipe's staleness remedies (pipe.Config): a new chunk order every
+	// epoch, dropping historical gradients left at an epoch's end, and a
+	// snapshot of the historical embeddings every SnapshotEvery epochs
+	// (0: none).
+	ShuffleChunks, ClearGrads bool
+	SnapshotEvery             int
 }
 
 // FullDefaults returns the defaults of full-graph training with a deep
@@ -54,11 +44,18 @@ type FullConfig struct {
 // (snapshot every 23 epochs, as in the original).
 func FullDefaults(kind string) FullConfig {
 	return FullConfig{
+		Common: Common{FeatureNorm: FeatureNormRow, Epochs: 100, Optimizer: OptimizerAdam, LR: 0.01, WeightDecay: 5e-4,
+			Seed: 1, EvalEvery: 1, Select: SelectAcc, CheckpointEvery: 10},
 		Mode: ModePipe, Pipelines: 1, Chunks: 4, ChunkMethod: "metis",
-		Pipe: pipe.Config{Model: model.DefaultDeep(kind), ShuffleChunks: true, ClearGrads: true, SnapshotEvery: 23,
-			Optimizer: "adam", LR: 0.01, WeightDecay: 5e-4, Seed: 1},
-		FeatureNorm: "row", Epochs: 100, EvalEvery: 1, Select: SelectAcc, CheckpointEvery: 10,
+		Model: model.DefaultDeep(kind), ShuffleChunks: true, ClearGrads: true, SnapshotEvery: 23,
 	}
+}
+
+// pipeConfig returns the configuration of package pipe's trainer (with a
+// zero Layout, which RunFull sets).
+func (c *FullConfig) pipeConfig() pipe.Config {
+	return pipe.Config{Model: c.Model, ShuffleChunks: c.ShuffleChunks, ClearGrads: c.ClearGrads, SnapshotEvery: c.SnapshotEvery,
+		Optimizer: string(c.Optimizer), LR: c.LR, WeightDecay: c.WeightDecay, Momentum: c.Momentum, Seed: c.Seed, BLAS: c.BLAS}
 }
 
 // Layout returns the layout of the mode on p ranks.
@@ -74,7 +71,7 @@ func (c *FullConfig) Layout(p int) (pipe.Layout, error) {
 		}
 		return pipe.Layout{Stages: p / c.Pipelines, Pipelines: c.Pipelines}, nil
 	}
-	return pipe.Layout{}, fmt.Errorf("train: unknown mode %q (want %s, %s or %s)", c.Mode, ModeGraph, ModePipe, ModeHybrid)
+	return pipe.Layout{}, fmt.Errorf("train: unknown mode %q for full-graph training (want %s, %s or %s)", c.Mode, ModeGraph, ModePipe, ModeHybrid)
 }
 
 // Validate reports the first invalid setting for p ranks.
@@ -83,7 +80,10 @@ func (c *FullConfig) Validate(p int) error {
 	if err != nil {
 		return err
 	}
-	mc := c.Pipe.Model
+	if err := c.Common.Validate(); err != nil {
+		return err
+	}
+	mc := c.Model
 	switch {
 	case mc.Layers < lay.Stages:
 		return fmt.Errorf("train: %d layers for %d pipeline stages; every stage needs a layer", mc.Layers, lay.Stages)
@@ -93,22 +93,8 @@ func (c *FullConfig) Validate(p int) error {
 		return fmt.Errorf("train: --mode graph processes each part whole; --chunks is for pipe and hybrid")
 	case c.ChunkMethod != "metis" && c.ChunkMethod != "random":
 		return fmt.Errorf("train: chunk partition %q (want metis or random)", c.ChunkMethod)
-	case c.Pipe.SnapshotEvery < 0:
-		return fmt.Errorf("train: snapshot every %d epochs < 0", c.Pipe.SnapshotEvery)
-	case c.Pipe.Optimizer != "adam" && c.Pipe.Optimizer != "sgd":
-		return fmt.Errorf("train: unknown optimizer %q (want adam or sgd)", c.Pipe.Optimizer)
-	case !(c.Pipe.LR > 0):
-		return fmt.Errorf("train: learning rate %g must be positive", c.Pipe.LR)
-	case c.FeatureNorm != "row" && c.FeatureNorm != "none":
-		return fmt.Errorf("train: unknown feature normalisation %q (want row or none)", c.FeatureNorm)
-	case c.Epochs < 0 || c.EvalEvery < 0:
-		return fmt.Errorf("train: %d epochs, eval every %d; want both ≥ 0", c.Epochs, c.EvalEvery)
-	case c.Select != SelectAcc && c.Select != SelectLoss:
-		return fmt.Errorf("train: unknown model selection %q (want %s or %s)", c.Select, SelectAcc, SelectLoss)
-	case c.CheckpointDir != "" && c.CheckpointEvery < 1:
-		return fmt.Errorf("train: checkpoint every %d < 1", c.CheckpointEvery)
-	case c.Resume && c.CheckpointDir == "":
-		return fmt.Errorf("train: resume needs a checkpoint directory")
+	case c.SnapshotEvery < 0:
+		return fmt.Errorf("train: snapshot every %d epochs < 0", c.SnapshotEvery)
 	}
 	probe := mc
 	probe.In, probe.Out = max(probe.In, 1), max(probe.Out, 1)
@@ -127,7 +113,7 @@ type FullResult struct {
 	Result
 	Layout pipe.Layout
 	// Analytical is the analytical traffic (pipe.Analytical), bytes per
-	// epoch by phase, plus "eval" per evaluation.
+	// epoch by phase, plus pipe.PhaseEval per evaluation.
 	Analytical map[string]int64
 	// HaloRows is pipe.Plan.HaloRows of the training chunks.
 	HaloRows int64
@@ -137,42 +123,96 @@ type FullResult struct {
 	StateBytes, PeakRSS []int64
 }
 
-// RunFull trains cfg.Pipe.Model on the whole graph of d, graph parallel,
+// RunFull trains cfg.Model on the whole graph of d, graph parallel,
 // pipelined or hybrid, d having been loaded with the feature replication
 // FullStages (the ranks of a pipeline hold its part's rows). Every epoch
 // is one optimizer step. With cfg.CheckpointDir every rank checkpoints its
 // state (pipe.State); with cfg.Resume the run continues from the last
-// checkpoint with exactly the losses of an uninterrupted run.
+// checkpoint with exactly the losses of an uninterrupted run. The epoch
+// loop (resume, evaluation and checkpoint cadence, best epoch) is the one
+// Run shares.
 //
 // RunFull is collective over c.
 func RunFull(c collective.Comm, d *Data, cfg FullConfig, h Hooks) (*FullResult, error) {
-	p := c.Size()
-	if err := cfg.Validate(p); err != nil {
+	if err := cfg.Validate(c.Size()); err != nil {
 		return nil, err
 	}
 	if h.Log == nil {
 		h.Log = func(string, ...any) {}
 	}
-	lay, _ := cfg.Layout(p)
-	if d.Book.Parts != lay.Pipelines {
-		return nil, fmt.Errorf("train: the data has %d parts; %s mode on %d ranks needs %d (load with feature replication %d)", d.Book.Parts, cfg.Mode, p, lay.Pipelines, lay.Stages)
-	}
-	chunk, err := fullChunks(c, d, cfg, h.Log)
+	s, res, err := newFullStepper(c, d, cfg, h.Log)
 	if err != nil {
 		return nil, err
+	}
+	rec, err := runLoop(s, &cfg.Common, h)
+	if err != nil {
+		return nil, err
+	}
+	res.Result = rec.result()
+	// Evaluations do not run every epoch: the bytes per epoch are
+	// training's (FullResult.Analytical has an evaluation's).
+	delete(res.BytesPerEpoch, pipe.PhaseEval)
+	res.NumParams = pipe.NumParams(s.model)
+	defer collective.SetPhase(c, PhaseMetrics)()
+	mem, _, err := collective.AllgatherSlice(c, []int64{s.tr.StateBytes(), peakRSS()})
+	if err != nil {
+		return nil, err
+	}
+	for r := range c.Size() {
+		res.StateBytes = append(res.StateBytes, mem[2*r])
+		res.PeakRSS = append(res.PeakRSS, mem[2*r+1])
+	}
+	return res, nil
+}
+
+// fullCommPhases are the phases of package pipe's training traffic, whose
+// times and bytes every epoch reports (with those of pipe.PhaseEval).
+var fullCommPhases = pipe.TrainPhases()
+
+// fullStepper is the full-graph trainer as the epoch loop drives it: one
+// rank's pipe.Trainer, with the epoch that train ran kept for summarize.
+type fullStepper struct {
+	c     collective.Comm
+	cfg   FullConfig
+	lay   pipe.Layout
+	model model.DeepConfig // cfg.Model with the data's input and output widths
+	tr    *pipe.Trainer
+	fp    string // fullFingerprint
+
+	before    collective.Snapshot
+	trainSecs float64
+	stats     pipe.Stats
+}
+
+var _ stepper = (*fullStepper)(nil)
+
+// newFullStepper splits every part into chunks, plans the layout's
+// exchanges and builds this rank's pipe.Trainer; it returns the stepper and
+// a result that holds the plan's analytical traffic.
+//
+// newFullStepper is collective over c.
+func newFullStepper(c collective.Comm, d *Data, cfg FullConfig, log func(string, ...any)) (*fullStepper, *FullResult, error) {
+	p := c.Size()
+	lay, _ := cfg.Layout(p)
+	if d.Book.Parts != lay.Pipelines {
+		return nil, nil, fmt.Errorf("train: the data has %d parts; %s mode on %d ranks needs %d (load with feature replication %d)", d.Book.Parts, cfg.Mode, p, lay.Pipelines, lay.Stages)
+	}
+	chunk, err := fullChunks(c, d, cfg, log)
+	if err != nil {
+		return nil, nil, err
 	}
 	plan, err := pipe.NewPlan(d.Adj, d.Book.Part, chunk, lay.Pipelines, cfg.Chunks)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	pc := cfg.Pipe
+	pc := cfg.pipeConfig()
 	pc.Layout = lay
 	pc.Model.In, pc.Model.Out = d.Feat.Cols, d.NumClasses
 	n := d.NumNodes()
-	tr, err := pipe.New(c, pc, pipe.Data{Plan: plan, Feat: d.Feat, RowNormalize: cfg.FeatureNorm == "row", Labels: d.Labels,
+	tr, err := pipe.New(c, pc, pipe.Data{Plan: plan, Feat: d.Feat, RowNormalize: cfg.FeatureNorm == FeatureNormRow, Labels: d.Labels,
 		Train: mask(n, d.Split.Train), Val: mask(n, d.Split.Valid), Test: mask(n, d.Split.Test)})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	res := &FullResult{Layout: lay, HaloRows: plan.HaloRows(false)}
 	vol := pipe.Analytical(plan, lay, pc.Model)
@@ -180,117 +220,88 @@ func RunFull(c collective.Comm, d *Data, cfg FullConfig, h Hooks) (*FullResult, 
 	for ph, b := range vol.Train {
 		res.Analytical[ph] = b
 	}
-	h.Log("%s mode: %d stages × %d pipelines, %d chunks per part; %d halo rows per layer; analytical bytes per epoch act %d grad %d halo %d allreduce %d",
-		cfg.Mode, lay.Stages, lay.Pipelines, cfg.Chunks, res.HaloRows, vol.Train[pipe.PhaseAct], vol.Train[pipe.PhaseGrad], vol.Train[pipe.PhaseHalo], vol.Train[pipe.PhaseAllreduce])
+	log("%s mode: %d stages × %d pipelines, %d chunks per part; %d halo rows per layer; analytical bytes per epoch act %d act-grad %d halo %d grad %d",
+		cfg.Mode, lay.Stages, lay.Pipelines, cfg.Chunks, res.HaloRows, vol.Train[pipe.PhaseAct], vol.Train[pipe.PhaseActGrad], vol.Train[pipe.PhaseHalo], vol.Train[pipe.PhaseGrad])
+	s := &fullStepper{c: c, cfg: cfg, lay: lay, model: pc.Model, tr: tr, fp: fullFingerprint(cfg, lay, p, d, chunk)}
+	return s, res, nil
+}
 
-	fp := fullFingerprint(cfg, lay, p, d, chunk)
-	start := 1
-	if cfg.Resume {
-		ck, err := resumeFull(c, cfg.CheckpointDir, fp, tr)
-		if err != nil {
-			return nil, err
-		}
-		res.Epochs, res.BestEpoch, res.BestValAcc, res.TestAcc = ck.History, ck.BestEpoch, ck.BestVal, ck.BestTest
-		start = ck.Epoch + 1
-		h.Log("resumed from %s at epoch %d", cfg.CheckpointDir, ck.Epoch)
-	}
-
-	phases := []string{pipe.PhaseAct, pipe.PhaseGrad, pipe.PhaseHalo, pipe.PhaseAllreduce, pipe.PhaseEval}
-	for epoch := start; epoch <= cfg.Epochs; epoch++ {
-		before := collective.SnapshotOf(c)
-		t0 := time.Now()
-		st, err := tr.Epoch(epoch)
-		if err != nil {
-			return nil, err
-		}
-		trainSecs := time.Since(t0).Seconds()
-		if math.IsNaN(st.Loss) || math.IsInf(st.Loss, 0) {
-			return nil, fmt.Errorf("train: epoch %d: loss is %v (diverged; lower --lr?)", epoch, st.Loss)
-		}
-		es := EpochStats{Epoch: epoch, Loss: st.Loss, TrainAcc: st.TrainAcc, Batches: cfg.Chunks}
-		evalSecs := 0.0
-		if cfg.EvalEvery > 0 && (epoch%cfg.EvalEvery == 0 || epoch == cfg.Epochs) {
-			t1 := time.Now()
-			ev, err := tr.Evaluate()
-			if err != nil {
-				return nil, err
-			}
-			evalSecs = time.Since(t1).Seconds()
-			es.Evaluated, es.ValAcc, es.ValLoss, es.TestAcc = true, ev.ValAcc, ev.ValLoss, ev.TestAcc
-		}
-		// Reductions: slowest rank's times, bytes by phase summed.
-		delta := collective.SnapshotOf(c).Sub(before)
-		restore := collective.SetPhase(c, PhaseMetrics)
-		times := []float64{trainSecs, evalSecs}
-		for _, ph := range phases[:4] {
-			times = append(times, delta.Phase(ph).Seconds)
-		}
-		err = collective.AllreduceSlice(c, times, collective.Max)
-		bytes := make([]int64, len(phases))
-		for i, ph := range phases {
-			bytes[i] = delta.Phase(ph).SentBytes
-		}
-		if err == nil {
-			err = collective.AllreduceSlice(c, bytes, collective.Sum)
-		}
-		restore()
-		if err != nil {
-			return nil, err
-		}
-		es.Seconds = times[0]
-		es.PhaseSeconds = map[string]float64{PhaseEval: times[1]}
-		for i, ph := range phases[:4] {
-			es.PhaseSeconds[ph] = times[2+i]
-		}
-		es.Bytes = map[string]int64{}
-		for i, ph := range phases {
-			es.Bytes[ph] = bytes[i]
-		}
-		res.Epochs = append(res.Epochs, es)
-		if es.Evaluated && better(cfg.Select, es, res.Epochs, res.BestEpoch) {
-			res.BestEpoch, res.BestValAcc, res.TestAcc = epoch, es.ValAcc, es.TestAcc
-		}
-		if cfg.CheckpointDir != "" && (epoch%cfg.CheckpointEvery == 0 || epoch == cfg.Epochs) {
-			r := c.Rank()
-			hdr := rankHeader{Fingerprint: fp, Epoch: epoch, Rank: r, Ranks: p, Stage: lay.Stage(r), Pipeline: lay.Pipeline(r),
-				BestEpoch: res.BestEpoch, BestVal: res.BestValAcc, BestTest: res.TestAcc, History: res.Epochs}
-			if err := saveFull(c, cfg.CheckpointDir, hdr, tr.State()); err != nil {
-				return nil, err
-			}
-		}
-		if h.Epoch != nil {
-			if err := h.Epoch(es); err != nil {
-				return nil, err
-			}
-		}
-	}
-	res.NumParams = pipe.NumParams(pc.Model)
-	res.BytesPerEpoch = map[string]int64{}
-	if len(res.Epochs) > 0 {
-		s := make([]float64, len(res.Epochs))
-		for i, e := range res.Epochs {
-			s[i] = e.Seconds
-			for ph, b := range e.Bytes {
-				if ph != PhaseEval {
-					res.BytesPerEpoch[ph] += b
-				}
-			}
-		}
-		for ph := range res.BytesPerEpoch {
-			res.BytesPerEpoch[ph] /= int64(len(res.Epochs))
-		}
-		res.MedianEpochS = median(s)
-	}
-	defer collective.SetPhase(c, PhaseMetrics)()
-	mem, _, err := collective.AllgatherSlice(c, []int64{tr.StateBytes(), peakRSS()})
+// train runs one epoch of the pipe trainer (one optimizer step); there are
+// no minibatches to report to progress.
+func (s *fullStepper) train(epoch int, _ func(epoch, batch, batches int)) error {
+	s.before = collective.SnapshotOf(s.c)
+	t0 := time.Now()
+	st, err := s.tr.Epoch(epoch)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	for r := range p {
-		res.StateBytes = append(res.StateBytes, mem[2*r])
-		res.PeakRSS = append(res.PeakRSS, mem[2*r+1])
+	s.stats, s.trainSecs = st, time.Since(t0).Seconds()
+	return nil
+}
+
+// evaluate runs the pipe trainer's exact inference.
+func (s *fullStepper) evaluate() (evaluation, error) {
+	ev, err := s.tr.Evaluate()
+	return evaluation{ValAcc: ev.ValAcc, ValLoss: ev.ValLoss, TestAcc: ev.TestAcc}, err
+}
+
+// summarize reduces the epoch over the ranks: the slowest rank's times,
+// bytes by phase summed (the loss and accuracy are already global).
+func (s *fullStepper) summarize(epoch int, ev *evaluation, evalSecs float64) (EpochStats, error) {
+	c := s.c
+	es := EpochStats{Epoch: epoch, Loss: s.stats.Loss, TrainAcc: s.stats.TrainAcc, Batches: s.cfg.Chunks}
+	if ev != nil {
+		es.Evaluated, es.ValAcc, es.ValLoss, es.TestAcc = true, ev.ValAcc, ev.ValLoss, ev.TestAcc
 	}
-	return res, nil
+	delta := collective.SnapshotOf(c).Sub(s.before)
+	phases := append(slices.Clone(fullCommPhases), pipe.PhaseEval)
+	restore := collective.SetPhase(c, PhaseMetrics)
+	times := []float64{s.trainSecs, evalSecs}
+	for _, ph := range fullCommPhases {
+		times = append(times, delta.Phase(ph).Seconds)
+	}
+	err := collective.AllreduceSlice(c, times, collective.Max)
+	bytes := make([]int64, len(phases))
+	for i, ph := range phases {
+		bytes[i] = delta.Phase(ph).SentBytes
+	}
+	if err == nil {
+		err = collective.AllreduceSlice(c, bytes, collective.Sum)
+	}
+	restore()
+	if err != nil {
+		return EpochStats{}, err
+	}
+	es.Seconds = times[0]
+	es.PhaseSeconds = map[string]float64{PhaseEval: times[1]}
+	for i, ph := range fullCommPhases {
+		es.PhaseSeconds[ph] = times[2+i]
+	}
+	es.Bytes = map[string]int64{}
+	for i, ph := range phases {
+		es.Bytes[ph] = bytes[i]
+	}
+	return es, nil
+}
+
+// save writes every rank's file of the checkpoint after epoch and the
+// manifest (saveFull).
+func (s *fullStepper) save(epoch int, rec *record) error {
+	r := s.c.Rank()
+	hdr := rankHeader{Fingerprint: s.fp, Epoch: epoch, Rank: r, Ranks: s.c.Size(), Stage: s.lay.Stage(r), Pipeline: s.lay.Pipeline(r),
+		BestEpoch: rec.bestEpoch, BestVal: rec.bestVal, BestTest: rec.bestTest, History: rec.history}
+	return saveFull(s.c, s.cfg.CheckpointDir, hdr, s.tr.State())
+}
+
+// resume restores the trainer from the checkpoint the manifest names
+// (resumeFull).
+func (s *fullStepper) resume() (resumed, error) {
+	ck, err := resumeFull(s.c, s.cfg.CheckpointDir, s.fp, s.tr)
+	if err != nil {
+		return resumed{}, err
+	}
+	rec := record{history: ck.History, bestEpoch: ck.BestEpoch, bestVal: ck.BestVal, bestTest: ck.BestTest}
+	return resumed{epoch: ck.Epoch, rec: rec, from: s.cfg.CheckpointDir}, nil
 }
 
 // fullChunks returns every vertex's chunk within its part: computed on rank
@@ -304,7 +315,7 @@ func fullChunks(c collective.Comm, d *Data, cfg FullConfig, log func(string, ...
 	}
 	err := onRoot(c, func() error {
 		log("splitting each of %d parts into %d chunks (%s)", d.Book.Parts, cfg.Chunks, cfg.ChunkMethod)
-		ch, err := graph.SubPartition(d.Adj, d.Book, cfg.Chunks, cfg.ChunkMethod, int(cfg.Pipe.Seed))
+		ch, err := graph.SubPartition(d.Adj, d.Book, cfg.Chunks, cfg.ChunkMethod, int(cfg.Seed))
 		copy(chunk, ch)
 		return err
 	}, chunk)

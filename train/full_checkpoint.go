@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -112,16 +113,43 @@ func dataIDOf(d *Data) dataID {
 // full-graph run to continue the same loss curve: the settings (but the
 // number of epochs, the evaluation interval and the checkpointing), the
 // layout on p ranks, the data, the partition and the chunks.
+//
+// The settings keep the shape FullConfig had before the common settings
+// moved into Common (fullSettings), so that checkpoints written before
+// stay resumable and a mismatch names the same fields.
 func fullFingerprint(cfg FullConfig, lay pipe.Layout, p int, d *Data, chunk []int32) string {
-	cfg.Epochs, cfg.EvalEvery, cfg.CheckpointDir, cfg.CheckpointEvery, cfg.Resume = 0, 0, "", 0, false
 	b, _ := json.Marshal(struct {
-		Config FullConfig
+		Config fullSettings
 		Layout pipe.Layout
 		Ranks  int
 		dataID
 		ChunksCRC uint32 // CRC-32C of every vertex's chunk
-	}{cfg, lay, p, dataIDOf(d), crc32.Checksum(int32Bytes(chunk), castagnoli)})
+	}{fullSettingsOf(cfg), lay, p, dataIDOf(d), crc32.Checksum(int32Bytes(chunk), castagnoli)})
 	return string(b)
+}
+
+// fullSettings is the layout of the settings in a full-graph fingerprint:
+// the model, the staleness remedies, the optimizer and the seed under
+// Pipe (pipe.Config with a zero Layout), the rest beside it. The number of
+// epochs, the evaluation interval and the checkpointing are zero.
+type fullSettings struct {
+	Mode            Mode
+	Pipelines       int
+	Chunks          int
+	ChunkMethod     string
+	Pipe            pipe.Config
+	FeatureNorm     FeatureNorm
+	Epochs          int
+	EvalEvery       int
+	Select          Selection
+	CheckpointDir   string
+	CheckpointEvery int
+	Resume          bool
+}
+
+func fullSettingsOf(cfg FullConfig) fullSettings {
+	return fullSettings{Mode: cfg.Mode, Pipelines: cfg.Pipelines, Chunks: cfg.Chunks, ChunkMethod: cfg.ChunkMethod,
+		Pipe: cfg.pipeConfig(), FeatureNorm: cfg.FeatureNorm, Select: cfg.Select}
 }
 
 // saveFull writes rank c.Rank()'s file of the checkpoint after epoch and,
@@ -140,7 +168,7 @@ func saveFull(c collective.Comm, dir string, h rankHeader, s pipe.State) error {
 		if err != nil {
 			return err
 		}
-		return writeAtomic(filepath.Join(dir, name), b)
+		return writeCheckpointFile(filepath.Join(dir, name), b)
 	}()
 	if err := agree(c, err); err != nil {
 		return err
@@ -153,16 +181,19 @@ func saveFull(c collective.Comm, dir string, h rankHeader, s pipe.State) error {
 		}
 		b, jerr := json.MarshalIndent(m, "", "  ")
 		if err = jerr; err == nil {
-			err = writeAtomic(filepath.Join(dir, FullManifestFile), append(b, '\n'))
+			err = writeCheckpointFile(filepath.Join(dir, FullManifestFile), append(b, '\n'))
 		}
 	}
 	if err := agree(c, err); err != nil {
 		return err
 	}
 	// The manifest names epoch: this rank's older files (and temporary
-	// files of interrupted writes) are no longer needed.
-	old, _ := filepath.Glob(filepath.Join(dir, fmt.Sprintf("checkpoint-rank%04d-epoch*", r)))
-	for _, f := range old {
+	// files of interrupted writes, atomicfile.TempPrefix) are no longer
+	// needed.
+	prefix := fmt.Sprintf("checkpoint-rank%04d-epoch", r)
+	old, _ := filepath.Glob(filepath.Join(dir, prefix+"*"))
+	tmp, _ := filepath.Glob(filepath.Join(dir, "."+prefix+"*"))
+	for _, f := range append(old, tmp...) {
 		if filepath.Base(f) != name {
 			_ = os.Remove(f)
 		}
@@ -221,7 +252,7 @@ func readManifest(dir, fp string, p int) (*fullManifest, error) {
 	if m.Ranks != p {
 		return nil, fmt.Errorf("train: checkpoint %s was written by %d ranks; this run has %d, and resuming needs the same rank count and layout", path, m.Ranks, p)
 	}
-	if m.Fingerprint != fp {
+	if !sameFingerprint(m.Fingerprint, fp) {
 		return nil, otherSettings(path, m.Fingerprint, fp)
 	}
 	return m, nil
@@ -233,16 +264,38 @@ func otherSettings(path, ck, run string) error {
 	return fmt.Errorf("train: checkpoint %s was written by a run with other settings; resume needs the same mode, model, data, partition, chunks, staleness remedies, optimizer, seed and rank count; %s", path, fingerprintDiff(ck, run))
 }
 
+// sameFingerprint reports whether two JSON fingerprints hold the same
+// settings, whatever the order of their fields (which changes when a
+// setting moves between structs, as the common ones did into Common).
+// Fingerprints that do not parse are compared as strings.
+func sameFingerprint(a, b string) bool {
+	if a == b {
+		return true
+	}
+	fa, fb, ok := flatFingerprints(a, b)
+	return ok && maps.Equal(fa, fb)
+}
+
+// flatFingerprints returns the leaves of two JSON fingerprints by dotted
+// path (flattenJSON), or false if either does not parse.
+func flatFingerprints(a, b string) (fa, fb map[string]string, ok bool) {
+	var ja, jb map[string]any
+	if json.Unmarshal([]byte(a), &ja) != nil || json.Unmarshal([]byte(b), &jb) != nil {
+		return nil, nil, false
+	}
+	fa, fb = map[string]string{}, map[string]string{}
+	flattenJSON(fa, "", ja)
+	flattenJSON(fb, "", jb)
+	return fa, fb, true
+}
+
 // fingerprintDiff lists the fields in which two JSON fingerprints differ,
 // or shows both whole if either does not parse.
 func fingerprintDiff(ck, run string) string {
-	var a, b map[string]any
-	if json.Unmarshal([]byte(ck), &a) != nil || json.Unmarshal([]byte(run), &b) != nil {
+	fa, fb, ok := flatFingerprints(ck, run)
+	if !ok {
 		return fmt.Sprintf("\n  checkpoint: %s\n  this run:   %s", ck, run)
 	}
-	fa, fb := map[string]string{}, map[string]string{}
-	flattenJSON(fa, "", a)
-	flattenJSON(fb, "", b)
 	var keys []string
 	for k := range fa {
 		keys = append(keys, k)
@@ -296,7 +349,7 @@ func resumeRank(dir string, epoch, rank int, fp string, tr *pipe.Trainer) (*rank
 	switch {
 	case err != nil:
 		return nil, err
-	case h.Fingerprint != fp:
+	case !sameFingerprint(h.Fingerprint, fp):
 		return nil, otherSettings(path, h.Fingerprint, fp)
 	case h.Rank != rank || h.Epoch != epoch:
 		return nil, fmt.Errorf("train: checkpoint %s holds rank %d's state after epoch %d, want rank %d's after epoch %d", path, h.Rank, h.Epoch, rank, epoch)

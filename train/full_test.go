@@ -20,13 +20,13 @@ import (
 	"gnnmpi/pipe"
 )
 
-func fullConfig(mode string) FullConfig {
+func fullConfig(mode Mode) FullConfig {
 	cfg := FullDefaults(model.ConvGCNII)
 	cfg.Mode, cfg.Epochs, cfg.Chunks = mode, 3, 2
 	if mode == ModeGraph {
 		cfg.Chunks = 1
 	}
-	cfg.Pipe.Model.Layers, cfg.Pipe.Model.Hidden = 4, 8
+	cfg.Model.Layers, cfg.Model.Hidden = 4, 8
 	cfg.FeatureNorm = "none"
 	return cfg
 }
@@ -67,11 +67,11 @@ func runFullHooks(t *testing.T, p int, cfg FullConfig, h Hooks) ([]*FullResult, 
 
 func TestRunFullModes(t *testing.T) {
 	for _, tc := range []struct {
-		mode      string
+		mode      Mode
 		p, pipes  int
 		act, halo bool
 	}{{ModeGraph, 4, 0, false, true}, {ModePipe, 4, 0, true, false}, {ModeHybrid, 4, 2, true, true}} {
-		t.Run(tc.mode, func(t *testing.T) {
+		t.Run(string(tc.mode), func(t *testing.T) {
 			cfg := fullConfig(tc.mode)
 			cfg.Pipelines = tc.pipes
 			res := runFull(t, tc.p, cfg)
@@ -81,7 +81,7 @@ func TestRunFullModes(t *testing.T) {
 				assert.Equal(t, withoutTimes(res[r].Epochs, r0.Epochs), r0.Epochs, "rank %d", r)
 			}
 			// Measured bytes per epoch equal the analytical volume.
-			for _, ph := range []string{pipe.PhaseAct, pipe.PhaseGrad, pipe.PhaseHalo, pipe.PhaseAllreduce} {
+			for _, ph := range pipe.TrainPhases() {
 				assert.Equal(t, r0.Analytical[ph], r0.BytesPerEpoch[ph], ph)
 				for _, e := range r0.Epochs {
 					assert.Equal(t, r0.Analytical[ph], e.Bytes[ph], "%s epoch %d", ph, e.Epoch)
@@ -106,10 +106,10 @@ func TestFullConfigErrors(t *testing.T) {
 	}{
 		{func(c *FullConfig) { c.Mode = "tensor" }, 2, "unknown mode"},
 		{func(c *FullConfig) { c.Mode, c.Pipelines = ModeHybrid, 3 }, 4, "do not divide"},
-		{func(c *FullConfig) { c.Pipe.Model.Layers = 2 }, 4, "every stage needs a layer"},
+		{func(c *FullConfig) { c.Model.Layers = 2 }, 4, "every stage needs a layer"},
 		{func(c *FullConfig) { c.Mode, c.Chunks = ModeGraph, 3 }, 2, "--chunks is for pipe"},
 		{func(c *FullConfig) { c.ChunkMethod = "block" }, 2, "chunk partition"},
-		{func(c *FullConfig) { c.Pipe.Model.Kind = "gat" }, 2, "kind"},
+		{func(c *FullConfig) { c.Model.Kind = "gat" }, 2, "kind"},
 		{func(c *FullConfig) { c.CheckpointDir, c.CheckpointEvery = "ck", 0 }, 2, "checkpoint every 0 < 1"},
 		{func(c *FullConfig) { c.Resume = true }, 2, "resume needs a checkpoint directory"},
 	} {
@@ -152,7 +152,7 @@ func killedAfter(k int) Hooks {
 func TestFullResumeContinuesTheSameCurve(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
-		mode     string
+		mode     Mode
 		p, pipes int
 		every    int   // checkpoint every
 		kills    []int // epochs after which the run is killed
@@ -160,13 +160,13 @@ func TestFullResumeContinuesTheSameCurve(t *testing.T) {
 	}{
 		{"graph", ModeGraph, 2, 0, 1, []int{2}, nil},
 		{"pipe", ModePipe, 2, 0, 1, []int{1, 2, 3}, func(c *FullConfig) {
-			c.Pipe.ShuffleChunks, c.Pipe.ClearGrads, c.Pipe.SnapshotEvery = true, true, 2
+			c.ShuffleChunks, c.ClearGrads, c.SnapshotEvery = true, true, 2
 		}},
-		{"pipe-every-2", ModePipe, 2, 0, 2, []int{3}, func(c *FullConfig) { c.Pipe.SnapshotEvery = 2 }},
+		{"pipe-every-2", ModePipe, 2, 0, 2, []int{3}, func(c *FullConfig) { c.SnapshotEvery = 2 }},
 		{"pipe-keep-grads-sgd", ModePipe, 2, 0, 1, []int{2}, func(c *FullConfig) {
-			c.Pipe.ClearGrads, c.Pipe.Optimizer, c.Pipe.Momentum = false, "sgd", 0.9
+			c.ClearGrads, c.Optimizer, c.Momentum = false, OptimizerSGD, 0.9
 		}},
-		{"hybrid", ModeHybrid, 4, 2, 1, []int{3}, func(c *FullConfig) { c.Pipe.SnapshotEvery = 2 }},
+		{"hybrid", ModeHybrid, 4, 2, 1, []int{3}, func(c *FullConfig) { c.SnapshotEvery = 2 }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := fullConfig(tc.mode)
@@ -247,8 +247,8 @@ func TestFullResumeRejects(t *testing.T) {
 		want   string
 	}{
 		{"chunks", 2, func(c *FullConfig) { c.Chunks = 3 }, nil, manifest, "Config.Chunks: checkpoint 2, this run 3"},
-		{"seed", 2, func(c *FullConfig) { c.Pipe.Seed = 9 }, nil, manifest, "Config.Pipe.Seed: checkpoint 1, this run 9"},
-		{"snapshots", 2, func(c *FullConfig) { c.Pipe.SnapshotEvery = 5 }, nil, manifest, "they differ in Config.Pipe.SnapshotEvery: checkpoint 23, this run 5"},
+		{"seed", 2, func(c *FullConfig) { c.Seed = 9 }, nil, manifest, "Config.Pipe.Seed: checkpoint 1, this run 9"},
+		{"snapshots", 2, func(c *FullConfig) { c.SnapshotEvery = 5 }, nil, manifest, "they differ in Config.Pipe.SnapshotEvery: checkpoint 23, this run 5"},
 		{"ranks", 4, nil, nil, manifest, "written by 2 ranks; this run has 4"},
 		{"corrupted", 2, nil, edit(rank1, func(_ string, b []byte) []byte { b[len(b)/2] ^= 0x10; return b }), rank1, "checksum mismatch"},
 		{"truncated", 2, nil, edit(rank0, func(_ string, b []byte) []byte { return b[:len(b)-100] }), rank0, "checksum mismatch"},

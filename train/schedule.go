@@ -18,12 +18,6 @@ const (
 	streamSim                // simulated epochs that score the sim feature cache
 )
 
-// Shuffle modes.
-const (
-	ShuffleLocal  = "local"  // each rank shuffles the training vertices it owns
-	ShuffleGlobal = "global" // one global shuffle, split evenly across ranks
-)
-
 // evenSplit returns the sizes of n items split into k near-equal parts:
 // the first n mod k parts get one more.
 func evenSplit(n, k int) []int {
@@ -64,7 +58,7 @@ func globalBatchSizes(parts []int, nb int) []int {
 // vertices each rank draws from, shuffled, and how they are cut into the
 // same number of batches on every rank so that the collectives line up.
 type schedule struct {
-	mode  string
+	mode  Shuffle
 	train []int64 // local mode: this rank's training vertices; global: all of them (sorted)
 	parts []int   // vertices each rank draws from per epoch
 	nb    int     // minibatches per rank per epoch
@@ -74,7 +68,7 @@ type schedule struct {
 // newSchedule builds the schedule of rank r of p. owned is the training
 // vertices rank r owns (sorted); counts[q] is the number rank q owns; all
 // is every training vertex (sorted), used by the global mode.
-func newSchedule(mode string, owned, all []int64, counts []int, r, batch int) *schedule {
+func newSchedule(mode Shuffle, owned, all []int64, counts []int, r, batch int) *schedule {
 	s := &schedule{mode: mode}
 	switch mode {
 	case ShuffleGlobal:

@@ -30,8 +30,8 @@ func TestScheduleCoversEveryVertexOnce(t *testing.T) {
 	}
 	owner := func(g int64) int { return int(g*7%11) % 4 } // uneven ownership
 	const p, batch = 4, 8
-	for _, mode := range []string{ShuffleLocal, ShuffleGlobal} {
-		t.Run(mode, func(t *testing.T) {
+	for _, mode := range []Shuffle{ShuffleLocal, ShuffleGlobal} {
+		t.Run(string(mode), func(t *testing.T) {
 			owned := make([][]int64, p)
 			for _, g := range all {
 				owned[owner(g)] = append(owned[owner(g)], g)

@@ -13,12 +13,12 @@ import (
 // SweepPoint is the feature traffic of one cache policy and fraction in
 // FetchSweep, per epoch and summed over ranks unless said otherwise.
 type SweepPoint struct {
-	Cache      string  `json:"cache"`
-	CacheFrac  float64 `json:"cache_frac"`
-	CacheRows  int     `json:"cache_rows"` // the cache's capacity per rank, ⌊α·n/parts⌋
-	FetchRows  float64 `json:"fetch_rows"`
-	CacheHits  float64 `json:"cache_hits"`
-	RemoteRows float64 `json:"remote_rows"`
+	Cache      alltoall.CachePolicy `json:"cache"`
+	CacheFrac  float64              `json:"cache_frac"`
+	CacheRows  int                  `json:"cache_rows"` // the cache's capacity per rank, ⌊α·n/parts⌋
+	FetchRows  float64              `json:"fetch_rows"`
+	CacheHits  float64              `json:"cache_hits"`
+	RemoteRows float64              `json:"remote_rows"`
 	// FetchBytes is the bytes the fetch sends (phase fetch): request
 	// counts, ids and rows.
 	FetchBytes float64 `json:"fetch_bytes"`
@@ -43,9 +43,10 @@ type SweepPoint struct {
 // cfg.Cache and cfg.CacheFrac are ignored.
 //
 // FetchSweep is collective over c, like Run.
-func FetchSweep(c collective.Comm, d *Data, cfg Config, epochs int, policies []string, fracs []float64, each func(SweepPoint) error) error {
+func FetchSweep(c collective.Comm, d *Data, cfg Config, epochs int, policies []alltoall.CachePolicy, fracs []float64, each func(SweepPoint) error) error {
 	cfg.Cache, cfg.CacheFrac = alltoall.CacheNone, 0
-	if err := cfg.Validate(); err != nil {
+	cfg, err := cfg.Resolve(c.Size())
+	if err != nil {
 		return err
 	}
 	if epochs < 1 {
@@ -62,7 +63,7 @@ func FetchSweep(c collective.Comm, d *Data, cfg Config, epochs int, policies []s
 		}
 	}
 	feat := d.Feat
-	if cfg.FeatureNorm == "row" {
+	if cfg.FeatureNorm == FeatureNormRow {
 		feat = dense.RowNormalized(d.Feat)
 	}
 	t, err := newTrainer(c, d, cfg)
@@ -70,22 +71,9 @@ func FetchSweep(c collective.Comm, d *Data, cfg Config, epochs int, policies []s
 		return err
 	}
 	defer t.free()
-	var inputs [][]int64
-	most := 0 // the longest input
-	for e := 1; e <= epochs; e++ {
-		mbs, err := t.sampleEpoch(cfg.Seed, e)
-		if err != nil {
-			return err
-		}
-		for _, mb := range mbs {
-			inputs = append(inputs, mb.Input())
-			most = max(most, len(mb.Input()))
-		}
-	}
-	slowest := func(x float64) (float64, error) {
-		v := []float64{x}
-		err := collective.AllreduceSlice(c, v, collective.Max)
-		return v[0], err
+	inputs, most, err := t.sweepInputs(epochs)
+	if err != nil {
+		return err
 	}
 	// One result buffer, as large as the longest input, serves every
 	// fetch: with wide rows it is the largest allocation of the sweep.
@@ -96,7 +84,7 @@ func FetchSweep(c collective.Comm, d *Data, cfg Config, epochs int, policies []s
 		if err != nil {
 			return err
 		}
-		scoreS, err := slowest(time.Since(t0).Seconds())
+		scoreS, err := slowest(c, time.Since(t0).Seconds())
 		if err != nil {
 			return err
 		}
@@ -104,58 +92,95 @@ func FetchSweep(c collective.Comm, d *Data, cfg Config, epochs int, policies []s
 			if pol == alltoall.CacheNone && frac > 0 {
 				continue
 			}
-			k := cacheRows(frac, d.NumNodes(), d.Book.Parts)
-			// Collect the previous store before building the next, so that
-			// the heap never holds two (the fetches allocate too little for
-			// the collector to run on its own in between).
-			t.store = nil
-			runtime.GC()
-			t0 := time.Now()
-			if t.store, err = t.storeOf(feat, score, k); err != nil {
+			pt := SweepPoint{Cache: pol, CacheFrac: frac, CacheRows: cacheRows(frac, d.NumNodes(), d.Book.Parts), ScoreSeconds: scoreS}
+			if xbuf, err = t.sweepPoint(&pt, feat, score, inputs, xbuf, epochs); err != nil {
 				return err
 			}
-			fillS, err := slowest(time.Since(t0).Seconds())
-			if err != nil {
-				return err
-			}
-			before := collective.SnapshotOf(c)
-			var cnt alltoall.Counts
-			t0 = time.Now()
-			restore := collective.SetPhase(c, PhaseFetch)
-			for _, ids := range inputs {
-				var got alltoall.Counts
-				if xbuf, got, err = t.store.FetchTo(xbuf, ids); err != nil {
-					restore()
-					return err
-				}
-				cnt = cnt.Add(got)
-			}
-			restore()
-			secs := time.Since(t0).Seconds()
-			sent := collective.SnapshotOf(c).Sub(before).Phase(PhaseFetch).SentBytes
-			restore = collective.SetPhase(c, PhaseMetrics)
-			sums := []int64{cnt.Rows, cnt.Hits, cnt.Remote, sent}
-			err = collective.AllreduceSlice(c, sums, collective.Sum)
-			maxes := []int64{t.store.Bytes(), int64(t.store.CachedRows())}
-			if err == nil {
-				err = collective.AllreduceSlice(c, maxes, collective.Max)
-			}
-			if err == nil {
-				secs, err = slowest(secs)
-			}
-			restore()
-			if err != nil {
-				return err
-			}
-			e := float64(epochs)
-			pt := SweepPoint{Cache: pol, CacheFrac: frac, CacheRows: k,
-				FetchRows: float64(sums[0]) / e, CacheHits: float64(sums[1]) / e, RemoteRows: float64(sums[2]) / e,
-				FetchBytes: float64(sums[3]) / e, FetchSeconds: secs / e, ScoreSeconds: scoreS, FillSeconds: fillS,
-				StoreBytesMax: maxes[0], CachedRowsMax: maxes[1]}
 			if err := each(pt); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// sweepInputs samples epochs epochs of the schedule (the training loop's
+// seeds and keys) and returns every minibatch's input and the length of
+// the longest.
+func (t *trainer) sweepInputs(epochs int) (inputs [][]int64, most int, err error) {
+	for e := 1; e <= epochs; e++ {
+		mbs, err := t.sampleEpoch(t.cfg.Seed, e)
+		if err != nil {
+			return nil, 0, err
+		}
+		for _, mb := range mbs {
+			inputs = append(inputs, mb.Input())
+			most = max(most, len(mb.Input()))
+		}
+	}
+	return inputs, most, nil
+}
+
+// sweepPoint builds the store of pt's cache (pt.CacheRows rows of highest
+// score), replays the fetch of every input into xbuf and fills in pt's
+// traffic per epoch over epochs epochs. It returns the grown xbuf.
+func (t *trainer) sweepPoint(pt *SweepPoint, feat *dense.Matrix, score []float64, inputs [][]int64, xbuf *dense.Matrix, epochs int) (*dense.Matrix, error) {
+	c := t.c
+	// Collect the previous store before building the next, so that the
+	// heap never holds two (the fetches allocate too little for the
+	// collector to run on its own in between).
+	t.store = nil
+	runtime.GC()
+	t0 := time.Now()
+	var err error
+	if t.store, err = t.storeOf(feat, score, pt.CacheRows); err != nil {
+		return xbuf, err
+	}
+	fillS, err := slowest(c, time.Since(t0).Seconds())
+	if err != nil {
+		return xbuf, err
+	}
+	before := collective.SnapshotOf(c)
+	var cnt alltoall.Counts
+	t0 = time.Now()
+	restore := collective.SetPhase(c, PhaseFetch)
+	for _, ids := range inputs {
+		var got alltoall.Counts
+		if xbuf, got, err = t.store.FetchTo(xbuf, ids); err != nil {
+			restore()
+			return xbuf, err
+		}
+		cnt = cnt.Add(got)
+	}
+	restore()
+	secs := time.Since(t0).Seconds()
+	sent := collective.SnapshotOf(c).Sub(before).Phase(PhaseFetch).SentBytes
+	restore = collective.SetPhase(c, PhaseMetrics)
+	sums := []int64{cnt.Rows, cnt.Hits, cnt.Remote, sent}
+	err = collective.AllreduceSlice(c, sums, collective.Sum)
+	maxes := []int64{t.store.Bytes(), int64(t.store.CachedRows())}
+	if err == nil {
+		err = collective.AllreduceSlice(c, maxes, collective.Max)
+	}
+	if err == nil {
+		secs, err = slowest(c, secs)
+	}
+	restore()
+	if err != nil {
+		return xbuf, err
+	}
+	e := float64(epochs)
+	pt.FetchRows, pt.CacheHits, pt.RemoteRows = float64(sums[0])/e, float64(sums[1])/e, float64(sums[2])/e
+	pt.FetchBytes, pt.FetchSeconds, pt.FillSeconds = float64(sums[3])/e, secs/e, fillS
+	pt.StoreBytesMax, pt.CachedRowsMax = maxes[0], maxes[1]
+	return xbuf, nil
+}
+
+// slowest returns the largest x over the ranks.
+//
+// slowest is collective over c.
+func slowest(c collective.Comm, x float64) (float64, error) {
+	v := []float64{x}
+	err := collective.AllreduceSlice(c, v, collective.Max)
+	return v[0], err
 }

@@ -1,12 +1,7 @@
 package train
 
 import (
-	"encoding/json"
 	"fmt"
-	"math"
-	"path/filepath"
-	"slices"
-	"sort"
 	"time"
 
 	"gnnmpi/alltoall"
@@ -63,8 +58,8 @@ type EpochStats struct {
 // Result is a finished run's summary.
 type Result struct {
 	Epochs        []EpochStats     // every epoch, including those before a resume
-	BestEpoch     int              // epoch with the best validation accuracy (0: none evaluated)
-	BestValAcc    float64          //
+	BestEpoch     int              // the best evaluated epoch by Common.Select (0: none evaluated)
+	BestValAcc    float64          // validation accuracy at BestEpoch
 	TestAcc       float64          // test accuracy at BestEpoch
 	MedianEpochS  float64          // median of Epochs[i].Seconds
 	BytesPerEpoch map[string]int64 // mean bytes per epoch by phase, summed over ranks
@@ -72,11 +67,13 @@ type Result struct {
 	RemoteRowsPerEpoch float64
 	Stores             []StoreStats // every rank's feature store
 	NumParams          int
-	Best               []float32 // parameters at BestEpoch
+	Best               []float32 // parameters at BestEpoch (Run only: a full-graph rank holds one stage)
 }
 
 // Hooks let the caller report progress; any may be nil. They run on every
-// rank; print on rank 0 only.
+// rank; print on rank 0 only. Epoch runs after every epoch (after its
+// checkpoint, if one is due), Batch before every minibatch (Run only), Log
+// for messages such as a resume.
 type Hooks struct {
 	Epoch func(EpochStats) error
 	Batch func(epoch, batch, batches int)
@@ -85,58 +82,35 @@ type Hooks struct {
 
 // Run trains a model on d with cfg: data-parallel minibatch SGD, every rank
 // sampling and fetching its own minibatches, gradients averaged with
-// Allreduce, evaluation by exact layer-wise inference.
+// Allreduce, evaluation by exact layer-wise inference. The epoch loop
+// (resume, evaluation and checkpoint cadence, best epoch) is the one
+// RunFull shares.
 //
 // Run is collective over c: every rank must call it with the same cfg and
 // partition book.
 func Run(c collective.Comm, d *Data, cfg Config, h Hooks) (*Result, error) {
-	if err := cfg.Validate(); err != nil {
+	cfg, err := cfg.Resolve(c.Size())
+	if err != nil {
 		return nil, err
-	}
-	if h.Log == nil {
-		h.Log = func(string, ...any) {}
 	}
 	t, err := newTrainer(c, d, cfg)
 	if err != nil {
 		return nil, err
 	}
-	start := 1
-	if cfg.Resume {
-		if start, err = t.resume(); err != nil {
-			return nil, err
-		}
-		h.Log("resumed from %s at epoch %d", t.ckptPath(), start-1)
-	}
-	for epoch := start; epoch <= cfg.Epochs; epoch++ {
-		st, err := t.epoch(epoch, h.Batch)
-		if err != nil {
-			return nil, err
-		}
-		if math.IsNaN(st.Loss) || math.IsInf(st.Loss, 0) {
-			// A diverged run is an error, not a silent NaN curve.
-			return nil, fmt.Errorf("train: epoch %d: loss is %v (diverged; lower --lr?)", epoch, st.Loss)
-		}
-		t.history = append(t.history, st)
-		if st.Evaluated && t.better(st) {
-			t.bestEpoch, t.bestVal, t.bestTest = epoch, st.ValAcc, st.TestAcc
-			t.best = t.m.FlattenWeights(t.best[:0])
-		}
-		if cfg.CheckpointDir != "" && (epoch%cfg.CheckpointEvery == 0 || epoch == cfg.Epochs) {
-			if err := t.save(epoch); err != nil {
-				return nil, err
-			}
-		}
-		if h.Epoch != nil {
-			if err := h.Epoch(st); err != nil {
-				return nil, err
-			}
-		}
+	rec, err := runLoop(t, &cfg.Common, h)
+	if err != nil {
+		return nil, err
 	}
 	if err := t.free(); err != nil {
 		return nil, err
 	}
-	return t.result(), nil
+	res := rec.result()
+	res.NumParams, res.Stores = t.m.NumParams(), t.stores
+	return &res, nil
 }
+
+var _ stepper = (*trainer)(nil)
+var _ weightKeeper = (*trainer)(nil)
 
 // trainer is one rank's training state.
 type trainer struct {
@@ -158,10 +132,7 @@ type trainer struct {
 	grads   []float32
 	xbuf    *dense.Matrix // reused input rows of minibatches and inference chunks
 
-	history             []EpochStats
-	bestEpoch           int
-	bestVal, bestTest   float64
-	best                []float32
+	ep                  epochState // the epoch that train ran, for summarize
 	fingerprint         string
 	evalChunks          [][]int // per layer: this rank's chunk boundaries, padded to the ranks' maximum count
 	chunkCache          map[[2]int]*evalChunk
@@ -180,16 +151,13 @@ func newTrainer(c collective.Comm, d *Data, cfg Config) (*trainer, error) {
 	dd := *d
 	d = &dd
 	feat := d.Feat
-	if cfg.FeatureNorm == "row" {
+	if cfg.FeatureNorm == FeatureNormRow {
 		feat = dense.RowNormalized(d.Feat) // a copy: d.Feat may be read-only mapped memory
 	}
 	d.Feat = nil
 	t := &trainer{c: c, d: d, cfg: cfg, m: m}
-	switch cfg.Optimizer {
-	case "sgd":
-		t.opt = model.NewSGD(cfg.LR, cfg.Momentum, cfg.WeightDecay)
-	default:
-		t.opt = model.NewAdam(cfg.LR, cfg.WeightDecay)
+	if t.opt, err = cfg.newOptimizer(); err != nil {
+		return nil, err
 	}
 	if cfg.Topology == Topology15D {
 		p := c.Size()
@@ -203,7 +171,7 @@ func newTrainer(c collective.Comm, d *Data, cfg Config) (*trainer, error) {
 			return nil, err
 		}
 	}
-	if t.sampler, err = sampling.New(cfg.Sampler, d.Adj, cfg.Fanouts, t.grid); err != nil {
+	if t.sampler, err = sampling.New(string(cfg.Sampler), d.Adj, cfg.Fanouts, t.grid); err != nil {
 		return nil, err
 	}
 	n := d.NumNodes()
@@ -338,19 +306,31 @@ func (t *trainer) adjacency(b sampling.Block) *sparse.CSR {
 	return model.GCNNorm(b.Adj, dd, ds)
 }
 
-// epoch trains one epoch and, when due, evaluates.
-func (t *trainer) epoch(epoch int, progress func(epoch, batch, batches int)) (EpochStats, error) {
+// epochState is what train keeps on this rank for summarize: the
+// communication counts at the epoch's start, the times by phase, the loss
+// and accuracy sums and the feature fetches.
+type epochState struct {
+	before                 collective.Snapshot
+	secs                   map[string]float64
+	trainSecs              float64
+	lossSum, correct, seen float64
+	fetched                alltoall.Counts
+	batches                int
+}
+
+// train trains one epoch: every minibatch is sampled (Bulk at a time),
+// its inputs fetched, and one optimizer step taken on the gradients summed
+// over the ranks.
+func (t *trainer) train(epoch int, progress func(epoch, batch, batches int)) error {
 	c, r := t.c, t.c.Rank()
-	before := collective.SnapshotOf(c)
-	secs := map[string]float64{}
+	ep := epochState{before: collective.SnapshotOf(c), secs: map[string]float64{}}
 	lap := func(phase string, t0 time.Time) time.Time {
 		now := time.Now()
-		secs[phase] += now.Sub(t0).Seconds()
+		ep.secs[phase] += now.Sub(t0).Seconds()
 		return now
 	}
-	var lossSum, correct, seen float64
-	var fetched alltoall.Counts
 	batches := t.sched.batches(t.cfg.Seed, epoch, r)
+	ep.batches = len(batches)
 	var sampled []*sampling.MiniBatch
 	start := time.Now()
 	for i, seeds := range batches {
@@ -362,7 +342,7 @@ func (t *trainer) epoch(epoch int, progress func(epoch, batch, batches int)) (Ep
 			bulk := batches[i:min(i+t.cfg.Bulk, len(batches))]
 			var err error
 			if sampled, err = t.sampler.Sample(bulk, sampleKeys(t.cfg.Seed, epoch, i, len(bulk), r)); err != nil {
-				return EpochStats{}, err
+				return err
 			}
 		}
 		mb := sampled[i%t.cfg.Bulk]
@@ -371,75 +351,84 @@ func (t *trainer) epoch(epoch int, progress func(epoch, batch, batches int)) (Ep
 		x, cnt, err := t.store.FetchTo(t.xbuf, mb.Input())
 		restore()
 		if err != nil {
-			return EpochStats{}, err
+			return err
 		}
-		fetched = fetched.Add(cnt)
+		ep.fetched = ep.fetched.Add(cnt)
 		t.xbuf = x
 		t0 = lap(PhaseFetch, t0)
-		t.m.ZeroGrad()
-		if len(seeds) > 0 {
-			logits := t.m.Forward(t.blocks(mb), x, true, rng.New(t.cfg.Seed, streamDropout, uint64(epoch), uint64(i), uint64(r)))
-			labels := make([]int32, len(seeds))
-			for k, g := range seeds {
-				labels[k] = t.d.Labels[g]
-			}
-			loss, dl := model.SoftmaxCrossEntropy(logits, labels)
-			// dl is the gradient of this rank's mean loss; rescale it to
-			// this rank's share of the global mean over the step's seeds,
-			// so that summing over ranks gives the global gradient.
-			scale := float32(float64(len(seeds)) / float64(t.sched.sizes[i]))
-			for k := range dl.Data {
-				dl.Data[k] *= scale
-			}
-			t.m.Backward(dl)
-			lossSum += loss * float64(len(seeds))
-			correct += float64(model.Correct(logits, labels))
-			seen += float64(len(seeds))
-		}
+		t.backward(&ep, epoch, i, seeds, mb, x)
 		t0 = lap(PhaseCompute, t0)
 		t.grads = t.m.FlattenGrads(t.grads[:0])
 		restore = collective.SetPhase(c, PhaseGrad)
 		err = collective.AllreduceSlice(c, t.grads, collective.Sum)
 		restore()
 		if err != nil {
-			return EpochStats{}, err
+			return err
 		}
 		t.m.SetGrads(t.grads)
 		t0 = lap(PhaseGrad, t0)
 		t.opt.Step(t.m.Params())
 		lap(PhaseCompute, t0)
 	}
-	trainSecs := time.Since(start).Seconds()
-	st := EpochStats{Epoch: epoch, Batches: len(batches)}
-	if t.cfg.EvalEvery > 0 && (epoch%t.cfg.EvalEvery == 0 || epoch == t.cfg.Epochs) {
-		t0 := time.Now()
-		acc, valLoss, err := t.evaluate()
-		if err != nil {
-			return EpochStats{}, err
-		}
-		lap(PhaseEval, t0)
-		st.Evaluated, st.ValAcc, st.TestAcc, st.ValLoss = true, acc[1], acc[2], valLoss
+	ep.trainSecs = time.Since(start).Seconds()
+	t.ep = ep
+	return nil
+}
+
+// backward computes the gradients of minibatch i of epoch (seeds, sampled
+// as mb, input rows x) on this rank and adds its loss and accuracy to ep.
+func (t *trainer) backward(ep *epochState, epoch, i int, seeds []int64, mb *sampling.MiniBatch, x *dense.Matrix) {
+	t.m.ZeroGrad()
+	if len(seeds) == 0 {
+		return
 	}
-	// Reductions: sums of loss and accuracy counts, maxima of times, sums
-	// of this epoch's bytes by phase.
+	logits := t.m.Forward(t.blocks(mb), x, true, rng.New(t.cfg.Seed, streamDropout, uint64(epoch), uint64(i), uint64(t.c.Rank())))
+	labels := make([]int32, len(seeds))
+	for k, g := range seeds {
+		labels[k] = t.d.Labels[g]
+	}
+	loss, dl := model.SoftmaxCrossEntropy(logits, labels)
+	// dl is the gradient of this rank's mean loss; rescale it to this
+	// rank's share of the global mean over the step's seeds, so that
+	// summing over ranks gives the global gradient.
+	scale := float32(float64(len(seeds)) / float64(t.sched.sizes[i]))
+	for k := range dl.Data {
+		dl.Data[k] *= scale
+	}
+	t.m.Backward(dl)
+	ep.lossSum += loss * float64(len(seeds))
+	ep.correct += float64(model.Correct(logits, labels))
+	ep.seen += float64(len(seeds))
+}
+
+// summarize reduces the epoch that train ran (and the evaluation ev, if not
+// nil) over the ranks: sums of loss and accuracy counts, maxima of times,
+// sums of the epoch's bytes by phase and of the feature fetches.
+func (t *trainer) summarize(epoch int, ev *evaluation, evalSecs float64) (EpochStats, error) {
+	c, ep := t.c, &t.ep
+	st := EpochStats{Epoch: epoch, Batches: ep.batches}
+	if ev != nil {
+		ep.secs[PhaseEval] += evalSecs
+		st.Evaluated, st.ValAcc, st.TestAcc, st.ValLoss = true, ev.ValAcc, ev.TestAcc, ev.ValLoss
+	}
 	defer collective.SetPhase(c, PhaseMetrics)()
-	sums := []float64{lossSum, correct, seen}
+	sums := []float64{ep.lossSum, ep.correct, ep.seen}
 	if err := collective.AllreduceSlice(c, sums, collective.Sum); err != nil {
 		return EpochStats{}, err
 	}
-	times := []float64{trainSecs}
+	times := []float64{ep.trainSecs}
 	for _, p := range timePhases {
-		times = append(times, secs[p])
+		times = append(times, ep.secs[p])
 	}
 	if err := collective.AllreduceSlice(c, times, collective.Max); err != nil {
 		return EpochStats{}, err
 	}
-	delta := collective.SnapshotOf(c).Sub(before)
+	delta := collective.SnapshotOf(c).Sub(ep.before)
 	bytes := make([]int64, len(bytePhases), len(bytePhases)+3)
 	for k, p := range bytePhases {
 		bytes[k] = delta.Phase(p).SentBytes
 	}
-	bytes = append(bytes, fetched.Rows, fetched.Hits, fetched.Remote)
+	bytes = append(bytes, ep.fetched.Rows, ep.fetched.Hits, ep.fetched.Remote)
 	if err := collective.AllreduceSlice(c, bytes, collective.Sum); err != nil {
 		return EpochStats{}, err
 	}
@@ -459,72 +448,19 @@ func (t *trainer) epoch(epoch int, progress func(epoch, batch, batches int)) (Ep
 	return st, nil
 }
 
-// better reports whether the evaluated epoch st beats the best so far by
-// the selection rule: a higher validation accuracy, or the same accuracy
-// with a lower validation loss (validation sets are small, so accuracies
-// often tie); or, with SelectLoss, a lower validation loss, or the same
-// loss with a higher accuracy.
-func (t *trainer) better(st EpochStats) bool {
-	return better(t.cfg.Select, st, t.history, t.bestEpoch)
-}
-
-// better reports whether the evaluated epoch st beats history[bestEpoch−1]
-// (1-based; 0: nothing evaluated yet) under the selection rule sel.
-func better(sel string, st EpochStats, history []EpochStats, bestEpoch int) bool {
-	if bestEpoch == 0 {
-		return true
-	}
-	best := history[bestEpoch-1]
-	if sel == SelectLoss {
-		return st.ValLoss < best.ValLoss || st.ValLoss == best.ValLoss && st.ValAcc > best.ValAcc
-	}
-	return st.ValAcc > best.ValAcc || st.ValAcc == best.ValAcc && st.ValLoss < best.ValLoss
-}
+// flatWeights appends the model's parameters to dst (weightKeeper).
+func (t *trainer) flatWeights(dst []float32) []float32 { return t.m.FlattenWeights(dst) }
 
 // evaluate runs exact layer-wise full-neighbour inference over every vertex
-// and returns the train, validation and test accuracy and the mean
-// validation loss. Each rank computes
-// the layer's output for the vertices it owns, fetching the inputs of their
-// neighbours from the owners (phase "eval"), chunk by chunk.
-func (t *trainer) evaluate() ([3]float64, float64, error) {
-	c, r := t.c, t.c.Rank()
+// (infer) and returns the validation and test accuracy and the mean
+// validation loss.
+func (t *trainer) evaluate() (evaluation, error) {
+	c := t.c
 	defer collective.SetPhase(c, PhaseEval)()
-	owned := t.ebook.Owned(r)
-	var h *dense.Matrix
-	for l := range t.cfg.Model.Layers {
-		var out *dense.Matrix
-		b := t.evalChunks[l]
-		for k := range len(b) - 1 {
-			lo, hi := b[k], b[k+1]
-			dst := owned[lo:hi]
-			ch := t.chunk(owned, lo, hi)
-			x := h
-			var err error
-			switch {
-			case l == 0: // the input rows, from the feature store
-				if x, _, err = t.store.FetchTo(t.xbuf, ch.src); err != nil {
-					return [3]float64{}, 0, err
-				}
-				t.xbuf = x
-			case !ch.inPlace:
-				if x, err = alltoall.ExchangeTo(c, t.xbuf, ch.plan, t.ebook, h); err != nil {
-					return [3]float64{}, 0, err
-				}
-				t.xbuf = x
-			}
-			if len(dst) == 0 {
-				continue
-			}
-			y := t.m.ForwardLayer(l, ch.adj, x)
-			if out == nil {
-				out = dense.New(len(owned), y.Cols)
-			}
-			copy(out.Data[lo*y.Cols:], y.Data)
-		}
-		if out == nil {
-			out = dense.New(0, t.m.Layers[l].OutDim())
-		}
-		h = out
+	owned := t.ebook.Owned(c.Rank())
+	h, err := t.infer(owned)
+	if err != nil {
+		return evaluation{}, err
 	}
 	// counts: hits and totals of train, validation, test; then the
 	// validation loss sum.
@@ -546,13 +482,57 @@ func (t *trainer) evaluate() ([3]float64, float64, error) {
 		}
 	}
 	if err := collective.AllreduceSlice(c, counts[:], collective.Sum); err != nil {
-		return [3]float64{}, 0, err
+		return evaluation{}, err
 	}
-	var acc [3]float64
-	for s := range acc {
-		acc[s] = counts[2*s] / max(counts[2*s+1], 1)
+	return evaluation{
+		ValAcc:  counts[2] / max(counts[3], 1),
+		ValLoss: counts[6] / max(counts[3], 1),
+		TestAcc: counts[4] / max(counts[5], 1),
+	}, nil
+}
+
+// infer computes the model's output rows of the vertices this rank owns in
+// layer-wise inference (owned, ebook order): each rank computes a layer's
+// output for its vertices, fetching the inputs of their neighbours from
+// the owners (phase "eval"), chunk by chunk.
+func (t *trainer) infer(owned []int64) (*dense.Matrix, error) {
+	var h *dense.Matrix
+	for l := range t.cfg.Model.Layers {
+		var out *dense.Matrix
+		b := t.evalChunks[l]
+		for k := range len(b) - 1 {
+			lo, hi := b[k], b[k+1]
+			dst := owned[lo:hi]
+			ch := t.chunk(owned, lo, hi)
+			x := h
+			var err error
+			switch {
+			case l == 0: // the input rows, from the feature store
+				if x, _, err = t.store.FetchTo(t.xbuf, ch.src); err != nil {
+					return nil, err
+				}
+				t.xbuf = x
+			case !ch.inPlace:
+				if x, err = alltoall.ExchangeTo(t.c, t.xbuf, ch.plan, t.ebook, h); err != nil {
+					return nil, err
+				}
+				t.xbuf = x
+			}
+			if len(dst) == 0 {
+				continue
+			}
+			y := t.m.ForwardLayer(l, ch.adj, x)
+			if out == nil {
+				out = dense.New(len(owned), y.Cols)
+			}
+			copy(out.Data[lo*y.Cols:], y.Data)
+		}
+		if out == nil {
+			out = dense.New(0, t.m.Layers[l].OutDim())
+		}
+		h = out
 	}
-	return acc, counts[6] / max(counts[3], 1), nil
+	return h, nil
 }
 
 // identity reports whether src lists exactly the n local rows 0..n−1 in
@@ -598,130 +578,4 @@ func (t *trainer) chunk(owned []int64, lo, hi int) *evalChunk {
 	}
 	t.chunkCache[key] = ch
 	return ch
-}
-
-func (t *trainer) ckptPath() string { return filepath.Join(t.cfg.CheckpointDir, CheckpointFile) }
-
-// makeFingerprint describes everything that must match for a resumed run to
-// continue the same loss curve.
-func (t *trainer) makeFingerprint() string {
-	cfg := t.cfg
-	cfg.Epochs, cfg.EvalEvery, cfg.CheckpointDir, cfg.CheckpointEvery, cfg.Resume, cfg.EvalMemory = 0, 0, "", 0, false, 0
-	b, _ := json.Marshal(struct {
-		Config Config
-		Ranks  int
-		dataID
-	}{cfg, t.c.Size(), dataIDOf(t.d)})
-	return string(b)
-}
-
-func int32Bytes(x []int32) []byte {
-	b := make([]byte, 4*len(x))
-	for i, v := range x {
-		b[4*i], b[4*i+1], b[4*i+2], b[4*i+3] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24)
-	}
-	return b
-}
-
-// save writes the checkpoint after epoch (rank 0; every rank holds the same
-// model and optimizer state).
-func (t *trainer) save(epoch int) error {
-	if t.c.Rank() != 0 {
-		return nil
-	}
-	ck := &checkpoint{
-		Header: ckptHeader{Fingerprint: t.fingerprint, Epoch: epoch, Seed: t.cfg.Seed, Ranks: t.c.Size(),
-			BestEpoch: t.bestEpoch, BestVal: t.bestVal, BestTest: t.bestTest, History: t.history},
-		Weights: t.m.FlattenWeights(nil),
-		Opt:     t.opt.State(),
-		Best:    t.best,
-	}
-	if !finite(ck.Weights) {
-		return fmt.Errorf("train: epoch %d: parameters are not finite; not checkpointing", epoch)
-	}
-	b, err := ck.encode()
-	if err != nil {
-		return err
-	}
-	return writeAtomic(t.ckptPath(), b)
-}
-
-// resume reads the checkpoint on rank 0, broadcasts it, restores the state
-// and returns the first epoch to run.
-func (t *trainer) resume() (int, error) {
-	c := t.c
-	defer collective.SetPhase(c, PhaseSetup)()
-	var data []byte
-	var rerr error
-	if c.Rank() == 0 {
-		ck, err := readCheckpoint(t.ckptPath())
-		if err == nil {
-			data, err = ck.encode()
-		}
-		rerr = err
-	}
-	n := []int64{int64(len(data))}
-	if rerr != nil {
-		n[0] = -1
-	}
-	if err := collective.BcastSlice(c, n, 0); err != nil {
-		return 0, err
-	}
-	if n[0] < 0 {
-		if rerr == nil {
-			rerr = fmt.Errorf("train: rank 0 could not read the checkpoint %s", t.ckptPath())
-		}
-		return 0, rerr
-	}
-	if c.Rank() != 0 {
-		data = make([]byte, n[0])
-	}
-	if err := collective.BcastSlice(c, data, 0); err != nil {
-		return 0, err
-	}
-	ck, err := decodeCheckpoint(data, t.ckptPath())
-	if err != nil {
-		return 0, err
-	}
-	if ck.Header.Fingerprint != t.fingerprint {
-		return 0, fmt.Errorf("train: checkpoint %s was written by a run with other settings; resume needs the same model, data, partition, seed and rank count\n  checkpoint: %s\n  this run:   %s", t.ckptPath(), ck.Header.Fingerprint, t.fingerprint)
-	}
-	if len(ck.Weights) != t.m.NumParams() {
-		return 0, fmt.Errorf("train: checkpoint %s has %d parameters, the model %d", t.ckptPath(), len(ck.Weights), t.m.NumParams())
-	}
-	t.m.SetWeights(ck.Weights)
-	if err := t.opt.SetState(ck.Opt); err != nil {
-		return 0, fmt.Errorf("train: checkpoint %s: %w", t.ckptPath(), err)
-	}
-	h := ck.Header
-	t.history = slices.Clone(h.History)
-	t.bestEpoch, t.bestVal, t.bestTest, t.best = h.BestEpoch, h.BestVal, h.BestTest, slices.Clone(ck.Best)
-	return h.Epoch + 1, nil
-}
-
-func (t *trainer) result() *Result {
-	res := &Result{Epochs: t.history, BestEpoch: t.bestEpoch, BestValAcc: t.bestVal, TestAcc: t.bestTest,
-		NumParams: t.m.NumParams(), Best: t.best, BytesPerEpoch: map[string]int64{}, Stores: t.stores}
-	if len(t.history) > 0 {
-		s := make([]float64, len(t.history))
-		for i, e := range t.history {
-			s[i] = e.Seconds
-			for p, b := range e.Bytes {
-				res.BytesPerEpoch[p] += b
-			}
-			res.RemoteRowsPerEpoch += float64(e.RemoteRows) / float64(len(t.history))
-		}
-		res.MedianEpochS = median(s)
-		for p := range res.BytesPerEpoch {
-			res.BytesPerEpoch[p] /= int64(len(t.history))
-		}
-	}
-	return res
-}
-
-// median returns the median of s (the mean of the middle two for an even
-// length), sorting s.
-func median(s []float64) float64 {
-	sort.Float64s(s)
-	return (s[(len(s)-1)/2] + s[len(s)/2]) / 2
 }

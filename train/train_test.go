@@ -115,7 +115,7 @@ func TestTrainLearns(t *testing.T) {
 }
 
 func TestSameSeedSameLosses(t *testing.T) {
-	for _, shuffle := range []string{ShuffleLocal, ShuffleGlobal} {
+	for _, shuffle := range []Shuffle{ShuffleLocal, ShuffleGlobal} {
 		cfg := testConfig("sage")
 		cfg.Shuffle = shuffle
 		a := runP(t, 2, cfg, nil)
@@ -130,7 +130,7 @@ func TestSameSeedSameLosses(t *testing.T) {
 // Sampling k minibatches together changes nothing: the loss curve is
 // bit-identical for every bulk size, node-wise and LADIES alike.
 func TestBulkSameLosses(t *testing.T) {
-	for _, sampler := range []string{SamplerSAGE, SamplerLADIES} {
+	for _, sampler := range []Sampler{SamplerSAGE, SamplerLADIES} {
 		cfg := testConfig("gcn")
 		cfg.Sampler = sampler
 		if sampler == SamplerLADIES {
@@ -190,8 +190,8 @@ func TestSamplerConfigErrors(t *testing.T) {
 // A run stopped after epoch 3 and resumed from its checkpoint continues
 // exactly the loss curve of an uninterrupted run.
 func TestResumeContinuesTheSameCurve(t *testing.T) {
-	for _, opt := range []string{"adam", "sgd"} {
-		t.Run(opt, func(t *testing.T) {
+	for _, opt := range []Optimizer{OptimizerAdam, OptimizerSGD} {
+		t.Run(string(opt), func(t *testing.T) {
 			cfg := testConfig("sage")
 			cfg.Optimizer, cfg.Momentum, cfg.Epochs = opt, 0.9, 6
 			full := runP(t, 2, cfg, nil)
@@ -225,12 +225,10 @@ func TestEvaluationIndependentOfRanks(t *testing.T) {
 	// evaluates the initial model, which every p builds identically.
 	g := sbm()
 	for _, kind := range []string{"sage", "gcn", "gat"} {
-		var accs [][3]float64
-		var losses []float64
+		var evs []evaluation
 		for _, p := range []int{1, 2, 4} {
 			book := partition.Random(g.NumNodes, p, 9)
-			got := make([][3]float64, p)
-			loss := make([]float64, p)
+			got := make([]evaluation, p)
 			err := inproc.Run(p, inproc.Options{Timeout: time.Minute}, func(c collective.Comm) error {
 				d, err := Distribute(g, "random", book, c.Rank())
 				if err != nil {
@@ -242,23 +240,21 @@ func TestEvaluationIndependentOfRanks(t *testing.T) {
 				if err != nil {
 					return err
 				}
-				got[c.Rank()], loss[c.Rank()], err = tr.evaluate()
+				got[c.Rank()], err = tr.evaluate()
 				return err
 			})
 			require.NoError(t, err)
 			for r := 1; r < p; r++ {
 				require.Equal(t, got[0], got[r])
-				require.Equal(t, loss[0], loss[r])
 			}
-			accs = append(accs, got[0])
-			losses = append(losses, loss[0])
+			evs = append(evs, got[0])
 		}
-		for i := 1; i < len(losses); i++ {
-			require.InEpsilon(t, losses[0], losses[i], 1e-4, "%s: validation loss", kind)
+		for i := 1; i < len(evs); i++ {
+			require.InEpsilon(t, evs[0].ValLoss, evs[i].ValLoss, 1e-4, "%s: validation loss", kind)
 		}
-		for i := 1; i < len(accs); i++ {
-			require.InDelta(t, accs[0][1], accs[i][1], 1.0/120, "%s: val accuracy within one vertex", kind)
-			require.InDelta(t, accs[0][2], accs[i][2], 1.0/120, "%s: test accuracy within one vertex", kind)
+		for i := 1; i < len(evs); i++ {
+			require.InDelta(t, evs[0].ValAcc, evs[i].ValAcc, 1.0/120, "%s: val accuracy within one vertex", kind)
+			require.InDelta(t, evs[0].TestAcc, evs[i].TestAcc, 1.0/120, "%s: test accuracy within one vertex", kind)
 		}
 	}
 }
@@ -297,15 +293,12 @@ func TestSelectionRules(t *testing.T) {
 		{Epoch: 4, Evaluated: true, ValAcc: 0.81, ValLoss: 0.55}, // highest acc
 		{Epoch: 5, Evaluated: true, ValAcc: 0.82, ValLoss: 0.50}, // loss tie, higher acc
 	}
-	pick := func(sel string, n int) int {
-		tr := &trainer{cfg: Config{Select: sel}}
+	pick := func(sel Selection, n int) int {
+		rec := &record{}
 		for _, st := range hist[:n] {
-			tr.history = append(tr.history, st)
-			if tr.better(st) {
-				tr.bestEpoch = st.Epoch
-			}
+			rec.add(st, sel, nil)
 		}
-		return tr.bestEpoch
+		return rec.bestEpoch
 	}
 	require.Equal(t, []int{1, 2, 2, 4, 5}, []int{pick(SelectAcc, 1), pick(SelectAcc, 2), pick(SelectAcc, 3), pick(SelectAcc, 4), pick(SelectAcc, 5)})
 	require.Equal(t, []int{1, 2, 3, 3, 5}, []int{pick(SelectLoss, 1), pick(SelectLoss, 2), pick(SelectLoss, 3), pick(SelectLoss, 4), pick(SelectLoss, 5)})

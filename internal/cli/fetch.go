@@ -18,37 +18,37 @@ func fetchCmd() *Command {
 		Usage:   "--data PATH [--cache none,degree,vip,sim] [--cache-frac 0,0.1,1] [flags]",
 		Flags: func(fs *flag.FlagSet) func(*Env) error {
 			d := train.Defaults("sage")
-			data := fs.String("data", "data/cora", "dataset: OGB raw-layout directory or .gnn binary file")
-			split := fs.String("split", "", "split whose training vertices are the seeds (default: the dataset's first)")
-			part := fs.String("partition", train.PartitionMetis, "vertex partition: block, random, metis, or a book file")
-			fanouts := fs.String("fanouts", "15,10", "neighbours sampled per hop, from the seeds outwards")
-			batch := fs.Int("batch-size", 1024, "seeds per rank per minibatch (at most)")
-			bulk := fs.Int("bulk", 1, "minibatches sampled together")
+			// The sweep's one default of its own: minibatches of the size
+			// the fetch benchmarks use (bench/fetch.sh).
+			d.BatchSize = 1024
+			sf := addSampleFlags(fs, d)
 			epochs := fs.Int("epochs", 1, "epochs of minibatches to replay per configuration")
 			policies := fs.String("cache", "none,degree,vip,sim", "cache policies, comma-separated: none, degree, vip, vip-recurrence, sim")
 			fracs := fs.String("cache-frac", "0,0.01,0.05,0.1,0.2,0.5,1", "cache sizes α, comma-separated: each rank caches ⌊α·n/parts⌋ remote rows")
-			simEpochs := fs.Int("cache-sim-epochs", d.CacheSimEpochs, "simulated epochs that score --cache sim")
-			frepl := fs.Int("replication", 1, "feature replication c (divides the number of ranks)")
-			dtype := fs.String("feature-dtype", alltoall.F32, "f32 or f16")
-			topology := fs.String("topology", d.Topology, "sampler graph: replicated or 1.5d")
-			c15 := fs.Int("c", 1, "replication factor of --topology 1.5d")
-			seed := fs.Uint64("seed", d.Seed, "random seed (shuffles, sampling, METIS)")
 			return func(env *Env) error {
 				cfg := train.Defaults("sage")
-				fo, err := parseInts(*fanouts)
-				if err != nil {
-					return fmt.Errorf("fetch: --fanouts %q: %w", *fanouts, err)
+				if err := sf.config(&cfg, setFlags(fs)); err != nil {
+					return fmt.Errorf("fetch: %w", err)
+				}
+				cfg.Model.Layers = len(cfg.Fanouts)
+				if cfg.Sampler == train.SamplerLADIES {
+					cfg.Model.Kind = "gcn" // the blocks carry GCN's LADIES weights; nothing is trained
+				}
+				cfg.FeatureNorm = train.FeatureNormNone // the bytes do not depend on it; saves a copy of the features
+				cfg.EvalEvery = 0
+				var pols []alltoall.CachePolicy
+				for _, s := range strings.Split(*policies, ",") {
+					pol, err := train.ParseCache(s)
+					if err != nil {
+						return err
+					}
+					pols = append(pols, pol)
 				}
 				fr, err := parseFloats(*fracs)
 				if err != nil {
 					return fmt.Errorf("fetch: --cache-frac %q: %w", *fracs, err)
 				}
-				cfg.Model.Layers, cfg.Fanouts, cfg.BatchSize, cfg.Bulk = len(fo), fo, *batch, *bulk
-				cfg.FeatureNorm = "none" // the bytes do not depend on it; saves a copy of the features
-				cfg.CacheSimEpochs, cfg.Replication, cfg.FeatureDType = *simEpochs, *frepl, *dtype
-				cfg.Topology, cfg.C, cfg.Seed = *topology, *c15, *seed
-				cfg.EvalEvery = 0
-				return runFetch(env, *data, *split, *part, cfg, *epochs, strings.Split(*policies, ","), fr)
+				return runFetch(env, *sf.data, *sf.split, *sf.partition, cfg, *epochs, pols, fr)
 			}
 		},
 	}
@@ -66,11 +66,12 @@ func parseFloats(s string) ([]float64, error) {
 	return out, nil
 }
 
-func runFetch(env *Env, path, split, partition string, cfg train.Config, epochs int, policies []string, fracs []float64) error {
-	if err := cfg.Validate(); err != nil {
+func runFetch(env *Env, path, split, partition string, cfg train.Config, epochs int, policies []alltoall.CachePolicy, fracs []float64) error {
+	c := env.Comm
+	cfg, err := cfg.Resolve(c.Size())
+	if err != nil {
 		return err
 	}
-	c := env.Comm
 	t0 := time.Now()
 	d, err := train.Load(c, path, split, partition, cfg.Replication, cfg.Seed, env.Progress)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"gnnmpi/alltoall"
 	"gnnmpi/train"
 )
 
@@ -28,7 +29,7 @@ func TestFetchCommand(t *testing.T) {
 	pts := run(4, "--cache", "none,degree,vip", "--cache-frac", "0,0.1,0.5,4")
 	require.Len(t, pts, 1+4+4)
 	none := pts[0]
-	require.Equal(t, "none", none.Cache)
+	require.Equal(t, alltoall.CacheNone, none.Cache)
 	require.Positive(t, none.RemoteRows)
 	for k := range 4 {
 		deg, vip := pts[1+k], pts[5+k]
@@ -47,4 +48,23 @@ func TestFetchCommand(t *testing.T) {
 
 	_, err := runCmd(t, 2, "fetch", "--data", data, "--cache", "lru")
 	require.ErrorContains(t, err, `unknown cache policy "lru"`)
+}
+
+// fetch and train share their sampling and feature-store flags and their
+// defaults: without --fanouts, fetch samples train's 25,10.
+func TestFetchSharesTrainDefaults(t *testing.T) {
+	data := filepath.Join("..", "..", "data", "cora")
+	out, err := runCmd(t, 2, "fetch", "--data", data, "--cache", "none", "--cache-frac", "0", "--global-batch-size", "64")
+	require.NoError(t, err)
+	var obj struct {
+		Config struct {
+			Fanouts   []int `json:"fanouts"`
+			BatchSize int   `json:"batch_size"`
+		} `json:"config"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &obj), out)
+	require.Equal(t, train.Defaults("sage").Fanouts, obj.Config.Fanouts)
+	require.Equal(t, 32, obj.Config.BatchSize, "--global-batch-size 64 on 2 ranks")
+	_, err = runCmd(t, 2, "fetch", "--data", data, "--sampler", "fastgcn")
+	require.ErrorContains(t, err, `unknown sampler "fastgcn" (want sage or ladies)`)
 }

@@ -17,15 +17,15 @@ func runFull(env *Env, path, split, partition string, cfg train.FullConfig) erro
 	}
 	stages, _ := train.FullStages(cfg, c.Size())
 	t0 := time.Now()
-	d, err := train.Load(c, path, split, partition, stages, cfg.Pipe.Seed, env.Progress)
+	d, err := train.Load(c, path, split, partition, stages, cfg.Seed, env.Progress)
 	if err != nil {
 		return err
 	}
 	env.Progress("loaded %s in %.2fs: %d vertices, %d features, %d classes; split %s with %d training vertices",
 		d.Name, time.Since(t0).Seconds(), d.NumNodes(), d.Feat.Cols, d.NumClasses, d.SplitName, len(d.Split.Train))
-	mc := cfg.Pipe.Model
+	mc := cfg.Model
 	env.Printf("training %s (%d layers, hidden %d) on the whole of %s, %s mode on %d ranks (%s, BLAS %s): %d chunks per part, %s %.3g, seed %d\n",
-		mc.Kind, mc.Layers, mc.Hidden, d.Name, cfg.Mode, c.Size(), env.Backend, env.BLASName, cfg.Chunks, cfg.Pipe.Optimizer, cfg.Pipe.LR, cfg.Pipe.Seed)
+		mc.Kind, mc.Layers, mc.Hidden, d.Name, cfg.Mode, c.Size(), env.Backend, env.BLASName, cfg.Chunks, cfg.Optimizer, cfg.LR, cfg.Seed)
 	hooks := train.Hooks{
 		Log: env.Progress,
 		Epoch: func(st train.EpochStats) error {
@@ -51,9 +51,9 @@ func runFull(env *Env, path, split, partition string, cfg train.FullConfig) erro
 	cfgOut := map[string]any{
 		"data": path, "split": d.SplitName, "partition": partition, "mode": cfg.Mode,
 		"stages": res.Layout.Stages, "pipelines": res.Layout.Pipelines, "chunks": cfg.Chunks, "chunk_partition": cfg.ChunkMethod,
-		"model": mc, "shuffle_chunks": cfg.Pipe.ShuffleChunks, "clear_grads": cfg.Pipe.ClearGrads, "snapshot_every": cfg.Pipe.SnapshotEvery,
-		"feature_norm": cfg.FeatureNorm, "epochs": cfg.Epochs, "optimizer": cfg.Pipe.Optimizer, "lr": cfg.Pipe.LR,
-		"weight_decay": cfg.Pipe.WeightDecay, "momentum": cfg.Pipe.Momentum, "seed": cfg.Pipe.Seed,
+		"model": mc, "shuffle_chunks": cfg.ShuffleChunks, "clear_grads": cfg.ClearGrads, "snapshot_every": cfg.SnapshotEvery,
+		"feature_norm": cfg.FeatureNorm, "epochs": cfg.Epochs, "optimizer": cfg.Optimizer, "lr": cfg.LR,
+		"weight_decay": cfg.WeightDecay, "momentum": cfg.Momentum, "seed": cfg.Seed,
 		"eval_every": cfg.EvalEvery, "select": cfg.Select, "blas": env.BLASName,
 	}
 	out := map[string]any{

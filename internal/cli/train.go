@@ -17,144 +17,197 @@ func trainCmd() *Command {
 		Summary: "train a GNN: data-parallel minibatches (GraphSAGE, GCN, GAT), or a deep full-graph model (GCN, SAGE, ResGCN, GCNII) graph-parallel, pipelined (GNNPipe) or hybrid",
 		Usage:   "--data PATH [--model sage|gcn|gat] [flags]   |   --mode graph|pipe|hybrid --data PATH [--model gcnii|resgcn|gcn|sage] [flags]",
 		Flags: func(fs *flag.FlagSet) func(*Env) error {
-			d := train.Defaults("sage")
-			data := fs.String("data", "data/cora", "dataset: OGB raw-layout directory or .gnn binary file")
-			split := fs.String("split", "", "split to train on (default: the dataset's first)")
-			part := fs.String("partition", train.PartitionMetis, "vertex partition over the ranks: block, random, metis, or a book file from `gnnmpi partition`")
-			kind := fs.String("model", "sage", "minibatch: sage (GraphSAGE mean), gcn or gat; full-graph modes: gcnii, resgcn, gcn or sage")
-			layers := fs.Int("layers", d.Model.Layers, "GNN layers")
-			var hidden, epochs optInt
-			var lr, drop, attnDrop optFloat
-			fs.Var(&hidden, "hidden", "hidden width (GAT: per head; default sage 128, gcn 64, gat 8)")
-			heads := fs.Int("heads", 8, "GAT attention heads of the hidden layers")
-			outHeads := fs.Int("out-heads", 1, "GAT attention heads of the output layer (averaged)")
-			fanouts := fs.String("fanouts", "25,10", "neighbours sampled per hop, from the seeds outwards (-1: all); one per layer")
-			sampler := fs.String("sampler", d.Sampler, "sage (node-wise: --fanouts neighbours per vertex) or ladies (layer-wise: --fanouts vertices per minibatch and layer; --model gcn)")
-			topology := fs.String("topology", d.Topology, "where the sampler's graph lives: replicated (no communication) or 1.5d (rows over p/c grid rows, c copies; P = Q·A by 1.5D SpGEMM)")
-			repl := fs.Int("c", d.C, "replication factor of --topology 1.5d (divides the number of ranks)")
-			frepl := fs.Int("replication", d.Replication, "feature replication c: features partitioned over ranks/c parts, each held by c ranks; a rank fetches only from its replica group (divides the number of ranks)")
-			cache := fs.String("cache", d.Cache, "static feature cache of remote rows: none, degree (in-degree), vip (inclusion probability of the node-wise sampler), vip-recurrence (SALIENT++'s recurrence as written) or sim (access counts of simulated epochs)")
-			cacheFrac := fs.Float64("cache-frac", 0, "cache size α: each rank caches ⌊α·n/parts⌋ remote rows")
-			simEpochs := fs.Int("cache-sim-epochs", d.CacheSimEpochs, "simulated epochs that score --cache sim")
-			dtype := fs.String("feature-dtype", d.FeatureDType, "feature storage and wire type: f32 or f16 (half precision: half the memory and fetch bytes)")
-			gpuFrac := fs.Float64("gpu-frac", 0, "fraction of the resident feature rows, hottest first, destined for GPU memory (the tier split is reported)")
-			bulk := fs.Int("bulk", d.Bulk, "minibatches sampled together (one sparse product per layer for all); the minibatches do not depend on it")
-			batch := fs.Int("batch-size", d.BatchSize, "seeds per rank per minibatch (at most)")
-			globalBatch := fs.Int("global-batch-size", 0, "seeds per step over all ranks (at most); each rank takes ⌈G/ranks⌉, so the number of optimizer steps does not depend on the rank count (replaces --batch-size)")
-			fs.Var(&epochs, "epochs", "epochs (default sage/gcn 100, gat 200)")
-			shuffle := fs.String("shuffle", train.ShuffleLocal, "local (each rank shuffles its own training vertices) or global (one shuffle split across ranks)")
-			optim := fs.String("optimizer", "adam", "adam or sgd")
-			fs.Var(&lr, "lr", "learning rate (default sage/gcn 0.01, gat 0.005)")
-			wd := fs.Float64("weight-decay", float64(d.WeightDecay), "L2 weight decay")
-			mom := fs.Float64("momentum", 0, "SGD momentum")
-			fs.Var(&drop, "dropout", "feature dropout (default sage/gcn 0.5, gat 0.6)")
-			featNorm := fs.String("feature-norm", d.FeatureNorm, "input features: row (each row scaled to sum 1) or none")
-			fs.Var(&attnDrop, "attn-dropout", "GAT: dropout on attention coefficients (default 0.6)")
-			norm := fs.Bool("normalize", false, "GraphSAGE: L2-normalise hidden embeddings")
-			seed := fs.Uint64("seed", d.Seed, "random seed (weights, shuffles, sampling, dropout, METIS)")
-			evalEvery := fs.Int("eval-every", d.EvalEvery, "evaluate every K epochs and after the last (0: no evaluation)")
-			sel := fs.String("select", d.Select, "model selection over evaluated epochs: val-acc (highest validation accuracy) or val-loss (lowest validation loss)")
-			evalMem := fs.Int64("eval-memory", d.EvalMemory*4>>20, "MiB of gathered inputs per chunk of layer-wise inference")
-			ckpt := fs.String("checkpoint", "", "checkpoint directory (written atomically; full-graph modes: one file per rank and a manifest)")
-			ckptEvery := fs.Int("checkpoint-every", d.CheckpointEvery, "epochs between checkpoints (and after the last)")
-			resume := fs.Bool("resume", false, "continue from the checkpoint in --checkpoint, with the losses of an uninterrupted run")
-			fd := train.FullDefaults(model.ConvGCNII)
-			mode := fs.String("mode", "minibatch", "minibatch (data-parallel sampled minibatches), or full-graph training of a deep model: graph (graph parallelism, halo exchange per layer), pipe (GNNPipe: layers in stages over the ranks, chunks through the pipeline) or hybrid (--pipelines pipelines over graph parts)")
-			chunks := fs.Int("chunks", fd.Chunks, "pipe, hybrid: chunks each graph part is split into")
-			pipelines := fs.Int("pipelines", 2, "hybrid: pipelines (graph parts); the ranks of each are its stages")
-			chunkPart := fs.String("chunk-partition", fd.ChunkMethod, "pipe, hybrid: how parts are split into chunks: metis or random")
-			shuffleChunks := fs.Bool("shuffle-chunks", fd.Pipe.ShuffleChunks, "pipe, hybrid: new chunk order every epoch (the same within a pipeline)")
-			clearGrads := fs.Bool("clear-grads", fd.Pipe.ClearGrads, "pipe, hybrid: drop historical gradients left at the end of an epoch")
-			snapEvery := fs.Int("snapshot-every", fd.Pipe.SnapshotEvery, "pipe, hybrid: snapshot the historical embeddings every R epochs and restore them from it at each epoch's start (0: off)")
-			alpha := fs.Float64("alpha", fd.Pipe.Model.Alpha, "gcnii: initial-residual weight α")
-			lambda := fs.Float64("lambda", fd.Pipe.Model.Lambda, "gcnii: identity-mapping strength λ (β_l = ln(λ/l + 1))")
+			f := addTrainFlags(fs)
 			return func(env *Env) error {
-				set := map[string]bool{}
-				fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-				if *mode != "minibatch" {
-					for _, f := range []string{"fanouts", "sampler", "topology", "c", "replication", "cache", "cache-frac", "cache-sim-epochs",
-						"feature-dtype", "gpu-frac", "bulk", "batch-size", "global-batch-size", "shuffle", "heads", "out-heads", "attn-dropout",
-						"normalize", "eval-memory"} {
-						if set[f] {
-							return fmt.Errorf("train: --%s applies to minibatch training, not to --mode %s", f, *mode)
-						}
-					}
-					fc := train.FullDefaults(*kind)
-					fc.Mode, fc.Chunks, fc.ChunkMethod = *mode, *chunks, *chunkPart
-					if *mode == train.ModeHybrid {
-						fc.Pipelines = *pipelines
-					}
-					if *mode == train.ModeGraph && !set["chunks"] {
-						fc.Chunks = 1
-					}
-					mc := &fc.Pipe.Model
-					if set["layers"] {
-						mc.Layers = *layers
-					}
-					hidden.apply(&mc.Hidden)
-					drop.apply32(&mc.Dropout)
-					mc.Alpha, mc.Lambda = *alpha, *lambda
-					fc.Pipe.ShuffleChunks, fc.Pipe.ClearGrads, fc.Pipe.SnapshotEvery = *shuffleChunks, *clearGrads, *snapEvery
-					fc.Pipe.Optimizer, fc.Pipe.WeightDecay, fc.Pipe.Momentum, fc.Pipe.Seed = *optim, float32(*wd), float32(*mom), *seed
-					lr.apply32(&fc.Pipe.LR)
-					fc.Pipe.BLAS = env.BLAS
-					fc.FeatureNorm, fc.EvalEvery, fc.Select = *featNorm, *evalEvery, *sel
-					fc.CheckpointDir, fc.CheckpointEvery, fc.Resume = *ckpt, *ckptEvery, *resume
-					epochs.apply(&fc.Epochs)
-					return runFull(env, *data, *split, *part, fc)
-				}
-				for _, f := range []string{"chunks", "pipelines", "chunk-partition", "shuffle-chunks", "clear-grads", "snapshot-every", "alpha", "lambda"} {
-					if set[f] {
-						return fmt.Errorf("train: --%s applies to full-graph training (--mode graph, pipe or hybrid), not to minibatch training", f)
-					}
-				}
-				cfg := train.Defaults(*kind)
-				switch *kind {
-				case "sage", "gcn", "gat":
-				default:
-					return fmt.Errorf("train: unknown --model %q (want sage, gcn or gat)", *kind)
-				}
-				fo, err := parseInts(*fanouts)
+				set := setFlags(fs)
+				mode, err := train.ParseMode(*f.mode)
 				if err != nil {
-					return fmt.Errorf("train: --fanouts %q: %w", *fanouts, err)
+					return err
 				}
-				cfg.Model.Layers, cfg.Model.Heads, cfg.Model.OutHeads, cfg.Model.Normalize = *layers, *heads, *outHeads, *norm
-				hidden.apply(&cfg.Model.Hidden)
-				epochs.apply(&cfg.Epochs)
-				lr.apply32(&cfg.LR)
-				drop.apply32(&cfg.Model.Dropout)
-				attnDrop.apply32(&cfg.Model.AttnDropout)
-				if !set["fanouts"] && *layers != len(fo) {
-					// The default fanouts follow --layers: 25,10 then 10 for further hops.
-					fo = fo[:min(len(fo), *layers)]
-					for len(fo) < *layers {
-						fo = append(fo, 10)
+				if mode != train.ModeMinibatch {
+					cfg, err := f.fullConfig(env, mode, set)
+					if err != nil {
+						return err
 					}
+					return runFull(env, *f.sample.data, *f.sample.split, *f.sample.partition, cfg)
 				}
-				cfg.FeatureNorm = *featNorm
-				cfg.Fanouts, cfg.BatchSize, cfg.Shuffle = fo, *batch, *shuffle
-				cfg.Sampler, cfg.Bulk = *sampler, *bulk
-				cfg.Topology, cfg.C = *topology, *repl
-				cfg.Replication, cfg.Cache, cfg.CacheFrac, cfg.CacheSimEpochs = *frepl, *cache, *cacheFrac, *simEpochs
-				cfg.FeatureDType, cfg.GPUFrac = *dtype, *gpuFrac
-				if set["global-batch-size"] {
-					if set["batch-size"] {
-						return fmt.Errorf("train: give --batch-size (per rank) or --global-batch-size, not both")
-					}
-					if *globalBatch < 1 {
-						return fmt.Errorf("train: --global-batch-size %d < 1", *globalBatch)
-					}
-					p := env.Comm.Size()
-					cfg.BatchSize = (*globalBatch + p - 1) / p
+				cfg, err := f.minibatchConfig(env, set)
+				if err != nil {
+					return err
 				}
-				cfg.Optimizer, cfg.WeightDecay, cfg.Momentum, cfg.Seed = *optim, float32(*wd), float32(*mom), *seed
-				cfg.EvalEvery, cfg.EvalMemory, cfg.Select = *evalEvery, *evalMem<<20/4, *sel
-				cfg.CheckpointDir, cfg.CheckpointEvery, cfg.Resume = *ckpt, *ckptEvery, *resume
-				cfg.BLAS = env.BLAS
-				return runTrain(env, *data, *split, *part, cfg)
+				return runTrain(env, *f.sample.data, *f.sample.split, *f.sample.partition, cfg)
 			}
 		},
 	}
+}
+
+// trainFlags are the flags of the train command: those it shares with
+// fetch (sample), those of the common settings (train.Common), and those of
+// each kind of training.
+type trainFlags struct {
+	sample *sampleFlags
+
+	mode, kind                 *string
+	layers                     *int
+	hidden, epochs             optInt
+	lr, drop, attnDrop         optFloat
+	featNorm, optim, sel, ckpt *string
+	wd, mom                    *float64
+	evalEvery, ckptEvery       *int
+	resume                     *bool
+
+	// minibatch
+	heads, outHeads    *int
+	shuffle, cache     *string
+	cacheFrac, gpuFrac *float64
+	evalMem            *int64
+	norm               *bool
+	// full-graph
+	chunks, pipelines, snapEvery *int
+	chunkPart                    *string
+	shuffleChunks, clearGrads    *bool
+	alpha, lambda                *float64
+}
+
+// minibatchOnly and fullOnly are the flags that apply to one kind of
+// training only.
+var (
+	minibatchOnly = []string{"fanouts", "sampler", "topology", "c", "replication", "cache", "cache-frac", "cache-sim-epochs",
+		"feature-dtype", "gpu-frac", "bulk", "batch-size", "global-batch-size", "shuffle", "heads", "out-heads", "attn-dropout",
+		"normalize", "eval-memory"}
+	fullOnly = []string{"chunks", "pipelines", "chunk-partition", "shuffle-chunks", "clear-grads", "snapshot-every", "alpha", "lambda"}
+)
+
+// addTrainFlags registers the train command's flags on fs.
+func addTrainFlags(fs *flag.FlagSet) *trainFlags {
+	d := train.Defaults("sage")
+	f := &trainFlags{sample: addSampleFlags(fs, d)}
+	f.kind = fs.String("model", "sage", "minibatch: sage (GraphSAGE mean), gcn or gat; full-graph modes: gcnii, resgcn, gcn or sage")
+	f.layers = fs.Int("layers", d.Model.Layers, "GNN layers")
+	fs.Var(&f.hidden, "hidden", "hidden width (GAT: per head; default sage 128, gcn 64, gat 8)")
+	f.heads = fs.Int("heads", 8, "GAT attention heads of the hidden layers")
+	f.outHeads = fs.Int("out-heads", 1, "GAT attention heads of the output layer (averaged)")
+	f.cache = fs.String("cache", string(d.Cache), "static feature cache of remote rows: none, degree (in-degree), vip (inclusion probability of the node-wise sampler), vip-recurrence (SALIENT++'s recurrence as written) or sim (access counts of simulated epochs)")
+	f.cacheFrac = fs.Float64("cache-frac", 0, "cache size α: each rank caches ⌊α·n/parts⌋ remote rows")
+	f.gpuFrac = fs.Float64("gpu-frac", 0, "fraction of the resident feature rows, hottest first, destined for GPU memory (the tier split is reported)")
+	fs.Var(&f.epochs, "epochs", "epochs (default sage/gcn 100, gat 200)")
+	f.shuffle = fs.String("shuffle", string(d.Shuffle), "local (each rank shuffles its own training vertices) or global (one shuffle split across ranks)")
+	f.optim = fs.String("optimizer", string(d.Optimizer), "adam or sgd")
+	fs.Var(&f.lr, "lr", "learning rate (default sage/gcn 0.01, gat 0.005)")
+	f.wd = fs.Float64("weight-decay", float64(d.WeightDecay), "L2 weight decay")
+	f.mom = fs.Float64("momentum", 0, "SGD momentum")
+	fs.Var(&f.drop, "dropout", "feature dropout (default sage/gcn 0.5, gat 0.6)")
+	f.featNorm = fs.String("feature-norm", string(d.FeatureNorm), "input features: row (each row scaled to sum 1) or none")
+	fs.Var(&f.attnDrop, "attn-dropout", "GAT: dropout on attention coefficients (default 0.6)")
+	f.norm = fs.Bool("normalize", false, "GraphSAGE: L2-normalise hidden embeddings")
+	f.evalEvery = fs.Int("eval-every", d.EvalEvery, "evaluate every K epochs and after the last (0: no evaluation)")
+	f.sel = fs.String("select", string(d.Select), "model selection over evaluated epochs: val-acc (highest validation accuracy) or val-loss (lowest validation loss)")
+	f.evalMem = fs.Int64("eval-memory", d.EvalMemory*4>>20, "MiB of gathered inputs per chunk of layer-wise inference")
+	f.ckpt = fs.String("checkpoint", "", "checkpoint directory (written atomically; full-graph modes: one file per rank and a manifest)")
+	f.ckptEvery = fs.Int("checkpoint-every", d.CheckpointEvery, "epochs between checkpoints (and after the last)")
+	f.resume = fs.Bool("resume", false, "continue from the checkpoint in --checkpoint, with the losses of an uninterrupted run")
+	fd := train.FullDefaults(model.ConvGCNII)
+	f.mode = fs.String("mode", string(train.ModeMinibatch), "minibatch (data-parallel sampled minibatches), or full-graph training of a deep model: graph (graph parallelism, halo exchange per layer), pipe (GNNPipe: layers in stages over the ranks, chunks through the pipeline) or hybrid (--pipelines pipelines over graph parts)")
+	f.chunks = fs.Int("chunks", fd.Chunks, "pipe, hybrid: chunks each graph part is split into")
+	f.pipelines = fs.Int("pipelines", 2, "hybrid: pipelines (graph parts); the ranks of each are its stages")
+	f.chunkPart = fs.String("chunk-partition", fd.ChunkMethod, "pipe, hybrid: how parts are split into chunks: metis or random")
+	f.shuffleChunks = fs.Bool("shuffle-chunks", fd.ShuffleChunks, "pipe, hybrid: new chunk order every epoch (the same within a pipeline)")
+	f.clearGrads = fs.Bool("clear-grads", fd.ClearGrads, "pipe, hybrid: drop historical gradients left at the end of an epoch")
+	f.snapEvery = fs.Int("snapshot-every", fd.SnapshotEvery, "pipe, hybrid: snapshot the historical embeddings every R epochs and restore them from it at each epoch's start (0: off)")
+	f.alpha = fs.Float64("alpha", fd.Model.Alpha, "gcnii: initial-residual weight α")
+	f.lambda = fs.Float64("lambda", fd.Model.Lambda, "gcnii: identity-mapping strength λ (β_l = ln(λ/l + 1))")
+	return f
+}
+
+// common sets the settings both kinds of training share from the flags.
+func (f *trainFlags) common(env *Env, c *train.Common) error {
+	var err error
+	if c.FeatureNorm, err = train.ParseFeatureNorm(*f.featNorm); err != nil {
+		return err
+	}
+	if c.Optimizer, err = train.ParseOptimizer(*f.optim); err != nil {
+		return err
+	}
+	if c.Select, err = train.ParseSelection(*f.sel); err != nil {
+		return err
+	}
+	f.epochs.apply(&c.Epochs)
+	f.lr.apply32(&c.LR)
+	c.WeightDecay, c.Momentum, c.Seed = float32(*f.wd), float32(*f.mom), *f.sample.seed
+	c.EvalEvery = *f.evalEvery
+	c.CheckpointDir, c.CheckpointEvery, c.Resume = *f.ckpt, *f.ckptEvery, *f.resume
+	c.BLAS = env.BLAS
+	return nil
+}
+
+// fullConfig builds the configuration of full-graph training in mode.
+func (f *trainFlags) fullConfig(env *Env, mode train.Mode, set map[string]bool) (train.FullConfig, error) {
+	for _, name := range minibatchOnly {
+		if set[name] {
+			return train.FullConfig{}, fmt.Errorf("train: --%s applies to minibatch training, not to --mode %s", name, mode)
+		}
+	}
+	fc := train.FullDefaults(*f.kind)
+	fc.Mode, fc.Chunks, fc.ChunkMethod = mode, *f.chunks, *f.chunkPart
+	if mode == train.ModeHybrid {
+		fc.Pipelines = *f.pipelines
+	}
+	if mode == train.ModeGraph && !set["chunks"] {
+		fc.Chunks = 1
+	}
+	mc := &fc.Model
+	if set["layers"] {
+		mc.Layers = *f.layers
+	}
+	f.hidden.apply(&mc.Hidden)
+	f.drop.apply32(&mc.Dropout)
+	mc.Alpha, mc.Lambda = *f.alpha, *f.lambda
+	fc.ShuffleChunks, fc.ClearGrads, fc.SnapshotEvery = *f.shuffleChunks, *f.clearGrads, *f.snapEvery
+	return fc, f.common(env, &fc.Common)
+}
+
+// minibatchConfig builds the configuration of minibatch training.
+func (f *trainFlags) minibatchConfig(env *Env, set map[string]bool) (train.Config, error) {
+	for _, name := range fullOnly {
+		if set[name] {
+			return train.Config{}, fmt.Errorf("train: --%s applies to full-graph training (--mode graph, pipe or hybrid), not to minibatch training", name)
+		}
+	}
+	switch *f.kind {
+	case "sage", "gcn", "gat":
+	default:
+		return train.Config{}, fmt.Errorf("train: unknown --model %q (want sage, gcn or gat)", *f.kind)
+	}
+	cfg := train.Defaults(*f.kind)
+	if err := f.sample.config(&cfg, set); err != nil {
+		return train.Config{}, fmt.Errorf("train: %w", err)
+	}
+	if err := f.common(env, &cfg.Common); err != nil {
+		return train.Config{}, err
+	}
+	layers := *f.layers
+	cfg.Model.Layers, cfg.Model.Heads, cfg.Model.OutHeads, cfg.Model.Normalize = layers, *f.heads, *f.outHeads, *f.norm
+	f.hidden.apply(&cfg.Model.Hidden)
+	f.drop.apply32(&cfg.Model.Dropout)
+	f.attnDrop.apply32(&cfg.Model.AttnDropout)
+	if !set["fanouts"] && layers != len(cfg.Fanouts) {
+		// The default fanouts follow --layers: 25,10 then 10 for further hops.
+		fo := cfg.Fanouts[:min(len(cfg.Fanouts), layers)]
+		for len(fo) < layers {
+			fo = append(fo, 10)
+		}
+		cfg.Fanouts = fo
+	}
+	var err error
+	if cfg.Shuffle, err = train.ParseShuffle(*f.shuffle); err != nil {
+		return train.Config{}, err
+	}
+	if cfg.Cache, err = train.ParseCache(*f.cache); err != nil {
+		return train.Config{}, err
+	}
+	cfg.CacheFrac, cfg.GPUFrac = *f.cacheFrac, *f.gpuFrac
+	cfg.EvalMemory = *f.evalMem << 20 / 4
+	return cfg, nil
 }
 
 // optInt and optFloat are flags whose default depends on other flags (the
@@ -220,10 +273,13 @@ func parseInts(s string) ([]int, error) {
 }
 
 func runTrain(env *Env, path, split, partition string, cfg train.Config) error {
-	if err := cfg.Validate(); err != nil {
+	c := env.Comm
+	// Resolved here too (Run resolves it again, to the same) to check it
+	// before loading and to report the batch size per rank.
+	cfg, err := cfg.Resolve(c.Size())
+	if err != nil {
 		return err
 	}
-	c := env.Comm
 	t0 := time.Now()
 	d, err := train.Load(c, path, split, partition, cfg.Replication, cfg.Seed, env.Progress)
 	if err != nil {

@@ -1,0 +1,89 @@
+package cli
+
+import (
+	"flag"
+	"fmt"
+
+	"gnnmpi/train"
+)
+
+// sampleFlags are the flags that train and fetch share: the data, the
+// minibatch schedule and sampler, and the feature store. addSampleFlags
+// registers them with one default each.
+type sampleFlags struct {
+	data, split, partition      *string
+	fanouts, sampler, topology  *string
+	batch, globalBatch, bulk, c *int
+	replication, simEpochs      *int
+	dtype                       *string
+	seed                        *uint64
+}
+
+// addSampleFlags registers the shared flags on fs with the defaults of d.
+func addSampleFlags(fs *flag.FlagSet, d train.Config) *sampleFlags {
+	return &sampleFlags{
+		data:        fs.String("data", "data/cora", "dataset: OGB raw-layout directory or .gnn binary file"),
+		split:       fs.String("split", "", "split whose training vertices are the seeds (default: the dataset's first)"),
+		partition:   fs.String("partition", train.PartitionMetis, "vertex partition over the ranks: block, random, metis, or a book file from `gnnmpi partition`"),
+		fanouts:     fs.String("fanouts", joinInts(d.Fanouts), "neighbours sampled per hop, from the seeds outwards (-1: all); one per layer"),
+		sampler:     fs.String("sampler", string(d.Sampler), "sage (node-wise: --fanouts neighbours per vertex) or ladies (layer-wise: --fanouts vertices per minibatch and layer; --model gcn)"),
+		topology:    fs.String("topology", string(d.Topology), "where the sampler's graph lives: replicated (no communication) or 1.5d (rows over p/c grid rows, c copies; P = Q·A by 1.5D SpGEMM)"),
+		c:           fs.Int("c", d.C, "replication factor of --topology 1.5d (divides the number of ranks)"),
+		batch:       fs.Int("batch-size", d.BatchSize, "seeds per rank per minibatch (at most)"),
+		globalBatch: fs.Int("global-batch-size", 0, "seeds per step over all ranks (at most); each rank takes ⌈G/ranks⌉, so the number of optimizer steps does not depend on the rank count (replaces --batch-size)"),
+		bulk:        fs.Int("bulk", d.Bulk, "minibatches sampled together (one sparse product per layer for all); the minibatches do not depend on it"),
+		replication: fs.Int("replication", d.Replication, "feature replication c: features partitioned over ranks/c parts, each held by c ranks; a rank fetches only from its replica group (divides the number of ranks)"),
+		simEpochs:   fs.Int("cache-sim-epochs", d.CacheSimEpochs, "simulated epochs that score --cache sim"),
+		dtype:       fs.String("feature-dtype", string(d.FeatureDType), "feature storage and wire type: f32 or f16 (half precision: half the memory and fetch bytes)"),
+		seed:        fs.Uint64("seed", d.Seed, "random seed (weights, shuffles, sampling, dropout, METIS)"),
+	}
+}
+
+// config sets cfg's sampling and feature-store settings and seed from the
+// flags; set names the flags given on the command line. The fanouts are
+// set as given (cfg.Model.Layers is the caller's).
+func (f *sampleFlags) config(cfg *train.Config, set map[string]bool) error {
+	fo, err := parseInts(*f.fanouts)
+	if err != nil {
+		return fmt.Errorf("--fanouts %q: %w", *f.fanouts, err)
+	}
+	if cfg.Sampler, err = train.ParseSampler(*f.sampler); err != nil {
+		return err
+	}
+	if cfg.Topology, err = train.ParseTopology(*f.topology); err != nil {
+		return err
+	}
+	if cfg.FeatureDType, err = train.ParseFeatureDType(*f.dtype); err != nil {
+		return err
+	}
+	cfg.Fanouts, cfg.BatchSize, cfg.Bulk, cfg.C = fo, *f.batch, *f.bulk, *f.c
+	if set["global-batch-size"] {
+		// Given alone, the global batch size replaces the per-rank
+		// default; given with --batch-size, Validate reports both.
+		cfg.GlobalBatchSize = *f.globalBatch
+		if !set["batch-size"] {
+			cfg.BatchSize = 0
+		}
+	}
+	cfg.Replication, cfg.CacheSimEpochs, cfg.Seed = *f.replication, *f.simEpochs, *f.seed
+	return nil
+}
+
+// joinInts spells xs as parseInts reads them: "25,10".
+func joinInts(xs []int) string {
+	s := ""
+	for i, x := range xs {
+		if i > 0 {
+			s += ","
+		}
+		s += fmt.Sprint(x)
+	}
+	return s
+}
+
+// setFlags returns the names of the flags given on fs's command line.
+func setFlags(fs *flag.FlagSet) map[string]bool {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	return set
+}

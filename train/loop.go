@@ -1,0 +1,186 @@
+package train
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"time"
+)
+
+// stepper is one kind of training as the epoch loop (runLoop) drives it:
+// the minibatch trainer (trainer, Run) or the full-graph one
+// (fullStepper, RunFull). Every method is collective over the run's
+// communicator, and every rank calls them in the same order.
+type stepper interface {
+	// train runs epoch's training, keeping on this rank what summarize
+	// reduces; progress, if not nil, is told of every minibatch.
+	train(epoch int, progress func(epoch, batch, batches int)) error
+	// evaluate runs exact inference with the current weights.
+	evaluate() (evaluation, error)
+	// summarize reduces the statistics of the epoch that train ran over
+	// the ranks: its own and, if ev is not nil, the evaluation's, which
+	// took evalSecs on this rank.
+	summarize(epoch int, ev *evaluation, evalSecs float64) (EpochStats, error)
+	// save checkpoints the state after epoch together with rec.
+	save(epoch int, rec *record) error
+	// resume restores the state of the checkpoint to continue from.
+	resume() (resumed, error)
+}
+
+// weightKeeper is a stepper that keeps a copy of the parameters of the best
+// epoch (Result.Best): the minibatch trainer, whose ranks hold the whole
+// model. The full-graph stepper's ranks hold a stage each, and it keeps
+// none.
+type weightKeeper interface {
+	// flatWeights appends the parameters to dst.
+	flatWeights(dst []float32) []float32
+}
+
+// evaluation is the result of exact inference, the same on every rank.
+type evaluation struct {
+	ValAcc, ValLoss, TestAcc float64
+}
+
+// record is what the epoch loop carries from epoch to epoch and through
+// checkpoints: the history and the best epoch so far.
+type record struct {
+	history           []EpochStats // every epoch, including those before a resume
+	bestEpoch         int          // 0: none evaluated
+	bestVal, bestTest float64      // validation and test accuracy at bestEpoch
+	best              []float32    // parameters at bestEpoch (weightKeeper only)
+}
+
+// resumed is the checkpoint a stepper resumed from: its last epoch, the
+// loop's record, and where it was read from (for the log).
+type resumed struct {
+	epoch int
+	rec   record
+	from  string
+}
+
+// runLoop is the epoch loop of both kinds of training. It resumes from the
+// checkpoint (cc.Resume), then for every epoch up to cc.Epochs trains,
+// evaluates when due (cc.EvalEvery and after the last epoch), reduces the
+// epoch's statistics, fails on a loss that is not finite, keeps the best
+// epoch by cc.Select, checkpoints when due (cc.CheckpointEvery and after
+// the last epoch) and calls the hooks.
+//
+// runLoop is collective over the stepper's communicator.
+func runLoop(s stepper, cc *Common, h Hooks) (*record, error) {
+	if h.Log == nil {
+		h.Log = func(string, ...any) {}
+	}
+	rec := &record{}
+	start := 1
+	if cc.Resume {
+		r, err := s.resume()
+		if err != nil {
+			return nil, err
+		}
+		rec, start = &r.rec, r.epoch+1
+		h.Log("resumed from %s at epoch %d", r.from, r.epoch)
+	}
+	for epoch := start; epoch <= cc.Epochs; epoch++ {
+		st, err := runEpoch(s, cc, epoch, h.Batch)
+		if err != nil {
+			return nil, err
+		}
+		if math.IsNaN(st.Loss) || math.IsInf(st.Loss, 0) {
+			// A diverged run is an error, not a silent NaN curve.
+			return nil, fmt.Errorf("train: epoch %d: loss is %v (diverged; lower --lr?)", epoch, st.Loss)
+		}
+		rec.add(st, cc.Select, s)
+		if cc.checkpointDue(epoch) {
+			if err := s.save(epoch, rec); err != nil {
+				return nil, err
+			}
+		}
+		if h.Epoch != nil {
+			if err := h.Epoch(st); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return rec, nil
+}
+
+// runEpoch trains one epoch, evaluates it when due and returns its
+// statistics over the ranks.
+func runEpoch(s stepper, cc *Common, epoch int, progress func(epoch, batch, batches int)) (EpochStats, error) {
+	if err := s.train(epoch, progress); err != nil {
+		return EpochStats{}, err
+	}
+	var ev *evaluation
+	evalSecs := 0.0
+	if cc.evalDue(epoch) {
+		t0 := time.Now()
+		e, err := s.evaluate()
+		if err != nil {
+			return EpochStats{}, err
+		}
+		evalSecs = time.Since(t0).Seconds()
+		ev = &e
+	}
+	return s.summarize(epoch, ev, evalSecs)
+}
+
+// add appends the epoch st to the history and, if it was evaluated and
+// beats the best epoch so far under sel, makes it the best (keeping the
+// parameters of a weightKeeper).
+func (rec *record) add(st EpochStats, sel Selection, s stepper) {
+	rec.history = append(rec.history, st)
+	if !st.Evaluated || !better(sel, st, rec.history, rec.bestEpoch) {
+		return
+	}
+	rec.bestEpoch, rec.bestVal, rec.bestTest = st.Epoch, st.ValAcc, st.TestAcc
+	if k, ok := s.(weightKeeper); ok {
+		rec.best = k.flatWeights(rec.best[:0])
+	}
+}
+
+// better reports whether the evaluated epoch st beats history[bestEpoch−1]
+// (1-based; 0: nothing evaluated yet) under the selection rule sel: with
+// SelectAcc a higher validation accuracy, or the same accuracy with a lower
+// validation loss (validation sets are small, so accuracies often tie);
+// with SelectLoss a lower validation loss, or the same loss with a higher
+// accuracy.
+func better(sel Selection, st EpochStats, history []EpochStats, bestEpoch int) bool {
+	if bestEpoch == 0 {
+		return true
+	}
+	best := history[bestEpoch-1]
+	if sel == SelectLoss {
+		return st.ValLoss < best.ValLoss || st.ValLoss == best.ValLoss && st.ValAcc > best.ValAcc
+	}
+	return st.ValAcc > best.ValAcc || st.ValAcc == best.ValAcc && st.ValLoss < best.ValLoss
+}
+
+// result summarises the record: the history, the best epoch, the median
+// epoch time and the mean bytes and remote rows per epoch.
+func (rec *record) result() Result {
+	res := Result{Epochs: rec.history, BestEpoch: rec.bestEpoch, BestValAcc: rec.bestVal, TestAcc: rec.bestTest,
+		Best: rec.best, BytesPerEpoch: map[string]int64{}}
+	if len(rec.history) == 0 {
+		return res
+	}
+	s := make([]float64, len(rec.history))
+	for i, e := range rec.history {
+		s[i] = e.Seconds
+		for p, b := range e.Bytes {
+			res.BytesPerEpoch[p] += b
+		}
+		res.RemoteRowsPerEpoch += float64(e.RemoteRows) / float64(len(rec.history))
+	}
+	res.MedianEpochS = median(s)
+	for p := range res.BytesPerEpoch {
+		res.BytesPerEpoch[p] /= int64(len(rec.history))
+	}
+	return res
+}
+
+// median returns the median of s (the mean of the middle two for an even
+// length), sorting s.
+func median(s []float64) float64 {
+	sort.Float64s(s)
+	return (s[(len(s)-1)/2] + s[len(s)/2]) / 2
+}
