@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"gnnmpi/internal/textfile"
 	"hash/crc32"
 	"io"
 	"maps"
@@ -208,7 +209,7 @@ func WriteBinary(path string, d *Dataset) (err error) {
 			err = fmt.Errorf("graph: writing %s: %w", path, err)
 		}
 	}()
-	w := bufio.NewWriterSize(af, bufSize)
+	w := bufio.NewWriterSize(af, textfile.BufSize)
 	pos := int64(0)
 	write := func(b []byte) error {
 		n, err := w.Write(b)
@@ -299,7 +300,7 @@ func OpenBinary(path string, opt ReadOptions) (*Dataset, *Mapping, error) {
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, nil, openErr(path, err)
+		return nil, nil, textfile.OpenError(path, err)
 	}
 	defer f.Close() // the mapping outlives the descriptor
 	st, err := f.Stat()
@@ -600,7 +601,7 @@ func binDataset(path string, data []byte, meta *binMeta, opt ReadOptions) (*Data
 func Load(path string, opt ReadOptions) (*Dataset, error) {
 	st, err := os.Stat(path)
 	if err != nil {
-		return nil, openErr(path, err)
+		return nil, textfile.OpenError(path, err)
 	}
 	if st.IsDir() {
 		return ReadOGB(path, opt)

@@ -2,41 +2,18 @@ package graph
 
 import (
 	"errors"
-	"strconv"
+
+	"gnnmpi/internal/textfile"
 )
 
 // ParseError reports malformed or unreadable input: the file, the 1-based
 // line and what is wrong. Line is 0 for problems with a whole file (a
 // missing file, a count that disagrees with another file, a corrupt binary
 // section). Every reader in this package returns its input errors as a
-// *ParseError, so callers can recover the position with errors.As.
-type ParseError struct {
-	Path string // file being read
-	Line int    // 1-based line number; 0 for the whole file
-	Msg  string // what is wrong
-	Err  error  // underlying error, if any (see Unwrap)
-}
-
-// Error returns "path:line: msg", or "path: msg" when Line is 0, followed by
-// ": " and the underlying error when there is one.
-func (e *ParseError) Error() string {
-	s := e.Path
-	if e.Line > 0 {
-		s += ":" + strconv.Itoa(e.Line)
-	}
-	switch {
-	case e.Msg != "" && e.Err != nil:
-		return s + ": " + e.Msg + ": " + e.Err.Error()
-	case e.Err != nil:
-		return s + ": " + e.Err.Error()
-	default:
-		return s + ": " + e.Msg
-	}
-}
-
-// Unwrap returns the underlying error, such as fs.ErrNotExist,
-// io.ErrUnexpectedEOF or ErrChecksum.
-func (e *ParseError) Unwrap() error { return e.Err }
+// *ParseError, so callers can recover the position with errors.As. It is
+// the type of package internal/textfile, shared with the partition book's
+// reader.
+type ParseError = textfile.ParseError
 
 // Sentinel errors wrapped by *ParseError; test for them with errors.Is.
 var (
@@ -51,7 +28,7 @@ var (
 	ErrVersion = errors.New("unsupported binary format version")
 	// ErrTruncated reports a file that ends early: a truncated gzip stream
 	// or a binary file shorter than its header says.
-	ErrTruncated = errors.New("file truncated")
+	ErrTruncated = textfile.ErrTruncated
 )
 
 // parseErr returns a *ParseError for path at line with a formatted message.

@@ -6,6 +6,7 @@ import (
 	"compress/gzip"
 	"errors"
 	"fmt"
+	"gnnmpi/internal/textfile"
 	"io"
 	"io/fs"
 	"math"
@@ -86,7 +87,7 @@ func ReadOGB(dir string, opt ReadOptions) (*Dataset, error) {
 	if !opt.NoLabels {
 		if p, ok := findTable(raw, "node-label"); ok {
 			labelPath = p
-			if n > maxLines(p) {
+			if n > textfile.MaxLines(p) {
 				return nil, parseErr(p, 0, fmt.Sprintf("file too small for the %d labels %s declares", n, filepath.Base(nodePath)))
 			}
 		}
@@ -94,7 +95,7 @@ func ReadOGB(dir string, opt ReadOptions) (*Dataset, error) {
 	if !opt.NoFeatures {
 		if p, ok := findTable(raw, "node-feat"); ok {
 			featPath = p
-			if n > maxLines(p) {
+			if n > textfile.MaxLines(p) {
 				return nil, parseErr(p, 0, fmt.Sprintf("file too small for the %d rows %s declares", n, filepath.Base(nodePath)))
 			}
 		}
@@ -103,7 +104,7 @@ func ReadOGB(dir string, opt ReadOptions) (*Dataset, error) {
 	if !ok {
 		return nil, &ParseError{Path: edgePath, Msg: "missing file", Err: fs.ErrNotExist}
 	}
-	if labelPath == "" && featPath == "" && !rowsPlausible(n, maxLines(edgePath)/2) {
+	if labelPath == "" && featPath == "" && !rowsPlausible(n, textfile.MaxLines(edgePath)/2) {
 		// Nothing bounds n but the edge file ("0,0\n" is 4 bytes).
 		return nil, parseErr(nodePath, 1, fmt.Sprintf("%d nodes is implausible for the size of %s", n, filepath.Base(edgePath)))
 	}
@@ -161,14 +162,14 @@ func keptRows(n int64, keep func(int64) bool) []int64 {
 // readCount reads a file holding one non-negative integer (what names it
 // in messages). Blank lines around it are ignored.
 func readCount(path, what string) (int64, error) {
-	lr, err := openLines(path)
+	lr, err := textfile.Open(path)
 	if err != nil {
 		return 0, err
 	}
-	defer lr.close()
+	defer lr.Close()
 	v := int64(-1)
 	for {
-		line, err := lr.next()
+		line, err := lr.Next()
 		if err == io.EOF {
 			break
 		}
@@ -180,14 +181,14 @@ func readCount(path, what string) (int64, error) {
 			continue
 		}
 		if v >= 0 {
-			return 0, lr.errorf("unexpected second value %s: want a single %s", quote(line), what)
+			return 0, lr.Errorf("unexpected second value %s: want a single %s", textfile.Quote(line), what)
 		}
-		x, ok := parseInt(line)
+		x, ok := textfile.ParseInt(line)
 		if !ok {
-			return 0, lr.errorf("malformed %s %s", what, quote(line))
+			return 0, lr.Errorf("malformed %s %s", what, textfile.Quote(line))
 		}
 		if x < 0 {
-			return 0, lr.errorf("negative %s %d", what, x)
+			return 0, lr.Errorf("negative %s %d", what, x)
 		}
 		v = x
 	}
@@ -200,11 +201,11 @@ func readCount(path, what string) (int64, error) {
 // readLabels reads n lines of one non-negative integer each. It returns the
 // labels of the held rows (all when rows is nil) and 1 + the largest label.
 func readLabels(path string, n int64, rows []int64) ([]int32, int, error) {
-	lr, err := openLines(path)
+	lr, err := textfile.Open(path)
 	if err != nil {
 		return nil, 0, err
 	}
-	defer lr.close()
+	defer lr.Close()
 	held := n
 	if rows != nil {
 		held = int64(len(rows))
@@ -214,7 +215,7 @@ func readLabels(path string, n int64, rows []int64) ([]int32, int, error) {
 	next := 0 // index into rows of the next held vertex
 	var g int64
 	for ; ; g++ {
-		line, err := lr.next()
+		line, err := lr.Next()
 		if err == io.EOF {
 			break
 		}
@@ -222,16 +223,16 @@ func readLabels(path string, n int64, rows []int64) ([]int32, int, error) {
 			return nil, 0, err
 		}
 		if g >= n {
-			return nil, 0, lr.errorf("more labels than the %d nodes of num-node-list", n)
+			return nil, 0, lr.Errorf("more labels than the %d nodes of num-node-list", n)
 		}
-		v, ok := parseInt(line)
+		v, ok := textfile.ParseInt(line)
 		switch {
 		case !ok:
-			return nil, 0, lr.errorf("malformed label %s: want one integer", quote(line))
+			return nil, 0, lr.Errorf("malformed label %s: want one integer", textfile.Quote(line))
 		case v < 0:
-			return nil, 0, lr.errorf("negative label %d", v)
+			return nil, 0, lr.Errorf("negative label %d", v)
 		case v > math.MaxInt32-1:
-			return nil, 0, lr.errorf("label %d too large", v)
+			return nil, 0, lr.Errorf("label %d too large", v)
 		}
 		maxLabel = max(maxLabel, v)
 		if rows == nil {
@@ -250,11 +251,11 @@ func readLabels(path string, n int64, rows []int64) ([]int32, int, error) {
 // readFeatures reads n lines of comma-separated numbers, all with the
 // column count of the first line, and returns the held rows.
 func readFeatures(path string, n int64, rows []int64) (*dense.Matrix, error) {
-	lr, err := openLines(path)
+	lr, err := textfile.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	defer lr.close()
+	defer lr.Close()
 	held := n
 	if rows != nil {
 		held = int64(len(rows))
@@ -264,7 +265,7 @@ func readFeatures(path string, n int64, rows []int64) (*dense.Matrix, error) {
 	next := 0
 	var g int64
 	for ; ; g++ {
-		line, err := lr.next()
+		line, err := lr.Next()
 		if err == io.EOF {
 			break
 		}
@@ -272,15 +273,15 @@ func readFeatures(path string, n int64, rows []int64) (*dense.Matrix, error) {
 			return nil, err
 		}
 		if g >= n {
-			return nil, lr.errorf("more feature rows than the %d nodes of num-node-list", n)
+			return nil, lr.Errorf("more feature rows than the %d nodes of num-node-list", n)
 		}
 		if len(line) == 0 {
-			return nil, lr.errorf("empty line, want %s comma-separated numbers", dimString(dim))
+			return nil, lr.Errorf("empty line, want %s comma-separated numbers", dimString(dim))
 		}
 		if feat == nil {
 			dim = bytes.Count(line, []byte{','}) + 1
 			// Every row takes at least 2 bytes a column.
-			if n > maxLines(path)/int64(dim)+1 || held > math.MaxInt/int64(dim) {
+			if n > textfile.MaxLines(path)/int64(dim)+1 || held > math.MaxInt/int64(dim) {
 				return nil, parseErr(path, 0, fmt.Sprintf("file too small for %d rows of %d columns", n, dim))
 			}
 			feat = dense.New(int(held), dim)
@@ -289,7 +290,7 @@ func readFeatures(path string, n int64, rows []int64) (*dense.Matrix, error) {
 		if rows != nil {
 			if next >= len(rows) || rows[next] != g {
 				if c := bytes.Count(line, []byte{','}) + 1; c != dim {
-					return nil, lr.errorf("ragged row: %d columns, but the first row has %d", c, dim)
+					return nil, lr.Errorf("ragged row: %d columns, but the first row has %d", c, dim)
 				}
 				continue
 			}
@@ -299,10 +300,10 @@ func readFeatures(path string, n int64, rows []int64) (*dense.Matrix, error) {
 		dst := feat.Data[lid*dim : (lid+1)*dim]
 		nf, bad, ok := parseRow(line, dst)
 		if !ok {
-			return nil, lr.errorf("column %d: malformed number %s", nf+1, quote(bad))
+			return nil, lr.Errorf("column %d: malformed number %s", nf+1, textfile.Quote(bad))
 		}
 		if nf != dim {
-			return nil, lr.errorf("ragged row: %d columns, but the first row has %d", nf, dim)
+			return nil, lr.Errorf("ragged row: %d columns, but the first row has %d", nf, dim)
 		}
 	}
 	if g != n {
@@ -361,7 +362,7 @@ func parseRow(line []byte, dst []float32) (nf int, bad []byte, ok bool) {
 			} else {
 				e += i
 			}
-			f, ok = parseFloat32(bytes.TrimSpace(line[i:e]))
+			f, ok = textfile.ParseFloat32(bytes.TrimSpace(line[i:e]))
 			if !ok {
 				return nf, line[i:e], false
 			}
@@ -382,11 +383,11 @@ func parseRow(line []byte, dst []float32) (nf int, bad []byte, ok bool) {
 // (all when rows is nil) and n columns, and returns the number of lines.
 // m, if not negative, is the expected line count, used to size buffers.
 func readEdges(path string, n int64, rows []int64, m int64) (*sparse.CSR, int64, error) {
-	lr, err := openLines(path)
+	lr, err := textfile.Open(path)
 	if err != nil {
 		return nil, 0, err
 	}
-	defer lr.close()
+	defer lr.Close()
 	held := n
 	if rows != nil {
 		held = int64(len(rows))
@@ -395,7 +396,7 @@ func readEdges(path string, n int64, rows []int64, m int64) (*sparse.CSR, int64,
 	// file can hold ("0,0\n" is 4 bytes).
 	hint := int64(0)
 	if m > 0 {
-		hint = min(m, maxLines(path)/2)
+		hint = min(m, textfile.MaxLines(path)/2)
 		if rows != nil && n > 0 {
 			hint = int64(float64(hint) * float64(held) / float64(n) * 1.05)
 		}
@@ -409,7 +410,7 @@ func readEdges(path string, n int64, rows []int64, m int64) (*sparse.CSR, int64,
 
 	var lines int64
 	for {
-		line, err := lr.next()
+		line, err := lr.Next()
 		if err == io.EOF {
 			break
 		}
@@ -419,12 +420,12 @@ func readEdges(path string, n int64, rows []int64, m int64) (*sparse.CSR, int64,
 		lines++
 		c := bytes.IndexByte(line, ',')
 		if c < 0 {
-			return nil, 0, lr.errorf("malformed edge %s: want \"src,dst\"", quote(line))
+			return nil, 0, lr.Errorf("malformed edge %s: want \"src,dst\"", textfile.Quote(line))
 		}
-		src, ok1 := parseInt(line[:c])
-		dst, ok2 := parseInt(line[c+1:])
+		src, ok1 := textfile.ParseInt(line[:c])
+		dst, ok2 := textfile.ParseInt(line[c+1:])
 		if !ok1 || !ok2 {
-			return nil, 0, lr.errorf("malformed edge %s: want \"src,dst\" with integer ids", quote(line))
+			return nil, 0, lr.Errorf("malformed edge %s: want \"src,dst\" with integer ids", textfile.Quote(line))
 		}
 		if err := checkID(lr, src, n); err != nil {
 			return nil, 0, err
@@ -489,12 +490,12 @@ func expandRows(counts []int64, nnz, c int64) []int64 {
 }
 
 // checkID reports a vertex id outside [0, n) at the current line.
-func checkID(lr *lineReader, id, n int64) error {
+func checkID(lr *textfile.Lines, id, n int64) error {
 	if id < 0 {
-		return lr.errorf("negative vertex id %d", id)
+		return lr.Errorf("negative vertex id %d", id)
 	}
 	if id >= n {
-		return lr.errorf("vertex id %d out of range [0,%d)", id, n)
+		return lr.Errorf("vertex id %d out of range [0,%d)", id, n)
 	}
 	return nil
 }
@@ -539,31 +540,31 @@ func readSplits(dir string, n int64) (map[string]Split, error) {
 // readIDs reads one vertex id in [0, n) a line and returns them ascending.
 // A repeated id is an error.
 func readIDs(path string, n int64) ([]int64, error) {
-	lr, err := openLines(path)
+	lr, err := textfile.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	defer lr.close()
+	defer lr.Close()
 	ids := []int64{}
 	ascending := true
 	for {
-		line, err := lr.next()
+		line, err := lr.Next()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
 			return nil, err
 		}
-		v, ok := parseInt(line)
+		v, ok := textfile.ParseInt(line)
 		if !ok {
-			return nil, lr.errorf("malformed vertex id %s: want one integer", quote(line))
+			return nil, lr.Errorf("malformed vertex id %s: want one integer", textfile.Quote(line))
 		}
 		if err := checkID(lr, v, n); err != nil {
 			return nil, err
 		}
 		if k := len(ids); k > 0 {
 			if ids[k-1] == v {
-				return nil, lr.errorf("repeated vertex id %d", v)
+				return nil, lr.Errorf("repeated vertex id %d", v)
 			}
 			ascending = ascending && ids[k-1] < v
 		}
@@ -786,7 +787,7 @@ func writeText(path string, fill func(w *bufio.Writer) error) (err error) {
 		}
 		out = zw
 	}
-	w := bufio.NewWriterSize(out, bufSize)
+	w := bufio.NewWriterSize(out, textfile.BufSize)
 	if err := fill(w); err != nil {
 		return err
 	}
@@ -822,4 +823,19 @@ func appendFloat32(b []byte, v float32) []byte {
 		return strconv.AppendInt(b, int64(v), 10)
 	}
 	return strconv.AppendFloat(b, float64(v), 'g', -1, 32)
+}
+
+// findTable returns the path of the table base in dir: base.csv.gz, or
+// base.csv when only that exists. ok is false when neither exists; path is
+// then the .csv.gz name, for error messages.
+func findTable(dir, base string) (path string, ok bool) {
+	gz := filepath.Join(dir, base+".csv.gz")
+	if _, err := os.Stat(gz); err == nil {
+		return gz, true
+	}
+	plain := filepath.Join(dir, base+".csv")
+	if _, err := os.Stat(plain); err == nil {
+		return plain, true
+	}
+	return gz, false
 }

@@ -481,23 +481,7 @@ func TestParseErrorFormat(t *testing.T) {
 	}
 }
 
-func TestParseNumbers(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want int64
-		ok   bool
-	}{
-		{"0", 0, true}, {"42", 42, true}, {"-7", -7, true}, {"+7", 7, true},
-		{"9223372036854775807", 9223372036854775807, true},
-		{"9223372036854775808", 0, false}, {"", 0, false}, {"-", 0, false},
-		{"1.0", 0, false}, {" 1", 0, false}, {"1e3", 0, false},
-	} {
-		got, ok := parseInt([]byte(tc.in))
-		assert.Equal(t, tc.ok, ok, "parseInt(%q)", tc.in)
-		if ok {
-			assert.Equal(t, tc.want, got, "parseInt(%q)", tc.in)
-		}
-	}
+func TestParseRow(t *testing.T) {
 	for _, tc := range []struct {
 		in   string
 		want []float32

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"gnnmpi/internal/textfile"
 	"io"
 	"math"
 	"strconv"
@@ -43,11 +44,11 @@ func rowsPlausible(nrows, nnz int64) bool {
 // header or relabel the ids. Files with more than 2²⁴ vertices and fewer
 // than one edge per 64 vertices are rejected as implausible.
 func ReadEdgeList(path string) (*sparse.CSR, error) {
-	lr, err := openLines(path)
+	lr, err := textfile.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	defer lr.close()
+	defer lr.Close()
 	declared, headerLine := int64(-1), 0
 	weighted := -1 // unknown until the first edge
 	maxID := int64(-1)
@@ -55,7 +56,7 @@ func ReadEdgeList(path string) (*sparse.CSR, error) {
 	var vals []float64
 	var f [3][]byte
 	for {
-		line, err := lr.next()
+		line, err := lr.Next()
 		if err == io.EOF {
 			break
 		}
@@ -71,14 +72,14 @@ func ReadEdgeList(path string) (*sparse.CSR, error) {
 				if n, ok, err := snapNodes(lr, t); err != nil {
 					return nil, err
 				} else if ok {
-					declared, headerLine = n, lr.line
+					declared, headerLine = n, lr.Line()
 				}
 			}
 			continue
 		}
-		k := fields(t, f[:])
+		k := textfile.Fields(t, f[:])
 		if k < 2 || k > 3 {
-			return nil, lr.errorf("malformed edge %s: want \"src dst\" or \"src dst weight\"", quote(line))
+			return nil, lr.Errorf("malformed edge %s: want \"src dst\" or \"src dst weight\"", textfile.Quote(line))
 		}
 		w := 0
 		if k == 3 {
@@ -87,28 +88,28 @@ func ReadEdgeList(path string) (*sparse.CSR, error) {
 		if weighted < 0 {
 			weighted = w
 		} else if weighted != w {
-			return nil, lr.errorf("edge has %d fields, but earlier edges have %d", k, 2+weighted)
+			return nil, lr.Errorf("edge has %d fields, but earlier edges have %d", k, 2+weighted)
 		}
 		var ids [2]int64
 		for x := range ids {
-			v, ok := parseInt(f[x])
+			v, ok := textfile.ParseInt(f[x])
 			switch {
 			case !ok:
-				return nil, lr.errorf("malformed vertex id %s", quote(f[x]))
+				return nil, lr.Errorf("malformed vertex id %s", textfile.Quote(f[x]))
 			case v < 0:
-				return nil, lr.errorf("negative vertex id %d", v)
+				return nil, lr.Errorf("negative vertex id %d", v)
 			case declared >= 0 && v >= declared:
-				return nil, lr.errorf("vertex id %d out of range [0,%d) declared on line %d", v, declared, headerLine)
+				return nil, lr.Errorf("vertex id %d out of range [0,%d) declared on line %d", v, declared, headerLine)
 			case v >= maxNodes:
-				return nil, lr.errorf("vertex id %d exceeds the limit of %d", v, int64(maxNodes))
+				return nil, lr.Errorf("vertex id %d exceeds the limit of %d", v, int64(maxNodes))
 			}
 			ids[x] = v
 			maxID = max(maxID, v)
 		}
 		if weighted == 1 {
-			v, ok := parseFloat64(f[2])
+			v, ok := textfile.ParseFloat64(f[2])
 			if !ok {
-				return nil, lr.errorf("malformed weight %s: want a finite number", quote(f[2]))
+				return nil, lr.Errorf("malformed weight %s: want a finite number", textfile.Quote(f[2]))
 			}
 			vals = append(vals, v)
 		}
@@ -134,21 +135,21 @@ func ReadEdgeList(path string) (*sparse.CSR, error) {
 
 // snapNodes parses the vertex count of a SNAP header comment
 // "# Nodes: N Edges: M". ok is false when the comment has no "Nodes:".
-func snapNodes(lr *lineReader, comment []byte) (n int64, ok bool, err error) {
+func snapNodes(lr *textfile.Lines, comment []byte) (n int64, ok bool, err error) {
 	i := bytes.Index(comment, []byte("Nodes:"))
 	if i < 0 {
 		return 0, false, nil
 	}
 	var f [1][]byte
-	if fields(comment[i+len("Nodes:"):], f[:]) == 0 {
-		return 0, false, lr.errorf("malformed SNAP header %s: want \"# Nodes: N\"", quote(comment))
+	if textfile.Fields(comment[i+len("Nodes:"):], f[:]) == 0 {
+		return 0, false, lr.Errorf("malformed SNAP header %s: want \"# Nodes: N\"", textfile.Quote(comment))
 	}
-	v, ok := parseInt(f[0])
+	v, ok := textfile.ParseInt(f[0])
 	if !ok || v < 0 {
-		return 0, false, lr.errorf("malformed vertex count %s in SNAP header", quote(f[0]))
+		return 0, false, lr.Errorf("malformed vertex count %s in SNAP header", textfile.Quote(f[0]))
 	}
 	if v > maxNodes {
-		return 0, false, lr.errorf("%d nodes exceeds the limit of %d", v, int64(maxNodes))
+		return 0, false, lr.Errorf("%d nodes exceeds the limit of %d", v, int64(maxNodes))
 	}
 	return v, true, nil
 }
@@ -169,11 +170,11 @@ func snapNodes(lr *lineReader, comment []byte) (n int64, ok bool, err error) {
 // BUG(graph): Matrices with more than 2²⁴ rows and fewer than one entry per
 // 64 rows are rejected as implausible.
 func ReadMatrixMarket(path string) (*sparse.CSR, error) {
-	lr, err := openLines(path)
+	lr, err := textfile.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	defer lr.close()
+	defer lr.Close()
 	field, symmetric, err := mmHeader(lr)
 	if err != nil {
 		return nil, err
@@ -182,7 +183,7 @@ func ReadMatrixMarket(path string) (*sparse.CSR, error) {
 	if err != nil {
 		return nil, err
 	}
-	sizeLine := lr.line
+	sizeLine := lr.Line()
 	rows, cols, vals, err := mmEntries(lr, field, symmetric, m, n, nnz, sizeLine)
 	if err != nil {
 		return nil, err
@@ -199,55 +200,55 @@ func ReadMatrixMarket(path string) (*sparse.CSR, error) {
 
 // mmHeader reads a Matrix Market header line and returns its field
 // (pattern, integer or real) and whether the matrix is symmetric.
-func mmHeader(lr *lineReader) (field string, symmetric bool, err error) {
-	line, err := lr.next()
+func mmHeader(lr *textfile.Lines) (field string, symmetric bool, err error) {
+	line, err := lr.Next()
 	if err == io.EOF {
-		return "", false, parseErr(lr.path, 0, "empty file, want a %%MatrixMarket header")
+		return "", false, parseErr(lr.Path(), 0, "empty file, want a %%MatrixMarket header")
 	}
 	if err != nil {
 		return "", false, err
 	}
 	var h [6][]byte
-	if k := fields(line, h[:]); k != 5 || !bytes.Equal(h[0], []byte("%%MatrixMarket")) {
-		return "", false, lr.errorf("malformed header %s: want \"%%%%MatrixMarket matrix coordinate <field> <symmetry>\"", quote(line))
+	if k := textfile.Fields(line, h[:]); k != 5 || !bytes.Equal(h[0], []byte("%%MatrixMarket")) {
+		return "", false, lr.Errorf("malformed header %s: want \"%%%%MatrixMarket matrix coordinate <field> <symmetry>\"", textfile.Quote(line))
 	}
 	object, format := strings.ToLower(string(h[1])), strings.ToLower(string(h[2]))
 	field, symmetry := strings.ToLower(string(h[3])), strings.ToLower(string(h[4]))
 	if object != "matrix" {
-		return "", false, lr.errorf("unsupported object %q: want matrix", object)
+		return "", false, lr.Errorf("unsupported object %q: want matrix", object)
 	}
 	switch format {
 	case "coordinate":
 	case "array":
-		return "", false, lr.errorf("dense array format is not supported: want coordinate")
+		return "", false, lr.Errorf("dense array format is not supported: want coordinate")
 	default:
-		return "", false, lr.errorf("unknown format %q: want coordinate", format)
+		return "", false, lr.Errorf("unknown format %q: want coordinate", format)
 	}
 	switch field {
 	case "pattern", "integer", "real":
 	case "complex":
-		return "", false, lr.errorf("complex matrices are not supported: want pattern, integer or real")
+		return "", false, lr.Errorf("complex matrices are not supported: want pattern, integer or real")
 	default:
-		return "", false, lr.errorf("unknown field %q: want pattern, integer or real", field)
+		return "", false, lr.Errorf("unknown field %q: want pattern, integer or real", field)
 	}
 	switch symmetry {
 	case "general", "symmetric":
 	case "hermitian", "skew-symmetric":
-		return "", false, lr.errorf("%s matrices are not supported: want general or symmetric", symmetry)
+		return "", false, lr.Errorf("%s matrices are not supported: want general or symmetric", symmetry)
 	default:
-		return "", false, lr.errorf("unknown symmetry %q: want general or symmetric", symmetry)
+		return "", false, lr.Errorf("unknown symmetry %q: want general or symmetric", symmetry)
 	}
 	return field, symmetry == "symmetric", nil
 }
 
 // mmSize reads the size line "rows cols entries", after comments and blank
-// lines; lr.line is then its line number.
-func mmSize(lr *lineReader, symmetric bool) (m, n, nnz int64, err error) {
+// lines; lr.Line() is then its line number.
+func mmSize(lr *textfile.Lines, symmetric bool) (m, n, nnz int64, err error) {
 	var f [4][]byte
 	for {
-		line, err := lr.next()
+		line, err := lr.Next()
 		if err == io.EOF {
-			return 0, 0, 0, parseErr(lr.path, 0, "missing size line \"rows cols entries\"")
+			return 0, 0, 0, parseErr(lr.Path(), 0, "missing size line \"rows cols entries\"")
 		}
 		if err != nil {
 			return 0, 0, 0, err
@@ -256,23 +257,23 @@ func mmSize(lr *lineReader, symmetric bool) (m, n, nnz int64, err error) {
 		if len(t) == 0 || t[0] == '%' {
 			continue
 		}
-		if fields(t, f[:]) != 3 {
-			return 0, 0, 0, lr.errorf("malformed size line %s: want \"rows cols entries\"", quote(line))
+		if textfile.Fields(t, f[:]) != 3 {
+			return 0, 0, 0, lr.Errorf("malformed size line %s: want \"rows cols entries\"", textfile.Quote(line))
 		}
 		var sz [3]int64
 		for x := range sz {
-			v, ok := parseInt(f[x])
+			v, ok := textfile.ParseInt(f[x])
 			if !ok || v < 0 {
-				return 0, 0, 0, lr.errorf("malformed size line %s: want three non-negative integers", quote(line))
+				return 0, 0, 0, lr.Errorf("malformed size line %s: want three non-negative integers", textfile.Quote(line))
 			}
 			sz[x] = v
 		}
 		m, n, nnz = sz[0], sz[1], sz[2]
 		if m > maxNodes || n > maxNodes {
-			return 0, 0, 0, lr.errorf("dimension %d×%d exceeds the limit of %d", m, n, int64(maxNodes))
+			return 0, 0, 0, lr.Errorf("dimension %d×%d exceeds the limit of %d", m, n, int64(maxNodes))
 		}
 		if symmetric && m != n {
-			return 0, 0, 0, lr.errorf("symmetric matrix is %d×%d, not square", m, n)
+			return 0, 0, 0, lr.Errorf("symmetric matrix is %d×%d, not square", m, n)
 		}
 		return m, n, nnz, nil
 	}
@@ -281,8 +282,8 @@ func mmSize(lr *lineReader, symmetric bool) (m, n, nnz int64, err error) {
 // mmEntries reads the nnz entries of an m×n matrix (declared on line
 // sizeLine) as 0-based coordinates, each off-diagonal entry of a symmetric
 // matrix twice; vals is nil for a pattern matrix.
-func mmEntries(lr *lineReader, field string, symmetric bool, m, n, nnz int64, sizeLine int) (rows, cols []int64, vals []float64, err error) {
-	path := lr.path
+func mmEntries(lr *textfile.Lines, field string, symmetric bool, m, n, nnz int64, sizeLine int) (rows, cols []int64, vals []float64, err error) {
+	path := lr.Path()
 	nf := 3 // fields an entry has
 	if field == "pattern" {
 		nf = 2
@@ -290,9 +291,9 @@ func mmEntries(lr *lineReader, field string, symmetric bool, m, n, nnz int64, si
 	var f [4][]byte
 	// Size buffers from the declared count, but never beyond what the
 	// file can hold ("1 1\n" is 4 bytes).
-	hint := min(nnz, maxLines(path)/2)
+	hint := min(nnz, textfile.MaxLines(path)/2)
 	if symmetric {
-		hint = min(2*hint, maxLines(path))
+		hint = min(2*hint, textfile.MaxLines(path))
 	}
 	rows = make([]int64, 0, hint)
 	cols = make([]int64, 0, hint)
@@ -301,7 +302,7 @@ func mmEntries(lr *lineReader, field string, symmetric bool, m, n, nnz int64, si
 	}
 	var found int64
 	for {
-		line, err := lr.next()
+		line, err := lr.Next()
 		if err == io.EOF {
 			break
 		}
@@ -312,35 +313,35 @@ func mmEntries(lr *lineReader, field string, symmetric bool, m, n, nnz int64, si
 		if len(t) == 0 || t[0] == '%' {
 			continue
 		}
-		if k := fields(t, f[:]); k != nf {
-			return nil, nil, nil, lr.errorf("malformed entry %s: want %d fields for a %s matrix, have %d", quote(line), nf, field, k)
+		if k := textfile.Fields(t, f[:]); k != nf {
+			return nil, nil, nil, lr.Errorf("malformed entry %s: want %d fields for a %s matrix, have %d", textfile.Quote(line), nf, field, k)
 		}
 		found++
 		if found > nnz {
-			return nil, nil, nil, lr.errorf("more entries than the %d declared on line %d", nnz, sizeLine)
+			return nil, nil, nil, lr.Errorf("more entries than the %d declared on line %d", nnz, sizeLine)
 		}
-		i, ok1 := parseInt(f[0])
-		j, ok2 := parseInt(f[1])
+		i, ok1 := textfile.ParseInt(f[0])
+		j, ok2 := textfile.ParseInt(f[1])
 		if !ok1 || !ok2 {
-			return nil, nil, nil, lr.errorf("malformed entry %s: want integer indices", quote(line))
+			return nil, nil, nil, lr.Errorf("malformed entry %s: want integer indices", textfile.Quote(line))
 		}
 		if i < 1 || i > m || j < 1 || j > n {
-			return nil, nil, nil, lr.errorf("entry (%d,%d) outside the %d×%d matrix (indices are 1-based)", i, j, m, n)
+			return nil, nil, nil, lr.Errorf("entry (%d,%d) outside the %d×%d matrix (indices are 1-based)", i, j, m, n)
 		}
 		i--
 		j--
 		var v float64
 		switch field {
 		case "integer":
-			x, ok := parseInt(f[2])
+			x, ok := textfile.ParseInt(f[2])
 			if !ok {
-				return nil, nil, nil, lr.errorf("malformed integer value %s", quote(f[2]))
+				return nil, nil, nil, lr.Errorf("malformed integer value %s", textfile.Quote(f[2]))
 			}
 			v = float64(x)
 		case "real":
-			x, ok := parseFloat64(f[2])
+			x, ok := textfile.ParseFloat64(f[2])
 			if !ok {
-				return nil, nil, nil, lr.errorf("malformed value %s: want a finite number", quote(f[2]))
+				return nil, nil, nil, lr.Errorf("malformed value %s: want a finite number", textfile.Quote(f[2]))
 			}
 			v = x
 		}

@@ -4,7 +4,7 @@ import (
 	"bufio"
 	"compress/gzip"
 	"fmt"
-	"io"
+	"gnnmpi/internal/textfile"
 	"os"
 	"path/filepath"
 	"slices"
@@ -321,6 +321,6 @@ func TestReadErrors(t *testing.T) {
 		_, err = Read(path)
 		var pe *ParseError
 		require.ErrorAs(t, err, &pe)
-		assert.ErrorIs(t, err, io.ErrUnexpectedEOF)
+		assert.ErrorIs(t, err, textfile.ErrTruncated)
 	})
 }

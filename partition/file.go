@@ -3,15 +3,14 @@ package partition
 import (
 	"bufio"
 	"compress/gzip"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"math"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
+
+	"gnnmpi/internal/atomicfile"
+	"gnnmpi/internal/textfile"
 )
 
 // A book file is a header line
@@ -24,41 +23,9 @@ import (
 // headerSyntax describes a valid header in error messages.
 const headerSyntax = "gnnmpi-partition 1 nodes=N parts=K method=M"
 
-// maxDeflateRatio bounds how much deflate can expand its input: at most 258
-// bytes per 2 bits, about 1032:1. It lets Read reject a node count that a
-// file cannot possibly hold before allocating for it.
-const maxDeflateRatio = 1032
-
 // ParseError reports a malformed or unreadable book file: the file, the
-// 1-based line and what is wrong. Line is 0 for problems with the whole file
-// (a missing file, a bad gzip header).
-type ParseError struct {
-	Path string // file being read
-	Line int    // 1-based line number; 0 for the whole file
-	Msg  string // what is wrong
-	Err  error  // underlying error, if any (see Unwrap)
-}
-
-// Error returns "path:line: msg", or "path: msg" when Line is 0, followed by
-// ": " and the underlying error when there is one.
-func (e *ParseError) Error() string {
-	s := e.Path
-	if e.Line > 0 {
-		s += ":" + strconv.Itoa(e.Line)
-	}
-	switch {
-	case e.Msg != "" && e.Err != nil:
-		return s + ": " + e.Msg + ": " + e.Err.Error()
-	case e.Err != nil:
-		return s + ": " + e.Err.Error()
-	default:
-		return s + ": " + e.Msg
-	}
-}
-
-// Unwrap returns the underlying error, such as fs.ErrNotExist or
-// io.ErrUnexpectedEOF (a truncated gzip stream).
-func (e *ParseError) Unwrap() error { return e.Err }
+// 1-based line and what is wrong (the type graph's readers return too).
+type ParseError = textfile.ParseError
 
 // Write writes b to path: a header line
 //
@@ -90,14 +57,13 @@ func Write(path string, b *Book) error {
 // BestSpeed with a zero header when path ends in ".gz", and renames it over
 // path.
 func writeFile(path string, b *Book) (err error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	f, err := atomicfile.Create(path)
 	if err != nil {
 		return err
 	}
 	defer func() {
 		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
+			f.Abort()
 		}
 	}()
 	var out io.Writer = f
@@ -128,25 +94,7 @@ func writeFile(path string, b *Book) (err error) {
 			return err
 		}
 	}
-	if err := f.Sync(); err != nil {
-		return err
-	}
-	if err := f.Chmod(0o644); err != nil {
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		return err
-	}
-	// Persist the rename; failure to sync a directory is not fatal on
-	// file systems that do not support it.
-	if d, err := os.Open(filepath.Dir(path)); err == nil {
-		d.Sync()
-		d.Close()
-	}
-	return nil
+	return f.Commit()
 }
 
 // Read reads a book written by Write, gunzipping it when path ends in ".gz".
@@ -154,15 +102,15 @@ func writeFile(path string, b *Book) (err error) {
 // ("path:line: message"): a bad header, a part id that is not a number or
 // lies outside [0, parts), or fewer or more part ids than the header's node
 // count. A missing file is a *ParseError wrapping fs.ErrNotExist, a
-// truncated gzip stream one wrapping io.ErrUnexpectedEOF.
+// truncated gzip stream one wrapping textfile.ErrTruncated (graph.ErrTruncated).
 func Read(path string) (*Book, error) {
-	lr, err := openLines(path)
+	lr, err := textfile.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	defer lr.close()
+	defer lr.Close()
 
-	h, err := lr.next()
+	h, err := lr.Next()
 	if err == io.EOF {
 		return nil, &ParseError{Path: path, Line: 1, Msg: "empty file, want header " + strconv.Quote(headerSyntax)}
 	}
@@ -171,17 +119,17 @@ func Read(path string) (*Book, error) {
 	}
 	nodes, parts, method, err := parseHeader(h)
 	if err != nil {
-		return nil, lr.errorf("%v", err)
+		return nil, lr.Errorf("%v", err)
 	}
 	// Every id takes at least two bytes, so a larger count is a lie; check
 	// before allocating for it.
-	if nodes > maxLines(path) {
-		return nil, lr.errorf("nodes=%d is more than the file can hold", nodes)
+	if nodes > textfile.MaxLines(path) {
+		return nil, lr.Errorf("nodes=%d is more than the file can hold", nodes)
 	}
 
 	part := make([]int32, 0, nodes)
 	for {
-		b, err := lr.next()
+		b, err := lr.Next()
 		if err == io.EOF {
 			break
 		}
@@ -189,19 +137,19 @@ func Read(path string) (*Book, error) {
 			return nil, err
 		}
 		if int64(len(part)) == nodes {
-			return nil, lr.errorf("more than nodes=%d part ids", nodes)
+			return nil, lr.Errorf("more than nodes=%d part ids", nodes)
 		}
-		r, ok := parseInt(b)
+		r, ok := textfile.ParseInt(b)
 		if !ok {
-			return nil, lr.errorf("bad part id %s", quote(b))
+			return nil, lr.Errorf("bad part id %s", textfile.Quote(b))
 		}
 		if r < 0 || r >= int64(parts) {
-			return nil, lr.errorf("part id %d out of range [0,%d)", r, parts)
+			return nil, lr.Errorf("part id %d out of range [0,%d)", r, parts)
 		}
 		part = append(part, int32(r))
 	}
 	if int64(len(part)) != nodes {
-		return nil, &ParseError{Path: path, Line: lr.line + 1, Msg: fmt.Sprintf("unexpected end of file after %d of nodes=%d part ids", len(part), nodes)}
+		return nil, &ParseError{Path: path, Line: lr.Line() + 1, Msg: fmt.Sprintf("unexpected end of file after %d of nodes=%d part ids", len(part), nodes)}
 	}
 	return newBook(part, parts, method), nil
 }
@@ -210,7 +158,7 @@ func Read(path string) (*Book, error) {
 func parseHeader(line []byte) (nodes int64, parts int, method string, err error) {
 	f := strings.Fields(string(line))
 	if len(f) != 5 || f[0] != "gnnmpi-partition" {
-		return 0, 0, "", fmt.Errorf("bad header %s, want %q", quote(line), headerSyntax)
+		return 0, 0, "", fmt.Errorf("bad header %s, want %q", textfile.Quote(line), headerSyntax)
 	}
 	if f[1] != "1" {
 		return 0, 0, "", fmt.Errorf("unsupported partition book version %q, want 1", f[1])
@@ -220,7 +168,7 @@ func parseHeader(line []byte) (nodes int64, parts int, method string, err error)
 		if !ok || v == "" {
 			return 0, "", fmt.Errorf("bad header field %q, want %s=…", field, key)
 		}
-		x, ok := parseInt([]byte(v))
+		x, ok := textfile.ParseInt([]byte(v))
 		if key != "method" && !ok {
 			return 0, "", fmt.Errorf("bad header field %q: not an integer", field)
 		}
@@ -244,158 +192,4 @@ func parseHeader(line []byte) (nodes int64, parts int, method string, err error)
 		return 0, 0, "", err
 	}
 	return nodes, int(p), method, nil
-}
-
-// lineReader reads a book file line by line, gunzipping files whose name
-// ends in ".gz", and keeps the 1-based number of the last line returned.
-type lineReader struct {
-	path string
-	line int // number of the last line returned by next
-
-	f    *os.File
-	zr   *gzip.Reader
-	br   *bufio.Reader
-	long []byte // holds lines longer than the bufio buffer
-}
-
-// openLines opens path for reading.
-func openLines(path string) (*lineReader, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, &ParseError{Path: path, Msg: "missing file", Err: fs.ErrNotExist}
-		}
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err
-		}
-		return nil, &ParseError{Path: path, Msg: "cannot open", Err: err}
-	}
-	lr := &lineReader{path: path, f: f}
-	var src io.Reader = f
-	if strings.HasSuffix(path, ".gz") {
-		zr, err := gzip.NewReader(bufio.NewReaderSize(f, 64<<10))
-		if err != nil {
-			f.Close()
-			if errors.Is(err, io.EOF) {
-				return nil, &ParseError{Path: path, Msg: "empty file, want gzip data", Err: io.ErrUnexpectedEOF}
-			}
-			return nil, &ParseError{Path: path, Msg: "bad gzip header", Err: err}
-		}
-		lr.zr = zr
-		src = zr
-	}
-	lr.br = bufio.NewReaderSize(src, 1<<20)
-	return lr, nil
-}
-
-// next returns the next line without its line terminator ("\n" or "\r\n").
-// The slice is valid until the following call. At the end of the input it
-// returns io.EOF; any other error is a *ParseError naming the line being
-// read.
-func (lr *lineReader) next() ([]byte, error) {
-	b, err := lr.br.ReadSlice('\n')
-	if err == bufio.ErrBufferFull {
-		lr.long = append(lr.long[:0], b...)
-		for err == bufio.ErrBufferFull {
-			b, err = lr.br.ReadSlice('\n')
-			lr.long = append(lr.long, b...)
-		}
-		b = lr.long
-	}
-	if err != nil && err != io.EOF {
-		at := &ParseError{Path: lr.path, Line: lr.line + 1, Msg: "read error", Err: err}
-		switch {
-		case errors.Is(err, io.ErrUnexpectedEOF):
-			at.Msg = "truncated gzip stream"
-		case lr.zr != nil:
-			at.Msg = "corrupt gzip stream"
-		}
-		return nil, at
-	}
-	if len(b) == 0 {
-		return nil, io.EOF
-	}
-	lr.line++
-	if n := len(b); n > 0 && b[n-1] == '\n' {
-		b = b[:n-1]
-		if n := len(b); n > 0 && b[n-1] == '\r' {
-			b = b[:n-1]
-		}
-	}
-	return b, nil
-}
-
-// errorf returns a *ParseError at the current line.
-func (lr *lineReader) errorf(format string, args ...any) error {
-	return &ParseError{Path: lr.path, Line: lr.line, Msg: fmt.Sprintf(format, args...)}
-}
-
-// close releases the file.
-func (lr *lineReader) close() {
-	if lr.zr != nil {
-		lr.zr.Close()
-	}
-	lr.f.Close()
-}
-
-// maxLines returns an upper bound on the number of non-empty lines the file
-// at path can hold, from its size alone: a line takes at least two bytes
-// ("0\n", or one byte for a final line without newline), and gzip expands
-// by at most maxDeflateRatio.
-func maxLines(path string) int64 {
-	st, err := os.Stat(path)
-	if err != nil {
-		return math.MaxInt64
-	}
-	size := st.Size()
-	if strings.HasSuffix(path, ".gz") {
-		if size > math.MaxInt64/maxDeflateRatio {
-			return math.MaxInt64
-		}
-		size *= maxDeflateRatio
-	}
-	return size/2 + 1
-}
-
-// parseInt parses b, all of it, as a decimal int64 with an optional sign.
-func parseInt(b []byte) (int64, bool) {
-	if len(b) == 0 {
-		return 0, false
-	}
-	neg := false
-	switch b[0] {
-	case '-':
-		neg = true
-		b = b[1:]
-	case '+':
-		b = b[1:]
-	}
-	if len(b) == 0 {
-		return 0, false
-	}
-	var v uint64
-	for _, c := range b {
-		d := uint64(c - '0')
-		if d > 9 {
-			return 0, false
-		}
-		if v > (math.MaxInt64-d)/10 {
-			return 0, false // overflow
-		}
-		v = v*10 + d
-	}
-	if neg {
-		return -int64(v), true
-	}
-	return int64(v), true
-}
-
-// quote returns b quoted for an error message, shortened if long.
-func quote(b []byte) string {
-	const max = 48
-	if len(b) > max {
-		return strconv.Quote(string(b[:max])) + "…"
-	}
-	return strconv.Quote(string(b))
 }

@@ -33,7 +33,8 @@ func TestImportDirection(t *testing.T) {
 		"gnnmpi/train":                     {"gnnmpi/collective/mpi", "gnnmpi/collective/inproc", "gnnmpi/internal/openblas", "gnnmpi/internal/cli"},
 		"gnnmpi/internal/openblas":         {"gnnmpi/collective", "gnnmpi/graph", "gnnmpi/model"},
 		"gnnmpi/internal/rng":              {"gnnmpi/collective", "gnnmpi/graph"},
-		"gnnmpi/internal/atomicfile":       {"gnnmpi/collective", "gnnmpi/graph", "gnnmpi/train"},
+		"gnnmpi/internal/atomicfile":       {"gnnmpi/collective", "gnnmpi/graph", "gnnmpi/train", "runtime/cgo"},
+		"gnnmpi/internal/textfile":         {"gnnmpi/collective", "gnnmpi/graph", "gnnmpi/partition", "gnnmpi/sparse", "runtime/cgo"},
 		"gnnmpi/collective/collectivetest": {"gnnmpi/collective/mpi", "gnnmpi/collective/inproc"},
 		// spgemm → sparse, collective only (STYLE.md §2).
 		"gnnmpi/spgemm":            {"gnnmpi/graph", "gnnmpi/graph/metis", "runtime/cgo", "gnnmpi/dense", "gnnmpi/model", "gnnmpi/sampling", "gnnmpi/alltoall", "gnnmpi/train", "gnnmpi/collective/mpi", "gnnmpi/collective/inproc", "gnnmpi/gpu"},
