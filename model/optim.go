@@ -22,6 +22,20 @@ type Optimizer interface {
 	SetState(state []float32) error
 }
 
+// NewOptimizer returns the optimizer named kind: "adam" (NewAdam(lr, wd))
+// or "sgd" (NewSGD(lr, momentum, wd)). It is the one place a name becomes
+// an optimizer, for every trainer; any other name is an error listing the
+// two.
+func NewOptimizer(kind string, lr, momentum, wd float32) (Optimizer, error) {
+	switch kind {
+	case "adam":
+		return NewAdam(lr, wd), nil
+	case "sgd":
+		return NewSGD(lr, momentum, wd), nil
+	}
+	return nil, fmt.Errorf("model: unknown optimizer %q (want adam or sgd)", kind)
+}
+
 // State headers: the first word names the optimizer.
 const (
 	stateAdam = 1

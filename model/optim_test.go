@@ -141,3 +141,16 @@ func TestOptimizerStateErrors(t *testing.T) {
 	require.NoError(t, c.SetState(append(adam.State(), 0, 0)))
 	assert.Panics(t, func() { twoSteps(c) })
 }
+
+// NewOptimizer maps each name to its optimizer with the given settings and
+// refuses any other name.
+func TestNewOptimizer(t *testing.T) {
+	o, err := NewOptimizer("adam", 0.01, 0.9, 5e-4)
+	require.NoError(t, err)
+	assert.Equal(t, NewAdam(0.01, 5e-4), o)
+	o, err = NewOptimizer("sgd", 0.1, 0.9, 5e-4)
+	require.NoError(t, err)
+	assert.Equal(t, NewSGD(0.1, 0.9, 5e-4), o)
+	_, err = NewOptimizer("rmsprop", 0.1, 0, 0)
+	assert.EqualError(t, err, `model: unknown optimizer "rmsprop" (want adam or sgd)`)
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"gnnmpi/dense"
+	"gnnmpi/model"
 )
 
 // State is what a Trainer carries from one epoch to the next. Everything
@@ -112,7 +113,7 @@ func (t *Trainer) SetState(s State) error {
 // weights (before the first step, or after), else the length after a step.
 func (t *Trainer) optLen(n, nw int) int {
 	head, per := 4, 2 // Adam: kind and step count, then two moments
-	if t.cfg.Optimizer == "sgd" {
+	if _, sgd := t.opt.(*model.SGD); sgd {
 		head, per = 1, 1 // SGD: kind, then the momentum buffer
 	}
 	if n == head {

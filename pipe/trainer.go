@@ -219,13 +219,9 @@ func (t *Trainer) initLayers() error {
 		t.out = model.NewLinear(mc.Hidden, mc.Out, rng.New(cfg.Seed, streamWeights, uint64(mc.Layers+1)), cfg.BLAS)
 		t.params = append(t.params, t.out.Params()...)
 	}
-	switch cfg.Optimizer {
-	case "adam":
-		t.opt = model.NewAdam(cfg.LR, cfg.WeightDecay)
-	case "sgd":
-		t.opt = model.NewSGD(cfg.LR, cfg.Momentum, cfg.WeightDecay)
-	default:
-		return fmt.Errorf("pipe: unknown optimizer %q", cfg.Optimizer)
+	var err error
+	if t.opt, err = model.NewOptimizer(cfg.Optimizer, cfg.LR, cfg.Momentum, cfg.WeightDecay); err != nil {
+		return fmt.Errorf("pipe: %w", err)
 	}
 	return nil
 }

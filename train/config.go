@@ -68,17 +68,13 @@ func (c *Common) Validate() error {
 	return nil
 }
 
-// newOptimizer builds the optimizer the settings name. It is the one place
-// that maps an Optimizer to a model.Optimizer (package pipe builds its own
-// from pipe.Config.Optimizer, which RunFull sets from Optimizer).
+// newOptimizer builds the optimizer the settings name (model.NewOptimizer,
+// which package pipe calls too).
 func (c *Common) newOptimizer() (model.Optimizer, error) {
-	switch c.Optimizer {
-	case OptimizerAdam:
-		return model.NewAdam(c.LR, c.WeightDecay), nil
-	case OptimizerSGD:
-		return model.NewSGD(c.LR, c.Momentum, c.WeightDecay), nil
+	if _, err := ParseOptimizer(string(c.Optimizer)); err != nil {
+		return nil, err
 	}
-	return nil, errorOf(ParseOptimizer(string(c.Optimizer)))
+	return model.NewOptimizer(string(c.Optimizer), c.LR, c.Momentum, c.WeightDecay)
 }
 
 // evalDue reports whether the loop evaluates after epoch: every EvalEvery
