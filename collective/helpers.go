@@ -15,6 +15,23 @@ func AllreduceScalar[E Elem](c Comm, v E, op Op) (E, error) {
 	return x[0], err
 }
 
+// AllreduceVars replaces each *v by its reduction over all ranks of c, in
+// one Allreduce: several named scalars reduced together, without a slice
+// whose slots the reader must remember.
+func AllreduceVars[E Elem](c Comm, op Op, vs ...*E) error {
+	x := make([]E, len(vs))
+	for i, v := range vs {
+		x[i] = *v
+	}
+	if err := AllreduceSlice(c, x, op); err != nil {
+		return err
+	}
+	for i, v := range vs {
+		*v = x[i]
+	}
+	return nil
+}
+
 // BcastSlice broadcasts x from root; every rank passes a slice of the same
 // length.
 func BcastSlice[E Elem](c Comm, x []E, root int) error {

@@ -73,21 +73,6 @@ func (t *Trainer) reduce(c collective.Comm, ps []*model.Param) error {
 	return nil
 }
 
-// sumOver replaces each *v by its sum over c's ranks, in one Allreduce.
-func sumOver(c collective.Comm, vs ...*float64) error {
-	x := make([]float64, len(vs))
-	for i, v := range vs {
-		x[i] = *v
-	}
-	if err := collective.AllreduceSlice(c, x, collective.Sum); err != nil {
-		return err
-	}
-	for i, v := range vs {
-		*v = x[i]
-	}
-	return nil
-}
-
 // haloRows returns what the halo exchange of the chunk at position mb of
 // ps (block b) moves, per pipeline q in elements, zero for the own
 // pipeline: the rows this part serves q's chunk (served) and the rows b

@@ -56,7 +56,7 @@ func (t *Trainer) Epoch(epoch int) (Stats, error) {
 		t.takeSnapshot()
 	}
 	defer collective.SetPhase(t.c, PhaseMetrics)()
-	if err := sumOver(t.c, &sums.loss, &sums.correct); err != nil {
+	if err := collective.AllreduceVars(t.c, collective.Sum, &sums.loss, &sums.correct); err != nil {
 		return Stats{}, err
 	}
 	return Stats{Loss: sums.loss / float64(t.numTrain), TrainAcc: sums.correct / float64(t.numTrain)}, nil

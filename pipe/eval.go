@@ -26,7 +26,7 @@ func (t *Trainer) Evaluate() (Eval, error) {
 		s = t.count(y)
 	}
 	restore := collective.SetPhase(t.c, PhaseMetrics)
-	err = sumOver(t.c, &s.valCorrect, &s.valLoss, &s.val, &s.testCorrect, &s.test)
+	err = collective.AllreduceVars(t.c, collective.Sum, &s.valCorrect, &s.valLoss, &s.val, &s.testCorrect, &s.test)
 	restore()
 	if err != nil {
 		return Eval{}, err

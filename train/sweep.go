@@ -156,11 +156,10 @@ func (t *trainer) sweepPoint(pt *SweepPoint, feat *dense.Matrix, score []float64
 	secs := time.Since(t0).Seconds()
 	sent := collective.SnapshotOf(c).Sub(before).Phase(PhaseFetch).SentBytes
 	restore = collective.SetPhase(c, PhaseMetrics)
-	sums := []int64{cnt.Rows, cnt.Hits, cnt.Remote, sent}
-	err = collective.AllreduceSlice(c, sums, collective.Sum)
-	maxes := []int64{t.store.Bytes(), int64(t.store.CachedRows())}
+	err = collective.AllreduceVars(c, collective.Sum, &cnt.Rows, &cnt.Hits, &cnt.Remote, &sent)
+	storeBytes, cached := t.store.Bytes(), int64(t.store.CachedRows())
 	if err == nil {
-		err = collective.AllreduceSlice(c, maxes, collective.Max)
+		err = collective.AllreduceVars(c, collective.Max, &storeBytes, &cached)
 	}
 	if err == nil {
 		secs, err = slowest(c, secs)
@@ -170,9 +169,9 @@ func (t *trainer) sweepPoint(pt *SweepPoint, feat *dense.Matrix, score []float64
 		return xbuf, err
 	}
 	e := float64(epochs)
-	pt.FetchRows, pt.CacheHits, pt.RemoteRows = float64(sums[0])/e, float64(sums[1])/e, float64(sums[2])/e
-	pt.FetchBytes, pt.FetchSeconds, pt.FillSeconds = float64(sums[3])/e, secs/e, fillS
-	pt.StoreBytesMax, pt.CachedRowsMax = maxes[0], maxes[1]
+	pt.FetchRows, pt.CacheHits, pt.RemoteRows = float64(cnt.Rows)/e, float64(cnt.Hits)/e, float64(cnt.Remote)/e
+	pt.FetchBytes, pt.FetchSeconds, pt.FillSeconds = float64(sent)/e, secs/e, fillS
+	pt.StoreBytesMax, pt.CachedRowsMax = storeBytes, cached
 	return xbuf, nil
 }
 

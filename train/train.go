@@ -412,8 +412,8 @@ func (t *trainer) summarize(epoch int, ev *evaluation, evalSecs float64) (EpochS
 		st.Evaluated, st.ValAcc, st.TestAcc, st.ValLoss = true, ev.ValAcc, ev.TestAcc, ev.ValLoss
 	}
 	defer collective.SetPhase(c, PhaseMetrics)()
-	sums := []float64{ep.lossSum, ep.correct, ep.seen}
-	if err := collective.AllreduceSlice(c, sums, collective.Sum); err != nil {
+	lossSum, correct, seen := ep.lossSum, ep.correct, ep.seen
+	if err := collective.AllreduceVars(c, collective.Sum, &lossSum, &correct, &seen); err != nil {
 		return EpochStats{}, err
 	}
 	times := []float64{ep.trainSecs}
@@ -432,8 +432,8 @@ func (t *trainer) summarize(epoch int, ev *evaluation, evalSecs float64) (EpochS
 	if err := collective.AllreduceSlice(c, bytes, collective.Sum); err != nil {
 		return EpochStats{}, err
 	}
-	st.Loss = sums[0] / max(sums[2], 1)
-	st.TrainAcc = sums[1] / max(sums[2], 1)
+	st.Loss = lossSum / max(seen, 1)
+	st.TrainAcc = correct / max(seen, 1)
 	st.Seconds = times[0]
 	st.PhaseSeconds = map[string]float64{}
 	for k, p := range timePhases {
@@ -462,32 +462,30 @@ func (t *trainer) evaluate() (evaluation, error) {
 	if err != nil {
 		return evaluation{}, err
 	}
-	// counts: hits and totals of train, validation, test; then the
-	// validation loss sum.
-	var counts [7]float64
+	var valHits, val, testHits, test, valLoss float64
 	for k, pred := range model.Argmax(h) {
 		g := owned[k]
 		hit := 0.0
 		if pred == t.d.Labels[g] {
 			hit = 1
 		}
-		for s, m := range [][]bool{t.trainMask, t.valMask, t.testMask} {
-			if m[g] {
-				counts[2*s] += hit
-				counts[2*s+1]++
-			}
-		}
 		if t.valMask[g] {
-			counts[6] += model.CrossEntropy(h.Data[k*h.Cols:(k+1)*h.Cols], t.d.Labels[g])
+			valHits += hit
+			val++
+			valLoss += model.CrossEntropy(h.Data[k*h.Cols:(k+1)*h.Cols], t.d.Labels[g])
+		}
+		if t.testMask[g] {
+			testHits += hit
+			test++
 		}
 	}
-	if err := collective.AllreduceSlice(c, counts[:], collective.Sum); err != nil {
+	if err := collective.AllreduceVars(c, collective.Sum, &valHits, &val, &testHits, &test, &valLoss); err != nil {
 		return evaluation{}, err
 	}
 	return evaluation{
-		ValAcc:  counts[2] / max(counts[3], 1),
-		ValLoss: counts[6] / max(counts[3], 1),
-		TestAcc: counts[4] / max(counts[5], 1),
+		ValAcc:  valHits / max(val, 1),
+		ValLoss: valLoss / max(val, 1),
+		TestAcc: testHits / max(test, 1),
 	}, nil
 }
 

@@ -299,6 +299,16 @@ func allreduceInPlace(c collective.Comm) error {
 		return ce(err)
 	}
 	k.equal("max rank", m, int64(p-1))
+	lo, hi, n := int64(-r), int64(r), int64(1)
+	if err := collective.AllreduceVars(c, collective.Max, &lo, &hi); err != nil {
+		return ce(err)
+	}
+	if err := collective.AllreduceVars(c, collective.Sum, &n); err != nil {
+		return ce(err)
+	}
+	k.equal("vars: max of -rank", lo, int64(0))
+	k.equal("vars: max rank", hi, int64(p-1))
+	k.equal("vars: sum of ones", n, int64(p))
 	return k.err
 }
 

@@ -101,38 +101,38 @@ func info(env *Env, path, bookPath string, showGPU bool) error {
 		}
 	}
 	defer collective.SetPhase(c, "info")()
-	sums := []int64{edges, selfLoops, isolated, held}
-	if err := collective.AllreduceSlice(c, sums, collective.Sum); err != nil {
+	total := held // rows over all ranks
+	if err := collective.AllreduceVars(c, collective.Sum, &edges, &selfLoops, &isolated, &total); err != nil {
 		return err
 	}
-	maxs := []int64{maxDeg, -minDeg, int64(d.NumFeatures()), int64(d.NumClasses), d.NumNodes, -d.NumNodes}
-	if err := collective.AllreduceSlice(c, maxs, collective.Max); err != nil {
+	// Minima as maxima of negations: one Allreduce for all.
+	negMinDeg, features, classes, nodes, negNodes := -minDeg, int64(d.NumFeatures()), int64(d.NumClasses), d.NumNodes, -d.NumNodes
+	if err := collective.AllreduceVars(c, collective.Max, &maxDeg, &negMinDeg, &features, &classes, &nodes, &negNodes); err != nil {
 		return err
 	}
-	fsum := []float64{sumSq, load}
-	if err := collective.AllreduceSlice(c, fsum[:1], collective.Sum); err != nil {
+	if err := collective.AllreduceVars(c, collective.Sum, &sumSq); err != nil {
 		return err
 	}
-	if err := collective.AllreduceSlice(c, fsum[1:], collective.Max); err != nil {
+	if err := collective.AllreduceVars(c, collective.Max, &load); err != nil {
 		return err
 	}
 	rows, _, err := collective.AllgatherSlice(c, []int64{held})
 	if err != nil {
 		return err
 	}
-	if maxs[4] != -maxs[5] {
+	if nodes != -negNodes {
 		return fmt.Errorf("info: ranks disagree on the number of vertices of %s", path)
 	}
-	n := maxs[4]
-	if sums[3] != n {
-		return fmt.Errorf("info: ranks hold %d rows of %d vertices", sums[3], n)
+	n := nodes
+	if total != n {
+		return fmt.Errorf("info: ranks hold %d rows of %d vertices", total, n)
 	}
-	mean := float64(sums[0]) / float64(max(n, 1))
+	mean := float64(edges) / float64(max(n, 1))
 	in := DatasetInfo{
-		Path: path, Name: d.Name, Nodes: n, Edges: sums[0], Features: int(maxs[2]), Classes: int(maxs[3]),
-		Splits: map[string][]int{}, MinDegree: -maxs[1], MaxDegree: maxs[0], MeanDegree: mean,
-		StdDegree: math.Sqrt(math.Max(fsum[0]/float64(max(n, 1))-mean*mean, 0)),
-		Isolated:  sums[2], SelfLoops: sums[1], RowsPerRank: rows, LoadSeconds: fsum[1],
+		Path: path, Name: d.Name, Nodes: n, Edges: edges, Features: int(features), Classes: int(classes),
+		Splits: map[string][]int{}, MinDegree: -negMinDeg, MaxDegree: maxDeg, MeanDegree: mean,
+		StdDegree: math.Sqrt(math.Max(sumSq/float64(max(n, 1))-mean*mean, 0)),
+		Isolated:  isolated, SelfLoops: selfLoops, RowsPerRank: rows, LoadSeconds: load,
 	}
 	if n == 0 {
 		in.MinDegree = 0
