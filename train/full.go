@@ -25,9 +25,9 @@ type FullConfig struct {
 	// ModeGraph uses one per rank and ModePipe one.
 	Pipelines int
 	// Chunks is the number of chunks each part is split into (1 in
-	// ModeGraph), by ChunkMethod "metis" or "random".
+	// ModeGraph), by ChunkMetis or ChunkRandom.
 	Chunks      int
-	ChunkMethod string
+	ChunkMethod ChunkMethod
 	// Model is the deep model; RunFull sets its In and Out from the data.
 	Model model.DeepConfig
 	// GNNPipe's staleness remedies (pipe.Config): a new chunk order every
@@ -46,7 +46,7 @@ func FullDefaults(kind string) FullConfig {
 	return FullConfig{
 		Common: Common{FeatureNorm: FeatureNormRow, Epochs: 100, Optimizer: OptimizerAdam, LR: 0.01, WeightDecay: 5e-4,
 			Seed: 1, EvalEvery: 1, Select: SelectAcc, CheckpointEvery: 10},
-		Mode: ModePipe, Pipelines: 1, Chunks: 4, ChunkMethod: "metis",
+		Mode: ModePipe, Pipelines: 1, Chunks: 4, ChunkMethod: ChunkMetis,
 		Model: model.DefaultDeep(kind), ShuffleChunks: true, ClearGrads: true, SnapshotEvery: 23,
 	}
 }
@@ -91,8 +91,8 @@ func (c *FullConfig) Validate(p int) error {
 		return fmt.Errorf("train: %d chunks < 1", c.Chunks)
 	case c.Mode == ModeGraph && c.Chunks != 1:
 		return fmt.Errorf("train: --mode graph processes each part whole; --chunks is for pipe and hybrid")
-	case c.ChunkMethod != "metis" && c.ChunkMethod != "random":
-		return fmt.Errorf("train: chunk partition %q (want metis or random)", c.ChunkMethod)
+	case c.ChunkMethod != ChunkMetis && c.ChunkMethod != ChunkRandom:
+		return errorOf(ParseChunkMethod(string(c.ChunkMethod)))
 	case c.SnapshotEvery < 0:
 		return fmt.Errorf("train: snapshot every %d epochs < 0", c.SnapshotEvery)
 	}
@@ -315,7 +315,7 @@ func fullChunks(c collective.Comm, d *Data, cfg FullConfig, log func(string, ...
 	}
 	err := onRoot(c, func() error {
 		log("splitting each of %d parts into %d chunks (%s)", d.Book.Parts, cfg.Chunks, cfg.ChunkMethod)
-		ch, err := graph.SubPartition(d.Adj, d.Book, cfg.Chunks, cfg.ChunkMethod, int(cfg.Seed))
+		ch, err := graph.SubPartition(d.Adj, d.Book, cfg.Chunks, string(cfg.ChunkMethod), int(cfg.Seed))
 		copy(chunk, ch)
 		return err
 	}, chunk)

@@ -136,7 +136,7 @@ type fullSettings struct {
 	Mode            Mode
 	Pipelines       int
 	Chunks          int
-	ChunkMethod     string
+	ChunkMethod     ChunkMethod
 	Pipe            pipe.Config
 	FeatureNorm     FeatureNorm
 	Epochs          int

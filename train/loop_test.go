@@ -10,7 +10,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"gnnmpi/alltoall"
 	"gnnmpi/collective"
 	"gnnmpi/collective/inproc"
 	"gnnmpi/model"
@@ -150,6 +149,15 @@ func TestLoopDiverged(t *testing.T) {
 	}
 }
 
+// asString turns a Parse function of a named string type into one
+// returning the plain string, so that one table can hold them all.
+func asString[T ~string](parse func(string) (T, error)) func(string) (string, error) {
+	return func(s string) (string, error) {
+		v, err := parse(s)
+		return string(v), err
+	}
+}
+
 // Every Parse function accepts exactly its constants' names and lists them
 // in its error.
 func TestParsers(t *testing.T) {
@@ -162,57 +170,24 @@ func TestParsers(t *testing.T) {
 		_, err := parse("bogus")
 		require.EqualError(t, err, want)
 	}
-	wrap := func(f any) func(string) (string, error) {
-		return func(s string) (string, error) {
-			switch f := f.(type) {
-			case func(string) (Optimizer, error):
-				v, err := f(s)
-				return string(v), err
-			case func(string) (Mode, error):
-				v, err := f(s)
-				return string(v), err
-			case func(string) (Sampler, error):
-				v, err := f(s)
-				return string(v), err
-			case func(string) (Topology, error):
-				v, err := f(s)
-				return string(v), err
-			case func(string) (Shuffle, error):
-				v, err := f(s)
-				return string(v), err
-			case func(string) (Selection, error):
-				v, err := f(s)
-				return string(v), err
-			case func(string) (FeatureNorm, error):
-				v, err := f(s)
-				return string(v), err
-			case func(string) (alltoall.CachePolicy, error):
-				v, err := f(s)
-				return string(v), err
-			case func(string) (alltoall.DType, error):
-				v, err := f(s)
-				return string(v), err
-			}
-			panic("unknown parser")
-		}
-	}
 	for _, tc := range []struct {
 		name  string
-		parse any
+		parse func(string) (string, error)
 		names []string
 		want  string
 	}{
-		{"optimizer", ParseOptimizer, []string{"adam", "sgd"}, `train: unknown optimizer "bogus" (want adam or sgd)`},
-		{"mode", ParseMode, []string{"minibatch", "graph", "pipe", "hybrid"}, `train: unknown mode "bogus" (want minibatch, graph, pipe or hybrid)`},
-		{"sampler", ParseSampler, []string{"sage", "ladies"}, `train: unknown sampler "bogus" (want sage or ladies)`},
-		{"topology", ParseTopology, []string{"replicated", "1.5d"}, `train: unknown topology "bogus" (want replicated or 1.5d)`},
-		{"shuffle", ParseShuffle, []string{"local", "global"}, `train: unknown shuffle "bogus" (want local or global)`},
-		{"selection", ParseSelection, []string{"val-acc", "val-loss"}, `train: unknown model selection "bogus" (want val-acc or val-loss)`},
-		{"feature norm", ParseFeatureNorm, []string{"row", "none"}, `train: unknown feature normalisation "bogus" (want row or none)`},
-		{"cache", ParseCache, []string{"none", "degree", "vip", "vip-recurrence", "sim"}, `train: unknown cache policy "bogus" (want none, degree, vip, vip-recurrence or sim)`},
-		{"dtype", ParseFeatureDType, []string{"f32", "f16"}, `train: unknown feature dtype "bogus" (want f32 or f16)`},
+		{"optimizer", asString(ParseOptimizer), []string{"adam", "sgd"}, `train: unknown optimizer "bogus" (want adam or sgd)`},
+		{"mode", asString(ParseMode), []string{"minibatch", "graph", "pipe", "hybrid"}, `train: unknown mode "bogus" (want minibatch, graph, pipe or hybrid)`},
+		{"sampler", asString(ParseSampler), []string{"sage", "ladies"}, `train: unknown sampler "bogus" (want sage or ladies)`},
+		{"topology", asString(ParseTopology), []string{"replicated", "1.5d"}, `train: unknown topology "bogus" (want replicated or 1.5d)`},
+		{"shuffle", asString(ParseShuffle), []string{"local", "global"}, `train: unknown shuffle "bogus" (want local or global)`},
+		{"selection", asString(ParseSelection), []string{"val-acc", "val-loss"}, `train: unknown model selection "bogus" (want val-acc or val-loss)`},
+		{"feature norm", asString(ParseFeatureNorm), []string{"row", "none"}, `train: unknown feature normalisation "bogus" (want row or none)`},
+		{"cache", asString(ParseCache), []string{"none", "degree", "vip", "vip-recurrence", "sim"}, `train: unknown cache policy "bogus" (want none, degree, vip, vip-recurrence or sim)`},
+		{"dtype", asString(ParseFeatureDType), []string{"f32", "f16"}, `train: unknown feature dtype "bogus" (want f32 or f16)`},
+		{"chunks", asString(ParseChunkMethod), []string{"metis", "random"}, `train: unknown chunk partition "bogus" (want metis or random)`},
 	} {
-		t.Run(tc.name, func(t *testing.T) { check(t, wrap(tc.parse), tc.names, tc.want) })
+		t.Run(tc.name, func(t *testing.T) { check(t, tc.parse, tc.names, tc.want) })
 	}
 	require.Equal(t, "a", orList([]string{"a"}))
 	require.Equal(t, "a or b", orList([]string{"a", "b"}))

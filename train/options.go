@@ -43,6 +43,21 @@ func ParseMode(s string) (Mode, error) {
 	return parseChoice("mode", s, ModeMinibatch, ModeGraph, ModePipe, ModeHybrid)
 }
 
+// ChunkMethod names how full-graph training splits each graph part into
+// chunks (FullConfig.ChunkMethod).
+type ChunkMethod string
+
+// Chunk methods.
+const (
+	ChunkMetis  ChunkMethod = "metis"  // METIS on the part's own subgraph
+	ChunkRandom ChunkMethod = "random" // uniformly at random
+)
+
+// ParseChunkMethod returns the chunk method named s.
+func ParseChunkMethod(s string) (ChunkMethod, error) {
+	return parseChoice("chunk partition", s, ChunkMetis, ChunkRandom)
+}
+
 // Sampler names a minibatch sampler (Config.Sampler).
 type Sampler string
 

@@ -110,7 +110,7 @@ func addTrainFlags(fs *flag.FlagSet) *trainFlags {
 	f.mode = fs.String("mode", string(train.ModeMinibatch), "minibatch (data-parallel sampled minibatches), or full-graph training of a deep model: graph (graph parallelism, halo exchange per layer), pipe (GNNPipe: layers in stages over the ranks, chunks through the pipeline) or hybrid (--pipelines pipelines over graph parts)")
 	f.chunks = fs.Int("chunks", fd.Chunks, "pipe, hybrid: chunks each graph part is split into")
 	f.pipelines = fs.Int("pipelines", 2, "hybrid: pipelines (graph parts); the ranks of each are its stages")
-	f.chunkPart = fs.String("chunk-partition", fd.ChunkMethod, "pipe, hybrid: how parts are split into chunks: metis or random")
+	f.chunkPart = fs.String("chunk-partition", string(fd.ChunkMethod), "pipe, hybrid: how parts are split into chunks: metis or random")
 	f.shuffleChunks = fs.Bool("shuffle-chunks", fd.ShuffleChunks, "pipe, hybrid: new chunk order every epoch (the same within a pipeline)")
 	f.clearGrads = fs.Bool("clear-grads", fd.ClearGrads, "pipe, hybrid: drop historical gradients left at the end of an epoch")
 	f.snapEvery = fs.Int("snapshot-every", fd.SnapshotEvery, "pipe, hybrid: snapshot the historical embeddings every R epochs and restore them from it at each epoch's start (0: off)")
@@ -148,7 +148,11 @@ func (f *trainFlags) fullConfig(env *Env, mode train.Mode, set map[string]bool) 
 		}
 	}
 	fc := train.FullDefaults(*f.kind)
-	fc.Mode, fc.Chunks, fc.ChunkMethod = mode, *f.chunks, *f.chunkPart
+	fc.Mode, fc.Chunks = mode, *f.chunks
+	var err error
+	if fc.ChunkMethod, err = train.ParseChunkMethod(*f.chunkPart); err != nil {
+		return train.FullConfig{}, err
+	}
 	if mode == train.ModeHybrid {
 		fc.Pipelines = *f.pipelines
 	}
