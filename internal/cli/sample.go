@@ -70,13 +70,8 @@ type SampleResult struct {
 	Bytes map[string]int64 `json:"bytes"`
 }
 
-func runSample(env *Env, cfg *sampleConfig) error {
-	c := env.Comm
-	p, me := c.Size(), c.Rank()
-	fo, err := parseInts(cfg.fanouts)
-	if err != nil {
-		return fmt.Errorf("sample: --fanouts %q: %w", cfg.fanouts, err)
-	}
+// check reports the first invalid setting for p ranks.
+func (cfg *sampleConfig) check(p int) error {
 	switch {
 	case cfg.batch < 1:
 		return fmt.Errorf("sample: --batch-size %d < 1", cfg.batch)
@@ -91,23 +86,37 @@ func runSample(env *Env, cfg *sampleConfig) error {
 	case cfg.c < 1 || p%cfg.c != 0:
 		return fmt.Errorf("sample: --c %d does not divide the %d ranks", cfg.c, p)
 	}
+	return nil
+}
+
+// sampleItem is minibatch b of an epoch.
+type sampleItem struct{ epoch, b int }
+
+// sampleTotals are what a rank sampled: minibatches, edges of all their
+// blocks, input vertices, and the time spent in Sample.
+type sampleTotals struct {
+	minibatches, edges, vertices int64
+	seconds                      float64
+}
+
+func runSample(env *Env, cfg *sampleConfig) error {
+	c := env.Comm
+	p := c.Size()
+	fo, err := parseInts(cfg.fanouts)
+	if err != nil {
+		return fmt.Errorf("sample: --fanouts %q: %w", cfg.fanouts, err)
+	}
+	if err := cfg.check(p); err != nil {
+		return err
+	}
 	restore := collective.SetPhase(c, "setup")
 	g, err := graph.Load(cfg.data, graph.ReadOptions{NoFeatures: true})
 	if err != nil {
 		return err
 	}
-	var train []int64
-	if cfg.split == "all" {
-		train = make([]int64, g.NumNodes)
-		for v := range train {
-			train[v] = int64(v)
-		}
-	} else {
-		_, sp, err := g.SplitNamed(cfg.split)
-		if err != nil {
-			return fmt.Errorf("sample: %s %w", cfg.data, err)
-		}
-		train = sp.Train
+	train, err := sampleSeeds(g, cfg)
+	if err != nil {
+		return err
 	}
 	var grid *collective.Grid
 	if cfg.topology == "1.5d" {
@@ -129,40 +138,93 @@ func runSample(env *Env, cfg *sampleConfig) error {
 	env.Printf("sampling %s %v on %s (%d vertices, %d training), batch %d, bulk %d, %d ranks, topology %s (c = %d)\n",
 		cfg.sampler, fo, g.Name, g.NumNodes, len(train), cfg.batch, cfg.bulk, p, cfg.topology, cfg.c)
 
-	// Minibatch b of an epoch is a slice of the epoch's global shuffle of
-	// the training vertices, sampled by rank b mod p with a key of (seed,
-	// epoch, b): the minibatches do not depend on p, c, the topology or
-	// the bulk. A rank samples its minibatches of all epochs in order, bulk
-	// at a time (a bulk may span epochs, as a sampler running ahead of
-	// training would). Every rank makes the same number of Sample calls
-	// (the distributed topology's are collective), the last ones possibly
-	// empty.
-	defer collective.SetPhase(c, "sample")()
-	// This rank's minibatches (epoch, b) in order; a bulk may span epochs.
-	type item struct{ epoch, b int }
-	var mine []item
-	orders := make([][]int, cfg.epochs)
-	all := 0
+	tot, err := sampleAll(env, cfg, smp, train)
+	if err != nil {
+		return err
+	}
+	restore = collective.SetPhase(c, "report")
+	err = collective.AllreduceVars(c, collective.Sum, &tot.minibatches, &tot.edges, &tot.vertices)
+	if err == nil {
+		err = collective.AllreduceVars(c, collective.Max, &tot.seconds)
+	}
+	if err != nil {
+		return err
+	}
+	cs, err := GatherComm(c)
+	if err != nil {
+		return err
+	}
+	restore()
+	res := SampleResult{Sampler: cfg.sampler, Fanouts: fo, BatchSize: cfg.batch, Bulk: cfg.bulk, Topology: cfg.topology, C: cfg.c,
+		Minibatches: tot.minibatches, Edges: tot.edges, Vertices: tot.vertices, Seconds: tot.seconds, Bytes: map[string]int64{}}
+	for ph, x := range cs.ByPhase {
+		res.Bytes[ph] = x.TotalSent
+	}
+	if tot.seconds > 0 {
+		res.MinibatchesPerS, res.EdgesPerS = float64(tot.minibatches)/tot.seconds, float64(tot.edges)/tot.seconds
+	}
+	env.Printf("sampled   %d minibatches, %d edges, %d input vertices in %.3fs (slowest rank)\n", tot.minibatches, tot.edges, tot.vertices, tot.seconds)
+	env.Printf("rate      %.1f minibatches/s, %.4g edges/s\n", res.MinibatchesPerS, res.EdgesPerS)
+	return env.Finish(map[string]any{"sample": res})
+}
+
+// sampleSeeds returns the vertices whose minibatches the command samples:
+// the training vertices of cfg.split, or every vertex for "all".
+func sampleSeeds(g *graph.Dataset, cfg *sampleConfig) ([]int64, error) {
+	if cfg.split == "all" {
+		train := make([]int64, g.NumNodes)
+		for v := range train {
+			train[v] = int64(v)
+		}
+		return train, nil
+	}
+	_, sp, err := g.SplitNamed(cfg.split)
+	if err != nil {
+		return nil, fmt.Errorf("sample: %s %w", cfg.data, err)
+	}
+	return sp.Train, nil
+}
+
+// sampleSchedule returns this rank's minibatches of all epochs in order,
+// the epochs' shuffles of the seeds, and the number of minibatches over
+// all ranks. Minibatch b of an epoch is a slice of the epoch's global
+// shuffle of the n seeds, sampled by rank b mod p with a key of (seed,
+// epoch, b): the minibatches do not depend on p, c, the topology or the
+// bulk.
+func sampleSchedule(cfg *sampleConfig, n, p, me int) (mine []sampleItem, orders [][]int, all int) {
+	orders = make([][]int, cfg.epochs)
 	for epoch := range cfg.epochs {
-		orders[epoch] = rng.New(cfg.seed, streamSampleOrder, uint64(epoch)).Perm(len(train))
-		total := (len(train) + cfg.batch - 1) / cfg.batch
+		orders[epoch] = rng.New(cfg.seed, streamSampleOrder, uint64(epoch)).Perm(n)
+		total := (n + cfg.batch - 1) / cfg.batch
 		if cfg.maxBatches > 0 {
 			total = min(total, cfg.maxBatches)
 		}
 		all += total
 		for b := me; b < total; b += p {
-			mine = append(mine, item{epoch, b})
+			mine = append(mine, sampleItem{epoch, b})
 		}
 	}
-	restore = collective.SetPhase(c, "setup")
+	return mine, orders, all
+}
+
+// sampleAll samples this rank's minibatches of all epochs in order, bulk
+// at a time (a bulk may span epochs, as a sampler running ahead of
+// training would), dumping them with cfg.dump. Every rank makes the same
+// number of Sample calls (the distributed topology's are collective), the
+// last ones possibly empty.
+func sampleAll(env *Env, cfg *sampleConfig, smp sampling.Sampler, train []int64) (sampleTotals, error) {
+	c := env.Comm
+	p := c.Size()
+	defer collective.SetPhase(c, "sample")()
+	mine, orders, all := sampleSchedule(cfg, len(train), p, c.Rank())
+	restore := collective.SetPhase(c, "setup")
 	mostMine, err := collective.AllreduceScalar(c, int64(len(mine)), collective.Max)
 	if err != nil {
-		return err
+		return sampleTotals{}, err
 	}
 	restore()
+	var tot sampleTotals
 	calls := (int(mostMine) + cfg.bulk - 1) / cfg.bulk
-	var nb, edges, verts int64
-	var secs float64
 	for call := range calls {
 		chunk := mine[min(call*cfg.bulk, len(mine)):min((call+1)*cfg.bulk, len(mine))]
 		batches := make([][]int64, len(chunk))
@@ -177,55 +239,26 @@ func runSample(env *Env, cfg *sampleConfig) error {
 		t0 := time.Now()
 		mbs, err := smp.Sample(batches, keys)
 		if err != nil {
-			return err
+			return sampleTotals{}, err
 		}
-		secs += time.Since(t0).Seconds()
+		tot.seconds += time.Since(t0).Seconds()
 		for x, m := range mbs {
-			nb++
-			verts += int64(len(m.Input()))
+			tot.minibatches++
+			tot.vertices += int64(len(m.Input()))
 			for _, blk := range m.Blocks {
-				edges += blk.Adj.NNZ()
+				tot.edges += blk.Adj.NNZ()
 			}
 			if cfg.dump != "" {
 				it := chunk[x]
 				path := filepath.Join(cfg.dump, fmt.Sprintf("e%d-b%d.txt", it.epoch, it.b))
 				if err := dumpMiniBatch(path, m, it.epoch, it.b, keys[x], cfg.sampler); err != nil {
-					return err
+					return sampleTotals{}, err
 				}
 			}
 		}
 		env.Progress("%d of %d minibatches sampled", min(int64((call+1)*cfg.bulk*p), int64(all)), all)
 	}
-
-	restore = collective.SetPhase(c, "report")
-	if nb, err = collective.AllreduceScalar(c, nb, collective.Sum); err != nil {
-		return err
-	}
-	if edges, err = collective.AllreduceScalar(c, edges, collective.Sum); err != nil {
-		return err
-	}
-	if verts, err = collective.AllreduceScalar(c, verts, collective.Sum); err != nil {
-		return err
-	}
-	if secs, err = collective.AllreduceScalar(c, secs, collective.Max); err != nil {
-		return err
-	}
-	cs, err := GatherComm(c)
-	if err != nil {
-		return err
-	}
-	restore()
-	res := SampleResult{Sampler: cfg.sampler, Fanouts: fo, BatchSize: cfg.batch, Bulk: cfg.bulk, Topology: cfg.topology, C: cfg.c,
-		Minibatches: nb, Edges: edges, Vertices: verts, Seconds: secs, Bytes: map[string]int64{}}
-	for ph, x := range cs.ByPhase {
-		res.Bytes[ph] = x.TotalSent
-	}
-	if secs > 0 {
-		res.MinibatchesPerS, res.EdgesPerS = float64(nb)/secs, float64(edges)/secs
-	}
-	env.Printf("sampled   %d minibatches, %d edges, %d input vertices in %.3fs (slowest rank)\n", nb, edges, verts, secs)
-	env.Printf("rate      %.1f minibatches/s, %.4g edges/s\n", res.MinibatchesPerS, res.EdgesPerS)
-	return env.Finish(map[string]any{"sample": res})
+	return tot, nil
 }
 
 // dumpMiniBatch writes m as text: a header line, the seeds, then per block
