@@ -47,22 +47,10 @@ type DatasetInfo struct {
 
 func info(env *Env, path, bookPath string, showGPU bool) error {
 	c := env.Comm
-	p, r := c.Size(), c.Rank()
-	// Keep nil on a single rank: the binary format is then mapped without a
-	// copy.
-	var keep func(int64) bool
-	if p > 1 {
-		keep = func(g int64) bool { return g%int64(p) == int64(r) }
-	}
-	if bookPath != "" {
-		b, err := partition.Read(bookPath)
-		if err != nil {
-			return err
-		}
-		if b.Parts != p {
-			return fmt.Errorf("info: %s has %d parts for %d ranks", bookPath, b.Parts, p)
-		}
-		keep = func(g int64) bool { return g < int64(len(b.Part)) && int(b.Part[g]) == r }
+	p := c.Size()
+	keep, err := infoKeep(c, bookPath)
+	if err != nil {
+		return err
 	}
 	env.Progress("loading %s on %d ranks", path, p)
 	t0 := time.Now()
@@ -74,11 +62,66 @@ func info(env *Env, path, bookPath string, showGPU bool) error {
 	if err := d.Validate(); err != nil {
 		return fmt.Errorf("info: %s: %w", path, err)
 	}
+	defer collective.SetPhase(c, "info")()
+	in, err := datasetInfo(c, d, path, load)
+	if err != nil {
+		return err
+	}
+	for name, s := range d.Splits {
+		in.Splits[name] = []int{len(s.Train), len(s.Valid), len(s.Test)}
+	}
+	env.Printf("dataset   %s (%s)\n", in.Name, path)
+	env.Printf("nodes     %d\nedges     %d\nfeatures  %d\nclasses   %d\n", in.Nodes, in.Edges, in.Features, in.Classes)
+	for _, name := range d.SplitNames() {
+		s := in.Splits[name]
+		env.Printf("split     %s: %d/%d/%d (train/valid/test)\n", name, s[0], s[1], s[2])
+	}
+	env.Printf("degree    min %d, max %d, mean %.2f, std %.2f; %d isolated, %d self-loops\n",
+		in.MinDegree, in.MaxDegree, in.MeanDegree, in.StdDegree, in.Isolated, in.SelfLoops)
+	env.Printf("ranks     %d (%s), rows per rank %v, load %.3fs (slowest rank)\n", p, env.Backend, in.RowsPerRank, in.LoadSeconds)
+	result := map[string]any{"dataset": in}
+	if showGPU {
+		g, err := gpuInfo(env)
+		if err != nil {
+			return err
+		}
+		result["gpu"] = g
+	}
+	return env.Finish(result)
+}
+
+// infoKeep returns which global rows this rank loads: those of its part
+// in the book at bookPath, else vertex v on rank v mod p (nil, all rows, on
+// a single rank, so that the binary format is mapped without a copy).
+func infoKeep(c collective.Comm, bookPath string) (func(int64) bool, error) {
+	p, r := c.Size(), c.Rank()
+	var keep func(int64) bool
+	if p > 1 {
+		keep = func(g int64) bool { return g%int64(p) == int64(r) }
+	}
+	if bookPath != "" {
+		b, err := partition.Read(bookPath)
+		if err != nil {
+			return nil, err
+		}
+		if b.Parts != p {
+			return nil, fmt.Errorf("info: %s has %d parts for %d ranks", bookPath, b.Parts, p)
+		}
+		keep = func(g int64) bool { return g < int64(len(b.Part)) && int(b.Part[g]) == r }
+	}
+	return keep, nil
+}
+
+// datasetInfo returns the statistics of the dataset whose rows d holds on
+// each rank (loaded from path in load seconds): degree statistics of the
+// rows over all ranks, sizes, rows per rank and the slowest load.
+//
+// datasetInfo is collective over c.
+func datasetInfo(c collective.Comm, d *graph.Dataset, path string, load float64) (DatasetInfo, error) {
 	held := int64(len(d.Rows))
 	if d.Rows == nil {
 		held = d.NumNodes
 	}
-	// Local degree statistics, then reductions.
 	var edges, selfLoops, isolated int64
 	var sumSq float64
 	minDeg, maxDeg := int64(math.MaxInt64), int64(0)
@@ -100,32 +143,31 @@ func info(env *Env, path, bookPath string, showGPU bool) error {
 			}
 		}
 	}
-	defer collective.SetPhase(c, "info")()
 	total := held // rows over all ranks
 	if err := collective.AllreduceVars(c, collective.Sum, &edges, &selfLoops, &isolated, &total); err != nil {
-		return err
+		return DatasetInfo{}, err
 	}
 	// Minima as maxima of negations: one Allreduce for all.
 	negMinDeg, features, classes, nodes, negNodes := -minDeg, int64(d.NumFeatures()), int64(d.NumClasses), d.NumNodes, -d.NumNodes
 	if err := collective.AllreduceVars(c, collective.Max, &maxDeg, &negMinDeg, &features, &classes, &nodes, &negNodes); err != nil {
-		return err
+		return DatasetInfo{}, err
 	}
 	if err := collective.AllreduceVars(c, collective.Sum, &sumSq); err != nil {
-		return err
+		return DatasetInfo{}, err
 	}
 	if err := collective.AllreduceVars(c, collective.Max, &load); err != nil {
-		return err
+		return DatasetInfo{}, err
 	}
 	rows, _, err := collective.AllgatherSlice(c, []int64{held})
 	if err != nil {
-		return err
+		return DatasetInfo{}, err
 	}
 	if nodes != -negNodes {
-		return fmt.Errorf("info: ranks disagree on the number of vertices of %s", path)
+		return DatasetInfo{}, fmt.Errorf("info: ranks disagree on the number of vertices of %s", path)
 	}
 	n := nodes
 	if total != n {
-		return fmt.Errorf("info: ranks hold %d rows of %d vertices", total, n)
+		return DatasetInfo{}, fmt.Errorf("info: ranks hold %d rows of %d vertices", total, n)
 	}
 	mean := float64(edges) / float64(max(n, 1))
 	in := DatasetInfo{
@@ -137,27 +179,7 @@ func info(env *Env, path, bookPath string, showGPU bool) error {
 	if n == 0 {
 		in.MinDegree = 0
 	}
-	for name, s := range d.Splits {
-		in.Splits[name] = []int{len(s.Train), len(s.Valid), len(s.Test)}
-	}
-	env.Printf("dataset   %s (%s)\n", in.Name, path)
-	env.Printf("nodes     %d\nedges     %d\nfeatures  %d\nclasses   %d\n", in.Nodes, in.Edges, in.Features, in.Classes)
-	for _, name := range d.SplitNames() {
-		s := in.Splits[name]
-		env.Printf("split     %s: %d/%d/%d (train/valid/test)\n", name, s[0], s[1], s[2])
-	}
-	env.Printf("degree    min %d, max %d, mean %.2f, std %.2f; %d isolated, %d self-loops\n",
-		in.MinDegree, in.MaxDegree, in.MeanDegree, in.StdDegree, in.Isolated, in.SelfLoops)
-	env.Printf("ranks     %d (%s), rows per rank %v, load %.3fs (slowest rank)\n", p, env.Backend, rows, in.LoadSeconds)
-	result := map[string]any{"dataset": in}
-	if showGPU {
-		g, err := gpuInfo(env)
-		if err != nil {
-			return err
-		}
-		result["gpu"] = g
-	}
-	return env.Finish(result)
+	return in, nil
 }
 
 // gpuInfo discovers the GPUs on every rank and binds each rank to one by
