@@ -50,7 +50,8 @@ type StoreOptions struct {
 	// CacheRows is the number of remote rows to cache (at most).
 	CacheRows int
 	// GPUFrac is the fraction of the resident rows, hottest first, that
-	// form the device tier (Tiers); the rest stay in host memory.
+	// Tiers counts as the device tier. Today it is only a count: every row
+	// stays in host memory (a GPU path is planned, issue 22).
 	GPUFrac float64
 	// RoundBytes bounds the row bytes a fetch moves per rank and direction
 	// in one Alltoallv call (0 means DefaultRoundBytes; < 0, no bound): the
@@ -97,7 +98,7 @@ type Tier struct {
 // The resident rows (the rank's own part and its cache) are held in one
 // table ordered hottest first by the score, in float32 or half precision,
 // so that the hot rows are contiguous: the first Tiers()[0].Rows of them
-// are meant for device memory when a GPU is present.
+// would form a device tier (counted only; nothing is placed on a GPU yet).
 //
 // A Store is not safe for concurrent use.
 type Store struct {

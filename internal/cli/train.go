@@ -89,7 +89,7 @@ func addTrainFlags(fs *flag.FlagSet) *trainFlags {
 	f.outHeads = fs.Int("out-heads", 1, "GAT attention heads of the output layer (averaged)")
 	f.cache = fs.String("cache", string(d.Cache), "static feature cache of remote rows: none, degree (in-degree), vip (inclusion probability of the node-wise sampler), vip-recurrence (SALIENT++'s recurrence as written) or sim (access counts of simulated epochs)")
 	f.cacheFrac = fs.Float64("cache-frac", 0, "cache size α: each rank caches ⌊α·n/parts⌋ remote rows")
-	f.gpuFrac = fs.Float64("gpu-frac", 0, "fraction of the resident feature rows, hottest first, destined for GPU memory (the tier split is reported)")
+	f.gpuFrac = fs.Float64("gpu-frac", 0, "fraction of the resident feature rows, hottest first, counted as a GPU tier (reported only: features stay in host memory until the GPU path exists)")
 	fs.Var(&f.epochs, "epochs", "epochs (default sage/gcn 100, gat 200)")
 	f.shuffle = fs.String("shuffle", string(d.Shuffle), "local (each rank shuffles its own training vertices) or global (one shuffle split across ranks)")
 	f.optim = fs.String("optimizer", string(d.Optimizer), "adam or sgd")
