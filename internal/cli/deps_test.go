@@ -2,6 +2,7 @@ package cli
 
 import (
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 
@@ -50,5 +51,36 @@ func TestImportDirection(t *testing.T) {
 		for _, b := range bad {
 			require.False(t, deps[b], "%s must not import %s", pkg, b)
 		}
+	}
+}
+
+// Some packages may depend only on a short list (allow-lists, stricter than
+// the forbidden lists above): what is not in the standard library must
+// start with one of the package's allowed prefixes, and all but gpu stay
+// pure Go. model has BLAS injected (no netlib); gpu reaches the driver only
+// through go-nvml (cgo, dlopen at run time: nothing to link); partition
+// needs a few pure-Go leaves, so packages that only need a book link no C.
+func TestLeafDependencies(t *testing.T) {
+	allowed := map[string][]string{
+		"gnnmpi/model":     {"gnnmpi/model", "gnnmpi/dense", "gnnmpi/sparse", "gonum.org/v1/gonum/"},
+		"gnnmpi/gpu":       {"gnnmpi/gpu", "github.com/NVIDIA/go-nvml/"},
+		"gnnmpi/partition": {"gnnmpi/partition", "gnnmpi/sparse", "gnnmpi/internal/rng", "gnnmpi/internal/textfile", "gnnmpi/internal/atomicfile"},
+		"gnnmpi/dense":     {"gnnmpi/dense", "gonum.org/v1/gonum/"},
+		"gnnmpi/sparse":    {"gnnmpi/sparse"},
+	}
+	for pkg, ok := range allowed {
+		out, err := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", pkg).Output()
+		require.NoError(t, err, pkg)
+		for _, d := range strings.Fields(string(out)) {
+			if !slices.ContainsFunc(ok, func(prefix string) bool { return strings.HasPrefix(d, prefix) }) {
+				t.Errorf("%s depends on %s; allowed: the standard library and %v", pkg, d, ok)
+			}
+		}
+		if pkg == "gnnmpi/gpu" {
+			continue
+		}
+		std, err := exec.Command("go", "list", "-deps", pkg).Output()
+		require.NoError(t, err, pkg)
+		require.NotContains(t, strings.Fields(string(std)), "runtime/cgo", "%s must stay pure Go", pkg)
 	}
 }

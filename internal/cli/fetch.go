@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
 	"gnnmpi/alltoall"
 	"gnnmpi/train"
@@ -72,13 +71,10 @@ func runFetch(env *Env, path, split, partition string, cfg train.Config, epochs 
 	if err != nil {
 		return err
 	}
-	t0 := time.Now()
-	d, err := train.Load(c, path, split, partition, cfg.Replication, cfg.Seed, env.Progress)
+	d, err := loadData(env, path, split, partition, cfg.Replication, cfg.Seed)
 	if err != nil {
 		return err
 	}
-	env.Progress("loaded %s in %.2fs: %d vertices, %d features; %d training vertices; %d parts (%s) × replication %d",
-		d.Name, time.Since(t0).Seconds(), d.NumNodes(), d.Feat.Cols, len(d.Split.Train), d.Book.Parts, d.Book.Method, cfg.Replication)
 	env.Printf("%-15s %6s %10s %12s %12s %12s %12s %9s\n", "cache", "α", "rows/rank", "fetched", "hits", "remote", "bytes", "fetch s")
 	var points []train.SweepPoint
 	err = train.FetchSweep(c, d, cfg, epochs, policies, fracs, func(pt train.SweepPoint) error {

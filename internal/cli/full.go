@@ -2,7 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"time"
 
 	"gnnmpi/pipe"
 	"gnnmpi/train"
@@ -16,13 +15,10 @@ func runFull(env *Env, path, split, partition string, cfg train.FullConfig) erro
 		return err
 	}
 	stages, _ := train.FullStages(cfg, c.Size())
-	t0 := time.Now()
-	d, err := train.Load(c, path, split, partition, stages, cfg.Seed, env.Progress)
+	d, err := loadData(env, path, split, partition, stages, cfg.Seed)
 	if err != nil {
 		return err
 	}
-	env.Progress("loaded %s in %.2fs: %d vertices, %d features, %d classes; split %s with %d training vertices",
-		d.Name, time.Since(t0).Seconds(), d.NumNodes(), d.Feat.Cols, d.NumClasses, d.SplitName, len(d.Split.Train))
 	mc := cfg.Model
 	env.Printf("training %s (%d layers, hidden %d) on the whole of %s, %s mode on %d ranks (%s, BLAS %s): %d chunks per part, %s %.3g, seed %d\n",
 		mc.Kind, mc.Layers, mc.Hidden, d.Name, cfg.Mode, c.Size(), env.Backend, env.BLASName, cfg.Chunks, cfg.Optimizer, cfg.LR, cfg.Seed)
@@ -37,12 +33,7 @@ func runFull(env *Env, path, split, partition string, cfg train.FullConfig) erro
 	if err != nil {
 		return err
 	}
-	if res.BestEpoch > 0 {
-		env.Printf("best validation accuracy %.4f at epoch %d; test accuracy %.4f (median epoch %.3fs)\n",
-			res.BestValAcc, res.BestEpoch, res.TestAcc, res.MedianEpochS)
-	} else {
-		env.Printf("no evaluation (--eval-every 0); median epoch %.3fs\n", res.MedianEpochS)
-	}
+	printBest(env, &res.Result)
 	env.Printf("bytes per epoch, measured (analytical): act %s (%s) act-grad %s (%s) halo %s (%s) grad %s (%s)\n",
 		human(res.BytesPerEpoch[pipe.PhaseAct]), human(res.Analytical[pipe.PhaseAct]),
 		human(res.BytesPerEpoch[pipe.PhaseActGrad]), human(res.Analytical[pipe.PhaseActGrad]),

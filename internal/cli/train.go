@@ -284,13 +284,10 @@ func runTrain(env *Env, path, split, partition string, cfg train.Config) error {
 	if err != nil {
 		return err
 	}
-	t0 := time.Now()
-	d, err := train.Load(c, path, split, partition, cfg.Replication, cfg.Seed, env.Progress)
+	d, err := loadData(env, path, split, partition, cfg.Replication, cfg.Seed)
 	if err != nil {
 		return err
 	}
-	env.Progress("loaded %s in %.2fs: %d vertices, %d features, %d classes; split %s with %d training vertices",
-		d.Name, time.Since(t0).Seconds(), d.NumNodes(), d.Feat.Cols, d.NumClasses, d.SplitName, len(d.Split.Train))
 	env.Printf("training %s (%d layers, hidden %d) on %s, %d ranks (%s, BLAS %s): %s sampler, fanouts %v, batch %d/rank, bulk %d, %s %.3g, seed %d\n",
 		cfg.Model.Kind, cfg.Model.Layers, cfg.Model.Hidden, d.Name, c.Size(), env.Backend, env.BLASName, cfg.Sampler, cfg.Fanouts, cfg.BatchSize, cfg.Bulk, cfg.Optimizer, cfg.LR, cfg.Seed)
 	bar := &progressBar{env: env}
@@ -307,12 +304,7 @@ func runTrain(env *Env, path, split, partition string, cfg train.Config) error {
 	if err != nil {
 		return err
 	}
-	if res.BestEpoch > 0 {
-		env.Printf("best validation accuracy %.4f at epoch %d; test accuracy %.4f (median epoch %.3fs)\n",
-			res.BestValAcc, res.BestEpoch, res.TestAcc, res.MedianEpochS)
-	} else {
-		env.Printf("no evaluation (--eval-every 0); median epoch %.3fs\n", res.MedianEpochS)
-	}
+	printBest(env, res)
 	cfgOut := map[string]any{
 		"data": path, "split": d.SplitName, "partition": partition, "model": cfg.Model, "sampler": cfg.Sampler, "bulk": cfg.Bulk, "topology": cfg.Topology, "c": cfg.C, "fanouts": cfg.Fanouts,
 		"replication": cfg.Replication, "cache": cfg.Cache, "cache_frac": cfg.CacheFrac, "feature_dtype": cfg.FeatureDType, "gpu_frac": cfg.GPUFrac,
@@ -388,5 +380,29 @@ func (b *progressBar) clear() {
 	if b.shown {
 		fmt.Fprintf(b.env.Err, "\r%s\r", strings.Repeat(" ", 79))
 		b.shown = false
+	}
+}
+
+// loadData loads the dataset for training or the fetch sweep (train.Load:
+// the rank's parts, with the replication factor) and reports it on rank 0.
+func loadData(env *Env, path, split, partition string, replication int, seed uint64) (*train.Data, error) {
+	t0 := time.Now()
+	d, err := train.Load(env.Comm, path, split, partition, replication, seed, env.Progress)
+	if err != nil {
+		return nil, err
+	}
+	env.Progress("loaded %s in %.2fs: %d vertices, %d features, %d classes; split %s with %d training vertices; %d parts (%s) × replication %d",
+		d.Name, time.Since(t0).Seconds(), d.NumNodes(), d.Feat.Cols, d.NumClasses, d.SplitName, len(d.Split.Train), d.Book.Parts, d.Book.Method, replication)
+	return d, nil
+}
+
+// printBest prints the selected epoch's accuracies and the median epoch
+// time of a finished run.
+func printBest(env *Env, res *train.Result) {
+	if res.BestEpoch > 0 {
+		env.Printf("best validation accuracy %.4f at epoch %d; test accuracy %.4f (median epoch %.3fs)\n",
+			res.BestValAcc, res.BestEpoch, res.TestAcc, res.MedianEpochS)
+	} else {
+		env.Printf("no evaluation (--eval-every 0); median epoch %.3fs\n", res.MedianEpochS)
 	}
 }
