@@ -115,7 +115,7 @@ func alignUp(x int64) int64 { return (x + binAlign - 1) &^ (binAlign - 1) }
 //
 // d must be whole (Rows nil), have an adjacency and pass Validate.
 // WriteBinary returns an error on big-endian hosts.
-func WriteBinary(path string, d *Dataset) (err error) {
+func WriteBinary(path string, d *Dataset) error {
 	if !littleEndian {
 		return errBigEndian
 	}
@@ -128,8 +128,34 @@ func WriteBinary(path string, d *Dataset) (err error) {
 	if err := d.Validate(); err != nil {
 		return fmt.Errorf("graph: WriteBinary: %w", err)
 	}
+	c := binContentOf(d)
+	mj, err := c.meta.layOut()
+	if err != nil {
+		return err
+	}
+	return c.write(path, mj)
+}
 
-	meta := binMeta{
+// binContent is what a binary file holds: its metadata and, for each of
+// the metadata's sections, the bytes to store.
+type binContent struct {
+	meta binMeta
+	data [][]byte // data[k] is the content of meta.Sections[k]
+}
+
+// add appends the section name, count elements of dtype stored as data,
+// recording its length and checksum; its offset is set by layOut.
+func (c *binContent) add(name, dtype string, count int64, data []byte) {
+	c.meta.Sections = append(c.meta.Sections, binSection{Name: name, DType: dtype, Count: count,
+		Length: int64(len(data)), CRC32C: checksum(data)})
+	c.data = append(c.data, data)
+}
+
+// binContentOf returns the metadata and sections of the whole dataset d,
+// in file order: indptr, indices, values (weighted graphs), features,
+// labels, then the splits by name. The sections alias d's arrays.
+func binContentOf(d *Dataset) *binContent {
+	c := &binContent{meta: binMeta{
 		Name:       d.Name,
 		NumNodes:   d.NumNodes,
 		NumEdges:   d.Adj.NNZ(),
@@ -137,59 +163,57 @@ func WriteBinary(path string, d *Dataset) (err error) {
 		HasLabels:  d.Labels != nil,
 		NumClasses: d.NumClasses,
 		Splits:     []binSplit{},
-	}
-	type part struct {
-		name, dtype string
-		count       int64
-		data        []byte
-	}
-	parts := []part{
-		{"indptr", "int64", int64(len(d.Adj.Indptr)), asBytes(d.Adj.Indptr)},
-		{"indices", "int64", int64(len(d.Adj.Indices)), asBytes(d.Adj.Indices)},
-	}
-	if meta.Weighted {
-		parts = append(parts, part{"values", "float64", int64(len(d.Adj.Values)), asBytes(d.Adj.Values)})
+	}}
+	c.add("indptr", "int64", int64(len(d.Adj.Indptr)), asBytes(d.Adj.Indptr))
+	c.add("indices", "int64", int64(len(d.Adj.Indices)), asBytes(d.Adj.Indices))
+	if c.meta.Weighted {
+		c.add("values", "float64", int64(len(d.Adj.Values)), asBytes(d.Adj.Values))
 	}
 	if d.Feat != nil {
-		meta.HasFeatures, meta.NumFeatures = true, d.Feat.Cols
+		c.meta.HasFeatures, c.meta.NumFeatures = true, d.Feat.Cols
 		data := d.Feat.Data[:d.Feat.Rows*d.Feat.Cols]
-		parts = append(parts, part{"features", "float32", int64(len(data)), asBytes(data)})
+		c.add("features", "float32", int64(len(data)), asBytes(data))
 	}
 	if d.Labels != nil {
-		parts = append(parts, part{"labels", "int32", int64(len(d.Labels)), asBytes(d.Labels)})
+		c.add("labels", "int32", int64(len(d.Labels)), asBytes(d.Labels))
 	}
 	for _, name := range d.SplitNames() {
 		s := d.Splits[name]
-		meta.Splits = append(meta.Splits, binSplit{name, int64(len(s.Train)), int64(len(s.Valid)), int64(len(s.Test))})
+		c.meta.Splits = append(c.meta.Splits, binSplit{name, int64(len(s.Train)), int64(len(s.Valid)), int64(len(s.Test))})
 		for k, ids := range [...][]int64{s.Train, s.Valid, s.Test} {
-			parts = append(parts, part{"split/" + name + "/" + splitParts[k], "int64", int64(len(ids)), asBytes(ids)})
+			c.add("split/"+name+"/"+splitParts[k], "int64", int64(len(ids)), asBytes(ids))
 		}
 	}
-	meta.Sections = make([]binSection, len(parts))
-	for k, p := range parts {
-		meta.Sections[k] = binSection{Name: p.name, DType: p.dtype, Count: p.count,
-			Length: int64(len(p.data)), CRC32C: checksum(p.data)}
-	}
+	return c
+}
 
-	// The sections start after the metadata, whose length depends on the
-	// offsets it records: lay out until stable (two rounds at most in
-	// practice, as the length grows by a few digits).
+// layOut sets the offset of every section, each aligned to binAlign and
+// in order after the header and metadata, and returns the metadata as
+// JSON. The metadata's length depends on the offsets it records, so the
+// layout is repeated until stable (two rounds at most in practice, as the
+// length grows by a few digits).
+func (m *binMeta) layOut() ([]byte, error) {
 	var mj []byte
 	for start := int64(-1); ; {
 		off := alignUp(binHeaderSize + int64(len(mj)))
 		if off == start {
-			break
+			return mj, nil
 		}
 		start = off
-		for k := range meta.Sections {
-			meta.Sections[k].Offset = off
-			off = alignUp(off + meta.Sections[k].Length)
+		for k := range m.Sections {
+			m.Sections[k].Offset = off
+			off = alignUp(off + m.Sections[k].Length)
 		}
-		if mj, err = json.Marshal(&meta); err != nil {
-			return err
+		var err error
+		if mj, err = json.Marshal(m); err != nil {
+			return nil, err
 		}
 	}
+}
 
+// binHeader returns the file header for the metadata mj, which follows it
+// at offset binHeaderSize.
+func binHeader(mj []byte) [binHeaderSize]byte {
 	var hdr [binHeaderSize]byte
 	copy(hdr[:8], binMagic)
 	le := binary.LittleEndian
@@ -198,7 +222,13 @@ func WriteBinary(path string, d *Dataset) (err error) {
 	le.PutUint64(hdr[24:], uint64(len(mj)))
 	le.PutUint32(hdr[32:], crc32.Checksum(mj, castagnoli))
 	le.PutUint32(hdr[60:], crc32.Checksum(hdr[:60], castagnoli))
+	return hdr
+}
 
+// write atomically writes the file of c to path: the header, the metadata
+// mj (c.meta laid out by layOut) and every section at its offset, with
+// zero padding between them.
+func (c *binContent) write(path string, mj []byte) (err error) {
 	af, err := atomicfile.Create(path)
 	if err != nil {
 		return err
@@ -209,40 +239,49 @@ func WriteBinary(path string, d *Dataset) (err error) {
 			err = fmt.Errorf("graph: writing %s: %w", path, err)
 		}
 	}()
-	w := bufio.NewWriterSize(af, textfile.BufSize)
-	pos := int64(0)
-	write := func(b []byte) error {
-		n, err := w.Write(b)
-		pos += int64(n)
+	w := &offsetWriter{w: bufio.NewWriterSize(af, textfile.BufSize)}
+	hdr := binHeader(mj)
+	if err := w.write(hdr[:]); err != nil {
 		return err
 	}
-	pad := func(to int64) error {
-		var zero [binAlign]byte
-		for pos < to {
-			if err := write(zero[:min(int64(len(zero)), to-pos)]); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	if err := write(hdr[:]); err != nil {
+	if err := w.write(mj); err != nil {
 		return err
 	}
-	if err := write(mj); err != nil {
-		return err
-	}
-	for k, p := range parts {
-		if err := pad(meta.Sections[k].Offset); err != nil {
-			return err
-		}
-		if err := write(p.data); err != nil {
+	for k, s := range c.meta.Sections {
+		if err := w.writeSection(s, c.data[k]); err != nil {
 			return err
 		}
 	}
-	if err := w.Flush(); err != nil {
+	if err := w.w.Flush(); err != nil {
 		return err
 	}
 	return af.Commit()
+}
+
+// offsetWriter writes through a buffer and counts the bytes written, so
+// that sections land at the offsets their metadata records.
+type offsetWriter struct {
+	w   *bufio.Writer
+	pos int64 // bytes written so far
+}
+
+// write writes b.
+func (o *offsetWriter) write(b []byte) error {
+	n, err := o.w.Write(b)
+	o.pos += int64(n)
+	return err
+}
+
+// writeSection pads with zero bytes up to s.Offset, which must not be
+// behind what is already written, and writes the section's content data.
+func (o *offsetWriter) writeSection(s binSection, data []byte) error {
+	var zero [binAlign]byte
+	for o.pos < s.Offset {
+		if err := o.write(zero[:min(int64(len(zero)), s.Offset-o.pos)]); err != nil {
+			return err
+		}
+	}
+	return o.write(data)
 }
 
 // Mapping is the memory map behind a Dataset returned by OpenBinary. The
@@ -445,7 +484,7 @@ func (m *binMeta) check(path string, size int64) error {
 }
 
 // section returns the section of the given name; check guarantees it
-// exists for every name binDataset asks for.
+// exists for every name binView asks for.
 func (m *binMeta) section(name string) binSection {
 	for _, s := range m.Sections {
 		if s.Name == name {
@@ -464,123 +503,157 @@ func view[T int64 | int32 | float64 | float32](data []byte, s binSection) []T {
 	return unsafe.Slice((*T)(unsafe.Pointer(&data[s.Offset])), s.Count)
 }
 
-// binDataset builds the Dataset of a mapped file, verifying checksums
-// unless opt.NoVerify.
-func binDataset(path string, data []byte, meta *binMeta, opt ReadOptions) (*Dataset, error) {
-	verify := func(s binSection) error {
-		if opt.NoVerify {
-			return nil
-		}
-		if checksum(data[s.Offset:s.Offset+s.Length]) != s.CRC32C {
-			return &ParseError{Path: path, Msg: "section " + s.Name, Err: ErrChecksum}
-		}
-		return nil
-	}
-	use := func(name string) (binSection, error) {
-		s := meta.section(name)
-		return s, verify(s)
-	}
+// binFile is a mapped binary file whose metadata readBinMeta checked.
+type binFile struct {
+	path     string
+	data     []byte // the mapping
+	meta     *binMeta
+	noVerify bool // skip the sections' checksums
+}
 
-	n := meta.NumNodes
-	d := &Dataset{Name: meta.Name, NumNodes: n, Splits: map[string]Split{}}
-	sPtr, err := use("indptr")
-	if err != nil {
-		return nil, err
+// binView returns the elements of the section name of f, aliasing the
+// mapping, after verifying the section's checksum unless f.noVerify.
+func binView[T int64 | int32 | float64 | float32](f *binFile, name string) ([]T, error) {
+	s := f.meta.section(name)
+	if !f.noVerify && checksum(f.data[s.Offset:s.Offset+s.Length]) != s.CRC32C {
+		return nil, &ParseError{Path: f.path, Msg: "section " + s.Name, Err: ErrChecksum}
 	}
-	sInd, err := use("indices")
-	if err != nil {
-		return nil, err
+	return view[T](f.data, s), nil
+}
+
+// binArrays are the arrays of a binary file, aliasing its mapping. The
+// optional ones are nil when the file lacks them or they were not asked
+// for.
+type binArrays struct {
+	indptr, indices []int64
+	values          []float64 // weighted graphs only
+	feat            []float32 // n×f row-major
+	labels          []int32
+}
+
+// arrays returns the adjacency, features and labels sections of f, checking
+// that indptr starts at 0 and ends at the edge count. noFeatures and
+// noLabels skip those sections.
+func (f *binFile) arrays(noFeatures, noLabels bool) (a binArrays, err error) {
+	if a.indptr, err = binView[int64](f, "indptr"); err != nil {
+		return a, err
 	}
-	indptr, indices := view[int64](data, sPtr), view[int64](data, sInd)
-	if indptr[0] != 0 || indptr[n] != meta.NumEdges {
-		return nil, parseErr(path, 0, "section indptr: corrupt row pointer")
+	if a.indices, err = binView[int64](f, "indices"); err != nil {
+		return a, err
 	}
-	var values []float64
-	if meta.Weighted {
-		s, err := use("values")
-		if err != nil {
-			return nil, err
+	if n := f.meta.NumNodes; a.indptr[0] != 0 || a.indptr[n] != f.meta.NumEdges {
+		return a, parseErr(f.path, 0, "section indptr: corrupt row pointer")
+	}
+	if f.meta.Weighted {
+		if a.values, err = binView[float64](f, "values"); err != nil {
+			return a, err
 		}
-		values = view[float64](data, s)
 	}
-	var feat []float32
-	if meta.HasFeatures && !opt.NoFeatures {
-		s, err := use("features")
-		if err != nil {
-			return nil, err
+	if f.meta.HasFeatures && !noFeatures {
+		if a.feat, err = binView[float32](f, "features"); err != nil {
+			return a, err
 		}
-		feat = view[float32](data, s)
 	}
-	var labels []int32
-	if meta.HasLabels && !opt.NoLabels {
-		s, err := use("labels")
-		if err != nil {
-			return nil, err
+	if f.meta.HasLabels && !noLabels {
+		if a.labels, err = binView[int32](f, "labels"); err != nil {
+			return a, err
 		}
-		labels = view[int32](data, s)
-		d.NumClasses = meta.NumClasses
 	}
-	for _, sp := range meta.Splits {
+	return a, nil
+}
+
+// splits returns every split of f, aliasing the mapping, or copied out of
+// it when copied is set.
+func (f *binFile) splits(copied bool) (map[string]Split, error) {
+	splits := map[string]Split{}
+	for _, sp := range f.meta.Splits {
 		var parts [len(splitParts)][]int64
 		for k, part := range splitParts {
-			s, err := use("split/" + sp.Name + "/" + part)
+			ids, err := binView[int64](f, "split/"+sp.Name+"/"+part)
 			if err != nil {
 				return nil, err
 			}
-			parts[k] = view[int64](data, s)
-			if opt.Keep != nil {
-				parts[k] = append([]int64{}, parts[k]...)
+			if copied {
+				ids = append([]int64{}, ids...)
 			}
+			parts[k] = ids
 		}
-		d.Splits[sp.Name] = Split{Train: parts[0], Valid: parts[1], Test: parts[2]}
+		splits[sp.Name] = Split{Train: parts[0], Valid: parts[1], Test: parts[2]}
 	}
-	dim := meta.NumFeatures
+	return splits, nil
+}
 
-	if opt.Keep == nil {
-		d.Adj = &sparse.CSR{NRows: n, NCols: n, Indptr: indptr, Indices: indices, Values: values}
-		if feat != nil {
-			d.Feat = &dense.Matrix{Rows: int(n), Cols: dim, Data: feat}
+// binDataset builds the Dataset of a mapped file, verifying checksums
+// unless opt.NoVerify. With opt.Keep nil the Dataset aliases data;
+// otherwise the kept rows and the splits are copied out of it.
+func binDataset(path string, data []byte, meta *binMeta, opt ReadOptions) (*Dataset, error) {
+	f := &binFile{path: path, data: data, meta: meta, noVerify: opt.NoVerify}
+	a, err := f.arrays(opt.NoFeatures, opt.NoLabels)
+	if err != nil {
+		return nil, err
+	}
+	n := meta.NumNodes
+	d := &Dataset{Name: meta.Name, NumNodes: n}
+	if a.labels != nil {
+		d.NumClasses = meta.NumClasses
+	}
+	if d.Splits, err = f.splits(opt.Keep != nil); err != nil {
+		return nil, err
+	}
+	if opt.Keep != nil {
+		d.Rows = keptRows(n, opt.Keep)
+		if err := f.copyRows(d, a); err != nil {
+			return nil, err
 		}
-		d.Labels = labels
 		return d, nil
 	}
+	d.Adj = &sparse.CSR{NRows: n, NCols: n, Indptr: a.indptr, Indices: a.indices, Values: a.values}
+	if a.feat != nil {
+		d.Feat = &dense.Matrix{Rows: int(n), Cols: meta.NumFeatures, Data: a.feat}
+	}
+	d.Labels = a.labels
+	return d, nil
+}
 
-	// Copy the kept rows out of the mapping.
-	d.Rows = keptRows(n, opt.Keep)
+// copyRows sets d.Adj, and d.Feat and d.Labels where a has them, to copies
+// of the rows d.Rows of the arrays a of f, checking each copied row's
+// pointers.
+func (f *binFile) copyRows(d *Dataset, a binArrays) error {
 	held := len(d.Rows)
 	ptr := make([]int64, held+1)
 	for k, g := range d.Rows {
-		lo, hi := indptr[g], indptr[g+1]
-		if lo < 0 || hi < lo || hi > meta.NumEdges {
-			return nil, parseErr(path, 0, fmt.Sprintf("section indptr: corrupt row pointer at row %d", g))
+		lo, hi := a.indptr[g], a.indptr[g+1]
+		if lo < 0 || hi < lo || hi > f.meta.NumEdges {
+			return parseErr(f.path, 0, fmt.Sprintf("section indptr: corrupt row pointer at row %d", g))
 		}
 		ptr[k+1] = ptr[k] + hi - lo
 	}
-	adj := &sparse.CSR{NRows: int64(held), NCols: n, Indptr: ptr, Indices: make([]int64, ptr[held])}
-	if values != nil {
+	adj := &sparse.CSR{NRows: int64(held), NCols: f.meta.NumNodes, Indptr: ptr, Indices: make([]int64, ptr[held])}
+	if a.values != nil {
 		adj.Values = make([]float64, ptr[held])
 	}
 	for k, g := range d.Rows {
-		lo, hi := indptr[g], indptr[g+1]
-		copy(adj.Indices[ptr[k]:], indices[lo:hi])
-		if values != nil {
-			copy(adj.Values[ptr[k]:], values[lo:hi])
+		lo, hi := a.indptr[g], a.indptr[g+1]
+		copy(adj.Indices[ptr[k]:], a.indices[lo:hi])
+		if a.values != nil {
+			copy(adj.Values[ptr[k]:], a.values[lo:hi])
 		}
 	}
 	d.Adj = adj
-	if feat != nil {
+	if a.feat != nil {
+		dim := f.meta.NumFeatures
 		d.Feat = dense.New(held, dim)
 		for k, g := range d.Rows {
-			copy(d.Feat.Data[k*dim:(k+1)*dim], feat[int(g)*dim:(int(g)+1)*dim])
+			copy(d.Feat.Data[k*dim:(k+1)*dim], a.feat[int(g)*dim:(int(g)+1)*dim])
 		}
 	}
-	if labels != nil {
+	if a.labels != nil {
 		d.Labels = make([]int32, held)
 		for k, g := range d.Rows {
-			d.Labels[k] = labels[g]
+			d.Labels[k] = a.labels[g]
 		}
 	}
-	return d, nil
+	return nil
 }
 
 // Load reads a dataset, choosing the reader from what path is:

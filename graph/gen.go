@@ -277,45 +277,78 @@ func SBM(p SBMParams) (*Dataset, error) {
 		return nil, err
 	}
 	n := p.Nodes
-	nchunks := int((n + sbmChunkVertices - 1) / sbmChunkVertices)
-	chunkRange := func(c int) (lo, hi int64) {
-		lo = int64(c) * sbmChunkVertices
-		return lo, min(lo+sbmChunkVertices, n)
-	}
+	cl := sbmDrawClasses(p)
+	return &Dataset{
+		Name:       "sbm",
+		NumNodes:   n,
+		Adj:        sbmEdges(p, cl),
+		Feat:       sbmFeatures(p, cl.labels),
+		Labels:     cl.labels,
+		NumClasses: p.Classes,
+		Splits:     map[string]Split{"random": genRandomSplit(n, p.TrainFrac, p.ValidFrac, rng.New(p.Seed, genStreamSBMSplit, 0))},
+	}, nil
+}
 
-	// Labels, and the vertices grouped by class (ascending within a class).
+// sbmChunks returns the number of chunks of sbmChunkVertices vertices that
+// n vertices fill. Each chunk draws from its own random stream, so that
+// chunks can be generated in parallel.
+func sbmChunks(n int64) int { return int((n + sbmChunkVertices - 1) / sbmChunkVertices) }
+
+// sbmChunk returns the vertex range [lo, hi) of chunk c of n vertices.
+func sbmChunk(c int, n int64) (lo, hi int64) {
+	lo = int64(c) * sbmChunkVertices
+	return lo, min(lo+sbmChunkVertices, n)
+}
+
+// sbmClasses is the planted partition of an SBM graph.
+type sbmClasses struct {
+	labels  []int32 // the class of each vertex
+	off     []int64 // class k's vertices are members[off[k]:off[k+1]]
+	members []int64 // the vertices grouped by class, ascending within a class
+}
+
+// sbmDrawClasses draws the class of each of the p.Nodes vertices uniformly
+// and groups the vertices by class.
+func sbmDrawClasses(p SBMParams) sbmClasses {
+	n := p.Nodes
 	labels := make([]int32, n)
-	genParallel(nchunks, func(c int) {
+	genParallel(sbmChunks(n), func(c int) {
 		r := rng.New(p.Seed, genStreamSBMLabels, uint64(c))
-		lo, hi := chunkRange(c)
+		lo, hi := sbmChunk(c, n)
 		for i := lo; i < hi; i++ {
 			labels[i] = int32(r.IntN(p.Classes))
 		}
 	})
-	classOff := make([]int64, p.Classes+1)
+	off := make([]int64, p.Classes+1)
 	for _, l := range labels {
-		classOff[l+1]++
+		off[l+1]++
 	}
 	for k := 0; k < p.Classes; k++ {
-		classOff[k+1] += classOff[k]
+		off[k+1] += off[k]
 	}
-	byClass := make([]int64, n)
-	fill := slices.Clone(classOff[:p.Classes])
+	members := make([]int64, n)
+	fill := slices.Clone(off[:p.Classes])
 	for i, l := range labels {
-		byClass[fill[l]] = int64(i)
+		members[fill[l]] = int64(i)
 		fill[l]++
 	}
+	return sbmClasses{labels: labels, off: off, members: members}
+}
 
-	// Edge stubs.
+// sbmEdges draws the edge stubs of every vertex (see SBM) and returns the
+// symmetric adjacency without self-loops or duplicates.
+func sbmEdges(p SBMParams, cl sbmClasses) *sparse.CSR {
+	n := p.Nodes
 	half := p.AvgDegree / 2
+	nchunks := sbmChunks(n)
 	chunks := make([][]uint64, nchunks)
 	genParallel(nchunks, func(c int) {
 		r := rng.New(p.Seed, genStreamSBMEdges, uint64(c))
-		lo, hi := chunkRange(c)
+		lo, hi := sbmChunk(c, n)
 		e := make([]uint64, 0, int(2*half*float64(hi-lo)*1.1)+16)
 		for u := lo; u < hi; u++ {
-			k := labels[u]
-			off, size := classOff[k], classOff[k+1]-classOff[k]
+			k := cl.labels[u]
+			off, size := cl.off[k], cl.off[k+1]-cl.off[k]
 			for s := genPoisson(r, half); s > 0; s-- {
 				var v int64
 				if r.Float64() < p.Homophily {
@@ -323,7 +356,7 @@ func SBM(p SBMParams) (*Dataset, error) {
 						continue
 					}
 					for v = u; v == u; {
-						v = byClass[off+r.Int64N(size)]
+						v = cl.members[off+r.Int64N(size)]
 					}
 				} else {
 					if n == size {
@@ -333,49 +366,45 @@ func SBM(p SBMParams) (*Dataset, error) {
 					if j >= off {
 						j += size
 					}
-					v = byClass[j]
+					v = cl.members[j]
 				}
 				e = append(e, uint64(u), uint64(v))
 			}
 		}
 		chunks[c] = e
 	})
-	adj := genPairsToCSR(n, chunks, true)
+	return genPairsToCSR(n, chunks, true)
+}
 
-	// Features.
-	var feat *dense.Matrix
-	if f := p.Features; f > 0 {
-		cr := rng.New(p.Seed, genStreamSBMCentroids, 0)
-		centroid := make([]float32, p.Classes*f)
-		for i := range centroid {
-			centroid[i] = float32(p.Signal)
-			if cr.Uint64()&1 == 0 {
-				centroid[i] = -centroid[i]
+// sbmFeatures returns the p.Nodes×p.Features feature matrix of vertices of
+// the given classes (see SBM), or nil when p.Features is 0.
+func sbmFeatures(p SBMParams, labels []int32) *dense.Matrix {
+	f := p.Features
+	if f <= 0 {
+		return nil
+	}
+	cr := rng.New(p.Seed, genStreamSBMCentroids, 0)
+	centroid := make([]float32, p.Classes*f)
+	for i := range centroid {
+		centroid[i] = float32(p.Signal)
+		if cr.Uint64()&1 == 0 {
+			centroid[i] = -centroid[i]
+		}
+	}
+	n := p.Nodes
+	feat := dense.New(int(n), f)
+	genParallel(sbmChunks(n), func(c int) {
+		r := rng.New(p.Seed, genStreamSBMFeatures, uint64(c))
+		lo, hi := sbmChunk(c, n)
+		for i := lo; i < hi; i++ {
+			row := feat.Data[i*int64(f) : (i+1)*int64(f)]
+			cen := centroid[int(labels[i])*f : (int(labels[i])+1)*f]
+			for j := range row {
+				row[j] = cen[j] + float32(r.NormFloat64())
 			}
 		}
-		feat = dense.New(int(n), f)
-		genParallel(nchunks, func(c int) {
-			r := rng.New(p.Seed, genStreamSBMFeatures, uint64(c))
-			lo, hi := chunkRange(c)
-			for i := lo; i < hi; i++ {
-				row := feat.Data[i*int64(f) : (i+1)*int64(f)]
-				cen := centroid[int(labels[i])*f : (int(labels[i])+1)*f]
-				for j := range row {
-					row[j] = cen[j] + float32(r.NormFloat64())
-				}
-			}
-		})
-	}
-
-	return &Dataset{
-		Name:       "sbm",
-		NumNodes:   n,
-		Adj:        adj,
-		Feat:       feat,
-		Labels:     labels,
-		NumClasses: p.Classes,
-		Splits:     map[string]Split{"random": genRandomSplit(n, p.TrainFrac, p.ValidFrac, rng.New(p.Seed, genStreamSBMSplit, 0))},
-	}, nil
+	})
+	return feat
 }
 
 // genRandomSplit deals a random permutation of [0, n) into train, valid and

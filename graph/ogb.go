@@ -392,22 +392,8 @@ func readEdges(path string, n int64, rows []int64, m int64) (*sparse.CSR, int64,
 	if rows != nil {
 		held = int64(len(rows))
 	}
-	// Size buffers from the declared count, but never beyond what the
-	// file can hold ("0,0\n" is 4 bytes).
-	hint := int64(0)
-	if m > 0 {
-		hint = min(m, textfile.MaxLines(path)/2)
-		if rows != nil && n > 0 {
-			hint = int64(float64(hint) * float64(held) / float64(n) * 1.05)
-		}
-	}
-	counts := make([]int64, held+1) // counts[lid+1] = degree of lid
-	dsts := make([]int64, 0, hint)
-	var lids []int64 // only once the file turns out not to be sorted by src
-	sorted := true
-	last := int64(0)
-	prevSrc, prevLid, prevKept := int64(-1), int64(0), false
-
+	b := newEdgeBuilder(held, edgeHint(path, n, held, rows != nil, m))
+	row := rowFinder{rows: rows, prevSrc: -1}
 	var lines int64
 	for {
 		line, err := lr.Next()
@@ -418,56 +404,124 @@ func readEdges(path string, n int64, rows []int64, m int64) (*sparse.CSR, int64,
 			return nil, 0, err
 		}
 		lines++
-		c := bytes.IndexByte(line, ',')
-		if c < 0 {
-			return nil, 0, lr.Errorf("malformed edge %s: want \"src,dst\"", textfile.Quote(line))
-		}
-		src, ok1 := textfile.ParseInt(line[:c])
-		dst, ok2 := textfile.ParseInt(line[c+1:])
-		if !ok1 || !ok2 {
-			return nil, 0, lr.Errorf("malformed edge %s: want \"src,dst\" with integer ids", textfile.Quote(line))
-		}
-		if err := checkID(lr, src, n); err != nil {
-			return nil, 0, err
-		}
-		if err := checkID(lr, dst, n); err != nil {
-			return nil, 0, err
-		}
-		lid := src
-		if rows != nil {
-			if src != prevSrc {
-				prevSrc = src
-				prevLid, prevKept = searchRow(rows, src)
-			}
-			if !prevKept {
-				continue
-			}
-			lid = prevLid
-		}
-		if sorted && lid < last {
-			sorted = false
-			lids = expandRows(counts, int64(len(dsts)), int64(cap(dsts)))
-		}
-		last = lid
-		counts[lid+1]++
-		if !sorted {
-			lids = append(lids, lid)
-		}
-		dsts = append(dsts, dst)
-	}
-	if !sorted {
-		counts = nil
-		a, err := sparse.FromCOO(held, n, lids, dsts, nil)
+		src, dst, err := parseEdge(lr, line, n)
 		if err != nil {
-			// Unreachable: every index was checked above.
-			return nil, 0, parseErr(path, 0, err.Error())
+			return nil, 0, err
 		}
-		return a, lines, nil
+		if lid, ok := row.find(src); ok {
+			b.add(lid, dst)
+		}
 	}
-	for i := int64(1); i <= held; i++ {
-		counts[i] += counts[i-1]
+	a, err := b.csr(n)
+	if err != nil {
+		// Unreachable: every index was checked above.
+		return nil, 0, parseErr(path, 0, err.Error())
 	}
-	return &sparse.CSR{NRows: held, NCols: n, Indptr: counts, Indices: dsts}, lines, nil
+	return a, lines, nil
+}
+
+// edgeHint returns the capacity to reserve for the held edges of an edge
+// file at path declaring m lines (m < 0: undeclared) of a graph with n
+// vertices of which held are held (partial: not all). It never exceeds
+// what the file can hold ("0,0\n" is 4 bytes).
+func edgeHint(path string, n, held int64, partial bool, m int64) int64 {
+	if m <= 0 {
+		return 0
+	}
+	hint := min(m, textfile.MaxLines(path)/2)
+	if partial && n > 0 {
+		hint = int64(float64(hint) * float64(held) / float64(n) * 1.05)
+	}
+	return hint
+}
+
+// parseEdge parses the edge line "src,dst" at the current line of lr,
+// checking that both ids lie in [0, n).
+func parseEdge(lr *textfile.Lines, line []byte, n int64) (src, dst int64, err error) {
+	c := bytes.IndexByte(line, ',')
+	if c < 0 {
+		return 0, 0, lr.Errorf("malformed edge %s: want \"src,dst\"", textfile.Quote(line))
+	}
+	src, ok1 := textfile.ParseInt(line[:c])
+	dst, ok2 := textfile.ParseInt(line[c+1:])
+	if !ok1 || !ok2 {
+		return 0, 0, lr.Errorf("malformed edge %s: want \"src,dst\" with integer ids", textfile.Quote(line))
+	}
+	if err := checkID(lr, src, n); err != nil {
+		return 0, 0, err
+	}
+	if err := checkID(lr, dst, n); err != nil {
+		return 0, 0, err
+	}
+	return src, dst, nil
+}
+
+// rowFinder maps a vertex to its index among the held rows, remembering
+// the last vertex looked up, as edge files list a vertex's edges together.
+type rowFinder struct {
+	rows     []int64 // ascending held rows; nil holds all
+	prevSrc  int64   // the last vertex looked up, -1 before the first
+	prevLid  int64
+	prevKept bool
+}
+
+// find returns the index of vertex g among the held rows and whether it is
+// held.
+func (r *rowFinder) find(g int64) (int64, bool) {
+	if r.rows == nil {
+		return g, true
+	}
+	if g != r.prevSrc {
+		r.prevSrc = g
+		r.prevLid, r.prevKept = searchRow(r.rows, g)
+	}
+	return r.prevLid, r.prevKept
+}
+
+// edgeBuilder collects the entries of a sparse matrix in file order. While
+// the rows arrive in ascending order it counts row degrees, which become
+// the row pointer; from the first row out of order on, it also records
+// each entry's row and sorts them at the end.
+type edgeBuilder struct {
+	held   int64
+	counts []int64 // counts[lid+1] = degree of lid; nil once unsorted
+	dsts   []int64
+	lids   []int64 // row of each entry, only once the rows are not sorted
+	sorted bool    // whether the rows so far arrived in ascending order
+	last   int64   // the row of the last entry
+}
+
+// newEdgeBuilder returns a builder of a matrix with held rows, reserving
+// room for hint entries.
+func newEdgeBuilder(held, hint int64) *edgeBuilder {
+	return &edgeBuilder{held: held, counts: make([]int64, held+1), dsts: make([]int64, 0, hint), sorted: true}
+}
+
+// add appends the entry in row lid and column dst.
+func (b *edgeBuilder) add(lid, dst int64) {
+	if b.sorted && lid < b.last {
+		b.sorted = false
+		b.lids = expandRows(b.counts, int64(len(b.dsts)), int64(cap(b.dsts)))
+	}
+	b.last = lid
+	b.counts[lid+1]++
+	if !b.sorted {
+		b.lids = append(b.lids, lid)
+	}
+	b.dsts = append(b.dsts, dst)
+}
+
+// csr returns the matrix with n columns; the builder must not be used
+// afterwards. An error reports an index out of range.
+func (b *edgeBuilder) csr(n int64) (*sparse.CSR, error) {
+	if !b.sorted {
+		b.counts = nil
+		return sparse.FromCOO(b.held, n, b.lids, b.dsts, nil)
+	}
+	for i := int64(1); i <= b.held; i++ {
+		b.counts[i] += b.counts[i-1]
+	}
+	return &sparse.CSR{NRows: b.held, NCols: n, Indptr: b.counts, Indices: b.dsts}, nil
 }
 
 // searchRow returns the index of g in the ascending rows and
@@ -596,6 +650,25 @@ func readIDs(path string, n int64) ([]int64, error) {
 // d must be whole (Rows nil), valid, unweighted (the OGB layout has no edge
 // weights) and hold only finite features.
 func WriteOGB(dir string, d *Dataset) error {
+	if err := checkOGBWritable(d); err != nil {
+		return err
+	}
+	raw := filepath.Join(dir, "raw")
+	if err := os.MkdirAll(raw, 0o755); err != nil {
+		return err
+	}
+	if err := writeOGBGraph(raw, d); err != nil {
+		return err
+	}
+	if err := writeOGBNodeTables(raw, d); err != nil {
+		return err
+	}
+	return writeOGBSplits(filepath.Join(dir, "split"), d)
+}
+
+// checkOGBWritable reports why WriteOGB cannot write d: d is partial,
+// invalid, weighted or has a feature that is not finite.
+func checkOGBWritable(d *Dataset) error {
 	if d.Rows != nil {
 		return fmt.Errorf("graph: WriteOGB of a partial dataset (%d of %d rows)", len(d.Rows), d.NumNodes)
 	}
@@ -612,10 +685,12 @@ func WriteOGB(dir string, d *Dataset) error {
 			}
 		}
 	}
-	raw := filepath.Join(dir, "raw")
-	if err := os.MkdirAll(raw, 0o755); err != nil {
-		return err
-	}
+	return nil
+}
+
+// writeOGBGraph writes the tables num-node-list, num-edge-list and edge of
+// d to the raw directory.
+func writeOGBGraph(raw string, d *Dataset) error {
 	nnz := d.NumEdges()
 	if err := writeTable(raw, "num-node-list", func(w *bufio.Writer) error {
 		_, err := w.WriteString(strconv.FormatInt(d.NumNodes, 10) + "\n")
@@ -629,44 +704,58 @@ func WriteOGB(dir string, d *Dataset) error {
 	}); err != nil {
 		return err
 	}
-	if err := writeTable(raw, "edge", func(w *bufio.Writer) error {
+	return writeTable(raw, "edge", func(w *bufio.Writer) error {
 		if d.Adj == nil {
 			return nil
 		}
-		var buf []byte
-		for i := int64(0); i < d.Adj.NRows; i++ {
-			for _, j := range d.Adj.Row(i) {
-				buf = strconv.AppendInt(buf[:0], i, 10)
-				buf = append(buf, ',')
-				buf = strconv.AppendInt(buf, j, 10)
-				buf = append(buf, '\n')
-				if _, err := w.Write(buf); err != nil {
-					return err
-				}
+		return writeEdgeLines(w, d.Adj)
+	})
+}
+
+// writeEdgeLines writes one line "i,j" for each entry of a, row by row in
+// storage order.
+func writeEdgeLines(w *bufio.Writer, a *sparse.CSR) error {
+	var buf []byte
+	for i := int64(0); i < a.NRows; i++ {
+		for _, j := range a.Row(i) {
+			buf = strconv.AppendInt(buf[:0], i, 10)
+			buf = append(buf, ',')
+			buf = strconv.AppendInt(buf, j, 10)
+			buf = append(buf, '\n')
+			if _, err := w.Write(buf); err != nil {
+				return err
 			}
 		}
-		return nil
-	}); err != nil {
-		return err
 	}
+	return nil
+}
 
+// writeFeatureLines writes each row of feat as one line of comma-separated
+// numbers (see appendFloat32).
+func writeFeatureLines(w *bufio.Writer, feat *dense.Matrix) error {
+	var buf []byte
+	for i := 0; i < feat.Rows; i++ {
+		buf = buf[:0]
+		for k, v := range feat.Row(i) {
+			if k > 0 {
+				buf = append(buf, ',')
+			}
+			buf = appendFloat32(buf, v)
+		}
+		buf = append(buf, '\n')
+		if _, err := w.Write(buf); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeOGBNodeTables writes the tables node-feat and node-label of d to the
+// raw directory, or removes them when d has no features or labels.
+func writeOGBNodeTables(raw string, d *Dataset) error {
 	if d.Feat != nil {
 		err := writeTable(raw, "node-feat", func(w *bufio.Writer) error {
-			var buf []byte
-			for i := 0; i < d.Feat.Rows; i++ {
-				buf = buf[:0]
-				for k, v := range d.Feat.Row(i) {
-					if k > 0 {
-						buf = append(buf, ',')
-					}
-					buf = appendFloat32(buf, v)
-				}
-				buf = append(buf, '\n')
-				if _, err := w.Write(buf); err != nil {
-					return err
-				}
-			}
-			return nil
+			return writeFeatureLines(w, d.Feat)
 		})
 		if err != nil {
 			return err
@@ -674,19 +763,18 @@ func WriteOGB(dir string, d *Dataset) error {
 	} else if err := removeTable(raw, "node-feat"); err != nil {
 		return err
 	}
-
 	if d.Labels != nil {
-		err := writeTable(raw, "node-label", func(w *bufio.Writer) error {
+		return writeTable(raw, "node-label", func(w *bufio.Writer) error {
 			return writeInts(w, d.Labels)
 		})
-		if err != nil {
-			return err
-		}
-	} else if err := removeTable(raw, "node-label"); err != nil {
-		return err
 	}
+	return removeTable(raw, "node-label")
+}
 
-	splitDir := filepath.Join(dir, "split")
+// writeOGBSplits writes every split of d to its directory under splitDir,
+// with each part's ids in ascending order, after removing the split
+// directories d does not have (see removeStaleSplits).
+func writeOGBSplits(splitDir string, d *Dataset) error {
 	if err := removeStaleSplits(splitDir, d.Splits); err != nil {
 		return err
 	}

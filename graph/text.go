@@ -49,12 +49,7 @@ func ReadEdgeList(path string) (*sparse.CSR, error) {
 		return nil, err
 	}
 	defer lr.Close()
-	declared, headerLine := int64(-1), 0
-	weighted := -1 // unknown until the first edge
-	maxID := int64(-1)
-	var srcs, dsts []int64
-	var vals []float64
-	var f [3][]byte
+	e := edgeList{declared: -1, weighted: -1, maxID: -1}
 	for {
 		line, err := lr.Next()
 		if err == io.EOF {
@@ -64,69 +59,118 @@ func ReadEdgeList(path string) (*sparse.CSR, error) {
 			return nil, err
 		}
 		t := bytes.TrimLeft(line, " \t\v\f\r")
-		if len(t) == 0 {
-			continue
+		switch {
+		case len(t) == 0:
+		case t[0] == '#' || t[0] == '%':
+			err = e.comment(lr, t)
+		default:
+			err = e.edge(lr, line, t)
 		}
-		if t[0] == '#' || t[0] == '%' {
-			if declared < 0 && len(srcs) == 0 {
-				if n, ok, err := snapNodes(lr, t); err != nil {
-					return nil, err
-				} else if ok {
-					declared, headerLine = n, lr.Line()
-				}
-			}
-			continue
+		if err != nil {
+			return nil, err
 		}
-		k := textfile.Fields(t, f[:])
-		if k < 2 || k > 3 {
-			return nil, lr.Errorf("malformed edge %s: want \"src dst\" or \"src dst weight\"", textfile.Quote(line))
-		}
-		w := 0
-		if k == 3 {
-			w = 1
-		}
-		if weighted < 0 {
-			weighted = w
-		} else if weighted != w {
-			return nil, lr.Errorf("edge has %d fields, but earlier edges have %d", k, 2+weighted)
-		}
-		var ids [2]int64
-		for x := range ids {
-			v, ok := textfile.ParseInt(f[x])
-			switch {
-			case !ok:
-				return nil, lr.Errorf("malformed vertex id %s", textfile.Quote(f[x]))
-			case v < 0:
-				return nil, lr.Errorf("negative vertex id %d", v)
-			case declared >= 0 && v >= declared:
-				return nil, lr.Errorf("vertex id %d out of range [0,%d) declared on line %d", v, declared, headerLine)
-			case v >= maxNodes:
-				return nil, lr.Errorf("vertex id %d exceeds the limit of %d", v, int64(maxNodes))
-			}
-			ids[x] = v
-			maxID = max(maxID, v)
-		}
-		if weighted == 1 {
-			v, ok := textfile.ParseFloat64(f[2])
-			if !ok {
-				return nil, lr.Errorf("malformed weight %s: want a finite number", textfile.Quote(f[2]))
-			}
-			vals = append(vals, v)
-		}
-		srcs = append(srcs, ids[0])
-		dsts = append(dsts, ids[1])
 	}
-	n := maxID + 1
-	if declared >= 0 {
-		n = declared
+	return e.matrix(path)
+}
+
+// edgeList collects the edges of an edge list as ReadEdgeList reads it.
+type edgeList struct {
+	declared   int64 // the vertex count of a SNAP header, -1 without one
+	headerLine int   // the line of the SNAP header
+	weighted   int   // whether edges have a weight: -1 until the first edge, then 0 or 1
+	maxID      int64 // the largest vertex id so far, -1 before the first edge
+	srcs, dsts []int64
+	vals       []float64 // weights, when weighted
+	fields     [3][]byte // scratch for the fields of a line
+}
+
+// comment handles the comment line t of lr: before the first edge, a SNAP
+// header "Nodes: N" (the first one only) declares the vertex count.
+func (e *edgeList) comment(lr *textfile.Lines, t []byte) error {
+	if e.declared >= 0 || len(e.srcs) > 0 {
+		return nil
 	}
-	if !rowsPlausible(n, int64(len(srcs))) {
-		return nil, parseErr(path, 0, fmt.Sprintf("%d vertices for only %d edges; refusing to allocate (relabel the ids)", n, len(srcs)))
+	n, ok, err := snapNodes(lr, t)
+	if err != nil {
+		return err
 	}
-	if weighted == 1 && vals == nil {
+	if ok {
+		e.declared, e.headerLine = n, lr.Line()
+	}
+	return nil
+}
+
+// edge parses the current line of lr, line, whose text from the first
+// non-blank character is t, as an edge "src dst" or "src dst weight" and
+// appends it.
+func (e *edgeList) edge(lr *textfile.Lines, line, t []byte) error {
+	f := &e.fields
+	k := textfile.Fields(t, f[:])
+	if k < 2 || k > 3 {
+		return lr.Errorf("malformed edge %s: want \"src dst\" or \"src dst weight\"", textfile.Quote(line))
+	}
+	w := 0
+	if k == 3 {
+		w = 1
+	}
+	if e.weighted < 0 {
+		e.weighted = w
+	} else if e.weighted != w {
+		return lr.Errorf("edge has %d fields, but earlier edges have %d", k, 2+e.weighted)
+	}
+	var ids [2]int64
+	for x := range ids {
+		v, err := e.vertexID(lr, f[x])
+		if err != nil {
+			return err
+		}
+		ids[x] = v
+		e.maxID = max(e.maxID, v)
+	}
+	if e.weighted == 1 {
+		v, ok := textfile.ParseFloat64(f[2])
+		if !ok {
+			return lr.Errorf("malformed weight %s: want a finite number", textfile.Quote(f[2]))
+		}
+		e.vals = append(e.vals, v)
+	}
+	e.srcs = append(e.srcs, ids[0])
+	e.dsts = append(e.dsts, ids[1])
+	return nil
+}
+
+// vertexID parses the vertex id field of the current line of lr, checking
+// it against the declared vertex count and maxNodes.
+func (e *edgeList) vertexID(lr *textfile.Lines, field []byte) (int64, error) {
+	v, ok := textfile.ParseInt(field)
+	switch {
+	case !ok:
+		return 0, lr.Errorf("malformed vertex id %s", textfile.Quote(field))
+	case v < 0:
+		return 0, lr.Errorf("negative vertex id %d", v)
+	case e.declared >= 0 && v >= e.declared:
+		return 0, lr.Errorf("vertex id %d out of range [0,%d) declared on line %d", v, e.declared, e.headerLine)
+	case v >= maxNodes:
+		return 0, lr.Errorf("vertex id %d exceeds the limit of %d", v, int64(maxNodes))
+	}
+	return v, nil
+}
+
+// matrix returns the n×n matrix of the edges read from path, with n the
+// declared vertex count or else 1 + the largest id.
+func (e *edgeList) matrix(path string) (*sparse.CSR, error) {
+	n := e.maxID + 1
+	if e.declared >= 0 {
+		n = e.declared
+	}
+	if !rowsPlausible(n, int64(len(e.srcs))) {
+		return nil, parseErr(path, 0, fmt.Sprintf("%d vertices for only %d edges; refusing to allocate (relabel the ids)", n, len(e.srcs)))
+	}
+	vals := e.vals
+	if e.weighted == 1 && vals == nil {
 		vals = []float64{}
 	}
-	a, err := sparse.FromCOO(n, n, srcs, dsts, vals)
+	a, err := sparse.FromCOO(n, n, e.srcs, e.dsts, vals)
 	if err != nil {
 		return nil, parseErr(path, 0, err.Error()) // unreachable: ids were checked
 	}

@@ -95,52 +95,91 @@ func convert(xadj, adjncy, vwgt []int64, ncon, nparts int, opt Options) (*input,
 	if n64 > idxMax {
 		return nil, fmt.Errorf("%w: %d vertices", ErrOverflow, n64)
 	}
-	n := int32(n64)
-	if ncon < 1 {
-		return nil, fmt.Errorf("%w: ncon=%d < 1", ErrInput, ncon)
+	if err := checkParams(vwgt != nil, ncon, nparts, opt); err != nil {
+		return nil, err
 	}
-	if vwgt == nil && ncon != 1 {
-		return nil, fmt.Errorf("%w: ncon=%d needs vwgt", ErrInput, ncon)
+	in := &input{
+		n:       int32(n64),
+		ncon:    int32(ncon),
+		nparts:  int32(nparts),
+		seed:    int32(opt.Seed),
+		ufactor: int32(opt.UFactor),
 	}
-	if nparts < 1 {
-		return nil, fmt.Errorf("%w: nparts=%d < 1", ErrInput, nparts)
+	var err error
+	if in.xadj, in.adjncy, err = convertAdjacency(xadj, adjncy); err != nil {
+		return nil, err
 	}
-	if ncon > idxMax || nparts > idxMax {
-		return nil, fmt.Errorf("%w: ncon=%d nparts=%d", ErrOverflow, ncon, nparts)
-	}
-	if opt.Seed < math.MinInt32 || opt.Seed > idxMax {
-		return nil, fmt.Errorf("%w: seed %d", ErrOverflow, opt.Seed)
-	}
-	if opt.UFactor < 0 {
-		return nil, fmt.Errorf("%w: UFactor=%d < 0", ErrInput, opt.UFactor)
-	}
-	if opt.UFactor > idxMax {
-		return nil, fmt.Errorf("%w: UFactor %d", ErrOverflow, opt.UFactor)
-	}
-	if opt.Contiguous && opt.Recursive {
-		return nil, fmt.Errorf("%w: Contiguous needs k-way partitioning, not Recursive", ErrInput)
-	}
-
-	// Structure of xadj.
-	if xadj[0] != 0 {
-		return nil, fmt.Errorf("%w: xadj[0]=%d, want 0", ErrInput, xadj[0])
-	}
-	for i := int64(0); i < n64; i++ {
-		if xadj[i+1] < xadj[i] {
-			return nil, fmt.Errorf("%w: xadj decreases at vertex %d", ErrInput, i)
+	if vwgt != nil {
+		if in.vwgt, err = convertWeights(vwgt, n64, ncon); err != nil {
+			return nil, err
 		}
 	}
-	if xadj[n64] != int64(len(adjncy)) {
-		return nil, fmt.Errorf("%w: xadj[n]=%d, want len(adjncy)=%d", ErrInput, xadj[n64], len(adjncy))
-	}
+	return in, nil
+}
 
+// checkParams checks PartGraph's scalar arguments: the constraint count
+// ncon (more than 1 needs weights), the part count nparts and the options.
+func checkParams(weighted bool, ncon, nparts int, opt Options) error {
+	if ncon < 1 {
+		return fmt.Errorf("%w: ncon=%d < 1", ErrInput, ncon)
+	}
+	if !weighted && ncon != 1 {
+		return fmt.Errorf("%w: ncon=%d needs vwgt", ErrInput, ncon)
+	}
+	if nparts < 1 {
+		return fmt.Errorf("%w: nparts=%d < 1", ErrInput, nparts)
+	}
+	if ncon > idxMax || nparts > idxMax {
+		return fmt.Errorf("%w: ncon=%d nparts=%d", ErrOverflow, ncon, nparts)
+	}
+	if opt.Seed < math.MinInt32 || opt.Seed > idxMax {
+		return fmt.Errorf("%w: seed %d", ErrOverflow, opt.Seed)
+	}
+	if opt.UFactor < 0 {
+		return fmt.Errorf("%w: UFactor=%d < 0", ErrInput, opt.UFactor)
+	}
+	if opt.UFactor > idxMax {
+		return fmt.Errorf("%w: UFactor %d", ErrOverflow, opt.UFactor)
+	}
+	if opt.Contiguous && opt.Recursive {
+		return fmt.Errorf("%w: Contiguous needs k-way partitioning, not Recursive", ErrInput)
+	}
+	return nil
+}
+
+// checkXadj checks that xadj is a row pointer over m adjacency entries:
+// starting at 0, never decreasing and ending at m.
+func checkXadj(xadj []int64, m int) error {
+	n := int64(len(xadj) - 1)
+	if xadj[0] != 0 {
+		return fmt.Errorf("%w: xadj[0]=%d, want 0", ErrInput, xadj[0])
+	}
+	for i := int64(0); i < n; i++ {
+		if xadj[i+1] < xadj[i] {
+			return fmt.Errorf("%w: xadj decreases at vertex %d", ErrInput, i)
+		}
+	}
+	if xadj[n] != int64(m) {
+		return fmt.Errorf("%w: xadj[n]=%d, want len(adjncy)=%d", ErrInput, xadj[n], m)
+	}
+	return nil
+}
+
+// convertAdjacency checks the graph (xadj, adjncy) of len(xadj)-1 vertices
+// and returns it in idx_t without self-loops. The returned adjncy is never
+// empty: it holds a dummy entry when no edge is left.
+func convertAdjacency(xadj, adjncy []int64) ([]int32, []int32, error) {
+	if err := checkXadj(xadj, len(adjncy)); err != nil {
+		return nil, nil, err
+	}
+	n := int64(len(xadj) - 1)
 	// Count the entries that are not self-loops and check their range.
 	var kept int64
-	for i := int64(0); i < n64; i++ {
+	for i := int64(0); i < n; i++ {
 		for k := xadj[i]; k < xadj[i+1]; k++ {
 			j := adjncy[k]
-			if j < 0 || j >= n64 {
-				return nil, fmt.Errorf("%w: adjncy[%d]=%d outside [0,%d)", ErrInput, k, j, n64)
+			if j < 0 || j >= n {
+				return nil, nil, fmt.Errorf("%w: adjncy[%d]=%d outside [0,%d)", ErrInput, k, j, n)
 			}
 			if j != i {
 				kept++
@@ -148,48 +187,41 @@ func convert(xadj, adjncy, vwgt []int64, ncon, nparts int, opt Options) (*input,
 		}
 	}
 	if kept > idxMax {
-		return nil, fmt.Errorf("%w: %d adjacency entries", ErrOverflow, kept)
+		return nil, nil, fmt.Errorf("%w: %d adjacency entries", ErrOverflow, kept)
 	}
-
-	in := &input{
-		n:       n,
-		ncon:    int32(ncon),
-		nparts:  int32(nparts),
-		xadj:    make([]int32, n64+1),
-		adjncy:  make([]int32, max(kept, 1)),
-		seed:    int32(opt.Seed),
-		ufactor: int32(opt.UFactor),
-	}
+	x32, a32 := make([]int32, n+1), make([]int32, max(kept, 1))
 	var w int32
-	for i := int64(0); i < n64; i++ {
+	for i := int64(0); i < n; i++ {
 		for _, j := range adjncy[xadj[i]:xadj[i+1]] {
 			if j != i {
-				in.adjncy[w] = int32(j)
+				a32[w] = int32(j)
 				w++
 			}
 		}
-		in.xadj[i+1] = w
+		x32[i+1] = w
 	}
+	return x32, a32, nil
+}
 
-	if vwgt != nil {
-		if int64(len(vwgt)) != n64*int64(ncon) {
-			return nil, fmt.Errorf("%w: len(vwgt)=%d, want n·ncon=%d", ErrInput, len(vwgt), n64*int64(ncon))
-		}
-		// METIS sums each constraint's weights in idx_t, so the totals
-		// must fit as well as the entries.
-		total := make([]int64, ncon)
-		in.vwgt = make([]int32, len(vwgt))
-		for k, x := range vwgt {
-			if x < 0 {
-				return nil, fmt.Errorf("%w: vwgt[%d]=%d < 0", ErrInput, k, x)
-			}
-			c := k % ncon
-			total[c] += x
-			if total[c] > idxMax {
-				return nil, fmt.Errorf("%w: total weight of constraint %d exceeds %d", ErrOverflow, c, idxMax)
-			}
-			in.vwgt[k] = int32(x)
-		}
+// convertWeights checks the n·ncon vertex weights vwgt and returns them in
+// idx_t. METIS sums each constraint's weights in idx_t, so the totals must
+// fit as well as the entries.
+func convertWeights(vwgt []int64, n int64, ncon int) ([]int32, error) {
+	if int64(len(vwgt)) != n*int64(ncon) {
+		return nil, fmt.Errorf("%w: len(vwgt)=%d, want n·ncon=%d", ErrInput, len(vwgt), n*int64(ncon))
 	}
-	return in, nil
+	total := make([]int64, ncon)
+	w32 := make([]int32, len(vwgt))
+	for k, x := range vwgt {
+		if x < 0 {
+			return nil, fmt.Errorf("%w: vwgt[%d]=%d < 0", ErrInput, k, x)
+		}
+		c := k % ncon
+		total[c] += x
+		if total[c] > idxMax {
+			return nil, fmt.Errorf("%w: total weight of constraint %d exceeds %d", ErrOverflow, c, idxMax)
+		}
+		w32[k] = int32(x)
+	}
+	return w32, nil
 }
