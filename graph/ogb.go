@@ -3,7 +3,6 @@ package graph
 import (
 	"bufio"
 	"bytes"
-	"compress/gzip"
 	"errors"
 	"fmt"
 	"gnnmpi/internal/textfile"
@@ -17,7 +16,6 @@ import (
 	"strings"
 
 	"gnnmpi/dense"
-	"gnnmpi/internal/atomicfile"
 	"gnnmpi/sparse"
 )
 
@@ -765,7 +763,7 @@ func writeOGBNodeTables(raw string, d *Dataset) error {
 	}
 	if d.Labels != nil {
 		return writeTable(raw, "node-label", func(w *bufio.Writer) error {
-			return writeInts(w, d.Labels)
+			return textfile.WriteInts(w, d.Labels)
 		})
 	}
 	return removeTable(raw, "node-label")
@@ -792,7 +790,7 @@ func writeOGBSplits(splitDir string, d *Dataset) error {
 				ids = slices.Sorted(slices.Values(ids))
 			}
 			if err := writeTable(sd, splitParts[k], func(w *bufio.Writer) error {
-				return writeInts(w, ids)
+				return textfile.WriteInts(w, ids)
 			}); err != nil {
 				return err
 			}
@@ -852,53 +850,11 @@ func writeTable(dir, base string, fill func(w *bufio.Writer) error) error {
 	return nil
 }
 
-// writeText atomically writes path with the content fill writes, through a
-// buffer and, when path ends in ".gz", gzip at BestSpeed (zero header:
-// modification time 0, no name; the default level took ~30 s for the 33M
-// edges of R-MAT scale 20). Readers see the old file or the complete new one.
-func writeText(path string, fill func(w *bufio.Writer) error) (err error) {
-	af, err := atomicfile.Create(path)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			af.Abort()
-			err = fmt.Errorf("graph: writing %s: %w", path, err)
-		}
-	}()
-	var out io.Writer = af
-	var zw *gzip.Writer
-	if strings.HasSuffix(path, ".gz") {
-		if zw, err = gzip.NewWriterLevel(af, gzip.BestSpeed); err != nil {
-			return err
-		}
-		out = zw
-	}
-	w := bufio.NewWriterSize(out, textfile.BufSize)
-	if err := fill(w); err != nil {
-		return err
-	}
-	if err := w.Flush(); err != nil {
-		return err
-	}
-	if zw != nil {
-		if err := zw.Close(); err != nil {
-			return err
-		}
-	}
-	return af.Commit()
-}
-
-// writeInts writes one integer a line.
-func writeInts[T int32 | int64](w *bufio.Writer, xs []T) error {
-	var buf []byte
-	for _, x := range xs {
-		buf = strconv.AppendInt(buf[:0], int64(x), 10)
-		buf = append(buf, '\n')
-		if _, err := w.Write(buf); err != nil {
-			return err
-		}
+// writeText writes path with textfile.Write (atomic; gzip for ".gz"),
+// naming the file in an error.
+func writeText(path string, fill func(w *bufio.Writer) error) error {
+	if err := textfile.Write(path, fill); err != nil {
+		return fmt.Errorf("graph: writing %s: %w", path, err)
 	}
 	return nil
 }

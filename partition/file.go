@@ -2,14 +2,12 @@ package partition
 
 import (
 	"bufio"
-	"compress/gzip"
 	"fmt"
 	"io"
 	"math"
 	"strconv"
 	"strings"
 
-	"gnnmpi/internal/atomicfile"
 	"gnnmpi/internal/textfile"
 )
 
@@ -53,48 +51,15 @@ func Write(path string, b *Book) error {
 	return nil
 }
 
-// writeFile writes b's text to a temporary file beside path, through gzip at
-// BestSpeed with a zero header when path ends in ".gz", and renames it over
-// path.
-func writeFile(path string, b *Book) (err error) {
-	f, err := atomicfile.Create(path)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			f.Abort()
-		}
-	}()
-	var out io.Writer = f
-	var zw *gzip.Writer
-	if strings.HasSuffix(path, ".gz") {
-		if zw, err = gzip.NewWriterLevel(f, gzip.BestSpeed); err != nil {
+// writeFile writes b's text to path atomically, gzip-compressed when path
+// ends in ".gz" (textfile.Write).
+func writeFile(path string, b *Book) error {
+	return textfile.Write(path, func(w *bufio.Writer) error {
+		if _, err := fmt.Fprintf(w, "gnnmpi-partition 1 nodes=%d parts=%d method=%s\n", len(b.Part), b.Parts, b.Method); err != nil {
 			return err
 		}
-		out = zw
-	}
-	w := bufio.NewWriterSize(out, 1<<20)
-	if _, err := fmt.Fprintf(w, "gnnmpi-partition 1 nodes=%d parts=%d method=%s\n", len(b.Part), b.Parts, b.Method); err != nil {
-		return err
-	}
-	var buf []byte
-	for _, r := range b.Part {
-		buf = strconv.AppendInt(buf[:0], int64(r), 10)
-		buf = append(buf, '\n')
-		if _, err := w.Write(buf); err != nil {
-			return err
-		}
-	}
-	if err := w.Flush(); err != nil {
-		return err
-	}
-	if zw != nil {
-		if err := zw.Close(); err != nil {
-			return err
-		}
-	}
-	return f.Commit()
+		return textfile.WriteInts(w, b.Part)
+	})
 }
 
 // Read reads a book written by Write, gunzipping it when path ends in ".gz".

@@ -6,5 +6,6 @@
 // without allocating; MaxLines bounds what a file can hold, so that a
 // count in a header is checked before anything is allocated for it.
 //
-// Writing a file atomically is package internal/atomicfile.
+// Write is the matching writer: text through a buffer (gzip for ".gz"),
+// replacing the file atomically by package internal/atomicfile.
 package textfile

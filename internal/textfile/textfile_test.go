@@ -1,8 +1,10 @@
 package textfile
 
 import (
+	"bufio"
 	"bytes"
 	"compress/gzip"
+	"errors"
 	"io"
 	"io/fs"
 	"os"
@@ -212,4 +214,29 @@ func TestFieldsQuote(t *testing.T) {
 	assert.Equal(t, 0, Fields([]byte("  \t "), dst[:]))
 	assert.Equal(t, `"ab"`, Quote([]byte("ab")))
 	assert.Equal(t, strings.Repeat("x", 48), strings.Trim(strings.TrimSuffix(Quote(bytes.Repeat([]byte("x"), 100)), "…"), `"`))
+}
+
+// Write replaces a file atomically, compressed for ".gz" (read back by
+// Open), and leaves the old file in place when fill fails.
+func TestWrite(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"w.txt", "w.txt.gz"} {
+		path := filepath.Join(dir, name)
+		require.NoError(t, Write(path, func(w *bufio.Writer) error { return WriteInts(w, []int32{3, -1, 7}) }))
+		got, err := readAll(t, path)
+		require.NoError(t, err)
+		assert.Equal(t, []string{"3", "-1", "7"}, got)
+
+		boom := errors.New("boom")
+		require.ErrorIs(t, Write(path, func(w *bufio.Writer) error {
+			w.WriteString("partial\n")
+			return boom
+		}), boom)
+		got, err = readAll(t, path)
+		require.NoError(t, err)
+		assert.Equal(t, []string{"3", "-1", "7"}, got, "a failed write leaves the old file")
+		left, err := filepath.Glob(filepath.Join(dir, ".*.tmp*"))
+		require.NoError(t, err)
+		assert.Empty(t, left, "no temporary file is left behind")
+	}
 }
