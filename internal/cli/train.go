@@ -387,7 +387,7 @@ func (b *progressBar) clear() {
 // the rank's parts, with the replication factor) and reports it on rank 0.
 func loadData(env *Env, path, split, partition string, replication int, seed uint64) (*train.Data, error) {
 	t0 := time.Now()
-	d, err := train.Load(env.Comm, path, split, partition, replication, seed, env.Progress)
+	d, err := train.Load(env.Comm, path, split, partition, false, replication, seed, env.Progress)
 	if err != nil {
 		return nil, err
 	}
