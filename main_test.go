@@ -124,6 +124,7 @@ func TestBadInputNamesFileAndLine(t *testing.T) {
 		{"malformed edge", map[string]string{"raw/edge.csv.gz": "0,1\n1;0\n"}, "raw/edge.csv.gz:2"},
 		{"ragged features", map[string]string{"raw/node-feat.csv.gz": "1,0\n0,1\n1\n"}, "raw/node-feat.csv.gz:3"},
 		{"label count", map[string]string{"raw/node-label.csv.gz": "0\n1\n"}, "raw/node-label.csv.gz"},
+		{"label near 2^31", map[string]string{"raw/node-label.csv.gz": "0\n2147483646\n0\n"}, "raw/node-label.csv.gz:2: label 2147483646 is implausibly large"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()

@@ -57,16 +57,19 @@ const (
 
 // binMeta is the JSON metadata block of a binary dataset.
 type binMeta struct {
-	Name        string       `json:"name"`
-	NumNodes    int64        `json:"num_nodes"`
-	NumEdges    int64        `json:"num_edges"`
-	Weighted    bool         `json:"weighted"`
-	HasFeatures bool         `json:"has_features"`
-	NumFeatures int          `json:"num_features"`
-	HasLabels   bool         `json:"has_labels"`
-	NumClasses  int          `json:"num_classes"`
-	Splits      []binSplit   `json:"splits"`
-	Sections    []binSection `json:"sections"`
+	Name        string `json:"name"`
+	NumNodes    int64  `json:"num_nodes"`
+	NumEdges    int64  `json:"num_edges"`
+	Weighted    bool   `json:"weighted"`
+	HasFeatures bool   `json:"has_features"`
+	NumFeatures int    `json:"num_features"`
+	HasLabels   bool   `json:"has_labels"`
+	NumClasses  int    `json:"num_classes"`
+	// Symmetric records that every edge's reverse is stored too
+	// (Dataset.Symmetric); absent in older files, which read as false.
+	Symmetric bool         `json:"symmetric,omitempty"`
+	Splits    []binSplit   `json:"splits"`
+	Sections  []binSection `json:"sections"`
 }
 
 // binSplit records a split's name and part sizes.
@@ -113,7 +116,10 @@ func alignUp(x int64) int64 { return (x + binAlign - 1) &^ (binAlign - 1) }
 // directory, synced to stable storage and renamed over path, so readers see
 // either the old file or the complete new one.
 //
-// d must be whole (Rows nil), have an adjacency and pass Validate.
+// d must be whole (Rows nil), have an adjacency and pass Validate. The
+// metadata records whether the graph is symmetric (every edge's reverse is
+// stored): so when d.Symmetric is set, else when Reciprocity finds it so;
+// OpenBinary then sets Dataset.Symmetric and loaders need not check.
 // WriteBinary returns an error on big-endian hosts.
 func WriteBinary(path string, d *Dataset) error {
 	if !littleEndian {
@@ -129,6 +135,10 @@ func WriteBinary(path string, d *Dataset) error {
 		return fmt.Errorf("graph: WriteBinary: %w", err)
 	}
 	c := binContentOf(d)
+	if !d.Symmetric {
+		r, m := Reciprocity(d.Adj)
+		c.meta.Symmetric = r == m
+	}
 	mj, err := c.meta.layOut()
 	if err != nil {
 		return err
@@ -162,6 +172,7 @@ func binContentOf(d *Dataset) *binContent {
 		Weighted:   d.Adj.Values != nil,
 		HasLabels:  d.Labels != nil,
 		NumClasses: d.NumClasses,
+		Symmetric:  d.Symmetric,
 		Splits:     []binSplit{},
 	}}
 	c.add("indptr", "int64", int64(len(d.Adj.Indptr)), asBytes(d.Adj.Indptr))
@@ -422,6 +433,9 @@ func (m *binMeta) check(path string, size int64) error {
 	if m.NumNodes < 0 || m.NumNodes > maxNodes || m.NumEdges < 0 || m.NumFeatures < 0 || m.NumClasses < 0 {
 		return parseErr(path, 0, "corrupt metadata: negative or huge count")
 	}
+	if m.NumClasses > MaxClasses {
+		return parseErr(path, 0, fmt.Sprintf("corrupt metadata: %d classes exceeds the limit of %d", m.NumClasses, MaxClasses))
+	}
 	want := map[string]struct {
 		dtype string
 		count int64
@@ -593,9 +607,12 @@ func binDataset(path string, data []byte, meta *binMeta, opt ReadOptions) (*Data
 		return nil, err
 	}
 	n := meta.NumNodes
-	d := &Dataset{Name: meta.Name, NumNodes: n}
+	d := &Dataset{Name: meta.Name, NumNodes: n, Symmetric: meta.Symmetric}
 	if a.labels != nil {
 		d.NumClasses = meta.NumClasses
+		if err := checkLabels(path, a.labels, meta.NumClasses); err != nil {
+			return nil, err
+		}
 	}
 	if d.Splits, err = f.splits(opt.Keep != nil); err != nil {
 		return nil, err

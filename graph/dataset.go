@@ -31,6 +31,11 @@ type Dataset struct {
 	Labels     []int32       // one per held vertex; nil if absent
 	NumClasses int           // 1 + the largest label over the whole graph
 	Splits     map[string]Split
+	// Symmetric records that every edge (i, j) has its reverse (j, i):
+	// set by Symmetrized, and by OpenBinary for a file whose metadata
+	// says so (WriteBinary records it). False means not known to be
+	// symmetric; Reciprocity measures it.
+	Symmetric bool
 }
 
 // NumEdges returns the number of stored (directed) edges held.

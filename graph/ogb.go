@@ -47,7 +47,7 @@ const maxNodes = 1 << 40
 //	dir/raw/edge.csv.gz           "src,dst" per line, 0-based (required)
 //	dir/raw/num-edge-list.csv.gz  the number of edge lines (optional; checked)
 //	dir/raw/node-feat.csv.gz      n lines of comma-separated numbers (optional)
-//	dir/raw/node-label.csv.gz     n lines of one integer class (optional)
+//	dir/raw/node-label.csv.gz     n lines of one integer class in [0, MaxClasses) (optional)
 //	dir/split/<name>/{train,valid,test}.csv.gz  vertex ids, one a line
 //
 // Each table may also be stored uncompressed, without the ".gz"; the
@@ -195,8 +195,9 @@ func readCount(path, what string) (int64, error) {
 	return v, nil
 }
 
-// readLabels reads n lines of one non-negative integer each. It returns the
-// labels of the held rows (all when rows is nil) and 1 + the largest label.
+// readLabels reads n lines of one non-negative integer below MaxClasses
+// each. It returns the labels of the held rows (all when rows is nil) and
+// 1 + the largest label.
 func readLabels(path string, n int64, rows []int64) ([]int32, int, error) {
 	lr, err := textfile.Open(path)
 	if err != nil {
@@ -228,8 +229,8 @@ func readLabels(path string, n int64, rows []int64) ([]int32, int, error) {
 			return nil, 0, lr.Errorf("malformed label %s: want one integer", textfile.Quote(line))
 		case v < 0:
 			return nil, 0, lr.Errorf("negative label %d", v)
-		case v > math.MaxInt32-1:
-			return nil, 0, lr.Errorf("label %d too large", v)
+		case v >= MaxClasses:
+			return nil, 0, lr.Errorf("label %d is implausibly large: class ids must be below %d (graph.MaxClasses)", v, MaxClasses)
 		}
 		maxLabel = max(maxLabel, v)
 		if rows == nil {

@@ -408,7 +408,11 @@ func TestReadOGBErrors(t *testing.T) {
 		{name: "label too many", file: "raw/node-label.csv.gz", content: "0\n1\n2\n1\n0\n", wantLine: 5, wantMsg: "more labels"},
 		{name: "label negative", file: "raw/node-label.csv.gz", content: "0\n-1\n2\n1\n", wantLine: 2, wantMsg: "negative label -1"},
 		{name: "label non-numeric", file: "raw/node-label.csv.gz", content: "0\n1\n2.0\n1\n", wantLine: 3, wantMsg: "malformed label"},
-		{name: "label huge", file: "raw/node-label.csv.gz", content: "0\n1\n99999999999\n1\n", wantLine: 3, wantMsg: "too large"},
+		{name: "label huge", file: "raw/node-label.csv.gz", content: "0\n1\n99999999999\n1\n", wantLine: 3, wantMsg: "implausibly large"},
+		// A label near 2³¹ used to pass and make the trainer ask for a
+		// 1 TiB output layer.
+		{name: "label near 2^31", file: "raw/node-label.csv.gz", content: "0\n1\n2\n2147483646\n", wantLine: 4, wantMsg: "label 2147483646 is implausibly large: class ids must be below 1048576"},
+		{name: "label at MaxClasses", file: "raw/node-label.csv.gz", content: "0\n1048576\n2\n1\n", wantLine: 2, wantMsg: "implausibly large"},
 		{name: "split missing file", file: "split/s/valid.csv.gz", content: absent, wantLine: 0, wantMsg: "missing file of split s"},
 		{name: "split out of range", file: "split/s/train.csv.gz", content: "0\n9\n", wantLine: 2, wantMsg: "vertex id 9 out of range [0,4)"},
 		{name: "split negative", file: "split/s/train.csv.gz", content: "-3\n", wantLine: 1, wantMsg: "negative vertex id -3"},

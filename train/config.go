@@ -16,8 +16,10 @@ import (
 // them; Validate checks them. Like the configs that embed it, it must be
 // the same on every rank.
 type Common struct {
-	// FeatureNorm is FeatureNormRow (scale every feature row to sum 1)
-	// or FeatureNormNone.
+	// FeatureNorm is FeatureNormAuto (row for non-negative features,
+	// none for real-valued ones: Data.NonNegative decides),
+	// FeatureNormRow (scale every feature row to sum 1) or
+	// FeatureNormNone.
 	FeatureNorm FeatureNorm
 	Epochs      int // last epoch (1-based) to train
 
@@ -249,7 +251,7 @@ func Defaults(kind string) Config {
 	c := Config{
 		Model: model.Config{Kind: kind, Layers: 2, Hidden: 128, Heads: 1, OutHeads: 1, Dropout: 0.5},
 		Common: Common{
-			FeatureNorm: FeatureNormRow, Epochs: 100,
+			FeatureNorm: FeatureNormAuto, Epochs: 100,
 			Optimizer: OptimizerAdam, LR: 0.01, WeightDecay: 5e-4,
 			Seed: 1, EvalEvery: 1, Select: SelectAcc, CheckpointEvery: 10,
 		},

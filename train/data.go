@@ -23,6 +23,20 @@ type Data struct {
 	SplitName  string
 	Split      graph.Split // global ids, ascending
 	Book       *partition.Book
+
+	// Reciprocity is the fraction of edges (i, j) whose reverse (j, i)
+	// is in the graph too (graph.Reciprocity; 1 for a graph without
+	// edges). A graph stored with both directions has 1; an undirected
+	// graph written one edge per pair has about 0.
+	Reciprocity float64
+	// Symmetrized says that the reverse of every edge was added on load.
+	Symmetrized bool
+	// EmptyClasses lists the classes below NumClasses that no vertex
+	// has, ascending.
+	EmptyClasses []int
+	// NonNegative says that no feature entry of any rank is negative:
+	// FeatureNormAuto row-normalises such features.
+	NonNegative bool
 }
 
 // NumNodes returns the number of vertices.
@@ -46,8 +60,15 @@ const (
 // rank 0 and broadcast (phase "setup"). progress, if not nil, receives
 // progress lines.
 //
+// With symmetrize set, the reverse of every edge is added to the topology
+// (graph.Dataset.Symmetrized; nothing is done for a .gnn file recorded as
+// symmetric). Load measures the fraction of edges that have a reverse
+// (Data.Reciprocity, on rank 0, broadcast), the empty classes and whether
+// the features are non-negative (over all ranks); the caller decides what
+// to warn about.
+//
 // Load is collective over c.
-func Load(c collective.Comm, path, split, partition string, replication int, seed uint64, progress func(string, ...any)) (*Data, error) {
+func Load(c collective.Comm, path, split, partition string, symmetrize bool, replication int, seed uint64, progress func(string, ...any)) (*Data, error) {
 	if progress == nil {
 		progress = func(string, ...any) {}
 	}
@@ -64,6 +85,14 @@ func Load(c collective.Comm, path, split, partition string, replication int, see
 	if g.Labels == nil || g.NumClasses < 1 {
 		return nil, fmt.Errorf("train: %s has no node labels", path)
 	}
+	symmetrized := symmetrize && !g.Symmetric
+	if symmetrize {
+		g = g.Symmetrized()
+	}
+	recip, err := reciprocity(c, g)
+	if err != nil {
+		return nil, err
+	}
 	split, s, err := g.SplitNamed(split)
 	if err != nil {
 		return nil, fmt.Errorf("train: %s %w", path, err)
@@ -75,7 +104,8 @@ func Load(c collective.Comm, path, split, partition string, replication int, see
 	if err != nil {
 		return nil, err
 	}
-	d := &Data{Name: g.Name, Adj: g.Adj, Labels: g.Labels, NumClasses: g.NumClasses, SplitName: split, Split: s, Book: book}
+	d := &Data{Name: g.Name, Adj: g.Adj, Labels: g.Labels, NumClasses: g.NumClasses, SplitName: split, Split: s, Book: book,
+		Reciprocity: recip, Symmetrized: symmetrized, EmptyClasses: graph.EmptyClasses(graph.ClassCounts(g.Labels, g.NumClasses))}
 	progress("loading the features of the vertices each rank owns")
 	var keep func(int64) bool
 	if p > 1 {
@@ -103,7 +133,47 @@ func Load(c collective.Comm, path, split, partition string, replication int, see
 		return nil, fmt.Errorf("train: %s: expected %d feature rows, got %d", path, g.NumNodes, f.Feat.Rows)
 	}
 	d.Feat = f.Feat
+	neg := int64(0)
+	if !nonNegative(f.Feat) {
+		neg = 1
+	}
+	if err := collective.AllreduceVars(c, collective.Max, &neg); err != nil {
+		return nil, err
+	}
+	d.NonNegative = neg == 0
 	return d, nil
+}
+
+// reciprocity returns the fraction of g's edges that have their reverse
+// (1 without edges, or when g is recorded as symmetric), computed on rank 0
+// of c and broadcast: every rank holds the same topology.
+func reciprocity(c collective.Comm, g *graph.Dataset) (float64, error) {
+	if g.Symmetric {
+		return 1, nil
+	}
+	f := []float64{1}
+	if c.Rank() == 0 {
+		if r, m := graph.Reciprocity(g.Adj); m > 0 {
+			f[0] = float64(r) / float64(m)
+		}
+	}
+	if err := collective.BcastSlice(c, f, 0); err != nil {
+		return 0, err
+	}
+	return f[0], nil
+}
+
+// nonNegative reports whether no entry of x is negative (nil: true).
+func nonNegative(x *dense.Matrix) bool {
+	if x == nil {
+		return true
+	}
+	for _, v := range x.Data[:x.Rows*x.Cols] {
+		if v < 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // partitionBook makes or reads the book of p parts and gives every rank of
@@ -173,7 +243,14 @@ func Distribute(g *graph.Dataset, split string, book *partition.Book, rank int) 
 	for k, gid := range owned {
 		copy(f.Row(k), g.Feat.Row(int(gid)))
 	}
-	return &Data{Name: g.Name, Adj: g.Adj, Feat: f, Labels: g.Labels, NumClasses: g.NumClasses, SplitName: split, Split: s, Book: book}, nil
+	recip := 1.0
+	if !g.Symmetric {
+		if r, m := graph.Reciprocity(g.Adj); m > 0 {
+			recip = float64(r) / float64(m)
+		}
+	}
+	return &Data{Name: g.Name, Adj: g.Adj, Feat: f, Labels: g.Labels, NumClasses: g.NumClasses, SplitName: split, Split: s, Book: book,
+		Reciprocity: recip, EmptyClasses: graph.EmptyClasses(graph.ClassCounts(g.Labels, g.NumClasses)), NonNegative: nonNegative(g.Feat)}, nil
 }
 
 // onRoot runs f on rank 0 of c, then broadcasts a status word and, if f

@@ -44,7 +44,7 @@ type FullConfig struct {
 // (snapshot every 23 epochs, as in the original).
 func FullDefaults(kind string) FullConfig {
 	return FullConfig{
-		Common: Common{FeatureNorm: FeatureNormRow, Epochs: 100, Optimizer: OptimizerAdam, LR: 0.01, WeightDecay: 5e-4,
+		Common: Common{FeatureNorm: FeatureNormAuto, Epochs: 100, Optimizer: OptimizerAdam, LR: 0.01, WeightDecay: 5e-4,
 			Seed: 1, EvalEvery: 1, Select: SelectAcc, CheckpointEvery: 10},
 		Mode: ModePipe, Pipelines: 1, Chunks: 4, ChunkMethod: ChunkMetis,
 		Model: model.DefaultDeep(kind), ShuffleChunks: true, ClearGrads: true, SnapshotEvery: 23,
@@ -209,7 +209,7 @@ func newFullStepper(c collective.Comm, d *Data, cfg FullConfig, log func(string,
 	pc.Layout = lay
 	pc.Model.In, pc.Model.Out = d.Feat.Cols, d.NumClasses
 	n := d.NumNodes()
-	tr, err := pipe.New(c, pc, pipe.Data{Plan: plan, Feat: d.Feat, RowNormalize: cfg.FeatureNorm == FeatureNormRow, Labels: d.Labels,
+	tr, err := pipe.New(c, pc, pipe.Data{Plan: plan, Feat: d.Feat, RowNormalize: cfg.FeatureNorm.Resolve(d.NonNegative) == FeatureNormRow, Labels: d.Labels,
 		Train: mask(n, d.Split.Train), Val: mask(n, d.Split.Valid), Test: mask(n, d.Split.Test)})
 	if err != nil {
 		return nil, nil, err

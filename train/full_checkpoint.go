@@ -118,6 +118,7 @@ func dataIDOf(d *Data) dataID {
 // moved into Common (fullSettings), so that checkpoints written before
 // stay resumable and a mismatch names the same fields.
 func fullFingerprint(cfg FullConfig, lay pipe.Layout, p int, d *Data, chunk []int32) string {
+	cfg.FeatureNorm = cfg.FeatureNorm.Resolve(d.NonNegative) // auto and what it chose are the same run
 	b, _ := json.Marshal(struct {
 		Config fullSettings
 		Layout pipe.Layout

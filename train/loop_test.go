@@ -182,7 +182,7 @@ func TestParsers(t *testing.T) {
 		{"topology", asString(ParseTopology), []string{"replicated", "1.5d"}, `train: unknown topology "bogus" (want replicated or 1.5d)`},
 		{"shuffle", asString(ParseShuffle), []string{"local", "global"}, `train: unknown shuffle "bogus" (want local or global)`},
 		{"selection", asString(ParseSelection), []string{"val-acc", "val-loss"}, `train: unknown model selection "bogus" (want val-acc or val-loss)`},
-		{"feature norm", asString(ParseFeatureNorm), []string{"row", "none"}, `train: unknown feature normalisation "bogus" (want row or none)`},
+		{"feature norm", asString(ParseFeatureNorm), []string{"auto", "row", "none"}, `train: unknown feature normalisation "bogus" (want auto, row or none)`},
 		{"cache", asString(ParseCache), []string{"none", "degree", "vip", "vip-recurrence", "sim"}, `train: unknown cache policy "bogus" (want none, degree, vip, vip-recurrence or sim)`},
 		{"dtype", asString(ParseFeatureDType), []string{"f32", "f16"}, `train: unknown feature dtype "bogus" (want f32 or f16)`},
 		{"chunks", asString(ParseChunkMethod), []string{"metis", "random"}, `train: unknown chunk partition "bogus" (want metis or random)`},

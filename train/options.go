@@ -126,15 +126,35 @@ type FeatureNorm string
 
 // Feature normalisations.
 const (
+	// FeatureNormAuto, the default, is FeatureNormRow for non-negative
+	// features (bag-of-words indicators and counts, as in Cora and the
+	// Coauthor and Amazon graphs) and FeatureNormNone for real-valued
+	// ones (any negative entry): scaling rows of signed features to sum
+	// 1 divides by sums near zero and destroys the signal.
+	FeatureNormAuto FeatureNorm = "auto"
 	// FeatureNormRow scales every feature row to sum 1, as PyG's
 	// NormalizeFeatures and the Planetoid/Shchur et al. setups do.
-	FeatureNormRow  FeatureNorm = "row"
+	FeatureNormRow FeatureNorm = "row"
+	// FeatureNormNone leaves the features as they are.
 	FeatureNormNone FeatureNorm = "none"
 )
 
 // ParseFeatureNorm returns the feature normalisation named s.
 func ParseFeatureNorm(s string) (FeatureNorm, error) {
-	return parseChoice("feature normalisation", s, FeatureNormRow, FeatureNormNone)
+	return parseChoice("feature normalisation", s, FeatureNormAuto, FeatureNormRow, FeatureNormNone)
+}
+
+// Resolve returns the normalisation n applies to features that are
+// non-negative or not: FeatureNormAuto becomes FeatureNormRow or
+// FeatureNormNone; the others are returned as they are.
+func (n FeatureNorm) Resolve(nonNegative bool) FeatureNorm {
+	if n != FeatureNormAuto {
+		return n
+	}
+	if nonNegative {
+		return FeatureNormRow
+	}
+	return FeatureNormNone
 }
 
 // CacheVIPRecurrence is the cache policy that scores by SALIENT++'s VIP

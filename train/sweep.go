@@ -63,7 +63,7 @@ func FetchSweep(c collective.Comm, d *Data, cfg Config, epochs int, policies []a
 		}
 	}
 	feat := d.Feat
-	if cfg.FeatureNorm == FeatureNormRow {
+	if cfg.FeatureNorm.Resolve(d.NonNegative) == FeatureNormRow {
 		feat = dense.RowNormalized(d.Feat)
 	}
 	t, err := newTrainer(c, d, cfg)

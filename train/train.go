@@ -151,7 +151,7 @@ func newTrainer(c collective.Comm, d *Data, cfg Config) (*trainer, error) {
 	dd := *d
 	d = &dd
 	feat := d.Feat
-	if cfg.FeatureNorm == FeatureNormRow {
+	if cfg.FeatureNorm.Resolve(d.NonNegative) == FeatureNormRow {
 		feat = dense.RowNormalized(d.Feat) // a copy: d.Feat may be read-only mapped memory
 	}
 	d.Feat = nil

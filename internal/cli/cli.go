@@ -79,6 +79,7 @@ type Env struct {
 	BLAS     blas.Float32Level3
 	BLASName string
 	start    time.Time
+	warnings []string // rank 0's warnings so far (Warn)
 }
 
 // NewEnv returns an Env for rank c.Rank(). metrics may be nil.
@@ -176,8 +177,8 @@ func GatherComm(c collective.Comm) (*CommSummary, error) {
 }
 
 // Finish gathers the byte counts of every rank and writes the final metrics
-// object (result plus command, backend, ranks, seconds and comm). It is
-// collective.
+// object (result plus command, backend, ranks, seconds and comm, and the
+// warnings when there were any). It is collective.
 func (e *Env) Finish(result map[string]any) error {
 	cs, err := GatherComm(e.Comm)
 	if err != nil {
@@ -195,6 +196,9 @@ func (e *Env) Finish(result map[string]any) error {
 	obj["ranks"] = e.Comm.Size()
 	obj["seconds"] = time.Since(e.start).Seconds()
 	obj["comm"] = cs
+	if len(e.warnings) > 0 {
+		obj["warnings"] = e.warnings
+	}
 	if e.JSON {
 		b, err := json.MarshalIndent(obj, "", "  ")
 		if err != nil {

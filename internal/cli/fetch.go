@@ -47,7 +47,7 @@ func fetchCmd() *Command {
 				if err != nil {
 					return fmt.Errorf("fetch: --cache-frac %q: %w", *fracs, err)
 				}
-				return runFetch(env, *sf.data, *sf.split, *sf.partition, cfg, *epochs, pols, fr)
+				return runFetch(env, *sf.data, *sf.split, *sf.partition, *sf.symmetrize, cfg, *epochs, pols, fr)
 			}
 		},
 	}
@@ -65,13 +65,13 @@ func parseFloats(s string) ([]float64, error) {
 	return out, nil
 }
 
-func runFetch(env *Env, path, split, partition string, cfg train.Config, epochs int, policies []alltoall.CachePolicy, fracs []float64) error {
+func runFetch(env *Env, path, split, partition string, symmetrize bool, cfg train.Config, epochs int, policies []alltoall.CachePolicy, fracs []float64) error {
 	c := env.Comm
 	cfg, err := cfg.Resolve(c.Size())
 	if err != nil {
 		return err
 	}
-	d, err := loadData(env, path, split, partition, cfg.Replication, cfg.Seed)
+	d, err := loadData(env, path, split, partition, symmetrize, cfg.Replication, cfg.Seed)
 	if err != nil {
 		return err
 	}
@@ -88,5 +88,6 @@ func runFetch(env *Env, path, split, partition string, cfg train.Config, epochs 
 	return env.Finish(map[string]any{"final": true, "points": points, "config": map[string]any{
 		"data": path, "split": d.SplitName, "partition": partition, "parts": d.Book.Parts, "fanouts": cfg.Fanouts, "batch_size": cfg.BatchSize,
 		"replication": cfg.Replication, "feature_dtype": cfg.FeatureDType, "epochs": epochs, "seed": cfg.Seed, "features": d.Feat.Cols, "nodes": d.NumNodes(),
+		"symmetrize": symmetrize, "reciprocity": d.Reciprocity,
 	}})
 }

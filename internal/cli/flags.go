@@ -17,6 +17,7 @@ type sampleFlags struct {
 	replication, simEpochs      *int
 	dtype                       *string
 	seed                        *uint64
+	symmetrize                  *bool
 }
 
 // addSampleFlags registers the shared flags on fs with the defaults of d.
@@ -36,6 +37,7 @@ func addSampleFlags(fs *flag.FlagSet, d train.Config) *sampleFlags {
 		simEpochs:   fs.Int("cache-sim-epochs", d.CacheSimEpochs, "simulated epochs that score --cache sim"),
 		dtype:       fs.String("feature-dtype", string(d.FeatureDType), "feature storage and wire type: f32 or f16 (half precision: half the memory and fetch bytes)"),
 		seed:        fs.Uint64("seed", d.Seed, "random seed (weights, shuffles, sampling, dropout, METIS)"),
+		symmetrize:  fs.Bool("symmetrize", false, symmetrizeUsage),
 	}
 }
 

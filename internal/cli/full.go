@@ -9,16 +9,18 @@ import (
 
 // runFull loads the dataset with each graph part held by the ranks of its
 // pipeline and trains a deep model on the whole graph.
-func runFull(env *Env, path, split, partition string, cfg train.FullConfig) error {
+func runFull(env *Env, path, split, partition string, symmetrize bool, cfg train.FullConfig) error {
 	c := env.Comm
 	if err := cfg.Validate(c.Size()); err != nil {
 		return err
 	}
 	stages, _ := train.FullStages(cfg, c.Size())
-	d, err := loadData(env, path, split, partition, stages, cfg.Seed)
+	d, err := loadData(env, path, split, partition, symmetrize, stages, cfg.Seed)
 	if err != nil {
 		return err
 	}
+	normFlag := cfg.FeatureNorm
+	cfg.FeatureNorm = resolveFeatureNorm(env, cfg.FeatureNorm, d)
 	mc := cfg.Model
 	env.Printf("training %s (%d layers, hidden %d) on the whole of %s, %s mode on %d ranks (%s, BLAS %s): %d chunks per part, %s %.3g, seed %d\n",
 		mc.Kind, mc.Layers, mc.Hidden, d.Name, cfg.Mode, c.Size(), env.Backend, env.BLASName, cfg.Chunks, cfg.Optimizer, cfg.LR, cfg.Seed)
@@ -43,7 +45,7 @@ func runFull(env *Env, path, split, partition string, cfg train.FullConfig) erro
 		"data": path, "split": d.SplitName, "partition": partition, "mode": cfg.Mode,
 		"stages": res.Layout.Stages, "pipelines": res.Layout.Pipelines, "chunks": cfg.Chunks, "chunk_partition": cfg.ChunkMethod,
 		"model": mc, "shuffle_chunks": cfg.ShuffleChunks, "clear_grads": cfg.ClearGrads, "snapshot_every": cfg.SnapshotEvery,
-		"feature_norm": cfg.FeatureNorm, "epochs": cfg.Epochs, "optimizer": cfg.Optimizer, "lr": cfg.LR,
+		"feature_norm": cfg.FeatureNorm, "feature_norm_flag": normFlag, "symmetrize": symmetrize, "reciprocity": d.Reciprocity, "epochs": cfg.Epochs, "optimizer": cfg.Optimizer, "lr": cfg.LR,
 		"weight_decay": cfg.WeightDecay, "momentum": cfg.Momentum, "seed": cfg.Seed,
 		"eval_every": cfg.EvalEvery, "select": cfg.Select, "blas": env.BLASName,
 	}

@@ -103,7 +103,7 @@ func convertCmd() *Command {
 		Flags: func(fs *flag.FlagSet) func(*Env) error {
 			in := fs.String("data", "", "input dataset")
 			out := fs.String("out", "", "output: .gnn binary file, .mtx[.gz] (Matrix Market adjacency only), or a directory for the OGB raw layout")
-			sym := fs.Bool("symmetrize", false, "add the reverse of every edge")
+			sym := fs.Bool("symmetrize", false, "add the reverse of every edge (deduplicated); a .gnn output records that the graph is symmetric, so later commands need no --symmetrize")
 			dedupe := fs.Bool("dedupe", false, "remove duplicate edges")
 			drop := fs.Bool("drop-self-loops", false, "remove self-loops")
 			add := fs.Bool("add-self-loops", false, "add one self-loop per vertex")
@@ -118,8 +118,12 @@ func convertCmd() *Command {
 						return err
 					}
 					read := time.Since(t0)
+					symmetrized := *sym && !d.Symmetric
 					if *sym {
-						d.Adj = graph.Symmetrize(d.Adj)
+						d = d.Symmetrized()
+					}
+					if checkDirection(env, *in, d, symmetrized) == 1 {
+						d.Symmetric = true // WriteBinary records it without checking again
 					}
 					if *dedupe {
 						d.Adj = graph.Dedupe(d.Adj)

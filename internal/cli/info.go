@@ -21,7 +21,8 @@ func infoCmd() *Command {
 			data := fs.String("data", "data/cora", "dataset: OGB raw-layout directory, .gnn binary file, .mtx or edge list")
 			book := fs.String("partition", "", "partition book (gnnmpi partition); default: vertex v on rank v mod p")
 			showGPU := fs.Bool("gpu", false, "also list the GPUs visible to each node and this rank's binding")
-			return func(env *Env) error { return info(env, *data, *book, *showGPU) }
+			sym := fs.Bool("symmetrize", false, symmetrizeUsage+"; the statistics are then those of the symmetrized graph")
+			return func(env *Env) error { return info(env, *data, *book, *sym, *showGPU) }
 		},
 	}
 }
@@ -43,14 +44,23 @@ type DatasetInfo struct {
 	SelfLoops   int64            `json:"self_loops"`
 	RowsPerRank []int64          `json:"rows_per_rank"`
 	LoadSeconds float64          `json:"load_seconds_max"`
+	// Reciprocity is the fraction of edges whose reverse edge is in the
+	// graph (1 when symmetrized or recorded as symmetric).
+	Reciprocity  float64 `json:"reciprocity"`
+	Symmetrized  bool    `json:"symmetrized"`
+	EmptyClasses []int   `json:"empty_classes"` // classes below Classes without a vertex
 }
 
-func info(env *Env, path, bookPath string, showGPU bool) error {
+func info(env *Env, path, bookPath string, symmetrize, showGPU bool) error {
 	c := env.Comm
 	p := c.Size()
-	keep, err := infoKeep(c, bookPath)
+	owner, books, err := infoOwner(c, bookPath)
 	if err != nil {
 		return err
+	}
+	var keep func(int64) bool
+	if owner != nil {
+		keep = func(g int64) bool { return owner(g) == c.Rank() }
 	}
 	env.Progress("loading %s on %d ranks", path, p)
 	t0 := time.Now()
@@ -59,14 +69,31 @@ func info(env *Env, path, bookPath string, showGPU bool) error {
 		return err
 	}
 	load := time.Since(t0).Seconds()
+	if books >= 0 && books != d.NumNodes {
+		// Every rank reads the same book and file: all fail here alike.
+		return fmt.Errorf("info: %s has %d vertices, but the book %s has %d", path, d.NumNodes, bookPath, books)
+	}
 	if err := d.Validate(); err != nil {
 		return fmt.Errorf("info: %s: %w", path, err)
 	}
 	defer collective.SetPhase(c, "info")()
+	symmetrized := symmetrize && !d.Symmetric
+	if d, err = infoDirection(c, d, owner, symmetrize); err != nil {
+		return err
+	}
 	in, err := datasetInfo(c, d, path, load)
 	if err != nil {
 		return err
 	}
+	in.Symmetrized = symmetrized
+	if in.Reciprocity, err = infoReciprocity(c, d, owner); err != nil {
+		return err
+	}
+	if in.EmptyClasses, err = infoEmptyClasses(c, d); err != nil {
+		return err
+	}
+	warnDirection(env, path, in.Reciprocity, symmetrized)
+	warnClasses(env, path, in.EmptyClasses, in.Classes)
 	for name, s := range d.Splits {
 		in.Splits[name] = []int{len(s.Train), len(s.Valid), len(s.Test)}
 	}
@@ -78,6 +105,11 @@ func info(env *Env, path, bookPath string, showGPU bool) error {
 	}
 	env.Printf("degree    min %d, max %d, mean %.2f, std %.2f; %d isolated, %d self-loops\n",
 		in.MinDegree, in.MaxDegree, in.MeanDegree, in.StdDegree, in.Isolated, in.SelfLoops)
+	sym := ""
+	if in.Symmetrized {
+		sym = " (symmetrized)"
+	}
+	env.Printf("direction %.1f%% of edges have a reverse edge%s\n", 100*in.Reciprocity, sym)
 	env.Printf("ranks     %d (%s), rows per rank %v, load %.3fs (slowest rank)\n", p, env.Backend, in.RowsPerRank, in.LoadSeconds)
 	result := map[string]any{"dataset": in}
 	if showGPU {
@@ -90,26 +122,77 @@ func info(env *Env, path, bookPath string, showGPU bool) error {
 	return env.Finish(result)
 }
 
-// infoKeep returns which global rows this rank loads: those of its part
-// in the book at bookPath, else vertex v on rank v mod p (nil, all rows, on
-// a single rank, so that the binary format is mapped without a copy).
-func infoKeep(c collective.Comm, bookPath string) (func(int64) bool, error) {
-	p, r := c.Size(), c.Rank()
-	var keep func(int64) bool
+// infoOwner returns the rank that loads each global row: its part in the
+// book at bookPath, else vertex v on rank v mod p; nil (every rank loads
+// all rows) on a single rank without a book, so that the binary format is
+// mapped without a copy.
+//
+// books is the number of vertices of the book, -1 without one.
+func infoOwner(c collective.Comm, bookPath string) (owner func(int64) int, books int64, err error) {
+	p := c.Size()
+	books = -1
 	if p > 1 {
-		keep = func(g int64) bool { return g%int64(p) == int64(r) }
+		owner = func(g int64) int { return int(g % int64(p)) }
 	}
 	if bookPath != "" {
 		b, err := partition.Read(bookPath)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		if b.Parts != p {
-			return nil, fmt.Errorf("info: %s has %d parts for %d ranks", bookPath, b.Parts, p)
+			return nil, 0, fmt.Errorf("info: %s has %d parts for %d ranks", bookPath, b.Parts, p)
 		}
-		keep = func(g int64) bool { return g < int64(len(b.Part)) && int(b.Part[g]) == r }
+		owner = func(g int64) int {
+			if g >= int64(len(b.Part)) {
+				return -1 // a vertex the book does not know: loaded by no rank
+			}
+			return int(b.Part[g])
+		}
+		books = b.NumNodes()
 	}
-	return keep, nil
+	return owner, books, nil
+}
+
+// infoDirection returns d, symmetrized when asked (over all ranks when
+// the rows are spread: see distSymmetrized). It is collective over c.
+func infoDirection(c collective.Comm, d *graph.Dataset, owner func(int64) int, symmetrize bool) (*graph.Dataset, error) {
+	switch {
+	case !symmetrize:
+		return d, nil
+	case d.Rows == nil:
+		return d.Symmetrized(), nil
+	}
+	// Every rank takes the same branch: the file's flag is the same.
+	if d.Symmetric {
+		return d, nil
+	}
+	return distSymmetrized(c, d, owner)
+}
+
+// infoReciprocity returns the fraction of the edges of the graph held by
+// rows over c that have a reverse edge. It is collective over c.
+func infoReciprocity(c collective.Comm, d *graph.Dataset, owner func(int64) int) (float64, error) {
+	switch {
+	case d.Symmetric:
+		return 1, nil
+	case d.Rows == nil:
+		r, m := graph.Reciprocity(d.Adj)
+		if m == 0 {
+			return 1, nil
+		}
+		return float64(r) / float64(m), nil
+	}
+	return distReciprocity(c, d, owner)
+}
+
+// infoEmptyClasses returns the classes that no vertex of any rank has. It
+// is collective over c.
+func infoEmptyClasses(c collective.Comm, d *graph.Dataset) ([]int, error) {
+	counts := graph.ClassCounts(d.Labels, d.NumClasses)
+	if err := collective.AllreduceSlice(c, counts, collective.Sum); err != nil {
+		return nil, err
+	}
+	return graph.EmptyClasses(counts), nil
 }
 
 // datasetInfo returns the statistics of the dataset whose rows d holds on

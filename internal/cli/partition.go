@@ -21,6 +21,7 @@ func partitionCmd() *Command {
 			split := fs.String("split", "", "split whose train/valid/test vertices METIS balances (default: the dataset's first; \"none\" balances vertices only)")
 			seed := fs.Uint64("seed", 1, "random seed")
 			out := fs.String("out", "", "partition book to write (.gz for gzip)")
+			sym := fs.Bool("symmetrize", false, symmetrizeUsage+"; METIS partitions the symmetrized graph either way, but the edge cut reported counts the edges loaded")
 			return func(env *Env) error {
 				k := *parts
 				if k == 0 {
@@ -29,13 +30,13 @@ func partitionCmd() *Command {
 				if *out == "" {
 					return fmt.Errorf("partition: --out is required")
 				}
-				return RankZero(env.Comm, func() error { return runPartition(env, *data, k, *method, *split, *seed, *out) })
+				return RankZero(env.Comm, func() error { return runPartition(env, *data, k, *method, *split, *seed, *sym, *out) })
 			}
 		},
 	}
 }
 
-func runPartition(env *Env, data string, k int, method, split string, seed uint64, out string) error {
+func runPartition(env *Env, data string, k int, method, split string, seed uint64, symmetrize bool, out string) error {
 	if k < 1 {
 		return fmt.Errorf("partition: --parts %d < 1", k)
 	}
@@ -43,6 +44,11 @@ func runPartition(env *Env, data string, k int, method, split string, seed uint6
 	if err != nil {
 		return err
 	}
+	symmetrized := symmetrize && !d.Symmetric
+	if symmetrize {
+		d = d.Symmetrized()
+	}
+	checkDirection(env, data, d, symmetrized)
 	if split == "" {
 		split, _, _ = d.DefaultSplit()
 	} else if split == "none" {

@@ -38,6 +38,7 @@ func sampleCmd() *Command {
 			fs.Uint64Var(&cfg.seed, "seed", 1, "random seed (shuffle and sampling)")
 			fs.StringVar(&cfg.topology, "topology", "replicated", "replicated (every rank holds the graph; no communication) or 1.5d (rows over p/c grid rows, c copies; P = Q·A by 1.5D SpGEMM)")
 			fs.IntVar(&cfg.c, "c", 1, "replication factor of the 1.5d topology (divides the number of ranks)")
+			fs.BoolVar(&cfg.symmetrize, "symmetrize", false, symmetrizeUsage)
 			fs.StringVar(&cfg.dump, "dump", "", "write every minibatch to DIR/e<epoch>-b<batch>.txt (format: README, Data formats)")
 			return func(env *Env) error { return runSample(env, cfg) }
 		},
@@ -49,6 +50,7 @@ type sampleConfig struct {
 	topology                            string
 	batch, bulk, epochs, maxBatches, c  int
 	seed                                uint64
+	symmetrize                          bool
 }
 
 // SampleResult is the sample command's final metrics object (key "sample").
@@ -114,6 +116,11 @@ func runSample(env *Env, cfg *sampleConfig) error {
 	if err != nil {
 		return err
 	}
+	symmetrized := cfg.symmetrize && !g.Symmetric
+	if cfg.symmetrize {
+		g = g.Symmetrized()
+	}
+	checkDirection(env, cfg.data, g, symmetrized)
 	train, err := sampleSeeds(g, cfg)
 	if err != nil {
 		return err

@@ -29,13 +29,13 @@ func trainCmd() *Command {
 					if err != nil {
 						return err
 					}
-					return runFull(env, *f.sample.data, *f.sample.split, *f.sample.partition, cfg)
+					return runFull(env, *f.sample.data, *f.sample.split, *f.sample.partition, *f.sample.symmetrize, cfg)
 				}
 				cfg, err := f.minibatchConfig(env, set)
 				if err != nil {
 					return err
 				}
-				return runTrain(env, *f.sample.data, *f.sample.split, *f.sample.partition, cfg)
+				return runTrain(env, *f.sample.data, *f.sample.split, *f.sample.partition, *f.sample.symmetrize, cfg)
 			}
 		},
 	}
@@ -97,7 +97,7 @@ func addTrainFlags(fs *flag.FlagSet) *trainFlags {
 	f.wd = fs.Float64("weight-decay", float64(d.WeightDecay), "L2 weight decay")
 	f.mom = fs.Float64("momentum", 0, "SGD momentum")
 	fs.Var(&f.drop, "dropout", "feature dropout (default sage/gcn 0.5, gat 0.6)")
-	f.featNorm = fs.String("feature-norm", string(d.FeatureNorm), "input features: row (each row scaled to sum 1) or none")
+	f.featNorm = fs.String("feature-norm", string(d.FeatureNorm), "input features: row (each row scaled to sum 1), none, or auto (row when no feature is negative, none for real-valued features)")
 	fs.Var(&f.attnDrop, "attn-dropout", "GAT: dropout on attention coefficients (default 0.6)")
 	f.norm = fs.Bool("normalize", false, "GraphSAGE: L2-normalise hidden embeddings")
 	f.evalEvery = fs.Int("eval-every", d.EvalEvery, "evaluate every K epochs and after the last (0: no evaluation)")
@@ -276,7 +276,7 @@ func parseInts(s string) ([]int, error) {
 	return out, nil
 }
 
-func runTrain(env *Env, path, split, partition string, cfg train.Config) error {
+func runTrain(env *Env, path, split, partition string, symmetrize bool, cfg train.Config) error {
 	c := env.Comm
 	// Resolved here too (Run resolves it again, to the same) to check it
 	// before loading and to report the batch size per rank.
@@ -284,10 +284,12 @@ func runTrain(env *Env, path, split, partition string, cfg train.Config) error {
 	if err != nil {
 		return err
 	}
-	d, err := loadData(env, path, split, partition, cfg.Replication, cfg.Seed)
+	d, err := loadData(env, path, split, partition, symmetrize, cfg.Replication, cfg.Seed)
 	if err != nil {
 		return err
 	}
+	normFlag := cfg.FeatureNorm
+	cfg.FeatureNorm = resolveFeatureNorm(env, cfg.FeatureNorm, d)
 	env.Printf("training %s (%d layers, hidden %d) on %s, %d ranks (%s, BLAS %s): %s sampler, fanouts %v, batch %d/rank, bulk %d, %s %.3g, seed %d\n",
 		cfg.Model.Kind, cfg.Model.Layers, cfg.Model.Hidden, d.Name, c.Size(), env.Backend, env.BLASName, cfg.Sampler, cfg.Fanouts, cfg.BatchSize, cfg.Bulk, cfg.Optimizer, cfg.LR, cfg.Seed)
 	bar := &progressBar{env: env}
@@ -308,9 +310,10 @@ func runTrain(env *Env, path, split, partition string, cfg train.Config) error {
 	cfgOut := map[string]any{
 		"data": path, "split": d.SplitName, "partition": partition, "model": cfg.Model, "sampler": cfg.Sampler, "bulk": cfg.Bulk, "topology": cfg.Topology, "c": cfg.C, "fanouts": cfg.Fanouts,
 		"replication": cfg.Replication, "cache": cfg.Cache, "cache_frac": cfg.CacheFrac, "feature_dtype": cfg.FeatureDType, "gpu_frac": cfg.GPUFrac,
-		"batch_size": cfg.BatchSize, "feature_norm": cfg.FeatureNorm, "epochs": cfg.Epochs, "shuffle": cfg.Shuffle, "optimizer": cfg.Optimizer,
+		"batch_size": cfg.BatchSize, "feature_norm": cfg.FeatureNorm, "feature_norm_flag": normFlag, "epochs": cfg.Epochs, "shuffle": cfg.Shuffle, "optimizer": cfg.Optimizer,
 		"lr": cfg.LR, "weight_decay": cfg.WeightDecay, "momentum": cfg.Momentum, "seed": cfg.Seed,
 		"eval_every": cfg.EvalEvery, "select": cfg.Select, "blas": env.BLASName,
+		"symmetrize": symmetrize, "reciprocity": d.Reciprocity,
 	}
 	out := map[string]any{
 		"final": true, "best_epoch": res.BestEpoch, "best_val_acc": res.BestValAcc, "test_acc": res.TestAcc,
@@ -384,16 +387,34 @@ func (b *progressBar) clear() {
 }
 
 // loadData loads the dataset for training or the fetch sweep (train.Load:
-// the rank's parts, with the replication factor) and reports it on rank 0.
-func loadData(env *Env, path, split, partition string, replication int, seed uint64) (*train.Data, error) {
+// the rank's parts, with the replication factor; symmetrized on request)
+// and reports it on rank 0, warning about a graph that looks directed and
+// about empty classes.
+func loadData(env *Env, path, split, partition string, symmetrize bool, replication int, seed uint64) (*train.Data, error) {
 	t0 := time.Now()
-	d, err := train.Load(env.Comm, path, split, partition, replication, seed, env.Progress)
+	d, err := train.Load(env.Comm, path, split, partition, symmetrize, replication, seed, env.Progress)
 	if err != nil {
 		return nil, err
 	}
 	env.Progress("loaded %s in %.2fs: %d vertices, %d features, %d classes; split %s with %d training vertices; %d parts (%s) × replication %d",
 		d.Name, time.Since(t0).Seconds(), d.NumNodes(), d.Feat.Cols, d.NumClasses, d.SplitName, len(d.Split.Train), d.Book.Parts, d.Book.Method, replication)
+	warnDirection(env, path, d.Reciprocity, d.Symmetrized)
+	warnClasses(env, path, d.EmptyClasses, d.NumClasses)
 	return d, nil
+}
+
+// resolveFeatureNorm returns the normalisation norm applies to d's
+// features (train.FeatureNorm.Resolve) and logs the choice auto made.
+func resolveFeatureNorm(env *Env, norm train.FeatureNorm, d *train.Data) train.FeatureNorm {
+	r := norm.Resolve(d.NonNegative)
+	if norm == train.FeatureNormAuto {
+		why := "non-negative"
+		if !d.NonNegative {
+			why = "real-valued (some are negative)"
+		}
+		env.Progress("feature normalisation auto: %s, as the features are %s", r, why)
+	}
+	return r
 }
 
 // printBest prints the selected epoch's accuracies and the median epoch
