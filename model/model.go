@@ -167,10 +167,15 @@ func (m *Model) Forward(blocks []*sparse.CSR, x *dense.Matrix, train bool, rng *
 	if len(blocks) != len(m.Layers) {
 		panic("model: len(blocks) != number of layers")
 	}
-	h := x
-	for l, layer := range m.Layers {
+	return m.forwardFrom(0, blocks, x, train, rng)
+}
+
+// forwardFrom runs layers l0, l0+1, … of Forward on h, the input of layer
+// l0, and returns the logits.
+func (m *Model) forwardFrom(l0 int, blocks []*sparse.CSR, h *dense.Matrix, train bool, rng *rand.Rand) *dense.Matrix {
+	for l := l0; l < len(m.Layers); l++ {
 		h = m.drops[l].Forward(h, train, rng)
-		h = layer.Forward(blocks[l], h, train, rng)
+		h = m.Layers[l].Forward(blocks[l], h, train, rng)
 		if m.acts[l] != nil {
 			h = m.acts[l].Forward(h)
 		}
@@ -179,7 +184,8 @@ func (m *Model) Forward(blocks []*sparse.CSR, x *dense.Matrix, train bool, rng *
 	return h
 }
 
-// Backward back-propagates dL/dlogits through the last Forward and adds the
+// Backward back-propagates dL/dlogits through the last Forward (or
+// ForwardSparse) and adds the
 // gradients into every Param's G (call ZeroGrad first for a fresh
 // gradient). It does not compute dL/dx for the input.
 // It will panic if no Forward preceded it or dlogits has the wrong shape.
