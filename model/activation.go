@@ -126,15 +126,22 @@ func (u *ELU) Backward(dy *dense.Matrix) *dense.Matrix {
 // probability Rate and the others are scaled by 1/(1−Rate), so that
 // evaluation is the identity.
 //
-// The mask takes 16 random bits per nonzero element from the rng (four
-// elements per Uint64), in row-major order, so Rate is rounded to a multiple
-// of 2⁻¹⁶; the scale uses the rounded rate, keeping the expectation exact. A
-// zero element draws nothing (it is zero whether dropped or not; its mask is
-// 0, so it passes no gradient), which makes the draws of a matrix those of
-// its nonzeros: ForwardSparse on the same rows as CSR draws the same numbers
-// and drops the same entries.
+// The mask takes 16 random bits per element from the rng (four elements per
+// Uint64), in row-major order, so Rate is rounded to a multiple of 2⁻¹⁶; the
+// scale uses the rounded rate, keeping the expectation exact.
+//
+// With SkipZeros a zero element draws nothing (it is zero whether dropped or
+// not; its mask is 0, so it passes no gradient), which makes the draws of a
+// matrix those of its nonzeros: ForwardSparse on the same rows as CSR draws
+// the same numbers and drops the same entries. A Model sets it on its input
+// dropout, whose zeros are the data's. Hidden layers keep drawing for every
+// element: there a ReLU output that is 0 on one path and a rounding error
+// above 0 on another (dense and sparse input, two BLAS) would otherwise
+// shift every later draw, and the two runs would drop different elements.
 type Dropout struct {
 	Rate float32
+	// SkipZeros makes zero elements draw no random number.
+	SkipZeros bool
 
 	mask   []float32 // 0 or 1/(1−Rate) per element; nil when the last Forward was the identity
 	buf    []float32
@@ -153,7 +160,7 @@ func (d *Dropout) Forward(x *dense.Matrix, train bool, rng *rand.Rand) *dense.Ma
 	dr := newDropper(d.Rate, rng)
 	y := dense.New(x.Rows, x.Cols)
 	for i, v := range x.Data {
-		if v == 0 {
+		if v == 0 && d.SkipZeros {
 			d.mask[i] = 0
 			continue
 		}
@@ -169,8 +176,9 @@ func (d *Dropout) Forward(x *dense.Matrix, train bool, rng *rand.Rand) *dense.Ma
 // x's order, scaled by 1/(1−Rate)), when train is true and Rate > 0, and x
 // itself otherwise. Every stored entry with a nonzero value (every entry of
 // a pattern, whose values are 1) draws one decision, in row-major stored
-// order; with each row's columns sorted and distinct, those are the draws
-// Forward makes on x's dense form, so both keep the same entries. Inputs get
+// order, whatever SkipZeros is; with each row's columns sorted and
+// distinct, those are the draws Forward with SkipZeros makes on x's dense
+// form, so both keep the same entries. Inputs get
 // no gradient: Backward panics after a ForwardSparse that dropped.
 // It will panic if Rate is outside [0, 1), or if rng is nil when needed.
 func (d *Dropout) ForwardSparse(x *sparse.Matrix[float32], train bool, rng *rand.Rand) *sparse.Matrix[float32] {

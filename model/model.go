@@ -80,7 +80,9 @@ type activation interface {
 //
 // with σ = ReLU for SAGE and GCN and ELU for GAT (the GAT paper's choice)
 // between layers, and no activation after the last layer, whose output is the
-// logits. Dropout acts only in training.
+// logits. Dropout acts only in training; on the input X it draws for the
+// nonzeros only (Dropout.SkipZeros), so that Forward on dense rows and
+// ForwardSparse on the same rows as CSR drop the same entries.
 //
 // A Model is not safe for concurrent use. Ranks that build it from the same
 // Config and the same rng stream get identical weights.
@@ -143,6 +145,7 @@ func New(cfg Config, rng *rand.Rand, impl blas.Float32Level3) (*Model, error) {
 		m.Layers = append(m.Layers, layer)
 		m.acts = append(m.acts, act)
 		m.drops[l].Rate = cfg.Dropout
+		m.drops[l].SkipZeros = l == 0 // the input's zeros draw nothing, as in ForwardSparse
 		for _, p := range layer.Params() {
 			p.Name = fmt.Sprintf("layer%d.%s", l, p.Name)
 			m.params = append(m.params, p)
