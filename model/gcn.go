@@ -38,7 +38,7 @@ type GCN struct {
 	x        *dense.Matrix           // the input, kept only when !aggFirst
 	xs       *sparse.Matrix[float32] // the input of the last ForwardSparse, else nil
 	aggFirst bool
-	t        []float32 // NDst×fin (Â·X) when aggFirst, else NSrc×fout (X·W)
+	t        []float32 // NDst×fin (Â·X) when aggFirst, else NSrc×fout (X·W; after a sparse Backward, dL/d(X·W))
 }
 
 var _ Layer = (*GCN)(nil)
@@ -143,8 +143,10 @@ func (g *GCN) Backward(dy *dense.Matrix, needInput bool) *dense.Matrix {
 	}
 	colSumAdd(g.b.G, dy.Data, nd, fout)
 	if g.xs != nil {
-		// out = Â·Z with Z = X·W: dL/dZ = Âᵀ·dy.
-		dz := make([]float32, ns*fout)
+		// out = Â·Z with Z = X·W: dL/dZ = Âᵀ·dy, into Z's storage (the
+		// sparse path's Backward does not read Z).
+		dz := dense.Grow(g.t, ns*fout)
+		clear(dz)
 		g.blk.transpose(g.wt).mulAdd(dz, dy.Data, fout)
 		sparseTMulAdd(g.w.G, g.xs, ns, dz, fout)
 		return nil

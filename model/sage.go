@@ -43,6 +43,7 @@ type SAGE struct {
 	mean *weighting              // the block's row weights 1/|N(i)|
 	x    *dense.Matrix           // the input (all of it: multiply first, or !dstOnly)
 	xs   *sparse.Matrix[float32] // the input of the last ForwardSparse, else nil
+	scr  []float32               // NSrc×fout scratch of the sparse path: X·W_neigh, then dL/d(X·W_neigh)
 	xd   []float32               // NDst×fin: the destinations' input rows (aggregate first with dstOnly)
 	agg  []float32               // NDst×fin: neighbour means
 	h    []float32               // NDst×fout: output before normalisation (Normalize only)
@@ -183,10 +184,11 @@ func (s *SAGE) ForwardSparse(a *sparse.CSR, x *sparse.Matrix[float32], train boo
 	s.blk, s.x, s.xs, s.mulFirst = b, nil, x, true
 	s.mean = b.meanWeights()
 	nd, ns, fout := int(a.NRows), int(a.NCols), s.fout
-	xn := make([]float32, ns*fout)
-	sparseMulAdd(xn, x, ns, s.wNeigh.W, fout)
+	s.scr = dense.Grow(s.scr, ns*fout)
+	clear(s.scr)
+	sparseMulAdd(s.scr, x, ns, s.wNeigh.W, fout)
 	out := dense.New(nd, fout)
-	spmm(out.Data, a, nil, s.mean.rowScale, xn, fout)
+	spmm(out.Data, a, nil, s.mean.rowScale, s.scr, fout)
 	sparseMulAdd(out.Data, x, nd, s.wSelf.W, fout)
 	s.finish(out)
 	return out
@@ -231,7 +233,8 @@ func (s *SAGE) Backward(dy *dense.Matrix, needInput bool) *dense.Matrix {
 	if s.xs != nil {
 		// out = X_dst·W_self + M·Z with Z = X·W_neigh: dL/dZ = Mᵀ·dh.
 		sparseTMulAdd(s.wSelf.G, s.xs, nd, dh, fout)
-		dz := make([]float32, ns*fout)
+		dz := dense.Grow(s.scr, ns*fout)
+		clear(dz)
 		s.blk.transpose(s.mean).mulAdd(dz, dh, fout)
 		sparseTMulAdd(s.wNeigh.G, s.xs, ns, dz, fout)
 		return nil
