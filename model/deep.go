@@ -113,7 +113,8 @@ type Linear struct {
 	fin, fout int
 	impl      blas.Float32Level3
 
-	x *dense.Matrix
+	x  *dense.Matrix
+	xs *sparse.Matrix[float32] // the input of the last ForwardSparse
 }
 
 // NewLinear returns a Linear layer from fin to fout features with Glorot
@@ -135,7 +136,7 @@ func (l *Linear) Forward(x *dense.Matrix) *dense.Matrix {
 	if x == nil || x.Cols != l.fin {
 		panic("model: x.Cols != layer input width")
 	}
-	l.x = x
+	l.x, l.xs = x, nil
 	out := dense.New(x.Rows, l.fout)
 	dense.Gemm(l.impl, blas.NoTrans, blas.NoTrans, x.Rows, l.fout, l.fin, 1, x.Data, l.w.W, 0, out.Data)
 	addRowVec(out.Data, l.b.W, x.Rows, l.fout)
@@ -144,8 +145,17 @@ func (l *Linear) Forward(x *dense.Matrix) *dense.Matrix {
 
 // Backward adds dL/dW = xᵀ·dy and dL/db (the column sums of dy) into the
 // parameters' G and returns dL/dx = dy·Wᵀ (n×fin, new) if needInput, else
-// nil. It will panic if no Forward preceded it or dy is not n×fout.
+// nil (after ForwardSparse: no dL/dx, and a panic if needInput). It will
+// panic if no Forward preceded it or dy is not n×fout.
 func (l *Linear) Backward(dy *dense.Matrix, needInput bool) *dense.Matrix {
+	if l.xs != nil {
+		noInputGrad(needInput)
+		n := int(l.xs.NRows)
+		checkGrad(dy, n, l.fout)
+		colSumAdd(l.b.G, dy.Data, n, l.fout)
+		sparseTMulAdd(l.w.G, l.xs, n, dy.Data, l.fout)
+		return nil
+	}
 	if l.x == nil {
 		panic("model: Backward before Forward")
 	}

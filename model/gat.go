@@ -41,21 +41,22 @@ type GAT struct {
 
 	a     *sparse.CSR
 	x     *dense.Matrix
-	eptr  []int     // NDst+1: edge offsets, self-loop included
-	esrc  []int     // E: source of each edge
-	z     []float32 // NSrc×(h·d)
-	el    []float32 // NDst×h: a_l·z_i
-	er    []float32 // NSrc×h: a_r·z_j
-	s     []float32 // E×h: attention logits before the LeakyReLU
-	alpha []float32 // E×h: softmax
-	drop  []float32 // E×h: dropout scale (0 or 1/(1−p)); nil without dropout
-	dbuf  []float32 // storage of drop
-	mx    []float32 // h scratch
-	dz    []float32 // NSrc×(h·d) scratch
-	del   []float32 // NDst×h scratch
-	der   []float32 // NSrc×h scratch
-	dal   []float32 // E×h scratch: dL/dα
-	sum   []float32 // h scratch
+	xs    *sparse.Matrix[float32] // the input of the last ForwardSparse, else nil
+	eptr  []int                   // NDst+1: edge offsets, self-loop included
+	esrc  []int                   // E: source of each edge
+	z     []float32               // NSrc×(h·d)
+	el    []float32               // NDst×h: a_l·z_i
+	er    []float32               // NSrc×h: a_r·z_j
+	s     []float32               // E×h: attention logits before the LeakyReLU
+	alpha []float32               // E×h: softmax
+	drop  []float32               // E×h: dropout scale (0 or 1/(1−p)); nil without dropout
+	dbuf  []float32               // storage of drop
+	mx    []float32               // h scratch
+	dz    []float32               // NSrc×(h·d) scratch
+	del   []float32               // NDst×h scratch
+	der   []float32               // NSrc×h scratch
+	dal   []float32               // E×h scratch: dL/dα
+	sum   []float32               // h scratch
 }
 
 var _ Layer = (*GAT)(nil)
@@ -109,12 +110,34 @@ func (g *GAT) Concat() bool { return g.concat }
 // needed and rng is nil.
 func (g *GAT) Forward(a *sparse.CSR, x *dense.Matrix, train bool, rng *rand.Rand) *dense.Matrix {
 	checkBlock(a, x, g.fin)
-	g.a, g.x = a, x
-	nd, ns, h, d := int(a.NRows), int(a.NCols), g.heads, g.d
-	hd := h * d
-
+	g.a, g.x, g.xs = a, x, nil
+	ns, hd := int(a.NCols), g.heads*g.d
 	g.z = dense.Grow(g.z, ns*hd)
 	dense.Gemm(g.impl, blas.NoTrans, blas.NoTrans, ns, hd, g.fin, 1, x.Data, g.w.W, 0, g.z)
+	return g.attend(train, rng)
+}
+
+// ForwardSparse is Forward with x given as sparse rows (NSrc×fin): Z =
+// X·W is a sparse product, the attention is Forward's. Backward after it
+// adds the parameter gradients and panics if needInput is true.
+// It will panic if the shapes do not conform, or if dropout is needed and
+// rng is nil.
+func (g *GAT) ForwardSparse(a *sparse.CSR, x *sparse.Matrix[float32], train bool, rng *rand.Rand) *dense.Matrix {
+	checkSparseBlock(a, x, g.fin)
+	g.a, g.x, g.xs = a, nil, x
+	ns, hd := int(a.NCols), g.heads*g.d
+	g.z = dense.Grow(g.z, ns*hd)
+	clear(g.z)
+	sparseMulAdd(g.z, x, ns, g.w.W, hd)
+	return g.attend(train, rng)
+}
+
+// attend computes the layer's output from Z = X·W in g.z: the attention
+// logits and coefficients, their dropout in training, and the weighted sum.
+func (g *GAT) attend(train bool, rng *rand.Rand) *dense.Matrix {
+	a := g.a
+	nd, ns, h, d := int(a.NRows), int(a.NCols), g.heads, g.d
+	hd := h * d
 	g.el = dense.Grow(g.el, nd*h)
 	g.er = dense.Grow(g.er, ns*h)
 	for j := range ns {
@@ -237,7 +260,8 @@ func (g *GAT) attention(nd, ne int) {
 
 // Backward adds dL/dW, dL/da_l, dL/da_r and dL/db into the parameters' G and
 // returns dL/dx (NSrc×fin, new) if needInput, else nil. It will panic if dy
-// is not NDst×OutDim() or no Forward preceded it.
+// is not NDst×OutDim() or no Forward preceded it, or if needInput follows a
+// ForwardSparse.
 func (g *GAT) Backward(dy *dense.Matrix, needInput bool) *dense.Matrix {
 	if g.a == nil {
 		panic("model: Backward before Forward")
@@ -245,6 +269,9 @@ func (g *GAT) Backward(dy *dense.Matrix, needInput bool) *dense.Matrix {
 	nd, ns, h, d := int(g.a.NRows), int(g.a.NCols), g.heads, g.d
 	hd, od := h*d, g.OutDim()
 	checkGrad(dy, nd, od)
+	if g.xs != nil {
+		noInputGrad(needInput)
+	}
 	colSumAdd(g.b.G, dy.Data, nd, od)
 
 	ne := len(g.esrc)
@@ -312,6 +339,10 @@ func (g *GAT) Backward(dy *dense.Matrix, needInput bool) *dense.Matrix {
 				}
 			}
 		}
+	}
+	if g.xs != nil {
+		sparseTMulAdd(g.w.G, g.xs, ns, g.dz, hd)
+		return nil
 	}
 	dense.Gemm(g.impl, blas.Trans, blas.NoTrans, g.fin, hd, ns, 1, g.x.Data, g.dz, 1, g.w.G)
 	if !needInput {

@@ -34,10 +34,11 @@ type GCN struct {
 	impl      blas.Float32Level3
 
 	blk      *Block
-	wt       *weighting    // the block's Values as float32
-	x        *dense.Matrix // the input, kept only when !aggFirst
+	wt       *weighting              // the block's Values as float32
+	x        *dense.Matrix           // the input, kept only when !aggFirst
+	xs       *sparse.Matrix[float32] // the input of the last ForwardSparse, else nil
 	aggFirst bool
-	t        []float32 // NDst×fin (Â·X) when aggFirst, else NSrc×fout (X·W)
+	t        []float32 // NDst×fin (Â·X) when aggFirst, else NSrc×fout (X·W; after a sparse Backward, dL/d(X·W))
 }
 
 var _ Layer = (*GCN)(nil)
@@ -83,7 +84,7 @@ func (g *GCN) forward(b *Block, x *dense.Matrix) *dense.Matrix {
 	if a.Values == nil {
 		panic("model: GCN block has no Values (see GCNNorm)")
 	}
-	g.blk, g.x = b, nil
+	g.blk, g.x, g.xs = b, nil, nil
 	g.wt = b.scaledValues(1)
 	nd, ns, fin, fout := int64(a.NRows), int64(a.NCols), int64(g.fin), int64(g.fout)
 	nnz := a.NNZ()
@@ -103,9 +104,33 @@ func (g *GCN) forward(b *Block, x *dense.Matrix) *dense.Matrix {
 	return out
 }
 
+// ForwardSparse computes Â·(X·W) + b on block a and sparse rows x
+// (NSrc×fin), projecting first, and returns a new NDst×fout matrix. train
+// and rng are unused. Backward after it adds the parameter gradients and
+// panics if needInput is true. It will panic if a.Values is nil or the
+// shapes do not conform.
+func (g *GCN) ForwardSparse(a *sparse.CSR, x *sparse.Matrix[float32], train bool, rng *rand.Rand) *dense.Matrix {
+	checkSparseBlock(a, x, g.fin)
+	if a.Values == nil {
+		panic("model: GCN block has no Values (see GCNNorm)")
+	}
+	b := NewBlock(a)
+	g.blk, g.x, g.xs, g.aggFirst = b, nil, x, false
+	g.wt = b.scaledValues(1)
+	nd, ns := int(a.NRows), int(a.NCols)
+	g.t = dense.Grow(g.t, ns*g.fout)
+	clear(g.t)
+	sparseMulAdd(g.t, x, ns, g.w.W, g.fout)
+	out := dense.New(nd, g.fout)
+	spmm(out.Data, a, g.wt.val, nil, g.t, g.fout)
+	addRowVec(out.Data, g.b.W, nd, g.fout)
+	return out
+}
+
 // Backward adds dL/dW and dL/db into the parameters' G and returns dL/dx
 // (NSrc×fin, new) if needInput, else nil. It will panic if dy is not
-// NDst×fout or no Forward preceded it.
+// NDst×fout or no Forward preceded it, or if needInput follows a
+// ForwardSparse.
 func (g *GCN) Backward(dy *dense.Matrix, needInput bool) *dense.Matrix {
 	if g.blk == nil {
 		panic("model: Backward before Forward")
@@ -113,7 +138,19 @@ func (g *GCN) Backward(dy *dense.Matrix, needInput bool) *dense.Matrix {
 	a := g.blk.CSR()
 	nd, ns, fin, fout := int(a.NRows), int(a.NCols), g.fin, g.fout
 	checkGrad(dy, nd, fout)
+	if g.xs != nil {
+		noInputGrad(needInput)
+	}
 	colSumAdd(g.b.G, dy.Data, nd, fout)
+	if g.xs != nil {
+		// out = Â·Z with Z = X·W: dL/dZ = Âᵀ·dy, into Z's storage (the
+		// sparse path's Backward does not read Z).
+		dz := dense.Grow(g.t, ns*fout)
+		clear(dz)
+		g.blk.transpose(g.wt).mulAdd(dz, dy.Data, fout)
+		sparseTMulAdd(g.w.G, g.xs, ns, dz, fout)
+		return nil
+	}
 	if g.aggFirst {
 		// out = T·W with T = Â·X.
 		dense.Gemm(g.impl, blas.Trans, blas.NoTrans, fin, fout, nd, 1, g.t, dy.Data, 1, g.w.G)

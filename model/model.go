@@ -80,7 +80,9 @@ type activation interface {
 //
 // with σ = ReLU for SAGE and GCN and ELU for GAT (the GAT paper's choice)
 // between layers, and no activation after the last layer, whose output is the
-// logits. Dropout acts only in training.
+// logits. Dropout acts only in training; on the input X it draws for the
+// nonzeros only (Dropout.SkipZeros), so that Forward on dense rows and
+// ForwardSparse on the same rows as CSR drop the same entries.
 //
 // A Model is not safe for concurrent use. Ranks that build it from the same
 // Config and the same rng stream get identical weights.
@@ -143,6 +145,7 @@ func New(cfg Config, rng *rand.Rand, impl blas.Float32Level3) (*Model, error) {
 		m.Layers = append(m.Layers, layer)
 		m.acts = append(m.acts, act)
 		m.drops[l].Rate = cfg.Dropout
+		m.drops[l].SkipZeros = l == 0 // the input's zeros draw nothing, as in ForwardSparse
 		for _, p := range layer.Params() {
 			p.Name = fmt.Sprintf("layer%d.%s", l, p.Name)
 			m.params = append(m.params, p)
@@ -167,10 +170,15 @@ func (m *Model) Forward(blocks []*sparse.CSR, x *dense.Matrix, train bool, rng *
 	if len(blocks) != len(m.Layers) {
 		panic("model: len(blocks) != number of layers")
 	}
-	h := x
-	for l, layer := range m.Layers {
+	return m.forwardFrom(0, blocks, x, train, rng)
+}
+
+// forwardFrom runs layers l0, l0+1, … of Forward on h, the input of layer
+// l0, and returns the logits.
+func (m *Model) forwardFrom(l0 int, blocks []*sparse.CSR, h *dense.Matrix, train bool, rng *rand.Rand) *dense.Matrix {
+	for l := l0; l < len(m.Layers); l++ {
 		h = m.drops[l].Forward(h, train, rng)
-		h = layer.Forward(blocks[l], h, train, rng)
+		h = m.Layers[l].Forward(blocks[l], h, train, rng)
 		if m.acts[l] != nil {
 			h = m.acts[l].Forward(h)
 		}
@@ -179,7 +187,8 @@ func (m *Model) Forward(blocks []*sparse.CSR, x *dense.Matrix, train bool, rng *
 	return h
 }
 
-// Backward back-propagates dL/dlogits through the last Forward and adds the
+// Backward back-propagates dL/dlogits through the last Forward (or
+// ForwardSparse) and adds the
 // gradients into every Param's G (call ZeroGrad first for a fresh
 // gradient). It does not compute dL/dx for the input.
 // It will panic if no Forward preceded it or dlogits has the wrong shape.

@@ -40,12 +40,14 @@ type SAGE struct {
 	impl             blas.Float32Level3
 
 	blk  *Block
-	mean *weighting    // the block's row weights 1/|N(i)|
-	x    *dense.Matrix // the input (all of it: multiply first, or !dstOnly)
-	xd   []float32     // NDst×fin: the destinations' input rows (aggregate first with dstOnly)
-	agg  []float32     // NDst×fin: neighbour means
-	h    []float32     // NDst×fout: output before normalisation (Normalize only)
-	norm []float64     // NDst: ‖h_i‖ (Normalize only)
+	mean *weighting              // the block's row weights 1/|N(i)|
+	x    *dense.Matrix           // the input (all of it: multiply first, or !dstOnly)
+	xs   *sparse.Matrix[float32] // the input of the last ForwardSparse, else nil
+	scr  []float32               // NSrc×fout scratch of the sparse path: X·W_neigh, then dL/d(X·W_neigh)
+	xd   []float32               // NDst×fin: the destinations' input rows (aggregate first with dstOnly)
+	agg  []float32               // NDst×fin: neighbour means
+	h    []float32               // NDst×fout: output before normalisation (Normalize only)
+	norm []float64               // NDst: ‖h_i‖ (Normalize only)
 
 	// order forces an order (tests): 0 chooses, 1 aggregates first, 2
 	// multiplies first.
@@ -132,7 +134,7 @@ func (s *SAGE) Forward(a *sparse.CSR, x *dense.Matrix, train bool, rng *rand.Ran
 func (s *SAGE) forward(b *Block, x *dense.Matrix) *dense.Matrix {
 	a := b.CSR()
 	checkBlock(a, x, s.fin)
-	s.blk, s.x = b, x
+	s.blk, s.x, s.xs = b, x, nil
 	s.mean = b.meanWeights()
 	invDeg := s.mean.rowScale
 	nd, fin, fout := int(a.NRows), s.fin, s.fout
@@ -163,6 +165,39 @@ func (s *SAGE) forward(b *Block, x *dense.Matrix) *dense.Matrix {
 			s.x = nil
 		}
 	}
+	s.finish(out)
+	return out
+}
+
+// ForwardSparse computes the layer on block a and sparse rows x (NSrc×fin)
+// by projecting first,
+//
+//	out = X_dst·W_self + M·(X·W_neigh) + b,
+//
+// X_dst being x's first NDst rows and M the row-mean matrix of a, and
+// returns a new NDst×fout matrix. train and rng are unused. Backward after
+// it adds the parameter gradients and panics if needInput is true.
+// It will panic if the shapes do not conform.
+func (s *SAGE) ForwardSparse(a *sparse.CSR, x *sparse.Matrix[float32], train bool, rng *rand.Rand) *dense.Matrix {
+	checkSparseBlock(a, x, s.fin)
+	b := NewBlock(a)
+	s.blk, s.x, s.xs, s.mulFirst = b, nil, x, true
+	s.mean = b.meanWeights()
+	nd, ns, fout := int(a.NRows), int(a.NCols), s.fout
+	s.scr = dense.Grow(s.scr, ns*fout)
+	clear(s.scr)
+	sparseMulAdd(s.scr, x, ns, s.wNeigh.W, fout)
+	out := dense.New(nd, fout)
+	spmm(out.Data, a, nil, s.mean.rowScale, s.scr, fout)
+	sparseMulAdd(out.Data, x, nd, s.wSelf.W, fout)
+	s.finish(out)
+	return out
+}
+
+// finish adds the bias to the NDst×fout out and, with Normalize, keeps it
+// for Backward and normalises its rows, all in place.
+func (s *SAGE) finish(out *dense.Matrix) {
+	nd, fout := out.Rows, out.Cols
 	addRowVec(out.Data, s.b.W, nd, fout)
 	if s.Normalize {
 		s.h = dense.Grow(s.h, nd*fout)
@@ -177,12 +212,12 @@ func (s *SAGE) forward(b *Block, x *dense.Matrix) *dense.Matrix {
 			dense.Scale(float32(1/math.Max(s.norm[i], normEps)), row)
 		}
 	}
-	return out
 }
 
 // Backward adds dL/dW_self, dL/dW_neigh and dL/db into the parameters' G and
 // returns dL/dx (NSrc×fin, new) if needInput, else nil.
-// It will panic if dy is not NDst×fout or no Forward preceded it.
+// It will panic if dy is not NDst×fout or no Forward preceded it, or if
+// needInput follows a ForwardSparse.
 func (s *SAGE) Backward(dy *dense.Matrix, needInput bool) *dense.Matrix {
 	if s.blk == nil {
 		panic("model: Backward before Forward")
@@ -190,6 +225,44 @@ func (s *SAGE) Backward(dy *dense.Matrix, needInput bool) *dense.Matrix {
 	a := s.blk.CSR()
 	nd, ns, fin, fout := int(a.NRows), int(a.NCols), s.fin, s.fout
 	checkGrad(dy, nd, fout)
+	if s.xs != nil {
+		noInputGrad(needInput)
+	}
+	dh := s.preNormGrad(dy)
+	colSumAdd(s.b.G, dh, nd, fout)
+	if s.xs != nil {
+		// out = X_dst·W_self + M·Z with Z = X·W_neigh: dL/dZ = Mᵀ·dh.
+		sparseTMulAdd(s.wSelf.G, s.xs, nd, dh, fout)
+		dz := dense.Grow(s.scr, ns*fout)
+		clear(dz)
+		s.blk.transpose(s.mean).mulAdd(dz, dh, fout)
+		sparseTMulAdd(s.wNeigh.G, s.xs, ns, dz, fout)
+		return nil
+	}
+	xd := s.xd
+	if s.x != nil {
+		xd = s.x.Data
+	}
+	dense.Gemm(s.impl, blas.Trans, blas.NoTrans, fin, fout, nd, 1, xd, dh, 1, s.wSelf.G)
+	if s.mulFirst {
+		return s.backwardMulFirst(dh, needInput)
+	}
+	dense.Gemm(s.impl, blas.Trans, blas.NoTrans, fin, fout, nd, 1, s.agg, dh, 1, s.wNeigh.G)
+	if !needInput {
+		return nil
+	}
+	dx := dense.New(ns, fin)
+	dense.Gemm(s.impl, blas.NoTrans, blas.Trans, nd, fin, fout, 1, dh, s.wSelf.W, 0, dx.Data)
+	dagg := make([]float32, nd*fin)
+	dense.Gemm(s.impl, blas.NoTrans, blas.Trans, nd, fin, fout, 1, dh, s.wNeigh.W, 0, dagg)
+	s.blk.transpose(s.mean).mulAdd(dx.Data, dagg, fin)
+	return dx
+}
+
+// preNormGrad returns dL/dh, h the output before normalisation, from dy =
+// dL/dout: dy itself without Normalize.
+func (s *SAGE) preNormGrad(dy *dense.Matrix) []float32 {
+	nd, fout := dy.Rows, dy.Cols
 	dh := dy.Data
 	if s.Normalize {
 		// o = h/‖h‖: dL/dh = (dy − o·(o·dy))/‖h‖, or dy/eps where the norm is clamped.
@@ -208,34 +281,24 @@ func (s *SAGE) Backward(dy *dense.Matrix, needInput bool) *dense.Matrix {
 			dense.Scale(inv, out)
 		}
 	}
-	colSumAdd(s.b.G, dh, nd, fout)
-	xd := s.xd
-	if s.x != nil {
-		xd = s.x.Data
-	}
-	dense.Gemm(s.impl, blas.Trans, blas.NoTrans, fin, fout, nd, 1, xd, dh, 1, s.wSelf.G)
-	if s.mulFirst {
-		// out = X_dst·W_self + M·X·W_neigh with M the row-mean matrix:
-		// dL/d(X·W_neigh) = Mᵀ·dh, dW_neigh = Xᵀ·Mᵀ·dh.
-		dxn := make([]float32, ns*fout)
-		s.blk.transpose(s.mean).mulAdd(dxn, dh, fout)
-		dense.Gemm(s.impl, blas.Trans, blas.NoTrans, fin, fout, ns, 1, s.x.Data, dxn, 1, s.wNeigh.G)
-		if !needInput {
-			return nil
-		}
-		dx := dense.New(ns, fin)
-		dense.Gemm(s.impl, blas.NoTrans, blas.Trans, ns, fin, fout, 1, dxn, s.wNeigh.W, 0, dx.Data)
-		dense.Gemm(s.impl, blas.NoTrans, blas.Trans, nd, fin, fout, 1, dh, s.wSelf.W, 1, dx.Data)
-		return dx
-	}
-	dense.Gemm(s.impl, blas.Trans, blas.NoTrans, fin, fout, nd, 1, s.agg, dh, 1, s.wNeigh.G)
+	return dh
+}
+
+// backwardMulFirst is Backward's neighbour term of the multiply-first
+// order on a dense input, dh being dL/dh.
+func (s *SAGE) backwardMulFirst(dh []float32, needInput bool) *dense.Matrix {
+	a := s.blk.CSR()
+	nd, ns, fin, fout := int(a.NRows), int(a.NCols), s.fin, s.fout
+	// out = X_dst·W_self + M·X·W_neigh with M the row-mean matrix:
+	// dL/d(X·W_neigh) = Mᵀ·dh, dW_neigh = Xᵀ·Mᵀ·dh.
+	dxn := make([]float32, ns*fout)
+	s.blk.transpose(s.mean).mulAdd(dxn, dh, fout)
+	dense.Gemm(s.impl, blas.Trans, blas.NoTrans, fin, fout, ns, 1, s.x.Data, dxn, 1, s.wNeigh.G)
 	if !needInput {
 		return nil
 	}
 	dx := dense.New(ns, fin)
-	dense.Gemm(s.impl, blas.NoTrans, blas.Trans, nd, fin, fout, 1, dh, s.wSelf.W, 0, dx.Data)
-	dagg := make([]float32, nd*fin)
-	dense.Gemm(s.impl, blas.NoTrans, blas.Trans, nd, fin, fout, 1, dh, s.wNeigh.W, 0, dagg)
-	s.blk.transpose(s.mean).mulAdd(dx.Data, dagg, fin)
+	dense.Gemm(s.impl, blas.NoTrans, blas.Trans, ns, fin, fout, 1, dxn, s.wNeigh.W, 0, dx.Data)
+	dense.Gemm(s.impl, blas.NoTrans, blas.Trans, nd, fin, fout, 1, dh, s.wSelf.W, 1, dx.Data)
 	return dx
 }

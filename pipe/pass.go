@@ -21,7 +21,7 @@ func (t *Trainer) input(ps *pass, b *Block, lin *model.Linear, fl *flight) *dens
 			dropSparse(x, b.Gids, t.cfg.Model.Dropout, t.dropKey(ps.epoch, 0))
 		}
 		fl.xs = x
-		h = sparseLinear(x, lin)
+		h = lin.ForwardSparse(x)
 	} else {
 		x := t.d.Feat
 		if !whole {
@@ -274,9 +274,5 @@ func (t *Trainer) inputBackward(fl *flight, dh0 *dense.Matrix) {
 			dh0.Data[i] = 0
 		}
 	}
-	if t.xs != nil {
-		sparseLinearBackward(fl.xs, fl.in, dh0)
-	} else {
-		fl.in.Backward(dh0, false)
-	}
+	fl.in.Backward(dh0, false) // after ForwardSparse too: xᵀ·dh0 on the sparse rows
 }

@@ -11,6 +11,7 @@ import (
 	"gnnmpi/dense"
 	"gnnmpi/internal/rng"
 	"gnnmpi/model"
+	"gnnmpi/sparse"
 )
 
 // Stream ids under Config.Seed.
@@ -86,8 +87,8 @@ type Trainer struct {
 	w                int
 
 	in       *model.Linear
-	xs       *sparseRows  // the features as sparse rows, when sparse enough (input.go)
-	convs    []model.Conv // layers lo..hi−1
+	xs       *sparse.Matrix[float32] // the features as sparse rows, when sparse enough (input.go)
+	convs    []model.Conv            // layers lo..hi−1
 	out      *model.Linear
 	params   []*model.Param // this rank's own stage parameters (reduced over stageC)
 	inParams []*model.Param // GCNII's replicated input layer (reduced over c)
@@ -121,7 +122,7 @@ type Trainer struct {
 // be overwritten by the next epoch's forward.
 type flight struct {
 	in    *model.Linear
-	xs    *sparseRows // the chunk's dropped-out input rows (sparse input layer)
+	xs    *sparse.Matrix[float32] // the chunk's dropped-out input rows (sparse input layer)
 	convs []model.Conv
 	out   *model.Linear
 	h0    *dense.Matrix // ReLU output of the input layer (nil without one)
@@ -188,9 +189,9 @@ func validate(c collective.Comm, cfg Config, d Data) error {
 func (t *Trainer) initFeatures() {
 	switch {
 	case t.hasIn && density(t.d.Feat) < sparseDensity:
-		t.xs = toSparse(t.d.Feat)
+		t.xs = sparse.FromDense(t.d.Feat.Rows, t.d.Feat.Cols, t.d.Feat.Data)
 		if t.d.RowNormalize {
-			t.xs.normalizeRows()
+			normalizeRows(t.xs)
 		}
 		t.d.Feat = nil // every read goes to t.xs
 	case t.hasIn && t.d.RowNormalize:
@@ -361,7 +362,7 @@ func (t *Trainer) StateBytes() int64 {
 	}
 	switch {
 	case t.xs != nil:
-		n += int64(len(t.xs.ptr))*8 + int64(len(t.xs.col)+len(t.xs.val))*4
+		n += int64(len(t.xs.Indptr)+len(t.xs.Indices))*8 + int64(len(t.xs.Values))*4
 	case t.hasIn:
 		n += int64(len(t.d.Feat.Data)) * 4
 	}

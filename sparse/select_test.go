@@ -107,3 +107,23 @@ func TestSelectRowsSR(t *testing.T) {
 		assert.Equal(t, want, SelectRowsSR(PlusTimes[float64]{}, r, rows, o), "options %+v", o)
 	}
 }
+
+func TestFromDense(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		rows, cols int
+		data       []float32
+		want       *Matrix[float32]
+	}{
+		{"empty", 0, 3, nil, &Matrix[float32]{NCols: 3, Indptr: []int64{0}, Indices: []int64{}, Values: []float32{}}},
+		{"zero row", 3, 3, []float32{0, 2, 0, 0, 0, 0, -1, 0, 3},
+			&Matrix[float32]{NRows: 3, NCols: 3, Indptr: []int64{0, 1, 1, 3}, Indices: []int64{1, 0, 2}, Values: []float32{2, -1, 3}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := FromDense(tc.rows, tc.cols, tc.data)
+			require.NoError(t, got.Validate())
+			require.Equal(t, tc.want, got)
+		})
+	}
+	require.Panics(t, func() { FromDense(2, 2, []float32{1}) })
+}

@@ -1,0 +1,197 @@
+package model
+
+import (
+	"math/rand/v2"
+
+	"gnnmpi/dense"
+	"gnnmpi/sparse"
+)
+
+// Sparse input rows.
+//
+// Bag-of-words features are 0.4–1.3% nonzero, so the input layer takes them
+// as CSR rows (*sparse.Matrix[float32]: Values nil for a pattern, every
+// stored value 1) and projects first: X·W costs nnz(X)·fout multiply-adds
+// instead of rows·fin·fout, and the weight gradient Xᵀ·dZ is a scatter of
+// dZ's rows, one per stored entry. X is never densified, and a pattern's
+// ones are never materialised.
+
+// SparseLayer is a Layer that also takes its input as sparse rows. SAGE,
+// GCN and GAT implement it.
+type SparseLayer interface {
+	Layer
+	// ForwardSparse is Forward with x (NSrc×fin) given as CSR rows; it
+	// projects first (Z = X·W), then aggregates. Backward after it adds the
+	// parameter gradients as after Forward and panics if needInput is true:
+	// sparse inputs get no gradient. x must not change until Backward
+	// returns.
+	ForwardSparse(a *sparse.CSR, x *sparse.Matrix[float32], train bool, rng *rand.Rand) *dense.Matrix
+}
+
+var (
+	_ SparseLayer = (*SAGE)(nil)
+	_ SparseLayer = (*GCN)(nil)
+	_ SparseLayer = (*GAT)(nil)
+)
+
+// checkSparseBlock panics unless a and the sparse rows x conform to the
+// block convention.
+func checkSparseBlock(a *sparse.CSR, x *sparse.Matrix[float32], fin int) {
+	switch {
+	case a == nil || x == nil:
+		panic("model: nil block or input")
+	case x.NRows != a.NCols:
+		panic("model: x.NRows != block NSrc")
+	case a.NRows > a.NCols:
+		panic("model: block NDst > NSrc")
+	case x.NCols != int64(fin):
+		panic("model: x.NCols != layer input width")
+	case int64(len(a.Indptr)) != a.NRows+1:
+		panic("model: malformed block Indptr")
+	}
+	checkRows(x)
+}
+
+// checkRows panics unless x's arrays have the lengths of a CSR matrix.
+func checkRows(x *sparse.Matrix[float32]) {
+	switch {
+	case int64(len(x.Indptr)) != x.NRows+1 || x.Indptr[x.NRows] != x.NNZ():
+		panic("model: malformed sparse input Indptr")
+	case x.Values != nil && len(x.Values) != len(x.Indices):
+		panic("model: sparse input Values length != NNZ")
+	}
+}
+
+// noInputGrad panics if needInput: a layer run by ForwardSparse has no
+// dL/dx.
+func noInputGrad(needInput bool) {
+	if needInput {
+		panic("model: no dL/dx for a sparse input")
+	}
+}
+
+// sparseMulAdd computes dst += X[:n]·w: X's first n rows (entries of
+// column c multiplying row c of w, a row-major X.NCols×f matrix) into dst,
+// n×f. Row i of dst adds its entries in stored order, skipping stored
+// zeros; a pattern's entries add w's rows as they are. Rows run in parallel,
+// each on one goroutine, so the result does not depend on GOMAXPROCS.
+func sparseMulAdd(dst []float32, x *sparse.Matrix[float32], n int, w []float32, f int) {
+	dst = dst[:n*f]
+	w = w[:int(x.NCols)*f]
+	parallel(n, 1, (x.Indptr[n]-x.Indptr[0])*int64(f), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			out := dst[i*f : (i+1)*f]
+			for e := x.Indptr[i]; e < x.Indptr[i+1]; e++ {
+				c := int(x.Indices[e])
+				a := float32(1)
+				if x.Values != nil {
+					if a = x.Values[e]; a == 0 {
+						continue
+					}
+				}
+				dense.Axpy(a, w[c*f:(c+1)*f], out)
+			}
+		}
+	})
+}
+
+// tBlock is the width of the column blocks of sparseTMulAdd: fixed, so
+// that every element is computed by the same code whatever the number of
+// goroutines, and 64 float32s (four cache lines), so that goroutines never
+// write the same line.
+const tBlock = 64
+
+// sparseTMulAdd computes dw += X[:n]ᵀ·dy: for every stored entry (i, c, a)
+// of X's first n rows, row c of dw (X.NCols×f) gets a·(row i of dy, n×f),
+// stored zeros skipped, a pattern's entries adding dy's rows as they are.
+// It runs in parallel over fixed blocks of tBlock columns, each block
+// visiting the entries in row-major stored order, so every element of dw
+// sums in that order whatever GOMAXPROCS is.
+func sparseTMulAdd(dw []float32, x *sparse.Matrix[float32], n int, dy []float32, f int) {
+	dw = dw[:int(x.NCols)*f]
+	dy = dy[:n*f]
+	nb := (f + tBlock - 1) / tBlock
+	parallel(nb, 1, (x.Indptr[n]-x.Indptr[0])*int64(f), func(blo, bhi int) {
+		lo, hi := blo*tBlock, min(bhi*tBlock, f)
+		for i := range n {
+			for e := x.Indptr[i]; e < x.Indptr[i+1]; e++ {
+				c := int(x.Indices[e])
+				a := float32(1)
+				if x.Values != nil {
+					if a = x.Values[e]; a == 0 {
+						continue
+					}
+				}
+				for b := lo; b < hi; b += tBlock {
+					be := min(b+tBlock, hi)
+					dense.Axpy(a, dy[i*f+b:i*f+be], dw[c*f+b:c*f+be])
+				}
+			}
+		}
+	})
+}
+
+// ForwardSparse is Forward with x given as sparse rows (x.NRows =
+// blocks[0].NCols sources, x.NCols = Config.In): dropout on x's stored
+// nonzeros, then the input layer's ForwardSparse, then the other layers as
+// in Forward. It draws the same random numbers as Forward on x's dense form
+// (each row's columns sorted and distinct), so the two agree up to float32
+// rounding. Backward works after it, as after Forward.
+// It will panic if len(blocks) != len(m.Layers) or the shapes do not
+// conform.
+func (m *Model) ForwardSparse(blocks []*sparse.CSR, x *sparse.Matrix[float32], train bool, rng *rand.Rand) *dense.Matrix {
+	if len(blocks) != len(m.Layers) {
+		panic("model: len(blocks) != number of layers")
+	}
+	if x == nil {
+		panic("model: nil block or input")
+	}
+	checkRows(x)
+	xs := m.drops[0].ForwardSparse(x, train, rng)
+	h := m.sparseLayer(0).ForwardSparse(blocks[0], xs, train, rng)
+	if m.acts[0] != nil {
+		h = m.acts[0].Forward(h)
+	}
+	return m.forwardFrom(1, blocks, h, train, rng)
+}
+
+// ForwardLayerSparse is ForwardLayer with x given as sparse rows (the
+// input of layer 0 in layer-wise inference).
+// It will panic if l is out of range or the shapes do not conform.
+func (m *Model) ForwardLayerSparse(l int, a *sparse.CSR, x *sparse.Matrix[float32]) *dense.Matrix {
+	h := m.sparseLayer(l).ForwardSparse(a, x, false, nil)
+	if m.acts[l] != nil {
+		h = m.acts[l].Forward(h)
+	}
+	m.ready = false
+	return h
+}
+
+// sparseLayer returns layer l as a SparseLayer.
+func (m *Model) sparseLayer(l int) SparseLayer {
+	s, ok := m.Layers[l].(SparseLayer)
+	if !ok {
+		panic("model: layer does not take sparse input")
+	}
+	return s
+}
+
+// ForwardSparse returns x·W + b for sparse rows x (n×fin, Values nil for
+// a pattern) as a new n×fout matrix and caches x for Backward, which then
+// adds dL/dW = xᵀ·dy without densifying x and panics if needInput is true.
+// Row i starts from b and adds x's entries in stored order.
+// It will panic if x is nil, malformed or x.NCols != fin.
+func (l *Linear) ForwardSparse(x *sparse.Matrix[float32]) *dense.Matrix {
+	if x == nil || x.NCols != int64(l.fin) {
+		panic("model: x.NCols != layer input width")
+	}
+	checkRows(x)
+	l.x, l.xs = nil, x
+	n := int(x.NRows)
+	out := dense.New(n, l.fout)
+	for i := range n {
+		copy(out.Data[i*l.fout:(i+1)*l.fout], l.b.W)
+	}
+	sparseMulAdd(out.Data, x, n, l.w.W, l.fout)
+	return out
+}
