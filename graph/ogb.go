@@ -444,6 +444,9 @@ func (b *featBuilder) finish() (*dense.Matrix, *sparse.Matrix[float32]) {
 		a.Values = nil
 	} else {
 		a.Values = slices.Clip(a.Values)
+		if a.Values == nil {
+			a.Values = []float32{} // not a pattern, though no held row has a nonzero
+		}
 	}
 	return nil, a
 }
