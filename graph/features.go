@@ -108,22 +108,36 @@ func SparseRows(m *dense.Matrix) *sparse.Matrix[float32] {
 	return a
 }
 
-// Density returns the fraction of the feature entries of d that are
-// nonzero (of the held rows), 0 without features or entries.
-func (d *Dataset) Density() float64 {
+// FeatureNNZ returns the number of nonzero features of the held rows: the
+// stored entries of sparse rows, the nonzeros of dense ones.
+func (d *Dataset) FeatureNNZ() int64 {
 	switch {
 	case d.FeatCSR != nil:
-		if e := float64(d.FeatCSR.NRows) * float64(d.FeatCSR.NCols); e > 0 {
-			return float64(d.FeatCSR.NNZ()) / e
-		}
-	case d.Feat != nil && len(d.Feat.Data) > 0:
-		nz := 0
+		return d.FeatCSR.NNZ()
+	case d.Feat != nil:
+		var nz int64
 		for _, v := range d.Feat.Data[:d.Feat.Rows*d.Feat.Cols] {
 			if v != 0 {
 				nz++
 			}
 		}
-		return float64(nz) / float64(d.Feat.Rows*d.Feat.Cols)
+		return nz
+	}
+	return 0
+}
+
+// Density returns the fraction of the feature entries of the held rows
+// that are nonzero, 0 without features or entries.
+func (d *Dataset) Density() float64 {
+	rows := int64(0)
+	switch {
+	case d.FeatCSR != nil:
+		rows = d.FeatCSR.NRows
+	case d.Feat != nil:
+		rows = int64(d.Feat.Rows)
+	}
+	if e := float64(rows) * float64(d.NumFeatures()); e > 0 {
+		return float64(d.FeatureNNZ()) / e
 	}
 	return 0
 }

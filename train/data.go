@@ -14,11 +14,16 @@ import (
 
 // Data is what one rank trains on: the replicated topology and labels, the
 // feature rows it owns, and the partition book that says who owns the rest.
+//
+// The feature rows are dense (Feat) or sparse (FeatCSR: ascending columns,
+// Values nil for a 0/1 pattern); exactly one of the two is set, the same
+// one on every rank (Load's feature format decides by the whole file).
 type Data struct {
 	Name       string
-	Adj        *sparse.CSR   // the whole graph, n×n, replicated on every rank
-	Feat       *dense.Matrix // rows this rank owns, in the book's local-id order
-	Labels     []int32       // every vertex's label (replicated)
+	Adj        *sparse.CSR             // the whole graph, n×n, replicated on every rank
+	Feat       *dense.Matrix           // rows this rank owns, in the book's local-id order; nil when sparse
+	FeatCSR    *sparse.Matrix[float32] // the same rows, sparse; nil when dense
+	Labels     []int32                 // every vertex's label (replicated)
 	NumClasses int
 	SplitName  string
 	Split      graph.Split // global ids, ascending
@@ -27,6 +32,54 @@ type Data struct {
 
 // NumNodes returns the number of vertices.
 func (d *Data) NumNodes() int64 { return d.Adj.NRows }
+
+// NumFeatures returns the feature dimension, dense or sparse.
+func (d *Data) NumFeatures() int {
+	if d.FeatCSR != nil {
+		return int(d.FeatCSR.NCols)
+	}
+	return d.Feat.Cols
+}
+
+// OwnRows returns the number of feature rows this rank holds.
+func (d *Data) OwnRows() int {
+	if d.FeatCSR != nil {
+		return int(d.FeatCSR.NRows)
+	}
+	return d.Feat.Rows
+}
+
+// Features are one rank's feature rows in the form the feature store
+// takes: dense (Dense) or sparse (CSR), exactly one of them set.
+type Features struct {
+	Dense *dense.Matrix
+	CSR   *sparse.Matrix[float32]
+}
+
+// Features returns the rows this rank owns under the feature
+// normalisation norm: d's own rows for FeatureNormNone (aliased, maybe
+// read-only mapped memory), a normalised copy for FeatureNormRow (each row
+// divided by its sum clamped at 1, dense.RowNormalized or
+// sparse.RowNormalized, which agree bitwise; a 0/1 pattern gets values).
+func (d *Data) Features(norm FeatureNorm) Features {
+	switch {
+	case d.FeatCSR != nil && norm == FeatureNormRow:
+		return Features{CSR: sparse.RowNormalized(d.FeatCSR)}
+	case d.FeatCSR != nil:
+		return Features{CSR: d.FeatCSR}
+	case norm == FeatureNormRow:
+		return Features{Dense: dense.RowNormalized(d.Feat)}
+	}
+	return Features{Dense: d.Feat}
+}
+
+// Cols returns the feature dimension.
+func (f Features) Cols() int {
+	if f.CSR != nil {
+		return int(f.CSR.NCols)
+	}
+	return f.Dense.Cols
+}
 
 // Partitioning methods accepted by Load besides a book file.
 const (
@@ -37,7 +90,9 @@ const (
 
 // Load reads the dataset at path for rank c.Rank() of c.Size(): topology,
 // labels and splits on every rank, the features of the vertices of the
-// rank's part. With feature replication (Config.Replication) c > 1 the
+// rank's part, dense (Data.Feat) or sparse (Data.FeatCSR) as format says
+// (graph.FeatureAuto, or "": sparse below graph.SparseDensity nonzeros,
+// decided over the whole file so that every rank agrees). With feature replication (Config.Replication) c > 1 the
 // book has p/c parts and rank r holds part r/c (the c ranks of a grid row
 // hold the same part); replication must divide p. partition is block,
 // random, metis (multi-constraint: balances the split's train, valid and
@@ -47,9 +102,12 @@ const (
 // progress lines.
 //
 // Load is collective over c.
-func Load(c collective.Comm, path, split, partition string, replication int, seed uint64, progress func(string, ...any)) (*Data, error) {
+func Load(c collective.Comm, path, split, partition string, replication int, format graph.FeatureFormat, seed uint64, progress func(string, ...any)) (*Data, error) {
 	if progress == nil {
 		progress = func(string, ...any) {}
+	}
+	if _, err := graph.ParseFeatureFormat(string(format)); err != nil {
+		return nil, err
 	}
 	if replication < 1 || c.Size()%replication != 0 {
 		return nil, fmt.Errorf("train: feature replication %d does not divide the %d ranks", replication, c.Size())
@@ -81,12 +139,18 @@ func Load(c collective.Comm, path, split, partition string, replication int, see
 	if p > 1 {
 		keep = func(gid int64) bool { return int(book.Part[gid]) == r }
 	}
-	f, err := graph.Load(path, graph.ReadOptions{Keep: keep, NoLabels: true})
+	f, err := graph.Load(path, graph.ReadOptions{Keep: keep, NoLabels: true, FeatureFormat: format})
 	if err != nil {
 		return nil, err
 	}
-	if f.Feat == nil {
+	if !f.HasFeatures() {
 		return nil, fmt.Errorf("train: %s has no node features", path)
+	}
+	rows := 0
+	if f.FeatCSR != nil {
+		rows = int(f.FeatCSR.NRows)
+	} else {
+		rows = f.Feat.Rows
 	}
 	if f.NumNodes != g.NumNodes {
 		return nil, fmt.Errorf("train: %s changed while loading (%d then %d vertices)", path, g.NumNodes, f.NumNodes)
@@ -99,10 +163,10 @@ func Load(c collective.Comm, path, split, partition string, replication int, see
 				return nil, fmt.Errorf("train: row %d of rank %d is vertex %d with local id %d", k, r, gid, book.Local[gid])
 			}
 		}
-	} else if p > 1 || f.Feat.Rows != int(g.NumNodes) {
-		return nil, fmt.Errorf("train: %s: expected %d feature rows, got %d", path, g.NumNodes, f.Feat.Rows)
+	} else if p > 1 || rows != int(g.NumNodes) {
+		return nil, fmt.Errorf("train: %s: expected %d feature rows, got %d", path, g.NumNodes, rows)
 	}
-	d.Feat = f.Feat
+	d.Feat, d.FeatCSR = f.Feat, f.FeatCSR
 	return d, nil
 }
 
@@ -154,11 +218,11 @@ func partitionBook(c collective.Comm, g *graph.Dataset, split, method string, p 
 
 // Distribute returns part rank's share of a dataset held whole in memory (a
 // generated graph, a test fixture): the topology and labels shared, the
-// feature rows the part owns under book copied out. With feature
-// replication c, rank r of the run takes part r/c. It does not
-// communicate.
+// feature rows the part owns under book copied out, dense or sparse as g
+// holds them. With feature replication c, rank r of the run takes part
+// r/c. It does not communicate.
 func Distribute(g *graph.Dataset, split string, book *partition.Book, rank int) (*Data, error) {
-	if g.Rows != nil || g.Feat == nil || g.Labels == nil {
+	if g.Rows != nil || !g.HasFeatures() || g.Labels == nil {
 		return nil, fmt.Errorf("train: Distribute needs a whole dataset with features and labels")
 	}
 	s, ok := g.Splits[split]
@@ -169,11 +233,16 @@ func Distribute(g *graph.Dataset, split string, book *partition.Book, rank int) 
 		return nil, fmt.Errorf("train: book of %d vertices and %d parts does not fit %d vertices, rank %d", book.NumNodes(), book.Parts, g.NumNodes, rank)
 	}
 	owned := book.Owned(rank)
-	f := dense.New(len(owned), g.Feat.Cols)
-	for k, gid := range owned {
-		copy(f.Row(k), g.Feat.Row(int(gid)))
+	d := &Data{Name: g.Name, Adj: g.Adj, Labels: g.Labels, NumClasses: g.NumClasses, SplitName: split, Split: s, Book: book}
+	if g.FeatCSR != nil {
+		d.FeatCSR = sparse.SelectRows(g.FeatCSR, owned)
+		return d, nil
 	}
-	return &Data{Name: g.Name, Adj: g.Adj, Feat: f, Labels: g.Labels, NumClasses: g.NumClasses, SplitName: split, Split: s, Book: book}, nil
+	d.Feat = dense.New(len(owned), g.Feat.Cols)
+	for k, gid := range owned {
+		copy(d.Feat.Row(k), g.Feat.Row(int(gid)))
+	}
+	return d, nil
 }
 
 // onRoot runs f on rank 0 of c, then broadcasts a status word and, if f

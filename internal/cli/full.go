@@ -3,19 +3,20 @@ package cli
 import (
 	"fmt"
 
+	"gnnmpi/graph"
 	"gnnmpi/pipe"
 	"gnnmpi/train"
 )
 
 // runFull loads the dataset with each graph part held by the ranks of its
 // pipeline and trains a deep model on the whole graph.
-func runFull(env *Env, path, split, partition string, cfg train.FullConfig) error {
+func runFull(env *Env, path, split, partition string, format graph.FeatureFormat, cfg train.FullConfig) error {
 	c := env.Comm
 	if err := cfg.Validate(c.Size()); err != nil {
 		return err
 	}
 	stages, _ := train.FullStages(cfg, c.Size())
-	d, err := loadData(env, path, split, partition, stages, cfg.Seed)
+	d, err := loadData(env, path, split, partition, stages, format, cfg.Seed)
 	if err != nil {
 		return err
 	}

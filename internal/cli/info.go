@@ -21,31 +21,44 @@ func infoCmd() *Command {
 			data := fs.String("data", "data/cora", "dataset: OGB raw-layout directory, .gnn binary file, .mtx or edge list")
 			book := fs.String("partition", "", "partition book (gnnmpi partition); default: vertex v on rank v mod p")
 			showGPU := fs.Bool("gpu", false, "also list the GPUs visible to each node and this rank's binding")
-			return func(env *Env) error { return info(env, *data, *book, *showGPU) }
+			format := fs.String("feature-format", string(graph.FeatureAuto), featureFormatUsage)
+			return func(env *Env) error {
+				ff, err := graph.ParseFeatureFormat(*format)
+				if err != nil {
+					return fmt.Errorf("info: %w", err)
+				}
+				return info(env, *data, *book, ff, *showGPU)
+			}
 		},
 	}
 }
 
 // DatasetInfo is the summary `gnnmpi info` prints.
 type DatasetInfo struct {
-	Path        string           `json:"path"`
-	Name        string           `json:"name"`
-	Nodes       int64            `json:"nodes"`
-	Edges       int64            `json:"edges"`
-	Features    int              `json:"features"`
-	Classes     int              `json:"classes"`
-	Splits      map[string][]int `json:"splits"` // name → train, valid, test sizes
-	MinDegree   int64            `json:"min_degree"`
-	MaxDegree   int64            `json:"max_degree"`
-	MeanDegree  float64          `json:"mean_degree"`
-	StdDegree   float64          `json:"std_degree"`
-	Isolated    int64            `json:"isolated"`
-	SelfLoops   int64            `json:"self_loops"`
-	RowsPerRank []int64          `json:"rows_per_rank"`
-	LoadSeconds float64          `json:"load_seconds_max"`
+	Path     string `json:"path"`
+	Name     string `json:"name"`
+	Nodes    int64  `json:"nodes"`
+	Edges    int64  `json:"edges"`
+	Features int    `json:"features"`
+	// FeatureFormat is how the features were loaded (dense or csr; empty
+	// without features), Density the fraction of nonzero feature entries
+	// over the whole graph and FeatureNNZ their number.
+	FeatureFormat graph.FeatureFormat `json:"feature_format"`
+	Density       float64             `json:"feature_density"`
+	FeatureNNZ    int64               `json:"feature_nnz"`
+	Classes       int                 `json:"classes"`
+	Splits        map[string][]int    `json:"splits"` // name → train, valid, test sizes
+	MinDegree     int64               `json:"min_degree"`
+	MaxDegree     int64               `json:"max_degree"`
+	MeanDegree    float64             `json:"mean_degree"`
+	StdDegree     float64             `json:"std_degree"`
+	Isolated      int64               `json:"isolated"`
+	SelfLoops     int64               `json:"self_loops"`
+	RowsPerRank   []int64             `json:"rows_per_rank"`
+	LoadSeconds   float64             `json:"load_seconds_max"`
 }
 
-func info(env *Env, path, bookPath string, showGPU bool) error {
+func info(env *Env, path, bookPath string, format graph.FeatureFormat, showGPU bool) error {
 	c := env.Comm
 	p := c.Size()
 	keep, err := infoKeep(c, bookPath)
@@ -54,7 +67,7 @@ func info(env *Env, path, bookPath string, showGPU bool) error {
 	}
 	env.Progress("loading %s on %d ranks", path, p)
 	t0 := time.Now()
-	d, err := graph.Load(path, graph.ReadOptions{Keep: keep})
+	d, err := graph.Load(path, graph.ReadOptions{Keep: keep, FeatureFormat: format})
 	if err != nil {
 		return err
 	}
@@ -72,6 +85,9 @@ func info(env *Env, path, bookPath string, showGPU bool) error {
 	}
 	env.Printf("dataset   %s (%s)\n", in.Name, path)
 	env.Printf("nodes     %d\nedges     %d\nfeatures  %d\nclasses   %d\n", in.Nodes, in.Edges, in.Features, in.Classes)
+	if in.FeatureFormat != "" {
+		env.Printf("format    %s features, %d nonzero (density %.4g%%)\n", in.FeatureFormat, in.FeatureNNZ, 100*in.Density)
+	}
 	for _, name := range d.SplitNames() {
 		s := in.Splits[name]
 		env.Printf("split     %s: %d/%d/%d (train/valid/test)\n", name, s[0], s[1], s[2])
@@ -123,6 +139,7 @@ func datasetInfo(c collective.Comm, d *graph.Dataset, path string, load float64)
 		held = d.NumNodes
 	}
 	var edges, selfLoops, isolated int64
+	nnz := d.FeatureNNZ()
 	var sumSq float64
 	minDeg, maxDeg := int64(math.MaxInt64), int64(0)
 	for i := int64(0); i < held; i++ {
@@ -144,7 +161,7 @@ func datasetInfo(c collective.Comm, d *graph.Dataset, path string, load float64)
 		}
 	}
 	total := held // rows over all ranks
-	if err := collective.AllreduceVars(c, collective.Sum, &edges, &selfLoops, &isolated, &total); err != nil {
+	if err := collective.AllreduceVars(c, collective.Sum, &edges, &selfLoops, &isolated, &total, &nnz); err != nil {
 		return DatasetInfo{}, err
 	}
 	// Minima as maxima of negations: one Allreduce for all.
@@ -178,6 +195,10 @@ func datasetInfo(c collective.Comm, d *graph.Dataset, path string, load float64)
 	}
 	if n == 0 {
 		in.MinDegree = 0
+	}
+	if features > 0 {
+		in.FeatureFormat, in.FeatureNNZ = d.FeatureFormat(), nnz
+		in.Density = float64(nnz) / (float64(n) * float64(features))
 	}
 	return in, nil
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"gnnmpi/graph"
 	"gnnmpi/model"
 	"gnnmpi/train"
 )
@@ -24,18 +25,22 @@ func trainCmd() *Command {
 				if err != nil {
 					return err
 				}
+				format, err := f.sample.featureFormat()
+				if err != nil {
+					return err
+				}
 				if mode != train.ModeMinibatch {
 					cfg, err := f.fullConfig(env, mode, set)
 					if err != nil {
 						return err
 					}
-					return runFull(env, *f.sample.data, *f.sample.split, *f.sample.partition, cfg)
+					return runFull(env, *f.sample.data, *f.sample.split, *f.sample.partition, format, cfg)
 				}
 				cfg, err := f.minibatchConfig(env, set)
 				if err != nil {
 					return err
 				}
-				return runTrain(env, *f.sample.data, *f.sample.split, *f.sample.partition, cfg)
+				return runTrain(env, *f.sample.data, *f.sample.split, *f.sample.partition, format, cfg)
 			}
 		},
 	}
@@ -276,7 +281,7 @@ func parseInts(s string) ([]int, error) {
 	return out, nil
 }
 
-func runTrain(env *Env, path, split, partition string, cfg train.Config) error {
+func runTrain(env *Env, path, split, partition string, format graph.FeatureFormat, cfg train.Config) error {
 	c := env.Comm
 	// Resolved here too (Run resolves it again, to the same) to check it
 	// before loading and to report the batch size per rank.
@@ -284,7 +289,7 @@ func runTrain(env *Env, path, split, partition string, cfg train.Config) error {
 	if err != nil {
 		return err
 	}
-	d, err := loadData(env, path, split, partition, cfg.Replication, cfg.Seed)
+	d, err := loadData(env, path, split, partition, cfg.Replication, format, cfg.Seed)
 	if err != nil {
 		return err
 	}
@@ -385,14 +390,18 @@ func (b *progressBar) clear() {
 
 // loadData loads the dataset for training or the fetch sweep (train.Load:
 // the rank's parts, with the replication factor) and reports it on rank 0.
-func loadData(env *Env, path, split, partition string, replication int, seed uint64) (*train.Data, error) {
+func loadData(env *Env, path, split, partition string, replication int, format graph.FeatureFormat, seed uint64) (*train.Data, error) {
 	t0 := time.Now()
-	d, err := train.Load(env.Comm, path, split, partition, replication, seed, env.Progress)
+	d, err := train.Load(env.Comm, path, split, partition, replication, format, seed, env.Progress)
 	if err != nil {
 		return nil, err
 	}
-	env.Progress("loaded %s in %.2fs: %d vertices, %d features, %d classes; split %s with %d training vertices; %d parts (%s) × replication %d",
-		d.Name, time.Since(t0).Seconds(), d.NumNodes(), d.Feat.Cols, d.NumClasses, d.SplitName, len(d.Split.Train), d.Book.Parts, d.Book.Method, replication)
+	kind := "dense"
+	if d.FeatCSR != nil {
+		kind = fmt.Sprintf("csr, %d nonzeros on rank %d", d.FeatCSR.NNZ(), env.Comm.Rank())
+	}
+	env.Progress("loaded %s in %.2fs: %d vertices, %d features (%s), %d classes; split %s with %d training vertices; %d parts (%s) × replication %d",
+		d.Name, time.Since(t0).Seconds(), d.NumNodes(), d.NumFeatures(), kind, d.NumClasses, d.SplitName, len(d.Split.Train), d.Book.Parts, d.Book.Method, replication)
 	return d, nil
 }
 
