@@ -213,20 +213,9 @@ func roundOf(parts int, maxPart int64, rowBytes, bytes int64) round {
 // rounds. exchangeRows is collective over c.
 func exchangeRows[W collective.Elem](c collective.Comm, p *Plan, w int, held int64, rd round, buf *[]W,
 	serve func(lid int64, row []W), put func(k int, row []W)) error {
-	// Requests: how many rows each rank wants from this one, then which.
-	serveCounts, err := collective.AlltoallCounts(c, p.counts)
+	serveCounts, want, err := requests(c, p, held)
 	if err != nil {
-		return fmt.Errorf("alltoall: exchanging request counts: %w", err)
-	}
-	want, err := collective.AlltoallvFlat(c, p.req, p.counts, serveCounts)
-	if err != nil {
-		return fmt.Errorf("alltoall: exchanging requested ids: %w", err)
-	}
-	for k, lid := range want {
-		if lid < 0 || lid >= held {
-			return fmt.Errorf("alltoall: rank %d asked rank %d for local row %d, which it does not hold (partition books differ?)",
-				requester(serveCounts, k), p.rank, lid)
-		}
+		return err
 	}
 	// Answers: the requested rows, packed in request order, rd.rows per
 	// requester and call.
@@ -271,6 +260,29 @@ func exchangeRows[W collective.Elem](c collective.Comm, p *Plan, w int, held int
 		}
 	}
 	return nil
+}
+
+// requests exchanges the requests of p: how many rows each rank wants
+// from this one (serveCounts, by rank) and which (want, the local ids
+// packed by requester), checking that they lie in [0, held). It is
+// collective over c: two Alltoallv calls of 8(q−1) and 8·p.Remote() bytes
+// sent.
+func requests(c collective.Comm, p *Plan, held int64) (serveCounts []int, want []int64, err error) {
+	serveCounts, err = collective.AlltoallCounts(c, p.counts)
+	if err != nil {
+		return nil, nil, fmt.Errorf("alltoall: exchanging request counts: %w", err)
+	}
+	want, err = collective.AlltoallvFlat(c, p.req, p.counts, serveCounts)
+	if err != nil {
+		return nil, nil, fmt.Errorf("alltoall: exchanging requested ids: %w", err)
+	}
+	for k, lid := range want {
+		if lid < 0 || lid >= held {
+			return nil, nil, fmt.Errorf("alltoall: rank %d asked rank %d for local row %d, which it does not hold (partition books differ?)",
+				requester(serveCounts, k), p.rank, lid)
+		}
+	}
+	return serveCounts, want, nil
 }
 
 // scatter returns the put of exchangeRows for plan p that hands the row

@@ -25,6 +25,17 @@
 // exchange, by the conventions of collective's volume functions (only data
 // between distinct ranks counts).
 //
+// # Sparse rows
+//
+// NewSparseStore builds a Store of sparse feature rows
+// (*sparse.Matrix[float32], a pattern matrix for 0/1 features): own part,
+// cache and replication as for dense rows, with only the nonzeros resident.
+// On the wire a row is its length and its (column int32, value float32)
+// pairs, or its columns only when every rank holds a pattern, so a fetch
+// moves 4 + 8·nnz (or 4 + 4·nnz) bytes a row instead of 4F, plus one
+// AlltoallCounts of the words per round. FetchSparse returns the rows
+// sparse; Fetch returns them dense. Half precision is for dense rows only.
+//
 // # Store: replication, cache, tiers
 //
 // A Store is what training fetches from. Its communicator is the rank's

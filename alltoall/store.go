@@ -117,6 +117,11 @@ type Store struct {
 	order  []int64 // resident row → global id (hottest first)
 	gpu    int     // resident rows in the device tier
 	round  round   // how a fetch sends its rows
+	// roundBytes is StoreOptions.RoundBytes (0 replaced by the default).
+	roundBytes int64
+	// sp holds the resident rows instead of f32 and f16 when the store
+	// was built by NewSparseStore.
+	sp *sparseStore
 	// wire32 and wire16 stage the rows of a fetch between calls, reused
 	// from one fetch to the next.
 	wire32 []float32
@@ -134,32 +139,73 @@ type Store struct {
 // does not have the part's rows, the options are invalid, or
 // communication fails.
 func NewStore(c collective.Comm, book *partition.Book, local *dense.Matrix, o StoreOptions) (*Store, error) {
+	s, cache, err := newLayout(c, book, local.Rows, local.Cols, o)
+	if err != nil {
+		return nil, err
+	}
+	s.round = roundOf(book.Parts, slices.Max(book.Sizes()), s.rowBytes(), s.roundBytes)
+
+	f := s.cols
+	if s.half {
+		s.f16 = make([]uint16, len(s.order)*f)
+	} else {
+		s.f32 = make([]float32, len(s.order)*f)
+	}
+	for lid := range local.Rows {
+		s.put(int(s.local[lid]), local.Row(lid))
+	}
+
+	// Fill the cache: one exchange of the cached rows in wire format.
+	p := newPlan(cache, book, s.part, func(int64, int, int64) (int64, bool) { return 0, false })
+	if s.half {
+		err = receive(s, p, &s.wire16, s.serve16, func(i int, row []uint16) {
+			r, _ := s.lookup(cache[i])
+			copy(s.f16[int(r)*f:int(r+1)*f], row)
+		})
+	} else {
+		err = receive(s, p, &s.wire32, s.serve32, func(i int, row []float32) {
+			r, _ := s.lookup(cache[i])
+			copy(s.f32[int(r)*f:int(r+1)*f], row)
+		})
+	}
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// newLayout checks the options of a store over c for book whose rank
+// holds rows local rows of cols features, selects its cache and lays out
+// its resident rows (order, local, cached and slot, the device tier); the
+// caller fills in the rows and the rounds. It returns the store and the
+// cached vertices, hottest first. It does not communicate.
+func newLayout(c collective.Comm, book *partition.Book, rows, cols int, o StoreOptions) (*Store, []int64, error) {
 	if c.Size() != book.Parts {
-		return nil, fmt.Errorf("alltoall: store over %d ranks for a book of %d parts", c.Size(), book.Parts)
+		return nil, nil, fmt.Errorf("alltoall: store over %d ranks for a book of %d parts", c.Size(), book.Parts)
 	}
 	part := c.Rank()
 	owned := book.Owned(part)
 	switch {
-	case local.Rows != len(owned):
-		return nil, fmt.Errorf("alltoall: rank %d owns %d vertices but has %d feature rows", part, len(owned), local.Rows)
+	case rows != len(owned):
+		return nil, nil, fmt.Errorf("alltoall: rank %d owns %d vertices but has %d feature rows", part, len(owned), rows)
 	case o.DType != "" && o.DType != F32 && o.DType != F16:
-		return nil, fmt.Errorf("alltoall: unknown feature dtype %q (want %s or %s)", o.DType, F32, F16)
+		return nil, nil, fmt.Errorf("alltoall: unknown feature dtype %q (want %s or %s)", o.DType, F32, F16)
 	case o.Score != nil && int64(len(o.Score)) != book.NumNodes():
-		return nil, fmt.Errorf("alltoall: %d scores for %d vertices", len(o.Score), book.NumNodes())
+		return nil, nil, fmt.Errorf("alltoall: %d scores for %d vertices", len(o.Score), book.NumNodes())
 	case o.Score == nil && o.CacheRows > 0:
-		return nil, fmt.Errorf("alltoall: a cache of %d rows needs scores", o.CacheRows)
+		return nil, nil, fmt.Errorf("alltoall: a cache of %d rows needs scores", o.CacheRows)
 	case o.CacheRows < 0:
-		return nil, fmt.Errorf("alltoall: cache of %d rows", o.CacheRows)
+		return nil, nil, fmt.Errorf("alltoall: cache of %d rows", o.CacheRows)
 	case !(o.GPUFrac >= 0 && o.GPUFrac <= 1):
-		return nil, fmt.Errorf("alltoall: GPU fraction %v outside [0, 1]", o.GPUFrac)
+		return nil, nil, fmt.Errorf("alltoall: GPU fraction %v outside [0, 1]", o.GPUFrac)
 	}
 	for v, x := range o.Score {
 		if math.IsNaN(x) {
-			return nil, fmt.Errorf("alltoall: score of vertex %d is NaN", v)
+			return nil, nil, fmt.Errorf("alltoall: score of vertex %d is NaN", v)
 		}
 	}
 	cache := SelectCache(book, part, o.Score, o.CacheRows)
-	s := &Store{c: c, book: book, part: part, cols: local.Cols, half: o.DType == F16}
+	s := &Store{c: c, book: book, part: part, cols: cols, half: o.DType == F16, roundBytes: o.RoundBytes}
 
 	// Lay out the resident rows hottest first (ties and the unscored case
 	// by global id, which keeps the own rows in local-id order).
@@ -183,39 +229,10 @@ func NewStore(c collective.Comm, book *partition.Book, local *dense.Matrix, o St
 	}
 	sort.Sort(byGid{s.cached, s.slot})
 	s.gpu = int(o.GPUFrac * float64(len(s.order)))
-	if o.RoundBytes == 0 {
-		o.RoundBytes = DefaultRoundBytes
+	if s.roundBytes == 0 {
+		s.roundBytes = DefaultRoundBytes
 	}
-	s.round = roundOf(book.Parts, slices.Max(book.Sizes()), s.rowBytes(), o.RoundBytes)
-
-	f := s.cols
-	if s.half {
-		s.f16 = make([]uint16, len(s.order)*f)
-	} else {
-		s.f32 = make([]float32, len(s.order)*f)
-	}
-	for lid := range local.Rows {
-		s.put(int(s.local[lid]), local.Row(lid))
-	}
-
-	// Fill the cache: one exchange of the cached rows in wire format.
-	p := newPlan(cache, book, part, func(int64, int, int64) (int64, bool) { return 0, false })
-	var err error
-	if s.half {
-		err = receive(s, p, &s.wire16, s.serve16, func(i int, row []uint16) {
-			r, _ := s.lookup(cache[i])
-			copy(s.f16[int(r)*f:int(r+1)*f], row)
-		})
-	} else {
-		err = receive(s, p, &s.wire32, s.serve32, func(i int, row []float32) {
-			r, _ := s.lookup(cache[i])
-			copy(s.f32[int(r)*f:int(r+1)*f], row)
-		})
-	}
-	if err != nil {
-		return nil, err
-	}
-	return s, nil
+	return s, cache, nil
 }
 
 // SelectCache returns the k vertices not owned by part with the highest
@@ -311,6 +328,8 @@ func (s *Store) serve16(lid int64, row []uint16) {
 // round (k = 1 when b ≥ m), the same k on every rank. Besides the result a
 // fetch stages at most one round's rows, sent and received, in a buffer
 // the store keeps for the next fetch (not counted by Bytes).
+// On a store of sparse rows (NewSparseStore) the rows travel sparse, with
+// the bytes FetchSparse states, and come back dense.
 // It returns an error if communication fails.
 // It will panic if an id is outside [0, n).
 func (s *Store) Fetch(ids []int64) (*dense.Matrix, Counts, error) {
@@ -320,19 +339,10 @@ func (s *Store) Fetch(ids []int64) (*dense.Matrix, Counts, error) {
 // FetchTo is Fetch writing into dst's storage when it is large enough (dst
 // may be nil); the result aliases dst then.
 func (s *Store) FetchTo(dst *dense.Matrix, ids []int64) (*dense.Matrix, Counts, error) {
-	cnt := Counts{Rows: int64(len(ids))}
-	p := newPlan(ids, s.book, s.part, func(gid int64, owner int, lid int64) (int64, bool) {
-		if owner == s.part {
-			cnt.Local++
-			return int64(s.local[lid]), true
-		}
-		if row, ok := s.lookup(gid); ok {
-			cnt.Hits++
-			return row, true
-		}
-		return 0, false
-	})
-	cnt.Remote = int64(p.Remote())
+	if s.sp != nil {
+		return s.fetchDense(dst, ids)
+	}
+	p, cnt := s.plan(ids)
 	f := s.cols
 	out := dense.Reuse(dst, len(ids), f)
 	for i, src := range p.from {
@@ -350,6 +360,26 @@ func (s *Store) FetchTo(dst *dense.Matrix, ids []int64) (*dense.Matrix, Counts, 
 		return nil, cnt, err
 	}
 	return out, cnt, nil
+}
+
+// plan returns the plan of fetching ids from the store: resident rows
+// (own and cached) from the table, the others from their owners, and the
+// counts of the fetch.
+func (s *Store) plan(ids []int64) (*Plan, Counts) {
+	cnt := Counts{Rows: int64(len(ids))}
+	p := newPlan(ids, s.book, s.part, func(gid int64, owner int, lid int64) (int64, bool) {
+		if owner == s.part {
+			cnt.Local++
+			return int64(s.local[lid]), true
+		}
+		if row, ok := s.lookup(gid); ok {
+			cnt.Hits++
+			return row, true
+		}
+		return 0, false
+	})
+	cnt.Remote = int64(p.Remote())
+	return p, cnt
 }
 
 // receive carries out the exchange of p in the wire type W (float32 rows
@@ -398,6 +428,9 @@ func (s *Store) rowBytes() int64 {
 // Tiers returns the split of the resident rows, hottest first: the device
 // tier (StoreOptions.GPUFrac of them) and the host tier.
 func (s *Store) Tiers() []Tier {
+	if s.sp != nil {
+		return s.sp.tiers(s.gpu)
+	}
 	rb := s.rowBytes()
 	host := len(s.order) - s.gpu
 	return []Tier{{Name: "gpu", Rows: s.gpu, Bytes: int64(s.gpu) * rb}, {Name: "host", Rows: host, Bytes: int64(host) * rb}}
@@ -406,5 +439,8 @@ func (s *Store) Tiers() []Tier {
 // Bytes returns the memory the store holds: its resident rows and their
 // indexes.
 func (s *Store) Bytes() int64 {
+	if s.sp != nil {
+		return s.sp.bytes() + int64(len(s.order))*8 + int64(len(s.local))*4 + int64(len(s.cached))*12
+	}
 	return int64(len(s.order))*(s.rowBytes()+8) + int64(len(s.local))*4 + int64(len(s.cached))*12
 }

@@ -24,12 +24,12 @@ import (
 	"gnnmpi/sparse"
 )
 
-// Binary dataset format, version 1, written by WriteBinary (and
+// Binary dataset format, versions 1 and 2, written by WriteBinary (and
 // `gnnmpi convert`), read by OpenBinary. All integers are little-endian.
 //
 //	offset  size  field
 //	0       8     magic "\x89GNNMPI\n"
-//	8       4     format version (uint32) = 1
+//	8       4     format version (uint32): 1, or 2 with sparse features
 //	12      4     flags (uint32), 0
 //	16      8     metadata offset (uint64) = 64
 //	24      8     metadata length in bytes (uint64)
@@ -45,9 +45,19 @@ import (
 // "split/<name>/<train|valid|test>" (int64) per split part. The metadata
 // records each section's offset, length and CRC-32C, so that sections can
 // be memory-mapped and verified independently.
+//
+// Version 2 adds sparse features: instead of "features", the sections
+// "feat/indptr" (int64, n+1), "feat/indices" (int32, or int64 for more
+// than 2³¹−1 columns; nnz, ascending within a row) and "feat/values"
+// (float32, nnz; absent for a pattern matrix, whose entries are all 1),
+// described by the metadata fields feature_format ("csr"), feature_nnz,
+// feature_index (the indices' dtype) and feature_pattern. WriteBinary
+// writes version 1 whenever the features are dense, so that older builds
+// read those files; OpenBinary reads both.
 const (
 	binMagic      = "\x89GNNMPI\n"
-	binVersion    = 1
+	binVersion    = 2 // the highest version this build reads
+	binVersion1   = 1 // dense features or none
 	binHeaderSize = 64
 	binAlign      = 4096
 	// binMaxMeta bounds the metadata block, to reject corrupt lengths
@@ -67,9 +77,16 @@ type binMeta struct {
 	NumClasses  int    `json:"num_classes"`
 	// Symmetric records that every edge's reverse is stored too
 	// (Dataset.Symmetric); absent in older files, which read as false.
-	Symmetric bool         `json:"symmetric,omitempty"`
-	Splits    []binSplit   `json:"splits"`
-	Sections  []binSection `json:"sections"`
+	Symmetric bool `json:"symmetric,omitempty"`
+	// Version 2: sparse features (FeatureFormat "csr"), with FeatureNNZ
+	// entries, indices of dtype FeatureIndex and no values when
+	// FeaturePattern.
+	FeatureFormat  string       `json:"feature_format,omitempty"`
+	FeatureNNZ     int64        `json:"feature_nnz,omitempty"`
+	FeatureIndex   string       `json:"feature_index,omitempty"`
+	FeaturePattern bool         `json:"feature_pattern,omitempty"`
+	Splits         []binSplit   `json:"splits"`
+	Sections       []binSection `json:"sections"`
 }
 
 // binSplit records a split's name and part sizes.
@@ -185,6 +202,9 @@ func binContentOf(d *Dataset) *binContent {
 		data := d.Feat.Data[:d.Feat.Rows*d.Feat.Cols]
 		c.add("features", "float32", int64(len(data)), asBytes(data))
 	}
+	if d.FeatCSR != nil {
+		c.addSparseFeatures(d.FeatCSR)
+	}
 	if d.Labels != nil {
 		c.add("labels", "int32", int64(len(d.Labels)), asBytes(d.Labels))
 	}
@@ -222,13 +242,22 @@ func (m *binMeta) layOut() ([]byte, error) {
 	}
 }
 
-// binHeader returns the file header for the metadata mj, which follows it
-// at offset binHeaderSize.
-func binHeader(mj []byte) [binHeaderSize]byte {
+// version returns the format version of a file with metadata m: 2 with
+// sparse features, else 1.
+func (m *binMeta) version() uint32 {
+	if m.FeatureFormat != "" {
+		return binVersion
+	}
+	return binVersion1
+}
+
+// binHeader returns the file header of the given version for the metadata
+// mj, which follows it at offset binHeaderSize.
+func binHeader(mj []byte, version uint32) [binHeaderSize]byte {
 	var hdr [binHeaderSize]byte
 	copy(hdr[:8], binMagic)
 	le := binary.LittleEndian
-	le.PutUint32(hdr[8:], binVersion)
+	le.PutUint32(hdr[8:], version)
 	le.PutUint64(hdr[16:], binHeaderSize)
 	le.PutUint64(hdr[24:], uint64(len(mj)))
 	le.PutUint32(hdr[32:], crc32.Checksum(mj, castagnoli))
@@ -251,7 +280,7 @@ func (c *binContent) write(path string, mj []byte) (err error) {
 		}
 	}()
 	w := &offsetWriter{w: bufio.NewWriterSize(af, textfile.BufSize)}
-	hdr := binHeader(mj)
+	hdr := binHeader(mj, c.meta.version())
 	if err := w.write(hdr[:]); err != nil {
 		return err
 	}
@@ -399,8 +428,9 @@ func readBinMeta(r io.ReaderAt, path string, size int64) (*binMeta, error) {
 	if le.Uint32(hdr[60:]) != crc32.Checksum(hdr[:60], castagnoli) {
 		return nil, &ParseError{Path: path, Msg: "header", Err: ErrChecksum}
 	}
-	if v := le.Uint32(hdr[8:]); v != binVersion {
-		return nil, &ParseError{Path: path, Msg: fmt.Sprintf("version %d (this build reads %d)", v, binVersion), Err: ErrVersion}
+	v := le.Uint32(hdr[8:])
+	if v < binVersion1 || v > binVersion {
+		return nil, &ParseError{Path: path, Msg: fmt.Sprintf("version %d (this build reads %d to %d)", v, binVersion1, binVersion), Err: ErrVersion}
 	}
 	metaOff, metaLen := le.Uint64(hdr[16:]), le.Uint64(hdr[24:])
 	if metaOff < binHeaderSize || metaLen > binMaxMeta || metaOff > uint64(size) {
@@ -419,6 +449,9 @@ func readBinMeta(r io.ReaderAt, path string, size int64) (*binMeta, error) {
 	var meta binMeta
 	if err := json.Unmarshal(mj, &meta); err != nil {
 		return nil, &ParseError{Path: path, Msg: "malformed metadata", Err: err}
+	}
+	if meta.version() > v {
+		return nil, parseErr(path, 0, fmt.Sprintf("corrupt metadata: %s features in a version %d file", meta.FeatureFormat, v))
 	}
 	if err := meta.check(path, size); err != nil {
 		return nil, err
@@ -449,7 +482,7 @@ func (m *binMeta) check(path string, size int64) error {
 			count int64
 		}{"float64", m.NumEdges}
 	}
-	if m.HasFeatures {
+	if m.HasFeatures && m.FeatureFormat == "" {
 		if m.NumFeatures > 0 && m.NumNodes > (1<<62)/int64(m.NumFeatures) {
 			return parseErr(path, 0, "corrupt metadata: feature matrix too large")
 		}
@@ -457,6 +490,9 @@ func (m *binMeta) check(path string, size int64) error {
 			dtype string
 			count int64
 		}{"float32", m.NumNodes * int64(m.NumFeatures)}
+	}
+	if err := m.checkSparseFeatures(path, want); err != nil {
+		return err
 	}
 	if m.HasLabels {
 		want["labels"] = struct {
@@ -479,7 +515,7 @@ func (m *binMeta) check(path string, size int64) error {
 			return parseErr(path, 0, fmt.Sprintf("corrupt metadata: unexpected section %q", s.Name))
 		}
 		seen[s.Name] = true
-		if s.DType != w.dtype || s.Count != w.count || s.Count < 0 || s.Length != s.Count*dtypeSize[s.DType] {
+		if dtypeSize[s.DType] == 0 || s.DType != w.dtype || s.Count != w.count || s.Count < 0 || s.Length != s.Count*dtypeSize[s.DType] {
 			return parseErr(path, 0, fmt.Sprintf("corrupt metadata: section %q is %d×%s in %d bytes, want %d×%s", s.Name, s.Count, s.DType, s.Length, w.count, w.dtype))
 		}
 		if s.Offset < binHeaderSize || s.Offset%binAlign != 0 {
@@ -542,6 +578,7 @@ type binArrays struct {
 	indptr, indices []int64
 	values          []float64 // weighted graphs only
 	feat            []float32 // n×f row-major
+	sfeat           *featSection
 	labels          []int32
 }
 
@@ -564,7 +601,11 @@ func (f *binFile) arrays(noFeatures, noLabels bool) (a binArrays, err error) {
 		}
 	}
 	if f.meta.HasFeatures && !noFeatures {
-		if a.feat, err = binView[float32](f, "features"); err != nil {
+		if f.meta.FeatureFormat != "" {
+			if a.sfeat, err = f.sparseFeatures(); err != nil {
+				return a, err
+			}
+		} else if a.feat, err = binView[float32](f, "features"); err != nil {
 			return a, err
 		}
 	}
@@ -617,24 +658,34 @@ func binDataset(path string, data []byte, meta *binMeta, opt ReadOptions) (*Data
 	if d.Splits, err = f.splits(opt.Keep != nil); err != nil {
 		return nil, err
 	}
+	format, err := opt.FeatureFormat.resolve()
+	if err != nil {
+		return nil, err
+	}
 	if opt.Keep != nil {
 		d.Rows = keptRows(n, opt.Keep)
 		if err := f.copyRows(d, a); err != nil {
 			return nil, err
 		}
-		return d, nil
+	} else {
+		d.Adj = &sparse.CSR{NRows: n, NCols: n, Indptr: a.indptr, Indices: a.indices, Values: a.values}
+		if a.feat != nil {
+			d.Feat = &dense.Matrix{Rows: int(n), Cols: meta.NumFeatures, Data: a.feat}
+		}
+		d.Labels = a.labels
 	}
-	d.Adj = &sparse.CSR{NRows: n, NCols: n, Indptr: a.indptr, Indices: a.indices, Values: a.values}
-	if a.feat != nil {
-		d.Feat = &dense.Matrix{Rows: int(n), Cols: meta.NumFeatures, Data: a.feat}
+	if a.feat != nil || a.sfeat != nil {
+		src := featSource{path: path, dim: meta.NumFeatures, dense: a.feat, sp: a.sfeat}
+		if d.Feat, d.FeatCSR, err = src.rows(d.Rows, n, format); err != nil {
+			return nil, err
+		}
 	}
-	d.Labels = a.labels
 	return d, nil
 }
 
-// copyRows sets d.Adj, and d.Feat and d.Labels where a has them, to copies
-// of the rows d.Rows of the arrays a of f, checking each copied row's
-// pointers.
+// copyRows sets d.Adj, and d.Labels where a has them, to copies of the
+// rows d.Rows of the arrays a of f, checking each copied row's pointers.
+// The features are copied by featSource.rows.
 func (f *binFile) copyRows(d *Dataset, a binArrays) error {
 	held := len(d.Rows)
 	ptr := make([]int64, held+1)
@@ -657,13 +708,6 @@ func (f *binFile) copyRows(d *Dataset, a binArrays) error {
 		}
 	}
 	d.Adj = adj
-	if a.feat != nil {
-		dim := f.meta.NumFeatures
-		d.Feat = dense.New(held, dim)
-		for k, g := range d.Rows {
-			copy(d.Feat.Data[k*dim:(k+1)*dim], a.feat[int(g)*dim:(int(g)+1)*dim])
-		}
-	}
 	if a.labels != nil {
 		d.Labels = make([]int32, held)
 		for k, g := range d.Rows {

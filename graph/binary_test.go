@@ -29,7 +29,7 @@ func writeCoraBinary(t testing.TB) (string, *Dataset) {
 
 func TestBinaryRoundTripCora(t *testing.T) {
 	path, want := writeCoraBinary(t)
-	got, m, err := OpenBinary(path, ReadOptions{})
+	got, m, err := OpenBinary(path, ReadOptions{FeatureFormat: FeatureDense})
 	require.NoError(t, err)
 	require.NotNil(t, m)
 	assert.Equal(t, "cora", got.Name)
@@ -81,14 +81,14 @@ func TestBinaryRoundTripSmall(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "d.bin")
 			require.NoError(t, WriteBinary(path, tc.d))
-			got, m, err := OpenBinary(path, ReadOptions{})
+			got, m, err := OpenBinary(path, ReadOptions{FeatureFormat: FeatureDense})
 			require.NoError(t, err)
 			defer m.Close()
 			assert.Equal(t, tc.d.Name, got.Name)
 			assertSameDataset(t, tc.d, got)
 
 			keep := func(g int64) bool { return g != 1 }
-			part, m2, err := OpenBinary(path, ReadOptions{Keep: keep})
+			part, m2, err := OpenBinary(path, ReadOptions{FeatureFormat: FeatureDense, Keep: keep})
 			require.NoError(t, err)
 			assert.Nil(t, m2)
 			require.NoError(t, part.Validate())
@@ -129,7 +129,7 @@ func TestOpenBinaryKeep(t *testing.T) {
 		{"none", func(int64) bool { return false }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d, m, err := OpenBinary(path, ReadOptions{Keep: tc.keep})
+			d, m, err := OpenBinary(path, ReadOptions{FeatureFormat: FeatureDense, Keep: tc.keep})
 			require.NoError(t, err)
 			assert.Nil(t, m)
 			require.NoError(t, d.Validate())
@@ -179,7 +179,7 @@ func TestBinaryCorruption(t *testing.T) {
 			b[tc.at] ^= 0x40
 			p := filepath.Join(t.TempDir(), "bad.bin")
 			require.NoError(t, os.WriteFile(p, b, 0o644))
-			d, m, err := OpenBinary(p, ReadOptions{})
+			d, m, err := OpenBinary(p, ReadOptions{FeatureFormat: FeatureDense})
 			require.Error(t, err)
 			assert.Nil(t, d)
 			assert.Nil(t, m)
@@ -188,7 +188,7 @@ func TestBinaryCorruption(t *testing.T) {
 			assert.Contains(t, err.Error(), tc.wantMsg)
 
 			// A partial load detects it too.
-			_, _, err = OpenBinary(p, ReadOptions{Keep: func(g int64) bool { return g == 0 }})
+			_, _, err = OpenBinary(p, ReadOptions{FeatureFormat: FeatureDense, Keep: func(g int64) bool { return g == 0 }})
 			assert.ErrorIs(t, err, tc.wantErr)
 		})
 	}
@@ -238,13 +238,13 @@ func TestBinaryMalformed(t *testing.T) {
 		{"truncated metadata", orig[:binHeaderSize+10], ErrTruncated, "metadata"},
 		{"truncated section", orig[:last.Offset+last.Length-1], ErrTruncated, "section " + last.Name},
 		{"truncated at section start", orig[:meta.Sections[0].Offset], ErrTruncated, "section"},
-		{"version 2", setVersion(2), ErrVersion, "version 2"},
+		{"version 3", setVersion(3), ErrVersion, "version 3"},
 		{"version 0", setVersion(0), ErrVersion, "version 0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := filepath.Join(t.TempDir(), "bad.bin")
 			require.NoError(t, os.WriteFile(p, tc.data, 0o644))
-			d, m, err := OpenBinary(p, ReadOptions{})
+			d, m, err := OpenBinary(p, ReadOptions{FeatureFormat: FeatureDense})
 			require.Error(t, err)
 			assert.Nil(t, d)
 			assert.Nil(t, m)
@@ -255,7 +255,7 @@ func TestBinaryMalformed(t *testing.T) {
 			assert.Contains(t, err.Error(), tc.wantMsg)
 		})
 	}
-	_, _, err = OpenBinary(filepath.Join(t.TempDir(), "missing.bin"), ReadOptions{})
+	_, _, err = OpenBinary(filepath.Join(t.TempDir(), "missing.bin"), ReadOptions{FeatureFormat: FeatureDense})
 	checkParseError(t, err, "missing.bin", 0, "missing file")
 }
 
@@ -281,17 +281,17 @@ func TestLoad(t *testing.T) {
 		opt        ReadOptions
 		check      func(t *testing.T, d *Dataset)
 	}{
-		{"ogb", coraDir, ReadOptions{}, func(t *testing.T, d *Dataset) { assertSameDataset(t, full, d) }},
-		{"binary", binPath, ReadOptions{}, func(t *testing.T, d *Dataset) { assertSameDataset(t, full, d) }},
-		{"binary by content", disguised, ReadOptions{}, func(t *testing.T, d *Dataset) { assertSameDataset(t, full, d) }},
-		{"binary keep", binPath, ReadOptions{Keep: keepEven}, func(t *testing.T, d *Dataset) { checkRowsOf(t, full, d, keepEven) }},
-		{"mtx", mtx, ReadOptions{}, func(t *testing.T, d *Dataset) {
+		{"ogb", coraDir, ReadOptions{FeatureFormat: FeatureDense}, func(t *testing.T, d *Dataset) { assertSameDataset(t, full, d) }},
+		{"binary", binPath, ReadOptions{FeatureFormat: FeatureDense}, func(t *testing.T, d *Dataset) { assertSameDataset(t, full, d) }},
+		{"binary by content", disguised, ReadOptions{FeatureFormat: FeatureDense}, func(t *testing.T, d *Dataset) { assertSameDataset(t, full, d) }},
+		{"binary keep", binPath, ReadOptions{FeatureFormat: FeatureDense, Keep: keepEven}, func(t *testing.T, d *Dataset) { checkRowsOf(t, full, d, keepEven) }},
+		{"mtx", mtx, ReadOptions{FeatureFormat: FeatureDense}, func(t *testing.T, d *Dataset) {
 			assert.Equal(t, "cora", d.Name)
 			assert.Equal(t, full.Adj, d.Adj)
 			assert.Nil(t, d.Feat)
 			assert.Empty(t, d.Splits)
 		}},
-		{"edge list keep", edges, ReadOptions{Keep: keepEven}, func(t *testing.T, d *Dataset) {
+		{"edge list keep", edges, ReadOptions{FeatureFormat: FeatureDense, Keep: keepEven}, func(t *testing.T, d *Dataset) {
 			assert.Equal(t, "edges", d.Name)
 			assert.Equal(t, int64(4), d.NumNodes)
 			assert.Equal(t, []int64{0, 2}, d.Rows)
@@ -307,9 +307,9 @@ func TestLoad(t *testing.T) {
 		})
 	}
 
-	_, err = Load(rect, ReadOptions{})
+	_, err = Load(rect, ReadOptions{FeatureFormat: FeatureDense})
 	checkParseError(t, err, "rect.mtx", 0, "not square")
-	_, err = Load(filepath.Join(dir, "nope"), ReadOptions{})
+	_, err = Load(filepath.Join(dir, "nope"), ReadOptions{FeatureFormat: FeatureDense})
 	checkParseError(t, err, "nope", 0, "missing file")
 }
 
@@ -324,11 +324,11 @@ func BenchmarkLoad(b *testing.B) {
 		load func() error
 	}{
 		{"ReadOGB/cora", func() error {
-			_, err := ReadOGB(coraDir, ReadOptions{})
+			_, err := ReadOGB(coraDir, ReadOptions{FeatureFormat: FeatureDense})
 			return err
 		}},
 		{"OpenBinary/cora", func() error {
-			_, m, err := OpenBinary(path, ReadOptions{})
+			_, m, err := OpenBinary(path, ReadOptions{FeatureFormat: FeatureDense})
 			m.Close()
 			return err
 		}},
@@ -338,7 +338,7 @@ func BenchmarkLoad(b *testing.B) {
 			return err
 		}},
 		{"OpenBinary/cora/keep=half", func() error {
-			_, _, err := OpenBinary(path, ReadOptions{Keep: func(g int64) bool { return g%2 == 0 }})
+			_, _, err := OpenBinary(path, ReadOptions{FeatureFormat: FeatureDense, Keep: func(g int64) bool { return g%2 == 0 }})
 			return err
 		}},
 	} {

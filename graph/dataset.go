@@ -22,14 +22,20 @@ type Split struct {
 // held, in which case row i is vertex i. Column indices of Adj are always
 // global ids, and NumNodes is always the size of the whole graph. Splits
 // always hold global ids of the whole graph.
+//
+// The features are either dense (Feat) or sparse rows (FeatCSR, with
+// strictly ascending columns; Values nil for a pattern matrix whose
+// entries are all 1); at most one of the two is set (ReadOptions's
+// FeatureFormat picks which).
 type Dataset struct {
 	Name       string
 	NumNodes   int64
-	Rows       []int64       // held rows' global ids, ascending; nil = all
-	Adj        *sparse.CSR   // len(Rows) (or NumNodes) × NumNodes
-	Feat       *dense.Matrix // one row per held vertex; nil if absent
-	Labels     []int32       // one per held vertex; nil if absent
-	NumClasses int           // 1 + the largest label over the whole graph
+	Rows       []int64                 // held rows' global ids, ascending; nil = all
+	Adj        *sparse.CSR             // len(Rows) (or NumNodes) × NumNodes
+	Feat       *dense.Matrix           // one row per held vertex; nil if absent or sparse
+	FeatCSR    *sparse.Matrix[float32] // the same rows, sparse; nil if absent or dense
+	Labels     []int32                 // one per held vertex; nil if absent
+	NumClasses int                     // 1 + the largest label over the whole graph
 	Splits     map[string]Split
 	// Symmetric records that every edge (i, j) has its reverse (j, i):
 	// set by Symmetrized, and by OpenBinary for a file whose metadata
@@ -46,13 +52,20 @@ func (d *Dataset) NumEdges() int64 {
 	return d.Adj.NNZ()
 }
 
-// NumFeatures returns the feature dimension, 0 when there are no features.
+// NumFeatures returns the feature dimension, dense or sparse, 0 when there
+// are no features.
 func (d *Dataset) NumFeatures() int {
-	if d.Feat == nil {
-		return 0
+	switch {
+	case d.Feat != nil:
+		return d.Feat.Cols
+	case d.FeatCSR != nil:
+		return int(d.FeatCSR.NCols)
 	}
-	return d.Feat.Cols
+	return 0
 }
+
+// HasFeatures reports whether d holds node features, dense or sparse.
+func (d *Dataset) HasFeatures() bool { return d.Feat != nil || d.FeatCSR != nil }
 
 // SplitNames returns the split names in sorted order. The first one is the
 // default split.
@@ -95,7 +108,9 @@ func (d *Dataset) SplitNamed(name string) (string, Split, error) {
 }
 
 // Validate checks the dataset's internal consistency: matrix structure, row
-// counts of features and labels, label range, split ids in range.
+// counts of features and labels, sparse feature rows (structure, columns
+// in range and strictly ascending, at most one of Feat and FeatCSR), label
+// range, split ids in range.
 func (d *Dataset) Validate() error {
 	held := d.NumNodes
 	if d.Rows != nil {
@@ -116,6 +131,14 @@ func (d *Dataset) Validate() error {
 	}
 	if d.Feat != nil && int64(d.Feat.Rows) != held {
 		return fmt.Errorf("graph: %d feature rows, want %d", d.Feat.Rows, held)
+	}
+	if d.FeatCSR != nil {
+		if d.Feat != nil {
+			return fmt.Errorf("graph: both dense and sparse features")
+		}
+		if err := validateFeatCSR(d.FeatCSR, held); err != nil {
+			return err
+		}
 	}
 	if d.Labels != nil {
 		if int64(len(d.Labels)) != held {

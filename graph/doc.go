@@ -4,8 +4,13 @@
 // # Overview
 //
 // A Dataset holds a graph's adjacency (sparse.CSR with 64-bit offsets and
-// global ids), dense float32 features, integer labels and named
-// train/valid/test splits, either whole or only the rows a rank owns.
+// global ids), float32 features, integer labels and named
+// train/valid/test splits, either whole or only the rows a rank owns. The
+// features are dense (Feat) or sparse rows (FeatCSR, a pattern matrix for
+// 0/1 bag-of-words); ReadOptions.FeatureFormat picks, and its default,
+// auto, keeps them sparse below SparseDensity nonzeros (decided over the
+// whole file, so that every rank agrees). The sparse readers never hold
+// the dense matrix.
 //
 // Readers take the OGB raw layout (edge.csv.gz, node-feat.csv.gz,
 // node-label.csv.gz, split/<name>/{train,valid,test}.csv.gz), SNAP-style

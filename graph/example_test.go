@@ -54,10 +54,14 @@ func ExampleReadOGB_partial() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(len(d.Rows), d.Rows[0], d.Adj.NRows, d.Adj.NCols, d.Feat.Rows, len(d.Labels))
+	// Cora's 0/1 bag-of-words features (1.3% nonzero) are held as a
+	// sparse pattern matrix by default (FeatureAuto).
+	fmt.Println(len(d.Rows), d.Rows[0], d.Adj.NRows, d.Adj.NCols, d.FeatCSR.NRows, len(d.Labels))
+	fmt.Println(d.FeatureFormat(), d.FeatCSR.Values == nil)
 
 	// Output:
 	// 677 677 677 2708 677 677
+	// csr true
 }
 
 // ExampleSymmetrize makes a directed graph undirected and adds self-loops,

@@ -26,8 +26,14 @@ type ReadOptions struct {
 	// for every vertex of the graph, in ascending order, from the calling
 	// goroutine. nil keeps all rows.
 	Keep func(gid int64) bool
-	// NoFeatures skips the node features: Dataset.Feat is nil.
+	// NoFeatures skips the node features: Dataset.Feat and FeatCSR are
+	// nil.
 	NoFeatures bool
+	// FeatureFormat says how to hold the features: FeatureAuto (the
+	// default, also "") by their density over the whole file
+	// (SparseDensity), FeatureDense or FeatureCSR. Readers of files
+	// without features ignore it.
+	FeatureFormat FeatureFormat
 	// NoLabels skips the node labels: Dataset.Labels is nil and
 	// NumClasses is 0.
 	NoLabels bool
@@ -60,11 +66,21 @@ const maxNodes = 1 << 40
 // file is streamed in full, so that the whole feature matrix is never in
 // memory; NumClasses still is 1 + the largest label in the whole file. Only
 // the kept feature rows are parsed as numbers; the others are checked for
-// their column count only. Splits always hold the whole graph's ids,
-// sorted ascending.
+// their column count only, or, when the features may be held sparse
+// (opt.FeatureFormat auto or csr), scanned for their nonzeros, so that
+// every rank makes the same choice. Splits always hold the whole graph's
+// ids, sorted ascending.
+//
+// The features are held as opt.FeatureFormat says (see FeatureFormat):
+// sparse rows are built line by line, and the dense matrix is never
+// allocated for them.
 //
 // Every malformed input gives a *ParseError naming the file and line.
 func ReadOGB(dir string, opt ReadOptions) (*Dataset, error) {
+	format, err := opt.FeatureFormat.resolve()
+	if err != nil {
+		return nil, err
+	}
 	raw := filepath.Join(dir, "raw")
 	nodePath, ok := findTable(raw, "num-node-list")
 	if !ok {
@@ -120,7 +136,7 @@ func ReadOGB(dir string, opt ReadOptions) (*Dataset, error) {
 		}
 	}
 	if featPath != "" {
-		if d.Feat, err = readFeatures(featPath, n, d.Rows); err != nil {
+		if d.Feat, d.FeatCSR, err = readFeatures(featPath, n, d.Rows, format); err != nil {
 			return nil, err
 		}
 	}
@@ -247,20 +263,21 @@ func readLabels(path string, n int64, rows []int64) ([]int32, int, error) {
 }
 
 // readFeatures reads n lines of comma-separated numbers, all with the
-// column count of the first line, and returns the held rows.
-func readFeatures(path string, n int64, rows []int64) (*dense.Matrix, error) {
+// column count of the first line, and returns the held rows in format
+// (resolved: auto, dense or csr): dense, or sparse without ever holding
+// the dense matrix. With a sparse format every line is scanned for its
+// nonzeros, also those not held, so that the choice of auto and of a
+// pattern matrix depends on the file only.
+func readFeatures(path string, n int64, rows []int64, format FeatureFormat) (*dense.Matrix, *sparse.Matrix[float32], error) {
 	lr, err := textfile.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer lr.Close()
-	held := n
+	b := &featBuilder{format: format, n: n, held: n, rows: rows, ones: true}
 	if rows != nil {
-		held = int64(len(rows))
+		b.held = int64(len(rows))
 	}
-	var feat *dense.Matrix
-	dim := 0
-	next := 0
 	var g int64
 	for ; ; g++ {
 		line, err := lr.Next()
@@ -268,49 +285,235 @@ func readFeatures(path string, n int64, rows []int64) (*dense.Matrix, error) {
 			break
 		}
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if g >= n {
-			return nil, lr.Errorf("more feature rows than the %d nodes of num-node-list", n)
+			return nil, nil, lr.Errorf("more feature rows than the %d nodes of num-node-list", n)
 		}
 		if len(line) == 0 {
-			return nil, lr.Errorf("empty line, want %s comma-separated numbers", dimString(dim))
+			return nil, nil, lr.Errorf("empty line, want %s comma-separated numbers", dimString(b.dim))
 		}
-		if feat == nil {
-			dim = bytes.Count(line, []byte{','}) + 1
-			// Every row takes at least 2 bytes a column.
-			if n > textfile.MaxLines(path)/int64(dim)+1 || held > math.MaxInt/int64(dim) {
-				return nil, parseErr(path, 0, fmt.Sprintf("file too small for %d rows of %d columns", n, dim))
+		if g == 0 {
+			if err := b.start(path, bytes.Count(line, []byte{','})+1); err != nil {
+				return nil, nil, err
 			}
-			feat = dense.New(int(held), dim)
 		}
-		lid := int(g)
-		if rows != nil {
-			if next >= len(rows) || rows[next] != g {
-				if c := bytes.Count(line, []byte{','}) + 1; c != dim {
-					return nil, lr.Errorf("ragged row: %d columns, but the first row has %d", c, dim)
-				}
-				continue
-			}
-			lid = next
-			next++
-		}
-		dst := feat.Data[lid*dim : (lid+1)*dim]
-		nf, bad, ok := parseRow(line, dst)
-		if !ok {
-			return nil, lr.Errorf("column %d: malformed number %s", nf+1, textfile.Quote(bad))
-		}
-		if nf != dim {
-			return nil, lr.Errorf("ragged row: %d columns, but the first row has %d", nf, dim)
+		if err := b.line(lr, g, line); err != nil {
+			return nil, nil, err
 		}
 	}
 	if g != n {
-		return nil, parseErr(path, 0, fmt.Sprintf("%d feature rows, but num-node-list declares %d nodes", g, n))
+		return nil, nil, parseErr(path, 0, fmt.Sprintf("%d feature rows, but num-node-list declares %d nodes", g, n))
 	}
-	if feat == nil { // n == 0
-		feat = dense.New(0, 0)
+	feat, csr := b.finish()
+	return feat, csr, nil
+}
+
+// featBuilder collects the held rows of a feature file, line by line, in
+// its format: dense rows, or sparse rows (auto and csr) with the nonzeros
+// and the all-ones flag counted over every line of the file. Under auto
+// it turns dense as soon as the nonzeros seen reach SparseDensity of the
+// whole matrix, so that a dense file never holds more than the dense
+// matrix and a tenth-density copy.
+type featBuilder struct {
+	format  FeatureFormat // auto, dense or csr
+	n, held int64
+	rows    []int64 // ascending held rows; nil holds all
+	next    int     // index into rows of the next held vertex
+	dim     int
+	feat    *dense.Matrix           // format dense
+	csr     *sparse.Matrix[float32] // formats auto and csr: the held rows so far
+	buf     []float32               // one parsed row (sparse formats)
+	nnz     int64                   // nonzeros over all lines so far (sparse formats)
+	ones    bool                    // every nonzero so far is 1 (sparse formats)
+}
+
+// start sizes the builder for rows of dim columns, checking that the file
+// at path can hold n of them.
+func (b *featBuilder) start(path string, dim int) error {
+	b.dim = dim
+	// Every row takes at least 2 bytes a column.
+	if b.n > textfile.MaxLines(path)/int64(dim)+1 || b.held > math.MaxInt/int64(dim) {
+		return parseErr(path, 0, fmt.Sprintf("file too small for %d rows of %d columns", b.n, dim))
 	}
-	return feat, nil
+	if b.format == FeatureDense {
+		b.feat = dense.New(int(b.held), dim)
+		return nil
+	}
+	b.buf = make([]float32, dim)
+	b.csr = &sparse.Matrix[float32]{NRows: b.held, NCols: int64(dim), Indptr: make([]int64, 1, b.held+1)}
+	return nil
+}
+
+// line takes line g of the file.
+func (b *featBuilder) line(lr *textfile.Lines, g int64, line []byte) error {
+	held := b.rows == nil || (b.next < len(b.rows) && b.rows[b.next] == g)
+	if !held {
+		if b.format == FeatureDense {
+			if c := bytes.Count(line, []byte{','}) + 1; c != b.dim {
+				return lr.Errorf("ragged row: %d columns, but the first row has %d", c, b.dim)
+			}
+			return nil
+		}
+		nf, nnz, ones, bad := scanRow(line)
+		if bad >= 0 {
+			return lr.Errorf("column %d: malformed number %s", bad+1, textfile.Quote(field(line, bad)))
+		}
+		if nf != b.dim {
+			return lr.Errorf("ragged row: %d columns, but the first row has %d", nf, b.dim)
+		}
+		b.nnz += nnz
+		b.ones = b.ones && ones
+		return b.maybeDense()
+	}
+	lid := int(g)
+	if b.rows != nil {
+		lid = b.next
+		b.next++
+	}
+	dst := b.buf
+	if b.format == FeatureDense {
+		dst = b.feat.Row(lid)
+	}
+	nf, bad, ok := parseRow(line, dst)
+	if !ok {
+		return lr.Errorf("column %d: malformed number %s", nf+1, textfile.Quote(bad))
+	}
+	if nf != b.dim {
+		return lr.Errorf("ragged row: %d columns, but the first row has %d", nf, b.dim)
+	}
+	if b.format == FeatureDense {
+		return nil
+	}
+	a := b.csr
+	for j, v := range dst {
+		if v != 0 {
+			a.Indices = append(a.Indices, int64(j))
+			a.Values = append(a.Values, v)
+			b.ones = b.ones && v == 1
+		}
+	}
+	b.nnz += int64(len(a.Indices)) - a.Indptr[len(a.Indptr)-1]
+	a.Indptr = append(a.Indptr, int64(len(a.Indices)))
+	return b.maybeDense()
+}
+
+// maybeDense turns an auto builder dense once the nonzeros seen rule out
+// sparse rows.
+func (b *featBuilder) maybeDense() error {
+	if b.format == FeatureAuto && !sparseByDensity(b.nnz, b.n, b.dim) {
+		b.toDense()
+	}
+	return nil
+}
+
+// toDense moves the sparse rows read so far into a dense matrix of all
+// held rows, and reads the rest densely.
+func (b *featBuilder) toDense() {
+	b.feat = dense.New(int(b.held), b.dim)
+	a := b.csr
+	for i := range len(a.Indptr) - 1 {
+		row := b.feat.Row(i)
+		for k := a.Indptr[i]; k < a.Indptr[i+1]; k++ {
+			row[a.Indices[k]] = a.Values[k]
+		}
+	}
+	b.format, b.csr, b.buf = FeatureDense, nil, nil
+}
+
+// finish returns the held rows, dense or sparse (a pattern matrix when
+// every nonzero of the file is 1).
+func (b *featBuilder) finish() (*dense.Matrix, *sparse.Matrix[float32]) {
+	if b.feat == nil && b.csr == nil { // n == 0
+		if b.format == FeatureCSR {
+			return nil, &sparse.Matrix[float32]{Indptr: []int64{0}, Indices: []int64{}}
+		}
+		return dense.New(0, 0), nil
+	}
+	if b.format == FeatureAuto && !sparseByDensity(b.nnz, b.n, b.dim) {
+		b.toDense()
+	}
+	if b.format == FeatureDense {
+		return b.feat, nil
+	}
+	a := b.csr
+	a.Indices = slices.Clip(a.Indices)
+	if a.Indices == nil {
+		a.Indices = []int64{}
+	}
+	if b.ones {
+		a.Values = nil
+	} else {
+		a.Values = slices.Clip(a.Values)
+		if a.Values == nil {
+			a.Values = []float32{} // not a pattern, though no held row has a nonzero
+		}
+	}
+	return nil, a
+}
+
+// scanRow counts the fields of a comma-separated line and its nonzeros,
+// and reports whether every nonzero is 1, parsing only the fields that may
+// be nonzero (a digit 1–9 before any exponent). bad is the 0-based index
+// of a malformed field, or -1.
+func scanRow(line []byte) (nf int, nnz int64, ones bool, bad int) {
+	ones = true
+	for start := 0; ; nf++ {
+		end := bytes.IndexByte(line[start:], ',')
+		if end < 0 {
+			end = len(line)
+		} else {
+			end += start
+		}
+		f := line[start:end]
+		if maybeNonzero(f) {
+			v, ok := textfile.ParseFloat32(bytes.TrimSpace(f))
+			if !ok {
+				return nf, nnz, ones, nf
+			}
+			if v != 0 {
+				nnz++
+				ones = ones && v == 1
+			}
+		}
+		if end == len(line) {
+			return nf + 1, nnz, ones, -1
+		}
+		start = end + 1
+	}
+}
+
+// maybeNonzero reports whether the number f may be nonzero: whether it has
+// a digit 1–9 before any exponent (or is not a plain number at all, left
+// to the parser to reject).
+func maybeNonzero(f []byte) bool {
+	for _, c := range f {
+		switch {
+		case c >= '1' && c <= '9':
+			return true
+		case c == 'e' || c == 'E':
+			return false
+		case c == '0' || c == '.' || c == '-' || c == '+' || c == ' ' || c == '\t':
+		default:
+			return true
+		}
+	}
+	return false
+}
+
+// field returns the 0-based field k of a comma-separated line.
+func field(line []byte, k int) []byte {
+	for ; k > 0; k-- {
+		i := bytes.IndexByte(line, ',')
+		if i < 0 {
+			return nil
+		}
+		line = line[i+1:]
+	}
+	if i := bytes.IndexByte(line, ','); i >= 0 {
+		line = line[:i]
+	}
+	return line
 }
 
 func dimString(dim int) string {

@@ -28,10 +28,11 @@ var (
 	coraErr  error
 )
 
-// loadCora reads Cora once per test binary. Callers must not modify it.
+// loadCora reads Cora once per test binary, with dense features. Callers
+// must not modify it.
 func loadCora(t testing.TB) *Dataset {
 	t.Helper()
-	coraOnce.Do(func() { cora, coraErr = ReadOGB(coraDir, ReadOptions{}) })
+	coraOnce.Do(func() { cora, coraErr = ReadOGB(coraDir, ReadOptions{FeatureFormat: FeatureDense}) })
 	require.NoError(t, coraErr)
 	return cora
 }
@@ -97,7 +98,7 @@ func TestReadOGBKeep(t *testing.T) {
 		{"last", func(g int64) bool { return g == 2707 }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d, err := ReadOGB(coraDir, ReadOptions{Keep: tc.keep})
+			d, err := ReadOGB(coraDir, ReadOptions{Keep: tc.keep, FeatureFormat: FeatureDense})
 			require.NoError(t, err)
 			require.NoError(t, d.Validate())
 			checkRowsOf(t, full, d, tc.keep)
@@ -156,7 +157,7 @@ func TestWriteOGBRoundTrip(t *testing.T) {
 	want := loadCora(t)
 	dir := filepath.Join(t.TempDir(), "cora")
 	require.NoError(t, WriteOGB(dir, want))
-	got, err := ReadOGB(dir, ReadOptions{})
+	got, err := ReadOGB(dir, ReadOptions{FeatureFormat: FeatureDense})
 	require.NoError(t, err)
 	assertSameDataset(t, want, got)
 
@@ -191,6 +192,7 @@ func assertSameDataset(t *testing.T, want, got *Dataset) {
 	assert.Equal(t, want.Rows, got.Rows)
 	assert.Equal(t, want.Adj, got.Adj)
 	assert.Equal(t, want.Feat, got.Feat)
+	assert.Equal(t, want.FeatCSR, got.FeatCSR)
 	assert.Equal(t, want.Labels, got.Labels)
 	assert.Equal(t, want.NumClasses, got.NumClasses)
 	assert.Equal(t, want.Splits, got.Splits)

@@ -67,6 +67,15 @@ func checkOGBWritable(d *Dataset) error {
 			}
 		}
 	}
+	if a := d.FeatCSR; a != nil {
+		for i := range a.NRows {
+			for k := a.Indptr[i]; a.Values != nil && k < a.Indptr[i+1]; k++ {
+				if v := a.Values[k]; math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+					return fmt.Errorf("graph: WriteOGB: feature (%d,%d) is %v", i, a.Indices[k], v)
+				}
+			}
+		}
+	}
 	return nil
 }
 
@@ -132,11 +141,43 @@ func writeFeatureLines(w *bufio.Writer, feat *dense.Matrix) error {
 	return nil
 }
 
+// writeSparseFeatureLines writes the sparse rows a as lines of
+// comma-separated numbers, zeros included.
+func writeSparseFeatureLines(w *bufio.Writer, a *sparse.Matrix[float32]) error {
+	var buf []byte
+	for i := range a.NRows {
+		buf = buf[:0]
+		k := a.Indptr[i]
+		for j := range a.NCols {
+			if j > 0 {
+				buf = append(buf, ',')
+			}
+			v := float32(0)
+			if k < a.Indptr[i+1] && a.Indices[k] == j {
+				v = 1
+				if a.Values != nil {
+					v = a.Values[k]
+				}
+				k++
+			}
+			buf = appendFloat32(buf, v)
+		}
+		buf = append(buf, '\n')
+		if _, err := w.Write(buf); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // writeOGBNodeTables writes the tables node-feat and node-label of d to the
 // raw directory, or removes them when d has no features or labels.
 func writeOGBNodeTables(raw string, d *Dataset) error {
-	if d.Feat != nil {
+	if d.HasFeatures() {
 		err := writeTable(raw, "node-feat", func(w *bufio.Writer) error {
+			if d.FeatCSR != nil {
+				return writeSparseFeatureLines(w, d.FeatCSR)
+			}
 			return writeFeatureLines(w, d.Feat)
 		})
 		if err != nil {

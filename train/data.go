@@ -14,11 +14,16 @@ import (
 
 // Data is what one rank trains on: the replicated topology and labels, the
 // feature rows it owns, and the partition book that says who owns the rest.
+//
+// The feature rows are dense (Feat) or sparse (FeatCSR: ascending columns,
+// Values nil for a 0/1 pattern); exactly one of the two is set, the same
+// one on every rank (Load's feature format decides by the whole file).
 type Data struct {
 	Name       string
-	Adj        *sparse.CSR   // the whole graph, n×n, replicated on every rank
-	Feat       *dense.Matrix // rows this rank owns, in the book's local-id order
-	Labels     []int32       // every vertex's label (replicated)
+	Adj        *sparse.CSR             // the whole graph, n×n, replicated on every rank
+	Feat       *dense.Matrix           // rows this rank owns, in the book's local-id order; nil when sparse
+	FeatCSR    *sparse.Matrix[float32] // the same rows, sparse; nil when dense
+	Labels     []int32                 // every vertex's label (replicated)
 	NumClasses int
 	SplitName  string
 	Split      graph.Split // global ids, ascending
@@ -42,6 +47,54 @@ type Data struct {
 // NumNodes returns the number of vertices.
 func (d *Data) NumNodes() int64 { return d.Adj.NRows }
 
+// NumFeatures returns the feature dimension, dense or sparse.
+func (d *Data) NumFeatures() int {
+	if d.FeatCSR != nil {
+		return int(d.FeatCSR.NCols)
+	}
+	return d.Feat.Cols
+}
+
+// OwnRows returns the number of feature rows this rank holds.
+func (d *Data) OwnRows() int {
+	if d.FeatCSR != nil {
+		return int(d.FeatCSR.NRows)
+	}
+	return d.Feat.Rows
+}
+
+// Features are one rank's feature rows in the form the feature store
+// takes: dense (Dense) or sparse (CSR), exactly one of them set.
+type Features struct {
+	Dense *dense.Matrix
+	CSR   *sparse.Matrix[float32]
+}
+
+// Features returns the rows this rank owns under the feature
+// normalisation norm: d's own rows for FeatureNormNone (aliased, maybe
+// read-only mapped memory), a normalised copy for FeatureNormRow (each row
+// divided by its sum clamped at 1, dense.RowNormalized or
+// sparse.RowNormalized, which agree bitwise; a 0/1 pattern gets values).
+func (d *Data) Features(norm FeatureNorm) Features {
+	switch {
+	case d.FeatCSR != nil && norm == FeatureNormRow:
+		return Features{CSR: sparse.RowNormalized(d.FeatCSR)}
+	case d.FeatCSR != nil:
+		return Features{CSR: d.FeatCSR}
+	case norm == FeatureNormRow:
+		return Features{Dense: dense.RowNormalized(d.Feat)}
+	}
+	return Features{Dense: d.Feat}
+}
+
+// Cols returns the feature dimension.
+func (f Features) Cols() int {
+	if f.CSR != nil {
+		return int(f.CSR.NCols)
+	}
+	return f.Dense.Cols
+}
+
 // Partitioning methods accepted by Load besides a book file.
 const (
 	PartitionBlock  = "block"
@@ -49,18 +102,37 @@ const (
 	PartitionMetis  = "metis"
 )
 
+// LoadOptions are Load's settings.
+type LoadOptions struct {
+	// Split names the split ("": the dataset's default).
+	Split string
+	// Partition is block, random, metis (multi-constraint: balances the
+	// split's train, valid and test vertices) or the path of a partition
+	// book written by `gnnmpi partition` (with p/Replication parts).
+	Partition string
+	// Symmetrize adds the reverse of every edge to the topology.
+	Symmetrize bool
+	// Replication is the feature replication factor c (Config.Replication;
+	// 0 means 1): the book has p/c parts and rank r holds part r/c (the c
+	// ranks of a grid row hold the same part). It must divide p.
+	Replication int
+	// Format is how the features are held: dense (Data.Feat) or sparse
+	// (Data.FeatCSR); graph.FeatureAuto, or "", picks sparse below
+	// graph.SparseDensity nonzeros, decided over the whole file so that
+	// every rank agrees.
+	Format graph.FeatureFormat
+	// Seed seeds the random and METIS partitions.
+	Seed uint64
+	// Progress, if not nil, receives progress lines.
+	Progress func(string, ...any)
+}
+
 // Load reads the dataset at path for rank c.Rank() of c.Size(): topology,
-// labels and splits on every rank, the features of the vertices of the
-// rank's part. With feature replication (Config.Replication) c > 1 the
-// book has p/c parts and rank r holds part r/c (the c ranks of a grid row
-// hold the same part); replication must divide p. partition is block,
-// random, metis (multi-constraint: balances the split's train, valid and
-// test vertices) or the path of a partition book written by `gnnmpi
-// partition` (with p/c parts). METIS and book files are computed or read on
-// rank 0 and broadcast (phase "setup"). progress, if not nil, receives
-// progress lines.
+// labels and splits on every rank, and the features of the vertices of the
+// rank's part (see LoadOptions). METIS and book files are computed or read
+// on rank 0 and broadcast (phase "setup").
 //
-// With symmetrize set, the reverse of every edge is added to the topology
+// With Symmetrize set, the reverse of every edge is added to the topology
 // (graph.Dataset.Symmetrized; nothing is done for a .gnn file recorded as
 // symmetric). Load measures the fraction of edges that have a reverse
 // (Data.Reciprocity, on rank 0, broadcast), the empty classes and whether
@@ -68,9 +140,16 @@ const (
 // to warn about.
 //
 // Load is collective over c.
-func Load(c collective.Comm, path, split, partition string, symmetrize bool, replication int, seed uint64, progress func(string, ...any)) (*Data, error) {
+func Load(c collective.Comm, path string, o LoadOptions) (*Data, error) {
+	split, partition, symmetrize, replication, format, seed, progress := o.Split, o.Partition, o.Symmetrize, o.Replication, o.Format, o.Seed, o.Progress
+	if replication == 0 {
+		replication = 1
+	}
 	if progress == nil {
 		progress = func(string, ...any) {}
+	}
+	if _, err := graph.ParseFeatureFormat(string(format)); err != nil {
+		return nil, err
 	}
 	if replication < 1 || c.Size()%replication != 0 {
 		return nil, fmt.Errorf("train: feature replication %d does not divide the %d ranks", replication, c.Size())
@@ -111,12 +190,18 @@ func Load(c collective.Comm, path, split, partition string, symmetrize bool, rep
 	if p > 1 {
 		keep = func(gid int64) bool { return int(book.Part[gid]) == r }
 	}
-	f, err := graph.Load(path, graph.ReadOptions{Keep: keep, NoLabels: true})
+	f, err := graph.Load(path, graph.ReadOptions{Keep: keep, NoLabels: true, FeatureFormat: format})
 	if err != nil {
 		return nil, err
 	}
-	if f.Feat == nil {
+	if !f.HasFeatures() {
 		return nil, fmt.Errorf("train: %s has no node features", path)
+	}
+	rows := 0
+	if f.FeatCSR != nil {
+		rows = int(f.FeatCSR.NRows)
+	} else {
+		rows = f.Feat.Rows
 	}
 	if f.NumNodes != g.NumNodes {
 		return nil, fmt.Errorf("train: %s changed while loading (%d then %d vertices)", path, g.NumNodes, f.NumNodes)
@@ -129,12 +214,12 @@ func Load(c collective.Comm, path, split, partition string, symmetrize bool, rep
 				return nil, fmt.Errorf("train: row %d of rank %d is vertex %d with local id %d", k, r, gid, book.Local[gid])
 			}
 		}
-	} else if p > 1 || f.Feat.Rows != int(g.NumNodes) {
-		return nil, fmt.Errorf("train: %s: expected %d feature rows, got %d", path, g.NumNodes, f.Feat.Rows)
+	} else if p > 1 || rows != int(g.NumNodes) {
+		return nil, fmt.Errorf("train: %s: expected %d feature rows, got %d", path, g.NumNodes, rows)
 	}
-	d.Feat = f.Feat
+	d.Feat, d.FeatCSR = f.Feat, f.FeatCSR
 	neg := int64(0)
-	if !nonNegative(f.Feat) {
+	if !nonNegative(f.Feat) || !nonNegativeCSR(f.FeatCSR) {
 		neg = 1
 	}
 	if err := collective.AllreduceVars(c, collective.Max, &neg); err != nil {
@@ -161,6 +246,20 @@ func reciprocity(c collective.Comm, g *graph.Dataset) (float64, error) {
 		return 0, err
 	}
 	return f[0], nil
+}
+
+// nonNegativeCSR reports whether no stored value of x is negative (nil or
+// a pattern: true).
+func nonNegativeCSR(x *sparse.Matrix[float32]) bool {
+	if x == nil {
+		return true
+	}
+	for _, v := range x.Values {
+		if v < 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // nonNegative reports whether no entry of x is negative (nil: true).
@@ -224,11 +323,11 @@ func partitionBook(c collective.Comm, g *graph.Dataset, split, method string, p 
 
 // Distribute returns part rank's share of a dataset held whole in memory (a
 // generated graph, a test fixture): the topology and labels shared, the
-// feature rows the part owns under book copied out. With feature
-// replication c, rank r of the run takes part r/c. It does not
-// communicate.
+// feature rows the part owns under book copied out, dense or sparse as g
+// holds them. With feature replication c, rank r of the run takes part
+// r/c. It does not communicate.
 func Distribute(g *graph.Dataset, split string, book *partition.Book, rank int) (*Data, error) {
-	if g.Rows != nil || g.Feat == nil || g.Labels == nil {
+	if g.Rows != nil || !g.HasFeatures() || g.Labels == nil {
 		return nil, fmt.Errorf("train: Distribute needs a whole dataset with features and labels")
 	}
 	s, ok := g.Splits[split]
@@ -239,18 +338,24 @@ func Distribute(g *graph.Dataset, split string, book *partition.Book, rank int) 
 		return nil, fmt.Errorf("train: book of %d vertices and %d parts does not fit %d vertices, rank %d", book.NumNodes(), book.Parts, g.NumNodes, rank)
 	}
 	owned := book.Owned(rank)
-	f := dense.New(len(owned), g.Feat.Cols)
-	for k, gid := range owned {
-		copy(f.Row(k), g.Feat.Row(int(gid)))
-	}
 	recip := 1.0
 	if !g.Symmetric {
 		if r, m := graph.Reciprocity(g.Adj); m > 0 {
 			recip = float64(r) / float64(m)
 		}
 	}
-	return &Data{Name: g.Name, Adj: g.Adj, Feat: f, Labels: g.Labels, NumClasses: g.NumClasses, SplitName: split, Split: s, Book: book,
-		Reciprocity: recip, EmptyClasses: graph.EmptyClasses(graph.ClassCounts(g.Labels, g.NumClasses)), NonNegative: nonNegative(g.Feat)}, nil
+	d := &Data{Name: g.Name, Adj: g.Adj, Labels: g.Labels, NumClasses: g.NumClasses, SplitName: split, Split: s, Book: book,
+		Reciprocity: recip, EmptyClasses: graph.EmptyClasses(graph.ClassCounts(g.Labels, g.NumClasses)),
+		NonNegative: nonNegative(g.Feat) && nonNegativeCSR(g.FeatCSR)}
+	if g.FeatCSR != nil {
+		d.FeatCSR = sparse.SelectRows(g.FeatCSR, owned)
+		return d, nil
+	}
+	d.Feat = dense.New(len(owned), g.Feat.Cols)
+	for k, gid := range owned {
+		copy(d.Feat.Row(k), g.Feat.Row(int(gid)))
+	}
+	return d, nil
 }
 
 // onRoot runs f on rank 0 of c, then broadcasts a status word and, if f

@@ -51,7 +51,7 @@ func loadOn(t *testing.T, p int, path string, symmetrize bool) []*Data {
 	t.Helper()
 	out := make([]*Data, p)
 	err := inproc.Run(p, inproc.Options{Timeout: time.Minute}, func(c collective.Comm) error {
-		d, err := Load(c, path, "", PartitionBlock, symmetrize, 1, 1, nil)
+		d, err := Load(c, path, LoadOptions{Partition: PartitionBlock, Symmetrize: symmetrize, Seed: 1})
 		out[c.Rank()] = d
 		return err
 	})

@@ -5,7 +5,6 @@ import (
 
 	"gnnmpi/alltoall"
 	"gnnmpi/collective"
-	"gnnmpi/dense"
 	"gnnmpi/internal/rng"
 	"gnnmpi/partition"
 	"gnnmpi/sampling"
@@ -176,10 +175,11 @@ func cacheRows(frac float64, n int64, parts int) int {
 	return int(frac * float64(n) / float64(parts))
 }
 
-// newStore builds this rank's feature store of feat (its part's rows) under
-// a policy and cache fraction, with the run's dtype and GPU fraction,
-// counting the cache fill under PhaseSetup. It is collective.
-func (t *trainer) newStore(feat *dense.Matrix, policy alltoall.CachePolicy, frac float64) (*alltoall.Store, error) {
+// newStore builds this rank's feature store of feat (its part's rows,
+// dense or sparse) under a policy and cache fraction, with the run's dtype
+// and GPU fraction, counting the cache fill under PhaseSetup. It is
+// collective.
+func (t *trainer) newStore(feat Features, policy alltoall.CachePolicy, frac float64) (*alltoall.Store, error) {
 	score, err := t.scores(policy)
 	if err != nil {
 		return nil, err
@@ -187,11 +187,16 @@ func (t *trainer) newStore(feat *dense.Matrix, policy alltoall.CachePolicy, frac
 	return t.storeOf(feat, score, cacheRows(frac, t.d.NumNodes(), t.d.Book.Parts))
 }
 
-func (t *trainer) storeOf(feat *dense.Matrix, score []float64, rows int) (*alltoall.Store, error) {
+// storeOf builds the store of feat with the given scores and cache rows:
+// alltoall.NewStore for dense rows, alltoall.NewSparseStore for sparse
+// ones (whose fetches move only the nonzeros). It is collective.
+func (t *trainer) storeOf(feat Features, score []float64, rows int) (*alltoall.Store, error) {
 	defer collective.SetPhase(t.c, PhaseSetup)()
-	return alltoall.NewStore(t.fcomm, t.d.Book, feat, alltoall.StoreOptions{
-		DType: t.cfg.FeatureDType, Score: score, CacheRows: rows, GPUFrac: t.cfg.GPUFrac,
-	})
+	o := alltoall.StoreOptions{DType: t.cfg.FeatureDType, Score: score, CacheRows: rows, GPUFrac: t.cfg.GPUFrac}
+	if feat.CSR != nil {
+		return alltoall.NewSparseStore(t.fcomm, t.d.Book, feat.CSR, o)
+	}
+	return alltoall.NewStore(t.fcomm, t.d.Book, feat.Dense, o)
 }
 
 // storeStats gathers every rank's StoreStats.

@@ -8,6 +8,7 @@ import (
 	"gnnmpi/alltoall"
 	"gnnmpi/collective"
 	"gnnmpi/dense"
+	"gnnmpi/sparse"
 )
 
 // SweepPoint is the feature traffic of one cache policy and fraction in
@@ -62,10 +63,7 @@ func FetchSweep(c collective.Comm, d *Data, cfg Config, epochs int, policies []a
 			return err
 		}
 	}
-	feat := d.Feat
-	if cfg.FeatureNorm.Resolve(d.NonNegative) == FeatureNormRow {
-		feat = dense.RowNormalized(d.Feat)
-	}
+	feat := d.Features(cfg.FeatureNorm.Resolve(d.NonNegative))
 	t, err := newTrainer(c, d, cfg)
 	if err != nil {
 		return err
@@ -76,8 +74,12 @@ func FetchSweep(c collective.Comm, d *Data, cfg Config, epochs int, policies []a
 		return err
 	}
 	// One result buffer, as large as the longest input, serves every
-	// fetch: with wide rows it is the largest allocation of the sweep.
-	xbuf := dense.New(most, feat.Cols)
+	// fetch: with wide dense rows it is the largest allocation of the
+	// sweep. Sparse rows are fetched sparse, into a buffer of their own.
+	var xbuf *dense.Matrix
+	if feat.CSR == nil {
+		xbuf = dense.New(most, feat.Cols())
+	}
 	for _, pol := range policies {
 		t0 := time.Now()
 		score, err := t.scores(pol)
@@ -124,7 +126,7 @@ func (t *trainer) sweepInputs(epochs int) (inputs [][]int64, most int, err error
 // sweepPoint builds the store of pt's cache (pt.CacheRows rows of highest
 // score), replays the fetch of every input into xbuf and fills in pt's
 // traffic per epoch over epochs epochs. It returns the grown xbuf.
-func (t *trainer) sweepPoint(pt *SweepPoint, feat *dense.Matrix, score []float64, inputs [][]int64, xbuf *dense.Matrix, epochs int) (*dense.Matrix, error) {
+func (t *trainer) sweepPoint(pt *SweepPoint, feat Features, score []float64, inputs [][]int64, xbuf *dense.Matrix, epochs int) (*dense.Matrix, error) {
 	c := t.c
 	// Collect the previous store before building the next, so that the
 	// heap never holds two (the fetches allocate too little for the
@@ -144,9 +146,15 @@ func (t *trainer) sweepPoint(pt *SweepPoint, feat *dense.Matrix, score []float64
 	var cnt alltoall.Counts
 	t0 = time.Now()
 	restore := collective.SetPhase(c, PhaseFetch)
+	var sbuf *sparse.Matrix[float32]
 	for _, ids := range inputs {
 		var got alltoall.Counts
-		if xbuf, got, err = t.store.FetchTo(xbuf, ids); err != nil {
+		if t.store.Sparse() {
+			sbuf, got, err = t.store.FetchSparseTo(sbuf, ids)
+		} else {
+			xbuf, got, err = t.store.FetchTo(xbuf, ids)
+		}
+		if err != nil {
 			restore()
 			return xbuf, err
 		}

@@ -142,7 +142,7 @@ type trainer struct {
 
 func newTrainer(c collective.Comm, d *Data, cfg Config) (*trainer, error) {
 	mc := cfg.Model
-	mc.In, mc.Out = d.Feat.Cols, d.NumClasses
+	mc.In, mc.Out = d.NumFeatures(), d.NumClasses
 	m, err := model.New(mc, rng.New(cfg.Seed, streamInit), cfg.BLAS)
 	if err != nil {
 		return nil, err
@@ -150,11 +150,8 @@ func newTrainer(c collective.Comm, d *Data, cfg Config) (*trainer, error) {
 	// The trainer's own view of d: the features move into the store.
 	dd := *d
 	d = &dd
-	feat := d.Feat
-	if cfg.FeatureNorm.Resolve(d.NonNegative) == FeatureNormRow {
-		feat = dense.RowNormalized(d.Feat) // a copy: d.Feat may be read-only mapped memory
-	}
-	d.Feat = nil
+	feat := d.Features(cfg.FeatureNorm.Resolve(d.NonNegative)) // normalised into a copy: d's rows may be read-only mapped memory
+	d.Feat, d.FeatCSR = nil, nil
 	t := &trainer{c: c, d: d, cfg: cfg, m: m}
 	if t.opt, err = cfg.newOptimizer(); err != nil {
 		return nil, err

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"gnnmpi/alltoall"
+	"gnnmpi/graph"
 	"gnnmpi/train"
 )
 
@@ -47,10 +48,22 @@ func fetchCmd() *Command {
 				if err != nil {
 					return fmt.Errorf("fetch: --cache-frac %q: %w", *fracs, err)
 				}
-				return runFetch(env, *sf.data, *sf.split, *sf.partition, *sf.symmetrize, cfg, *epochs, pols, fr)
+				lo, err := sf.loadOptions(env, cfg.Replication)
+				if err != nil {
+					return fmt.Errorf("fetch: %w", err)
+				}
+				return runFetch(env, *sf.data, lo, cfg, *epochs, pols, fr)
 			}
 		},
 	}
+}
+
+// featureFormatOf returns how d holds its features: dense or csr.
+func featureFormatOf(d *train.Data) graph.FeatureFormat {
+	if d.FeatCSR != nil {
+		return graph.FeatureCSR
+	}
+	return graph.FeatureDense
 }
 
 func parseFloats(s string) ([]float64, error) {
@@ -65,13 +78,13 @@ func parseFloats(s string) ([]float64, error) {
 	return out, nil
 }
 
-func runFetch(env *Env, path, split, partition string, symmetrize bool, cfg train.Config, epochs int, policies []alltoall.CachePolicy, fracs []float64) error {
+func runFetch(env *Env, path string, lo train.LoadOptions, cfg train.Config, epochs int, policies []alltoall.CachePolicy, fracs []float64) error {
 	c := env.Comm
 	cfg, err := cfg.Resolve(c.Size())
 	if err != nil {
 		return err
 	}
-	d, err := loadData(env, path, split, partition, symmetrize, cfg.Replication, cfg.Seed)
+	d, err := loadData(env, path, lo)
 	if err != nil {
 		return err
 	}
@@ -86,8 +99,8 @@ func runFetch(env *Env, path, split, partition string, symmetrize bool, cfg trai
 		return err
 	}
 	return env.Finish(map[string]any{"final": true, "points": points, "config": map[string]any{
-		"data": path, "split": d.SplitName, "partition": partition, "parts": d.Book.Parts, "fanouts": cfg.Fanouts, "batch_size": cfg.BatchSize,
-		"replication": cfg.Replication, "feature_dtype": cfg.FeatureDType, "epochs": epochs, "seed": cfg.Seed, "features": d.Feat.Cols, "nodes": d.NumNodes(),
-		"symmetrize": symmetrize, "reciprocity": d.Reciprocity,
+		"data": path, "split": d.SplitName, "partition": lo.Partition, "parts": d.Book.Parts, "fanouts": cfg.Fanouts, "batch_size": cfg.BatchSize,
+		"replication": cfg.Replication, "feature_dtype": cfg.FeatureDType, "epochs": epochs, "seed": cfg.Seed, "features": d.NumFeatures(), "nodes": d.NumNodes(),
+		"symmetrize": lo.Symmetrize, "reciprocity": d.Reciprocity, "feature_format": featureFormatOf(d),
 	}})
 }

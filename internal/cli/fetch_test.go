@@ -14,7 +14,7 @@ import (
 // The fetch command reports every (policy, α) point; on Cora the VIP cache
 // fetches no more rows than the degree cache at any α and nothing once
 // every reachable vertex fits; replication 2 at 4 ranks fetches less than
-// none at the same α = 0; f16 halves the row bytes.
+// none at the same α = 0; f16 halves the dense row bytes.
 func TestFetchCommand(t *testing.T) {
 	data := filepath.Join("..", "..", "data", "cora")
 	run := func(p int, args ...string) []train.SweepPoint {
@@ -42,9 +42,11 @@ func TestFetchCommand(t *testing.T) {
 
 	repl := run(4, "--cache", "none", "--cache-frac", "0", "--replication", "2")
 	require.Less(t, repl[0].RemoteRows, none.RemoteRows)
+	// f16 (dense rows: auto means dense with f16) against dense f32.
+	full := run(4, "--cache", "none", "--cache-frac", "0", "--feature-format", "dense")
 	half := run(4, "--cache", "none", "--cache-frac", "0", "--feature-dtype", "f16")
 	require.Equal(t, none.RemoteRows, half[0].RemoteRows)
-	require.Equal(t, none.FetchBytes-2*1433*none.RemoteRows, half[0].FetchBytes)
+	require.Equal(t, full[0].FetchBytes-2*1433*none.RemoteRows, half[0].FetchBytes)
 
 	_, err := runCmd(t, 2, "fetch", "--data", data, "--cache", "lru")
 	require.ErrorContains(t, err, `unknown cache policy "lru"`)

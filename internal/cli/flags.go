@@ -4,6 +4,8 @@ import (
 	"flag"
 	"fmt"
 
+	"gnnmpi/alltoall"
+	"gnnmpi/graph"
 	"gnnmpi/train"
 )
 
@@ -15,7 +17,7 @@ type sampleFlags struct {
 	fanouts, sampler, topology  *string
 	batch, globalBatch, bulk, c *int
 	replication, simEpochs      *int
-	dtype                       *string
+	dtype, format               *string
 	seed                        *uint64
 	symmetrize                  *bool
 }
@@ -35,7 +37,8 @@ func addSampleFlags(fs *flag.FlagSet, d train.Config) *sampleFlags {
 		bulk:        fs.Int("bulk", d.Bulk, "minibatches sampled together (one sparse product per layer for all); the minibatches do not depend on it"),
 		replication: fs.Int("replication", d.Replication, "feature replication c: features partitioned over ranks/c parts, each held by c ranks; a rank fetches only from its replica group (divides the number of ranks)"),
 		simEpochs:   fs.Int("cache-sim-epochs", d.CacheSimEpochs, "simulated epochs that score --cache sim"),
-		dtype:       fs.String("feature-dtype", string(d.FeatureDType), "feature storage and wire type: f32 or f16 (half precision: half the memory and fetch bytes)"),
+		dtype:       fs.String("feature-dtype", string(d.FeatureDType), "feature storage and wire type: f32 or f16 (half precision: half the memory and fetch bytes; dense features only)"),
+		format:      fs.String("feature-format", string(graph.FeatureAuto), featureFormatUsage+"; auto means dense with --feature-dtype f16"),
 		seed:        fs.Uint64("seed", d.Seed, "random seed (weights, shuffles, sampling, dropout, METIS)"),
 		symmetrize:  fs.Bool("symmetrize", false, symmetrizeUsage),
 	}
@@ -69,6 +72,30 @@ func (f *sampleFlags) config(cfg *train.Config, set map[string]bool) error {
 	}
 	cfg.Replication, cfg.CacheSimEpochs, cfg.Seed = *f.replication, *f.simEpochs, *f.seed
 	return nil
+}
+
+// featureFormatUsage describes --feature-format.
+var featureFormatUsage = fmt.Sprintf("how features are held, stored and sent: auto (csr below %g%% nonzeros over the whole file), dense or csr (sparse rows: only the nonzeros in memory and on the wire)", 100*graph.SparseDensity)
+
+// featureFormat returns the feature format of the flags: auto means
+// dense with --feature-dtype f16, which only dense rows support.
+func (f *sampleFlags) featureFormat() (graph.FeatureFormat, error) {
+	ff, err := graph.ParseFeatureFormat(*f.format)
+	if err == nil && ff == graph.FeatureAuto && *f.dtype == string(alltoall.F16) {
+		ff = graph.FeatureDense
+	}
+	return ff, err
+}
+
+// loadOptions returns train.Load's settings from the flags, for a run
+// with feature replication replication.
+func (f *sampleFlags) loadOptions(env *Env, replication int) (train.LoadOptions, error) {
+	format, err := f.featureFormat()
+	if err != nil {
+		return train.LoadOptions{}, err
+	}
+	return train.LoadOptions{Split: *f.split, Partition: *f.partition, Symmetrize: *f.symmetrize,
+		Replication: replication, Format: format, Seed: *f.seed, Progress: env.Progress}, nil
 }
 
 // joinInts spells xs as parseInts reads them: "25,10".

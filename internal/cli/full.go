@@ -9,13 +9,14 @@ import (
 
 // runFull loads the dataset with each graph part held by the ranks of its
 // pipeline and trains a deep model on the whole graph.
-func runFull(env *Env, path, split, partition string, symmetrize bool, cfg train.FullConfig) error {
+func runFull(env *Env, path string, lo train.LoadOptions, cfg train.FullConfig) error {
 	c := env.Comm
 	if err := cfg.Validate(c.Size()); err != nil {
 		return err
 	}
 	stages, _ := train.FullStages(cfg, c.Size())
-	d, err := loadData(env, path, split, partition, symmetrize, stages, cfg.Seed)
+	lo.Replication = stages
+	d, err := loadData(env, path, lo)
 	if err != nil {
 		return err
 	}
@@ -42,10 +43,10 @@ func runFull(env *Env, path, split, partition string, symmetrize bool, cfg train
 		human(res.BytesPerEpoch[pipe.PhaseHalo]), human(res.Analytical[pipe.PhaseHalo]),
 		human(res.BytesPerEpoch[pipe.PhaseGrad]), human(res.Analytical[pipe.PhaseGrad]))
 	cfgOut := map[string]any{
-		"data": path, "split": d.SplitName, "partition": partition, "mode": cfg.Mode,
+		"data": path, "split": d.SplitName, "partition": lo.Partition, "mode": cfg.Mode,
 		"stages": res.Layout.Stages, "pipelines": res.Layout.Pipelines, "chunks": cfg.Chunks, "chunk_partition": cfg.ChunkMethod,
 		"model": mc, "shuffle_chunks": cfg.ShuffleChunks, "clear_grads": cfg.ClearGrads, "snapshot_every": cfg.SnapshotEvery,
-		"feature_norm": cfg.FeatureNorm, "feature_norm_flag": normFlag, "symmetrize": symmetrize, "reciprocity": d.Reciprocity, "epochs": cfg.Epochs, "optimizer": cfg.Optimizer, "lr": cfg.LR,
+		"feature_norm": cfg.FeatureNorm, "feature_norm_flag": normFlag, "symmetrize": lo.Symmetrize, "reciprocity": d.Reciprocity, "feature_format": featureFormatOf(d), "epochs": cfg.Epochs, "optimizer": cfg.Optimizer, "lr": cfg.LR,
 		"weight_decay": cfg.WeightDecay, "momentum": cfg.Momentum, "seed": cfg.Seed,
 		"eval_every": cfg.EvalEvery, "select": cfg.Select, "blas": env.BLASName,
 	}

@@ -107,13 +107,18 @@ func convertCmd() *Command {
 			dedupe := fs.Bool("dedupe", false, "remove duplicate edges")
 			drop := fs.Bool("drop-self-loops", false, "remove self-loops")
 			add := fs.Bool("add-self-loops", false, "add one self-loop per vertex")
+			format := fs.String("feature-format", string(graph.FeatureAuto), "features in the output: auto (sparse rows below "+fmt.Sprintf("%g", 100*graph.SparseDensity)+"% nonzeros), dense or csr; a .gnn file stores sparse rows in a sparse feature section")
 			return func(env *Env) error {
 				if *in == "" || *out == "" {
 					return fmt.Errorf("convert: --data and --out are required")
 				}
+				ff, err := graph.ParseFeatureFormat(*format)
+				if err != nil {
+					return fmt.Errorf("convert: %w", err)
+				}
 				return RankZero(env.Comm, func() error {
 					t0 := time.Now()
-					d, err := graph.Load(*in, graph.ReadOptions{})
+					d, err := graph.Load(*in, graph.ReadOptions{FeatureFormat: ff})
 					if err != nil {
 						return err
 					}
@@ -138,8 +143,12 @@ func convertCmd() *Command {
 					if err := writeDataset(*out, d); err != nil {
 						return err
 					}
-					env.Printf("converted %s → %s: %d vertices, %d edges (read %.2fs, wrote %.2fs)\n",
-						*in, *out, d.NumNodes, d.NumEdges(), read.Seconds(), time.Since(t1).Seconds())
+					feat := "no features"
+					if d.HasFeatures() {
+						feat = fmt.Sprintf("%d %s features (%.3g%% nonzero)", d.NumFeatures(), d.FeatureFormat(), 100*d.Density())
+					}
+					env.Printf("converted %s → %s: %d vertices, %d edges, %s (read %.2fs, wrote %.2fs)\n",
+						*in, *out, d.NumNodes, d.NumEdges(), feat, read.Seconds(), time.Since(t1).Seconds())
 					return nil
 				})
 			}

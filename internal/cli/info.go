@@ -22,28 +22,41 @@ func infoCmd() *Command {
 			book := fs.String("partition", "", "partition book (gnnmpi partition); default: vertex v on rank v mod p")
 			showGPU := fs.Bool("gpu", false, "also list the GPUs visible to each node and this rank's binding")
 			sym := fs.Bool("symmetrize", false, symmetrizeUsage+"; the statistics are then those of the symmetrized graph")
-			return func(env *Env) error { return info(env, *data, *book, *sym, *showGPU) }
+			format := fs.String("feature-format", string(graph.FeatureAuto), featureFormatUsage)
+			return func(env *Env) error {
+				ff, err := graph.ParseFeatureFormat(*format)
+				if err != nil {
+					return fmt.Errorf("info: %w", err)
+				}
+				return info(env, *data, *book, *sym, ff, *showGPU)
+			}
 		},
 	}
 }
 
 // DatasetInfo is the summary `gnnmpi info` prints.
 type DatasetInfo struct {
-	Path        string           `json:"path"`
-	Name        string           `json:"name"`
-	Nodes       int64            `json:"nodes"`
-	Edges       int64            `json:"edges"`
-	Features    int              `json:"features"`
-	Classes     int              `json:"classes"`
-	Splits      map[string][]int `json:"splits"` // name → train, valid, test sizes
-	MinDegree   int64            `json:"min_degree"`
-	MaxDegree   int64            `json:"max_degree"`
-	MeanDegree  float64          `json:"mean_degree"`
-	StdDegree   float64          `json:"std_degree"`
-	Isolated    int64            `json:"isolated"`
-	SelfLoops   int64            `json:"self_loops"`
-	RowsPerRank []int64          `json:"rows_per_rank"`
-	LoadSeconds float64          `json:"load_seconds_max"`
+	Path     string `json:"path"`
+	Name     string `json:"name"`
+	Nodes    int64  `json:"nodes"`
+	Edges    int64  `json:"edges"`
+	Features int    `json:"features"`
+	// FeatureFormat is how the features were loaded (dense or csr; empty
+	// without features), Density the fraction of nonzero feature entries
+	// over the whole graph and FeatureNNZ their number.
+	FeatureFormat graph.FeatureFormat `json:"feature_format"`
+	Density       float64             `json:"feature_density"`
+	FeatureNNZ    int64               `json:"feature_nnz"`
+	Classes       int                 `json:"classes"`
+	Splits        map[string][]int    `json:"splits"` // name → train, valid, test sizes
+	MinDegree     int64               `json:"min_degree"`
+	MaxDegree     int64               `json:"max_degree"`
+	MeanDegree    float64             `json:"mean_degree"`
+	StdDegree     float64             `json:"std_degree"`
+	Isolated      int64               `json:"isolated"`
+	SelfLoops     int64               `json:"self_loops"`
+	RowsPerRank   []int64             `json:"rows_per_rank"`
+	LoadSeconds   float64             `json:"load_seconds_max"`
 	// Reciprocity is the fraction of edges whose reverse edge is in the
 	// graph (1 when symmetrized or recorded as symmetric).
 	Reciprocity  float64 `json:"reciprocity"`
@@ -51,7 +64,7 @@ type DatasetInfo struct {
 	EmptyClasses []int   `json:"empty_classes"` // classes below Classes without a vertex
 }
 
-func info(env *Env, path, bookPath string, symmetrize, showGPU bool) error {
+func info(env *Env, path, bookPath string, symmetrize bool, format graph.FeatureFormat, showGPU bool) error {
 	c := env.Comm
 	p := c.Size()
 	owner, books, err := infoOwner(c, bookPath)
@@ -64,7 +77,7 @@ func info(env *Env, path, bookPath string, symmetrize, showGPU bool) error {
 	}
 	env.Progress("loading %s on %d ranks", path, p)
 	t0 := time.Now()
-	d, err := graph.Load(path, graph.ReadOptions{Keep: keep})
+	d, err := graph.Load(path, graph.ReadOptions{Keep: keep, FeatureFormat: format})
 	if err != nil {
 		return err
 	}
@@ -99,6 +112,9 @@ func info(env *Env, path, bookPath string, symmetrize, showGPU bool) error {
 	}
 	env.Printf("dataset   %s (%s)\n", in.Name, path)
 	env.Printf("nodes     %d\nedges     %d\nfeatures  %d\nclasses   %d\n", in.Nodes, in.Edges, in.Features, in.Classes)
+	if in.FeatureFormat != "" {
+		env.Printf("format    %s features, %d nonzero (density %.4g%%)\n", in.FeatureFormat, in.FeatureNNZ, 100*in.Density)
+	}
 	for _, name := range d.SplitNames() {
 		s := in.Splits[name]
 		env.Printf("split     %s: %d/%d/%d (train/valid/test)\n", name, s[0], s[1], s[2])
@@ -206,6 +222,7 @@ func datasetInfo(c collective.Comm, d *graph.Dataset, path string, load float64)
 		held = d.NumNodes
 	}
 	var edges, selfLoops, isolated int64
+	nnz := d.FeatureNNZ()
 	var sumSq float64
 	minDeg, maxDeg := int64(math.MaxInt64), int64(0)
 	for i := int64(0); i < held; i++ {
@@ -227,7 +244,7 @@ func datasetInfo(c collective.Comm, d *graph.Dataset, path string, load float64)
 		}
 	}
 	total := held // rows over all ranks
-	if err := collective.AllreduceVars(c, collective.Sum, &edges, &selfLoops, &isolated, &total); err != nil {
+	if err := collective.AllreduceVars(c, collective.Sum, &edges, &selfLoops, &isolated, &total, &nnz); err != nil {
 		return DatasetInfo{}, err
 	}
 	// Minima as maxima of negations: one Allreduce for all.
@@ -261,6 +278,10 @@ func datasetInfo(c collective.Comm, d *graph.Dataset, path string, load float64)
 	}
 	if n == 0 {
 		in.MinDegree = 0
+	}
+	if features > 0 {
+		in.FeatureFormat, in.FeatureNNZ = d.FeatureFormat(), nnz
+		in.Density = float64(nnz) / (float64(n) * float64(features))
 	}
 	return in, nil
 }

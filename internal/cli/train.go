@@ -24,18 +24,22 @@ func trainCmd() *Command {
 				if err != nil {
 					return err
 				}
+				lo, err := f.sample.loadOptions(env, 1)
+				if err != nil {
+					return err
+				}
 				if mode != train.ModeMinibatch {
 					cfg, err := f.fullConfig(env, mode, set)
 					if err != nil {
 						return err
 					}
-					return runFull(env, *f.sample.data, *f.sample.split, *f.sample.partition, *f.sample.symmetrize, cfg)
+					return runFull(env, *f.sample.data, lo, cfg)
 				}
 				cfg, err := f.minibatchConfig(env, set)
 				if err != nil {
 					return err
 				}
-				return runTrain(env, *f.sample.data, *f.sample.split, *f.sample.partition, *f.sample.symmetrize, cfg)
+				return runTrain(env, *f.sample.data, lo, cfg)
 			}
 		},
 	}
@@ -276,7 +280,7 @@ func parseInts(s string) ([]int, error) {
 	return out, nil
 }
 
-func runTrain(env *Env, path, split, partition string, symmetrize bool, cfg train.Config) error {
+func runTrain(env *Env, path string, lo train.LoadOptions, cfg train.Config) error {
 	c := env.Comm
 	// Resolved here too (Run resolves it again, to the same) to check it
 	// before loading and to report the batch size per rank.
@@ -284,7 +288,8 @@ func runTrain(env *Env, path, split, partition string, symmetrize bool, cfg trai
 	if err != nil {
 		return err
 	}
-	d, err := loadData(env, path, split, partition, symmetrize, cfg.Replication, cfg.Seed)
+	lo.Replication = cfg.Replication
+	d, err := loadData(env, path, lo)
 	if err != nil {
 		return err
 	}
@@ -308,12 +313,12 @@ func runTrain(env *Env, path, split, partition string, symmetrize bool, cfg trai
 	}
 	printBest(env, res)
 	cfgOut := map[string]any{
-		"data": path, "split": d.SplitName, "partition": partition, "model": cfg.Model, "sampler": cfg.Sampler, "bulk": cfg.Bulk, "topology": cfg.Topology, "c": cfg.C, "fanouts": cfg.Fanouts,
+		"data": path, "split": d.SplitName, "partition": lo.Partition, "model": cfg.Model, "sampler": cfg.Sampler, "bulk": cfg.Bulk, "topology": cfg.Topology, "c": cfg.C, "fanouts": cfg.Fanouts,
 		"replication": cfg.Replication, "cache": cfg.Cache, "cache_frac": cfg.CacheFrac, "feature_dtype": cfg.FeatureDType, "gpu_frac": cfg.GPUFrac,
 		"batch_size": cfg.BatchSize, "feature_norm": cfg.FeatureNorm, "feature_norm_flag": normFlag, "epochs": cfg.Epochs, "shuffle": cfg.Shuffle, "optimizer": cfg.Optimizer,
 		"lr": cfg.LR, "weight_decay": cfg.WeightDecay, "momentum": cfg.Momentum, "seed": cfg.Seed,
 		"eval_every": cfg.EvalEvery, "select": cfg.Select, "blas": env.BLASName,
-		"symmetrize": symmetrize, "reciprocity": d.Reciprocity,
+		"symmetrize": lo.Symmetrize, "reciprocity": d.Reciprocity, "feature_format": featureFormatOf(d),
 	}
 	out := map[string]any{
 		"final": true, "best_epoch": res.BestEpoch, "best_val_acc": res.BestValAcc, "test_acc": res.TestAcc,
@@ -387,17 +392,21 @@ func (b *progressBar) clear() {
 }
 
 // loadData loads the dataset for training or the fetch sweep (train.Load:
-// the rank's parts, with the replication factor; symmetrized on request)
+// the rank's parts, with lo's replication factor; symmetrized on request)
 // and reports it on rank 0, warning about a graph that looks directed and
 // about empty classes.
-func loadData(env *Env, path, split, partition string, symmetrize bool, replication int, seed uint64) (*train.Data, error) {
+func loadData(env *Env, path string, lo train.LoadOptions) (*train.Data, error) {
 	t0 := time.Now()
-	d, err := train.Load(env.Comm, path, split, partition, symmetrize, replication, seed, env.Progress)
+	d, err := train.Load(env.Comm, path, lo)
 	if err != nil {
 		return nil, err
 	}
-	env.Progress("loaded %s in %.2fs: %d vertices, %d features, %d classes; split %s with %d training vertices; %d parts (%s) × replication %d",
-		d.Name, time.Since(t0).Seconds(), d.NumNodes(), d.Feat.Cols, d.NumClasses, d.SplitName, len(d.Split.Train), d.Book.Parts, d.Book.Method, replication)
+	kind := "dense"
+	if d.FeatCSR != nil {
+		kind = fmt.Sprintf("csr, %d nonzeros on rank %d", d.FeatCSR.NNZ(), env.Comm.Rank())
+	}
+	env.Progress("loaded %s in %.2fs: %d vertices, %d features (%s), %d classes; split %s with %d training vertices; %d parts (%s) × replication %d",
+		d.Name, time.Since(t0).Seconds(), d.NumNodes(), d.NumFeatures(), kind, d.NumClasses, d.SplitName, len(d.Split.Train), d.Book.Parts, d.Book.Method, max(lo.Replication, 1))
 	warnDirection(env, path, d.Reciprocity, d.Symmetrized)
 	warnClasses(env, path, d.EmptyClasses, d.NumClasses)
 	return d, nil
