@@ -74,8 +74,10 @@ if [[ " $SYSTEMS " == *" torch "* ]] && ! "$PY" -c 'import torch, numpy' 2>/dev/
 	as_root python3-torch python3-numpy libopenblas0-pthread
 fi
 # GNU time measures each gnnmpi rank's peak RSS (ru_maxrss, as the peer
-# reports its own).
-[ -x /usr/bin/time ] || as_root time
+# reports its own); without it (and not root) the RSS column stays empty.
+if [ ! -x /usr/bin/time ]; then
+	if [ "$(id -u)" = 0 ]; then as_root time; else echo "bench/throughput.sh: no /usr/bin/time (apt-get install time): no peak RSS of gnnmpi's ranks" >&2; fi
+fi
 ./run.sh build >/dev/null
 G=./gnnmpi
 if [ "$(id -u)" = 0 ]; then
@@ -161,8 +163,11 @@ PY
 			l0=$(load1)
 			# Each rank runs under GNU time, which writes its peak RSS
 			# (KiB) to $rss.<rank>.
-			# shellcheck disable=SC2086,SC2016
-			mpirun "${margs[@]}" ${MPIRUN_ARGS:-} sh -c 'exec /usr/bin/time -f %M -o "$0.${OMPI_COMM_WORLD_RANK:-0}" "$@"' "$rss" \
+			wrap=()
+			# shellcheck disable=SC2016
+			[ -x /usr/bin/time ] && wrap=(sh -c 'exec /usr/bin/time -f %M -o "$0.${OMPI_COMM_WORLD_RANK:-0}" "$@"' "$rss")
+			# shellcheck disable=SC2086
+			mpirun "${margs[@]}" ${MPIRUN_ARGS:-} "${wrap[@]}" \
 				$G train --data "$gnn" --split "$split" --model sage --layers 2 --hidden 256 --fanouts 15,10 \
 				--global-batch-size 1024 --epochs "$EPOCHS" --eval-every "$EPOCHS" --feature-norm "$norm" \
 				--metrics "$m" $GNNMPI_FLAGS 2>&1 | tee "$LOGS/$tag.log" >&2
