@@ -8,6 +8,7 @@
 //	go run ./bench/plot fetch bench/out/fetch.csv bench/out/fetch.png
 //	go run ./bench/plot pipe bench/out/pipe.csv bench/out/pipe.png
 //	go run ./bench/plot pipe-table bench/out/pipe.csv -   (Markdown; "-" is stdout)
+//	go run ./bench/plot throughput bench/out/throughput.csv bench/out/throughput.png
 //
 // phases: per dataset, the epoch time of the slowest rank split into
 // sample, fetch, compute and grad (stacked bars) against the rank count,
@@ -21,7 +22,10 @@
 // dataset and model of bench/pipe.sh, the MiB sent per epoch by phase
 // (stacked; a cross marks the analytical total) for every mode and rank
 // count, beside the test accuracy and the median epoch time. pipe-table:
-// the same rows as the README's Markdown table.
+// the same rows as the README's Markdown table. throughput: per dataset of
+// bench/throughput.sh, the epoch time of the PyTorch peer and of gnnmpi at
+// each rank count split into phases (stacked bars, with the ratio to the
+// peer's time), beside the test accuracy after the same epochs.
 package main
 
 import (
@@ -42,7 +46,7 @@ import (
 
 func main() {
 	if len(os.Args) != 4 {
-		fmt.Fprintln(os.Stderr, "usage: plot phases|gemm|spgemm|sample|fetch|pipe|pipe-table IN.csv OUT")
+		fmt.Fprintln(os.Stderr, "usage: plot phases|gemm|spgemm|sample|fetch|pipe|pipe-table|throughput IN.csv OUT")
 		os.Exit(2)
 	}
 	rows, err := readCSV(os.Args[2])
@@ -62,6 +66,8 @@ func main() {
 			err = pipeChart(rows, os.Args[3])
 		case "pipe-table":
 			err = pipeTable(rows, os.Args[3])
+		case "throughput":
+			err = throughput(rows, os.Args[3])
 		default:
 			err = fmt.Errorf("unknown chart %q", os.Args[1])
 		}
