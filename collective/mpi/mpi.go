@@ -46,23 +46,27 @@ static int gm_rank_size(MPI_Comm c, int *rank, int *size) {
 	return MPI_Comm_size(c, size);
 }
 
-static int gm_barrier(MPI_Comm c) { return MPI_Barrier(c); }
+// The collectives are nonblocking (MPI-3): the MPI thread posts them and
+// progresses them with gm_test together with the pending point-to-point
+// requests, so that collectives on different communicators interleave.
 
-static int gm_bcast(void *b, int n, int t, int root, MPI_Comm c) {
-	return MPI_Bcast(b, n, gm_type(t), root, c);
+static int gm_ibarrier(MPI_Comm c, MPI_Request *req) { return MPI_Ibarrier(c, req); }
+
+static int gm_ibcast(void *b, int n, int t, int root, MPI_Comm c, MPI_Request *req) {
+	return MPI_Ibcast(b, n, gm_type(t), root, c, req);
 }
 
-static int gm_allreduce(void *s, void *r, int n, int t, int o, MPI_Comm c) {
+static int gm_iallreduce(void *s, void *r, int n, int t, int o, MPI_Comm c, MPI_Request *req) {
 	if (n > 0 && s == r) s = MPI_IN_PLACE;
-	return MPI_Allreduce(s, r, n, gm_type(t), gm_op(o), c);
+	return MPI_Iallreduce(s, r, n, gm_type(t), gm_op(o), c, req);
 }
 
-static int gm_allgatherv(void *s, int n, void *r, int *counts, int *displs, int t, MPI_Comm c) {
-	return MPI_Allgatherv(s, n, gm_type(t), r, counts, displs, gm_type(t), c);
+static int gm_iallgatherv(void *s, int n, void *r, int *counts, int *displs, int t, MPI_Comm c, MPI_Request *req) {
+	return MPI_Iallgatherv(s, n, gm_type(t), r, counts, displs, gm_type(t), c, req);
 }
 
-static int gm_alltoallv(void *s, int *sc, int *sd, void *r, int *rc, int *rd, int t, MPI_Comm c) {
-	return MPI_Alltoallv(s, sc, sd, gm_type(t), r, rc, rd, gm_type(t), c);
+static int gm_ialltoallv(void *s, int *sc, int *sd, void *r, int *rc, int *rd, int t, MPI_Comm c, MPI_Request *req) {
+	return MPI_Ialltoallv(s, sc, sd, gm_type(t), r, rc, rd, gm_type(t), c, req);
 }
 
 static int gm_isend(void *b, int n, int t, int dst, int tag, MPI_Comm c, MPI_Request *req) {
@@ -73,12 +77,12 @@ static int gm_irecv(void *b, int n, int t, int src, int tag, MPI_Comm c, MPI_Req
 	return MPI_Irecv(b, n, gm_type(t), src, tag, c, req);
 }
 
-// gm_test tests a request; on completion it stores the received count and
-// the status's error code.
-static int gm_test(MPI_Request *req, int t, int *flag, int *count, int *err) {
+// gm_test tests a request; when a point-to-point request (p2p) completes it
+// stores the received count and the status's error code.
+static int gm_test(MPI_Request *req, int p2p, int t, int *flag, int *count, int *err) {
 	MPI_Status st;
 	int rc = MPI_Test(req, flag, &st);
-	if (*flag) {
+	if (*flag && p2p) {
 		*err = st.MPI_ERROR;
 		if (rc == MPI_SUCCESS) MPI_Get_count(&st, gm_type(t), count);
 	}
@@ -267,14 +271,15 @@ func cCounts(what string, counts []int, p int) (cnt, displ []C.int, err error) {
 	return cnt, displ, nil
 }
 
-// Barrier blocks until every rank has entered it.
+// Barrier blocks until every rank has entered it (MPI_Ibarrier).
 func (c *Comm) Barrier() error {
-	var rc C.int
-	mpiThread.do(func() { rc = C.gm_barrier(c.c) })
-	return check("MPI_Barrier", rc)
+	_, err := c.start("MPI_Ibarrier", 0, false, nil, func(r *request) C.int {
+		return C.gm_ibarrier(c.c, &r.req)
+	})
+	return err
 }
 
-// Bcast copies buf of root to every rank.
+// Bcast copies buf of root to every rank (MPI_Ibcast).
 func (c *Comm) Bcast(buf collective.Buf, root int) error {
 	n, err := cint("Bcast", buf.Len())
 	if err != nil {
@@ -283,13 +288,14 @@ func (c *Comm) Bcast(buf collective.Buf, root int) error {
 	if root < 0 || root >= c.size {
 		return fmt.Errorf("mpi: Bcast: root %d out of range [0,%d)", root, c.size)
 	}
-	var rc C.int
-	mpiThread.do(func() { rc = C.gm_bcast(buf.Ptr(), n, C.int(buf.DType()), C.int(root), c.c) })
-	return check("MPI_Bcast", rc)
+	_, err = c.start("MPI_Ibcast", 0, false, []unsafe.Pointer{buf.Ptr()}, func(r *request) C.int {
+		return C.gm_ibcast(buf.Ptr(), n, C.int(buf.DType()), C.int(root), c.c, &r.req)
+	})
+	return err
 }
 
-// Allreduce reduces send over all ranks into recv (MPI_IN_PLACE when they
-// are the same buffer).
+// Allreduce reduces send over all ranks into recv (MPI_Iallreduce;
+// MPI_IN_PLACE when they are the same buffer).
 func (c *Comm) Allreduce(send, recv collective.Buf, op collective.Op) error {
 	if send.DType() != recv.DType() || send.Len() != recv.Len() {
 		return fmt.Errorf("mpi: Allreduce: send is %d×%s, recv is %d×%s", send.Len(), send.DType(), recv.Len(), recv.DType())
@@ -301,14 +307,13 @@ func (c *Comm) Allreduce(send, recv collective.Buf, op collective.Op) error {
 	if err != nil {
 		return err
 	}
-	var rc C.int
-	mpiThread.do(func() {
-		rc = C.gm_allreduce(send.Ptr(), recv.Ptr(), n, C.int(send.DType()), C.int(op), c.c)
+	_, err = c.start("MPI_Iallreduce", 0, false, []unsafe.Pointer{send.Ptr(), recv.Ptr()}, func(r *request) C.int {
+		return C.gm_iallreduce(send.Ptr(), recv.Ptr(), n, C.int(send.DType()), C.int(op), c.c, &r.req)
 	})
-	return check("MPI_Allreduce", rc)
+	return err
 }
 
-// Allgatherv concatenates every rank's send into recv.
+// Allgatherv concatenates every rank's send into recv (MPI_Iallgatherv).
 func (c *Comm) Allgatherv(send, recv collective.Buf, counts []int) error {
 	cnt, displ, err := cCounts("Allgatherv", counts, c.size)
 	if err != nil {
@@ -322,14 +327,14 @@ func (c *Comm) Allgatherv(send, recv collective.Buf, counts []int) error {
 		return fmt.Errorf("mpi: Allgatherv on rank %d: send %d×%s, recv %d×%s, want %d and %d elements of one type",
 			c.rank, send.Len(), send.DType(), recv.Len(), recv.DType(), counts[c.rank], total)
 	}
-	var rc C.int
-	mpiThread.do(func() {
-		rc = C.gm_allgatherv(send.Ptr(), cnt[c.rank], recv.Ptr(), &cnt[0], &displ[0], C.int(send.DType()), c.c)
+	pins := []unsafe.Pointer{send.Ptr(), recv.Ptr(), unsafe.Pointer(&cnt[0]), unsafe.Pointer(&displ[0])}
+	_, err = c.start("MPI_Iallgatherv", 0, false, pins, func(r *request) C.int {
+		return C.gm_iallgatherv(send.Ptr(), cnt[c.rank], recv.Ptr(), &cnt[0], &displ[0], C.int(send.DType()), c.c, &r.req)
 	})
-	return check("MPI_Allgatherv", rc)
+	return err
 }
 
-// Alltoallv exchanges packed per-rank parts.
+// Alltoallv exchanges packed per-rank parts (MPI_Ialltoallv).
 func (c *Comm) Alltoallv(send collective.Buf, sendCounts []int, recv collective.Buf, recvCounts []int) error {
 	sc, sd, err := cCounts("Alltoallv send", sendCounts, c.size)
 	if err != nil {
@@ -348,17 +353,20 @@ func (c *Comm) Alltoallv(send collective.Buf, sendCounts []int, recv collective.
 		return fmt.Errorf("mpi: Alltoallv on rank %d: send %d×%s, recv %d×%s, want %d and %d elements of one type",
 			c.rank, send.Len(), send.DType(), recv.Len(), recv.DType(), ns, nr)
 	}
-	var rc C.int
-	mpiThread.do(func() {
-		rc = C.gm_alltoallv(send.Ptr(), &sc[0], &sd[0], recv.Ptr(), &rcn[0], &rd[0], C.int(send.DType()), c.c)
+	pins := []unsafe.Pointer{send.Ptr(), recv.Ptr(), unsafe.Pointer(&sc[0]), unsafe.Pointer(&sd[0]),
+		unsafe.Pointer(&rcn[0]), unsafe.Pointer(&rd[0])}
+	_, err = c.start("MPI_Ialltoallv", 0, false, pins, func(r *request) C.int {
+		return C.gm_ialltoallv(send.Ptr(), &sc[0], &sd[0], recv.Ptr(), &rcn[0], &rd[0], C.int(send.DType()), c.c, &r.req)
 	})
-	return check("MPI_Alltoallv", rc)
+	return err
 }
 
-// request is a pending nonblocking point-to-point operation.
+// request is a pending nonblocking operation: a collective, or a point-to-
+// point send or receive (p2p) of elements of type t.
 type request struct {
 	what  string
 	req   C.MPI_Request
+	p2p   bool
 	t     collective.DType
 	pin   runtime.Pinner
 	done  chan struct{}
@@ -368,7 +376,11 @@ type request struct {
 
 func (r *request) test() bool {
 	var flag, count, serr C.int
-	rc := C.gm_test(&r.req, C.int(r.t), &flag, &count, &serr)
+	p2p := C.int(0)
+	if r.p2p {
+		p2p = 1
+	}
+	rc := C.gm_test(&r.req, p2p, C.int(r.t), &flag, &count, &serr)
 	if rc != 0 && flag == 0 {
 		// MPI_Test itself failed before completing: report and retire.
 		r.err = check(r.what, rc)
@@ -394,6 +406,33 @@ func (r *request) finish() {
 	close(r.done)
 }
 
+// start posts a nonblocking operation on the MPI thread, which progresses
+// it with every other pending one, and waits for it to complete. The memory
+// at pins (buffers, and the count arrays of vector collectives, which MPI
+// reads until completion) stays pinned until then. It returns the received
+// count of a point-to-point receive.
+func (c *Comm) start(what string, t collective.DType, p2p bool, pins []unsafe.Pointer, post func(r *request) C.int) (int, error) {
+	r := &request{what: what, p2p: p2p, t: t, done: make(chan struct{})}
+	for _, p := range pins {
+		if p != nil {
+			r.pin.Pin(p)
+		}
+	}
+	var rc C.int
+	mpiThread.do(func() {
+		rc = post(r)
+		if rc == 0 {
+			mpiThread.post(r)
+		}
+	})
+	if err := check(what, rc); err != nil {
+		r.pin.Unpin()
+		return 0, err
+	}
+	<-r.done
+	return r.count, r.err
+}
+
 func (c *Comm) p2p(what string, buf collective.Buf, peer, tag int, post func(r *request, n C.int) C.int) (int, error) {
 	if peer < 0 || peer >= c.size {
 		return 0, fmt.Errorf("mpi: %s: rank %d out of range [0,%d)", what, peer, c.size)
@@ -405,23 +444,7 @@ func (c *Comm) p2p(what string, buf collective.Buf, peer, tag int, post func(r *
 	if err != nil {
 		return 0, err
 	}
-	r := &request{what: what, t: buf.DType(), done: make(chan struct{})}
-	if p := buf.Ptr(); p != nil {
-		r.pin.Pin(p)
-	}
-	var rc C.int
-	mpiThread.do(func() {
-		rc = post(r, n)
-		if rc == 0 {
-			mpiThread.post(r)
-		}
-	})
-	if err := check(what, rc); err != nil {
-		r.pin.Unpin()
-		return 0, err
-	}
-	<-r.done
-	return r.count, r.err
+	return c.start(what, buf.DType(), true, []unsafe.Pointer{buf.Ptr()}, func(r *request) C.int { return post(r, n) })
 }
 
 // Send sends buf to dst and returns when the buffer may be reused.
@@ -452,7 +475,8 @@ func (c *Comm) wrap(nc C.MPI_Comm) (*Comm, error) {
 	return out, nil
 }
 
-// Split partitions c by color (MPI_Comm_split); Undefined gives nil.
+// Split partitions c by color (MPI_Comm_split); Undefined gives nil. It is
+// blocking on the MPI thread (see the package documentation).
 func (c *Comm) Split(color, key int) (collective.Comm, error) {
 	if color < 0 && color != collective.Undefined {
 		return nil, fmt.Errorf("mpi: Split: negative color %d", color)
