@@ -704,7 +704,7 @@ func concurrentComms(c collective.Comm) error {
 	for q := range p {
 		sc[q], rc[q] = 1000+a2aCount(r, q), 1000+a2aCount(q, r) // past the eager limit of shared memory
 	}
-	reduced := make(chan struct{}, rounds) // c's goroutine → d's: round i's Allreduce is done
+	reduced := make(chan struct{}, rounds)  // c's goroutine → d's: round i's Allreduce is done
 	entering := make(chan struct{}, rounds) // d's goroutine → c's: about to enter round i's Alltoallv
 	var dk checker
 	var dErr error
