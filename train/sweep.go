@@ -143,7 +143,7 @@ func (t *trainer) sweepPoint(pt *SweepPoint, feat *dense.Matrix, score []float64
 	before := collective.SnapshotOf(c)
 	var cnt alltoall.Counts
 	t0 = time.Now()
-	restore := collective.SetPhase(c, PhaseFetch)
+	restore := collective.SetPhase(t.lc, PhaseFetch) // the store's group is split from t.lc
 	for _, ids := range inputs {
 		var got alltoall.Counts
 		if xbuf, got, err = t.store.FetchTo(xbuf, ids); err != nil {
