@@ -7,17 +7,18 @@ package mpi
 #include <mpi.h>
 #include <stdlib.h>
 
-static int gm_init(int *provided, int *already) {
+static int gm_init(int required, int *provided, int *already) {
 	MPI_Initialized(already);
 	if (*already) {
 		return MPI_Query_thread(provided);
 	}
-	int rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, provided);
+	int rc = MPI_Init_thread(NULL, NULL, required, provided);
 	if (rc != MPI_SUCCESS) return rc;
 	return MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
 }
 
 static int gm_funneled(void) { return MPI_THREAD_FUNNELED; }
+static int gm_multiple(void) { return MPI_THREAD_MULTIPLE; }
 static MPI_Comm gm_world(void) { return MPI_COMM_WORLD; }
 static MPI_Comm gm_null(void) { return MPI_COMM_NULL; }
 
@@ -46,9 +47,41 @@ static int gm_rank_size(MPI_Comm c, int *rank, int *size) {
 	return MPI_Comm_size(c, size);
 }
 
-// The collectives are nonblocking (MPI-3): the MPI thread posts them and
-// progresses them with gm_test together with the pending point-to-point
-// requests, so that collectives on different communicators interleave.
+// Blocking calls, made by the calling thread under MPI_THREAD_MULTIPLE.
+
+static int gm_barrier(MPI_Comm c) { return MPI_Barrier(c); }
+
+static int gm_bcast(void *b, int n, int t, int root, MPI_Comm c) {
+	return MPI_Bcast(b, n, gm_type(t), root, c);
+}
+
+static int gm_allreduce(void *s, void *r, int n, int t, int o, MPI_Comm c) {
+	if (n > 0 && s == r) s = MPI_IN_PLACE;
+	return MPI_Allreduce(s, r, n, gm_type(t), gm_op(o), c);
+}
+
+static int gm_allgatherv(void *s, int n, void *r, int *counts, int *displs, int t, MPI_Comm c) {
+	return MPI_Allgatherv(s, n, gm_type(t), r, counts, displs, gm_type(t), c);
+}
+
+static int gm_alltoallv(void *s, int *sc, int *sd, void *r, int *rc, int *rd, int t, MPI_Comm c) {
+	return MPI_Alltoallv(s, sc, sd, gm_type(t), r, rc, rd, gm_type(t), c);
+}
+
+static int gm_send(void *b, int n, int t, int dst, int tag, MPI_Comm c) {
+	return MPI_Send(b, n, gm_type(t), dst, tag, c);
+}
+
+static int gm_recv(void *b, int n, int t, int src, int tag, MPI_Comm c, int *count) {
+	MPI_Status st;
+	int rc = MPI_Recv(b, n, gm_type(t), src, tag, c, &st);
+	if (rc == MPI_SUCCESS) MPI_Get_count(&st, gm_type(t), count);
+	return rc;
+}
+
+// Nonblocking calls (MPI-3), posted and progressed by the MPI thread under
+// MPI_THREAD_FUNNELED: gm_test progresses every pending request, so that
+// collectives on different communicators interleave.
 
 static int gm_ibarrier(MPI_Comm c, MPI_Request *req) { return MPI_Ibarrier(c, req); }
 
@@ -134,10 +167,26 @@ var (
 	finished bool
 )
 
-// Init initialises MPI with MPI_THREAD_FUNNELED on a dedicated thread and
-// returns the world communicator. Calling it again returns the same
-// communicator.
-func Init() (*Comm, error) {
+// threading is the mode in use, set by InitThreading.
+var threading Threading
+
+// InUse returns the threading mode of the running MPI (0 before Init).
+func InUse() Threading {
+	initMu.Lock()
+	defer initMu.Unlock()
+	return threading
+}
+
+// Init is InitThreading(Multiple).
+func Init() (*Comm, error) { return InitThreading(Multiple) }
+
+// InitThreading initialises MPI on a dedicated thread (MPI_Init_thread)
+// asking for the thread level of want, and returns the world communicator.
+// When want is Multiple and the library grants less than
+// MPI_THREAD_MULTIPLE, it falls back to Funneled (InUse tells); a library
+// that grants less than MPI_THREAD_FUNNELED is an error. Calling it again
+// returns the same communicator.
+func InitThreading(want Threading) (*Comm, error) {
 	initMu.Lock()
 	defer initMu.Unlock()
 	if world != nil {
@@ -146,14 +195,27 @@ func Init() (*Comm, error) {
 	if finished {
 		return nil, errors.New("mpi: Init after Finalize")
 	}
+	required := C.gm_funneled()
+	switch want {
+	case Multiple:
+		required = C.gm_multiple()
+	case Funneled:
+	default:
+		return nil, fmt.Errorf("mpi: invalid threading %v", want)
+	}
 	var rc, provided, already C.int
 	mpiThread = startExecutor(func() {
-		rc = C.gm_init(&provided, &already)
+		rc = C.gm_init(required, &provided, &already)
 	})
 	if err := check("MPI_Init_thread", rc); err != nil {
 		return nil, err
 	}
-	if provided < C.gm_funneled() {
+	switch {
+	case provided >= C.gm_multiple() && want == Multiple:
+		threading = Multiple
+	case provided >= C.gm_funneled():
+		threading = Funneled
+	default:
 		return nil, fmt.Errorf("mpi: MPI_Init_thread provided thread level %d, need MPI_THREAD_FUNNELED (%d)", provided, C.gm_funneled())
 	}
 	var w *Comm
@@ -170,6 +232,16 @@ func Init() (*Comm, error) {
 	return world, nil
 }
 
+// onMPI runs f where MPI calls are made: on the calling thread under
+// Multiple, on the MPI thread (waiting for it) under Funneled.
+func onMPI(f func()) {
+	if threading == Multiple {
+		f()
+		return
+	}
+	mpiThread.do(f)
+}
+
 // Finalize shuts MPI down (MPI_Finalize) and stops the MPI thread. Every rank
 // must call it once, after its last call.
 func Finalize() error {
@@ -179,14 +251,14 @@ func Finalize() error {
 		return nil
 	}
 	mpiThread.stop(gompi.Stop)
-	world, finished = nil, true
+	world, finished, threading = nil, true, 0
 	return nil
 }
 
 // Wtime returns MPI_Wtime, seconds since an arbitrary time in the past.
 func Wtime() float64 {
 	var t float64
-	mpiThread.do(func() { t = gompi.WorldTime() })
+	onMPI(func() { t = gompi.WorldTime() })
 	return t
 }
 
@@ -225,11 +297,16 @@ func (c *Comm) Rank() int { return c.rank }
 // Size returns the number of processes in c.
 func (c *Comm) Size() int { return c.size }
 
-// Abort ends every process of the job (MPI_Abort on MPI_COMM_WORLD). It is
-// run on the MPI thread when that thread is free within a second, and from
-// the calling thread otherwise (the MPI thread may be blocked in a collective
-// that will never complete).
+// Abort ends every process of the job (MPI_Abort on MPI_COMM_WORLD). Under
+// Multiple it is called from the calling thread; under Funneled it is run on
+// the MPI thread when that thread is free within a second, and from the
+// calling thread otherwise (the MPI thread may be blocked in a Split that
+// will never complete).
 func (c *Comm) Abort(code int) {
+	if threading == Multiple {
+		C.gm_abort(C.int(code))
+		panic(fmt.Sprintf("mpi: MPI_Abort(%d) returned", code))
+	}
 	done := make(chan struct{})
 	go func() {
 		mpiThread.do(func() { C.gm_abort(C.int(code)) })
@@ -271,15 +348,27 @@ func cCounts(what string, counts []int, p int) (cnt, displ []C.int, err error) {
 	return cnt, displ, nil
 }
 
-// Barrier blocks until every rank has entered it (MPI_Ibarrier).
+// Barrier blocks until every rank has entered it (MPI_Barrier; MPI_Ibarrier
+// under Funneled).
 func (c *Comm) Barrier() error {
-	_, err := c.start("MPI_Ibarrier", 0, false, nil, func(r *request) C.int {
-		return C.gm_ibarrier(c.c, &r.req)
-	})
+	return c.collective("MPI_Barrier", "MPI_Ibarrier", nil,
+		func() C.int { return C.gm_barrier(c.c) },
+		func(r *request) C.int { return C.gm_ibarrier(c.c, &r.req) })
+}
+
+// collective makes one collective call: blocking on the calling thread
+// under Multiple, or posted to the MPI thread as a nonblocking request (its
+// memory at pins pinned until it completes) under Funneled.
+func (c *Comm) collective(what, iwhat string, pins []unsafe.Pointer, blocking func() C.int, post func(r *request) C.int) error {
+	if threading == Multiple {
+		return check(what, blocking())
+	}
+	_, err := c.start(iwhat, 0, false, pins, post)
 	return err
 }
 
-// Bcast copies buf of root to every rank (MPI_Ibcast).
+// Bcast copies buf of root to every rank (MPI_Bcast; MPI_Ibcast under
+// Funneled).
 func (c *Comm) Bcast(buf collective.Buf, root int) error {
 	n, err := cint("Bcast", buf.Len())
 	if err != nil {
@@ -288,14 +377,16 @@ func (c *Comm) Bcast(buf collective.Buf, root int) error {
 	if root < 0 || root >= c.size {
 		return fmt.Errorf("mpi: Bcast: root %d out of range [0,%d)", root, c.size)
 	}
-	_, err = c.start("MPI_Ibcast", 0, false, []unsafe.Pointer{buf.Ptr()}, func(r *request) C.int {
-		return C.gm_ibcast(buf.Ptr(), n, C.int(buf.DType()), C.int(root), c.c, &r.req)
-	})
-	return err
+	return c.collective("MPI_Bcast", "MPI_Ibcast", []unsafe.Pointer{buf.Ptr()},
+		func() C.int { return C.gm_bcast(buf.Ptr(), n, C.int(buf.DType()), C.int(root), c.c) },
+		func(r *request) C.int {
+			return C.gm_ibcast(buf.Ptr(), n, C.int(buf.DType()), C.int(root), c.c, &r.req)
+		})
 }
 
-// Allreduce reduces send over all ranks into recv (MPI_Iallreduce;
-// MPI_IN_PLACE when they are the same buffer).
+// Allreduce reduces send over all ranks into recv (MPI_Allreduce;
+// MPI_Iallreduce under Funneled; MPI_IN_PLACE when they are the same
+// buffer).
 func (c *Comm) Allreduce(send, recv collective.Buf, op collective.Op) error {
 	if send.DType() != recv.DType() || send.Len() != recv.Len() {
 		return fmt.Errorf("mpi: Allreduce: send is %d×%s, recv is %d×%s", send.Len(), send.DType(), recv.Len(), recv.DType())
@@ -307,13 +398,17 @@ func (c *Comm) Allreduce(send, recv collective.Buf, op collective.Op) error {
 	if err != nil {
 		return err
 	}
-	_, err = c.start("MPI_Iallreduce", 0, false, []unsafe.Pointer{send.Ptr(), recv.Ptr()}, func(r *request) C.int {
-		return C.gm_iallreduce(send.Ptr(), recv.Ptr(), n, C.int(send.DType()), C.int(op), c.c, &r.req)
-	})
-	return err
+	return c.collective("MPI_Allreduce", "MPI_Iallreduce", []unsafe.Pointer{send.Ptr(), recv.Ptr()},
+		func() C.int {
+			return C.gm_allreduce(send.Ptr(), recv.Ptr(), n, C.int(send.DType()), C.int(op), c.c)
+		},
+		func(r *request) C.int {
+			return C.gm_iallreduce(send.Ptr(), recv.Ptr(), n, C.int(send.DType()), C.int(op), c.c, &r.req)
+		})
 }
 
-// Allgatherv concatenates every rank's send into recv (MPI_Iallgatherv).
+// Allgatherv concatenates every rank's send into recv (MPI_Allgatherv;
+// MPI_Iallgatherv under Funneled).
 func (c *Comm) Allgatherv(send, recv collective.Buf, counts []int) error {
 	cnt, displ, err := cCounts("Allgatherv", counts, c.size)
 	if err != nil {
@@ -328,13 +423,17 @@ func (c *Comm) Allgatherv(send, recv collective.Buf, counts []int) error {
 			c.rank, send.Len(), send.DType(), recv.Len(), recv.DType(), counts[c.rank], total)
 	}
 	pins := []unsafe.Pointer{send.Ptr(), recv.Ptr(), unsafe.Pointer(&cnt[0]), unsafe.Pointer(&displ[0])}
-	_, err = c.start("MPI_Iallgatherv", 0, false, pins, func(r *request) C.int {
-		return C.gm_iallgatherv(send.Ptr(), cnt[c.rank], recv.Ptr(), &cnt[0], &displ[0], C.int(send.DType()), c.c, &r.req)
-	})
-	return err
+	return c.collective("MPI_Allgatherv", "MPI_Iallgatherv", pins,
+		func() C.int {
+			return C.gm_allgatherv(send.Ptr(), cnt[c.rank], recv.Ptr(), &cnt[0], &displ[0], C.int(send.DType()), c.c)
+		},
+		func(r *request) C.int {
+			return C.gm_iallgatherv(send.Ptr(), cnt[c.rank], recv.Ptr(), &cnt[0], &displ[0], C.int(send.DType()), c.c, &r.req)
+		})
 }
 
-// Alltoallv exchanges packed per-rank parts (MPI_Ialltoallv).
+// Alltoallv exchanges packed per-rank parts (MPI_Alltoallv; MPI_Ialltoallv
+// under Funneled).
 func (c *Comm) Alltoallv(send collective.Buf, sendCounts []int, recv collective.Buf, recvCounts []int) error {
 	sc, sd, err := cCounts("Alltoallv send", sendCounts, c.size)
 	if err != nil {
@@ -355,10 +454,13 @@ func (c *Comm) Alltoallv(send collective.Buf, sendCounts []int, recv collective.
 	}
 	pins := []unsafe.Pointer{send.Ptr(), recv.Ptr(), unsafe.Pointer(&sc[0]), unsafe.Pointer(&sd[0]),
 		unsafe.Pointer(&rcn[0]), unsafe.Pointer(&rd[0])}
-	_, err = c.start("MPI_Ialltoallv", 0, false, pins, func(r *request) C.int {
-		return C.gm_ialltoallv(send.Ptr(), &sc[0], &sd[0], recv.Ptr(), &rcn[0], &rd[0], C.int(send.DType()), c.c, &r.req)
-	})
-	return err
+	return c.collective("MPI_Alltoallv", "MPI_Ialltoallv", pins,
+		func() C.int {
+			return C.gm_alltoallv(send.Ptr(), &sc[0], &sd[0], recv.Ptr(), &rcn[0], &rd[0], C.int(send.DType()), c.c)
+		},
+		func(r *request) C.int {
+			return C.gm_ialltoallv(send.Ptr(), &sc[0], &sd[0], recv.Ptr(), &rcn[0], &rd[0], C.int(send.DType()), c.c, &r.req)
+		})
 }
 
 // request is a pending nonblocking operation: a collective, or a point-to-
@@ -433,7 +535,10 @@ func (c *Comm) start(what string, t collective.DType, p2p bool, pins []unsafe.Po
 	return r.count, r.err
 }
 
-func (c *Comm) p2p(what string, buf collective.Buf, peer, tag int, post func(r *request, n C.int) C.int) (int, error) {
+// p2p makes a point-to-point call: blocking on the calling thread under
+// Multiple, or posted to the MPI thread under Funneled. It returns the
+// received count of a receive.
+func (c *Comm) p2p(what, iwhat string, buf collective.Buf, peer, tag int, blocking func(n C.int, count *C.int) C.int, post func(r *request, n C.int) C.int) (int, error) {
 	if peer < 0 || peer >= c.size {
 		return 0, fmt.Errorf("mpi: %s: rank %d out of range [0,%d)", what, peer, c.size)
 	}
@@ -444,22 +549,37 @@ func (c *Comm) p2p(what string, buf collective.Buf, peer, tag int, post func(r *
 	if err != nil {
 		return 0, err
 	}
-	return c.start(what, buf.DType(), true, []unsafe.Pointer{buf.Ptr()}, func(r *request) C.int { return post(r, n) })
+	if threading == Multiple {
+		var count C.int
+		if err := check(what, blocking(n, &count)); err != nil {
+			return 0, err
+		}
+		return int(count), nil
+	}
+	return c.start(iwhat, buf.DType(), true, []unsafe.Pointer{buf.Ptr()}, func(r *request) C.int { return post(r, n) })
 }
 
 // Send sends buf to dst and returns when the buffer may be reused.
 func (c *Comm) Send(buf collective.Buf, dst, tag int) error {
-	_, err := c.p2p("MPI_Isend", buf, dst, tag, func(r *request, n C.int) C.int {
-		return C.gm_isend(buf.Ptr(), n, C.int(buf.DType()), C.int(dst), C.int(tag), c.c, &r.req)
-	})
+	_, err := c.p2p("MPI_Send", "MPI_Isend", buf, dst, tag,
+		func(n C.int, _ *C.int) C.int {
+			return C.gm_send(buf.Ptr(), n, C.int(buf.DType()), C.int(dst), C.int(tag), c.c)
+		},
+		func(r *request, n C.int) C.int {
+			return C.gm_isend(buf.Ptr(), n, C.int(buf.DType()), C.int(dst), C.int(tag), c.c, &r.req)
+		})
 	return err
 }
 
 // Recv receives a message from src with tag into buf and returns its length.
 func (c *Comm) Recv(buf collective.Buf, src, tag int) (int, error) {
-	return c.p2p("MPI_Irecv", buf, src, tag, func(r *request, n C.int) C.int {
-		return C.gm_irecv(buf.Ptr(), n, C.int(buf.DType()), C.int(src), C.int(tag), c.c, &r.req)
-	})
+	return c.p2p("MPI_Recv", "MPI_Irecv", buf, src, tag,
+		func(n C.int, count *C.int) C.int {
+			return C.gm_recv(buf.Ptr(), n, C.int(buf.DType()), C.int(src), C.int(tag), c.c, count)
+		},
+		func(r *request, n C.int) C.int {
+			return C.gm_irecv(buf.Ptr(), n, C.int(buf.DType()), C.int(src), C.int(tag), c.c, &r.req)
+		})
 }
 
 func (c *Comm) wrap(nc C.MPI_Comm) (*Comm, error) {
@@ -475,15 +595,15 @@ func (c *Comm) wrap(nc C.MPI_Comm) (*Comm, error) {
 	return out, nil
 }
 
-// Split partitions c by color (MPI_Comm_split); Undefined gives nil. It is
-// blocking on the MPI thread (see the package documentation).
+// Split partitions c by color (MPI_Comm_split); Undefined gives nil. Under
+// Funneled it blocks the MPI thread (see the package documentation).
 func (c *Comm) Split(color, key int) (collective.Comm, error) {
 	if color < 0 && color != collective.Undefined {
 		return nil, fmt.Errorf("mpi: Split: negative color %d", color)
 	}
 	var out *Comm
 	var err error
-	mpiThread.do(func() {
+	onMPI(func() {
 		var nc C.MPI_Comm
 		if err = check("MPI_Comm_split", C.gm_split(c.c, C.int(color), C.int(key), &nc)); err == nil {
 			out, err = c.wrap(nc)
@@ -500,7 +620,7 @@ func (c *Comm) Split(color, key int) (collective.Comm, error) {
 func (c *Comm) SplitNode() (collective.Comm, error) {
 	var out *Comm
 	var err error
-	mpiThread.do(func() {
+	onMPI(func() {
 		var nc C.MPI_Comm
 		if err = check("MPI_Comm_split_type", C.gm_split_node(c.c, C.int(c.rank), &nc)); err == nil {
 			out, err = c.wrap(nc)
@@ -519,6 +639,6 @@ func (c *Comm) Free() error {
 		return nil
 	}
 	var rc C.int
-	mpiThread.do(func() { rc = C.gm_free(&c.c) })
+	onMPI(func() { rc = C.gm_free(&c.c) })
 	return check("MPI_Comm_free", rc)
 }

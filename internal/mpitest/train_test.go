@@ -88,19 +88,24 @@ func TestTrainMPIMatchesInproc(t *testing.T) {
 
 // Under mpirun the overlapped pipeline (a loader goroutine sampling and
 // fetching on its own communicator while the compute goroutine sums
-// gradients, both through the MPI thread's nonblocking collectives) gives
-// exactly the losses and byte counts of --overlap=false, and follows the
+// gradients: blocking calls on two threads under MPI_THREAD_MULTIPLE, or
+// the MPI thread's nonblocking collectives under FUNNELED) gives exactly
+// the losses and byte counts of --overlap=false, and follows the
 // in-process backend's curve; every epoch reports wait_s.
 func TestTrainOverlapMPI(t *testing.T) {
 	skipUnlessMPI(t)
 	const np = 2
-	for _, extra := range [][]string{
-		{},
-		{"--topology", "1.5d", "--cache", "degree", "--cache-frac", "0.2", "--bulk", "2"},
+	for _, run := range []struct {
+		thread string
+		extra  []string
+	}{
+		{"multiple", nil},
+		{"multiple", []string{"--topology", "1.5d", "--cache", "degree", "--cache-frac", "0.2", "--bulk", "2"}},
+		{"funneled", []string{"--topology", "1.5d", "--bulk", "2"}},
 	} {
-		t.Run(fmt.Sprint(extra), func(t *testing.T) {
+		t.Run(run.thread+fmt.Sprint(run.extra), func(t *testing.T) {
 			dir := t.TempDir()
-			args := append([]string{"train", "--data", "data/cora", "--epochs", "4", "--seed", "4"}, extra...)
+			args := append([]string{"--mpi-thread", run.thread, "train", "--data", "data/cora", "--epochs", "4", "--seed", "4"}, run.extra...)
 			run := func(name string, overlap bool) ([]epochLine, map[string]any) {
 				m := filepath.Join(dir, name+".jsonl")
 				r := mpirun(t, 3*time.Minute, np, bin, append(args, "--overlap="+fmt.Sprint(overlap), "--metrics", m)...)
@@ -115,7 +120,7 @@ func TestTrainOverlapMPI(t *testing.T) {
 			require.Equal(t, true, fon["config"].(map[string]any)["overlap"])
 
 			m := filepath.Join(dir, "inproc.jsonl")
-			l := local(t, append([]string{"--ranks", fmt.Sprint(np)}, append(args, "--metrics", m)...)...)
+			l := local(t, append([]string{"--ranks", fmt.Sprint(np)}, append(args[2:], "--metrics", m)...)...)
 			require.Equal(t, 0, l.code, "stderr:\n%s", l.stderr)
 			in, fin := readMetrics(t, m)
 			for i := range on {
