@@ -45,6 +45,7 @@ type globalFlags struct {
 	commTimeout time.Duration
 	blas        string
 	cpuprofile  string
+	mpiThread   string
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -58,6 +59,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	setBLAS := func(env *cli.Env) { env.BLAS, env.BLASName = impl, blasName }
+	if _, err := mpi.ParseThreading(g.mpiThread); err != nil {
+		fmt.Fprintf(stderr, "gnnmpi: --mpi-thread: %v\n", err)
+		return 2
+	}
 	if g.cpuprofile != "" {
 		stop, err := startCPUProfile(g.cpuprofile)
 		if err != nil {
@@ -115,6 +120,7 @@ func parseArgs(args []string, stdout, stderr io.Writer) (cmd *cli.Command, runCm
 	fs.DurationVar(&g.commTimeout, "comm-timeout", 10*time.Minute, "in-process ranks: fail a call blocked longer than this (deadlock)")
 	fs.StringVar(&g.blas, "blas", "openblas", "dense products: openblas (gonum's netlib binding) or gonum (pure Go)")
 	fs.StringVar(&g.cpuprofile, "cpuprofile", "", "write a CPU profile of this process to FILE (under MPI: FILE.RANK)")
+	fs.StringVar(&g.mpiThread, "mpi-thread", "multiple", "under MPI: multiple (MPI_THREAD_MULTIPLE, blocking calls from any thread; funneled if not granted) or funneled (one MPI thread, nonblocking collectives)")
 	fs.Usage = func() { cli.Help(stderr) }
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -173,7 +179,8 @@ func startCPUProfile(path string) (stop func(), err error) {
 // runMPI runs the command on this MPI rank. Any error or panic after MPI
 // starts ends the whole job through MPI_Abort, so no rank is left waiting.
 func runMPI(name string, runCmd func(*cli.Env) error, setBLAS func(*cli.Env), g globalFlags, metrics io.Writer, stdout, stderr io.Writer) (code int) {
-	world, err := mpi.Init()
+	th, _ := mpi.ParseThreading(g.mpiThread) // checked by run
+	world, err := mpi.InitThreading(th)
 	if err != nil {
 		fmt.Fprintf(stderr, "gnnmpi: %v\n", err)
 		return 1

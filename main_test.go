@@ -199,3 +199,45 @@ func TestGenMatrixMarket(t *testing.T) {
 	require.EqualValues(t, 256, out["n"])
 	require.Greater(t, out["nnz_c"].(float64), out["nnz_a"].(float64))
 }
+
+// --overlap (default on) and --overlap=false train the same curve on 2
+// in-process ranks; every epoch record has wait_s, and the final config
+// says which ran. --overlap is a minibatch flag, and --mpi-thread takes
+// multiple or funneled.
+func TestTrainOverlapFlag(t *testing.T) {
+	run := func(overlap string) (losses []float64, waits []float64, cfg map[string]any) {
+		m := filepath.Join(t.TempDir(), "m.jsonl")
+		_, se, code := gnnmpi(t, "--ranks", "2", "--metrics", m, "train", "--data", "data/cora",
+			"--epochs", "2", "--eval-every", "0", "--hidden", "8", "--overlap="+overlap)
+		require.Equal(t, 0, code, se)
+		raw, err := os.ReadFile(m)
+		require.NoError(t, err)
+		lines := bytes.Split(bytes.TrimSpace(raw), []byte("\n"))
+		require.Len(t, lines, 3)
+		for _, l := range lines[:2] {
+			var ep map[string]any
+			require.NoError(t, json.Unmarshal(l, &ep))
+			losses = append(losses, ep["loss"].(float64))
+			waits = append(waits, ep["wait_s"].(float64))
+			require.Equal(t, ep["wait_s"], ep["phase_s"].(map[string]any)["wait"])
+		}
+		var fin map[string]any
+		require.NoError(t, json.Unmarshal(lines[2], &fin))
+		return losses, waits, fin["config"].(map[string]any)
+	}
+	on, waitOn, cfgOn := run("true")
+	off, waitOff, cfgOff := run("false")
+	require.Equal(t, off, on)
+	require.Equal(t, true, cfgOn["overlap"])
+	require.Equal(t, false, cfgOff["overlap"])
+	for i := range waitOff {
+		require.Positive(t, waitOff[i], "without overlap the compute waits for every minibatch")
+		require.GreaterOrEqual(t, waitOn[i], 0.0)
+	}
+	_, se, code := gnnmpi(t, "train", "--mode", "graph", "--overlap=false")
+	require.NotEqual(t, 0, code)
+	require.Contains(t, se, "--overlap applies to minibatch training")
+	_, se, code = gnnmpi(t, "--mpi-thread", "serialized", "info")
+	require.Equal(t, 2, code)
+	require.Contains(t, se, `unknown threading "serialized"`)
+}

@@ -253,16 +253,35 @@ func StatsOf(c Comm) *Stats {
 	return nil
 }
 
-// SetPhase makes phase the current phase of c's Stats and returns a function
-// restoring the previous one, for use as `defer collective.SetPhase(c, "fetch")()`.
+// SetPhase makes phase the current phase of c's traffic and returns a
+// function restoring the previous one, for use as
+// `defer collective.SetPhase(c, "fetch")()`. The phase belongs to c's lane:
+// the Stats' own, shared by every communicator split from a WithStats one,
+// or that of a duplicate made by Dup and of the communicators split from it.
 // It does nothing when c does not count.
 func SetPhase(c Comm, phase string) (restore func()) {
+	if k, ok := c.(*counted); ok {
+		prev := k.setPhase(phase)
+		return func() { k.setPhase(prev) }
+	}
 	s := StatsOf(c)
 	if s == nil {
 		return func() {}
 	}
 	prev := s.SetPhase(phase)
 	return func() { s.SetPhase(prev) }
+}
+
+// PhaseOf returns the current phase of c's traffic (see SetPhase), or ""
+// when c does not count.
+func PhaseOf(c Comm) string {
+	if k, ok := c.(*counted); ok {
+		return k.phase()
+	}
+	if s := StatsOf(c); s != nil {
+		return s.Phase()
+	}
+	return ""
 }
 
 // Abort ends the job through c when it supports it and reports whether it

@@ -2,10 +2,12 @@ package collective
 
 import "time"
 
-// counted decorates a Comm with byte accounting.
+// counted decorates a Comm with byte accounting under the current phase of
+// its lane l (the Stats' own lane unless made by Dup).
 type counted struct {
 	c Comm
 	s *Stats
+	l *lane
 }
 
 // WithStats returns c with every call counted in s (a new Stats if s is
@@ -16,7 +18,7 @@ func WithStats(c Comm, s *Stats) Comm {
 	if s == nil {
 		s = NewStats()
 	}
-	return &counted{c: c, s: s}
+	return &counted{c: c, s: s, l: &s.root}
 }
 
 var (
@@ -27,6 +29,13 @@ var (
 )
 
 func (k *counted) Stats() *Stats { return k.s }
+
+// setPhase makes p the current phase of k's lane and returns the previous
+// one.
+func (k *counted) setPhase(p string) string { return k.s.setPhase(k.l, p) }
+
+// phase returns the current phase of k's lane.
+func (k *counted) phase() string { return k.s.phaseOf(k.l) }
 func (k *counted) Rank() int     { return k.c.Rank() }
 func (k *counted) Size() int     { return k.c.Size() }
 
@@ -41,7 +50,7 @@ func (k *counted) Free() error { return Free(k.c) }
 func (k *counted) Barrier() error {
 	t := time.Now()
 	err := k.c.Barrier()
-	k.s.Add(OpBarrier, 0, 0, time.Since(t))
+	k.s.add(k.l, OpBarrier, 0, 0, time.Since(t))
 	return err
 }
 
@@ -49,7 +58,7 @@ func (k *counted) Bcast(buf Buf, root int) error {
 	t := time.Now()
 	err := k.c.Bcast(buf, root)
 	sent, recv := BcastVolume(k.Rank(), root, k.Size(), buf.Bytes())
-	k.s.Add(OpBcast, sent, recv, time.Since(t))
+	k.s.add(k.l, OpBcast, sent, recv, time.Since(t))
 	return err
 }
 
@@ -57,7 +66,7 @@ func (k *counted) Allreduce(send, recv Buf, op Op) error {
 	t := time.Now()
 	err := k.c.Allreduce(send, recv, op)
 	s, r := AllreduceVolume(k.Rank(), k.Size(), send.Len(), send.DType().Size())
-	k.s.Add(OpAllreduce, s, r, time.Since(t))
+	k.s.add(k.l, OpAllreduce, s, r, time.Since(t))
 	return err
 }
 
@@ -66,7 +75,7 @@ func (k *counted) Allgatherv(send, recv Buf, counts []int) error {
 	err := k.c.Allgatherv(send, recv, counts)
 	if err == nil {
 		s, r := AllgathervVolume(k.Rank(), counts, send.DType().Size())
-		k.s.Add(OpAllgatherv, s, r, time.Since(t))
+		k.s.add(k.l, OpAllgatherv, s, r, time.Since(t))
 	}
 	return err
 }
@@ -76,7 +85,7 @@ func (k *counted) Alltoallv(send Buf, sendCounts []int, recv Buf, recvCounts []i
 	err := k.c.Alltoallv(send, sendCounts, recv, recvCounts)
 	if err == nil {
 		s, r := AlltoallvVolume(k.Rank(), sendCounts, recvCounts, send.DType().Size())
-		k.s.Add(OpAlltoallv, s, r, time.Since(t))
+		k.s.add(k.l, OpAlltoallv, s, r, time.Since(t))
 	}
 	return err
 }
@@ -88,7 +97,7 @@ func (k *counted) Send(buf Buf, dst, tag int) error {
 	if dst != k.Rank() {
 		sent = buf.Bytes()
 	}
-	k.s.Add(OpSend, sent, 0, time.Since(t))
+	k.s.add(k.l, OpSend, sent, 0, time.Since(t))
 	return err
 }
 
@@ -99,7 +108,7 @@ func (k *counted) Recv(buf Buf, src, tag int) (int, error) {
 	if src != k.Rank() {
 		recv = int64(n) * int64(buf.DType().Size())
 	}
-	k.s.Add(OpRecv, 0, recv, time.Since(t))
+	k.s.add(k.l, OpRecv, 0, recv, time.Since(t))
 	return n, err
 }
 
@@ -107,11 +116,11 @@ func (k *counted) Split(color, key int) (Comm, error) {
 	t := time.Now()
 	sub, err := k.c.Split(color, key)
 	s, r := SplitVolume(k.Size())
-	k.s.Add(OpSplit, s, r, time.Since(t))
+	k.s.add(k.l, OpSplit, s, r, time.Since(t))
 	if err != nil || sub == nil {
 		return nil, err
 	}
-	return &counted{c: sub, s: k.s}, nil
+	return &counted{c: sub, s: k.s, l: k.l}, nil
 }
 
 // SplitNode splits by node through the decorated communicator and counts
@@ -120,9 +129,32 @@ func (k *counted) SplitNode() (Comm, error) {
 	t := time.Now()
 	sub, err := SplitNode(k.c)
 	s, r := SplitVolume(k.Size())
-	k.s.Add(OpSplit, s, r, time.Since(t))
+	k.s.add(k.l, OpSplit, s, r, time.Since(t))
 	if err != nil || sub == nil {
 		return nil, err
 	}
-	return &counted{c: sub, s: k.s}, nil
+	return &counted{c: sub, s: k.s, l: k.l}, nil
+}
+
+// Dup returns a duplicate of c: the same ranks in the same order, with a
+// communication context of its own (a Split with one color, keyed by rank),
+// so that collectives on c and on the duplicate never match each other. When
+// c counts its traffic (WithStats), the duplicate counts into the same Stats
+// but under a current phase of its own, which starts as c's and which
+// SetPhase on the duplicate, or on any communicator split from it, changes
+// without touching c's. One goroutine may then communicate on c while another
+// communicates on the duplicate, each counting under its own phases (the
+// backend must allow calls on different communicators at once; both
+// backends of this module do).
+//
+// Dup is collective over c and counts as one Split.
+func Dup(c Comm) (Comm, error) {
+	d, err := c.Split(0, c.Rank())
+	if err != nil {
+		return nil, err
+	}
+	if k, ok := d.(*counted); ok {
+		k.l = &lane{phase: k.phase()}
+	}
+	return d, nil
 }

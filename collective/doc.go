@@ -28,10 +28,23 @@
 // of rank 0, 1, … contiguously, without gaps (displacements are the prefix
 // sums of the counts).
 //
+// # Several goroutines
+//
+// The calls on one communicator come from one goroutine at a time, in the
+// same order on every rank. Two goroutines of a rank may communicate at
+// once on two different communicators, such as a communicator and its
+// duplicate (Dup): every backend lets them be inside collectives together
+// (conformance case ConcurrentComms), so that one rank waiting in a
+// collective on one communicator while another waits on the other
+// communicator makes progress instead of deadlocking.
+//
 // # Byte accounting
 //
 // WithStats wraps any Comm so that every call adds its logical volume to a
-// Stats under the current phase (SetPhase). The volume of each operation is
+// Stats under the current phase (SetPhase). Sub-communicators share their
+// parent's Stats and current phase; a duplicate made by Dup shares the
+// Stats but has a current phase of its own, so that two goroutines
+// communicating at once count under their own phases. The volume of each operation is
 // defined in closed form by the functions in volume.go, from the arguments
 // alone, so it is identical on every backend and can be tested against the
 // analytical formulas of the algorithms built on top: bytes a rank sends to

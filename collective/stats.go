@@ -53,41 +53,57 @@ func (c *Count) add(o Count) {
 // Stats counts one rank's traffic per phase and per kind of call. It is safe
 // for concurrent use. Sub-communicators made by Split share their parent's
 // Stats, so a rank has one account.
+//
+// The current phase lives in a lane. Stats has one lane of its own, which
+// SetPhase, Phase and Add use and every communicator counted by WithStats
+// shares; Dup gives a duplicate communicator (and those split from it) a lane
+// of its own, so that two goroutines communicating at once on different
+// communicators each count under their own phase.
 type Stats struct {
-	mu    sync.Mutex
-	phase string
-	m     map[string]*[numOps]Count
+	mu   sync.Mutex
+	root lane
+	m    map[string]*[numOps]Count
 }
+
+// lane holds a current phase; Stats.mu guards it.
+type lane struct{ phase string }
 
 // NewStats returns empty Stats whose current phase is DefaultPhase.
 func NewStats() *Stats {
-	return &Stats{phase: DefaultPhase, m: map[string]*[numOps]Count{}}
+	return &Stats{root: lane{phase: DefaultPhase}, m: map[string]*[numOps]Count{}}
 }
 
 // SetPhase makes p the phase that later traffic is counted under and returns
 // the previous phase.
-func (s *Stats) SetPhase(p string) (prev string) {
+func (s *Stats) SetPhase(p string) (prev string) { return s.setPhase(&s.root, p) }
+
+// Phase returns the current phase.
+func (s *Stats) Phase() string { return s.phaseOf(&s.root) }
+
+// Add counts one call of kind k under the current phase.
+func (s *Stats) Add(k OpKind, sent, recv int64, d time.Duration) { s.add(&s.root, k, sent, recv, d) }
+
+func (s *Stats) setPhase(l *lane, p string) (prev string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	prev, s.phase = s.phase, p
+	prev, l.phase = l.phase, p
 	return prev
 }
 
-// Phase returns the current phase.
-func (s *Stats) Phase() string {
+func (s *Stats) phaseOf(l *lane) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.phase
+	return l.phase
 }
 
-// Add counts one call of kind k under the current phase.
-func (s *Stats) Add(k OpKind, sent, recv int64, d time.Duration) {
+// add counts one call of kind k under l's current phase.
+func (s *Stats) add(l *lane, k OpKind, sent, recv int64, d time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	a := s.m[s.phase]
+	a := s.m[l.phase]
 	if a == nil {
 		a = new([numOps]Count)
-		s.m[s.phase] = a
+		s.m[l.phase] = a
 	}
 	a[k].add(Count{Calls: 1, SentBytes: sent, RecvBytes: recv, Seconds: d.Seconds()})
 }

@@ -174,12 +174,14 @@ func (t *trainer) ckptPath() string { return filepath.Join(t.cfg.CheckpointDir, 
 
 // makeFingerprint describes everything that must match for a resumed run to
 // continue the same loss curve: the resolved settings (but the number of
-// epochs, the evaluation interval and memory, and the checkpointing), the
-// rank count and the data. Fingerprints are compared by sameFingerprint.
+// epochs, the evaluation interval and memory, the checkpointing and the
+// overlap), the rank count and the data. Fingerprints are compared by
+// sameFingerprint.
 func (t *trainer) makeFingerprint() string {
 	cfg := t.cfg
 	cfg.Epochs, cfg.EvalEvery, cfg.CheckpointDir, cfg.CheckpointEvery, cfg.Resume, cfg.EvalMemory = 0, 0, "", 0, false, 0
 	cfg.FeatureNorm = cfg.FeatureNorm.Resolve(t.d.NonNegative) // auto and what it chose are the same run
+	cfg.Overlap = false
 	b, _ := json.Marshal(struct {
 		Config Config
 		Ranks  int

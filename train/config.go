@@ -136,6 +136,12 @@ type Config struct {
 	GPUFrac        float64        // fraction of the resident feature rows, hottest first, in the device tier
 	Shuffle        Shuffle        // ShuffleLocal or ShuffleGlobal
 
+	// Overlap prepares minibatches i+1 and i+2 (sampling and feature fetch,
+	// on a goroutine and a duplicate communicator of their own) while
+	// minibatch i computes and its gradients are summed, as SALIENT++ does.
+	// The losses are the same with and without it.
+	Overlap bool `json:",omitempty"`
+
 	// EvalMemory bounds the input rows one chunk of layer-wise inference
 	// gathers, in float32 values (the destinations' rows plus all their
 	// neighbours' rows times the layer's input width).
@@ -264,6 +270,7 @@ func Defaults(kind string) Config {
 		Replication: 1,
 		Cache:       alltoall.CacheNone, CacheSimEpochs: 2, FeatureDType: alltoall.F32,
 		Shuffle:    ShuffleLocal,
+		Overlap:    true,
 		EvalMemory: 256 << 20,
 	}
 	switch kind {

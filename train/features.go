@@ -20,8 +20,9 @@ type StoreStats struct {
 }
 
 // featureComm returns the communicator of rank's replica group for
-// feature replication c: c itself for 1, else the column of a (p/c)×c
-// grid (reusing the 1.5D topology's grid when it has the same shape).
+// feature replication c: the loader communicator t.lc itself for 1, else
+// the column of a (p/c)×c grid split from it (reusing the 1.5D topology's
+// grid when it has the same shape).
 func (t *trainer) featureComm() (collective.Comm, error) {
 	rc := t.cfg.Replication
 	p := t.c.Size()
@@ -32,14 +33,13 @@ func (t *trainer) featureComm() (collective.Comm, error) {
 		return nil, fmt.Errorf("train: the data was loaded for %d parts; %d ranks with feature replication %d need %d", t.d.Book.Parts, p, rc, p/rc)
 	}
 	if rc == 1 {
-		return t.c, nil
+		return t.lc, nil
 	}
 	if t.grid != nil && t.grid.PC == rc {
 		return t.grid.ColComm, nil
 	}
-	restore := collective.SetPhase(t.c, PhaseSetup)
-	defer restore()
-	g, err := collective.NewGrid(t.c, p/rc, rc)
+	defer collective.SetPhase(t.lc, PhaseSetup)()
+	g, err := collective.NewGrid(t.lc, p/rc, rc)
 	if err != nil {
 		return nil, err
 	}
@@ -158,7 +158,8 @@ func sampleKeys(seed uint64, epoch, i, n, r int) []uint64 {
 	return keys
 }
 
-// free releases the grids the trainer built. It is collective.
+// free releases the grids and the loader communicator the trainer built.
+// It is collective.
 func (t *trainer) free() error {
 	for _, g := range []*collective.Grid{t.grid, t.fgrid} {
 		if g != nil {
@@ -167,7 +168,7 @@ func (t *trainer) free() error {
 			}
 		}
 	}
-	return nil
+	return collective.Free(t.lc)
 }
 
 // cacheRows returns ⌊frac·n/K⌋ for K parts.
@@ -191,7 +192,7 @@ func (t *trainer) newStore(feat Features, policy alltoall.CachePolicy, frac floa
 // alltoall.NewStore for dense rows, alltoall.NewSparseStore for sparse
 // ones (whose fetches move only the nonzeros). It is collective.
 func (t *trainer) storeOf(feat Features, score []float64, rows int) (*alltoall.Store, error) {
-	defer collective.SetPhase(t.c, PhaseSetup)()
+	defer collective.SetPhase(t.lc, PhaseSetup)() // the store's group is split from t.lc
 	o := alltoall.StoreOptions{DType: t.cfg.FeatureDType, Score: score, CacheRows: rows, GPUFrac: t.cfg.GPUFrac}
 	if feat.CSR != nil {
 		return alltoall.NewSparseStore(t.fcomm, t.d.Book, feat.CSR, o)

@@ -145,7 +145,7 @@ func (t *trainer) sweepPoint(pt *SweepPoint, feat Features, score []float64, inp
 	before := collective.SnapshotOf(c)
 	var cnt alltoall.Counts
 	t0 = time.Now()
-	restore := collective.SetPhase(c, PhaseFetch)
+	restore := collective.SetPhase(t.lc, PhaseFetch) // the store's group is split from t.lc
 	var sbuf *sparse.Matrix[float32]
 	for _, ids := range inputs {
 		var got alltoall.Counts

@@ -22,12 +22,16 @@ const (
 	PhaseFetch   = "fetch"   // feature all-to-all of the minibatch inputs
 	PhaseCompute = "compute" // forward, backward, optimizer step
 	PhaseGrad    = "grad"    // gradient Allreduce
+	PhaseWait    = "wait"    // the compute loop waiting for its next minibatch (EpochStats.WaitSeconds)
 	PhaseEval    = "eval"    // layer-wise full-neighbour inference
 	PhaseMetrics = "metrics" // per-epoch reductions of losses, times and bytes
 	PhaseSetup   = "setup"   // loading, partitioning, resuming
 )
 
-var timePhases = []string{PhaseSample, PhaseFetch, PhaseCompute, PhaseGrad, PhaseEval}
+// timePhases are the phases of EpochStats.PhaseSeconds. With Config.Overlap
+// sample and fetch are the loader goroutine's times, which overlap the
+// compute loop's compute, grad and wait.
+var timePhases = []string{PhaseSample, PhaseFetch, PhaseCompute, PhaseGrad, PhaseEval, PhaseWait}
 
 // bytePhases are the phases of EpochStats.Bytes. The per-epoch reductions
 // themselves (phase "metrics", a few hundred bytes) and the setup appear in
@@ -45,8 +49,13 @@ type EpochStats struct {
 	TestAcc      float64            `json:"test_acc"` // exact inference; 0 unless Evaluated
 	Seconds      float64            `json:"epoch_s"`  // training time of the slowest rank, evaluation excluded
 	PhaseSeconds map[string]float64 `json:"phase_s"`  // slowest rank per phase
-	Bytes        map[string]int64   `json:"bytes"`    // bytes sent by phase, summed over ranks
-	Batches      int                `json:"batches"`  // minibatches per rank
+	// WaitSeconds is the time the compute loop waited for its minibatches
+	// to be sampled and fetched, on the slowest rank (PhaseSeconds["wait"]):
+	// all of the preparation without Config.Overlap, what the loader did
+	// not hide behind the computation with it. Minibatch training only.
+	WaitSeconds float64          `json:"wait_s"`
+	Bytes       map[string]int64 `json:"bytes"`   // bytes sent by phase, summed over ranks
+	Batches     int              `json:"batches"` // minibatches per rank
 	// Feature fetches of the training minibatches, summed over ranks: rows
 	// asked for, rows served by a rank's cache, and distinct rows fetched
 	// from other ranks (alltoall.Counts).
@@ -130,7 +139,11 @@ type trainer struct {
 	sched   *schedule
 	deg     []int64 // full-graph degree of every vertex (GCN normalisation)
 	grads   []float32
-	xbuf    *dense.Matrix // reused input rows of minibatches and inference chunks
+	// lc is the loader's communicator, a duplicate of c (collective.Dup):
+	// sampling (grid) and the feature fetch (fcomm, store) communicate on
+	// it and its splits, the compute loop on c (see loader.go).
+	lc    collective.Comm
+	slots []*slot // the minibatches' input rows in flight (loader.go); slot 0 also serves inference
 
 	ep                  epochState // the epoch that train ran, for summarize
 	fingerprint         string
@@ -156,15 +169,20 @@ func newTrainer(c collective.Comm, d *Data, cfg Config) (*trainer, error) {
 	if t.opt, err = cfg.newOptimizer(); err != nil {
 		return nil, err
 	}
+	// The loader's communicator counts under PhaseSetup until a phase is
+	// set on it.
+	restore := collective.SetPhase(c, PhaseSetup)
+	t.lc, err = collective.Dup(c)
+	restore()
+	if err != nil {
+		return nil, err
+	}
 	if cfg.Topology == Topology15D {
 		p := c.Size()
 		if p%cfg.C != 0 {
 			return nil, fmt.Errorf("train: replication factor %d does not divide the %d ranks", cfg.C, p)
 		}
-		restore := collective.SetPhase(c, PhaseSetup)
-		t.grid, err = collective.NewGrid(c, p/cfg.C, cfg.C)
-		restore()
-		if err != nil {
+		if t.grid, err = collective.NewGrid(t.lc, p/cfg.C, cfg.C); err != nil {
 			return nil, err
 		}
 	}
@@ -184,7 +202,7 @@ func newTrainer(c collective.Comm, d *Data, cfg Config) (*trainer, error) {
 	if t.ebook, err = evalBook(d.Book, cfg.Replication); err != nil {
 		return nil, err
 	}
-	restore := collective.SetPhase(c, PhaseSetup)
+	restore = collective.SetPhase(c, PhaseSetup)
 	counts64, _, err := collective.AllgatherSlice(c, []int64{int64(len(t.owned))})
 	restore()
 	if err != nil {
@@ -317,7 +335,10 @@ type epochState struct {
 
 // train trains one epoch: every minibatch is sampled (Bulk at a time),
 // its inputs fetched, and one optimizer step taken on the gradients summed
-// over the ranks.
+// over the ranks. The minibatches come from a source (loader.go): with
+// Config.Overlap a loader goroutine prepares the next ones while one
+// computes. The time the compute loop waits for a minibatch is counted as
+// PhaseWait; the loader's sample and fetch times are its own.
 func (t *trainer) train(epoch int, progress func(epoch, batch, batches int)) error {
 	c, r := t.c, t.c.Rank()
 	ep := epochState{before: collective.SnapshotOf(c), secs: map[string]float64{}}
@@ -328,38 +349,28 @@ func (t *trainer) train(epoch int, progress func(epoch, batch, batches int)) err
 	}
 	batches := t.sched.batches(t.cfg.Seed, epoch, r)
 	ep.batches = len(batches)
-	var sampled []*sampling.MiniBatch
 	start := time.Now()
-	for i, seeds := range batches {
+	src := t.newSource(epoch, batches)
+	for i := range batches {
 		if progress != nil {
 			progress(epoch, i, len(batches))
 		}
 		t0 := time.Now()
-		if i%t.cfg.Bulk == 0 { // sample the next Bulk minibatches together
-			bulk := batches[i:min(i+t.cfg.Bulk, len(batches))]
-			var err error
-			if sampled, err = t.sampler.Sample(bulk, sampleKeys(t.cfg.Seed, epoch, i, len(bulk), r)); err != nil {
-				return err
-			}
-		}
-		mb := sampled[i%t.cfg.Bulk]
-		t0 = lap(PhaseSample, t0)
-		restore := collective.SetPhase(c, PhaseFetch)
-		x, cnt, err := t.store.FetchTo(t.xbuf, mb.Input())
-		restore()
+		b, err := src.next()
 		if err != nil {
+			src.stop()
 			return err
 		}
-		ep.fetched = ep.fetched.Add(cnt)
-		t.xbuf = x
-		t0 = lap(PhaseFetch, t0)
-		t.backward(&ep, epoch, i, seeds, mb, x)
+		t0 = lap(PhaseWait, t0)
+		t.backward(&ep, epoch, b.i, b.seeds, b.mb, b.x)
+		src.release(b)
 		t0 = lap(PhaseCompute, t0)
 		t.grads = t.m.FlattenGrads(t.grads[:0])
-		restore = collective.SetPhase(c, PhaseGrad)
+		restore := collective.SetPhase(c, PhaseGrad)
 		err = collective.AllreduceSlice(c, t.grads, collective.Sum)
 		restore()
 		if err != nil {
+			src.stop()
 			return err
 		}
 		t.m.SetGrads(t.grads)
@@ -367,6 +378,11 @@ func (t *trainer) train(epoch int, progress func(epoch, batch, batches int)) err
 		t.opt.Step(t.m.Params())
 		lap(PhaseCompute, t0)
 	}
+	ls := src.finish()
+	for p, s := range ls.secs {
+		ep.secs[p] += s
+	}
+	ep.fetched = ls.fetched
 	ep.trainSecs = time.Since(start).Seconds()
 	t.ep = ep
 	return nil
@@ -436,6 +452,7 @@ func (t *trainer) summarize(epoch int, ev *evaluation, evalSecs float64) (EpochS
 	for k, p := range timePhases {
 		st.PhaseSeconds[p] = times[k+1]
 	}
+	st.WaitSeconds = st.PhaseSeconds[PhaseWait]
 	st.Bytes = map[string]int64{}
 	for k, p := range bytePhases {
 		st.Bytes[p] = bytes[k]
@@ -454,6 +471,7 @@ func (t *trainer) flatWeights(dst []float32) []float32 { return t.m.FlattenWeigh
 func (t *trainer) evaluate() (evaluation, error) {
 	c := t.c
 	defer collective.SetPhase(c, PhaseEval)()
+	defer collective.SetPhase(t.lc, PhaseEval)() // the input layer's fetch
 	owned := t.ebook.Owned(c.Rank())
 	h, err := t.infer(owned)
 	if err != nil {
@@ -501,17 +519,18 @@ func (t *trainer) infer(owned []int64) (*dense.Matrix, error) {
 			ch := t.chunk(owned, lo, hi)
 			x := h
 			var err error
+			buf := t.spare()
 			switch {
 			case l == 0: // the input rows, from the feature store
-				if x, _, err = t.store.FetchTo(t.xbuf, ch.src); err != nil {
+				if x, _, err = t.store.FetchTo(buf.x, ch.src); err != nil {
 					return nil, err
 				}
-				t.xbuf = x
+				buf.x = x
 			case !ch.inPlace:
-				if x, err = alltoall.ExchangeTo(t.c, t.xbuf, ch.plan, t.ebook, h); err != nil {
+				if x, err = alltoall.ExchangeTo(t.c, buf.x, ch.plan, t.ebook, h); err != nil {
 					return nil, err
 				}
-				t.xbuf = x
+				buf.x = x
 			}
 			if len(dst) == 0 {
 				continue

@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"time"
 
 	"gnnmpi/collective"
 )
@@ -50,6 +51,7 @@ func Cases() []Case {
 		{"Split", 1, split},
 		{"SplitUndefined", 2, splitUndefined},
 		{"SplitNested", 4, splitNested},
+		{"ConcurrentComms", 1, concurrentComms},
 	}
 }
 
@@ -663,6 +665,125 @@ func splitNested(c collective.Comm) error {
 		if err := collective.Free(sc); err != nil {
 			return ce(err)
 		}
+	}
+	return k.err
+}
+
+// PhaseDup is the phase under which ConcurrentComms counts the traffic of
+// its duplicate communicator.
+const PhaseDup = "concurrent-dup"
+
+// concurrentComms checks that two goroutines of one rank can be inside
+// collectives on two communicators at once: c and its duplicate d
+// (collective.Dup). A goroutine on d runs rounds of Alltoallv and a
+// goroutine on c rounds of Allreduce, each round on each communicator in
+// the same order on every rank, but crossed between the ranks: in every
+// round an odd rank enters its Alltoallv on d only after its Allreduce on c
+// has completed, while an even rank enters its Alltoallv first and its
+// Allreduce (after a short pause) while the Alltoallv is still pending. The
+// even rank's Alltoallv completes only after the odd ranks' Allreduce, which
+// needs the even rank's, so a backend that runs one collective of a rank at
+// a time deadlocks here. Byte counts: d's traffic counts under d's phase
+// (PhaseDup), c's under c's, which d's SetPhase leaves alone.
+func concurrentComms(c collective.Comm) error {
+	var k checker
+	p, r := c.Size(), c.Rank()
+	phase := collective.PhaseOf(c)
+	v := track(c)
+	d, err := collective.Dup(c)
+	if err != nil {
+		return ce(err)
+	}
+	k.equal("dup size", d.Size(), p)
+	k.equal("dup rank", d.Rank(), r)
+	s, rv := expSplit(p)
+	v.expect(collective.OpSplit, s, rv)
+	before := collective.SnapshotOf(c)
+	const rounds = 4
+	sc, rc := make([]int, p), make([]int, p)
+	for q := range p {
+		sc[q], rc[q] = 1000+a2aCount(r, q), 1000+a2aCount(q, r) // past the eager limit of shared memory
+	}
+	reduced := make(chan struct{}, rounds)  // c's goroutine → d's: round i's Allreduce is done
+	entering := make(chan struct{}, rounds) // d's goroutine → c's: about to enter round i's Alltoallv
+	var dk checker
+	var dErr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer collective.SetPhase(d, PhaseDup)()
+		for i := range rounds {
+			if r%2 == 1 {
+				<-reduced
+			} else {
+				entering <- struct{}{}
+			}
+			var send []float32
+			for q := range p {
+				for j := range sc[q] {
+					send = append(send, a2aValue(r, q, j)+float32(i))
+				}
+			}
+			recv, err := collective.AlltoallvFlat(d, send, sc, rc)
+			if err != nil {
+				dErr = err
+				return
+			}
+			off := 0
+			for q := range p {
+				for j := range rc[q] {
+					if recv[off+j] != a2aValue(q, r, j)+float32(i) {
+						dk.failf("round %d: element %d from rank %d: got %v want %v", i, j, q, recv[off+j], a2aValue(q, r, j)+float32(i))
+					}
+				}
+				off += rc[q]
+			}
+		}
+	}()
+	var cErr error
+	for i := range rounds {
+		if r%2 == 0 {
+			<-entering
+			time.Sleep(20 * time.Millisecond) // let the Alltoallv on d start first
+		}
+		x := []float64{float64(r + i), 1}
+		if cErr = collective.AllreduceSlice(c, x, collective.Sum); cErr != nil {
+			break
+		}
+		k.equal(fmt.Sprintf("round %d sum", i), x, []float64{float64(p*(p-1)/2 + p*i), float64(p)})
+		if r%2 == 1 {
+			reduced <- struct{}{}
+		}
+	}
+	if cErr != nil && r%2 == 1 {
+		close(reduced) // release d's goroutine; its Alltoallv fails or the job is aborted
+	}
+	<-done
+	if cErr != nil {
+		return ce(cErr)
+	}
+	if dErr != nil {
+		return ce(dErr)
+	}
+	if dk.err != nil {
+		return dk.err
+	}
+	k.equal("c's phase after d's", collective.PhaseOf(c), phase)
+	as, ar := expAllreduce(r, p, 2, 8)
+	var ts, tr int64
+	for range rounds {
+		v.expect(collective.OpAllreduce, as, ar)
+		s, rv := expAlltoallv(r, sc, rc, 4)
+		v.expect(collective.OpAlltoallv, s, rv)
+		ts, tr = ts+s, tr+rv
+	}
+	if collective.StatsOf(c) != nil {
+		got := collective.SnapshotOf(c).Sub(before).WithoutTime()[PhaseDup]
+		k.equal("d's phase", got, map[string]collective.Count{"alltoallv": {Calls: rounds, SentBytes: ts, RecvBytes: tr}})
+	}
+	v.check(&k)
+	if err := collective.Free(d); err != nil {
+		return ce(err)
 	}
 	return k.err
 }

@@ -65,7 +65,7 @@ type world struct {
 	err    error
 	mu     sync.Mutex
 	nextID int
-	state  []string // per world rank: what it is blocked in
+	state  []map[int]string // per world rank and communicator id: what it is blocked in
 }
 
 func (w *world) fail(err error) {
@@ -85,9 +85,16 @@ func (w *world) cause() error {
 	}
 }
 
-func (w *world) setState(rank int, s string) {
+// setState records what rank waits for on communicator comm ("" once it no
+// longer waits). A rank may wait on several communicators at once, from
+// different goroutines.
+func (w *world) setState(rank, comm int, s string) {
 	w.mu.Lock()
-	w.state[rank] = s
+	if s == "" {
+		delete(w.state[rank], comm)
+	} else {
+		w.state[rank][comm] = s
+	}
 	w.mu.Unlock()
 }
 
@@ -95,9 +102,15 @@ func (w *world) describe() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	var b strings.Builder
-	for r, s := range w.state {
-		if s == "" {
-			s = "running"
+	for r, m := range w.state {
+		s := "running"
+		if len(m) > 0 {
+			waits := make([]string, 0, len(m))
+			for _, x := range m {
+				waits = append(waits, x)
+			}
+			sort.Strings(waits)
+			s = strings.Join(waits, "; ")
 		}
 		fmt.Fprintf(&b, "\n  rank %d: %s", r, s)
 	}
@@ -126,7 +139,9 @@ func newGroup(w *world, members []int) *group {
 }
 
 // Comm is one in-process rank's communicator. Its methods must be called
-// from one goroutine at a time, as with MPI_THREAD_FUNNELED.
+// from one goroutine at a time; different communicators of one rank (a
+// communicator and its duplicate, collective.Dup) may be used by different
+// goroutines at once.
 type Comm struct {
 	g    *group
 	rank int
@@ -145,7 +160,10 @@ func New(p int, opt Options) []*Comm {
 	if p < 1 {
 		panic("inproc: p < 1")
 	}
-	w := &world{opt: opt, abort: make(chan struct{}), state: make([]string, p)}
+	w := &world{opt: opt, abort: make(chan struct{}), state: make([]map[int]string, p)}
+	for r := range w.state {
+		w.state[r] = map[int]string{}
+	}
 	members := make([]int, p)
 	for i := range members {
 		members[i] = i
@@ -221,8 +239,8 @@ func (c *Comm) wait(ch <-chan struct{}, what string) error {
 	default:
 	}
 	w := c.g.w
-	w.setState(c.worldRank(), fmt.Sprintf("%s on comm %d", what, c.g.id))
-	defer w.setState(c.worldRank(), "")
+	w.setState(c.worldRank(), c.g.id, fmt.Sprintf("%s on comm %d", what, c.g.id))
+	defer w.setState(c.worldRank(), c.g.id, "")
 	var timeout <-chan time.Time
 	if w.opt.Timeout > 0 {
 		t := time.NewTimer(w.opt.Timeout)

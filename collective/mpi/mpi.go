@@ -7,17 +7,18 @@ package mpi
 #include <mpi.h>
 #include <stdlib.h>
 
-static int gm_init(int *provided, int *already) {
+static int gm_init(int required, int *provided, int *already) {
 	MPI_Initialized(already);
 	if (*already) {
 		return MPI_Query_thread(provided);
 	}
-	int rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, provided);
+	int rc = MPI_Init_thread(NULL, NULL, required, provided);
 	if (rc != MPI_SUCCESS) return rc;
 	return MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
 }
 
 static int gm_funneled(void) { return MPI_THREAD_FUNNELED; }
+static int gm_multiple(void) { return MPI_THREAD_MULTIPLE; }
 static MPI_Comm gm_world(void) { return MPI_COMM_WORLD; }
 static MPI_Comm gm_null(void) { return MPI_COMM_NULL; }
 
@@ -46,6 +47,8 @@ static int gm_rank_size(MPI_Comm c, int *rank, int *size) {
 	return MPI_Comm_size(c, size);
 }
 
+// Blocking calls, made by the calling thread under MPI_THREAD_MULTIPLE.
+
 static int gm_barrier(MPI_Comm c) { return MPI_Barrier(c); }
 
 static int gm_bcast(void *b, int n, int t, int root, MPI_Comm c) {
@@ -65,6 +68,40 @@ static int gm_alltoallv(void *s, int *sc, int *sd, void *r, int *rc, int *rd, in
 	return MPI_Alltoallv(s, sc, sd, gm_type(t), r, rc, rd, gm_type(t), c);
 }
 
+static int gm_send(void *b, int n, int t, int dst, int tag, MPI_Comm c) {
+	return MPI_Send(b, n, gm_type(t), dst, tag, c);
+}
+
+static int gm_recv(void *b, int n, int t, int src, int tag, MPI_Comm c, int *count) {
+	MPI_Status st;
+	int rc = MPI_Recv(b, n, gm_type(t), src, tag, c, &st);
+	if (rc == MPI_SUCCESS) MPI_Get_count(&st, gm_type(t), count);
+	return rc;
+}
+
+// Nonblocking calls (MPI-3), posted and progressed by the MPI thread under
+// MPI_THREAD_FUNNELED: gm_test progresses every pending request, so that
+// collectives on different communicators interleave.
+
+static int gm_ibarrier(MPI_Comm c, MPI_Request *req) { return MPI_Ibarrier(c, req); }
+
+static int gm_ibcast(void *b, int n, int t, int root, MPI_Comm c, MPI_Request *req) {
+	return MPI_Ibcast(b, n, gm_type(t), root, c, req);
+}
+
+static int gm_iallreduce(void *s, void *r, int n, int t, int o, MPI_Comm c, MPI_Request *req) {
+	if (n > 0 && s == r) s = MPI_IN_PLACE;
+	return MPI_Iallreduce(s, r, n, gm_type(t), gm_op(o), c, req);
+}
+
+static int gm_iallgatherv(void *s, int n, void *r, int *counts, int *displs, int t, MPI_Comm c, MPI_Request *req) {
+	return MPI_Iallgatherv(s, n, gm_type(t), r, counts, displs, gm_type(t), c, req);
+}
+
+static int gm_ialltoallv(void *s, int *sc, int *sd, void *r, int *rc, int *rd, int t, MPI_Comm c, MPI_Request *req) {
+	return MPI_Ialltoallv(s, sc, sd, gm_type(t), r, rc, rd, gm_type(t), c, req);
+}
+
 static int gm_isend(void *b, int n, int t, int dst, int tag, MPI_Comm c, MPI_Request *req) {
 	return MPI_Isend(b, n, gm_type(t), dst, tag, c, req);
 }
@@ -73,12 +110,12 @@ static int gm_irecv(void *b, int n, int t, int src, int tag, MPI_Comm c, MPI_Req
 	return MPI_Irecv(b, n, gm_type(t), src, tag, c, req);
 }
 
-// gm_test tests a request; on completion it stores the received count and
-// the status's error code.
-static int gm_test(MPI_Request *req, int t, int *flag, int *count, int *err) {
+// gm_test tests a request; when a point-to-point request (p2p) completes it
+// stores the received count and the status's error code.
+static int gm_test(MPI_Request *req, int p2p, int t, int *flag, int *count, int *err) {
 	MPI_Status st;
 	int rc = MPI_Test(req, flag, &st);
-	if (*flag) {
+	if (*flag && p2p) {
 		*err = st.MPI_ERROR;
 		if (rc == MPI_SUCCESS) MPI_Get_count(&st, gm_type(t), count);
 	}
@@ -130,10 +167,26 @@ var (
 	finished bool
 )
 
-// Init initialises MPI with MPI_THREAD_FUNNELED on a dedicated thread and
-// returns the world communicator. Calling it again returns the same
-// communicator.
-func Init() (*Comm, error) {
+// threading is the mode in use, set by InitThreading.
+var threading Threading
+
+// InUse returns the threading mode of the running MPI (0 before Init).
+func InUse() Threading {
+	initMu.Lock()
+	defer initMu.Unlock()
+	return threading
+}
+
+// Init is InitThreading(Multiple).
+func Init() (*Comm, error) { return InitThreading(Multiple) }
+
+// InitThreading initialises MPI on a dedicated thread (MPI_Init_thread)
+// asking for the thread level of want, and returns the world communicator.
+// When want is Multiple and the library grants less than
+// MPI_THREAD_MULTIPLE, it falls back to Funneled (InUse tells); a library
+// that grants less than MPI_THREAD_FUNNELED is an error. Calling it again
+// returns the same communicator.
+func InitThreading(want Threading) (*Comm, error) {
 	initMu.Lock()
 	defer initMu.Unlock()
 	if world != nil {
@@ -142,14 +195,27 @@ func Init() (*Comm, error) {
 	if finished {
 		return nil, errors.New("mpi: Init after Finalize")
 	}
+	required := C.gm_funneled()
+	switch want {
+	case Multiple:
+		required = C.gm_multiple()
+	case Funneled:
+	default:
+		return nil, fmt.Errorf("mpi: invalid threading %v", want)
+	}
 	var rc, provided, already C.int
 	mpiThread = startExecutor(func() {
-		rc = C.gm_init(&provided, &already)
+		rc = C.gm_init(required, &provided, &already)
 	})
 	if err := check("MPI_Init_thread", rc); err != nil {
 		return nil, err
 	}
-	if provided < C.gm_funneled() {
+	switch {
+	case provided >= C.gm_multiple() && want == Multiple:
+		threading = Multiple
+	case provided >= C.gm_funneled():
+		threading = Funneled
+	default:
 		return nil, fmt.Errorf("mpi: MPI_Init_thread provided thread level %d, need MPI_THREAD_FUNNELED (%d)", provided, C.gm_funneled())
 	}
 	var w *Comm
@@ -166,6 +232,16 @@ func Init() (*Comm, error) {
 	return world, nil
 }
 
+// onMPI runs f where MPI calls are made: on the calling thread under
+// Multiple, on the MPI thread (waiting for it) under Funneled.
+func onMPI(f func()) {
+	if threading == Multiple {
+		f()
+		return
+	}
+	mpiThread.do(f)
+}
+
 // Finalize shuts MPI down (MPI_Finalize) and stops the MPI thread. Every rank
 // must call it once, after its last call.
 func Finalize() error {
@@ -175,14 +251,14 @@ func Finalize() error {
 		return nil
 	}
 	mpiThread.stop(gompi.Stop)
-	world, finished = nil, true
+	world, finished, threading = nil, true, 0
 	return nil
 }
 
 // Wtime returns MPI_Wtime, seconds since an arbitrary time in the past.
 func Wtime() float64 {
 	var t float64
-	mpiThread.do(func() { t = gompi.WorldTime() })
+	onMPI(func() { t = gompi.WorldTime() })
 	return t
 }
 
@@ -221,11 +297,16 @@ func (c *Comm) Rank() int { return c.rank }
 // Size returns the number of processes in c.
 func (c *Comm) Size() int { return c.size }
 
-// Abort ends every process of the job (MPI_Abort on MPI_COMM_WORLD). It is
-// run on the MPI thread when that thread is free within a second, and from
-// the calling thread otherwise (the MPI thread may be blocked in a collective
-// that will never complete).
+// Abort ends every process of the job (MPI_Abort on MPI_COMM_WORLD). Under
+// Multiple it is called from the calling thread; under Funneled it is run on
+// the MPI thread when that thread is free within a second, and from the
+// calling thread otherwise (the MPI thread may be blocked in a Split that
+// will never complete).
 func (c *Comm) Abort(code int) {
+	if threading == Multiple {
+		C.gm_abort(C.int(code))
+		panic(fmt.Sprintf("mpi: MPI_Abort(%d) returned", code))
+	}
 	done := make(chan struct{})
 	go func() {
 		mpiThread.do(func() { C.gm_abort(C.int(code)) })
@@ -267,14 +348,27 @@ func cCounts(what string, counts []int, p int) (cnt, displ []C.int, err error) {
 	return cnt, displ, nil
 }
 
-// Barrier blocks until every rank has entered it.
+// Barrier blocks until every rank has entered it (MPI_Barrier; MPI_Ibarrier
+// under Funneled).
 func (c *Comm) Barrier() error {
-	var rc C.int
-	mpiThread.do(func() { rc = C.gm_barrier(c.c) })
-	return check("MPI_Barrier", rc)
+	return c.collective("MPI_Barrier", "MPI_Ibarrier", nil,
+		func() C.int { return C.gm_barrier(c.c) },
+		func(r *request) C.int { return C.gm_ibarrier(c.c, &r.req) })
 }
 
-// Bcast copies buf of root to every rank.
+// collective makes one collective call: blocking on the calling thread
+// under Multiple, or posted to the MPI thread as a nonblocking request (its
+// memory at pins pinned until it completes) under Funneled.
+func (c *Comm) collective(what, iwhat string, pins []unsafe.Pointer, blocking func() C.int, post func(r *request) C.int) error {
+	if threading == Multiple {
+		return check(what, blocking())
+	}
+	_, err := c.start(iwhat, 0, false, pins, post)
+	return err
+}
+
+// Bcast copies buf of root to every rank (MPI_Bcast; MPI_Ibcast under
+// Funneled).
 func (c *Comm) Bcast(buf collective.Buf, root int) error {
 	n, err := cint("Bcast", buf.Len())
 	if err != nil {
@@ -283,13 +377,16 @@ func (c *Comm) Bcast(buf collective.Buf, root int) error {
 	if root < 0 || root >= c.size {
 		return fmt.Errorf("mpi: Bcast: root %d out of range [0,%d)", root, c.size)
 	}
-	var rc C.int
-	mpiThread.do(func() { rc = C.gm_bcast(buf.Ptr(), n, C.int(buf.DType()), C.int(root), c.c) })
-	return check("MPI_Bcast", rc)
+	return c.collective("MPI_Bcast", "MPI_Ibcast", []unsafe.Pointer{buf.Ptr()},
+		func() C.int { return C.gm_bcast(buf.Ptr(), n, C.int(buf.DType()), C.int(root), c.c) },
+		func(r *request) C.int {
+			return C.gm_ibcast(buf.Ptr(), n, C.int(buf.DType()), C.int(root), c.c, &r.req)
+		})
 }
 
-// Allreduce reduces send over all ranks into recv (MPI_IN_PLACE when they
-// are the same buffer).
+// Allreduce reduces send over all ranks into recv (MPI_Allreduce;
+// MPI_Iallreduce under Funneled; MPI_IN_PLACE when they are the same
+// buffer).
 func (c *Comm) Allreduce(send, recv collective.Buf, op collective.Op) error {
 	if send.DType() != recv.DType() || send.Len() != recv.Len() {
 		return fmt.Errorf("mpi: Allreduce: send is %d×%s, recv is %d×%s", send.Len(), send.DType(), recv.Len(), recv.DType())
@@ -301,14 +398,17 @@ func (c *Comm) Allreduce(send, recv collective.Buf, op collective.Op) error {
 	if err != nil {
 		return err
 	}
-	var rc C.int
-	mpiThread.do(func() {
-		rc = C.gm_allreduce(send.Ptr(), recv.Ptr(), n, C.int(send.DType()), C.int(op), c.c)
-	})
-	return check("MPI_Allreduce", rc)
+	return c.collective("MPI_Allreduce", "MPI_Iallreduce", []unsafe.Pointer{send.Ptr(), recv.Ptr()},
+		func() C.int {
+			return C.gm_allreduce(send.Ptr(), recv.Ptr(), n, C.int(send.DType()), C.int(op), c.c)
+		},
+		func(r *request) C.int {
+			return C.gm_iallreduce(send.Ptr(), recv.Ptr(), n, C.int(send.DType()), C.int(op), c.c, &r.req)
+		})
 }
 
-// Allgatherv concatenates every rank's send into recv.
+// Allgatherv concatenates every rank's send into recv (MPI_Allgatherv;
+// MPI_Iallgatherv under Funneled).
 func (c *Comm) Allgatherv(send, recv collective.Buf, counts []int) error {
 	cnt, displ, err := cCounts("Allgatherv", counts, c.size)
 	if err != nil {
@@ -322,14 +422,18 @@ func (c *Comm) Allgatherv(send, recv collective.Buf, counts []int) error {
 		return fmt.Errorf("mpi: Allgatherv on rank %d: send %d×%s, recv %d×%s, want %d and %d elements of one type",
 			c.rank, send.Len(), send.DType(), recv.Len(), recv.DType(), counts[c.rank], total)
 	}
-	var rc C.int
-	mpiThread.do(func() {
-		rc = C.gm_allgatherv(send.Ptr(), cnt[c.rank], recv.Ptr(), &cnt[0], &displ[0], C.int(send.DType()), c.c)
-	})
-	return check("MPI_Allgatherv", rc)
+	pins := []unsafe.Pointer{send.Ptr(), recv.Ptr(), unsafe.Pointer(&cnt[0]), unsafe.Pointer(&displ[0])}
+	return c.collective("MPI_Allgatherv", "MPI_Iallgatherv", pins,
+		func() C.int {
+			return C.gm_allgatherv(send.Ptr(), cnt[c.rank], recv.Ptr(), &cnt[0], &displ[0], C.int(send.DType()), c.c)
+		},
+		func(r *request) C.int {
+			return C.gm_iallgatherv(send.Ptr(), cnt[c.rank], recv.Ptr(), &cnt[0], &displ[0], C.int(send.DType()), c.c, &r.req)
+		})
 }
 
-// Alltoallv exchanges packed per-rank parts.
+// Alltoallv exchanges packed per-rank parts (MPI_Alltoallv; MPI_Ialltoallv
+// under Funneled).
 func (c *Comm) Alltoallv(send collective.Buf, sendCounts []int, recv collective.Buf, recvCounts []int) error {
 	sc, sd, err := cCounts("Alltoallv send", sendCounts, c.size)
 	if err != nil {
@@ -348,17 +452,23 @@ func (c *Comm) Alltoallv(send collective.Buf, sendCounts []int, recv collective.
 		return fmt.Errorf("mpi: Alltoallv on rank %d: send %d×%s, recv %d×%s, want %d and %d elements of one type",
 			c.rank, send.Len(), send.DType(), recv.Len(), recv.DType(), ns, nr)
 	}
-	var rc C.int
-	mpiThread.do(func() {
-		rc = C.gm_alltoallv(send.Ptr(), &sc[0], &sd[0], recv.Ptr(), &rcn[0], &rd[0], C.int(send.DType()), c.c)
-	})
-	return check("MPI_Alltoallv", rc)
+	pins := []unsafe.Pointer{send.Ptr(), recv.Ptr(), unsafe.Pointer(&sc[0]), unsafe.Pointer(&sd[0]),
+		unsafe.Pointer(&rcn[0]), unsafe.Pointer(&rd[0])}
+	return c.collective("MPI_Alltoallv", "MPI_Ialltoallv", pins,
+		func() C.int {
+			return C.gm_alltoallv(send.Ptr(), &sc[0], &sd[0], recv.Ptr(), &rcn[0], &rd[0], C.int(send.DType()), c.c)
+		},
+		func(r *request) C.int {
+			return C.gm_ialltoallv(send.Ptr(), &sc[0], &sd[0], recv.Ptr(), &rcn[0], &rd[0], C.int(send.DType()), c.c, &r.req)
+		})
 }
 
-// request is a pending nonblocking point-to-point operation.
+// request is a pending nonblocking operation: a collective, or a point-to-
+// point send or receive (p2p) of elements of type t.
 type request struct {
 	what  string
 	req   C.MPI_Request
+	p2p   bool
 	t     collective.DType
 	pin   runtime.Pinner
 	done  chan struct{}
@@ -368,7 +478,11 @@ type request struct {
 
 func (r *request) test() bool {
 	var flag, count, serr C.int
-	rc := C.gm_test(&r.req, C.int(r.t), &flag, &count, &serr)
+	p2p := C.int(0)
+	if r.p2p {
+		p2p = 1
+	}
+	rc := C.gm_test(&r.req, p2p, C.int(r.t), &flag, &count, &serr)
 	if rc != 0 && flag == 0 {
 		// MPI_Test itself failed before completing: report and retire.
 		r.err = check(r.what, rc)
@@ -394,24 +508,21 @@ func (r *request) finish() {
 	close(r.done)
 }
 
-func (c *Comm) p2p(what string, buf collective.Buf, peer, tag int, post func(r *request, n C.int) C.int) (int, error) {
-	if peer < 0 || peer >= c.size {
-		return 0, fmt.Errorf("mpi: %s: rank %d out of range [0,%d)", what, peer, c.size)
-	}
-	if tag < 0 {
-		return 0, fmt.Errorf("mpi: %s: negative tag %d", what, tag)
-	}
-	n, err := cint(what, buf.Len())
-	if err != nil {
-		return 0, err
-	}
-	r := &request{what: what, t: buf.DType(), done: make(chan struct{})}
-	if p := buf.Ptr(); p != nil {
-		r.pin.Pin(p)
+// start posts a nonblocking operation on the MPI thread, which progresses
+// it with every other pending one, and waits for it to complete. The memory
+// at pins (buffers, and the count arrays of vector collectives, which MPI
+// reads until completion) stays pinned until then. It returns the received
+// count of a point-to-point receive.
+func (c *Comm) start(what string, t collective.DType, p2p bool, pins []unsafe.Pointer, post func(r *request) C.int) (int, error) {
+	r := &request{what: what, p2p: p2p, t: t, done: make(chan struct{})}
+	for _, p := range pins {
+		if p != nil {
+			r.pin.Pin(p)
+		}
 	}
 	var rc C.int
 	mpiThread.do(func() {
-		rc = post(r, n)
+		rc = post(r)
 		if rc == 0 {
 			mpiThread.post(r)
 		}
@@ -424,19 +535,51 @@ func (c *Comm) p2p(what string, buf collective.Buf, peer, tag int, post func(r *
 	return r.count, r.err
 }
 
+// p2p makes a point-to-point call: blocking on the calling thread under
+// Multiple, or posted to the MPI thread under Funneled. It returns the
+// received count of a receive.
+func (c *Comm) p2p(what, iwhat string, buf collective.Buf, peer, tag int, blocking func(n C.int, count *C.int) C.int, post func(r *request, n C.int) C.int) (int, error) {
+	if peer < 0 || peer >= c.size {
+		return 0, fmt.Errorf("mpi: %s: rank %d out of range [0,%d)", what, peer, c.size)
+	}
+	if tag < 0 {
+		return 0, fmt.Errorf("mpi: %s: negative tag %d", what, tag)
+	}
+	n, err := cint(what, buf.Len())
+	if err != nil {
+		return 0, err
+	}
+	if threading == Multiple {
+		var count C.int
+		if err := check(what, blocking(n, &count)); err != nil {
+			return 0, err
+		}
+		return int(count), nil
+	}
+	return c.start(iwhat, buf.DType(), true, []unsafe.Pointer{buf.Ptr()}, func(r *request) C.int { return post(r, n) })
+}
+
 // Send sends buf to dst and returns when the buffer may be reused.
 func (c *Comm) Send(buf collective.Buf, dst, tag int) error {
-	_, err := c.p2p("MPI_Isend", buf, dst, tag, func(r *request, n C.int) C.int {
-		return C.gm_isend(buf.Ptr(), n, C.int(buf.DType()), C.int(dst), C.int(tag), c.c, &r.req)
-	})
+	_, err := c.p2p("MPI_Send", "MPI_Isend", buf, dst, tag,
+		func(n C.int, _ *C.int) C.int {
+			return C.gm_send(buf.Ptr(), n, C.int(buf.DType()), C.int(dst), C.int(tag), c.c)
+		},
+		func(r *request, n C.int) C.int {
+			return C.gm_isend(buf.Ptr(), n, C.int(buf.DType()), C.int(dst), C.int(tag), c.c, &r.req)
+		})
 	return err
 }
 
 // Recv receives a message from src with tag into buf and returns its length.
 func (c *Comm) Recv(buf collective.Buf, src, tag int) (int, error) {
-	return c.p2p("MPI_Irecv", buf, src, tag, func(r *request, n C.int) C.int {
-		return C.gm_irecv(buf.Ptr(), n, C.int(buf.DType()), C.int(src), C.int(tag), c.c, &r.req)
-	})
+	return c.p2p("MPI_Recv", "MPI_Irecv", buf, src, tag,
+		func(n C.int, count *C.int) C.int {
+			return C.gm_recv(buf.Ptr(), n, C.int(buf.DType()), C.int(src), C.int(tag), c.c, count)
+		},
+		func(r *request, n C.int) C.int {
+			return C.gm_irecv(buf.Ptr(), n, C.int(buf.DType()), C.int(src), C.int(tag), c.c, &r.req)
+		})
 }
 
 func (c *Comm) wrap(nc C.MPI_Comm) (*Comm, error) {
@@ -452,14 +595,15 @@ func (c *Comm) wrap(nc C.MPI_Comm) (*Comm, error) {
 	return out, nil
 }
 
-// Split partitions c by color (MPI_Comm_split); Undefined gives nil.
+// Split partitions c by color (MPI_Comm_split); Undefined gives nil. Under
+// Funneled it blocks the MPI thread (see the package documentation).
 func (c *Comm) Split(color, key int) (collective.Comm, error) {
 	if color < 0 && color != collective.Undefined {
 		return nil, fmt.Errorf("mpi: Split: negative color %d", color)
 	}
 	var out *Comm
 	var err error
-	mpiThread.do(func() {
+	onMPI(func() {
 		var nc C.MPI_Comm
 		if err = check("MPI_Comm_split", C.gm_split(c.c, C.int(color), C.int(key), &nc)); err == nil {
 			out, err = c.wrap(nc)
@@ -476,7 +620,7 @@ func (c *Comm) Split(color, key int) (collective.Comm, error) {
 func (c *Comm) SplitNode() (collective.Comm, error) {
 	var out *Comm
 	var err error
-	mpiThread.do(func() {
+	onMPI(func() {
 		var nc C.MPI_Comm
 		if err = check("MPI_Comm_split_type", C.gm_split_node(c.c, C.int(c.rank), &nc)); err == nil {
 			out, err = c.wrap(nc)
@@ -495,6 +639,6 @@ func (c *Comm) Free() error {
 		return nil
 	}
 	var rc C.int
-	mpiThread.do(func() { rc = C.gm_free(&c.c) })
+	onMPI(func() { rc = C.gm_free(&c.c) })
 	return check("MPI_Comm_free", rc)
 }

@@ -13,6 +13,12 @@ type Comm struct{ collective.Comm }
 // Init reports that MPI is not compiled in.
 func Init() (*Comm, error) { return nil, ErrNoMPI }
 
+// InitThreading reports that MPI is not compiled in.
+func InitThreading(Threading) (*Comm, error) { return nil, ErrNoMPI }
+
+// InUse returns 0: MPI never runs.
+func InUse() Threading { return 0 }
+
 // Finalize does nothing.
 func Finalize() error { return nil }
 

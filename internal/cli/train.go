@@ -65,7 +65,7 @@ type trainFlags struct {
 	shuffle, cache     *string
 	cacheFrac, gpuFrac *float64
 	evalMem            *int64
-	norm               *bool
+	norm, overlap      *bool
 	// full-graph
 	chunks, pipelines, snapEvery *int
 	chunkPart                    *string
@@ -78,7 +78,7 @@ type trainFlags struct {
 var (
 	minibatchOnly = []string{"fanouts", "sampler", "topology", "c", "replication", "cache", "cache-frac", "cache-sim-epochs",
 		"feature-dtype", "gpu-frac", "bulk", "batch-size", "global-batch-size", "shuffle", "heads", "out-heads", "attn-dropout",
-		"normalize", "eval-memory"}
+		"normalize", "eval-memory", "overlap"}
 	fullOnly = []string{"chunks", "pipelines", "chunk-partition", "shuffle-chunks", "clear-grads", "snapshot-every", "alpha", "lambda"}
 )
 
@@ -104,6 +104,7 @@ func addTrainFlags(fs *flag.FlagSet) *trainFlags {
 	f.featNorm = fs.String("feature-norm", string(d.FeatureNorm), "input features: row (each row scaled to sum 1), none, or auto (row when no feature is negative, none for real-valued features)")
 	fs.Var(&f.attnDrop, "attn-dropout", "GAT: dropout on attention coefficients (default 0.6)")
 	f.norm = fs.Bool("normalize", false, "GraphSAGE: L2-normalise hidden embeddings")
+	f.overlap = fs.Bool("overlap", d.Overlap, "sample and fetch the next two minibatches on a loader goroutine while one computes (the same losses either way; false: one after another, for comparison)")
 	f.evalEvery = fs.Int("eval-every", d.EvalEvery, "evaluate every K epochs and after the last (0: no evaluation)")
 	f.sel = fs.String("select", string(d.Select), "model selection over evaluated epochs: val-acc (highest validation accuracy) or val-loss (lowest validation loss)")
 	f.evalMem = fs.Int64("eval-memory", d.EvalMemory*4>>20, "MiB of gathered inputs per chunk of layer-wise inference")
@@ -215,6 +216,7 @@ func (f *trainFlags) minibatchConfig(env *Env, set map[string]bool) (train.Confi
 	}
 	cfg.CacheFrac, cfg.GPUFrac = *f.cacheFrac, *f.gpuFrac
 	cfg.EvalMemory = *f.evalMem << 20 / 4
+	cfg.Overlap = *f.overlap
 	return cfg, nil
 }
 
@@ -317,7 +319,7 @@ func runTrain(env *Env, path string, lo train.LoadOptions, cfg train.Config) err
 		"replication": cfg.Replication, "cache": cfg.Cache, "cache_frac": cfg.CacheFrac, "feature_dtype": cfg.FeatureDType, "gpu_frac": cfg.GPUFrac,
 		"batch_size": cfg.BatchSize, "feature_norm": cfg.FeatureNorm, "feature_norm_flag": normFlag, "epochs": cfg.Epochs, "shuffle": cfg.Shuffle, "optimizer": cfg.Optimizer,
 		"lr": cfg.LR, "weight_decay": cfg.WeightDecay, "momentum": cfg.Momentum, "seed": cfg.Seed,
-		"eval_every": cfg.EvalEvery, "select": cfg.Select, "blas": env.BLASName,
+		"eval_every": cfg.EvalEvery, "select": cfg.Select, "blas": env.BLASName, "overlap": cfg.Overlap,
 		"symmetrize": lo.Symmetrize, "reciprocity": d.Reciprocity, "feature_format": featureFormatOf(d),
 	}
 	out := map[string]any{
@@ -334,7 +336,7 @@ func runTrain(env *Env, path string, lo train.LoadOptions, cfg train.Config) err
 func epochRecord(st train.EpochStats) map[string]any {
 	rec := map[string]any{
 		"epoch": st.Epoch, "loss": st.Loss, "train_acc": st.TrainAcc, "val_acc": nil, "test_acc": nil, "val_loss": nil,
-		"epoch_s": st.Seconds, "phase_s": st.PhaseSeconds, "bytes": st.Bytes, "batches": st.Batches,
+		"epoch_s": st.Seconds, "phase_s": st.PhaseSeconds, "wait_s": st.WaitSeconds, "bytes": st.Bytes, "batches": st.Batches,
 		"fetch_rows": st.FetchRows, "cache_hits": st.CacheHits, "remote_rows": st.RemoteRows,
 	}
 	if st.Evaluated {
@@ -349,9 +351,9 @@ func printEpoch(env *Env, st train.EpochStats) {
 		acc = fmt.Sprintf(" val %.4f test %.4f", st.ValAcc, st.TestAcc)
 	}
 	ps := st.PhaseSeconds
-	env.Printf("epoch %3d  loss %.4f  train %.4f%s  | %.3fs: sample %.3f fetch %.3f compute %.3f comm %.3f, eval %.3f | bytes fetch %s grad %s eval %s | rows %d hits %d remote %d\n",
+	env.Printf("epoch %3d  loss %.4f  train %.4f%s  | %.3fs: sample %.3f fetch %.3f compute %.3f comm %.3f wait %.3f, eval %.3f | bytes fetch %s grad %s eval %s | rows %d hits %d remote %d\n",
 		st.Epoch, st.Loss, st.TrainAcc, acc, st.Seconds, ps[train.PhaseSample], ps[train.PhaseFetch], ps[train.PhaseCompute],
-		ps[train.PhaseGrad], ps[train.PhaseEval], human(st.Bytes[train.PhaseFetch]), human(st.Bytes[train.PhaseGrad]), human(st.Bytes[train.PhaseEval]),
+		ps[train.PhaseGrad], st.WaitSeconds, ps[train.PhaseEval], human(st.Bytes[train.PhaseFetch]), human(st.Bytes[train.PhaseGrad]), human(st.Bytes[train.PhaseEval]),
 		st.FetchRows, st.CacheHits, st.RemoteRows)
 }
 

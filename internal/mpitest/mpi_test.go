@@ -128,46 +128,58 @@ func withoutTime(s []collective.Snapshot) []collective.Snapshot {
 	return out
 }
 
-// The conformance suite passes under mpirun at every np, and every rank's
-// byte counts, per phase and kind of call, equal those of the in-process
-// backend running the same program.
+// threadings are the MPI backend's threading modes (--mpi-thread): blocking
+// calls from any thread under MPI_THREAD_MULTIPLE, and one MPI thread with
+// nonblocking collectives under MPI_THREAD_FUNNELED.
+var threadings = []string{"multiple", "funneled"}
+
+// The conformance suite (including ConcurrentComms: two goroutines of a
+// rank inside collectives on two communicators at once) passes under mpirun
+// at every np and in both threading modes, and every rank's byte counts,
+// per phase and kind of call, equal those of the in-process backend running
+// the same program.
 func TestSelftestMatchesInproc(t *testing.T) {
 	skipUnlessMPI(t)
-	for _, np := range []int{1, 2, 3, 4} {
-		t.Run(fmt.Sprintf("np=%d", np), func(t *testing.T) {
-			m := mpirun(t, 2*time.Minute, np, bin, "selftest", "--json")
-			require.Equal(t, 0, m.code, "stderr:\n%s", m.stderr)
-			fm := decode(t, m)
-			require.Equal(t, "mpi", fm.Backend)
-			require.Equal(t, np, fm.Ranks)
-			require.Zero(t, fm.Failed)
-			require.Len(t, fm.Comm.PerRank, np)
+	for _, th := range threadings {
+		for _, np := range []int{1, 2, 3, 4} {
+			t.Run(fmt.Sprintf("%s/np=%d", th, np), func(t *testing.T) {
+				m := mpirun(t, 2*time.Minute, np, bin, "--mpi-thread", th, "selftest", "--json")
+				require.Equal(t, 0, m.code, "stderr:\n%s", m.stderr)
+				fm := decode(t, m)
+				require.Equal(t, "mpi", fm.Backend)
+				require.Equal(t, np, fm.Ranks)
+				require.Zero(t, fm.Failed)
+				require.Len(t, fm.Comm.PerRank, np)
+				require.Contains(t, fm.Cases, "ConcurrentComms")
 
-			l := local(t, "--ranks", fmt.Sprint(np), "selftest", "--json")
-			require.Equal(t, 0, l.code, "stderr:\n%s", l.stderr)
-			fl := decode(t, l)
-			require.Equal(t, "inproc", fl.Backend)
-			require.Equal(t, withoutTime(fl.Comm.PerRank), withoutTime(fm.Comm.PerRank))
-			if np > 1 {
-				require.NotZero(t, fm.Comm.PerRank[np-1].Total().SentBytes)
-			}
-		})
+				l := local(t, "--ranks", fmt.Sprint(np), "selftest", "--json")
+				require.Equal(t, 0, l.code, "stderr:\n%s", l.stderr)
+				fl := decode(t, l)
+				require.Equal(t, "inproc", fl.Backend)
+				require.Equal(t, withoutTime(fl.Comm.PerRank), withoutTime(fm.Comm.PerRank))
+				if np > 1 {
+					require.NotZero(t, fm.Comm.PerRank[np-1].Total().SentBytes)
+				}
+			})
+		}
 	}
 }
 
 // One failing rank ends the whole job with a non-zero status within 10 s,
-// however it fails.
+// however it fails, in both threading modes.
 func TestFailingRankEndsJob(t *testing.T) {
 	skipUnlessMPI(t)
-	for _, mode := range []string{"error", "panic", "exit", "kill"} {
-		t.Run(mode, func(t *testing.T) {
-			r := mpirun(t, 60*time.Second, 4, bin, "selftest", "--fail-rank", "2", "--fail-mode", mode, "--fail-after", "2")
-			require.NotEqual(t, 0, r.code)
-			require.Less(t, r.took, 10*time.Second, "stderr:\n%s", r.stderr)
-			// The failing rank's own message is printed (OpenMPI's MPI_ABORT
-			// banner is not asserted: ORTE sometimes fails to print it).
-			require.Contains(t, r.stderr, "gnnmpi: rank 2: ")
-		})
+	for _, th := range threadings {
+		for _, mode := range []string{"error", "panic", "exit", "kill"} {
+			t.Run(th+"/"+mode, func(t *testing.T) {
+				r := mpirun(t, 60*time.Second, 4, bin, "--mpi-thread", th, "selftest", "--fail-rank", "2", "--fail-mode", mode, "--fail-after", "2")
+				require.NotEqual(t, 0, r.code)
+				require.Less(t, r.took, 10*time.Second, "stderr:\n%s", r.stderr)
+				// The failing rank's own message is printed (OpenMPI's MPI_ABORT
+				// banner is not asserted: ORTE sometimes fails to print it).
+				require.Contains(t, r.stderr, "gnnmpi: rank 2: ")
+			})
+		}
 	}
 }
 

@@ -86,6 +86,54 @@ func TestTrainMPIMatchesInproc(t *testing.T) {
 	}
 }
 
+// Under mpirun the overlapped pipeline (a loader goroutine sampling and
+// fetching on its own communicator while the compute goroutine sums
+// gradients: blocking calls on two threads under MPI_THREAD_MULTIPLE, or
+// the MPI thread's nonblocking collectives under FUNNELED) gives exactly
+// the losses and byte counts of --overlap=false, and follows the
+// in-process backend's curve; every epoch reports wait_s.
+func TestTrainOverlapMPI(t *testing.T) {
+	skipUnlessMPI(t)
+	const np = 2
+	for _, run := range []struct {
+		thread string
+		extra  []string
+	}{
+		{"multiple", nil},
+		{"multiple", []string{"--topology", "1.5d", "--cache", "degree", "--cache-frac", "0.2", "--bulk", "2"}},
+		{"funneled", []string{"--topology", "1.5d", "--bulk", "2"}},
+	} {
+		t.Run(run.thread+fmt.Sprint(run.extra), func(t *testing.T) {
+			dir := t.TempDir()
+			args := append([]string{"--mpi-thread", run.thread, "train", "--data", "data/cora", "--epochs", "4", "--seed", "4"}, run.extra...)
+			run := func(name string, overlap bool) ([]epochLine, map[string]any) {
+				m := filepath.Join(dir, name+".jsonl")
+				r := mpirun(t, 3*time.Minute, np, bin, append(args, "--overlap="+fmt.Sprint(overlap), "--metrics", m)...)
+				require.Equal(t, 0, r.code, "stderr:\n%s", r.stderr)
+				return readMetrics(t, m)
+			}
+			on, fon := run("on", true)
+			off, foff := run("off", false)
+			require.Len(t, on, 4)
+			require.Equal(t, lossesOf(off), lossesOf(on), "bit-identical losses with and without overlap")
+			require.Equal(t, foff["bytes_per_epoch"], fon["bytes_per_epoch"])
+			require.Equal(t, true, fon["config"].(map[string]any)["overlap"])
+
+			m := filepath.Join(dir, "inproc.jsonl")
+			l := local(t, append([]string{"--ranks", fmt.Sprint(np)}, append(args[2:], "--metrics", m)...)...)
+			require.Equal(t, 0, l.code, "stderr:\n%s", l.stderr)
+			in, fin := readMetrics(t, m)
+			for i := range on {
+				require.InEpsilon(t, in[i].Loss, on[i].Loss, 1e-4, "epoch %d", i+1)
+			}
+			require.Equal(t, fin["bytes_per_epoch"], fon["bytes_per_epoch"])
+			raw, err := os.ReadFile(filepath.Join(dir, "on.jsonl"))
+			require.NoError(t, err)
+			require.Contains(t, string(raw), `"wait_s":`)
+		})
+	}
+}
+
 // A job killed (SIGKILL to mpirun and its ranks) after a checkpoint, then
 // resumed with --resume, ends with exactly the losses of an uninterrupted
 // run.

@@ -1,0 +1,63 @@
+package collective_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"gnnmpi/collective"
+	"gnnmpi/collective/inproc"
+)
+
+// A duplicate (Dup) counts into its parent's Stats under a phase of its
+// own: it starts as the parent's, changes independently of it, and is
+// shared by the communicators split from the duplicate, as the parent's is
+// by the parent's splits. A communicator that does not count has no phase.
+func TestDupPhaseLanes(t *testing.T) {
+	err := inproc.Run(2, inproc.Options{Timeout: time.Minute}, func(raw collective.Comm) error {
+		s := collective.NewStats()
+		c := collective.WithStats(raw, s)
+		defer collective.SetPhase(c, "parent")()
+		d, err := collective.Dup(c)
+		if err != nil {
+			return err
+		}
+		assert.Equal(t, "parent", collective.PhaseOf(d), "a duplicate starts with its parent's phase")
+		assert.Equal(t, c.Size(), d.Size())
+		assert.Equal(t, c.Rank(), d.Rank())
+		restore := collective.SetPhase(d, "dup")
+		assert.Equal(t, "parent", collective.PhaseOf(c))
+		assert.Equal(t, "parent", s.Phase(), "Stats' own phase is the parent's")
+		sub, err := d.Split(0, d.Rank())
+		if err != nil {
+			return err
+		}
+		assert.Equal(t, "dup", collective.PhaseOf(sub), "splits of the duplicate share its phase")
+		psub, err := c.Split(0, c.Rank())
+		if err != nil {
+			return err
+		}
+		defer collective.SetPhase(psub, "parent-sub")()
+		assert.Equal(t, "parent-sub", collective.PhaseOf(c), "splits of the parent share its phase")
+		assert.Equal(t, "dup", collective.PhaseOf(d))
+
+		before := s.Snapshot()
+		x := []float64{1, 2, 3}
+		if err := collective.AllreduceSlice(sub, x, collective.Sum); err != nil {
+			return err
+		}
+		if err := collective.AllreduceSlice(c, x, collective.Sum); err != nil {
+			return err
+		}
+		delta := s.Snapshot().Sub(before)
+		assert.Equal(t, int64(1), delta["dup"]["allreduce"].Calls)
+		assert.Equal(t, int64(1), delta["parent-sub"]["allreduce"].Calls)
+		restore()
+		assert.Equal(t, "parent", collective.PhaseOf(sub), "restored to the phase the duplicate started with")
+		assert.Equal(t, "", collective.PhaseOf(raw), "no accounting, no phase")
+		return nil
+	})
+	require.NoError(t, err)
+}

@@ -1,0 +1,256 @@
+package train
+
+import (
+	"fmt"
+	"runtime/debug"
+	"time"
+
+	"gnnmpi/alltoall"
+	"gnnmpi/collective"
+	"gnnmpi/dense"
+	"gnnmpi/sampling"
+)
+
+// The minibatch pipeline. A minibatch is prepared (sampled, then its input
+// rows fetched) by the loader and consumed by the compute loop of train
+// (forward, backward, gradient Allreduce, optimizer step). With
+// Config.Overlap the loader is a goroutine of its own that prepares
+// minibatches i+1 … i+prefetch while minibatch i computes, as SALIENT++
+// does; without it, train prepares each minibatch just before computing
+// it. Both do the same calls in the same order on each communicator, so the
+// losses do not depend on Overlap.
+//
+// Communication from two goroutines stays matched across the ranks by
+// construction: the loader communicates only on the trainer's loader
+// communicator lc (a duplicate of c made by collective.Dup, and the
+// sampler's grid and the feature store's group split from it), the compute
+// loop only on c. On each communicator the calls are those of one goroutine
+// in program order, the same on every rank; the backends let a rank's two
+// goroutines be inside collectives on the two communicators at once, and
+// each counts its bytes under its own phase (sample, spgemm, fetch on lc;
+// grad, metrics on c).
+
+// prefetch is the number of minibatches the loader prepares ahead of the one
+// that computes: the depth of the queue between them.
+const prefetch = 2
+
+// slot is the memory of one minibatch in flight: its input rows, reused
+// from minibatch to minibatch. The loader owns a slot from taking it from
+// the free list until it hands the prepared minibatch over; the compute
+// loop owns it then until it releases it.
+type slot struct {
+	x *dense.Matrix
+}
+
+// batch is one prepared minibatch: step i of the epoch, its seeds, its
+// sampled blocks and its input rows (in s.x).
+type batch struct {
+	i     int
+	seeds []int64
+	mb    *sampling.MiniBatch
+	x     *dense.Matrix
+	s     *slot
+}
+
+// loadState is what preparing an epoch's minibatches accumulates on the
+// goroutine that prepares them: the sampled bulk in use, and the time and
+// feature fetches of the preparation.
+type loadState struct {
+	epoch   int
+	batches [][]int64
+	sampled []*sampling.MiniBatch
+	secs    map[string]float64 // PhaseSample, PhaseFetch
+	fetched alltoall.Counts
+}
+
+// prepare samples (Bulk minibatches at a time, at the first of each bulk)
+// and fetches minibatch i of the epoch into s. It communicates on t.lc only.
+func (t *trainer) prepare(ls *loadState, i int, s *slot) (*batch, error) {
+	t0 := time.Now()
+	if i%t.cfg.Bulk == 0 {
+		var err error
+		if ls.sampled, err = t.sampleBulk(ls.epoch, ls.batches, i); err != nil {
+			return nil, err
+		}
+	}
+	mb := ls.sampled[i%t.cfg.Bulk]
+	t1 := time.Now()
+	ls.secs[PhaseSample] += t1.Sub(t0).Seconds()
+	x, cnt, err := t.fetch(s.x, mb)
+	if err != nil {
+		return nil, err
+	}
+	s.x = x
+	ls.fetched = ls.fetched.Add(cnt)
+	ls.secs[PhaseFetch] += time.Since(t1).Seconds()
+	return &batch{i: i, seeds: ls.batches[i], mb: mb, x: x, s: s}, nil
+}
+
+// sampleBulk samples the minibatches of steps i … i+Bulk−1 of epoch
+// together, with the training loop's keys, under the phase PhaseSample of
+// the loader communicator (the 1.5D topology's products count under
+// PhaseSpGEMM). It is collective over t.lc when the topology is
+// distributed.
+func (t *trainer) sampleBulk(epoch int, batches [][]int64, i int) ([]*sampling.MiniBatch, error) {
+	defer collective.SetPhase(t.lc, PhaseSample)()
+	bulk := batches[i:min(i+t.cfg.Bulk, len(batches))]
+	return t.sampler.Sample(bulk, sampleKeys(t.cfg.Seed, epoch, i, len(bulk), t.c.Rank()))
+}
+
+// fetch gathers the input rows of mb from the feature store into dst's
+// storage when it is large enough, under the phase PhaseFetch of the loader
+// communicator, and returns them with the fetch's counts. It is collective
+// over the store's group (split from t.lc).
+func (t *trainer) fetch(dst *dense.Matrix, mb *sampling.MiniBatch) (*dense.Matrix, alltoall.Counts, error) {
+	defer collective.SetPhase(t.lc, PhaseFetch)()
+	return t.store.FetchTo(dst, mb.Input())
+}
+
+// source hands the compute loop an epoch's prepared minibatches in order.
+type source interface {
+	// next returns the next minibatch. After an error the epoch is over:
+	// the caller calls stop and returns the error.
+	next() (*batch, error)
+	// release returns b's slot for reuse; b must not be used after.
+	release(b *batch)
+	// finish waits for the preparation to end after the last minibatch
+	// and returns its statistics.
+	finish() *loadState
+	// stop ends the preparation early, after an error, without waiting
+	// for a loader that may be blocked in a collective (see pipeline).
+	stop()
+}
+
+// newSource returns the source of epoch's minibatches: a pipeline when
+// cfg.Overlap is set, else inline preparation.
+func (t *trainer) newSource(epoch int, batches [][]int64) source {
+	ls := &loadState{epoch: epoch, batches: batches, secs: map[string]float64{}}
+	if !t.cfg.Overlap {
+		return &inline{t: t, ls: ls, s: t.spare()}
+	}
+	for len(t.slots) < prefetch+1 {
+		t.slots = append(t.slots, &slot{})
+	}
+	return t.startPipeline(ls)
+}
+
+// spare returns slot 0, whose buffer inference and inline preparation use
+// while no pipeline runs.
+func (t *trainer) spare() *slot {
+	if len(t.slots) == 0 {
+		t.slots = append(t.slots, &slot{})
+	}
+	return t.slots[0]
+}
+
+// inline prepares every minibatch on the compute loop's goroutine, just
+// before it computes, in one slot.
+type inline struct {
+	t  *trainer
+	ls *loadState
+	s  *slot
+	i  int
+}
+
+func (in *inline) next() (*batch, error) {
+	b, err := in.t.prepare(in.ls, in.i, in.s)
+	in.i++
+	return b, err
+}
+
+func (in *inline) release(*batch)     {}
+func (in *inline) finish() *loadState { return in.ls }
+func (in *inline) stop()              {}
+
+// pipeline runs the loader on a goroutine of its own. The loader takes a
+// free slot (there are prefetch+1: one computing, prefetch prepared or in
+// preparation), prepares the next minibatch in it and queues it; the
+// compute loop takes the queued minibatches in order and releases their
+// slots when done, so a slot is never written while the compute loop reads
+// it.
+//
+// On an error the loader queues it and stops; the compute loop returns it.
+// When the compute loop fails first, it closes quit, which releases a
+// loader waiting for a slot or for room in the queue, and returns at once:
+// the loader may be inside a collective on lc that the other ranks will
+// never join (their compute loops are stuck on c, waiting for this rank),
+// and waiting for it would hang the rank instead of letting the error end
+// the job (MPI_Abort through main, or the in-process backend aborting
+// every rank's calls when this rank returns its error). Such a loader
+// leaves its collective once the job is aborted and touches nothing but
+// its own state; the trainer is not used after an error.
+type pipeline struct {
+	ls    *loadState
+	ready chan loaded
+	free  chan *slot
+	quit  chan struct{}
+	done  chan struct{} // closed when the loader has returned
+}
+
+// loaded is what the loader queues: a prepared minibatch or its error.
+type loaded struct {
+	b   *batch
+	err error
+}
+
+// startPipeline starts the loader of ls's epoch.
+func (t *trainer) startPipeline(ls *loadState) *pipeline {
+	p := &pipeline{
+		ls:    ls,
+		ready: make(chan loaded, prefetch),
+		free:  make(chan *slot, len(t.slots)),
+		quit:  make(chan struct{}),
+		done:  make(chan struct{}),
+	}
+	for _, s := range t.slots[:prefetch+1] {
+		p.free <- s
+	}
+	go p.load(t)
+	return p
+}
+
+// load is the loader goroutine.
+func (p *pipeline) load(t *trainer) {
+	defer close(p.done)
+	defer func() {
+		// A panic here would end the process without MPI_Abort or the
+		// in-process backend's clean failure: make it this rank's error.
+		if v := recover(); v != nil {
+			select {
+			case p.ready <- loaded{err: fmt.Errorf("train: minibatch loader: panic: %v\n%s", v, debug.Stack())}:
+			case <-p.quit:
+			}
+		}
+	}()
+	for i := range p.ls.batches {
+		var s *slot
+		select {
+		case s = <-p.free:
+		case <-p.quit:
+			return
+		}
+		b, err := t.prepare(p.ls, i, s)
+		select {
+		case p.ready <- loaded{b, err}:
+		case <-p.quit:
+			return
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (p *pipeline) next() (*batch, error) {
+	l := <-p.ready
+	return l.b, l.err
+}
+
+func (p *pipeline) release(b *batch) { p.free <- b.s }
+
+func (p *pipeline) finish() *loadState {
+	<-p.done
+	return p.ls
+}
+
+func (p *pipeline) stop() { close(p.quit) }
