@@ -117,10 +117,9 @@ type FullResult struct {
 	Analytical map[string]int64
 	// HaloRows is pipe.Plan.HaloRows of the training chunks.
 	HaloRows int64
-	// StateBytes is every rank's trainer state (pipe.Trainer.StateBytes)
-	// and PeakRSS every rank's peak resident memory (VmHWM; 0 where
-	// unknown).
-	StateBytes, PeakRSS []int64
+	// StateBytes is every rank's trainer state (pipe.Trainer.StateBytes);
+	// Result.PeakRSS has every rank's peak resident memory.
+	StateBytes []int64
 }
 
 // RunFull trains cfg.Model on the whole graph of d, graph parallel,

@@ -9,6 +9,7 @@ import (
 	"gnnmpi/collective"
 	"gnnmpi/dense"
 	"gnnmpi/sampling"
+	"gnnmpi/sparse"
 )
 
 // The minibatch pipeline. A minibatch is prepared (sampled, then its input
@@ -39,7 +40,15 @@ const prefetch = 2
 // the free list until it hands the prepared minibatch over; the compute
 // loop owns it then until it releases it.
 type slot struct {
-	x *dense.Matrix
+	x inputs
+}
+
+// inputs are the input feature rows of a minibatch or an inference chunk:
+// dense, or sparse (only the nonzeros) when the feature store holds sparse
+// rows. Exactly one is set after a fetch; each keeps its storage for reuse.
+type inputs struct {
+	dense *dense.Matrix
+	csr   *sparse.Matrix[float32]
 }
 
 // batch is one prepared minibatch: step i of the epoch, its seeds, its
@@ -48,7 +57,7 @@ type batch struct {
 	i     int
 	seeds []int64
 	mb    *sampling.MiniBatch
-	x     *dense.Matrix
+	x     inputs
 	s     *slot
 }
 
@@ -76,14 +85,15 @@ func (t *trainer) prepare(ls *loadState, i int, s *slot) (*batch, error) {
 	mb := ls.sampled[i%t.cfg.Bulk]
 	t1 := time.Now()
 	ls.secs[PhaseSample] += t1.Sub(t0).Seconds()
-	x, cnt, err := t.fetch(s.x, mb)
+	restore := collective.SetPhase(t.lc, PhaseFetch)
+	cnt, err := t.fetch(&s.x, mb.Input())
+	restore()
 	if err != nil {
 		return nil, err
 	}
-	s.x = x
 	ls.fetched = ls.fetched.Add(cnt)
 	ls.secs[PhaseFetch] += time.Since(t1).Seconds()
-	return &batch{i: i, seeds: ls.batches[i], mb: mb, x: x, s: s}, nil
+	return &batch{i: i, seeds: ls.batches[i], mb: mb, x: s.x, s: s}, nil
 }
 
 // sampleBulk samples the minibatches of steps i … i+Bulk−1 of epoch
@@ -97,13 +107,21 @@ func (t *trainer) sampleBulk(epoch int, batches [][]int64, i int) ([]*sampling.M
 	return t.sampler.Sample(bulk, sampleKeys(t.cfg.Seed, epoch, i, len(bulk), t.c.Rank()))
 }
 
-// fetch gathers the input rows of mb from the feature store into dst's
-// storage when it is large enough, under the phase PhaseFetch of the loader
-// communicator, and returns them with the fetch's counts. It is collective
-// over the store's group (split from t.lc).
-func (t *trainer) fetch(dst *dense.Matrix, mb *sampling.MiniBatch) (*dense.Matrix, alltoall.Counts, error) {
-	defer collective.SetPhase(t.lc, PhaseFetch)()
-	return t.store.FetchTo(dst, mb.Input())
+// fetch gathers the feature rows of ids from the feature store into x,
+// reusing its storage when it is large enough (sparse rows from a sparse
+// store, dense ones otherwise), and returns the fetch's counts. It counts
+// under the current phase of the loader communicator (PhaseFetch in
+// training, PhaseEval in inference) and is collective over the store's
+// group (split from t.lc).
+func (t *trainer) fetch(x *inputs, ids []int64) (alltoall.Counts, error) {
+	var cnt alltoall.Counts
+	var err error
+	if t.store.Sparse() {
+		x.csr, cnt, err = t.store.FetchSparseTo(x.csr, ids)
+	} else {
+		x.dense, cnt, err = t.store.FetchTo(x.dense, ids)
+	}
+	return cnt, err
 }
 
 // source hands the compute loop an epoch's prepared minibatches in order.

@@ -72,8 +72,9 @@ func TestDistributeSparse(t *testing.T) {
 	}
 }
 
-// Training on sparse feature rows (a sparse store; the trainer still
-// fetches them dense) gives bitwise the losses of dense rows, with and
+// Training on sparse feature rows (a sparse store, sparse fetches and the
+// model's sparse first layer) gives the losses of dense rows within float32
+// rounding (the first layer multiplies before it aggregates), with and
 // without row normalisation, cache and replication, while the fetch moves
 // a small fraction of the bytes.
 func TestSparseSameLosses(t *testing.T) {
@@ -109,9 +110,9 @@ func TestSparseSameLosses(t *testing.T) {
 			}
 			dn := run(tc.p, cfg, graph.FeatureDense)
 			sp := run(tc.p, cfg, graph.FeatureCSR)
-			require.Equal(t, losses(dn), losses(sp))
+			require.InEpsilonSlice(t, losses(dn), losses(sp), 1e-5)
 			for e := range dn.Epochs {
-				require.Equal(t, dn.Epochs[e].TestAcc, sp.Epochs[e].TestAcc)
+				require.InDelta(t, dn.Epochs[e].TestAcc, sp.Epochs[e].TestAcc, 0.003)
 				require.Equal(t, dn.Epochs[e].RemoteRows, sp.Epochs[e].RemoteRows)
 				require.Positive(t, sp.Epochs[e].RemoteRows)
 				// Cora: 18 nonzeros of 1433 a row on average; pairs when

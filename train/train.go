@@ -77,6 +77,10 @@ type Result struct {
 	Stores             []StoreStats // every rank's feature store
 	NumParams          int
 	Best               []float32 // parameters at BestEpoch (Run only: a full-graph rank holds one stage)
+	// PeakRSS is every rank's peak resident memory at the end of the run
+	// (VmHWM; 0 where unknown). In-process ranks share one process and
+	// report its peak.
+	PeakRSS []int64
 }
 
 // Hooks let the caller report progress; any may be nil. They run on every
@@ -115,6 +119,10 @@ func Run(c collective.Comm, d *Data, cfg Config, h Hooks) (*Result, error) {
 	}
 	res := rec.result()
 	res.NumParams, res.Stores = t.m.NumParams(), t.stores
+	defer collective.SetPhase(c, PhaseMetrics)()
+	if res.PeakRSS, _, err = collective.AllgatherSlice(c, []int64{peakRSS()}); err != nil {
+		return nil, err
+	}
 	return &res, nil
 }
 
@@ -390,12 +398,18 @@ func (t *trainer) train(epoch int, progress func(epoch, batch, batches int)) err
 
 // backward computes the gradients of minibatch i of epoch (seeds, sampled
 // as mb, input rows x) on this rank and adds its loss and accuracy to ep.
-func (t *trainer) backward(ep *epochState, epoch, i int, seeds []int64, mb *sampling.MiniBatch, x *dense.Matrix) {
+func (t *trainer) backward(ep *epochState, epoch, i int, seeds []int64, mb *sampling.MiniBatch, x inputs) {
 	t.m.ZeroGrad()
 	if len(seeds) == 0 {
 		return
 	}
-	logits := t.m.Forward(t.blocks(mb), x, true, rng.New(t.cfg.Seed, streamDropout, uint64(epoch), uint64(i), uint64(t.c.Rank())))
+	drops := rng.New(t.cfg.Seed, streamDropout, uint64(epoch), uint64(i), uint64(t.c.Rank()))
+	var logits *dense.Matrix
+	if x.csr != nil {
+		logits = t.m.ForwardSparse(t.blocks(mb), x.csr, true, drops)
+	} else {
+		logits = t.m.Forward(t.blocks(mb), x.dense, true, drops)
+	}
 	labels := make([]int32, len(seeds))
 	for k, g := range seeds {
 		labels[k] = t.d.Labels[g]
@@ -522,20 +536,25 @@ func (t *trainer) infer(owned []int64) (*dense.Matrix, error) {
 			buf := t.spare()
 			switch {
 			case l == 0: // the input rows, from the feature store
-				if x, _, err = t.store.FetchTo(buf.x, ch.src); err != nil {
+				if _, err = t.fetch(&buf.x, ch.src); err != nil {
 					return nil, err
 				}
-				buf.x = x
+				x = buf.x.dense
 			case !ch.inPlace:
-				if x, err = alltoall.ExchangeTo(t.c, buf.x, ch.plan, t.ebook, h); err != nil {
+				if x, err = alltoall.ExchangeTo(t.c, buf.x.dense, ch.plan, t.ebook, h); err != nil {
 					return nil, err
 				}
-				buf.x = x
+				buf.x.dense = x
 			}
 			if len(dst) == 0 {
 				continue
 			}
-			y := t.m.ForwardLayer(l, ch.adj, x)
+			var y *dense.Matrix
+			if l == 0 && t.store.Sparse() {
+				y = t.m.ForwardLayerSparse(0, ch.adj, buf.x.csr)
+			} else {
+				y = t.m.ForwardLayer(l, ch.adj, x)
+			}
 			if out == nil {
 				out = dense.New(len(owned), y.Cols)
 			}
