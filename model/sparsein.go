@@ -2,6 +2,7 @@ package model
 
 import (
 	"math/rand/v2"
+	"slices"
 
 	"gnnmpi/dense"
 	"gnnmpi/sparse"
@@ -95,37 +96,57 @@ func sparseMulAdd(dst []float32, x *sparse.Matrix[float32], n int, w []float32, 
 	})
 }
 
-// tBlock is the width of the column blocks of sparseTMulAdd: fixed, so
-// that every element is computed by the same code whatever the number of
-// goroutines, and 64 float32s (four cache lines), so that goroutines never
-// write the same line.
-const tBlock = 64
-
 // sparseTMulAdd computes dw += X[:n]ᵀ·dy: for every stored entry (i, c, a)
 // of X's first n rows, row c of dw (X.NCols×f) gets a·(row i of dy, n×f),
 // stored zeros skipped, a pattern's entries adding dy's rows as they are.
-// It runs in parallel over fixed blocks of tBlock columns, each block
-// visiting the entries in row-major stored order, so every element of dw
-// sums in that order whatever GOMAXPROCS is.
+// It transposes X[:n] (entries grouped by column, in row order within a
+// column) and runs in parallel over columns, each row of dw adding its
+// entries in row-major stored order on one goroutine, so the result does
+// not depend on GOMAXPROCS.
 func sparseTMulAdd(dw []float32, x *sparse.Matrix[float32], n int, dy []float32, f int) {
 	dw = dw[:int(x.NCols)*f]
 	dy = dy[:n*f]
-	nb := (f + tBlock - 1) / tBlock
-	parallel(nb, 1, (x.Indptr[n]-x.Indptr[0])*int64(f), func(blo, bhi int) {
-		lo, hi := blo*tBlock, min(bhi*tBlock, f)
-		for i := range n {
-			for e := x.Indptr[i]; e < x.Indptr[i+1]; e++ {
-				c := int(x.Indices[e])
+	nc := int(x.NCols)
+	base := x.Indptr[0]
+	nnz := x.Indptr[n] - base
+	// Counting sort of the entries by column: ptr[c]:ptr[c+1] are column
+	// c's rows (ascending) and values.
+	ptr := make([]int64, nc+1)
+	for _, c := range x.Indices[base : base+nnz] {
+		ptr[c+1]++
+	}
+	for c := range nc {
+		ptr[c+1] += ptr[c]
+	}
+	rows := make([]int32, nnz)
+	var vals []float32
+	if x.Values != nil {
+		vals = make([]float32, nnz)
+	}
+	next := slices.Clone(ptr[:nc])
+	for i := range n {
+		for e := x.Indptr[i]; e < x.Indptr[i+1]; e++ {
+			c := x.Indices[e]
+			q := next[c]
+			rows[q] = int32(i)
+			if vals != nil {
+				vals[q] = x.Values[e]
+			}
+			next[c]++
+		}
+	}
+	parallel(nc, 1, nnz*int64(f), func(lo, hi int) {
+		for c := lo; c < hi; c++ {
+			out := dw[c*f : (c+1)*f]
+			for q := ptr[c]; q < ptr[c+1]; q++ {
 				a := float32(1)
-				if x.Values != nil {
-					if a = x.Values[e]; a == 0 {
+				if vals != nil {
+					if a = vals[q]; a == 0 {
 						continue
 					}
 				}
-				for b := lo; b < hi; b += tBlock {
-					be := min(b+tBlock, hi)
-					dense.Axpy(a, dy[i*f+b:i*f+be], dw[c*f+b:c*f+be])
-				}
+				i := int(rows[q])
+				dense.Axpy(a, dy[i*f:(i+1)*f], out)
 			}
 		}
 	})

@@ -166,9 +166,8 @@ func TestLinearSparse(t *testing.T) {
 func TestSparseKernels(t *testing.T) {
 	rnd := testRNG(230)
 	// Large enough that both kernels run on several goroutines
-	// (nnz·f ≫ minParallelWork) and f spans several column blocks plus a
-	// partial one.
-	const n, k, f = 400, 300, 2*tBlock + 24
+	// (nnz·f ≫ minParallelWork).
+	const n, k, f = 400, 300, 152
 	x := randSparseRows(rnd, n, k, 0.05, false)
 	w := randMatrix(rnd, k, f)
 	dy := randMatrix(rnd, n, f)
