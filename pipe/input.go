@@ -26,22 +26,17 @@ func density(m *dense.Matrix) float64 {
 	return float64(nz) / float64(len(m.Data))
 }
 
-// normalizeRows divides every row of s (which has values) by its sum as
-// dense.RowNormalized does (the same float64 sum in column order, zeros
-// adding nothing), so the result is bitwise that of normalising the dense
-// rows first.
-func normalizeRows(s *sparse.Matrix[float32]) {
-	for i := range s.NRows {
-		lo, hi := s.Indptr[i], s.Indptr[i+1]
-		var sum float64
-		for _, v := range s.Values[lo:hi] {
-			sum += float64(v)
-		}
-		inv := dense.RowScale(sum)
-		for e := lo; e < hi; e++ {
-			s.Values[e] = float32(float64(s.Values[e]) * inv)
-		}
+// withValues returns s itself when it has values, else a copy of the
+// pattern with every value 1.
+func withValues(s *sparse.Matrix[float32]) *sparse.Matrix[float32] {
+	if s.Values != nil {
+		return s
 	}
+	v := make([]float32, len(s.Indices))
+	for i := range v {
+		v[i] = 1
+	}
+	return &sparse.Matrix[float32]{NRows: s.NRows, NCols: s.NCols, Indptr: s.Indptr, Indices: s.Indices, Values: v}
 }
 
 // gatherSparse returns rows ids of s as a new matrix.

@@ -52,9 +52,13 @@ type Config struct {
 // Data is one rank's input: the replicated plan, labels and masks, and the
 // feature rows of the rank's part.
 type Data struct {
-	Plan   *Plan
-	Feat   *dense.Matrix // part-local rows of the rank's part (Plan.Members order); only read
-	Labels []int32       // every vertex
+	Plan *Plan
+	Feat *dense.Matrix // part-local rows of the rank's part (Plan.Members order); only read
+	// FeatCSR are the same rows as sparse rows (Values nil: a pattern),
+	// given instead of Feat; only read. The input layer then multiplies
+	// them sparsely whatever their density.
+	FeatCSR *sparse.Matrix[float32]
+	Labels  []int32 // every vertex
 	// RowNormalize scales every feature row to sum 1 (dense.RowNormalized)
 	// on the trainer's own copy: sparse features are normalised in place
 	// of their nonzeros, and the trainer then keeps no dense copy at all.
@@ -148,7 +152,14 @@ func New(c collective.Comm, cfg Config, d Data) (*Trainer, error) {
 	t.first, t.last = t.s == 0, t.s == L.Stages-1
 	t.hasIn = t.first || mc.Kind == model.ConvGCNII
 	nk := len(d.Plan.Members[t.k])
-	if t.hasIn && (d.Feat == nil || d.Feat.Rows != nk || d.Feat.Cols != mc.In) {
+	rows, cols := -1, -1
+	switch {
+	case d.FeatCSR != nil:
+		rows, cols = int(d.FeatCSR.NRows), int(d.FeatCSR.NCols)
+	case d.Feat != nil:
+		rows, cols = d.Feat.Rows, d.Feat.Cols
+	}
+	if t.hasIn && (rows != nk || cols != mc.In) {
 		return nil, fmt.Errorf("pipe: rank %d needs the %d×%d features of part %d", c.Rank(), nk, mc.In, t.k)
 	}
 	var err error
@@ -184,14 +195,21 @@ func validate(c collective.Comm, cfg Config, d Data) error {
 	return mc.Validate()
 }
 
-// initFeatures keeps the input layer's features sparse when they are
-// sparse enough, and row-normalises them (on a copy) when asked to.
+// initFeatures keeps the input layer's features sparse when they are given
+// sparse or are sparse enough, and row-normalises them (on a copy) when
+// asked to. Sparse rows always get values (dropout scales them).
 func (t *Trainer) initFeatures() {
 	switch {
+	case t.hasIn && t.d.FeatCSR != nil:
+		t.xs = withValues(t.d.FeatCSR)
+		if t.d.RowNormalize {
+			t.xs = sparse.RowNormalized(t.d.FeatCSR)
+		}
+		t.d.Feat, t.d.FeatCSR = nil, nil // every read goes to t.xs
 	case t.hasIn && density(t.d.Feat) < sparseDensity:
 		t.xs = sparse.FromDense(t.d.Feat.Rows, t.d.Feat.Cols, t.d.Feat.Data)
 		if t.d.RowNormalize {
-			normalizeRows(t.xs)
+			t.xs = sparse.RowNormalized(t.xs)
 		}
 		t.d.Feat = nil // every read goes to t.xs
 	case t.hasIn && t.d.RowNormalize:

@@ -93,6 +93,12 @@ func testData(plan *Plan, k int) Data {
 // evaluates, on in-process ranks.
 func runPipe(t *testing.T, cfg Config, plan *Plan, epochs int) run {
 	t.Helper()
+	return runPipeData(t, cfg, plan, epochs, testData)
+}
+
+// runPipeData is runPipe with each pipeline's data from data.
+func runPipeData(t *testing.T, cfg Config, plan *Plan, epochs int, data func(*Plan, int) Data) run {
+	t.Helper()
 	p := cfg.Layout.Ranks()
 	out := make([]run, p)
 	stats := make([]*collective.Stats, p)
@@ -100,7 +106,7 @@ func runPipe(t *testing.T, cfg Config, plan *Plan, epochs int) run {
 		r := c.Rank()
 		stats[r] = collective.NewStats()
 		c = collective.WithStats(c, stats[r])
-		tr, err := New(c, cfg, testData(plan, cfg.Layout.Pipeline(r)))
+		tr, err := New(c, cfg, data(plan, cfg.Layout.Pipeline(r)))
 		if err != nil {
 			return err
 		}
@@ -350,8 +356,7 @@ func TestSparseRowNormalize(t *testing.T) {
 	}
 	orig := slices.Clone(x.Data)
 	want := sparse.FromDense(x.Rows, x.Cols, dense.RowNormalized(x).Data)
-	got := sparse.FromDense(x.Rows, x.Cols, x.Data)
-	normalizeRows(got)
+	got := sparse.RowNormalized(sparse.FromDense(x.Rows, x.Cols, x.Data))
 	require.Equal(t, want, got)
 	require.Equal(t, orig, x.Data)
 
@@ -371,6 +376,49 @@ func TestSparseRowNormalize(t *testing.T) {
 		return nil
 	})
 	require.NoError(t, err)
+}
+
+// Rows given sparse (Data.FeatCSR, valued or a pattern) train bitwise as
+// the same rows given dense and kept sparse by the trainer, with and
+// without row normalisation.
+func TestFeatCSRInput(t *testing.T) {
+	defer func(d float64) { sparseDensity = d }(sparseDensity)
+	sparseDensity = 2 // dense rows are kept sparse too
+	plan := testPlan(t, 2, 2)
+	cfg := testConfig(model.ConvGCNII, Layout{2, 2})
+	for _, norm := range []bool{false, true} {
+		withNorm := func(p *Plan, k int) Data {
+			d := testData(p, k)
+			d.RowNormalize = norm
+			return d
+		}
+		want := runPipeData(t, cfg, plan, 3, withNorm)
+		got := runPipeData(t, cfg, plan, 3, func(p *Plan, k int) Data {
+			d := withNorm(p, k)
+			d.FeatCSR, d.Feat = sparse.FromDense(d.Feat.Rows, d.Feat.Cols, d.Feat.Data), nil
+			return d
+		})
+		require.Equal(t, want, got, "row normalisation %v", norm)
+	}
+	// A pattern (binary features) reads as ones.
+	binary := func(p *Plan, k int) Data {
+		d := testData(p, k)
+		for i, v := range d.Feat.Data {
+			if v != 0 {
+				d.Feat.Data[i] = 1
+			}
+		}
+		return d
+	}
+	want := runPipeData(t, cfg, plan, 2, binary)
+	got := runPipeData(t, cfg, plan, 2, func(p *Plan, k int) Data {
+		d := binary(p, k)
+		x := sparse.FromDense(d.Feat.Rows, d.Feat.Cols, d.Feat.Data)
+		x.Values = nil
+		d.FeatCSR, d.Feat = x, nil
+		return d
+	})
+	require.Equal(t, want, got, "pattern")
 }
 
 func TestSparseInputLayer(t *testing.T) {

@@ -206,15 +206,9 @@ func newFullStepper(c collective.Comm, d *Data, cfg FullConfig, log func(string,
 	}
 	pc := cfg.pipeConfig()
 	pc.Layout = lay
-	feat := d.Feat
-	if d.FeatCSR != nil {
-		// The pipeline takes dense rows and keeps sparse ones sparse
-		// itself (pipe's input layer).
-		feat = graph.DenseRows(d.FeatCSR)
-	}
-	pc.Model.In, pc.Model.Out = feat.Cols, d.NumClasses
+	pc.Model.In, pc.Model.Out = d.NumFeatures(), d.NumClasses
 	n := d.NumNodes()
-	tr, err := pipe.New(c, pc, pipe.Data{Plan: plan, Feat: feat, RowNormalize: cfg.FeatureNorm.Resolve(d.NonNegative) == FeatureNormRow, Labels: d.Labels,
+	tr, err := pipe.New(c, pc, pipe.Data{Plan: plan, Feat: d.Feat, FeatCSR: d.FeatCSR, RowNormalize: cfg.FeatureNorm.Resolve(d.NonNegative) == FeatureNormRow, Labels: d.Labels,
 		Train: mask(n, d.Split.Train), Val: mask(n, d.Split.Valid), Test: mask(n, d.Split.Test)})
 	if err != nil {
 		return nil, nil, err
