@@ -122,22 +122,33 @@ func groups(rows []map[string]string, key string) []string {
 	return out
 }
 
+// where returns the rows whose key is val, in order.
+func where(rows []map[string]string, key, val string) []map[string]string {
+	var out []map[string]string
+	for _, r := range rows {
+		if r[key] == val {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// grid returns an image of width×height for rows×cols panels, its canvas
+// and the tiles that place the panels.
+func grid(rows, cols int, width, height vg.Length) (*vgimg.Canvas, draw.Canvas, draw.Tiles) {
+	img := vgimg.New(width, height)
+	return img, draw.New(img), draw.Tiles{Rows: rows, Cols: cols, PadX: vg.Millimeter, PadY: vg.Millimeter}
+}
+
 // phases draws, for every dataset, two panels side by side: stacked
 // per-phase seconds per epoch, and bytes per epoch by phase, against np.
 func phases(rows []map[string]string, out string) error {
 	datasets := groups(rows, "dataset")
 	const w = 4.5 * vg.Inch
-	img := vgimg.New(2*w, vg.Length(len(datasets))*3.2*vg.Inch)
-	dc := draw.New(img)
-	tiles := draw.Tiles{Rows: len(datasets), Cols: 2, PadX: vg.Millimeter, PadY: vg.Millimeter}
+	img, dc, tiles := grid(len(datasets), 2, 2*w, vg.Length(len(datasets))*3.2*vg.Inch)
 	plots := make([][]*plot.Plot, len(datasets))
 	for i, ds := range datasets {
-		var sel []map[string]string
-		for _, r := range rows {
-			if r["dataset"] == ds {
-				sel = append(sel, r)
-			}
-		}
+		sel := where(rows, "dataset", ds)
 		sort.Slice(sel, func(a, b int) bool { return num(sel[a], "np") < num(sel[b], "np") })
 		names := make([]string, len(sel))
 		for k, r := range sel {
@@ -244,17 +255,10 @@ func spgemm(rows []map[string]string, out string) error {
 	}
 	panels := groups(ok, "panel")
 	const w = 6 * vg.Inch
-	img := vgimg.New(2*w, vg.Length(len(panels))*3.6*vg.Inch)
-	dc := draw.New(img)
-	tiles := draw.Tiles{Rows: len(panels), Cols: 2, PadX: vg.Millimeter, PadY: vg.Millimeter}
+	img, dc, tiles := grid(len(panels), 2, 2*w, vg.Length(len(panels))*3.6*vg.Inch)
 	plots := make([][]*plot.Plot, len(panels))
 	for i, pn := range panels {
-		var sel []map[string]string
-		for _, r := range ok {
-			if r["panel"] == pn {
-				sel = append(sel, r)
-			}
-		}
+		sel := where(ok, "panel", pn)
 		names := make([]string, len(sel))
 		flops := make(plotter.Values, len(sel))
 		mib := make(plotter.Values, len(sel))
@@ -341,9 +345,7 @@ func sample(rows []map[string]string, out string) error {
 	kmin, kmax := ks[0], ks[len(ks)-1]
 	panels := groups(ok, "panel")
 	const w = 5.5 * vg.Inch
-	img := vgimg.New(2*w, vg.Length(len(panels))*3.4*vg.Inch)
-	dc := draw.New(img)
-	tiles := draw.Tiles{Rows: len(panels), Cols: 2, PadX: vg.Millimeter, PadY: vg.Millimeter}
+	img, dc, tiles := grid(len(panels), 2, 2*w, vg.Length(len(panels))*3.4*vg.Inch)
 	plots := make([][]*plot.Plot, len(panels))
 	for i, pn := range panels {
 		var pair []*plot.Plot
@@ -355,12 +357,7 @@ func sample(rows []map[string]string, out string) error {
 			p.X.Tick.Marker = plot.LogTicks{Prec: -1}
 			p.Legend.Top, p.Legend.Left = true, true
 			p.Y.Min = 0
-			var sel []map[string]string
-			for _, r := range ok {
-				if r["panel"] == pn {
-					sel = append(sel, r)
-				}
-			}
+			sel := where(ok, "panel", pn)
 			for n, line := range groups(sel, "line") {
 				var pts plotter.XYs
 				for _, r := range sel {
@@ -430,9 +427,7 @@ func fetch(rows []map[string]string, out string) error {
 	const w = 5.5 * vg.Inch
 	cols := 2
 	nrows := (len(panels) + cols - 1) / cols
-	img := vgimg.New(vg.Length(cols)*w, vg.Length(nrows)*3.6*vg.Inch)
-	dc := draw.New(img)
-	tiles := draw.Tiles{Rows: nrows, Cols: cols, PadX: vg.Millimeter, PadY: vg.Millimeter}
+	img, dc, tiles := grid(nrows, cols, vg.Length(cols)*w, vg.Length(nrows)*3.6*vg.Inch)
 	plots := make([][]*plot.Plot, nrows)
 	for i := range plots {
 		plots[i] = make([]*plot.Plot, cols)
@@ -444,12 +439,7 @@ func fetch(rows []map[string]string, out string) error {
 		p.X.Label.Text = "cache size α (rows per rank / (n/parts))"
 		p.Y.Min, p.Y.Max = 0, 1.05
 		p.Legend.Left = true // the lines fall from the top left
-		var sel []map[string]string
-		for _, r := range ok {
-			if r["panel"] == pn {
-				sel = append(sel, r)
-			}
-		}
+		sel := where(ok, "panel", pn)
 		for _, line := range groups(sel, "line") {
 			var pts plotter.XYs
 			var policy, part string
@@ -515,17 +505,10 @@ func pipeChart(rows []map[string]string, out string) error {
 	}
 	panels := groups(ok, "panel")
 	const w = 4 * vg.Inch
-	img := vgimg.New(3*w, vg.Length(len(panels))*3.4*vg.Inch)
-	dc := draw.New(img)
-	tiles := draw.Tiles{Rows: len(panels), Cols: 3, PadX: vg.Millimeter, PadY: vg.Millimeter}
+	img, dc, tiles := grid(len(panels), 3, 3*w, vg.Length(len(panels))*3.4*vg.Inch)
 	plots := make([][]*plot.Plot, len(panels))
 	for i, pn := range panels {
-		var sel []map[string]string
-		for _, r := range ok {
-			if r["panel"] == pn {
-				sel = append(sel, r)
-			}
-		}
+		sel := where(ok, "panel", pn)
 		sort.SliceStable(sel, func(a, b int) bool {
 			if num(sel[a], "np") != num(sel[b], "np") {
 				return num(sel[a], "np") < num(sel[b], "np")

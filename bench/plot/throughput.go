@@ -9,7 +9,6 @@ import (
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
 )
 
 // throughputLabel names a run of bench/throughput.sh: "torch", "gnnmpi
@@ -44,17 +43,10 @@ func throughput(rows []map[string]string, out string) error {
 	}
 	datasets := groups(ok, "dataset")
 	const w = 5 * vg.Inch
-	img := vgimg.New(2*w, vg.Length(len(datasets))*3.4*vg.Inch)
-	dc := draw.New(img)
-	tiles := draw.Tiles{Rows: len(datasets), Cols: 2, PadX: vg.Millimeter, PadY: vg.Millimeter}
+	img, dc, tiles := grid(len(datasets), 2, 2*w, vg.Length(len(datasets))*3.4*vg.Inch)
 	plots := make([][]*plot.Plot, len(datasets))
 	for i, ds := range datasets {
-		var sel []map[string]string
-		for _, r := range ok {
-			if r["dataset"] == ds {
-				sel = append(sel, r)
-			}
-		}
+		sel := where(ok, "dataset", ds)
 		// The peer first, then gnnmpi by variant and rank count.
 		sort.SliceStable(sel, func(a, b int) bool {
 			x, y := sel[a], sel[b]
