@@ -44,6 +44,7 @@ type globalFlags struct {
 	json        bool
 	commTimeout time.Duration
 	blas        string
+	blasThreads int
 	cpuprofile  string
 	mpiThread   string
 }
@@ -53,6 +54,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if cmd == nil {
 		return code
 	}
+	setBLASThreads(g.blasThreads, os.Getenv)
 	impl, blasName, err := pickBLAS(g.blas)
 	if err != nil {
 		fmt.Fprintf(stderr, "gnnmpi: %v\n", err)
@@ -119,6 +121,7 @@ func parseArgs(args []string, stdout, stderr io.Writer) (cmd *cli.Command, runCm
 	fs.BoolVar(&g.json, "json", false, "print the final metrics object as JSON")
 	fs.DurationVar(&g.commTimeout, "comm-timeout", 10*time.Minute, "in-process ranks: fail a call blocked longer than this (deadlock)")
 	fs.StringVar(&g.blas, "blas", "openblas", "dense products: openblas (gonum's netlib binding) or gonum (pure Go)")
+	fs.IntVar(&g.blasThreads, "blas-threads", 0, "OpenBLAS threads per rank (0: $OPENBLAS_NUM_THREADS if set, else 1: gnnmpi's own kernels use the cores, and idle OpenBLAS threads spin on them)")
 	fs.StringVar(&g.cpuprofile, "cpuprofile", "", "write a CPU profile of this process to FILE (under MPI: FILE.RANK)")
 	fs.StringVar(&g.mpiThread, "mpi-thread", "multiple", "under MPI: multiple (MPI_THREAD_MULTIPLE, blocking calls from any thread; funneled if not granted) or funneled (one MPI thread, nonblocking collectives)")
 	fs.Usage = func() { cli.Help(stderr) }
@@ -249,6 +252,18 @@ func isBoolFlag(fs *flag.FlagSet, arg string) bool {
 	}
 	b, ok := f.Value.(interface{ IsBoolFlag() bool })
 	return ok && b.IsBoolFlag()
+}
+
+// setBLASThreads sets OpenBLAS's thread count: n if positive, else
+// $OPENBLAS_NUM_THREADS if set (OpenBLAS read it at start-up), else 1.
+func setBLASThreads(n int, getenv func(string) string) {
+	if n <= 0 {
+		if getenv("OPENBLAS_NUM_THREADS") != "" {
+			return
+		}
+		n = 1
+	}
+	openblas.SetThreads(n)
 }
 
 // pickBLAS returns the dense-product implementation named by --blas. A

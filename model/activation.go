@@ -17,13 +17,24 @@ type ReLU struct {
 // modify it before Backward.
 func (r *ReLU) Forward(x *dense.Matrix) *dense.Matrix {
 	y := dense.New(x.Rows, x.Cols)
-	for i, v := range x.Data {
-		if v > 0 {
-			y.Data[i] = v
+	parallel(len(x.Data), 1, int64(len(x.Data)), func(lo, hi int) {
+		out := y.Data[lo:hi]
+		for i, v := range x.Data[lo:hi] {
+			b := math.Float32bits(v)
+			out[i] = math.Float32frombits(b & positiveMask(b))
 		}
-	}
+	})
 	r.y = y
 	return y
+}
+
+// positiveMask returns all ones when the float32 with bits b is > 0 (in
+// (0, +Inf]; not NaN, not −0), else 0, without a branch: ReLU's condition
+// is a coin flip the branch predictor misses half the time.
+func positiveMask(b uint32) uint32 {
+	// b−1 < 0x7f800000 exactly for 0 < b ≤ 0x7f800000; the difference
+	// below is negative (top bit set) exactly then.
+	return uint32(-((uint64(b-1) - 0x7f800000) >> 63))
 }
 
 // Backward returns dL/dx = dy where x > 0 and 0 elsewhere, as a new matrix.
@@ -31,11 +42,12 @@ func (r *ReLU) Forward(x *dense.Matrix) *dense.Matrix {
 func (r *ReLU) Backward(dy *dense.Matrix) *dense.Matrix {
 	checkSame(r.y, dy)
 	dx := dense.New(dy.Rows, dy.Cols)
-	for i, v := range r.y.Data {
-		if v > 0 {
-			dx.Data[i] = dy.Data[i]
+	parallel(len(dy.Data), 1, int64(len(dy.Data)), func(lo, hi int) {
+		g, out := dy.Data[lo:hi], dx.Data[lo:hi]
+		for i, v := range r.y.Data[lo:hi] {
+			out[i] = math.Float32frombits(math.Float32bits(g[i]) & positiveMask(math.Float32bits(v)))
 		}
-	}
+	})
 	return dx
 }
 
@@ -126,9 +138,12 @@ func (u *ELU) Backward(dy *dense.Matrix) *dense.Matrix {
 // probability Rate and the others are scaled by 1/(1−Rate), so that
 // evaluation is the identity.
 //
-// The mask takes 16 random bits per element from the rng (four elements per
-// Uint64), in row-major order, so Rate is rounded to a multiple of 2⁻¹⁶; the
-// scale uses the rounded rate, keeping the expectation exact.
+// The mask takes 16 random bits per element (four elements per 64-bit draw),
+// so Rate is rounded to a multiple of 2⁻¹⁶; the scale uses the rounded
+// rate, keeping the expectation exact. A forward draws one key from the
+// rng, and row i of the matrix draws from its own stream seeded by (key,
+// i), in column order: the rows are masked in parallel, and the mask does
+// not depend on GOMAXPROCS.
 //
 // With SkipZeros a zero element draws nothing (it is zero whether dropped or
 // not; its mask is 0, so it passes no gradient), which makes the draws of a
@@ -157,17 +172,15 @@ func (d *Dropout) Forward(x *dense.Matrix, train bool, rng *rand.Rand) *dense.Ma
 	}
 	d.buf = dense.Grow(d.buf, len(x.Data))
 	d.mask = d.buf
-	dr := newDropper(d.Rate, rng)
+	key := rng.Uint64()
 	y := dense.New(x.Rows, x.Cols)
-	for i, v := range x.Data {
-		if v == 0 && d.SkipZeros {
-			d.mask[i] = 0
-			continue
+	c := x.Cols
+	parallel(x.Rows, 1, int64(len(x.Data)), func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			dr := newDropper(d.Rate, key, uint64(r))
+			dr.row(d.mask[r*c:(r+1)*c], y.Data[r*c:(r+1)*c], x.Data[r*c:(r+1)*c], d.SkipZeros)
 		}
-		m := dr.next()
-		d.mask[i] = m
-		y.Data[i] = v * m
-	}
+	})
 	return y
 }
 
@@ -186,7 +199,7 @@ func (d *Dropout) ForwardSparse(x *sparse.Matrix[float32], train bool, rng *rand
 		return x
 	}
 	d.sparse = true
-	dr := newDropper(d.Rate, rng)
+	key := rng.Uint64()
 	nnz := x.NNZ()
 	y := &sparse.Matrix[float32]{
 		NRows:   x.NRows,
@@ -196,6 +209,7 @@ func (d *Dropout) ForwardSparse(x *sparse.Matrix[float32], train bool, rng *rand
 		Values:  make([]float32, 0, nnz),
 	}
 	for i := range x.NRows {
+		dr := newDropper(d.Rate, key, uint64(i))
 		for e := x.Indptr[i]; e < x.Indptr[i+1]; e++ {
 			v := float32(1)
 			if x.Values != nil {
@@ -253,24 +267,27 @@ func (d *Dropout) Backward(dy *dense.Matrix) *dense.Matrix {
 // Uint64, a decision keeping its element when the bits are at least
 // round(rate·2¹⁶).
 type dropper struct {
-	rng  *rand.Rand
+	src  rand.PCG
 	t    uint64  // drop threshold
 	keep float32 // 1/(1 − t/2¹⁶)
 	r    uint64  // undrawn bits
-	k    int     // decisions drawn
+	k    int     // decisions left in r
 }
 
-func newDropper(rate float32, rng *rand.Rand) dropper {
+// newDropper returns the decisions of the stream (key, stream).
+func newDropper(rate float32, key, stream uint64) dropper {
 	t := uint64(math.Round(float64(rate) * 65536))
-	return dropper{rng: rng, t: t, keep: float32(1 / (1 - float64(t)/65536))}
+	d := dropper{t: t, keep: float32(1 / (1 - float64(t)/65536))}
+	d.src.Seed(key, stream)
+	return d
 }
 
 // next draws a decision and returns its mask value, 0 or the keep scale.
 func (d *dropper) next() float32 {
-	if d.k%4 == 0 {
-		d.r = d.rng.Uint64()
+	if d.k == 0 {
+		d.refill()
 	}
-	d.k++
+	d.k--
 	b := d.r & 0xffff
 	d.r >>= 16
 	if b >= d.t {
@@ -279,10 +296,43 @@ func (d *dropper) next() float32 {
 	return 0
 }
 
+// row masks one row: mask[i] = m and y[i] = x[i]·m for the next decision
+// m of every element in order, or, with skipZeros, mask[i] = 0 and no
+// decision for a zero element (y[i] is left 0). It is next in a loop, with
+// the undrawn bits in registers.
+func (d *dropper) row(mask, y, x []float32, skipZeros bool) {
+	r, k, t, keep := d.r, d.k, d.t, math.Float32bits(d.keep)
+	mask, y = mask[:len(x)], y[:len(x)]
+	for i, v := range x {
+		if skipZeros && v == 0 {
+			mask[i] = 0
+			continue
+		}
+		if k == 0 {
+			r, k = d.src.Uint64(), 4
+		}
+		k--
+		// Without a branch (the decision is a coin flip the predictor
+		// misses half the time): (b − t)>>63 is 1 exactly when b < t,
+		// since both are below 2¹⁶; m is keep when b ≥ t, else 0.
+		drop := ((r & 0xffff) - t) >> 63
+		m := math.Float32frombits(keep &^ uint32(-drop))
+		r >>= 16
+		mask[i] = m
+		y[i] = v * m
+	}
+	d.r, d.k = r, k
+}
+
+// refill draws the next four decisions' bits (kept out of next, which
+// then inlines).
+func (d *dropper) refill() { d.r, d.k = d.src.Uint64(), 4 }
+
 // dropMask fills dst with 0 (probability ≈ rate) or the matching inverse
-// keep probability, drawing 16 bits per element from rng.
+// keep probability, drawing 16 bits per element from the stream of one key
+// drawn from rng.
 func dropMask(dst []float32, rate float32, rng *rand.Rand) {
-	d := newDropper(rate, rng)
+	d := newDropper(rate, rng.Uint64(), 0)
 	for i := range dst {
 		dst[i] = d.next()
 	}

@@ -3,6 +3,7 @@ package model
 import (
 	"math/rand/v2"
 	"slices"
+	"strings"
 
 	"gonum.org/v1/gonum/blas"
 
@@ -113,4 +114,16 @@ func testRNG(stream uint64) *rand.Rand { return rng.New(1, stream) }
 // clone returns a deep copy of m.
 func clone(m *dense.Matrix) *dense.Matrix {
 	return &dense.Matrix{Rows: m.Rows, Cols: m.Cols, Data: slices.Clone(m.Data)}
+}
+
+// randomBiases gives m's biases small random values. With zero biases and
+// dropout on, a row whose inputs all drop out is exactly 0, on the kinks of
+// the next layer (GAT's LeakyReLU) for every perturbation of a bias at
+// once, which a finite-difference check cannot follow.
+func randomBiases(m *Model, rnd *rand.Rand) {
+	for _, p := range m.Params() {
+		if strings.HasSuffix(p.Name, ".b") {
+			copy(p.W, randMatrix(rnd, 1, len(p.W)).Data)
+		}
+	}
 }

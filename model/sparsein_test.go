@@ -5,7 +5,6 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -275,12 +274,17 @@ func TestDropoutSparse(t *testing.T) {
 			next := rd.Uint64()
 			assert.Equal(t, next, rs.Uint64(), "the same number of draws")
 			assert.Less(t, ys.NNZ(), xs.NNZ(), "dropped entries are not stored")
-			// One 16-bit draw per nonzero (zeros draw nothing), four per Uint64.
+			// One key from the caller's rng; the rows draw from their own
+			// streams, so the mask does not depend on GOMAXPROCS.
 			r := testRNG(241)
-			for range (xs.NNZ() + 3) / 4 {
-				r.Uint64()
-			}
+			r.Uint64()
 			assert.Equal(t, r.Uint64(), next)
+			for _, procs := range []int{1, 3} {
+				prev := runtime.GOMAXPROCS(procs)
+				y := (&Dropout{Rate: 0.3, SkipZeros: true}).Forward(xd, true, testRNG(241))
+				runtime.GOMAXPROCS(prev)
+				assert.Equal(t, yd.Data, y.Data, "GOMAXPROCS %d", procs)
+			}
 			assert.Panics(t, func() { ds.Backward(yd) })
 			// Evaluation and rate 0 return x itself.
 			assert.Same(t, xs, ds.ForwardSparse(xs, false, nil))
@@ -374,14 +378,7 @@ func TestSparseModelGradients(t *testing.T) {
 			xs := randSparseRows(rnd, tc.sizes[0], tc.cfg.In, 0.4, false)
 			m, err := New(tc.cfg, rnd, nil)
 			require.NoError(t, err)
-			// Nonzero biases: with zero ones, a row whose inputs all drop
-			// out is exactly 0, on the kinks of the next layer (GAT's
-			// LeakyReLU) for every perturbation of a bias at once.
-			for _, p := range m.Params() {
-				if strings.HasSuffix(p.Name, ".b") {
-					copy(p.W, randMatrix(rnd, 1, len(p.W)).Data)
-				}
-			}
+			randomBiases(m, rnd)
 			r := randMatrix(rnd, tc.sizes[len(tc.sizes)-1], tc.cfg.Out)
 			fwd := func() *dense.Matrix { return m.ForwardSparse(blocks, xs, true, testRNG(99)) }
 			f := func() float64 { return weightedSum(fwd(), r) }

@@ -15,3 +15,9 @@ func Implementation() blas.Float32Level3 { return gonum.Implementation{} }
 
 // Name returns "gonum", the name of the implementation in this build.
 func Name() string { return "gonum" }
+
+// SetThreads does nothing: this build has no OpenBLAS.
+func SetThreads(int) {}
+
+// Threads returns 1: gonum's BLAS runs on the calling goroutine.
+func Threads() int { return 1 }
