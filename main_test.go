@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"gnnmpi/internal/openblas"
 )
 
 func gnnmpi(t *testing.T, args ...string) (stdout, stderr string, code int) {
@@ -240,4 +242,27 @@ func TestTrainOverlapFlag(t *testing.T) {
 	_, se, code = gnnmpi(t, "--mpi-thread", "serialized", "info")
 	require.Equal(t, 2, code)
 	require.Contains(t, se, `unknown threading "serialized"`)
+}
+
+// --blas-threads sets OpenBLAS's threads; without it the run takes
+// $OPENBLAS_NUM_THREADS when set and 1 otherwise.
+func TestSetBLASThreads(t *testing.T) {
+	if !openblas.Available {
+		t.Skip("built without OpenBLAS")
+	}
+	defer openblas.SetThreads(openblas.Threads())
+	none := func(string) string { return "" }
+	setBLASThreads(2, none)
+	require.Equal(t, min(2, openblas.Threads()), openblas.Threads())
+	setBLASThreads(0, none)
+	require.Equal(t, 1, openblas.Threads())
+	openblas.SetThreads(2)
+	want := openblas.Threads()
+	setBLASThreads(0, func(k string) string {
+		if k == "OPENBLAS_NUM_THREADS" {
+			return "2"
+		}
+		return ""
+	})
+	require.Equal(t, want, openblas.Threads(), "the environment's setting stands")
 }
