@@ -168,20 +168,7 @@ func TestSparseStoreMatchesReference(t *testing.T) {
 func TestSparseStoreVolume(t *testing.T) {
 	const n, f, q = 240, 12, 4
 	book := unevenBook(t, rand.New(rand.NewPCG(3, 3)), n, q, true)
-	reqs := make([][]int64, q)
-	r := rand.New(rand.NewPCG(8, 8))
-	for k := range reqs {
-		for range 50 + 10*k {
-			reqs[k] = append(reqs[k], r.Int64N(n))
-		}
-	}
-	fetchBytes := func(cm collective.Comm, fn func() error) (int64, error) {
-		before := collective.SnapshotOf(cm)
-		restore := collective.SetPhase(cm, "fetch")
-		err := fn()
-		restore()
-		return collective.SnapshotOf(cm).Sub(before).Phase("fetch").SentBytes, err
-	}
+	reqs := volumeRequests(n, q)
 	for _, pattern := range []bool{false, true} {
 		x := sparseFeatures(n, f, pattern)
 		var longest int64

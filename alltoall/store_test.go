@@ -189,20 +189,7 @@ func TestStoreVolume(t *testing.T) {
 	const n, f, q = 240, 5, 4
 	x := globalFeatures(n, f)
 	book := unevenBook(t, rand.New(rand.NewPCG(3, 3)), n, q, true)
-	reqs := make([][]int64, q)
-	r := rand.New(rand.NewPCG(8, 8))
-	for k := range reqs {
-		for range 50 + 10*k {
-			reqs[k] = append(reqs[k], r.Int64N(n))
-		}
-	}
-	fetchBytes := func(cm collective.Comm, fn func() error) (int64, error) {
-		before := collective.SnapshotOf(cm)
-		restore := collective.SetPhase(cm, "fetch")
-		err := fn()
-		restore()
-		return collective.SnapshotOf(cm).Sub(before).Phase("fetch").SentBytes, err
-	}
+	reqs := volumeRequests(n, q)
 	for _, alpha := range []float64{0, 0.1, 0.5, 1, 4} {
 		for _, dt := range []DType{F32, F16} {
 			t.Run(fmt.Sprintf("a%g_%s", alpha, dt), func(t *testing.T) {
@@ -469,4 +456,27 @@ func TestNewStoreErrors(t *testing.T) {
 		return err
 	})
 	require.ErrorContains(t, err, "owns 5 vertices but has 10 feature rows")
+}
+
+// volumeRequests returns the ids each of q ranks asks for in the volume
+// tests: 50 + 10k random vertices of n for rank k, repeats included.
+func volumeRequests(n, q int) [][]int64 {
+	reqs := make([][]int64, q)
+	r := rand.New(rand.NewPCG(8, 8))
+	for k := range reqs {
+		for range 50 + 10*k {
+			reqs[k] = append(reqs[k], r.Int64N(int64(n)))
+		}
+	}
+	return reqs
+}
+
+// fetchBytes runs fn under the phase "fetch" on cm and returns the bytes
+// this rank sent in it.
+func fetchBytes(cm collective.Comm, fn func() error) (int64, error) {
+	before := collective.SnapshotOf(cm)
+	restore := collective.SetPhase(cm, "fetch")
+	err := fn()
+	restore()
+	return collective.SnapshotOf(cm).Sub(before).Phase("fetch").SentBytes, err
 }
