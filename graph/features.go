@@ -85,26 +85,13 @@ func DenseRows(a *sparse.Matrix[float32]) *dense.Matrix {
 // columns: a pattern matrix (Values nil) when every nonzero is 1, else
 // with values.
 func SparseRows(m *dense.Matrix) *sparse.Matrix[float32] {
-	a := &sparse.Matrix[float32]{NRows: int64(m.Rows), NCols: int64(m.Cols), Indptr: make([]int64, m.Rows+1)}
-	ones := true
-	for i := range m.Rows {
-		for j, v := range m.Row(i) {
-			if v != 0 {
-				a.Indices = append(a.Indices, int64(j))
-				a.Values = append(a.Values, v)
-				ones = ones && v == 1
-			}
+	a := sparse.FromDense(m.Rows, m.Cols, m.Data)
+	for _, v := range a.Values {
+		if v != 1 {
+			return a
 		}
-		a.Indptr[i+1] = int64(len(a.Indices))
 	}
-	if a.Indices == nil {
-		a.Indices = []int64{}
-	}
-	if ones {
-		a.Values = nil
-	} else if a.Values == nil {
-		a.Values = []float32{}
-	}
+	a.Values = nil
 	return a
 }
 
