@@ -30,8 +30,6 @@ func (o *Options) local() *sparse.Options {
 	return &sparse.Options{Threads: o.Threads}
 }
 
-func (o *Options) threads() int { return o.local().Threads }
-
 func (o *Options) staged() bool { return o != nil && o.Staged }
 
 // shapeErr is the error for operands whose inner dimensions differ.

@@ -28,7 +28,6 @@ type fakeStepper struct {
 	evaluated []int
 	saved     []int
 	savedRec  []record
-	weights   []float32 // flatWeights returns {epoch}
 }
 
 func (f *fakeStepper) train(epoch int, _ func(int, int, int)) error {

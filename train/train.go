@@ -153,12 +153,12 @@ type trainer struct {
 	lc    collective.Comm
 	slots []*slot // the minibatches' input rows in flight (loader.go); slot 0 also serves inference
 
-	ep                  epochState // the epoch that train ran, for summarize
-	fingerprint         string
-	evalChunks          [][]int // per layer: this rank's chunk boundaries, padded to the ranks' maximum count
-	chunkCache          map[[2]int]*evalChunk
-	trainMask, valMask  []bool
-	testMask, ownedMask []bool
+	ep                 epochState // the epoch that train ran, for summarize
+	fingerprint        string
+	evalChunks         [][]int // per layer: this rank's chunk boundaries, padded to the ranks' maximum count
+	chunkCache         map[[2]int]*evalChunk
+	trainMask, valMask []bool
+	testMask           []bool
 }
 
 func newTrainer(c collective.Comm, d *Data, cfg Config) (*trainer, error) {

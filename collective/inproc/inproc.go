@@ -263,7 +263,7 @@ func (c *Comm) wait(ch <-chan struct{}, what string) error {
 // call is one rank's arguments to a collective.
 type call struct {
 	op         collective.OpKind
-	send, recv collective.Buf
+	send       collective.Buf
 	counts     []int // Allgatherv
 	sendCounts []int // Alltoallv
 	recvCounts []int // Alltoallv
