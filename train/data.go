@@ -12,22 +12,39 @@ import (
 	"gnnmpi/sparse"
 )
 
-// Data is what one rank trains on: the replicated topology and labels, the
-// feature rows it owns, and the partition book that says who owns the rest.
+// Data is what one rank trains on: the topology and labels of the rows it
+// holds (all of them when the topology is replicated), the feature rows it
+// owns, and the partition book that says who owns the rest.
+//
+// A dataset loaded whole holds rows [0, n): Adj is n×n and Labels has n
+// entries. A partitioned dataset (graph.LoadParts) holds only the rows of
+// the rank's part, [RowLo, RowHi): Adj has RowHi−RowLo rows and n columns
+// (global ids), Labels and the split members are those of the rows held,
+// and the book is contiguous (partition.Contiguous over Offsets).
 //
 // The feature rows are dense (Feat) or sparse (FeatCSR: ascending columns,
 // Values nil for a 0/1 pattern); exactly one of the two is set, the same
 // one on every rank (Load's feature format decides by the whole file).
 type Data struct {
 	Name       string
-	Adj        *sparse.CSR             // the whole graph, n×n, replicated on every rank
+	Adj        *sparse.CSR             // rows [RowLo, RowHi) of the graph, n columns
 	Feat       *dense.Matrix           // rows this rank owns, in the book's local-id order; nil when sparse
 	FeatCSR    *sparse.Matrix[float32] // the same rows, sparse; nil when dense
-	Labels     []int32                 // every vertex's label (replicated)
+	Labels     []int32                 // labels of rows [RowLo, RowHi)
 	NumClasses int
 	SplitName  string
-	Split      graph.Split // global ids, ascending
+	Split      graph.Split // global ids, ascending; those in [RowLo, RowHi)
 	Book       *partition.Book
+
+	// RowLo and RowHi are the rows held: 0 and n for a whole dataset.
+	RowLo, RowHi int64
+	// Offsets are the run parts' id ranges of a partitioned dataset
+	// (part q owns [Offsets[q], Offsets[q+1])); nil for a whole dataset.
+	Offsets []int64
+	// OrigIDs are the original ids of rows [RowLo, RowHi) of a
+	// partitioned (relabelled) dataset; nil for a whole dataset, whose
+	// ids are the original ones.
+	OrigIDs []int64
 
 	// Reciprocity is the fraction of edges (i, j) whose reverse (j, i)
 	// is in the graph too (graph.Reciprocity; 1 for a graph without
@@ -45,7 +62,16 @@ type Data struct {
 }
 
 // NumNodes returns the number of vertices.
-func (d *Data) NumNodes() int64 { return d.Adj.NRows }
+func (d *Data) NumNodes() int64 { return d.Adj.NCols }
+
+// Partitioned reports whether d holds only some rows of the graph.
+func (d *Data) Partitioned() bool { return d.RowLo != 0 || d.RowHi != d.NumNodes() }
+
+// Label returns the label of vertex gid, one of the rows held.
+func (d *Data) Label(gid int64) int32 { return d.Labels[gid-d.RowLo] }
+
+// Row returns the adjacency row of vertex gid, one of the rows held.
+func (d *Data) Row(gid int64) []int64 { return d.Adj.Row(gid - d.RowLo) }
 
 // NumFeatures returns the feature dimension, dense or sparse.
 func (d *Data) NumFeatures() int {
@@ -184,7 +210,7 @@ func Load(c collective.Comm, path string, o LoadOptions) (*Data, error) {
 		return nil, err
 	}
 	d := &Data{Name: g.Name, Adj: g.Adj, Labels: g.Labels, NumClasses: g.NumClasses, SplitName: split, Split: s, Book: book,
-		Reciprocity: recip, Symmetrized: symmetrized, EmptyClasses: graph.EmptyClasses(graph.ClassCounts(g.Labels, g.NumClasses))}
+		RowHi: g.NumNodes, Reciprocity: recip, Symmetrized: symmetrized, EmptyClasses: graph.EmptyClasses(graph.ClassCounts(g.Labels, g.NumClasses))}
 	progress("loading the features of the vertices each rank owns")
 	var keep func(int64) bool
 	if p > 1 {
@@ -345,7 +371,7 @@ func Distribute(g *graph.Dataset, split string, book *partition.Book, rank int) 
 		}
 	}
 	d := &Data{Name: g.Name, Adj: g.Adj, Labels: g.Labels, NumClasses: g.NumClasses, SplitName: split, Split: s, Book: book,
-		Reciprocity: recip, EmptyClasses: graph.EmptyClasses(graph.ClassCounts(g.Labels, g.NumClasses)),
+		RowHi: g.NumNodes, Reciprocity: recip, EmptyClasses: graph.EmptyClasses(graph.ClassCounts(g.Labels, g.NumClasses)),
 		NonNegative: nonNegative(g.Feat) && nonNegativeCSR(g.FeatCSR)}
 	if g.FeatCSR != nil {
 		d.FeatCSR = sparse.SelectRows(g.FeatCSR, owned)

@@ -209,7 +209,7 @@ func newFullStepper(c collective.Comm, d *Data, cfg FullConfig, log func(string,
 	pc.Model.In, pc.Model.Out = d.NumFeatures(), d.NumClasses
 	n := d.NumNodes()
 	tr, err := pipe.New(c, pc, pipe.Data{Plan: plan, Feat: d.Feat, FeatCSR: d.FeatCSR, RowNormalize: cfg.FeatureNorm.Resolve(d.NonNegative) == FeatureNormRow, Labels: d.Labels,
-		Train: mask(n, d.Split.Train), Val: mask(n, d.Split.Valid), Test: mask(n, d.Split.Test)})
+		Train: mask(0, n, d.Split.Train), Val: mask(0, n, d.Split.Valid), Test: mask(0, n, d.Split.Test)})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -153,12 +153,11 @@ type trainer struct {
 	lc    collective.Comm
 	slots []*slot // the minibatches' input rows in flight (loader.go); slot 0 also serves inference
 
-	ep                 epochState // the epoch that train ran, for summarize
-	fingerprint        string
-	evalChunks         [][]int // per layer: this rank's chunk boundaries, padded to the ranks' maximum count
-	chunkCache         map[[2]int]*evalChunk
-	trainMask, valMask []bool
-	testMask           []bool
+	ep                epochState // the epoch that train ran, for summarize
+	fingerprint       string
+	evalChunks        [][]int // per layer: this rank's chunk boundaries, padded to the ranks' maximum count
+	chunkCache        map[[2]int]*evalChunk
+	valMask, testMask []bool // of rows [d.RowLo, d.RowHi)
 }
 
 func newTrainer(c collective.Comm, d *Data, cfg Config) (*trainer, error) {
@@ -231,15 +230,19 @@ func newTrainer(c collective.Comm, d *Data, cfg Config) (*trainer, error) {
 	if t.evalChunks, err = t.planChunks(); err != nil {
 		return nil, err
 	}
-	t.trainMask, t.valMask, t.testMask = mask(n, d.Split.Train), mask(n, d.Split.Valid), mask(n, d.Split.Test)
+	t.valMask, t.testMask = mask(d.RowLo, d.RowHi, d.Split.Valid), mask(d.RowLo, d.RowHi, d.Split.Test)
 	t.fingerprint = t.makeFingerprint()
 	return t, nil
 }
 
-func mask(n int64, ids []int64) []bool {
-	m := make([]bool, n)
+// mask returns the membership of ids among the vertices [lo, hi), indexed
+// from lo: ids outside the range are left out.
+func mask(lo, hi int64, ids []int64) []bool {
+	m := make([]bool, hi-lo)
 	for _, g := range ids {
-		m[g] = true
+		if g >= lo && g < hi {
+			m[g-lo] = true
+		}
 	}
 	return m
 }
@@ -255,22 +258,21 @@ func (t *trainer) planChunks() ([][]int, error) {
 	L := t.cfg.Model.Layers
 	bounds := make([][]int, L)
 	counts := make([]int64, L)
-	seen := make([]int32, t.d.NumNodes()) // chunk number + 1 that last counted the vertex
+	seen := newStamps(t.d) // chunk number + 1 that last counted the vertex
 	for l := range L {
 		fin := int64(t.store.Cols())
 		if l > 0 {
 			fin = int64(t.m.Layers[l-1].OutDim())
 		}
-		clear(seen)
+		seen.clear()
 		b := []int{0}
 		chunk := int32(1)
 		var rows int64
 		// fresh counts the rows vertex g adds to the current chunk and
 		// marks them.
 		fresh := func(g int64) (add int64) {
-			for _, v := range append([]int64{g}, t.d.Adj.Row(g)...) {
-				if seen[v] != chunk {
-					seen[v] = chunk
+			for _, v := range append([]int64{g}, t.d.Row(g)...) {
+				if seen.swap(v, chunk) != chunk {
 					add++
 				}
 			}
@@ -303,6 +305,38 @@ func (t *trainer) planChunks() ([][]int, error) {
 		}
 	}
 	return bounds, nil
+}
+
+// stamps marks vertices with a small number: an array over the vertices
+// when the rank holds the whole graph, a map over those stamped when it
+// holds a part (no array of n).
+type stamps struct {
+	dense []int32
+	m     map[int64]int32
+}
+
+func newStamps(d *Data) *stamps {
+	if d.Partitioned() {
+		return &stamps{m: map[int64]int32{}}
+	}
+	return &stamps{dense: make([]int32, d.NumNodes())}
+}
+
+func (s *stamps) clear() {
+	clear(s.dense)
+	clear(s.m)
+}
+
+// swap stamps v with x and returns its previous stamp (0 if none).
+func (s *stamps) swap(v int64, x int32) int32 {
+	if s.m != nil {
+		old := s.m[v]
+		s.m[v] = x
+		return old
+	}
+	old := s.dense[v]
+	s.dense[v] = x
+	return old
 }
 
 // blocks turns a minibatch into the model's per-layer adjacencies,
@@ -412,7 +446,7 @@ func (t *trainer) backward(ep *epochState, epoch, i int, seeds []int64, mb *samp
 	}
 	labels := make([]int32, len(seeds))
 	for k, g := range seeds {
-		labels[k] = t.d.Labels[g]
+		labels[k] = t.d.Label(g)
 	}
 	loss, dl := model.SoftmaxCrossEntropy(logits, labels)
 	// dl is the gradient of this rank's mean loss; rescale it to this
@@ -495,15 +529,15 @@ func (t *trainer) evaluate() (evaluation, error) {
 	for k, pred := range model.Argmax(h) {
 		g := owned[k]
 		hit := 0.0
-		if pred == t.d.Labels[g] {
+		if pred == t.d.Label(g) {
 			hit = 1
 		}
-		if t.valMask[g] {
+		if t.valMask[g-t.d.RowLo] {
 			valHits += hit
 			val++
-			valLoss += model.CrossEntropy(h.Data[k*h.Cols:(k+1)*h.Cols], t.d.Labels[g])
+			valLoss += model.CrossEntropy(h.Data[k*h.Cols:(k+1)*h.Cols], t.d.Label(g))
 		}
-		if t.testMask[g] {
+		if t.testMask[g-t.d.RowLo] {
 			testHits += hit
 			test++
 		}
@@ -599,7 +633,7 @@ func (t *trainer) chunk(owned []int64, lo, hi int) *evalChunk {
 	if ch, ok := t.chunkCache[key]; ok {
 		return ch
 	}
-	blk := sampling.FullBlock(t.d.Adj, owned[lo:hi])
+	blk := sampling.FullBlockRows(t.d.Adj, t.d.RowLo, owned[lo:hi])
 	ch := &evalChunk{adj: t.adjacency(blk), src: blk.Src}
 	// One rank, one chunk: the sources are this rank's rows in order, so
 	// nothing is exchanged.
