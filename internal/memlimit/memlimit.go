@@ -1,0 +1,158 @@
+// Package memlimit reads how much memory this process may still allocate
+// before the kernel refuses it or kills the process: the system's available
+// memory, the process's memory cgroup (v1 or v2) and its address-space
+// rlimit. Loaders compare a predicted footprint against it, so that a
+// dataset too large for a rank fails with an error naming what did not fit
+// instead of the out-of-memory killer's SIGKILL.
+//
+// It only reads files under /proc and /sys (and getrlimit); the
+// computation is in Parse* functions that take the files' contents.
+package memlimit
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// Budget is the memory left to this process and what bounds it.
+type Budget struct {
+	Bytes  int64  // bytes that may still be allocated
+	Source string // what bounds it: "MemAvailable", "cgroup v1 memory.limit_in_bytes /x", …
+}
+
+// String describes b, e.g. "3.2 GiB (cgroup v2 memory.max /job)".
+func (b Budget) String() string {
+	return fmt.Sprintf("%.2f GiB (%s)", float64(b.Bytes)/(1<<30), b.Source)
+}
+
+// Available returns the smallest of the limits that apply to this
+// process: MemAvailable of /proc/meminfo, the limit of its memory cgroup
+// less the cgroup's usage, and RLIMIT_AS less the process's virtual size.
+// Limits that cannot be read are skipped; with none readable it returns an
+// unlimited budget (math.MaxInt64, "unknown").
+func Available() Budget {
+	best := Budget{Bytes: math.MaxInt64, Source: "unknown"}
+	take := func(b Budget, ok bool) {
+		if ok && b.Bytes < best.Bytes {
+			best = b
+		}
+	}
+	if data, err := os.ReadFile("/proc/meminfo"); err == nil {
+		take(ParseMemInfo(data))
+	}
+	if data, err := os.ReadFile("/proc/self/cgroup"); err == nil {
+		take(cgroupBudget(data))
+	}
+	var rl syscall.Rlimit
+	if syscall.Getrlimit(syscall.RLIMIT_AS, &rl) == nil && rl.Cur < math.MaxInt64 {
+		if data, err := os.ReadFile("/proc/self/status"); err == nil {
+			if vm, ok := statusField(data, "VmSize:"); ok {
+				take(Budget{Bytes: int64(rl.Cur) - vm, Source: "RLIMIT_AS"}, true)
+			}
+		}
+	}
+	return best
+}
+
+// ParseMemInfo returns MemAvailable from the contents of /proc/meminfo.
+func ParseMemInfo(data []byte) (Budget, bool) {
+	v, ok := statusField(data, "MemAvailable:")
+	return Budget{Bytes: v, Source: "MemAvailable"}, ok
+}
+
+// statusField returns the value of a "Name:  123 kB" line in bytes.
+func statusField(data []byte, name string) (int64, bool) {
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) >= 2 && f[0] == name {
+			v, err := strconv.ParseInt(f[1], 10, 64)
+			if err != nil {
+				return 0, false
+			}
+			if len(f) >= 3 && f[2] == "kB" {
+				v <<= 10
+			}
+			return v, true
+		}
+	}
+	return 0, false
+}
+
+// cgroupBudget reads the limit and usage of the memory cgroup named in
+// /proc/self/cgroup: v1 (memory.limit_in_bytes, memory.usage_in_bytes
+// under /sys/fs/cgroup/memory) or v2 (memory.max, memory.current under
+// /sys/fs/cgroup or /sys/fs/cgroup/unified).
+func cgroupBudget(procCgroup []byte) (Budget, bool) {
+	v1, v2 := ParseProcCgroup(procCgroup)
+	if v1 != "" {
+		dir := filepath.Join("/sys/fs/cgroup/memory", v1)
+		if b, ok := limitLeft(dir, "memory.limit_in_bytes", "memory.usage_in_bytes"); ok {
+			b.Source = "cgroup v1 memory.limit_in_bytes " + v1
+			return b, true
+		}
+	}
+	if v2 != "" {
+		for _, root := range []string{"/sys/fs/cgroup", "/sys/fs/cgroup/unified"} {
+			if b, ok := limitLeft(filepath.Join(root, v2), "memory.max", "memory.current"); ok {
+				b.Source = "cgroup v2 memory.max " + v2
+				return b, true
+			}
+		}
+	}
+	return Budget{}, false
+}
+
+// ParseProcCgroup returns the memory cgroup paths of /proc/self/cgroup's
+// contents: the v1 hierarchy with the memory controller and the v2 (unified)
+// one, "" where absent.
+func ParseProcCgroup(data []byte) (v1, v2 string) {
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.SplitN(line, ":", 3)
+		if len(f) != 3 {
+			continue
+		}
+		switch {
+		case f[0] == "0" && f[1] == "":
+			v2 = f[2]
+		case strings.Contains(","+f[1]+",", ",memory,"):
+			v1 = f[2]
+		}
+	}
+	return v1, v2
+}
+
+// limitLeft returns limit − usage from the two files of dir; false if the
+// limit is unlimited ("max" or ≥ 2⁶²) or a file cannot be read.
+func limitLeft(dir, limitFile, usageFile string) (Budget, bool) {
+	limit, ok := readNumber(filepath.Join(dir, limitFile))
+	if !ok || limit >= 1<<62 {
+		return Budget{}, false
+	}
+	usage, ok := readNumber(filepath.Join(dir, usageFile))
+	if !ok {
+		return Budget{}, false
+	}
+	return Budget{Bytes: max(0, limit-usage)}, true
+}
+
+// readNumber reads a file holding one integer ("max" reads as unlimited).
+func readNumber(path string) (int64, bool) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0, false
+	}
+	s := strings.TrimSpace(string(data))
+	if s == "max" {
+		return math.MaxInt64, true
+	}
+	v, err := strconv.ParseInt(s, 10, 64)
+	return v, err == nil
+}

@@ -1,0 +1,53 @@
+package memlimit
+
+import (
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestParseMemInfo(t *testing.T) {
+	b, ok := ParseMemInfo([]byte("MemTotal:       24000000 kB\nMemFree:  100 kB\nMemAvailable:   2048 kB\n"))
+	require.True(t, ok)
+	require.Equal(t, int64(2048<<10), b.Bytes)
+	_, ok = ParseMemInfo([]byte("MemTotal: 1 kB\n"))
+	require.False(t, ok)
+}
+
+func TestParseProcCgroup(t *testing.T) {
+	v1, v2 := ParseProcCgroup([]byte("9:name=systemd:/\n4:memory:/job/rank1\n3:cpuset:/\n0::/user.slice\n"))
+	require.Equal(t, "/job/rank1", v1)
+	require.Equal(t, "/user.slice", v2)
+	v1, v2 = ParseProcCgroup([]byte("0::/only.v2\n"))
+	require.Equal(t, "", v1)
+	require.Equal(t, "/only.v2", v2)
+	v1, _ = ParseProcCgroup([]byte("5:cpu,memory:/both\n"))
+	require.Equal(t, "/both", v1)
+}
+
+func TestLimitLeft(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, s string) {
+		require.NoError(t, os.WriteFile(dir+"/"+name, []byte(s), 0o644))
+	}
+	write("memory.max", "1000\n")
+	write("memory.current", "300\n")
+	b, ok := limitLeft(dir, "memory.max", "memory.current")
+	require.True(t, ok)
+	require.Equal(t, int64(700), b.Bytes)
+	write("memory.max", "max\n")
+	_, ok = limitLeft(dir, "memory.max", "memory.current")
+	require.False(t, ok, "an unlimited cgroup is no bound")
+	write("memory.max", "200\n")
+	b, _ = limitLeft(dir, "memory.max", "memory.current")
+	require.Equal(t, int64(0), b.Bytes, "usage above the limit leaves nothing")
+}
+
+// Available always answers: on this machine at least MemAvailable.
+func TestAvailable(t *testing.T) {
+	b := Available()
+	require.Positive(t, b.Bytes)
+	require.NotEmpty(t, b.Source)
+	require.Contains(t, b.String(), "GiB")
+}
