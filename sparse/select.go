@@ -60,3 +60,20 @@ func SelectRowsSR[T Scalar, S Semiring[T]](sr S, a *Matrix[T], rows []int64, o *
 	}
 	return p
 }
+
+// RowRange returns rows [lo, hi) of a as a matrix of hi−lo rows. It shares
+// Indices and Values with a (a valued a gives non-nil Values, even when
+// empty); only the row offsets are new.
+// It will panic if [lo, hi) is not within [0, a.NRows].
+func RowRange[T Scalar](a *Matrix[T], lo, hi int64) *Matrix[T] {
+	s, e := a.Indptr[lo], a.Indptr[hi]
+	ptr := make([]int64, hi-lo+1)
+	for i := range ptr {
+		ptr[i] = a.Indptr[lo+int64(i)] - s
+	}
+	out := &Matrix[T]{NRows: hi - lo, NCols: a.NCols, Indptr: ptr, Indices: a.Indices[s:e:e]}
+	if a.Values != nil {
+		out.Values = a.Values[s:e:e]
+	}
+	return out
+}

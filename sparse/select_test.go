@@ -127,3 +127,16 @@ func TestFromDense(t *testing.T) {
 	}
 	require.Panics(t, func() { FromDense(2, 2, []float32{1}) })
 }
+
+func TestRowRange(t *testing.T) {
+	a := &Matrix[float64]{NRows: 3, NCols: 4, Indptr: []int64{0, 2, 2, 5}, Indices: []int64{0, 3, 1, 2, 3}, Values: []float64{1, 2, 3, 4, 5}}
+	r := RowRange(a, 1, 3)
+	require.Equal(t, int64(2), r.NRows)
+	require.Equal(t, []int64{0, 0, 3}, r.Indptr)
+	require.Equal(t, []int64{1, 2, 3}, r.Indices)
+	require.Equal(t, []float64{3, 4, 5}, r.Values)
+	require.NoError(t, r.Validate())
+	e := RowRange(a, 1, 2)
+	require.NotNil(t, e.Values, "a valued matrix's empty range keeps non-nil values")
+	require.Empty(t, e.Indices)
+}
