@@ -289,6 +289,32 @@ func SBM(p SBMParams) (*Dataset, error) {
 	}, nil
 }
 
+// Planted returns the dataset of the square adj with labels, features and
+// the split "random" drawn as SBM draws them from p (p.Nodes is taken from
+// adj; AvgDegree and Homophily are not used): for generated graphs without
+// their own, such as R-MAT, so that the trainers can run on them. The
+// labels do not follow the edges, so only the features carry the class.
+// It returns an error wrapping ErrGenParams for invalid parameters.
+func Planted(name string, adj *sparse.CSR, p SBMParams) (*Dataset, error) {
+	if adj.NRows != adj.NCols {
+		return nil, fmt.Errorf("%w: planted labels on a %d×%d adjacency", ErrGenParams, adj.NRows, adj.NCols)
+	}
+	p.Nodes = adj.NRows
+	if err := p.validate(); err != nil {
+		return nil, err
+	}
+	cl := sbmDrawClasses(p)
+	return &Dataset{
+		Name:       name,
+		NumNodes:   p.Nodes,
+		Adj:        adj,
+		Feat:       sbmFeatures(p, cl.labels),
+		Labels:     cl.labels,
+		NumClasses: p.Classes,
+		Splits:     map[string]Split{"random": genRandomSplit(p.Nodes, p.TrainFrac, p.ValidFrac, rng.New(p.Seed, genStreamSBMSplit, 0))},
+	}, nil
+}
+
 // sbmChunks returns the number of chunks of sbmChunkVertices vertices that
 // n vertices fill. Each chunk draws from its own random stream, so that
 // chunks can be generated in parallel.

@@ -537,3 +537,29 @@ func ExampleSBM() {
 	// sbm 10000 vertices, 4 classes, 32 features
 	// train/valid/test: 6000 2000 2000
 }
+
+// Planted keeps the adjacency and draws labels, features and split as SBM
+// does for the same parameters.
+func TestPlanted(t *testing.T) {
+	adj, err := RMAT(DefaultRMAT(9, 4))
+	require.NoError(t, err)
+	p := DefaultSBM(0)
+	p.Classes, p.Features, p.TrainFrac, p.ValidFrac = 5, 12, 0.1, 0.05
+	d, err := Planted("rm", adj, p)
+	require.NoError(t, err)
+	require.NoError(t, d.Validate())
+	require.Same(t, adj, d.Adj)
+	require.Equal(t, adj.NRows, d.NumNodes)
+	require.Equal(t, 12, d.Feat.Cols)
+	require.Equal(t, 5, d.NumClasses)
+	s := d.Splits["random"]
+	require.Len(t, s.Train, int(math.Round(0.1*float64(adj.NRows))))
+	require.Len(t, s.Valid, int(math.Round(0.05*float64(adj.NRows))))
+	p.Nodes = adj.NRows
+	want, err := SBM(p)
+	require.NoError(t, err)
+	require.Equal(t, want.Labels, d.Labels, "labels drawn as SBM draws them")
+	require.Equal(t, want.Feat.Data, d.Feat.Data)
+	_, err = Planted("bad", &sparse.CSR{NRows: 2, NCols: 3, Indptr: []int64{0, 0, 0}}, p)
+	require.ErrorIs(t, err, ErrGenParams)
+}

@@ -23,7 +23,9 @@ func genCmd() *Command {
 			classes := fs.Int("classes", 0, "sbm: classes (0: default)")
 			degree := fs.Float64("degree", 0, "sbm: mean degree (0: default)")
 			homophily := fs.Float64("homophily", -1, "sbm: fraction of a vertex's edges within its class (-1: default)")
-			features := fs.Int("features", 0, "sbm: feature dimension (0: default)")
+			features := fs.Int("features", 0, "sbm: feature dimension (0: default); rmat: add planted labels, features of this dimension and a random split (0: none)")
+			trainFrac := fs.Float64("train-frac", -1, "sbm, rmat with --features: fraction of vertices in the training set (-1: default 0.6)")
+			validFrac := fs.Float64("valid-frac", -1, "sbm, rmat with --features: fraction in the validation set (-1: default 0.2); the rest is the test set")
 			seed := fs.Uint64("seed", 1, "random seed")
 			return func(env *Env) error {
 				args := fs.Args()
@@ -45,21 +47,22 @@ func genCmd() *Command {
 						if err != nil {
 							return err
 						}
-						d = &graph.Dataset{Name: fmt.Sprintf("rmat-s%d-e%d", *scale, *ef), NumNodes: adj.NRows, Adj: adj}
-					case "sbm":
-						p := graph.DefaultSBM(*nodes)
-						p.Seed = *seed
-						if *classes > 0 {
-							p.Classes = *classes
+						name := fmt.Sprintf("rmat-s%d-e%d", *scale, *ef)
+						d = &graph.Dataset{Name: name, NumNodes: adj.NRows, Adj: adj}
+						if *features > 0 {
+							sp := planted(graph.DefaultSBM(adj.NRows), *classes, *features, *trainFrac, *validFrac, *seed)
+							env.Progress("adding planted labels (%d classes) and %d features", sp.Classes, sp.Features)
+							if d, err = graph.Planted(name, adj, sp); err != nil {
+								return err
+							}
 						}
+					case "sbm":
+						p := planted(graph.DefaultSBM(*nodes), *classes, *features, *trainFrac, *validFrac, *seed)
 						if *degree > 0 {
 							p.AvgDegree = *degree
 						}
 						if *homophily >= 0 {
 							p.Homophily = *homophily
-						}
-						if *features > 0 {
-							p.Features = *features
 						}
 						env.Progress("generating SBM with %d vertices", *nodes)
 						var err error
@@ -154,4 +157,23 @@ func convertCmd() *Command {
 			}
 		},
 	}
+}
+
+// planted returns p with the flags that set classes, features, split
+// fractions and seed applied (0 or −1: keep p's).
+func planted(p graph.SBMParams, classes, features int, trainFrac, validFrac float64, seed uint64) graph.SBMParams {
+	p.Seed = seed
+	if classes > 0 {
+		p.Classes = classes
+	}
+	if features > 0 {
+		p.Features = features
+	}
+	if trainFrac >= 0 {
+		p.TrainFrac = trainFrac
+	}
+	if validFrac >= 0 {
+		p.ValidFrac = validFrac
+	}
+	return p
 }
