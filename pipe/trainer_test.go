@@ -111,6 +111,15 @@ func runPipe(t *testing.T, cfg Config, plan *Plan, epochs int) run {
 // runPipeData is runPipe with each pipeline's data from data.
 func runPipeData(t *testing.T, cfg Config, plan *Plan, epochs int, data func(*Plan, int) Data) run {
 	t.Helper()
+	return runPipeComm(t, cfg, epochs, func(c collective.Comm) (Data, error) {
+		return data(plan, cfg.Layout.Pipeline(c.Rank())), nil
+	})
+}
+
+// runPipeComm is runPipe with every rank's data from data, which may
+// communicate (its bytes are not counted).
+func runPipeComm(t *testing.T, cfg Config, epochs int, data func(c collective.Comm) (Data, error)) run {
+	t.Helper()
 	p := cfg.Layout.Ranks()
 	out := make([]run, p)
 	stats := make([]*collective.Stats, p)
@@ -118,7 +127,11 @@ func runPipeData(t *testing.T, cfg Config, plan *Plan, epochs int, data func(*Pl
 		r := c.Rank()
 		stats[r] = collective.NewStats()
 		c = collective.WithStats(c, stats[r])
-		tr, err := New(c, cfg, data(plan, cfg.Layout.Pipeline(r)))
+		d, err := data(c)
+		if err != nil {
+			return err
+		}
+		tr, err := New(c, cfg, d)
 		if err != nil {
 			return err
 		}
