@@ -18,16 +18,28 @@ import (
 // The feature rows are dense (Feat) or sparse (FeatCSR: ascending columns,
 // Values nil for a 0/1 pattern); exactly one of the two is set, the same
 // one on every rank (Load's feature format decides by the whole file).
+//
+// A partitioned dataset (Offsets set) numbers its vertices so that run part
+// q owns the contiguous range [Offsets[q], Offsets[q+1]), and a rank holds
+// only its part's rows [RowLo, RowHi): Adj has those rows (n columns,
+// global ids), Labels their labels and Split only those of its members.
+// RunFull trains on such data with no rank holding the whole graph.
 type Data struct {
 	Name       string
-	Adj        *sparse.CSR             // the whole graph, n×n, replicated on every rank
+	Adj        *sparse.CSR             // the whole graph, n×n, replicated on every rank; rows [RowLo, RowHi) with Offsets
 	Feat       *dense.Matrix           // rows this rank owns, in the book's local-id order; nil when sparse
 	FeatCSR    *sparse.Matrix[float32] // the same rows, sparse; nil when dense
-	Labels     []int32                 // every vertex's label (replicated)
+	Labels     []int32                 // every vertex's label (replicated); rows [RowLo, RowHi) with Offsets
 	NumClasses int
 	SplitName  string
-	Split      graph.Split // global ids, ascending
+	Split      graph.Split // global ids, ascending; only the rank's rows' with Offsets
 	Book       *partition.Book
+
+	// Offsets are the run parts' offsets (len parts + 1) of a partitioned
+	// dataset, nil for the replicated topology; RowLo and RowHi are then
+	// the global ids of the rows this rank holds, those of its run part.
+	Offsets      []int64
+	RowLo, RowHi int64
 
 	// Reciprocity is the fraction of edges (i, j) whose reverse (j, i)
 	// is in the graph too (graph.Reciprocity; 1 for a graph without
@@ -44,8 +56,8 @@ type Data struct {
 	NonNegative bool
 }
 
-// NumNodes returns the number of vertices.
-func (d *Data) NumNodes() int64 { return d.Adj.NRows }
+// NumNodes returns the number of vertices of the whole graph.
+func (d *Data) NumNodes() int64 { return d.Adj.NCols }
 
 // NumFeatures returns the feature dimension, dense or sparse.
 func (d *Data) NumFeatures() int {
