@@ -7,9 +7,12 @@
 // pipeline r / S, so graph parallelism is S = 1, GNNPipe one pipeline of p
 // stages, and the hybrid several pipelines, one per graph part. A Plan is
 // the replicated, communication-free description of the graph: which part
-// and chunk every vertex belongs to, every chunk's block and the rows it
-// needs from other parts; the conv layers are split into S contiguous
-// stages. Schedule is a pure function that returns every stage's steps
+// and chunk every vertex belongs to. A rank trains on its part's PartPlan:
+// every chunk's block, the rows it needs from other parts and those it
+// serves them; Plan.PartPlan derives it from the whole graph, NewBlockPlan
+// (collective) from the part's own rows of a graph whose parts are
+// contiguous id ranges, with the same result. The conv layers are split
+// into S contiguous stages. Schedule is a pure function that returns every stage's steps
 // (GPipe order: all chunks forward, then backward in reverse chunk order);
 // its tests simulate it with synchronous sends and prove it deadlock-free,
 // without communication. The executor runs the steps over a

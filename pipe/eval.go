@@ -45,7 +45,7 @@ func (t *Trainer) Evaluate() (Eval, error) {
 // stage's input from the previous stage and sending its output to the
 // next, and returns the output.
 func (t *Trainer) inferPart() (*dense.Matrix, error) {
-	nk := len(t.d.Plan.Members[t.k])
+	nk := t.nk
 	scratch := t.rows
 	if scratch == nil {
 		scratch = dense.New(nk, t.w)
@@ -82,7 +82,7 @@ func (t *Trainer) count(y *dense.Matrix) evalSums {
 	logits := t.out.Shared().Forward(y)
 	pred := model.Argmax(logits)
 	o := t.cfg.Model.Out
-	for i, v := range t.whole.Gids {
+	for i, v := range t.whole.Dst {
 		row := logits.Data[i*o : (i+1)*o]
 		label := t.d.Labels[v]
 		ok := 0.0

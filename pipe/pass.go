@@ -10,7 +10,7 @@ import (
 // input computes the input layer on block b's destinations:
 // H⁰ = ReLU(dropout(X)·W_in + b_in).
 func (t *Trainer) input(ps *pass, b *Block, lin *model.Linear, fl *flight) *dense.Matrix {
-	whole := !ps.train && len(b.Dst) == len(t.d.Plan.Members[t.k]) && identity(b.Dst) // the part in order: no copy
+	whole := !ps.train && len(b.Dst) == t.nk && identity(b.Dst) // the part in order: no copy
 	var h *dense.Matrix
 	if t.xs != nil {
 		x := t.xs
@@ -134,8 +134,8 @@ func (t *Trainer) outputLoss(ps *pass, b *Block, fl *flight) (float64, int64) {
 	logits := fl.out.Forward(z)
 	pred := model.Argmax(logits)
 	var rows []int
-	for i, v := range b.Gids {
-		if t.d.Train[v] {
+	for i, l := range b.Dst {
+		if t.d.Train[l] {
 			rows = append(rows, i)
 		}
 	}
@@ -145,7 +145,7 @@ func (t *Trainer) outputLoss(ps *pass, b *Block, fl *flight) (float64, int64) {
 	inv := float32(1 / float64(t.numTrain))
 	for _, i := range rows {
 		row := logits.Data[i*mc.Out : (i+1)*mc.Out]
-		y := t.d.Labels[b.Gids[i]]
+		y := t.d.Labels[b.Dst[i]]
 		loss += model.CrossEntropy(row, y)
 		softmaxGrad(fl.dlog.Data[i*mc.Out:(i+1)*mc.Out], row, y, inv)
 		if pred[i] == y {

@@ -2,9 +2,7 @@ package pipe
 
 import (
 	"fmt"
-	"slices"
 
-	"gnnmpi/model"
 	"gnnmpi/sparse"
 )
 
@@ -43,9 +41,10 @@ func Layers(layers, stages, s int) (lo, hi int) {
 }
 
 // Plan is the replicated, communication-free description of a run's graph:
-// which part (pipeline) and chunk every vertex belongs to, and from it every
-// chunk's block and the rows it needs from other parts. Every rank builds the
-// same Plan from the same inputs.
+// which part (pipeline) and chunk every vertex belongs to. Every rank builds
+// the same Plan from the same inputs; PartPlan derives from it what the ranks
+// of one part train on. NewBlockPlan builds that PartPlan instead from the
+// part's own adjacency rows, without any rank holding the whole graph.
 type Plan struct {
 	Adj    *sparse.CSR // the whole graph, n×n
 	Parts  int         // graph parts = pipelines
@@ -83,11 +82,7 @@ func NewPlan(adj *sparse.CSR, part, chunk []int32, parts, chunks int) (*Plan, er
 		p.LID[v] = int32(len(p.Members[k]))
 		p.Members[k] = append(p.Members[k], v)
 		size[int(k)*chunks+int(c)]++
-		for _, j := range adj.Row(v) {
-			if j != v {
-				p.Deg[v]++
-			}
-		}
+		p.Deg[v] = degree(v, adj.Row(v))
 	}
 	for i, s := range size {
 		if s == 0 {
@@ -97,82 +92,27 @@ func NewPlan(adj *sparse.CSR, part, chunk []int32, parts, chunks int) (*Plan, er
 	return p, nil
 }
 
-// Block is one chunk's computation on a rank of its part: the chunk's
-// vertices are the destinations, and the sources are, in column order, the
-// destinations themselves, then the chunk's neighbours in the same part
-// (Local: read from the stage's historical embeddings), then its neighbours
-// in every other part q (Remote[q]: fetched from that part's pipeline).
-// Within each group sources are in ascending global id.
-type Block struct {
-	Chunk  int
-	Gids   []int64 // destinations' global ids, ascending
-	Dst    []int32 // their part-local ids
-	Local  []int32 // part-local ids of the in-part sources outside the chunk
-	Remote [][]int32
-	// A is the NDst×NSrc block, rows sorted by column; with normalize its
-	// Values are GCN's D̃^{-1/2}(A+I)D̃^{-1/2} entries (self-loops added).
-	A *sparse.CSR
-	// Conv is A as the conv layers take it: what they derive from A
-	// (float32 values, transposes) is computed once and shared by every
-	// layer and chunk copy that runs on this block.
-	Conv *model.Block
-}
-
-// NSrc returns the number of sources: Dst, Local, then every Remote part.
-func (b *Block) NSrc() int {
-	n := len(b.Dst) + len(b.Local)
-	for _, r := range b.Remote {
-		n += len(r)
-	}
-	return n
-}
-
-// RemoteRows returns the number of sources in other parts.
-func (b *Block) RemoteRows() int { return b.NSrc() - len(b.Dst) - len(b.Local) }
-
-// chunkMembers returns the vertices of part k grouped by chunk: out[c] are
-// those of chunk c, ascending. With whole, the part is one chunk.
-func (p *Plan) chunkMembers(k int, whole bool) [][]int64 {
-	if whole {
-		return [][]int64{p.Members[k]}
-	}
-	out := make([][]int64, p.Chunks)
-	for _, v := range p.Members[k] {
-		out[p.Chunk[v]] = append(out[p.Chunk[v]], v)
-	}
-	return out
-}
-
-// sources returns the in-part sources outside dst (part-local ids) and the
-// sources of every other part q (part-local ids in q), each ascending. seen is
-// an n-long scratch of zeros, left zeroed.
-func (p *Plan) sources(k int, dst []int64, seen []bool) (local []int32, remote [][]int32) {
-	for _, v := range dst {
-		seen[v] = true
-	}
-	var ext []int64
-	for _, v := range dst {
-		for _, j := range p.Adj.Row(v) {
-			if !seen[j] {
-				seen[j] = true
-				ext = append(ext, j)
-			}
+// degree returns the number of entries of v's adjacency row other than v.
+func degree(v int64, row []int64) int64 {
+	var d int64
+	for _, j := range row {
+		if j != v {
+			d++
 		}
 	}
-	for _, v := range dst {
-		seen[v] = false
+	return d
+}
+
+// source returns the view of part k that building its blocks reads.
+func (p *Plan) source(k int) *partSource {
+	own := p.Members[k]
+	return &partSource{k: k, parts: p.Parts, chunks: p.Chunks, gids: own,
+		chunk:     func(l int32) int32 { return p.Chunk[own[l]] },
+		row:       func(l int32) []int64 { return p.Adj.Row(own[l]) },
+		locate:    func(j int64) (int, int32) { return int(p.Part[j]), p.LID[j] },
+		ownDeg:    func(l int32) int64 { return p.Deg[own[l]] },
+		remoteDeg: func(q int, l int32) int64 { return p.Deg[p.Members[q][l]] },
 	}
-	slices.Sort(ext)
-	remote = make([][]int32, p.Parts)
-	for _, j := range ext {
-		seen[j] = false
-		if q := int(p.Part[j]); q == k {
-			local = append(local, p.LID[j])
-		} else {
-			remote[q] = append(remote[q], p.LID[j])
-		}
-	}
-	return local, remote
 }
 
 // Blocks returns the blocks of part k's chunks in chunk order, or with whole
@@ -180,64 +120,7 @@ func (p *Plan) sources(k int, dst []int64, seen []bool) (local []int32, remote [
 // parallelism). With normalize the blocks carry GCN weights (model.GCNNorm
 // with full-graph degrees).
 func (p *Plan) Blocks(k int, normalize, whole bool) []*Block {
-	seen := make([]bool, p.Adj.NRows)
-	col := make([]int32, p.Adj.NRows)
-	var out []*Block
-	for c, dst := range p.chunkMembers(k, whole) {
-		b := &Block{Chunk: c, Gids: dst, Dst: make([]int32, len(dst))}
-		for i, v := range dst {
-			b.Dst[i] = p.LID[v]
-		}
-		b.Local, b.Remote = p.sources(k, dst, seen)
-		// Column of every source's global id.
-		next := int32(0)
-		for _, v := range dst {
-			col[v] = next
-			next++
-		}
-		mark := func(q int, lids []int32) {
-			for _, l := range lids {
-				col[p.Members[q][l]] = next
-				next++
-			}
-		}
-		mark(k, b.Local)
-		for q, r := range b.Remote {
-			mark(q, r)
-		}
-		a := &sparse.CSR{NRows: int64(len(dst)), NCols: int64(next), Indptr: make([]int64, len(dst)+1)}
-		for i, v := range dst {
-			start := len(a.Indices)
-			for _, j := range p.Adj.Row(v) {
-				a.Indices = append(a.Indices, int64(col[j]))
-			}
-			slices.Sort(a.Indices[start:])
-			a.Indptr[i+1] = int64(len(a.Indices))
-		}
-		if normalize {
-			degDst := make([]int64, a.NRows)
-			for i, v := range dst {
-				degDst[i] = p.Deg[v]
-			}
-			degSrc := make([]int64, a.NCols)
-			copy(degSrc, degDst)
-			i := len(dst)
-			fill := func(q int, lids []int32) {
-				for _, l := range lids {
-					degSrc[i] = p.Deg[p.Members[q][l]]
-					i++
-				}
-			}
-			fill(k, b.Local)
-			for q, r := range b.Remote {
-				fill(q, r)
-			}
-			a = model.GCNNorm(a, degDst, degSrc)
-		}
-		b.A, b.Conv = a, model.NewBlock(a)
-		out = append(out, b)
-	}
-	return out
+	return finish(p.source(k).blocks(whole), normalize)
 }
 
 // Served returns what part k's ranks send to the others: served[q][c] are the
@@ -245,33 +128,51 @@ func (p *Plan) Blocks(k int, normalize, whole bool) []*Block {
 // Remote[k]), in that block's column order; served[k] is nil. With whole,
 // every part has the one chunk of Blocks(…, whole).
 func (p *Plan) Served(k int, whole bool) [][][]int32 {
-	seen := make([]bool, p.Adj.NRows)
+	served, _ := p.servedHalo(k, whole)
+	return served
+}
+
+// servedHalo returns Served(k, whole) and HaloRows(whole), from one sweep
+// over every part's chunks.
+func (p *Plan) servedHalo(k int, whole bool) ([][][]int32, int64) {
 	out := make([][][]int32, p.Parts)
+	var halo int64
 	for q := range p.Parts {
-		if q == k {
-			continue
-		}
-		for _, dst := range p.chunkMembers(q, whole) {
-			_, remote := p.sources(q, dst, seen)
-			out[q] = append(out[q], remote[k])
+		s := p.source(q)
+		col := s.scratch()
+		for _, dst := range s.chunkLids(whole) {
+			_, remote := s.sources(dst, col)
+			for _, r := range remote {
+				halo += int64(len(r))
+			}
+			if q != k {
+				out[q] = append(out[q], remote[k])
+			}
 		}
 	}
-	return out
+	return out, halo
 }
 
 // HaloRows returns the rows one layer of one pass fetches from other parts,
 // summed over all chunks of all parts: Σ |Remote[q]|. A vertex read by two
 // chunks of one part counts twice, since they fetch it at different times.
 func (p *Plan) HaloRows(whole bool) int64 {
-	seen := make([]bool, p.Adj.NRows)
-	var n int64
-	for k := range p.Parts {
-		for _, dst := range p.chunkMembers(k, whole) {
-			_, remote := p.sources(k, dst, seen)
-			for _, r := range remote {
-				n += int64(len(r))
-			}
-		}
+	_, halo := p.servedHalo(0, whole)
+	return halo
+}
+
+// PartPlan returns what the ranks of part k train on: the same as
+// NewBlockPlan returns on those ranks given part k's rows.
+func (p *Plan) PartPlan(k int) *PartPlan {
+	s := p.source(k)
+	pp := &PartPlan{Part: k, Parts: p.Parts, Chunks: p.Chunks, N: p.Adj.NRows, Gids: p.Members[k]}
+	pp.chunks = s.blocks(false)
+	pp.served, pp.haloRows = p.servedHalo(k, false)
+	if p.Chunks == 1 {
+		pp.whole, pp.servedWhole, pp.haloRowsWhole = pp.chunks[0], pp.served, pp.haloRows
+	} else {
+		pp.whole = s.blocks(true)[0]
+		pp.servedWhole, pp.haloRowsWhole = p.servedHalo(k, true)
 	}
-	return n
+	return pp
 }

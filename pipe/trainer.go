@@ -49,21 +49,22 @@ type Config struct {
 	BLAS blas.Float32Level3 `json:"-"`
 }
 
-// Data is one rank's input: the replicated plan, labels and masks, and the
-// feature rows of the rank's part.
+// Data is one rank's input: the plan of its part (Plan.PartPlan or
+// NewBlockPlan), and the labels, split masks and feature rows of the part's
+// vertices, all in part-local order (PartPlan.Gids).
 type Data struct {
-	Plan *Plan
-	Feat *dense.Matrix // part-local rows of the rank's part (Plan.Members order); only read
+	Plan *PartPlan
+	Feat *dense.Matrix // part-local rows of the rank's part; only read
 	// FeatCSR are the same rows as sparse rows (Values nil: a pattern),
 	// given instead of Feat; only read. The input layer then multiplies
 	// them sparsely whatever their density.
 	FeatCSR *sparse.Matrix[float32]
-	Labels  []int32 // every vertex
+	Labels  []int32 // the part's vertices'
 	// RowNormalize scales every feature row to sum 1 (dense.RowNormalized)
 	// on the trainer's own copy: sparse features are normalised in place
 	// of their nonzeros, and the trainer then keeps no dense copy at all.
 	RowNormalize bool
-	// Train, Val and Test mark every vertex's split.
+	// Train, Val and Test mark the split of the part's vertices.
 	Train, Val, Test []bool
 }
 
@@ -85,6 +86,7 @@ type Trainer struct {
 	cfg              Config
 	d                Data
 	k, s             int // pipeline (part) and stage
+	nk, chunks       int // the part's vertices and chunks
 	lo, hi           int // conv layers [lo, hi)
 	first, last      bool
 	hasIn            bool // holds the input layer (stage 0; every stage for GCNII)
@@ -151,7 +153,8 @@ func New(c collective.Comm, cfg Config, d Data) (*Trainer, error) {
 	t.lo, t.hi = Layers(mc.Layers, L.Stages, t.s)
 	t.first, t.last = t.s == 0, t.s == L.Stages-1
 	t.hasIn = t.first || mc.Kind == model.ConvGCNII
-	nk := len(d.Plan.Members[t.k])
+	t.nk, t.chunks = len(d.Plan.Gids), d.Plan.Chunks
+	nk := t.nk
 	rows, cols := -1, -1
 	switch {
 	case d.FeatCSR != nil:
@@ -187,6 +190,11 @@ func validate(c collective.Comm, cfg Config, d Data) error {
 		return fmt.Errorf("pipe: %d stages × %d pipelines for %d ranks", L.Stages, L.Pipelines, c.Size())
 	case d.Plan == nil || d.Plan.Parts != L.Pipelines:
 		return fmt.Errorf("pipe: the plan must have one part per pipeline (%d)", L.Pipelines)
+	case d.Plan.Part != L.Pipeline(c.Rank()):
+		return fmt.Errorf("pipe: rank %d is in pipeline %d but has the plan of part %d", c.Rank(), L.Pipeline(c.Rank()), d.Plan.Part)
+	case len(d.Labels) != len(d.Plan.Gids) || len(d.Train) != len(d.Plan.Gids) || len(d.Val) != len(d.Plan.Gids) || len(d.Test) != len(d.Plan.Gids):
+		return fmt.Errorf("pipe: rank %d has %d labels and %d, %d and %d split marks for the %d vertices of part %d",
+			c.Rank(), len(d.Labels), len(d.Train), len(d.Val), len(d.Test), len(d.Plan.Gids), d.Plan.Part)
 	case mc.Layers < L.Stages:
 		return fmt.Errorf("pipe: %d layers for %d stages; every stage needs a layer", mc.Layers, L.Stages)
 	case cfg.SnapshotEvery < 0:
@@ -247,21 +255,24 @@ func (t *Trainer) initLayers() error {
 
 // initChunks builds the part's blocks (training chunks and the whole
 // part), the rows it serves other pipelines, the stage's schedule and the
-// historical embeddings (or the shared rows with one chunk per part).
+// historical embeddings (or the shared rows with one chunk per part), and
+// counts the training vertices of all parts (an Allreduce over the stage).
+// The trainer keeps nothing of the plan but what it derives here.
 func (t *Trainer) initChunks() error {
 	p, L := t.d.Plan, t.cfg.Layout
+	t.d.Plan = nil
 	normalize := t.cfg.Model.Kind != model.ConvSAGE
-	t.blocks = p.Blocks(t.k, normalize, false)
+	t.blocks = p.Blocks(normalize, false)
 	if L.Pipelines > 1 {
-		t.served = p.Served(t.k, false)
+		t.served = p.Served(false)
 	}
 	if p.Chunks == 1 {
 		// The one chunk is the whole part (TestOneChunkIsTheWholePart).
 		t.whole, t.servedWhole = t.blocks[0], t.served
 	} else {
-		t.whole = p.Blocks(t.k, normalize, true)[0]
+		t.whole = p.Blocks(normalize, true)[0]
 		if L.Pipelines > 1 {
-			t.servedWhole = p.Served(t.k, true)
+			t.servedWhole = p.Served(true)
 		}
 	}
 	sched, err := Schedule(L.Stages, p.Chunks)
@@ -274,10 +285,14 @@ func (t *Trainer) initChunks() error {
 			t.numTrain++
 		}
 	}
+	// Each pipeline counts its part once.
+	if t.numTrain, err = collective.AllreduceScalar(t.stageC, t.numTrain, collective.Sum); err != nil {
+		return err
+	}
 	if t.numTrain == 0 {
 		return errors.New("pipe: no training vertices")
 	}
-	nk := len(p.Members[t.k])
+	nk := t.nk
 	if p.Chunks == 1 {
 		t.rows, t.rowGrads = dense.New(nk, t.w), dense.New(nk, t.w)
 	} else {
@@ -296,7 +311,7 @@ func (t *Trainer) Params() []*model.Param { return append(slices.Clone(t.params)
 
 // order returns pipeline k's chunk order in epoch.
 func (t *Trainer) order(epoch, k int) []int {
-	n := t.d.Plan.Chunks
+	n := t.chunks
 	if !t.cfg.ShuffleChunks {
 		o := make([]int, n)
 		for i := range o {

@@ -70,23 +70,35 @@ func testPlan(t *testing.T, parts, chunks int) *Plan {
 	return p
 }
 
-// testData is the input of a rank of pipeline k: the test graph's labels
-// and random split, and the feature rows of part k of plan.
+// testData is the input of a rank of pipeline k: the labels, random split
+// and feature rows of part k of the test graph split as plan.
 func testData(plan *Plan, k int) Data {
 	g := sbm()
-	s := g.Splits["random"]
+	return partData(plan.PartPlan(k), g.Splits["random"])
+}
+
+// partData is the input of the ranks of pp's part: the labels, split marks
+// and feature rows of the test graph's vertices pp.Gids.
+func partData(pp *PartPlan, s graph.Split) Data {
+	g := sbm()
 	masks := [3][]bool{}
 	for i, ids := range [][]int64{s.Train, s.Valid, s.Test} {
-		masks[i] = make([]bool, g.NumNodes)
+		all := make([]bool, g.NumNodes)
 		for _, v := range ids {
-			masks[i][v] = true
+			all[v] = true
+		}
+		masks[i] = make([]bool, len(pp.Gids))
+		for l, v := range pp.Gids {
+			masks[i][l] = all[v]
 		}
 	}
-	feat := dense.New(len(plan.Members[k]), g.Feat.Cols)
-	for i, v := range plan.Members[k] {
+	feat := dense.New(len(pp.Gids), g.Feat.Cols)
+	labels := make([]int32, len(pp.Gids))
+	for i, v := range pp.Gids {
 		copy(feat.Row(i), g.Feat.Row(int(v)))
+		labels[i] = g.Labels[v]
 	}
-	return Data{Plan: plan, Feat: feat, Labels: g.Labels, Train: masks[0], Val: masks[1], Test: masks[2]}
+	return Data{Plan: pp, Feat: feat, Labels: labels, Train: masks[0], Val: masks[1], Test: masks[2]}
 }
 
 // runPipe trains cfg for epochs on the test graph split as plan, then
@@ -99,6 +111,15 @@ func runPipe(t *testing.T, cfg Config, plan *Plan, epochs int) run {
 // runPipeData is runPipe with each pipeline's data from data.
 func runPipeData(t *testing.T, cfg Config, plan *Plan, epochs int, data func(*Plan, int) Data) run {
 	t.Helper()
+	return runPipeComm(t, cfg, epochs, func(c collective.Comm) (Data, error) {
+		return data(plan, cfg.Layout.Pipeline(c.Rank())), nil
+	})
+}
+
+// runPipeComm is runPipe with every rank's data from data, which may
+// communicate (its bytes are not counted).
+func runPipeComm(t *testing.T, cfg Config, epochs int, data func(c collective.Comm) (Data, error)) run {
+	t.Helper()
 	p := cfg.Layout.Ranks()
 	out := make([]run, p)
 	stats := make([]*collective.Stats, p)
@@ -106,7 +127,11 @@ func runPipeData(t *testing.T, cfg Config, plan *Plan, epochs int, data func(*Pl
 		r := c.Rank()
 		stats[r] = collective.NewStats()
 		c = collective.WithStats(c, stats[r])
-		tr, err := New(c, cfg, data(plan, cfg.Layout.Pipeline(r)))
+		d, err := data(c)
+		if err != nil {
+			return err
+		}
+		tr, err := New(c, cfg, d)
 		if err != nil {
 			return err
 		}
@@ -234,7 +259,7 @@ func TestBytesMatchAnalyticalVolume(t *testing.T) {
 				plan := testPlan(t, tc.lay.Pipelines, tc.chunks)
 				cfg := testConfig(kind, tc.lay)
 				got := runPipe(t, cfg, plan, 2)
-				want := Analytical(plan, tc.lay, cfg.Model)
+				want := Analytical(plan.PartPlan(0), tc.lay, cfg.Model)
 				for _, ph := range TrainPhases() {
 					assert.Equal(t, want.Train[ph], got.bytes[ph], ph)
 				}
@@ -264,7 +289,7 @@ func TestStalenessRemedies(t *testing.T) {
 	for _, v := range g.Splits["random"].Train {
 		train[v] = true
 	}
-	data := Data{Plan: plan, Feat: g.Feat, Labels: g.Labels, Train: train, Val: train, Test: train}
+	data := Data{Plan: plan.PartPlan(0), Feat: g.Feat, Labels: g.Labels, Train: train, Val: train, Test: train}
 	// on runs fn with a fresh one-rank trainer for cfg.
 	on := func(cfg Config, fn func(tr *Trainer) error) {
 		t.Helper()

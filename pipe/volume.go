@@ -29,10 +29,11 @@ type Volume struct {
 	Eval  int64
 }
 
-// Analytical returns the Volume of a run of mc on plan with layout lay.
-func Analytical(plan *Plan, lay Layout, mc model.DeepConfig) Volume {
+// Analytical returns the Volume of a run of mc with layout lay whose parts'
+// plans are like plan (any part's: they agree on the totals it reads).
+func Analytical(plan *PartPlan, lay Layout, mc model.DeepConfig) Volume {
 	row := int64(mc.Hidden) * 4
-	n := plan.Adj.NRows
+	n := plan.N
 	S, P := lay.Stages, lay.Pipelines
 	bound := int64(S-1) * n * row
 	v := Volume{Train: map[string]int64{PhaseAct: bound, PhaseActGrad: bound}}

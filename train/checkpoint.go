@@ -190,6 +190,14 @@ func (t *trainer) makeFingerprint() string {
 	return string(b)
 }
 
+func int64Bytes(x []int64) []byte {
+	b := make([]byte, 0, 8*len(x))
+	for _, v := range x {
+		b = binary.LittleEndian.AppendUint64(b, uint64(v))
+	}
+	return b
+}
+
 func int32Bytes(x []int32) []byte {
 	b := make([]byte, 4*len(x))
 	for i, v := range x {

@@ -25,6 +25,12 @@ import (
 // The feature rows are dense (Feat) or sparse (FeatCSR: ascending columns,
 // Values nil for a 0/1 pattern); exactly one of the two is set, the same
 // one on every rank (Load's feature format decides by the whole file).
+//
+// A partitioned dataset (Offsets set) numbers its vertices so that run part
+// q owns the contiguous range [Offsets[q], Offsets[q+1]), and a rank holds
+// only its part's rows [RowLo, RowHi): Adj has those rows (n columns,
+// global ids), Labels their labels and Split only those of its members.
+// RunFull trains on such data with no rank holding the whole graph.
 type Data struct {
 	Name       string
 	Adj        *sparse.CSR             // rows [RowLo, RowHi) of the graph, n columns

@@ -2,6 +2,7 @@ package train
 
 import (
 	"fmt"
+	"hash/crc32"
 	"os"
 	"slices"
 	"strconv"
@@ -10,8 +11,11 @@ import (
 
 	"gnnmpi/collective"
 	"gnnmpi/graph"
+	"gnnmpi/internal/rng"
 	"gnnmpi/model"
+	"gnnmpi/partition"
 	"gnnmpi/pipe"
+	"gnnmpi/sparse"
 )
 
 // FullConfig configures full-graph training of a deep model (RunFull; Run's
@@ -193,23 +197,23 @@ var _ stepper = (*fullStepper)(nil)
 func newFullStepper(c collective.Comm, d *Data, cfg FullConfig, log func(string, ...any)) (*fullStepper, *FullResult, error) {
 	p := c.Size()
 	lay, _ := cfg.Layout(p)
-	if d.Book.Parts != lay.Pipelines {
-		return nil, nil, fmt.Errorf("train: the data has %d parts; %s mode on %d ranks needs %d (load with feature replication %d)", d.Book.Parts, cfg.Mode, p, lay.Pipelines, lay.Stages)
+	parts := len(d.Offsets) - 1
+	if d.Offsets == nil {
+		parts = d.Book.Parts
 	}
-	chunk, err := fullChunks(c, d, cfg, log)
-	if err != nil {
-		return nil, nil, err
+	if parts != lay.Pipelines {
+		return nil, nil, fmt.Errorf("train: the data has %d parts; %s mode on %d ranks needs %d (load with feature replication %d)", parts, cfg.Mode, p, lay.Pipelines, lay.Stages)
 	}
-	plan, err := pipe.NewPlan(d.Adj, d.Book.Part, chunk, lay.Pipelines, cfg.Chunks)
+	plan, chunks, err := fullPlan(c, d, cfg, lay, log)
 	if err != nil {
 		return nil, nil, err
 	}
 	pc := cfg.pipeConfig()
 	pc.Layout = lay
 	pc.Model.In, pc.Model.Out = d.NumFeatures(), d.NumClasses
-	n := d.NumNodes()
-	tr, err := pipe.New(c, pc, pipe.Data{Plan: plan, Feat: d.Feat, FeatCSR: d.FeatCSR, RowNormalize: cfg.FeatureNorm.Resolve(d.NonNegative) == FeatureNormRow, Labels: d.Labels,
-		Train: mask(0, n, d.Split.Train), Val: mask(0, n, d.Split.Valid), Test: mask(0, n, d.Split.Test)})
+	pd := partData(d, plan)
+	pd.Feat, pd.FeatCSR, pd.RowNormalize = d.Feat, d.FeatCSR, cfg.FeatureNorm.Resolve(d.NonNegative) == FeatureNormRow
+	tr, err := pipe.New(c, pc, pd)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -221,8 +225,105 @@ func newFullStepper(c collective.Comm, d *Data, cfg FullConfig, log func(string,
 	}
 	log("%s mode: %d stages × %d pipelines, %d chunks per part; %d halo rows per layer; analytical bytes per epoch act %d act-grad %d halo %d grad %d",
 		cfg.Mode, lay.Stages, lay.Pipelines, cfg.Chunks, res.HaloRows, vol.Train[pipe.PhaseAct], vol.Train[pipe.PhaseActGrad], vol.Train[pipe.PhaseHalo], vol.Train[pipe.PhaseGrad])
-	s := &fullStepper{c: c, cfg: cfg, lay: lay, model: pc.Model, tr: tr, fp: fullFingerprint(cfg, lay, p, d, chunk)}
+	s := &fullStepper{c: c, cfg: cfg, lay: lay, model: pc.Model, tr: tr, fp: fullFingerprint(cfg, lay, p, d, chunks)}
 	return s, res, nil
+}
+
+// fullPlan returns the plan of this rank's part and the CRC-32C of the
+// chunks for the fingerprint. On the replicated topology it splits every
+// part (fullChunks) and derives the part's plan from the plan of the whole
+// graph; the CRC is that of every vertex's chunk. On a partitioned dataset
+// (d.Offsets) it splits the part from its own rows (partChunks) and builds
+// the plan from them (pipe.NewBlockPlan), no rank holding the whole graph;
+// the CRC is that of every pipeline's chunks' CRCs, in pipeline order.
+//
+// fullPlan is collective over c; it fails on every rank if it fails on one.
+func fullPlan(c collective.Comm, d *Data, cfg FullConfig, lay pipe.Layout, log func(string, ...any)) (*pipe.PartPlan, uint32, error) {
+	k := lay.Pipeline(c.Rank())
+	if d.Offsets == nil {
+		chunk, err := fullChunks(c, d, cfg, log)
+		if err != nil {
+			return nil, 0, err
+		}
+		plan, err := pipe.NewPlan(d.Adj, d.Book.Part, chunk, lay.Pipelines, cfg.Chunks)
+		if err != nil {
+			return nil, 0, err
+		}
+		return plan.PartPlan(k), crc32.Checksum(int32Bytes(chunk), castagnoli), nil
+	}
+	defer collective.SetPhase(c, PhaseSetup)()
+	var chunk []int32
+	err := checkRows(d, k)
+	if err == nil {
+		if c.Rank() == 0 && cfg.Chunks > 1 {
+			log("splitting each of %d parts into %d chunks (%s) on its own ranks", lay.Pipelines, cfg.Chunks, cfg.ChunkMethod)
+		}
+		chunk, err = partChunks(d, k, cfg)
+	}
+	if err := agree(c, err); err != nil {
+		return nil, 0, err
+	}
+	plan, err := pipe.NewBlockPlan(c, lay, d.Offsets, d.Adj, chunk, cfg.Chunks)
+	if err != nil {
+		return nil, 0, err
+	}
+	crcs, _, err := collective.AllgatherSlice(c, []int64{int64(crc32.Checksum(int32Bytes(chunk), castagnoli))})
+	if err != nil {
+		return nil, 0, err
+	}
+	var perPart []int64
+	for q := range lay.Pipelines {
+		perPart = append(perPart, crcs[q*lay.Stages])
+	}
+	return plan, crc32.Checksum(int64Bytes(perPart), castagnoli), nil
+}
+
+// checkRows checks that a partitioned dataset's rows on this rank are those
+// of run part k.
+func checkRows(d *Data, k int) error {
+	o := d.Offsets
+	rows := d.RowHi - d.RowLo
+	switch {
+	case d.RowLo != o[k] || d.RowHi != o[k+1]:
+		return fmt.Errorf("train: %s: this rank holds rows [%d, %d), but its pipeline's part %d is [%d, %d)", d.Name, d.RowLo, d.RowHi, k, o[k], o[k+1])
+	case d.Adj.NRows != rows || int64(len(d.Labels)) != rows || int64(d.OwnRows()) != rows:
+		return fmt.Errorf("train: %s: part %d has %d rows but %d adjacency rows, %d labels and %d feature rows", d.Name, k, rows, d.Adj.NRows, len(d.Labels), d.OwnRows())
+	}
+	for _, set := range [][]int64{d.Split.Train, d.Split.Valid, d.Split.Test} {
+		for _, v := range set {
+			if v < d.RowLo || v >= d.RowHi {
+				return fmt.Errorf("train: %s: split %s lists vertex %d outside the rank's rows [%d, %d)", d.Name, d.SplitName, v, d.RowLo, d.RowHi)
+			}
+		}
+	}
+	return nil
+}
+
+// partData returns the labels and split marks of plan's part in part-local
+// order (pipe.Data without features): d's own on a partitioned dataset,
+// gathered from the replicated ones otherwise.
+func partData(d *Data, plan *pipe.PartPlan) pipe.Data {
+	nk := len(plan.Gids)
+	pd := pipe.Data{Plan: plan, Train: make([]bool, nk), Val: make([]bool, nk), Test: make([]bool, nk)}
+	lid := func(v int64) int64 { return v - d.RowLo }
+	if d.Offsets == nil {
+		lid = d.Book.LocalID
+		pd.Labels = make([]int32, nk)
+		for i, v := range plan.Gids {
+			pd.Labels[i] = d.Labels[v]
+		}
+	} else {
+		pd.Labels = d.Labels
+	}
+	for i, set := range [][]int64{d.Split.Train, d.Split.Valid, d.Split.Test} {
+		m := [][]bool{pd.Train, pd.Val, pd.Test}[i]
+		for _, v := range set {
+			if d.Offsets != nil || int(d.Book.Part[v]) == plan.Part {
+				m[lid(v)] = true
+			}
+		}
+	}
+	return pd
 }
 
 // train runs one epoch of the pipe trainer (one optimizer step); there are
@@ -320,6 +421,47 @@ func fullChunks(c collective.Comm, d *Data, cfg FullConfig, log func(string, ...
 	}, chunk)
 	if err != nil {
 		return nil, err
+	}
+	return chunk, nil
+}
+
+// genStreamSubRandom is graph.SubPartition's stream of random chunks:
+// partChunks deals a part's vertices as it does.
+const genStreamSubRandom = 102
+
+// partChunks splits part k of a partitioned dataset, whose rows d holds,
+// into cfg.Chunks chunks from those rows alone and returns the chunk of
+// each: what graph.SubPartition gives the part on the whole graph. METIS
+// splits the part's induced subgraph (its rows, the columns in the part);
+// random deals the part's vertices in graph.SubPartition's order.
+func partChunks(d *Data, k int, cfg FullConfig) ([]int32, error) {
+	rows := d.RowHi - d.RowLo
+	n := cfg.Chunks
+	if n == 1 {
+		return make([]int32, rows), nil
+	}
+	if rows < int64(n) {
+		return nil, fmt.Errorf("train: %s: part %d has %d vertices, fewer than %d chunks", d.Name, k, rows, n)
+	}
+	if cfg.ChunkMethod == ChunkRandom {
+		chunk := make([]int32, rows)
+		for i, j := range rng.New(cfg.Seed, genStreamSubRandom, uint64(k)).Perm(int(rows)) {
+			chunk[j] = int32(i % n)
+		}
+		return chunk, nil
+	}
+	sub := &sparse.CSR{NRows: rows, NCols: rows, Indptr: make([]int64, rows+1)}
+	for i := range rows {
+		for _, j := range d.Adj.Row(i) {
+			if j >= d.RowLo && j < d.RowHi {
+				sub.Indices = append(sub.Indices, j-d.RowLo)
+			}
+		}
+		sub.Indptr[i+1] = int64(len(sub.Indices))
+	}
+	chunk, err := graph.SubPartition(sub, partition.Block(rows, 1), n, string(cfg.ChunkMethod), int(cfg.Seed))
+	if err != nil {
+		return nil, fmt.Errorf("train: %s: part %d: %w", d.Name, k, err)
 	}
 	return chunk, nil
 }

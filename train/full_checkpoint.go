@@ -102,30 +102,34 @@ type dataID struct {
 	Dataset string
 	Split   string
 	Nodes   int64
-	Book    uint32 // CRC-32C of the partition
+	Book    uint32 // CRC-32C of the partition: of every vertex's part, or of a partitioned dataset's offsets
 }
 
 func dataIDOf(d *Data) dataID {
+	if d.Offsets != nil {
+		return dataID{d.Name, d.SplitName, d.NumNodes(), crc32.Checksum(int64Bytes(d.Offsets), castagnoli)}
+	}
 	return dataID{d.Name, d.SplitName, d.NumNodes(), crc32.Checksum(int32Bytes(d.Book.Part), castagnoli)}
 }
 
 // fullFingerprint describes everything that must match for a resumed
 // full-graph run to continue the same loss curve: the settings (but the
 // number of epochs, the evaluation interval and the checkpointing), the
-// layout on p ranks, the data, the partition and the chunks.
+// layout on p ranks, the data, the partition and the chunks (fullPlan's
+// CRC of them).
 //
 // The settings keep the shape FullConfig had before the common settings
 // moved into Common (fullSettings), so that checkpoints written before
 // stay resumable and a mismatch names the same fields.
-func fullFingerprint(cfg FullConfig, lay pipe.Layout, p int, d *Data, chunk []int32) string {
+func fullFingerprint(cfg FullConfig, lay pipe.Layout, p int, d *Data, chunks uint32) string {
 	cfg.FeatureNorm = cfg.FeatureNorm.Resolve(d.NonNegative) // auto and what it chose are the same run
 	b, _ := json.Marshal(struct {
 		Config fullSettings
 		Layout pipe.Layout
 		Ranks  int
 		dataID
-		ChunksCRC uint32 // CRC-32C of every vertex's chunk
-	}{fullSettingsOf(cfg), lay, p, dataIDOf(d), crc32.Checksum(int32Bytes(chunk), castagnoli)})
+		ChunksCRC uint32 // CRC-32C of the chunks (fullPlan)
+	}{fullSettingsOf(cfg), lay, p, dataIDOf(d), chunks})
 	return string(b)
 }
 
