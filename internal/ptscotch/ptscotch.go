@@ -33,30 +33,47 @@ static int gp_part(MPI_Fint fcomm, SCOTCH_Num vertlocnbr, SCOTCH_Num *vertloctab
 	MPI_Comm comm = MPI_Comm_f2c(fcomm);
 	int procnbr = 1;
 	MPI_Comm_size(comm, &procnbr);
-	SCOTCH_randomSeed(seed);
-	SCOTCH_randomReset();
-	SCOTCH_Dgraph g;
-	if (SCOTCH_dgraphInit(&g, comm) != 0) return 1;
+	SCOTCH_Context ctx;
+	if (SCOTCH_contextInit(&ctx) != 0) return 7;
 	int step = 0;
+	if (SCOTCH_contextOptionSetNum(&ctx, SCOTCH_OPTIONNUMDETERMINISTIC, 1) != 0 ||
+			SCOTCH_contextRandomClone(&ctx) != 0) {
+		SCOTCH_contextExit(&ctx);
+		return 8;
+	}
+	SCOTCH_contextRandomSeed(&ctx, seed);
+	SCOTCH_Dgraph g, cg;
+	if (SCOTCH_dgraphInit(&g, comm) != 0) {
+		SCOTCH_contextExit(&ctx);
+		return 1;
+	}
 	if (SCOTCH_dgraphBuild(&g, 0, vertlocnbr, vertlocnbr, vertloctab, NULL,
 			NULL, NULL, edgelocnbr, edgelocnbr, edgeloctab, NULL, NULL) != 0) {
 		step = 2;
 	} else if (docheck && SCOTCH_dgraphCheck(&g) != 0) {
 		step = 3;
+	} else if (SCOTCH_dgraphInit(&cg, comm) != 0) {
+		step = 1;
 	} else {
-		SCOTCH_Strat s;
-		if (SCOTCH_stratInit(&s) != 0) {
-			step = 4;
+		if (SCOTCH_contextBindDgraph(&ctx, &g, &cg) != 0) {
+			step = 9;
 		} else {
-			if (SCOTCH_stratDgraphMapBuild(&s, gp_strat_flag(strat), procnbr, parts, balrat) != 0) {
-				step = 5;
-			} else if (SCOTCH_dgraphPart(&g, parts, &s, parttab) != 0) {
-				step = 6;
+			SCOTCH_Strat s;
+			if (SCOTCH_stratInit(&s) != 0) {
+				step = 4;
+			} else {
+				if (SCOTCH_stratDgraphMapBuild(&s, gp_strat_flag(strat), procnbr, parts, balrat) != 0) {
+					step = 5;
+				} else if (SCOTCH_dgraphPart(&cg, parts, &s, parttab) != 0) {
+					step = 6;
+				}
+				SCOTCH_stratExit(&s);
 			}
-			SCOTCH_stratExit(&s);
 		}
+		SCOTCH_dgraphExit(&cg);
 	}
 	SCOTCH_dgraphExit(&g);
+	SCOTCH_contextExit(&ctx);
 	return step;
 }
 */
@@ -81,7 +98,8 @@ const Available = true
 var mu sync.Mutex
 
 var steps = [...]string{1: "SCOTCH_dgraphInit", 2: "SCOTCH_dgraphBuild", 3: "SCOTCH_dgraphCheck",
-	4: "SCOTCH_stratInit", 5: "SCOTCH_stratDgraphMapBuild", 6: "SCOTCH_dgraphPart"}
+	4: "SCOTCH_stratInit", 5: "SCOTCH_stratDgraphMapBuild", 6: "SCOTCH_dgraphPart",
+	7: "SCOTCH_contextInit", 8: "SCOTCH_contextOptionSetNum", 9: "SCOTCH_contextBindDgraph"}
 
 // Part partitions the distributed undirected graph whose vertices are
 // spread over the ranks of the MPI communicator with Fortran handle comm in
