@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"gnnmpi/collective"
@@ -66,10 +67,16 @@ func runDistPartition(env *Env, data string, k int, method string, seed uint64, 
 	if !ptscotch.Available {
 		return fmt.Errorf("partition: %w", ptscotch.ErrNoMPI)
 	}
+	notBinary := func(err error) error {
+		return fmt.Errorf("partition: --method %s reads row blocks of a binary dataset; convert %s first (gnnmpi convert): %w", method, data, err)
+	}
+	if st, err := os.Stat(data); err == nil && st.IsDir() {
+		return notBinary(errors.New("a directory"))
+	}
 	r, err := graph.OpenBinaryRows(data)
 	if err != nil {
 		if errors.Is(err, graph.ErrNotBinary) {
-			return fmt.Errorf("partition: --method %s reads row blocks of a binary dataset; convert %s first (gnnmpi convert): %w", method, data, err)
+			return notBinary(err)
 		}
 		return err
 	}
