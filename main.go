@@ -210,6 +210,7 @@ func runMPI(name string, runCmd func(*cli.Env) error, setBLAS func(*cli.Env), g 
 	}()
 	env := cli.NewEnv(comm, "mpi", name, stdout, stderr, metrics, g.json)
 	setBLAS(env)
+	env.MPI = &cli.MPIAccess{Handle: mpi.FortranHandle, Call: mpi.Call}
 	if err := runCmd(env); err != nil {
 		fail(err)
 		return 1

@@ -11,7 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-PKGS=(libopenmpi-dev openmpi-bin libopenblas-dev libmetis-dev pkg-config gcc)
+PKGS=(libopenmpi-dev openmpi-bin libopenblas-dev libmetis-dev libptscotch-dev pkg-config gcc)
 
 need_pkgs() {
 	local missing=()
@@ -24,7 +24,7 @@ need_pkgs() {
 setup() {
 	if ! command -v dpkg-query >/dev/null; then
 		command -v mpirun >/dev/null && pkg-config --exists ompi-c 2>/dev/null && return 0
-		echo "run.sh: not a Debian/Ubuntu system: install OpenMPI (with pkg-config file ompi-c), OpenBLAS and METIS 5 development files" >&2
+		echo "run.sh: not a Debian/Ubuntu system: install OpenMPI (with pkg-config file ompi-c), OpenBLAS, METIS 5 and PT-Scotch 7 development files" >&2
 		exit 1
 	fi
 	local missing

@@ -235,6 +235,27 @@ type Freer interface {
 	Free() error
 }
 
+// Unwrapper is implemented by communicators that decorate another one
+// (WithStats), so that a backend can find its own communicator under the
+// decoration (see Unwrap).
+type Unwrapper interface {
+	// Unwrap returns the decorated communicator.
+	Unwrap() Comm
+}
+
+// Unwrap returns the innermost communicator under c's decorations: c
+// itself when c does not implement Unwrapper. Traffic on the result is not
+// counted by c's Stats.
+func Unwrap(c Comm) Comm {
+	for {
+		u, ok := c.(Unwrapper)
+		if !ok {
+			return c
+		}
+		c = u.Unwrap()
+	}
+}
+
 // Counter is implemented by communicators that count their traffic
 // (see WithStats).
 type Counter interface {

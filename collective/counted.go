@@ -22,13 +22,16 @@ func WithStats(c Comm, s *Stats) Comm {
 }
 
 var (
-	_ Comm    = (*counted)(nil)
-	_ Counter = (*counted)(nil)
-	_ Aborter = (*counted)(nil)
-	_ Freer   = (*counted)(nil)
+	_ Comm      = (*counted)(nil)
+	_ Counter   = (*counted)(nil)
+	_ Aborter   = (*counted)(nil)
+	_ Freer     = (*counted)(nil)
+	_ Unwrapper = (*counted)(nil)
 )
 
 func (k *counted) Stats() *Stats { return k.s }
+
+func (k *counted) Unwrap() Comm { return k.c }
 
 // setPhase makes p the current phase of k's lane and returns the previous
 // one.

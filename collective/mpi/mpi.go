@@ -642,3 +642,33 @@ func (c *Comm) Free() error {
 	onMPI(func() { rc = C.gm_free(&c.c) })
 	return check("MPI_Comm_free", rc)
 }
+
+// FortranHandle returns the Fortran handle (MPI_Comm_c2f) of the MPI
+// communicator under c's decorations (collective.Unwrap), for libraries
+// that take an MPI communicator, such as PT-Scotch: the handle is an
+// integer in every MPI implementation, and the library turns it back with
+// MPI_Comm_f2c. It reports false when c is not an MPI communicator. Calls
+// that use the handle must be made through Call, and traffic on it is not
+// counted by c's Stats.
+func FortranHandle(c collective.Comm) (int, bool) {
+	m, ok := collective.Unwrap(c).(*Comm)
+	if !ok || m == nil {
+		return 0, false
+	}
+	var h C.MPI_Fint
+	onMPI(func() { h = C.MPI_Comm_c2f(m.c) })
+	return int(h), true
+}
+
+// Call runs f where this process may make MPI calls: on the calling thread
+// under Multiple, on the MPI thread under Funneled (waiting for it; other
+// communication of this process through the MPI thread waits until f
+// returns, so f should be a collective that all ranks enter together).
+// It is for libraries that make MPI calls themselves, given a handle from
+// FortranHandle. It will panic if MPI is not initialised.
+func Call(f func()) {
+	if InUse() == 0 {
+		panic("mpi: Call before Init")
+	}
+	onMPI(f)
+}

@@ -24,3 +24,9 @@ func Finalize() error { return nil }
 
 // Wtime is unavailable without MPI; it returns 0.
 func Wtime() float64 { return 0 }
+
+// FortranHandle reports false: there is no MPI communicator.
+func FortranHandle(collective.Comm) (int, bool) { return 0, false }
+
+// Call will panic: MPI is not compiled in.
+func Call(func()) { panic("mpi: Call in a nompi build") }

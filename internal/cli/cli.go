@@ -78,6 +78,10 @@ type Env struct {
 	// through gonum's netlib, or gonum's pure Go); nil means pure Go.
 	BLAS     blas.Float32Level3
 	BLASName string
+	// MPI gives access to the MPI communicator beneath Comm, for
+	// libraries that communicate themselves (PT-Scotch); main sets it
+	// under the MPI backend, nil otherwise.
+	MPI      *MPIAccess
 	start    time.Time
 	warnings []string // rank 0's warnings so far (Warn)
 }

@@ -12,12 +12,14 @@ import (
 func partitionCmd() *Command {
 	return &Command{
 		Name:    "partition",
-		Summary: "partition a dataset's vertices (block, random, METIS) and write the partition book",
+		Summary: "partition a dataset's vertices (block, random, METIS, or PT-Scotch over all ranks) and write the partition book",
 		Usage:   "--data PATH --parts K --out BOOK",
 		Flags: func(fs *flag.FlagSet) func(*Env) error {
 			data := fs.String("data", "data/cora", "dataset")
 			parts := fs.Int("parts", 0, "number of parts (default: number of ranks)")
-			method := fs.String("method", "metis", "block, random or metis")
+			method := fs.String("method", "metis", "block, random, metis (rank 0, whole graph in memory) or ptscotch (distributed under mpirun: every rank reads 1/p of the rows of a binary dataset)")
+			imbalance := fs.Float64("imbalance", 0, "ptscotch: allowed part size over the mean, minus 1 (0: 0.03)")
+			checkGraph := fs.Bool("check-graph", false, "ptscotch: verify the symmetrized graph with SCOTCH_dgraphCheck before partitioning")
 			split := fs.String("split", "", "split whose train/valid/test vertices METIS balances (default: the dataset's first; \"none\" balances vertices only)")
 			seed := fs.Uint64("seed", 1, "random seed")
 			out := fs.String("out", "", "partition book to write (.gz for gzip)")
@@ -29,6 +31,12 @@ func partitionCmd() *Command {
 				}
 				if *out == "" {
 					return fmt.Errorf("partition: --out is required")
+				}
+				if *method == "ptscotch" {
+					if *split != "" && *split != "none" {
+						return fmt.Errorf("partition: --method ptscotch balances vertex counts only; --split %q needs --method metis", *split)
+					}
+					return runDistPartition(env, *data, k, *method, *seed, *sym, *imbalance, *checkGraph, *out)
 				}
 				return RankZero(env.Comm, func() error { return runPartition(env, *data, k, *method, *split, *seed, *sym, *out) })
 			}
@@ -68,7 +76,7 @@ func runPartition(env *Env, data string, k int, method, split string, seed uint6
 			return err
 		}
 	default:
-		return fmt.Errorf("partition: unknown --method %q (want block, random or metis)", method)
+		return fmt.Errorf("partition: unknown --method %q (want block, random, metis or ptscotch)", method)
 	}
 	took := time.Since(t0)
 	if err := partition.Write(out, b); err != nil {

@@ -1,0 +1,363 @@
+package dist
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+
+	"gnnmpi/collective"
+	"gnnmpi/sparse"
+)
+
+// BlockRange returns the rows [lo, hi) of rank r of p in a split of n rows
+// into p consecutive blocks whose sizes differ by at most one, the larger
+// first, as partition.Block assigns vertices. It will panic unless
+// n ≥ 0 and 0 ≤ r < p.
+func BlockRange(n int64, p, r int) (lo, hi int64) {
+	if n < 0 || p < 1 || r < 0 || r >= p {
+		panic("dist: bad block range")
+	}
+	q, big := n/int64(p), n%int64(p)
+	lo = int64(r)*q + min(int64(r), big)
+	hi = lo + q
+	if int64(r) < big {
+		hi++
+	}
+	return lo, hi
+}
+
+// Bounds returns the bounds of the row blocks of every rank of c, p+1
+// offsets: rank q holds rows [b[q], b[q+1]). Each rank passes the first
+// row lo and the block adj; n is the number of vertices of the whole
+// graph. It returns an error, on every rank alike, unless the blocks are
+// consecutive from 0 to n in rank order and every block is NRows×n.
+// Bounds is collective over c.
+func Bounds(c collective.Comm, n, lo int64, adj *sparse.CSR) ([]int64, error) {
+	p := c.Size()
+	mine := []int64{lo, adj.NRows, adj.NCols, n}
+	all, _, err := collective.AllgatherSlice(c, mine)
+	if err != nil {
+		return nil, err
+	}
+	b := make([]int64, p+1)
+	for q := range p {
+		qlo, rows, cols, qn := all[4*q], all[4*q+1], all[4*q+2], all[4*q+3]
+		if qn != n || cols != n {
+			return nil, fmt.Errorf("dist: rank %d has a block of %d columns for %d vertices, rank %d of %d columns", q, cols, qn, c.Rank(), n)
+		}
+		if qlo != b[q] || rows < 0 {
+			return nil, fmt.Errorf("dist: rank %d holds rows [%d,%d), want them to start at %d", q, qlo, qlo+rows, b[q])
+		}
+		b[q+1] = qlo + rows
+	}
+	if b[p] != n {
+		return nil, fmt.Errorf("dist: the row blocks cover [0,%d), want [0,%d)", b[p], n)
+	}
+	return b, nil
+}
+
+// owner returns the rank whose block holds row g.
+func owner(b []int64, g int64) int {
+	return sort.Search(len(b)-1, func(q int) bool { return b[q+1] > g })
+}
+
+// Symmetrize returns this rank's rows of the pattern of A ∪ Aᵀ without
+// self-loops, where A is the n×n matrix whose rows [lo, lo+adj.NRows) are
+// adj on this rank: row i holds j when (i, j) or (j, i) is in A and i ≠ j,
+// columns ascending and without repeats. Values are dropped. The result
+// equals the same rows of the single-rank symmetrization, whatever p.
+// Symmetrize is collective over c; blocks must be as Bounds requires.
+func Symmetrize(c collective.Comm, n, lo int64, adj *sparse.CSR) (*sparse.CSR, error) {
+	b, err := Bounds(c, n, lo, adj)
+	if err != nil {
+		return nil, err
+	}
+	p := c.Size()
+	// Reverse edges as (row, col) pairs for the owner of row.
+	send := make([][]int64, p)
+	for i := range adj.NRows {
+		g := lo + i
+		for _, j := range adj.Indices[adj.Indptr[i]:adj.Indptr[i+1]] {
+			if j < 0 || j >= n {
+				panic("dist: column out of range")
+			}
+			if j != g {
+				q := owner(b, j)
+				send[q] = append(send[q], j, g)
+			}
+		}
+	}
+	recv, err := collective.AlltoallvSlices(c, send)
+	if err != nil {
+		return nil, err
+	}
+	// Count each row's candidates: its own entries and those received.
+	rows := adj.NRows
+	ptr := make([]int64, rows+1)
+	for i := range rows {
+		ptr[i+1] = adj.Indptr[i+1] - adj.Indptr[i]
+	}
+	for _, pairs := range recv {
+		for k := 0; k < len(pairs); k += 2 {
+			ptr[pairs[k]-lo+1]++
+		}
+	}
+	for i := range rows {
+		ptr[i+1] += ptr[i]
+	}
+	ind := make([]int64, ptr[rows])
+	next := slices.Clone(ptr[:rows])
+	for i := range rows {
+		for _, j := range adj.Indices[adj.Indptr[i]:adj.Indptr[i+1]] {
+			ind[next[i]] = j
+			next[i]++
+		}
+	}
+	for _, pairs := range recv {
+		for k := 0; k < len(pairs); k += 2 {
+			i := pairs[k] - lo
+			ind[next[i]] = pairs[k+1]
+			next[i]++
+		}
+	}
+	// Sort each row, drop self-loops and repeats, compacting in place.
+	var w int64
+	for i := range rows {
+		row := ind[ptr[i]:ptr[i+1]]
+		slices.Sort(row)
+		start := w
+		for k, j := range row {
+			if j == lo+i || (k > 0 && j == row[k-1]) {
+				continue
+			}
+			ind[w] = j
+			w++
+		}
+		ptr[i] = start
+	}
+	ptr[rows] = w
+	return &sparse.CSR{NRows: rows, NCols: n, Indptr: ptr, Indices: slices.Clip(ind[:w])}, nil
+}
+
+// Graph is one rank's block of a distributed undirected graph, as an
+// Engine receives it.
+type Graph struct {
+	// N is the number of vertices of the whole graph.
+	N int64
+	// NNZ is the number of stored entries of the whole graph (each
+	// undirected edge counted twice).
+	NNZ int64
+	// Bounds holds the p+1 block bounds: rank q holds rows
+	// [Bounds[q], Bounds[q+1]).
+	Bounds []int64
+	// Lo is this rank's first row, Bounds[rank].
+	Lo int64
+	// Adj holds this rank's rows: Adj.NRows × N, symmetric across the
+	// ranks, columns ascending, no self-loops or repeated entries.
+	Adj *sparse.CSR
+}
+
+// Engine partitions the distributed undirected graph g into parts parts,
+// seeded by seed, and returns the part of each of this rank's rows. It is
+// collective over c, and must fail on every rank alike or on none.
+type Engine func(c collective.Comm, g *Graph, parts int, seed int64) ([]int32, error)
+
+// Partition partitions the graph whose rows [lo, lo+adj.NRows) are adj on
+// this rank (of n vertices in all; directed or not, with or without
+// self-loops) into parts parts with engine, after symmetrizing it
+// (Symmetrize), and returns the part of each of this rank's rows, in
+// [0, parts). Partition is collective over c.
+//
+// It returns an error, on every rank alike, if parts < 1 or does not fit
+// int32, if the blocks are not as Bounds requires, if the engine fails, or
+// if the engine returns the wrong number of parts or a part outside
+// [0, parts) on some rank.
+func Partition(c collective.Comm, n, lo int64, adj *sparse.CSR, parts int, seed int64, engine Engine) ([]int32, error) {
+	if parts < 1 || parts > math.MaxInt32 {
+		return nil, fmt.Errorf("dist: partition into %d parts", parts)
+	}
+	sym, err := Symmetrize(c, n, lo, adj)
+	if err != nil {
+		return nil, err
+	}
+	b, err := Bounds(c, n, lo, sym)
+	if err != nil {
+		return nil, err
+	}
+	nnz, err := collective.AllreduceScalar(c, sym.NNZ(), collective.Sum)
+	if err != nil {
+		return nil, err
+	}
+	part, err := engine(c, &Graph{N: n, NNZ: nnz, Bounds: b, Lo: lo, Adj: sym}, parts, seed)
+	if err != nil {
+		return nil, err
+	}
+	var bad int64
+	if int64(len(part)) != sym.NRows {
+		bad = 1
+	} else if slices.ContainsFunc(part, func(r int32) bool { return r < 0 || int(r) >= parts }) {
+		bad = 1
+	}
+	if bad, err = collective.AllreduceScalar(c, bad, collective.Sum); err != nil {
+		return nil, err
+	}
+	if bad > 0 {
+		return nil, fmt.Errorf("dist: the partitioner returned invalid parts on %d rank(s)", bad)
+	}
+	return part, nil
+}
+
+// halo returns the part of every column of adj that lies outside this
+// rank's rows [b[rank], b[rank+1]), fetched from the owners, keyed by
+// vertex. Collective over c.
+func halo(c collective.Comm, b []int64, adj *sparse.CSR, part []int32) (map[int64]int32, error) {
+	p, me := c.Size(), c.Rank()
+	lo, hi := b[me], b[me+1]
+	seen := map[int64]bool{}
+	want := make([][]int64, p)
+	for _, j := range adj.Indices {
+		if (j < lo || j >= hi) && !seen[j] {
+			seen[j] = true
+			q := owner(b, j)
+			want[q] = append(want[q], j)
+		}
+	}
+	asked, err := collective.AlltoallvSlices(c, want)
+	if err != nil {
+		return nil, err
+	}
+	reply := make([][]int32, p)
+	for q, ids := range asked {
+		reply[q] = make([]int32, len(ids))
+		for k, g := range ids {
+			reply[q][k] = part[g-lo]
+		}
+	}
+	got, err := collective.AlltoallvSlices(c, reply)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[int64]int32, len(seen))
+	for q := range p {
+		for k, g := range want[q] {
+			out[g] = got[q][k]
+		}
+	}
+	return out, nil
+}
+
+// EdgeCut returns the number of stored (directed) edges of the whole graph
+// whose endpoints lie in different parts, where this rank holds rows
+// [lo, lo+adj.NRows) of the n-vertex graph and part[i] is the part of its
+// row i: partition.Book.EdgeCut of the gathered book and whole adjacency.
+// The parts of remote endpoints are fetched from their owners (a halo
+// exchange). EdgeCut is collective over c and returns the same count on
+// every rank. It will panic if len(part) ≠ adj.NRows.
+func EdgeCut(c collective.Comm, n, lo int64, adj *sparse.CSR, part []int32) (int64, error) {
+	if int64(len(part)) != adj.NRows {
+		panic("dist: EdgeCut: parts do not match the rows")
+	}
+	b, err := Bounds(c, n, lo, adj)
+	if err != nil {
+		return 0, err
+	}
+	remote, err := halo(c, b, adj, part)
+	if err != nil {
+		return 0, err
+	}
+	hi := lo + adj.NRows
+	var cut int64
+	for i := range adj.NRows {
+		for _, j := range adj.Indices[adj.Indptr[i]:adj.Indptr[i+1]] {
+			pj, ok := remote[j]
+			if j >= lo && j < hi {
+				pj, ok = part[j-lo], true
+			}
+			if !ok {
+				panic("dist: internal error: missing halo vertex")
+			}
+			if pj != part[i] {
+				cut++
+			}
+		}
+	}
+	return collective.AllreduceScalar(c, cut, collective.Sum)
+}
+
+// Sizes returns the number of vertices of each of the parts parts, over
+// every rank's part (the parts of its rows). It is collective over c and
+// returns the same on every rank. It will panic if a part lies outside
+// [0, parts).
+func Sizes(c collective.Comm, part []int32, parts int) ([]int64, error) {
+	sizes := make([]int64, parts)
+	for _, r := range part {
+		sizes[r]++
+	}
+	if err := collective.AllreduceSlice(c, sizes, collective.Sum); err != nil {
+		return nil, err
+	}
+	return sizes, nil
+}
+
+// Imbalance returns the largest part size over the mean part size (1 is
+// perfect balance; 1 for no vertices).
+func Imbalance(sizes []int64) float64 {
+	var total, big int64
+	for _, s := range sizes {
+		total += s
+		big = max(big, s)
+	}
+	if total == 0 {
+		return 1
+	}
+	return float64(big) * float64(len(sizes)) / float64(total)
+}
+
+// tagGather is the message tag of GatherParts.
+const tagGather = 20
+
+// GatherParts returns, on rank root, the parts of every rank in rank
+// order (so in vertex order when the ranks hold consecutive row blocks),
+// and nil on the other ranks. Only root holds the whole array. It is
+// collective over c.
+func GatherParts(c collective.Comm, part []int32, root int) ([]int32, error) {
+	if root < 0 || root >= c.Size() {
+		return nil, errors.New("dist: GatherParts: root out of range")
+	}
+	counts, err := collective.AllgatherCounts(c, len(part))
+	if err != nil {
+		return nil, err
+	}
+	if c.Rank() != root {
+		if len(part) == 0 {
+			return nil, nil
+		}
+		return nil, c.Send(collective.BufOf(part), root, tagGather)
+	}
+	total := 0
+	for _, k := range counts {
+		total += k
+	}
+	all := make([]int32, 0, total)
+	for q, k := range counts {
+		if q == root {
+			all = append(all, part...)
+			continue
+		}
+		if k == 0 {
+			continue
+		}
+		buf := make([]int32, k)
+		got, err := c.Recv(collective.BufOf(buf), q, tagGather)
+		if err != nil {
+			return nil, err
+		}
+		if got != k {
+			return nil, fmt.Errorf("dist: GatherParts: %d parts from rank %d, want %d", got, q, k)
+		}
+		all = append(all, buf...)
+	}
+	return all, nil
+}
