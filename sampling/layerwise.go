@@ -75,8 +75,8 @@ func NewLayerWise(adj *sparse.CSR, sizes []int) (*LayerWise, error) {
 }
 
 // NewLayerWiseOn returns a LADIES sampler over the normalised adjacency
-// Â = GCNNormalized(adj) held by top (for instance Distributed15D(g,
-// GCNNormalized(adj))). It returns an error if sizes is empty or a size is
+// Â = GCNNormalized(adj) held by top (for instance Distributed15DBlock or
+// Distributed2D of this rank's rows of Â from GCNNormalizedBlock). It returns an error if sizes is empty or a size is
 // below 1.
 func NewLayerWiseOn(top Topology, sizes []int) (*LayerWise, error) {
 	if err := checkSizes(sizes); err != nil {
