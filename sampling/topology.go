@@ -168,4 +168,3 @@ func (t *replicated) rows(v []int64, keys []uint64, pick picker) (*sparse.CSR, e
 // the replicated topology forms at a time: 2^16 entries, 1 MiB of P with
 // its values (a variable for the tests).
 var chunkWork int64 = 1 << 16
-
