@@ -165,6 +165,7 @@ func (t *replicated) rows(v []int64, keys []uint64, pick picker) (*sparse.CSR, e
 }
 
 // chunkWork bounds the entries of P (plus one per row) that one chunk of
-// the replicated topology forms at a time: 2^16 entries, 1 MiB of P with
+// a topology (replicated, or the spgemm.Stream of a distributed one) forms
+// at a time: 2^16 entries, 1 MiB of P with
 // its values (a variable for the tests).
 var chunkWork int64 = 1 << 16
