@@ -49,8 +49,8 @@ func Distributed15D(g *collective.Grid, m *sparse.CSR) (Topology, error) {
 // (Alltoallv of the row lengths, columns and values over the grid row).
 // Per rank, a hop holds its block, one received block, one chunk of P and
 // the thinned rows: memory that does not grow with the bulk's P. The
-// traffic counts under the current phase of g.Comm, except the broadcasts,
-// which count under spgemm.Phase.
+// gathers count under the current phase of g.Comm, the broadcasts and the
+// return of the rows under spgemm.Phase.
 func Distributed15DBlock(g *collective.Grid, rowBounds []int64, local *sparse.CSR) (Topology, error) {
 	if err := checkRowBlock(rowBounds, g.PR, g.Row, local); err != nil {
 		return nil, err
@@ -121,8 +121,11 @@ func (t *dist15D) rows(v []int64, keys []uint64, pick picker) (*sparse.CSR, erro
 		return nil, err
 	}
 	// Row x of Q_i was computed by replica (block of its vertex) mod c.
+	// The return of the rows is the product's delivery (what Mul15D's
+	// reduce-scatter did): it counts under spgemm.Phase.
 	c := g.PC
 	by := func(x int64) int { return blockOfBounds(t.a.RowBounds, qv[x]) % c }
+	defer collective.SetPhase(g.Comm, spgemm.Phase)()
 	return returnRows(g.RowComm, n, kept.sorted(valued), f.from, by, valued)
 }
 

@@ -33,8 +33,9 @@ import (
 // column order, which gives the whole row, sorted, thins it at once and
 // keeps the thinned row. Per rank, a hop holds its block, one received
 // M_{k,j}, one stage's pieces (about |Q_i|·d/p entries for mean degree d)
-// and the thinned rows. The traffic counts under the current phase of
-// g.Comm, except the broadcasts, which count under spgemm.Phase.
+// and the thinned rows. The gathers count under the current phase of
+// g.Comm, the broadcasts and the exchange of the pieces under
+// spgemm.Phase.
 func Distributed2D(g *collective.Grid, bounds []int64, local *sparse.CSR) (Topology, error) {
 	if g.PR != g.PC {
 		return nil, fmt.Errorf("sampling: the 2D topology needs a square grid, not %d×%d", g.PR, g.PC)

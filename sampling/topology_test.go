@@ -147,10 +147,10 @@ func TestDistributed15DSameMinibatches(t *testing.T) {
 }
 
 // The bytes of a distributed hop are the analytical ones: for the sampler's
-// own messages (phase "sample") the gathers of the frontiers and the
-// return of the sampled rows from the replica whose stages hold the row's
-// vertex to the rank that asked for it, and for the streamed product
-// (spgemm.Phase) the 1.5D broadcasts of the blocks of A only.
+// own messages (phase "sample") the gathers of the frontiers, and for the
+// streamed product (spgemm.Phase) the 1.5D broadcasts of the blocks of A
+// and the return of the sampled rows from the replica whose stages hold
+// the row's vertex to the rank that asked for it.
 func TestDistributed15DVolume(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	adj := randomAdj(t, r, 200, 10, true)
@@ -208,10 +208,10 @@ func TestDistributed15DVolume(t *testing.T) {
 						continue
 					}
 					if holder == k {
-						w[0].sent += 8 + 8*l
+						w[1].sent += 8 + 8*l
 					}
 					if owner[x] == k {
-						w[0].recv += 8 + 8*l
+						w[1].recv += 8 + 8*l
 					}
 				}
 				// Product: broadcasts of A's blocks down grid columns.
