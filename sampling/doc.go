@@ -26,17 +26,31 @@
 //
 // A minibatch draws only from its key, through RowStream (one stream per
 // minibatch, hop and frontier vertex): the same seeds and key give the same
-// MiniBatch whatever the bulk, the rank count, the Topology (Replicated or
-// Distributed15D, with any replication factor) and the backend.
+// MiniBatch whatever the bulk, the rank count, the Topology (Replicated,
+// Distributed15DBlock with any replication factor, or Distributed2D), the
+// row bounds, the chunk sizes and the backend.
 //
 // # Topology and communication
 //
-// With a Replicated topology the package does no communication. With
-// Distributed15D the graph's rows are spread over a (p/c)×c grid and every
-// hop is one collective 1.5D product P = Q·A (spgemm.Mul15D) plus the
-// gathers of the frontiers and the return of the sampled rows; Sample is
-// then collective. Plain is the per-batch baseline written without
-// matrices, for benchmarks.
+// With a Replicated topology the package does no communication. The
+// distributed topologies hold the matrix in row blocks that no rank holds
+// whole: Distributed15DBlock (the 1.5D layout on a (p/c)×c grid, row block
+// i on the c ranks of grid row i) and Distributed2D (a √p×√p grid, rank
+// (i, j) holding the entries of row block i in column block j), each built
+// from the rank's own rows with global column ids and the row bounds (for
+// instance a partitioned dataset's part offsets); GCNNormalizedBlock gives
+// a block's rows of Â for LADIES and NewOn builds a sampler on such a
+// topology. Distributed15D cuts a matrix every rank holds.
+//
+// A distributed hop gathers the frontiers of a grid row and streams
+// P = Q·M through spgemm.Mul15DStream or spgemm.Mul2DStream: every row of
+// P is thinned as soon as it is whole (1.5D: in the chunk that forms it,
+// on the replica whose stages hold its vertex; 2D: on the rank that asked
+// for it, once the pieces of the grid row's ranks are joined), and only the
+// thinned rows are kept, so a rank holds its block, one received block and
+// one chunk (1.5D) or one stage's pieces (2D) of P besides the sample;
+// Sample is then collective. Plain is the per-batch baseline written
+// without matrices, for benchmarks.
 //
 // VIP computes SALIENT++'s vertex-inclusion probabilities for the
 // node-wise sampler, which score alltoall's static cache. How training

@@ -75,8 +75,8 @@ func NewLayerWise(adj *sparse.CSR, sizes []int) (*LayerWise, error) {
 }
 
 // NewLayerWiseOn returns a LADIES sampler over the normalised adjacency
-// Â = GCNNormalized(adj) held by top (for instance Distributed15D(g,
-// GCNNormalized(adj))). It returns an error if sizes is empty or a size is
+// Â = GCNNormalized(adj) held by top (for instance Distributed15DBlock or
+// Distributed2D of this rank's rows of Â from GCNNormalizedBlock). It returns an error if sizes is empty or a size is
 // below 1.
 func NewLayerWiseOn(top Topology, sizes []int) (*LayerWise, error) {
 	if err := checkSizes(sizes); err != nil {
@@ -105,22 +105,35 @@ func (s *LayerWise) Topology() Topology { return s.top }
 // of value 1/√(d_v·d_u), d_v being the length of row v of A + I. Rows are
 // sorted.
 func GCNNormalized(adj *sparse.CSR) *sparse.CSR {
-	n := adj.NRows
-	out := &sparse.CSR{NRows: n, NCols: n, Indptr: make([]int64, n+1)}
-	for v := range n {
-		row := append(slices.Clone(adj.Row(v)), v)
+	out := selfLooped(adj, 0)
+	for v := range out.NRows {
+		dv := float64(out.Degree(v))
+		for q := out.Indptr[v]; q < out.Indptr[v+1]; q++ {
+			out.Values[q] = gcnWeight(dv, float64(out.Degree(out.Indices[q])))
+		}
+	}
+	return out
+}
+
+// gcnWeight is the entry 1/√(d_v·d_u) of Â.
+func gcnWeight(dv, du float64) float64 { return 1 / math.Sqrt(dv*du) }
+
+// selfLooped returns the rows of a (rows off, off+1, … of the whole
+// matrix, global columns) with the diagonal added, sorted and distinct,
+// and zero values.
+func selfLooped(a *sparse.CSR, off int64) *sparse.CSR {
+	out := &sparse.CSR{NRows: a.NRows, NCols: a.NCols, Indptr: make([]int64, a.NRows+1)}
+	for r := range a.NRows {
+		row := append(slices.Clone(a.Row(r)), off+r)
 		slices.Sort(row)
 		row = slices.Compact(row)
 		out.Indices = append(out.Indices, row...)
-		out.Indptr[v+1] = int64(len(out.Indices))
+		out.Indptr[r+1] = int64(len(out.Indices))
+	}
+	if out.Indices == nil {
+		out.Indices = []int64{}
 	}
 	out.Values = make([]float64, len(out.Indices))
-	for v := range n {
-		dv := float64(out.Degree(v))
-		for q := out.Indptr[v]; q < out.Indptr[v+1]; q++ {
-			out.Values[q] = 1 / math.Sqrt(dv*float64(out.Degree(out.Indices[q])))
-		}
-	}
 	return out
 }
 

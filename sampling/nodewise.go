@@ -19,8 +19,8 @@ import (
 //
 // The adjacency A (n×n, row v listing the neighbours that v aggregates
 // from) lives in a Topology: replicated on every rank (NewNodeWise; Adj is
-// then A) or distributed (NewNodeWiseOn with Distributed15D; Adj is nil),
-// which gives the same minibatches. Repeated entries of a row count as one
+// then A) or distributed (NewNodeWiseOn with Distributed15DBlock or
+// Distributed2D; Adj is nil), which gives the same minibatches. Repeated entries of a row count as one
 // neighbour. Fanouts[h] is the number of neighbours sampled at hop h+1 from
 // the seeds: Fanouts[0] belongs to the output layer, as in GraphSAGE's and
 // PyG's `--fanouts 25,10`, and len(Fanouts) is the number of layers. A

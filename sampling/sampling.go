@@ -3,6 +3,7 @@ package sampling
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 
 	"gnnmpi/internal/rng"
 	"gnnmpi/sparse"
@@ -99,23 +100,24 @@ func checkAdj(adj *sparse.CSR) error {
 }
 
 // checkBatches validates the seed sets of a Sample call on n vertices.
+// Its scratch is one sorted copy of the largest minibatch, not O(n).
 func checkBatches(batches [][]int64, keys []uint64, n int64) error {
 	if len(keys) != len(batches) {
 		return fmt.Errorf("sampling: %d keys for %d minibatches", len(keys), len(batches))
 	}
-	seen := make([]bool, n)
+	var sorted []int64
 	for b, seeds := range batches {
 		for _, v := range seeds {
 			if v < 0 || v >= n {
 				return fmt.Errorf("sampling: minibatch %d: seed %d outside [0,%d)", b, v, n)
 			}
-			if seen[v] {
-				return fmt.Errorf("sampling: minibatch %d: seed %d repeated", b, v)
-			}
-			seen[v] = true
 		}
-		for _, v := range seeds {
-			seen[v] = false
+		sorted = append(sorted[:0], seeds...)
+		slices.Sort(sorted)
+		for x := 1; x < len(sorted); x++ {
+			if sorted[x] == sorted[x-1] {
+				return fmt.Errorf("sampling: minibatch %d: seed %d repeated", b, sorted[x])
+			}
 		}
 	}
 	return nil

@@ -39,6 +39,17 @@
 //     collective.GridDims(p) (2×3 for 6, 2×4 for 8, 1×p for a prime): the
 //     stages are then the pieces between the cuts of A's column blocks and
 //     B's row blocks, at most pr+pc−1.
+//   - Mul15DStream(g, sr, a, b, s) and Mul2DStream(g, sr, a, b, s): the
+//     1.5D and SUMMA products without an assembled result: every stage's
+//     term A_i(:, stage)·B(stage, :) is formed in chunks of rows of bounded
+//     work (Stream.ChunkWork, flops plus rows) and handed to the callback
+//     Stream.Chunk, with Stream.StageDone after each stage (a collective
+//     point where the caller may exchange what it got). A row of A with
+//     entries in several stages arrives as several partial rows that the
+//     caller adds up; a selection matrix's rows (one entry each, the
+//     samplers' P = Q·A) arrive whole. Mul2DStream also takes A held whole
+//     per grid row (a frontier every rank of the row knows), whose stage
+//     slices are then cut locally instead of broadcast.
 //
 // Each rank multiplies with Options.Threads goroutines (default 1: one rank
 // per core). The result is exact: C has the entries of sparse.MulSR(sr, A,
@@ -114,6 +125,12 @@
 // keeps a running sum instead, like CombBLAS's Mult_AnXBn_Synch. Mul1D and
 // the unstaged 1.5D build a B with all k rows (most empty), O(k) memory
 // like the local kernel's dense accumulator.
+//
+// The streamed products hold, besides a rank's operands, one received
+// block of B (plus, for a 2D A, one broadcast slice of A) and one chunk of
+// the product: ChunkWork bounds a chunk's entries (one row may exceed it
+// alone), so their memory does not grow with the number of rows of A. They
+// send only the broadcasts (no reduction).
 //
 // BUG(spgemm): One Alltoallv moves at most 2³¹−1 elements per rank under MPI
 // (MPI counts are C ints); the reduce-scatter of 1.5D and Gather can exceed

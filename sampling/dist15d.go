@@ -1,0 +1,335 @@
+package sampling
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+
+	"gnnmpi/collective"
+	"gnnmpi/sparse"
+	"gnnmpi/spgemm"
+)
+
+// Distributed15D returns the topology of m distributed in the 1.5D layout
+// of the (p/c)×c grid g with the even row split spgemm.Bounds(n, p/c):
+// Distributed15DBlock of this rank's block of m, copied, so that m may be
+// dropped. Every rank passes the same m. It does not communicate.
+func Distributed15D(g *collective.Grid, m *sparse.CSR) (Topology, error) {
+	if err := checkAdj(m); err != nil {
+		return nil, err
+	}
+	rb := spgemm.Bounds(m.NRows, g.PR)
+	loc := rowRange(m, rb[g.Row], rb[g.Row+1])
+	own := &sparse.CSR{NRows: loc.NRows, NCols: loc.NCols, Indptr: loc.Indptr, Indices: slices.Clone(loc.Indices)}
+	if loc.Values != nil {
+		own.Values = slices.Clone(loc.Values)
+	}
+	return Distributed15DBlock(g, rb, own)
+}
+
+// Distributed15DBlock returns the topology of the n×n matrix M distributed
+// in the 1.5D layout of the (p/c)×c grid g (c = g.PC): its rows cut into
+// g.PR blocks by rowBounds (g.PR+1 offsets from 0 to n, the same on every
+// rank; blocks may be uneven or empty), row block i held by the c ranks of
+// grid row i. local is this rank's block, rows [rowBounds[g.Row],
+// rowBounds[g.Row+1]) of M with global column ids (n = local.NCols); it is
+// kept, not copied, and must not be modified while the topology is in
+// use. No rank needs the whole of M. It does not communicate, and returns
+// an error if rowBounds do not cut [0, n) into g.PR blocks or local is not
+// a valid block of row block g.Row.
+//
+// For a hop, the frontier rows of the c ranks of a grid row are gathered
+// (Allgatherv of the vertex ids and of their minibatches' keys over the
+// grid row) into Q_i, and P = Q·M is streamed by spgemm.Mul15DStream: in
+// each of its stages j ≡ g.Col (mod c) the block M_j is broadcast down the
+// grid column and the rows of Q_i whose vertex lies in block j are formed
+// in chunks of bounded work, each thinned by the sampler at once; only the
+// thinned rows are kept and M_j is dropped before the next stage. The
+// thinned rows then go back to the rank of the grid row they came from
+// (Alltoallv of the row lengths, columns and values over the grid row).
+// Per rank, a hop holds its block, one received block, one chunk of P and
+// the thinned rows: memory that does not grow with the bulk's P. The
+// gathers count under the current phase of g.Comm, the broadcasts and the
+// return of the rows under spgemm.Phase.
+func Distributed15DBlock(g *collective.Grid, rowBounds []int64, local *sparse.CSR) (Topology, error) {
+	if err := checkRowBlock(rowBounds, g.PR, g.Row, local); err != nil {
+		return nil, err
+	}
+	n := local.NCols
+	a := &spgemm.Dist[float64]{M: n, N: n, RowBounds: slices.Clone(rowBounds), ColBounds: []int64{0, n}, I: g.Row, Replica: g.Col, Local: local}
+	return &dist15D{g: g, a: a}, nil
+}
+
+// checkRowBlock reports whether rowBounds cut [0, local.NCols) into nb blocks
+// and local is a valid block of row block i.
+func checkRowBlock(rowBounds []int64, nb, i int, local *sparse.CSR) error {
+	if local == nil {
+		return fmt.Errorf("sampling: nil row block")
+	}
+	n := local.NCols
+	if len(rowBounds) != nb+1 || rowBounds[0] != 0 || rowBounds[nb] != n {
+		return fmt.Errorf("sampling: row bounds %v do not cut [0,%d) into %d blocks", rowBounds, n, nb)
+	}
+	for x := 1; x <= nb; x++ {
+		if rowBounds[x] < rowBounds[x-1] {
+			return fmt.Errorf("sampling: row bounds %v decrease", rowBounds)
+		}
+	}
+	if err := local.Validate(); err != nil {
+		return fmt.Errorf("sampling: row block %d: %w", i, err)
+	}
+	if want := rowBounds[i+1] - rowBounds[i]; local.NRows != want {
+		return fmt.Errorf("sampling: row block %d has %d rows, its bounds [%d,%d) %d", i, local.NRows, rowBounds[i], rowBounds[i+1], want)
+	}
+	return nil
+}
+
+type dist15D struct {
+	g    *collective.Grid
+	a    *spgemm.Dist[float64] // this rank's row block, global columns
+	peak chunkPeak
+}
+
+// chunkPeak records the largest chunk of unthinned rows a distributed
+// topology has held at once (for the memory tests).
+type chunkPeak struct{ rows, entries int64 }
+
+func (p *chunkPeak) note(rows, entries int64) {
+	p.rows, p.entries = max(p.rows, rows), max(p.entries, entries)
+}
+
+func (t *dist15D) N() int64     { return t.a.M }
+func (t *dist15D) Name() string { return "1.5d" }
+
+func (t *dist15D) rows(v []int64, keys []uint64, pick picker) (*sparse.CSR, error) {
+	g, n := t.g, t.a.M
+	valued := t.a.Local.Values != nil
+	f, err := gatherFrontier(g, n, v, keys)
+	if err != nil {
+		return nil, err
+	}
+	qv := f.q.Local.Indices // the vertex of each row of Q_i
+	var kept keptRows
+	sc := newScratch()
+	s := &spgemm.Stream[float64]{ChunkWork: chunkWork}
+	s.Chunk = func(_ int, rows []int64, c *sparse.Matrix[float64]) error {
+		t.peak.note(int64(len(rows)), c.NNZ())
+		kept.add(rows, thin(n, c, valued, qv, f.keys, rows, pick, sc))
+		return nil
+	}
+	if err := spgemm.Mul15DStream(g, sparse.PlusTimes[float64]{}, f.q, t.a, s); err != nil {
+		return nil, err
+	}
+	// Row x of Q_i was computed by replica (block of its vertex) mod c.
+	// The return of the rows is the product's delivery (what Mul15D's
+	// reduce-scatter did): it counts under spgemm.Phase.
+	c := g.PC
+	by := func(x int64) int { return blockOfBounds(t.a.RowBounds, qv[x]) % c }
+	defer collective.SetPhase(g.Comm, spgemm.Phase)()
+	return returnRows(g.RowComm, n, kept.sorted(valued), f.from, by, valued)
+}
+
+// thin returns the rows of the chunk c (rows of Q_i, whose vertices are
+// qv[rows[x]] and keys keys[rows[x]]) that pick keeps, or c itself (as a
+// pattern unless valued) if pick is nil.
+func thin(n int64, c *sparse.Matrix[float64], valued bool, qv, keys []int64, rows []int64, pick picker, sc *scratch) *sparse.CSR {
+	if pick == nil {
+		if !valued {
+			c.Values = nil
+		}
+		return c
+	}
+	vs, ks := make([]int64, len(rows)), make([]uint64, len(rows))
+	for x, r := range rows {
+		vs[x], ks[x] = qv[r], uint64(keys[r])
+	}
+	var vals []float64
+	if valued {
+		vals = c.Values
+	}
+	return pickRows(n, c.Indptr, c.Indices, vals, vs, ks, pick, sc)
+}
+
+// keptRows collects thinned chunks and the rows of Q_i they hold.
+type keptRows struct {
+	rows  [][]int64
+	parts []*sparse.CSR
+}
+
+func (k *keptRows) add(rows []int64, part *sparse.CSR) {
+	k.rows, k.parts = append(k.rows, rows), append(k.parts, part)
+}
+
+// sorted returns the kept rows as one matrix in ascending order of their
+// rows of Q_i, with those rows.
+func (k *keptRows) sorted(valued bool) rowSet {
+	type ref struct {
+		r    int64
+		part int
+		x    int64
+	}
+	var refs []ref
+	var ncols int64
+	for p, rows := range k.rows {
+		ncols = k.parts[p].NCols
+		for x, r := range rows {
+			refs = append(refs, ref{r, p, int64(x)})
+		}
+	}
+	sort.Slice(refs, func(a, b int) bool { return refs[a].r < refs[b].r })
+	out := &sparse.CSR{NRows: int64(len(refs)), NCols: ncols, Indptr: make([]int64, len(refs)+1), Indices: []int64{}}
+	if valued {
+		out.Values = []float64{}
+	}
+	ids := make([]int64, len(refs))
+	for y, rf := range refs {
+		part := k.parts[rf.part]
+		lo, hi := part.Indptr[rf.x], part.Indptr[rf.x+1]
+		out.Indices = append(out.Indices, part.Indices[lo:hi]...)
+		if valued {
+			out.Values = append(out.Values, part.Values[lo:hi]...)
+		}
+		out.Indptr[y+1] = int64(len(out.Indices))
+		ids[y] = rf.r
+	}
+	k.rows, k.parts = nil, nil
+	return rowSet{ids: ids, m: out}
+}
+
+// rowSet is rows ids of Q_i (ascending), row y of m being row ids[y].
+type rowSet struct {
+	ids []int64
+	m   *sparse.CSR
+}
+
+// returnRows sends every row of rs to the rank of the grid row (rc) whose
+// frontier it belongs to (rows [from[x], from[x+1]) of Q_i are rank x's)
+// and returns this rank's |frontier| rows, in order; row x of Q_i was
+// computed by rank by(x) of rc. Three Alltoallv calls over rc: row
+// lengths, columns and (if valued) values.
+func returnRows(rc collective.Comm, n int64, rs rowSet, from []int64, by func(x int64) int, valued bool) (*sparse.CSR, error) {
+	c, k := rc.Size(), rc.Rank()
+	rowsTo, rowsFrom := make([]int, c), make([]int, c)
+	entTo := make([]int, c)
+	for y, r := range rs.ids {
+		x := sort.Search(c, func(x int) bool { return from[x+1] > r })
+		rowsTo[x]++
+		entTo[x] += int(rs.m.Degree(int64(y)))
+	}
+	lo, hi := from[k], from[k+1]
+	for r := lo; r < hi; r++ {
+		rowsFrom[by(r)]++
+	}
+	lens := make([]int64, rs.m.NRows)
+	for y := range lens {
+		lens[y] = rs.m.Degree(int64(y))
+	}
+	gotLens, err := collective.AlltoallvFlat(rc, lens, rowsTo, rowsFrom)
+	if err != nil {
+		return nil, err
+	}
+	entFrom := make([]int, c)
+	rowAt := make([]int64, c+1) // first row of gotLens from each rank
+	for y := range c {
+		rowAt[y+1] = rowAt[y] + int64(rowsFrom[y])
+		for _, l := range gotLens[rowAt[y]:rowAt[y+1]] {
+			entFrom[y] += int(l)
+		}
+	}
+	ind, err := collective.AlltoallvFlat(rc, rs.m.Indices, entTo, entFrom)
+	if err != nil {
+		return nil, err
+	}
+	var val []float64
+	if valued {
+		if val, err = collective.AlltoallvFlat(rc, rs.m.Values, entTo, entFrom); err != nil {
+			return nil, err
+		}
+	}
+	// Own rows in order: row r's entries are the next of its computer's.
+	entAt := make([]int64, c+1)
+	for y := range c {
+		entAt[y+1] = entAt[y] + int64(entFrom[y])
+	}
+	nv := hi - lo
+	out := &sparse.CSR{NRows: nv, NCols: n, Indptr: make([]int64, nv+1), Indices: make([]int64, 0, len(ind))}
+	if valued {
+		out.Values = make([]float64, 0, len(val))
+	}
+	for r := lo; r < hi; r++ {
+		y := by(r)
+		l := gotLens[rowAt[y]]
+		rowAt[y]++
+		e := entAt[y]
+		out.Indices = append(out.Indices, ind[e:e+l]...)
+		if valued {
+			out.Values = append(out.Values, val[e:e+l]...)
+		}
+		entAt[y] += l
+		out.Indptr[r-lo+1] = int64(len(out.Indices))
+	}
+	return out, nil
+}
+
+// blockOfBounds returns the block of bounds holding x: the largest b with
+// bounds[b] <= x (then x < bounds[b+1]).
+func blockOfBounds(bounds []int64, x int64) int {
+	return sort.Search(len(bounds), func(b int) bool { return bounds[b] > x }) - 1
+}
+
+// frontier is a grid row's stacked frontier: Q_i (one row per frontier
+// vertex of the grid row's ranks, in rank order, a one in the vertex's
+// column), held whole by every rank of the grid row (the 1.5D layout of
+// spgemm, Replica = g.Col), the rows' random-stream keys, and where the
+// rows came from: Q_i's rows [from[x], from[x+1]) are those of rank x of
+// the grid row.
+type frontier struct {
+	q    *spgemm.Dist[float64]
+	keys []int64
+	from []int64
+}
+
+// gatherFrontier stacks the frontiers v (and their keys) of the ranks of
+// this rank's grid row into Q_i, with Q's row blocks (one per grid row,
+// its ranks' rows in rank order) known to every rank: an Allgatherv of
+// one count per rank over g.Comm, then of the vertex ids and of the keys
+// over the grid row.
+func gatherFrontier(g *collective.Grid, n int64, v []int64, keys []uint64) (*frontier, error) {
+	c, i, k := g.PC, g.Row, g.Col
+	counts, err := collective.AllgatherCounts(g.Comm, len(v))
+	if err != nil {
+		return nil, err
+	}
+	rowBounds := make([]int64, g.PR+1)
+	for r, x := range counts {
+		rowBounds[r/c+1] += int64(x)
+	}
+	for x := range g.PR {
+		rowBounds[x+1] += rowBounds[x]
+	}
+	mine := counts[i*c : (i+1)*c] // rows of the ranks of this grid row
+	from := make([]int64, c+1)
+	for x, cnt := range mine {
+		from[x+1] = from[x] + int64(cnt)
+	}
+	m := from[c]
+
+	qv := make([]int64, m)
+	if err := g.RowComm.Allgatherv(collective.BufOf(v), collective.BufOf(qv), mine); err != nil {
+		return nil, err
+	}
+	ik := make([]int64, len(keys))
+	for x, key := range keys {
+		ik[x] = int64(key)
+	}
+	qk := make([]int64, m)
+	if err := g.RowComm.Allgatherv(collective.BufOf(ik), collective.BufOf(qk), mine); err != nil {
+		return nil, err
+	}
+	q := &sparse.CSR{NRows: m, NCols: n, Indptr: make([]int64, m+1), Indices: qv}
+	for r := range q.Indptr {
+		q.Indptr[r] = int64(r)
+	}
+	qd := &spgemm.Dist[float64]{M: rowBounds[g.PR], N: n, RowBounds: rowBounds, ColBounds: []int64{0, n}, I: i, Replica: k, Local: q}
+	return &frontier{q: qd, keys: qk, from: from}, nil
+}

@@ -1,0 +1,69 @@
+package sampling
+
+import (
+	"fmt"
+
+	"gnnmpi/collective"
+	"gnnmpi/sparse"
+)
+
+// New returns the sampler of the given kind over the graph adj: "sage"
+// (NodeWise, fanouts per vertex), "ladies" (LayerWise, fanouts per
+// minibatch and layer) or "plain" (Plain, the per-batch baseline),
+// replicated when g is nil, else distributed in the 1.5D layout of g
+// (Distributed15D, collective over g.Comm). adj is the whole graph on
+// every rank; a distributed sampler keeps only its block of it. For a
+// topology built from a row block, use NewOn.
+func New(kind string, adj *sparse.CSR, fanouts []int, g *collective.Grid) (Sampler, error) {
+	if err := checkAdj(adj); err != nil {
+		return nil, err
+	}
+	switch kind {
+	case "sage":
+		if g == nil {
+			return NewNodeWise(adj, fanouts)
+		}
+		top, err := Distributed15D(g, adj)
+		if err != nil {
+			return nil, err
+		}
+		return NewNodeWiseOn(top, fanouts)
+	case "ladies":
+		if g == nil {
+			return NewLayerWise(adj, fanouts)
+		}
+		if err := checkSizes(fanouts); err != nil {
+			return nil, err
+		}
+		top, err := Distributed15D(g, GCNNormalized(adj))
+		if err != nil {
+			return nil, err
+		}
+		return NewLayerWiseOn(top, fanouts)
+	case "plain":
+		if g != nil {
+			return nil, fmt.Errorf("sampling: the plain sampler reads a replicated graph only")
+		}
+		return NewPlain(adj, fanouts)
+	}
+	return nil, fmt.Errorf("sampling: unknown sampler %q (want sage, ladies or plain)", kind)
+}
+
+// NewOn returns the sampler of the given kind over the matrix held by top,
+// which may come from a row block (Distributed15DBlock, Distributed2D):
+// "sage" (NodeWiseOn; top holds the adjacency A) or "ladies"
+// (LayerWiseOn; top must hold Â = GCNNormalized(A), which
+// GCNNormalizedBlock computes block by block). The plain sampler reads a
+// replicated graph only: use New. It returns an error for an unknown or
+// plain kind or bad fanouts; it does not communicate.
+func NewOn(kind string, top Topology, fanouts []int) (Sampler, error) {
+	switch kind {
+	case "sage":
+		return NewNodeWiseOn(top, fanouts)
+	case "ladies":
+		return NewLayerWiseOn(top, fanouts)
+	case "plain":
+		return nil, fmt.Errorf("sampling: the plain sampler reads a replicated graph only (use New)")
+	}
+	return nil, fmt.Errorf("sampling: unknown sampler %q (want sage or ladies)", kind)
+}

@@ -1,0 +1,255 @@
+package spgemm
+
+import (
+	"fmt"
+
+	"gnnmpi/collective"
+	"gnnmpi/sparse"
+)
+
+// Stream configures the streamed products Mul15DStream and Mul2DStream,
+// which hand the product to the caller stage by stage in chunks of rows
+// instead of returning it: a rank then holds, besides its operands, one
+// received block of B and one chunk of the product at a time.
+type Stream[T sparse.Scalar] struct {
+	// Options.Threads is the number of goroutines of each chunk's local
+	// product; Options.Staged is ignored.
+	Options
+	// ChunkWork bounds the work of one chunk: the scalar products (flops)
+	// of its rows plus one per row, which bounds its entries. A chunk's
+	// work is at most ChunkWork, unless it is a single row whose work
+	// alone is more. 0 (or less) means DefaultChunkWork.
+	ChunkWork int64
+	// Chunk receives the chunks of the stages, in stage order and, within
+	// a stage, in row order. rows are the local row indices, ascending, of
+	// the rows of the chunk (rows of this rank's block of A); c is
+	// len(rows)×(columns of this rank's block of C), with local column
+	// indices and sorted, distinct columns (sparse.MulSR's properties):
+	// row x of c is the stage's term A_i(rows[x], stage)·B(stage, :) of
+	// row rows[x] of C. Every row of A with an entry in the stage's inner
+	// range is in exactly one chunk of the stage, even if its product row
+	// is empty. The callback owns rows and c. An error stops the product
+	// on this rank only: the others may then block, as with any collective
+	// error.
+	Chunk func(stage int, rows []int64, c *sparse.Matrix[T]) error
+	// StageDone, if not nil, is called on every rank after the chunks of
+	// each stage, including on a rank that had none; it may communicate
+	// (every rank of the grid calls it for every stage of the product, in
+	// the same order).
+	StageDone func(stage int) error
+}
+
+// DefaultChunkWork is the ChunkWork of a Stream that sets none: 2^16
+// scalar products, about 1 MiB of a float64 product's chunk.
+const DefaultChunkWork = 1 << 16
+
+func (s *Stream[T]) work() int64 {
+	if s.ChunkWork < 1 {
+		return DefaultChunkWork
+	}
+	return s.ChunkWork
+}
+
+// Mul15DStream streams C = A·B over sr in the 1.5D layout on the
+// (p/c)×c grid g, as Mul15D without the reduction: A and B are cut into
+// g.PR row blocks, and the c ranks of grid row i hold copies of A_i and
+// B_i (Distribute15D). It is collective over g.
+//
+// Replica k (grid column k) takes the stages j ≡ k (mod c), in increasing
+// order. In stage j the rank at (j, k) broadcasts B_j down grid column k
+// (as Mul15D), and every rank (i, k) forms A_i(:, block j)·B_j in chunks
+// of rows of bounded work (Stream.ChunkWork), passing each to s.Chunk with
+// stage = j, then calls s.StageDone(j); B_j is dropped before the next
+// stage. A rank therefore holds its blocks of A and B, one received B_j and
+// one chunk, whatever the size of A_i.
+//
+// C_i is the sum of the chunks of all the stages of all the replicas of
+// grid row i: a row of A_i with entries in several column blocks gets a
+// partial row from each (on different replicas when c > 1), which the
+// caller adds up. A row of A_i whose entries all lie in one column block j
+// (a selection matrix Q, one entry per row) comes whole from replica
+// j mod c, in one chunk; that is how samplers use it (P = Q·A, each row
+// thinned as it comes).
+//
+// Its traffic is Mul15D's broadcasts; there is no reduction. It returns an
+// error wrapping sparse.ErrShape if A.N != B.M, or ErrLayout if a block is
+// not where the layout wants it, or the callbacks' first error.
+func Mul15DStream[T sparse.Scalar, S sparse.Semiring[T]](g *collective.Grid, sr S, a, b *Dist[T], s *Stream[T]) error {
+	q, c, i, k := g.PR, g.PC, g.Row, g.Col
+	if err := checkLayout("A", a, q, 1, i, 0, k); err != nil {
+		return err
+	}
+	if err := checkLayout("B", b, q, 1, i, 0, k); err != nil {
+		return err
+	}
+	if err := shapeErr(a, b); err != nil {
+		return err
+	}
+	defer collective.SetPhase(g.Comm, Phase)()
+	n, bValued := b.N, b.Local.Values != nil
+	for j := k; j < q; j += c {
+		var mine *sparse.Matrix[T]
+		if j == i {
+			mine = b.Local
+		}
+		l, h := b.RowBounds[j], b.RowBounds[j+1]
+		blk, err := bcastBlock(g.ColComm, j, mine, h-l, n, bValued)
+		if err != nil {
+			return err
+		}
+		if err := streamStage(sr, j, a.Local, l, h, blk, s); err != nil {
+			return err
+		}
+		if s.StageDone != nil {
+			if err := s.StageDone(j); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Mul2DStream streams C = A·B over sr by SUMMA on the pr×pc grid g: B is
+// in the 2D layout (Distribute2D: rank (i, j) holds block (i, j)), and A
+// either in the 2D layout too or held whole per grid row (pr row blocks
+// and one column block, the pc ranks of grid row i holding copies of A_i,
+// Replica = g.Col: a frontier that every rank of the grid row knows). It
+// is collective over g.
+//
+// The stages are those of Mul2D (Stages of A's column bounds and B's row
+// bounds), numbered from 0. In stage t of inner range [l, h), the rank of
+// grid column j holding B's rows l…h−1 broadcasts that slice of B(:, j)
+// down the column, and, for a 2D A only, the rank of grid row i holding
+// A's columns l…h−1 broadcasts that slice along the row (a row-held A is
+// sliced locally, without communication). Rank (i, j) then forms
+// A_i(:, l:h)·B(l:h, j) in chunks of rows of bounded work, passing each to
+// s.Chunk with stage = t (columns local to B's column block j), then calls
+// s.StageDone(t); the slices are dropped before the next stage.
+//
+// C_ij is the sum of the chunks of all the stages of rank (i, j); a row of
+// A whose entries all lie in one stage's range comes whole from that
+// stage. Its traffic is Mul2D's broadcasts, without those of A when A is
+// held per grid row. It returns an error wrapping sparse.ErrShape if
+// A.N != B.M, or ErrLayout if a block is not where the layout wants it, or
+// the callbacks' first error.
+func Mul2DStream[T sparse.Scalar, S sparse.Semiring[T]](g *collective.Grid, sr S, a, b *Dist[T], s *Stream[T]) error {
+	pr, pc, i, j := g.PR, g.PC, g.Row, g.Col
+	rowHeld := a != nil && pc > 1 && len(a.ColBounds) == 2 // with pc = 1 the two layouts are one
+	if rowHeld {
+		if err := checkLayout("A", a, pr, 1, i, 0, j); err != nil {
+			return err
+		}
+	} else if err := checkLayout("A", a, pr, pc, i, j, 0); err != nil {
+		return err
+	}
+	if err := checkLayout("B", b, pr, pc, i, j, 0); err != nil {
+		return err
+	}
+	if err := shapeErr(a, b); err != nil {
+		return err
+	}
+	defer collective.SetPhase(g.Comm, Phase)()
+	m, n := a.Local.NRows, b.Local.NCols
+	aValued, bValued := a.Local.Values != nil, b.Local.Values != nil
+	for t, st := range Stages(a.ColBounds, b.RowBounds) {
+		l, h := st[0], st[1]
+		ib := blockOf(b.RowBounds, l)
+		var bp *sparse.Matrix[T]
+		if i == ib {
+			bp = b.Local
+			if base := b.RowBounds[ib]; l != base || h != b.RowBounds[ib+1] {
+				bp = rowSlice(bp, l-base, h-base)
+			}
+		}
+		bp, err := bcastBlock(g.ColComm, ib, bp, h-l, n, bValued)
+		if err != nil {
+			return err
+		}
+		ap, al, ah := a.Local, l, h // A's columns [al, ah) meet B's rows [l, h)
+		if !rowHeld {
+			ja := blockOf(a.ColBounds, l)
+			ap = nil
+			if j == ja {
+				ap = a.Local
+				if base := a.ColBounds[ja]; l != base || h != a.ColBounds[ja+1] {
+					ap = colSlice(ap, l-base, h-base)
+				}
+			}
+			if ap, err = bcastBlock(g.RowComm, ja, ap, m, h-l, aValued); err != nil {
+				return err
+			}
+			al, ah = 0, h-l
+		}
+		if err := streamStage(sr, t, ap, al, ah, bp, s); err != nil {
+			return err
+		}
+		if s.StageDone != nil {
+			if err := s.StageDone(t); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// streamStage forms a(:, lo:hi)·blk (blk being the hi−lo rows of B that
+// columns lo…hi−1 of a meet) in chunks of rows of a with entries in
+// [lo, hi), each of work at most s.work() unless it is a single row, and
+// passes them to s.Chunk.
+func streamStage[T sparse.Scalar, S sparse.Semiring[T]](sr S, stage int, a *sparse.Matrix[T], lo, hi int64, blk *sparse.Matrix[T], s *Stream[T]) error {
+	if blk.NRows != hi-lo {
+		panic("spgemm: stage block does not match the inner range")
+	}
+	limit, o := s.work(), s.local()
+	valued := a.Values != nil
+	var rows []int64
+	var work, nnz int64
+	flush := func() error {
+		if len(rows) == 0 {
+			return nil
+		}
+		sub := &sparse.Matrix[T]{NRows: int64(len(rows)), NCols: hi - lo, Indptr: make([]int64, len(rows)+1), Indices: make([]int64, 0, nnz)}
+		if valued {
+			sub.Values = make([]T, 0, nnz)
+		}
+		for x, r := range rows {
+			for q := a.Indptr[r]; q < a.Indptr[r+1]; q++ {
+				if col := a.Indices[q]; col >= lo && col < hi {
+					sub.Indices = append(sub.Indices, col-lo)
+					if valued {
+						sub.Values = append(sub.Values, a.Values[q])
+					}
+				}
+			}
+			sub.Indptr[x+1] = int64(len(sub.Indices))
+		}
+		c, err := sparse.MulSR(sr, sub, blk, o)
+		if err != nil {
+			return fmt.Errorf("spgemm: stream: %w", err)
+		}
+		out := rows
+		rows, work, nnz = nil, 0, 0
+		return s.Chunk(stage, out, c)
+	}
+	for r := range a.NRows {
+		var w, e int64
+		for q := a.Indptr[r]; q < a.Indptr[r+1]; q++ {
+			if col := a.Indices[q]; col >= lo && col < hi {
+				w += blk.Degree(col - lo)
+				e++
+			}
+		}
+		if e == 0 {
+			continue
+		}
+		if len(rows) > 0 && work+w+1 > limit {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+		rows = append(rows, r)
+		work += w + 1
+		nnz += e
+	}
+	return flush()
+}
