@@ -133,8 +133,8 @@ func SubPartition(adj *sparse.CSR, book *partition.Book, k int, method string, s
 		var adjncy []int64
 		for i, gid := range own {
 			for _, j := range sym.Row(gid) {
-				if j != gid && int(book.Part[j]) == r {
-					adjncy = append(adjncy, book.Local[j])
+				if j != gid && book.Owner(j) == r {
+					adjncy = append(adjncy, book.LocalID(j))
 				}
 			}
 			xadj[i+1] = int64(len(adjncy))
