@@ -5,7 +5,7 @@
 //
 // Vertex features are partitioned across ranks by a partition.Book:
 // rank r holds a dense matrix whose row k is the feature row of the vertex
-// gid with book.Part[gid] == r and book.Local[gid] == k. A minibatch needs
+// gid with book.Owner(gid) == r and book.LocalID(gid) == k. A minibatch needs
 // the rows of its input vertices (sampling.MiniBatch.Input), most of them
 // owned elsewhere.
 //

@@ -128,7 +128,7 @@ func SubPartition(adj *sparse.CSR, book *partition.Book, k int, method string, s
 			continue
 		}
 		// The part's induced subgraph in local ids (own is ascending, so
-		// local id = position in own = book.Local).
+		// local id = position in own = book.LocalID).
 		xadj := make([]int64, len(own)+1)
 		var adjncy []int64
 		for i, gid := range own {

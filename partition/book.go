@@ -211,6 +211,17 @@ func (b *Book) LocalID(gid int64) int64 {
 	return b.Local[gid]
 }
 
+// Locate returns Owner(gid) and LocalID(gid) together, with one binary
+// search on a book made by Contiguous.
+// It will panic if gid is out of range.
+func (b *Book) Locate(gid int64) (owner int, lid int64) {
+	if b.compact() {
+		r := b.rangeOf(gid)
+		return r, gid - b.offsets[r]
+	}
+	return b.Owner(gid), b.Local[gid]
+}
+
 // Owned returns the global ids of the vertices owned by rank in ascending
 // order, which is also their local-id order: Owned(r)[lid] is the vertex
 // with LocalID lid on rank r. It takes time proportional to the part's size;

@@ -361,6 +361,10 @@ func TestContiguous(t *testing.T) {
 	for gid := range int64(10) {
 		assert.Equal(t, ref.Owner(gid), b.Owner(gid), "Owner(%d)", gid)
 		assert.Equal(t, ref.LocalID(gid), b.LocalID(gid), "LocalID(%d)", gid)
+		r, lid := b.Locate(gid)
+		rr, rlid := ref.Locate(gid)
+		assert.Equal(t, [2]int64{int64(rr), rlid}, [2]int64{int64(r), lid}, "Locate(%d)", gid)
+		assert.Equal(t, [2]int64{int64(b.Owner(gid)), b.LocalID(gid)}, [2]int64{int64(r), lid})
 	}
 	for r := range 4 {
 		assert.Equal(t, ref.Owned(r), b.Owned(r))
