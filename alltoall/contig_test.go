@@ -181,3 +181,21 @@ func TestContiguousBookStore(t *testing.T) {
 		})
 	}
 }
+
+// Plans and cache selection over a contiguous book of 2⁴⁰ vertices take
+// memory for the ids asked for and the scores listed only.
+func TestContiguousBookHuge(t *testing.T) {
+	const n = 1 << 40
+	book, err := partition.Contiguous([]int64{0, 1 << 38, 1 << 39, n}, "huge")
+	require.NoError(t, err)
+	ids := []int64{n - 1, 5, 1<<38 + 2, 5, 1<<39 - 1, 1 << 39}
+	p := NewPlan(ids, book, 1)
+	// Rank 0 serves local row 5; rank 2 rows 0 (gid 2³⁹) and 2³⁹ − 1
+	// (gid n − 1); rank 1's own rows are local ids 2 and 2³⁸ − 1.
+	assert.Equal(t, []int{1, 0, 2}, p.counts)
+	assert.Equal(t, []int64{5, 0, 1<<39 - 1}, p.req)
+	assert.Equal(t, []int64{2, 0, ^2, 0, ^(1<<38 - 1), 1}, p.from)
+	score := &sparse.Vec{N: n, Indices: []int64{7, 1 << 38, n - 2, n - 1}, Values: []float64{2, 9, 2, 0.5}}
+	assert.Equal(t, []int64{7, n - 2, n - 1}, SelectCache(book, 1, score, 5))
+	assert.Equal(t, []int64{7, n - 2}, SelectCache(book, 1, score, 2))
+}

@@ -337,3 +337,53 @@ func requireSparseOf(t *testing.T, want []float64, got *sparse.Vec) {
 		require.Equal(t, math.Float64bits(want[v]), math.Float64bits(got.Values[k]), "vertex %d", v)
 	}
 }
+
+// shifted is the topology of a small graph placed at ids [base, base+m) of
+// a graph of n vertices (the others isolated): VIP over it must not
+// allocate anything of length n.
+type shifted struct {
+	small   Topology
+	base, n int64
+}
+
+func (s shifted) N() int64     { return s.n }
+func (s shifted) Name() string { return "shifted" }
+func (s shifted) rows(v []int64, keys []uint64, pick picker) (*sparse.CSR, error) {
+	local := make([]int64, len(v))
+	for i, g := range v {
+		local[i] = g - s.base
+	}
+	r, err := s.small.rows(local, keys, pick)
+	if err != nil {
+		return nil, err
+	}
+	out := &sparse.CSR{NRows: r.NRows, NCols: s.n, Indptr: r.Indptr, Values: r.Values, Indices: make([]int64, len(r.Indices))}
+	for k, c := range r.Indices {
+		out.Indices[k] = c + s.base
+	}
+	return out, nil
+}
+
+// On a graph of 2⁴⁰ vertices of which a few hundred are reachable, VIP and
+// VIPRecurrence take memory for the reachable ones only, and give the
+// small graph's scores at the shifted ids.
+func TestVIPHugeGraph(t *testing.T) {
+	adj := randomAdj(t, rand.New(rand.NewPCG(6, 6)), 300, 6, false)
+	const base, n = 1 << 39, 1 << 40
+	top := shifted{Replicated(adj), base, n}
+	train := []int64{3, 77, 150, 299}
+	big := []int64{base + 3, base + 77, base + 150, base + 299}
+	for name, f := range map[string]func(Topology, []int64, int, []int) (*sparse.Vec, error){"vip": VIP, "recurrence": VIPRecurrence} {
+		want, err := f(Replicated(adj), train, 2, []int{4, 3})
+		require.NoError(t, err, name)
+		got, err := f(top, big, 2, []int{4, 3})
+		require.NoError(t, err, name)
+		require.Equal(t, int64(n), got.N)
+		require.NotEmpty(t, got.Indices)
+		for k := range want.Indices {
+			want.Indices[k] += base
+		}
+		require.Equal(t, want.Indices, got.Indices, name)
+		require.Equal(t, want.Values, got.Values, name)
+	}
+}
