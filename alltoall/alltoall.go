@@ -74,7 +74,8 @@ func newPlan(ids []int64, book *partition.Book, rank int, resident func(gid int6
 		if gid < 0 || gid >= n {
 			panic("alltoall: id out of range")
 		}
-		owner, lid := book.Part[gid], book.Local[gid]
+		o, lid := book.Locate(gid)
+		owner := int32(o)
 		if row, ok := resident(gid, int(owner), lid); ok {
 			p.from[i] = ^row
 			continue

@@ -5,7 +5,7 @@
 //
 // Vertex features are partitioned across ranks by a partition.Book:
 // rank r holds a dense matrix whose row k is the feature row of the vertex
-// gid with book.Part[gid] == r and book.Local[gid] == k. A minibatch needs
+// gid with book.Owner(gid) == r and book.LocalID(gid) == k. A minibatch needs
 // the rows of its input vertices (sampling.MiniBatch.Input), most of them
 // owned elsewhere.
 //
@@ -48,8 +48,10 @@
 // On top, each rank caches a static set of remote rows chosen by a score
 // (SelectCache: the top k with a positive score), filled once by one
 // exchange at start-up, after SALIENT++ (Kaler et al., MLSys 2023). The
-// scores are the caller's: in-degree, the vertex-inclusion probability of
-// the sampler (sampling.VIP) or the access counts of simulated epochs. A
+// scores are the caller's, a sparse.Vec over the vertices the rank knows
+// (no rank needs a score of every vertex): in-degree (InDegree sums it over
+// a row-distributed adjacency), the vertex-inclusion probability of the
+// sampler (sampling.VIP) or the access counts of simulated epochs. A
 // fetch then copies own and cached rows and requests only the misses; the
 // counts (Counts) say how many of each. The closed form above holds with R
 // the distinct misses.

@@ -115,11 +115,11 @@ func TestSparseStoreMatchesReference(t *testing.T) {
 							sparseStoreRun(t, q, c, book, func(part int) *sparse.Matrix[float32] {
 								return sparse.SelectRows(x, book.Owned(part))
 							}, func(rank int) StoreOptions {
-								return StoreOptions{Score: scores(policy, n, rank), CacheRows: k, GPUFrac: 0.25}
+								return StoreOptions{Score: vecOf(scores(policy, n, rank)), CacheRows: k, GPUFrac: 0.25}
 							}, func(rank int, _ collective.Comm, s *Store) error {
 								score := scores(policy, n, rank)
 								part := rank / c
-								want := SelectCache(book, part, score, k)
+								want := SelectCache(book, part, vecOf(score), k)
 								if got := s.Resident(); !slices.Equal(keepRemote(got, book, part), sortedByScore(want, score)) {
 									return fmt.Errorf("rank %d: cached %v, want %v", rank, keepRemote(got, book, part), want)
 								}
@@ -192,7 +192,7 @@ func TestSparseStoreVolume(t *testing.T) {
 					sparseStoreRun(t, q, 1, book, func(part int) *sparse.Matrix[float32] {
 						return sparse.SelectRows(x, book.Owned(part))
 					}, func(rank int) StoreOptions {
-						return StoreOptions{Score: positive(n, rank), CacheRows: k, RoundBytes: roundBytes}
+						return StoreOptions{Score: vecOf(positive(n, rank)), CacheRows: k, RoundBytes: roundBytes}
 					}, func(rank int, cm collective.Comm, s *Store) error {
 						var got *sparse.Matrix[float32]
 						sent, err := fetchBytes(cm, func() (err error) { got, _, err = s.FetchSparse(reqs[rank]); return })
@@ -201,7 +201,7 @@ func TestSparseStoreVolume(t *testing.T) {
 						}
 						misses := make([][]int64, q)
 						for o := range q {
-							cache := SelectCache(book, o, positive(n, o), k)
+							cache := SelectCache(book, o, vecOf(positive(n, o)), k)
 							for _, g := range reqs[o] {
 								if !slices.Contains(cache, g) {
 									misses[o] = append(misses[o], g)
@@ -320,7 +320,7 @@ func TestSparseStoreLayout(t *testing.T) {
 	sparseStoreRun(t, q, 1, book, func(part int) *sparse.Matrix[float32] {
 		return sparse.SelectRows(x, book.Owned(part))
 	}, func(rank int) StoreOptions {
-		return StoreOptions{Score: positive(n, rank), CacheRows: 10, GPUFrac: 0.5}
+		return StoreOptions{Score: vecOf(positive(n, rank)), CacheRows: 10, GPUFrac: 0.5}
 	}, func(rank int, _ collective.Comm, s *Store) error {
 		order := s.Resident()
 		if want := sortedByScore(order, positive(n, rank)); !slices.Equal(order, want) {

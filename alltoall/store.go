@@ -3,7 +3,6 @@ package alltoall
 import (
 	"cmp"
 	"fmt"
-	"math"
 	"slices"
 	"sort"
 
@@ -11,6 +10,7 @@ import (
 	"gnnmpi/dense"
 	"gnnmpi/internal/f16"
 	"gnnmpi/partition"
+	"gnnmpi/sparse"
 )
 
 // DType is the storage type of a Store's rows (StoreOptions.DType); its
@@ -42,11 +42,13 @@ type StoreOptions struct {
 	// DType is F32 ("" means F32) or F16.
 	DType DType
 	// Score says, per global vertex, how often this rank reads its row
-	// (higher is hotter; NaN is not allowed). The cache holds the CacheRows
-	// remote vertices of highest positive score (SelectCache), and all
-	// resident rows, own and cached, are laid out hottest first. nil keeps
-	// the own rows in local-id order and allows no cache.
-	Score []float64
+	// (higher is hotter; NaN is not allowed): a sparse vector of length
+	// n (the book's vertex count) listing the vertices this rank knows, 0
+	// for the others. The cache holds the CacheRows remote vertices of
+	// highest positive score (SelectCache), and all resident rows, own and
+	// cached, are laid out hottest first. nil keeps the own rows in
+	// local-id order and allows no cache.
+	Score *sparse.Vec
 	// CacheRows is the number of remote rows to cache (at most).
 	CacheRows int
 	// GPUFrac is the fraction of the resident rows, hottest first, that
@@ -190,8 +192,8 @@ func newLayout(c collective.Comm, book *partition.Book, rows, cols int, o StoreO
 		return nil, nil, fmt.Errorf("alltoall: rank %d owns %d vertices but has %d feature rows", part, len(owned), rows)
 	case o.DType != "" && o.DType != F32 && o.DType != F16:
 		return nil, nil, fmt.Errorf("alltoall: unknown feature dtype %q (want %s or %s)", o.DType, F32, F16)
-	case o.Score != nil && int64(len(o.Score)) != book.NumNodes():
-		return nil, nil, fmt.Errorf("alltoall: %d scores for %d vertices", len(o.Score), book.NumNodes())
+	case o.Score != nil && o.Score.N != book.NumNodes():
+		return nil, nil, fmt.Errorf("alltoall: scores for %d vertices, the book has %d", o.Score.N, book.NumNodes())
 	case o.Score == nil && o.CacheRows > 0:
 		return nil, nil, fmt.Errorf("alltoall: a cache of %d rows needs scores", o.CacheRows)
 	case o.CacheRows < 0:
@@ -199,9 +201,9 @@ func newLayout(c collective.Comm, book *partition.Book, rows, cols int, o StoreO
 	case !(o.GPUFrac >= 0 && o.GPUFrac <= 1):
 		return nil, nil, fmt.Errorf("alltoall: GPU fraction %v outside [0, 1]", o.GPUFrac)
 	}
-	for v, x := range o.Score {
-		if math.IsNaN(x) {
-			return nil, nil, fmt.Errorf("alltoall: score of vertex %d is NaN", v)
+	if o.Score != nil {
+		if err := o.Score.Validate(); err != nil {
+			return nil, nil, fmt.Errorf("alltoall: scores: %w", err)
 		}
 	}
 	cache := SelectCache(book, part, o.Score, o.CacheRows)
@@ -211,17 +213,12 @@ func newLayout(c collective.Comm, book *partition.Book, rows, cols int, o StoreO
 	// by global id, which keeps the own rows in local-id order).
 	s.order = append(owned, cache...)
 	if o.Score != nil {
-		slices.SortStableFunc(s.order, func(a, b int64) int {
-			if c := cmp.Compare(o.Score[b], o.Score[a]); c != 0 {
-				return c
-			}
-			return cmp.Compare(a, b)
-		})
+		s.order = byScore(s.order, o.Score)
 	}
 	s.local = make([]int32, len(owned))
 	for row, gid := range s.order {
-		if int(book.Part[gid]) == part {
-			s.local[book.Local[gid]] = int32(row)
+		if book.Owner(gid) == part {
+			s.local[book.LocalID(gid)] = int32(row)
 		} else {
 			s.cached = append(s.cached, gid)
 			s.slot = append(s.slot, int32(row))
@@ -235,27 +232,44 @@ func newLayout(c collective.Comm, book *partition.Book, rows, cols int, o StoreO
 	return s, cache, nil
 }
 
+// byScore returns ids ordered hottest first by score, ties by ascending
+// id. It sorts ids in place.
+func byScore(ids []int64, score *sparse.Vec) []int64 {
+	type scored struct {
+		gid int64
+		x   float64
+	}
+	all := make([]scored, len(ids))
+	for i, gid := range ids {
+		all[i] = scored{gid, score.At(gid)}
+	}
+	slices.SortFunc(all, func(a, b scored) int {
+		if c := cmp.Compare(b.x, a.x); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.gid, b.gid)
+	})
+	for i, e := range all {
+		ids[i] = e.gid
+	}
+	return ids
+}
+
 // SelectCache returns the k vertices not owned by part with the highest
 // positive score, hottest first (ties to the lower global id); fewer if
 // fewer have a positive score. It returns nil for a nil score or k ≤ 0.
-// It is pure.
-func SelectCache(book *partition.Book, part int, score []float64, k int) []int64 {
+// It is pure and takes O(s log s) time for s listed scores.
+func SelectCache(book *partition.Book, part int, score *sparse.Vec, k int) []int64 {
 	if score == nil || k <= 0 {
 		return nil
 	}
 	var cand []int64
-	for gid, x := range score {
-		if x > 0 && int(book.Part[gid]) != part {
-			cand = append(cand, int64(gid))
+	for i, gid := range score.Indices {
+		if score.Values[i] > 0 && book.Owner(gid) != part {
+			cand = append(cand, gid)
 		}
 	}
-	slices.SortFunc(cand, func(a, b int64) int {
-		if c := cmp.Compare(score[b], score[a]); c != 0 {
-			return c
-		}
-		return cmp.Compare(a, b)
-	})
-	return slices.Clip(cand[:min(k, len(cand))])
+	return byScore(cand, score)[:min(k, len(cand)):min(k, len(cand))]
 }
 
 // byGid sorts cached ids and their slots together.

@@ -2,6 +2,7 @@ package alltoall
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"gnnmpi/dense"
 	"gnnmpi/internal/f16"
 	"gnnmpi/partition"
+	"gnnmpi/sparse"
 )
 
 // storeRun runs p = q·c in-process ranks as a q×c grid; each rank builds a
@@ -62,6 +64,14 @@ func scores(policy CachePolicy, n int64, rank int) []float64 {
 	return s
 }
 
+// vecOf returns the sparse scores of dense ones (nil for nil).
+func vecOf(score []float64) *sparse.Vec {
+	if score == nil {
+		return nil
+	}
+	return sparse.VecFromDense(score)
+}
+
 // The rows a Store fetches are bitwise those of the whole matrix (f32), or
 // those rounded to half precision (f16), for every replication factor,
 // cache policy and size; the counts add up; the cache holds the top-scored
@@ -82,12 +92,12 @@ func TestStoreMatchesReference(t *testing.T) {
 						t.Run(name, func(t *testing.T) {
 							k := int(alpha * n / float64(q))
 							storeRun(t, q, c, book, x, func(rank int) StoreOptions {
-								return StoreOptions{DType: dt, Score: scores(policy, n, rank), CacheRows: k, GPUFrac: 0.25}
+								return StoreOptions{DType: dt, Score: vecOf(scores(policy, n, rank)), CacheRows: k, GPUFrac: 0.25}
 							}, func(rank int, _ collective.Comm, s *Store) error {
 								score := scores(policy, n, rank)
 								part := rank / c
 								// The cache is SelectCache's choice.
-								want := SelectCache(book, part, score, k)
+								want := SelectCache(book, part, vecOf(score), k)
 								if got := s.Resident(); !slices.Equal(keepRemote(got, book, part), sortedByScore(want, score)) {
 									return fmt.Errorf("rank %d: cached %v, want %v", rank, keepRemote(got, book, part), want)
 								}
@@ -195,7 +205,7 @@ func TestStoreVolume(t *testing.T) {
 			t.Run(fmt.Sprintf("a%g_%s", alpha, dt), func(t *testing.T) {
 				k := int(alpha * n / q)
 				storeRun(t, q, 1, book, x, func(rank int) StoreOptions {
-					return StoreOptions{DType: dt, Score: positive(n, rank), CacheRows: k}
+					return StoreOptions{DType: dt, Score: vecOf(positive(n, rank)), CacheRows: k}
 				}, func(rank int, cm collective.Comm, s *Store) error {
 					var got *dense.Matrix
 					var cnt Counts
@@ -206,7 +216,7 @@ func TestStoreVolume(t *testing.T) {
 					// The closed form over the misses of every rank.
 					misses := make([][]int64, q)
 					for o := range q {
-						cache := SelectCache(book, o, positive(n, o), k)
+						cache := SelectCache(book, o, vecOf(positive(n, o)), k)
 						for _, g := range reqs[o] {
 							if !slices.Contains(cache, g) {
 								misses[o] = append(misses[o], g)
@@ -295,7 +305,7 @@ func TestStoreRounds(t *testing.T) {
 							}
 							rank := cm.Rank()
 							local := localFeatures(x, book, g.Row)
-							o := StoreOptions{DType: dt, Score: scores(CacheVIP, n, rank), CacheRows: n / (3 * q), RoundBytes: -1}
+							o := StoreOptions{DType: dt, Score: vecOf(scores(CacheVIP, n, rank)), CacheRows: n / (3 * q), RoundBytes: -1}
 							whole, err := NewStore(g.ColComm, book, local, o)
 							if err != nil {
 								return err
@@ -390,7 +400,7 @@ func TestStoreLayout(t *testing.T) {
 	var got [2][2]*Store
 	for k, dt := range []DType{F32, F16} {
 		storeRun(t, 2, 1, book, x, func(int) StoreOptions {
-			return StoreOptions{DType: dt, Score: score, CacheRows: 20, GPUFrac: 0.3}
+			return StoreOptions{DType: dt, Score: vecOf(score), CacheRows: 20, GPUFrac: 0.3}
 		}, func(rank int, _ collective.Comm, s *Store) error {
 			got[k][rank] = s
 			return nil
@@ -418,11 +428,11 @@ func TestSelectCache(t *testing.T) {
 	book, err := partition.New([]int32{0, 1, 1, 0, 1, 1, 1}, 2, "test")
 	require.NoError(t, err)
 	score := []float64{9, 0.5, 3, 8, 3, 0, 7}
-	assert.Equal(t, []int64{6, 2, 4}, SelectCache(book, 0, score, 3))
-	assert.Equal(t, []int64{6, 2, 4, 1}, SelectCache(book, 0, score, 10), "zero scores are never cached")
-	assert.Equal(t, []int64{0, 3}, SelectCache(book, 1, score, 5))
+	assert.Equal(t, []int64{6, 2, 4}, SelectCache(book, 0, vecOf(score), 3))
+	assert.Equal(t, []int64{6, 2, 4, 1}, SelectCache(book, 0, vecOf(score), 10), "zero scores are never cached")
+	assert.Equal(t, []int64{0, 3}, SelectCache(book, 1, vecOf(score), 5))
 	assert.Nil(t, SelectCache(book, 0, nil, 3))
-	assert.Nil(t, SelectCache(book, 0, score, 0))
+	assert.Nil(t, SelectCache(book, 0, vecOf(score), 0))
 }
 
 func TestNewStoreErrors(t *testing.T) {
@@ -434,7 +444,9 @@ func TestNewStoreErrors(t *testing.T) {
 		want string
 	}{
 		{"dtype", StoreOptions{DType: "f8"}, `unknown feature dtype "f8"`},
-		{"scores", StoreOptions{Score: make([]float64, 9)}, "9 scores for 10 vertices"},
+		{"scores", StoreOptions{Score: &sparse.Vec{N: 9}}, "scores for 9 vertices, the book has 10"},
+		{"score order", StoreOptions{Score: &sparse.Vec{N: 10, Indices: []int64{3, 2}, Values: []float64{1, 1}}}, "not strictly ascending"},
+		{"score nan", StoreOptions{Score: &sparse.Vec{N: 10, Indices: []int64{3}, Values: []float64{math.NaN()}}}, "entry 3 is NaN"},
 		{"cache without scores", StoreOptions{CacheRows: 2}, "needs scores"},
 		{"gpu", StoreOptions{GPUFrac: 1.5}, "GPU fraction 1.5"},
 	} {

@@ -128,13 +128,13 @@ func SubPartition(adj *sparse.CSR, book *partition.Book, k int, method string, s
 			continue
 		}
 		// The part's induced subgraph in local ids (own is ascending, so
-		// local id = position in own = book.Local).
+		// local id = position in own = book.LocalID).
 		xadj := make([]int64, len(own)+1)
 		var adjncy []int64
 		for i, gid := range own {
 			for _, j := range sym.Row(gid) {
-				if j != gid && int(book.Part[j]) == r {
-					adjncy = append(adjncy, book.Local[j])
+				if j != gid && book.Owner(j) == r {
+					adjncy = append(adjncy, book.LocalID(j))
 				}
 			}
 			xadj[i+1] = int64(len(adjncy))

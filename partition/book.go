@@ -23,20 +23,85 @@ const streamRandom = 101
 // id within each part, so the vertices of a rank are Owned(rank) in local-id
 // order.
 //
-// Make a Book with New, Read or a partitioner, and do not modify its fields
-// afterwards: its methods rely on caches built from them. A Book is safe for
-// concurrent use by readers.
+// A book made by Contiguous assigns every part a contiguous range of ids,
+// [offsets[r], offsets[r+1]), and stores only those K+1 offsets: its Part
+// and Local are nil, Owner is a binary search and LocalID is gid −
+// offsets[r]. Code outside this package reads a book through its methods,
+// which answer alike for both kinds.
+//
+// Make a Book with New, Contiguous, Read or a partitioner, and do not
+// modify its fields afterwards: its methods rely on caches built from them.
+// A Book is safe for concurrent use by readers.
 type Book struct {
 	Parts  int     // number of parts (ranks)
 	Method string  // how the book was made: "block", "random", "metis", …
-	Part   []int32 // gid → rank
-	Local  []int64 // gid → local id within its rank
+	Part   []int32 // gid → rank; nil in a book made by Contiguous
+	Local  []int64 // gid → local id within its rank; nil in a book made by Contiguous
 
 	// offsets[r]:offsets[r+1] is the range of order holding the gids of
 	// part r, in ascending order. Both are nil in a book built as a
-	// literal, and then computed on demand.
+	// literal, and then computed on demand. When contig is true the parts
+	// are consecutive id ranges in part order, offsets[r]:offsets[r+1] is
+	// part r's id range itself and order is nil (it would be the
+	// identity).
 	offsets []int64
 	order   []int64
+	contig  bool
+}
+
+// Contiguous returns the book in which part r owns the vertices
+// [offsets[r], offsets[r+1]) with local id gid − offsets[r], made with
+// method (a non-empty word without white space, recorded in files). It
+// holds only a copy of offsets (Part and Local are nil), so it takes
+// O(K) memory for K = len(offsets) − 1 parts whatever the vertex count.
+// It returns an error if there is no part or too many for int32, offsets[0]
+// is not 0, the offsets decrease, or method is not a word.
+func Contiguous(offsets []int64, method string) (*Book, error) {
+	parts := len(offsets) - 1
+	if parts < 1 || parts > math.MaxInt32 {
+		return nil, fmt.Errorf("partition: contiguous book with %d parts", max(parts, 0))
+	}
+	if err := checkMethod(method); err != nil {
+		return nil, err
+	}
+	if offsets[0] != 0 {
+		return nil, fmt.Errorf("partition: contiguous book whose first offset is %d, not 0", offsets[0])
+	}
+	for r := range parts {
+		if offsets[r+1] < offsets[r] {
+			return nil, fmt.Errorf("partition: contiguous book whose offset %d (%d) is below offset %d (%d)", r+1, offsets[r+1], r, offsets[r])
+		}
+	}
+	return &Book{Parts: parts, Method: method, offsets: slices.Clone(offsets), contig: true}, nil
+}
+
+// compact reports whether b was made by Contiguous (stores no arrays).
+func (b *Book) compact() bool { return b.Part == nil && b.contig }
+
+// Offsets returns the K+1 offsets of a book whose parts are consecutive id
+// ranges in part order, part r owning [Offsets()[r], Offsets()[r+1]): every
+// book made by Contiguous, and a book of another kind whose assignment
+// happens to be so (a Block book, say). It returns nil for any other book.
+// The caller owns the returned slice.
+func (b *Book) Offsets() []int64 {
+	if !b.contig {
+		return nil
+	}
+	return slices.Clone(b.offsets)
+}
+
+// Range returns the id range [lo, hi) of part r in a book whose Offsets are
+// not nil.
+// It will panic if the book's parts are not id ranges or r is outside
+// [0, Parts).
+func (b *Book) Range(r int) (lo, hi int64) {
+	if !b.contig {
+		panic("partition: Range of a book whose parts are not id ranges")
+	}
+	if r < 0 || r >= b.Parts {
+		panic("partition: rank out of range")
+	}
+	return b.offsets[r], b.offsets[r+1]
 }
 
 // New returns the book assigning vertex gid to part[gid], made with method (a
@@ -79,35 +144,82 @@ func newBook(part []int32, parts int, method string) *Book {
 		b.offsets[r+1] += b.offsets[r]
 	}
 	b.Local = make([]int64, len(part))
-	b.order = make([]int64, len(part))
+	b.contig = slices.IsSorted(part)
+	if !b.contig {
+		b.order = make([]int64, len(part))
+	}
 	next := slices.Clone(b.offsets[:parts])
 	for gid, r := range part {
 		b.Local[gid] = next[r] - b.offsets[r]
-		b.order[next[r]] = int64(gid)
+		if !b.contig {
+			b.order[next[r]] = int64(gid)
+		}
 		next[r]++
 	}
 	return b
 }
 
 // NumNodes returns the number of vertices the book assigns.
-func (b *Book) NumNodes() int64 { return int64(len(b.Part)) }
+func (b *Book) NumNodes() int64 {
+	if b.compact() {
+		return b.offsets[b.Parts]
+	}
+	return int64(len(b.Part))
+}
 
-// Owner returns the rank owning global vertex gid.
+// Owner returns the rank owning global vertex gid: an array read, or a
+// binary search over the offsets of a book made by Contiguous.
 // It will panic if gid is out of range.
 func (b *Book) Owner(gid int64) int {
+	if b.compact() {
+		return b.rangeOf(gid)
+	}
 	if gid < 0 || gid >= int64(len(b.Part)) {
 		panic("partition: gid out of range")
 	}
 	return int(b.Part[gid])
 }
 
+// rangeOf returns the part of a compact book whose range holds gid.
+func (b *Book) rangeOf(gid int64) int {
+	if gid < 0 || gid >= b.offsets[b.Parts] {
+		panic("partition: gid out of range")
+	}
+	// The first part whose range ends after gid (empty parts end where
+	// they start, so they are skipped).
+	lo, hi := 0, b.Parts-1
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if b.offsets[m+1] > gid {
+			hi = m
+		} else {
+			lo = m + 1
+		}
+	}
+	return lo
+}
+
 // LocalID returns the local id of global vertex gid on its owning rank.
 // It will panic if gid is out of range.
 func (b *Book) LocalID(gid int64) int64 {
+	if b.compact() {
+		return gid - b.offsets[b.rangeOf(gid)]
+	}
 	if gid < 0 || gid >= int64(len(b.Local)) {
 		panic("partition: gid out of range")
 	}
 	return b.Local[gid]
+}
+
+// Locate returns Owner(gid) and LocalID(gid) together, with one binary
+// search on a book made by Contiguous.
+// It will panic if gid is out of range.
+func (b *Book) Locate(gid int64) (owner int, lid int64) {
+	if b.compact() {
+		r := b.rangeOf(gid)
+		return r, gid - b.offsets[r]
+	}
+	return b.Owner(gid), b.Local[gid]
 }
 
 // Owned returns the global ids of the vertices owned by rank in ascending
@@ -119,12 +231,20 @@ func (b *Book) Owned(rank int) []int64 {
 	if rank < 0 || rank >= b.Parts {
 		panic("partition: rank out of range")
 	}
-	if b.offsets == nil {
+	switch {
+	case b.offsets == nil:
 		var gids []int64
 		for gid, r := range b.Part {
 			if int(r) == rank {
 				gids = append(gids, int64(gid))
 			}
+		}
+		return gids
+	case b.contig:
+		lo, hi := b.offsets[rank], b.offsets[rank+1]
+		gids := make([]int64, hi-lo)
+		for i := range gids {
+			gids[i] = lo + int64(i)
 		}
 		return gids
 	}
@@ -152,15 +272,15 @@ func (b *Book) Sizes() []int64 {
 // the number of cut undirected edges that METIS reports.
 // It will panic if adj is not NumNodes×NumNodes.
 func (b *Book) EdgeCut(adj *sparse.CSR) int64 {
-	n := int64(len(b.Part))
+	n := b.NumNodes()
 	if adj.NRows != n || adj.NCols != n {
 		panic("partition: adjacency does not match book")
 	}
 	var cut int64
 	for i := range n {
-		pi := b.Part[i]
+		pi := b.Owner(i)
 		for _, j := range adj.Indices[adj.Indptr[i]:adj.Indptr[i+1]] {
-			if b.Part[j] != pi {
+			if b.Owner(j) != pi {
 				cut++
 			}
 		}
@@ -184,15 +304,15 @@ func (b *Book) Balance(weights ...[]bool) []float64 {
 		var total int64
 		if mask == nil {
 			w = b.Sizes()
-			total = int64(len(b.Part))
+			total = b.NumNodes()
 		} else {
-			if len(mask) != len(b.Part) {
+			if int64(len(mask)) != b.NumNodes() {
 				panic("partition: balance mask length does not match book")
 			}
 			clear(w)
 			for gid, in := range mask {
 				if in {
-					w[b.Part[gid]]++
+					w[b.Owner(int64(gid))]++
 					total++
 				}
 			}

@@ -23,7 +23,9 @@ import (
 func checkBook(t *testing.T, b *Book, n int64) {
 	t.Helper()
 	require.Equal(t, n, b.NumNodes())
-	require.Len(t, b.Local, int(n))
+	if b.Part != nil {
+		require.Len(t, b.Local, int(n))
+	}
 	sizes := b.Sizes()
 	require.Len(t, sizes, b.Parts)
 	seen := make([]int, n)
@@ -263,6 +265,7 @@ func TestWriteErrors(t *testing.T) {
 
 func TestReadErrors(t *testing.T) {
 	const header = "gnnmpi-partition 1 nodes=3 parts=2 method=m\n"
+	const v2 = "gnnmpi-partition 2 nodes=3 parts=2 method=m\n"
 	for _, tc := range []struct {
 		name    string
 		content string
@@ -272,7 +275,15 @@ func TestReadErrors(t *testing.T) {
 		{"empty", "", 1, "empty file"},
 		{"magic", "gnnmpi-parts 1 nodes=3 parts=2 method=m\n0\n1\n0\n", 1, "bad header"},
 		{"fields", "gnnmpi-partition 1 nodes=3 parts=2\n0\n1\n0\n", 1, "bad header"},
-		{"version", "gnnmpi-partition 2 nodes=3 parts=2 method=m\n0\n1\n0\n", 1, "unsupported partition book version"},
+		{"version", "gnnmpi-partition 3 nodes=3 parts=2 method=m\n0\n1\n0\n", 1, "unsupported partition book version"},
+		{"v2-first", v2 + "1\n2\n3\n", 2, "first offset 1, want 0"},
+		{"v2-decreasing", v2 + "0\n2\n1\n", 4, "below the previous one"},
+		{"v2-beyond", v2 + "0\n4\n4\n", 3, "beyond nodes=3"},
+		{"v2-bad", v2 + "0\nx\n3\n", 3, `bad offset "x"`},
+		{"v2-too-few", v2 + "0\n3\n", 4, "after 2 of parts+1 = 3 offsets"},
+		{"v2-too-many", v2 + "0\n1\n3\n3\n", 5, "more than parts+1 = 3 offsets"},
+		{"v2-last", v2 + "0\n1\n2\n", 4, "last offset 2, want nodes=3"},
+		{"v2-parts-huge", "gnnmpi-partition 2 nodes=3 parts=100000000 method=m\n0\n", 1, "more than the file can hold"},
 		{"nodes-key", "gnnmpi-partition 1 n=3 parts=2 method=m\n0\n1\n0\n", 1, "bad header field"},
 		{"nodes-number", "gnnmpi-partition 1 nodes=x parts=2 method=m\n", 1, "not an integer"},
 		{"nodes-negative", "gnnmpi-partition 1 nodes=-1 parts=2 method=m\n", 1, "bad node count"},
@@ -323,4 +334,102 @@ func TestReadErrors(t *testing.T) {
 		require.ErrorAs(t, err, &pe)
 		assert.ErrorIs(t, err, textfile.ErrTruncated)
 	})
+}
+
+func TestContiguous(t *testing.T) {
+	offsets := []int64{0, 3, 3, 7, 10}
+	b, err := Contiguous(offsets, "relabelled")
+	require.NoError(t, err)
+	offsets[1] = 99 // the book keeps a copy
+	assert.Nil(t, b.Part)
+	assert.Nil(t, b.Local)
+	assert.Equal(t, 4, b.Parts)
+	assert.Equal(t, "relabelled", b.Method)
+	assert.Equal(t, []int64{0, 3, 3, 7, 10}, b.Offsets())
+	assert.Equal(t, []int64{3, 0, 4, 3}, b.Sizes())
+	assert.Equal(t, []int64{7, 8, 9}, b.Owned(3))
+	assert.Empty(t, b.Owned(1))
+	lo, hi := b.Range(2)
+	assert.Equal(t, [2]int64{3, 7}, [2]int64{lo, hi})
+	checkBook(t, b, 10)
+
+	// Every method answers as the same assignment given as a Part array.
+	part := []int32{0, 0, 0, 2, 2, 2, 2, 3, 3, 3}
+	ref, err := New(part, 4, "relabelled")
+	require.NoError(t, err)
+	assert.Equal(t, b.Offsets(), ref.Offsets(), "a Part book with contiguous parts has offsets too")
+	for gid := range int64(10) {
+		assert.Equal(t, ref.Owner(gid), b.Owner(gid), "Owner(%d)", gid)
+		assert.Equal(t, ref.LocalID(gid), b.LocalID(gid), "LocalID(%d)", gid)
+		r, lid := b.Locate(gid)
+		rr, rlid := ref.Locate(gid)
+		assert.Equal(t, [2]int64{int64(rr), rlid}, [2]int64{int64(r), lid}, "Locate(%d)", gid)
+		assert.Equal(t, [2]int64{int64(b.Owner(gid)), b.LocalID(gid)}, [2]int64{int64(r), lid})
+	}
+	for r := range 4 {
+		assert.Equal(t, ref.Owned(r), b.Owned(r))
+		rlo, rhi := ref.Range(r)
+		lo, hi := b.Range(r)
+		assert.Equal(t, [2]int64{rlo, rhi}, [2]int64{lo, hi})
+	}
+	adj, err := sparse.FromCOO(10, 10, []int64{0, 1, 3, 4, 7, 9, 2}, []int64{1, 3, 4, 9, 8, 0, 5}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, ref.EdgeCut(adj), b.EdgeCut(adj))
+	mask := []bool{true, false, false, true, true, false, false, false, true, true}
+	assert.Equal(t, ref.Balance(nil, mask), b.Balance(nil, mask))
+
+	// A book whose parts are not id ranges has no offsets.
+	assert.Nil(t, Random(10, 3, 1).Offsets())
+	assert.Panics(t, func() { Random(10, 3, 1).Range(0) })
+	assert.Panics(t, func() { b.Range(4) })
+	assert.Panics(t, func() { b.Owner(10) })
+	assert.Panics(t, func() { b.Owner(-1) })
+	assert.Panics(t, func() { b.LocalID(10) })
+
+	// Empty parts at either end.
+	e, err := Contiguous([]int64{0, 0, 2, 2}, "m")
+	require.NoError(t, err)
+	assert.Equal(t, 1, e.Owner(0))
+	assert.Equal(t, 1, e.Owner(1))
+	checkBook(t, e, 2)
+
+	for _, tc := range []struct {
+		name    string
+		offsets []int64
+		method  string
+		msg     string
+	}{
+		{"none", nil, "m", "0 parts"},
+		{"one-offset", []int64{0}, "m", "0 parts"},
+		{"first", []int64{1, 3}, "m", "first offset is 1"},
+		{"decreasing", []int64{0, 4, 3}, "m", "offset 2 (3) is below offset 1 (4)"},
+		{"method", []int64{0, 3}, "a b", "not a non-empty word"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := Contiguous(tc.offsets, tc.method)
+			require.Error(t, err)
+			assert.Nil(t, b)
+			assert.Contains(t, err.Error(), tc.msg)
+		})
+	}
+}
+
+func TestContiguousFile(t *testing.T) {
+	b, err := Contiguous([]int64{0, 4, 4, 9}, "metis")
+	require.NoError(t, err)
+	for _, name := range []string{"book.txt", "book.txt.gz"} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), name)
+			require.NoError(t, Write(path, b))
+			got, err := Read(path)
+			require.NoError(t, err)
+			assert.Equal(t, b, got)
+			checkBook(t, got, 9)
+			if name == "book.txt" {
+				data, err := os.ReadFile(path)
+				require.NoError(t, err)
+				assert.Equal(t, "gnnmpi-partition 2 nodes=9 parts=3 method=metis\n0\n4\n4\n9\n", string(data))
+			}
+		})
+	}
 }

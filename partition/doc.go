@@ -6,7 +6,12 @@
 //
 // Block and Random make books from the vertex count alone; New wraps any
 // assignment, such as one computed by METIS (graph.MetisPartition, which
-// keeps the cgo binding out of this package). Write and Read store a book in
+// keeps the cgo binding out of this package). Contiguous makes the book of a
+// relabelled (partitioned) dataset, whose part r owns the id range
+// [offsets[r], offsets[r+1]): it stores only the K+1 offsets, so no rank
+// holds an array over all vertices. Code outside the package reads every
+// book through its methods (Owner, LocalID, Owned, Offsets, Range), never
+// through the Part and Local arrays, which such a book lacks. Write and Read store a book in
 // a small text file, optionally gzip-compressed, so that a partition computed
 // once can be reused by later runs.
 //

@@ -16,10 +16,15 @@ import (
 //	gnnmpi-partition 1 nodes=N parts=K method=M
 //
 // followed by the part of each vertex, one decimal number per line in
-// global-id order, optionally gzip-compressed.
+// global-id order, optionally gzip-compressed. A book made by Contiguous is
+// written as version 2,
+//
+//	gnnmpi-partition 2 nodes=N parts=K method=M
+//
+// followed by its K+1 offsets, one per line (the first 0, the last N).
 
 // headerSyntax describes a valid header in error messages.
-const headerSyntax = "gnnmpi-partition 1 nodes=N parts=K method=M"
+const headerSyntax = "gnnmpi-partition V nodes=N parts=K method=M (V = 1 or 2)"
 
 // ParseError reports a malformed or unreadable book file: the file, the
 // 1-based line and what is wrong (the type graph's readers return too).
@@ -30,7 +35,8 @@ type ParseError = textfile.ParseError
 //	gnnmpi-partition 1 nodes=N parts=K method=M
 //
 // then the part of each vertex, one decimal number per line in global-id
-// order. The file is gzip-compressed when path ends in ".gz". Write writes a
+// order; or, for a book made by Contiguous, the header of version 2
+// ("gnnmpi-partition 2 …") then its K+1 offsets, one per line. The file is gzip-compressed when path ends in ".gz". Write writes a
 // temporary file in the same directory and renames it over path, so readers
 // see either the old file or the complete new one.
 func Write(path string, b *Book) error {
@@ -55,18 +61,28 @@ func Write(path string, b *Book) error {
 // ends in ".gz" (textfile.Write).
 func writeFile(path string, b *Book) error {
 	return textfile.Write(path, func(w *bufio.Writer) error {
-		if _, err := fmt.Fprintf(w, "gnnmpi-partition 1 nodes=%d parts=%d method=%s\n", len(b.Part), b.Parts, b.Method); err != nil {
+		version := 1
+		if b.compact() {
+			version = 2
+		}
+		if _, err := fmt.Fprintf(w, "gnnmpi-partition %d nodes=%d parts=%d method=%s\n", version, b.NumNodes(), b.Parts, b.Method); err != nil {
 			return err
+		}
+		if b.compact() {
+			return textfile.WriteInts(w, b.offsets)
 		}
 		return textfile.WriteInts(w, b.Part)
 	})
 }
 
-// Read reads a book written by Write, gunzipping it when path ends in ".gz".
+// Read reads a book written by Write, gunzipping it when path ends in ".gz";
+// a version-2 file gives a book made by Contiguous.
 // Malformed input is reported as a *ParseError at its line
 // ("path:line: message"): a bad header, a part id that is not a number or
 // lies outside [0, parts), or fewer or more part ids than the header's node
-// count. A missing file is a *ParseError wrapping fs.ErrNotExist, a
+// count; in version 2, an offset that is not a number, is not 0 first,
+// decreases, or a count of offsets other than parts+1 or a last one other
+// than nodes. A missing file is a *ParseError wrapping fs.ErrNotExist, a
 // truncated gzip stream one wrapping textfile.ErrTruncated (graph.ErrTruncated).
 func Read(path string) (*Book, error) {
 	lr, err := textfile.Open(path)
@@ -82,9 +98,12 @@ func Read(path string) (*Book, error) {
 	if err != nil {
 		return nil, err
 	}
-	nodes, parts, method, err := parseHeader(h)
+	version, nodes, parts, method, err := parseHeader(h)
 	if err != nil {
 		return nil, lr.Errorf("%v", err)
+	}
+	if version == 2 {
+		return readOffsets(lr, path, nodes, parts, method)
 	}
 	// Every id takes at least two bytes, so a larger count is a lie; check
 	// before allocating for it.
@@ -119,14 +138,59 @@ func Read(path string) (*Book, error) {
 	return newBook(part, parts, method), nil
 }
 
-// parseHeader parses "gnnmpi-partition 1 nodes=N parts=K method=M".
-func parseHeader(line []byte) (nodes int64, parts int, method string, err error) {
+// readOffsets reads the body of a version-2 file, the K+1 offsets of a
+// contiguous book, after its header.
+func readOffsets(lr *textfile.Lines, path string, nodes int64, parts int, method string) (*Book, error) {
+	if int64(parts)+1 > textfile.MaxLines(path) {
+		return nil, lr.Errorf("parts=%d is more than the file can hold", parts)
+	}
+	offsets := make([]int64, 0, parts+1)
+	for {
+		b, err := lr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(offsets) == parts+1 {
+			return nil, lr.Errorf("more than parts+1 = %d offsets", parts+1)
+		}
+		x, ok := textfile.ParseInt(b)
+		switch {
+		case !ok:
+			return nil, lr.Errorf("bad offset %s", textfile.Quote(b))
+		case len(offsets) == 0 && x != 0:
+			return nil, lr.Errorf("first offset %d, want 0", x)
+		case len(offsets) > 0 && x < offsets[len(offsets)-1]:
+			return nil, lr.Errorf("offset %d below the previous one, %d", x, offsets[len(offsets)-1])
+		case x > nodes:
+			return nil, lr.Errorf("offset %d beyond nodes=%d", x, nodes)
+		}
+		offsets = append(offsets, x)
+	}
+	if len(offsets) != parts+1 {
+		return nil, &ParseError{Path: path, Line: lr.Line() + 1, Msg: fmt.Sprintf("unexpected end of file after %d of parts+1 = %d offsets", len(offsets), parts+1)}
+	}
+	if offsets[parts] != nodes {
+		return nil, &ParseError{Path: path, Line: lr.Line(), Msg: fmt.Sprintf("last offset %d, want nodes=%d", offsets[parts], nodes)}
+	}
+	return Contiguous(offsets, method)
+}
+
+// parseHeader parses "gnnmpi-partition V nodes=N parts=K method=M".
+func parseHeader(line []byte) (version int, nodes int64, parts int, method string, err error) {
 	f := strings.Fields(string(line))
 	if len(f) != 5 || f[0] != "gnnmpi-partition" {
-		return 0, 0, "", fmt.Errorf("bad header %s, want %q", textfile.Quote(line), headerSyntax)
+		return 0, 0, 0, "", fmt.Errorf("bad header %s, want %q", textfile.Quote(line), headerSyntax)
 	}
-	if f[1] != "1" {
-		return 0, 0, "", fmt.Errorf("unsupported partition book version %q, want 1", f[1])
+	switch f[1] {
+	case "1":
+		version = 1
+	case "2":
+		version = 2
+	default:
+		return 0, 0, 0, "", fmt.Errorf("unsupported partition book version %q, want 1 or 2", f[1])
 	}
 	value := func(field, key string) (int64, string, error) {
 		v, ok := strings.CutPrefix(field, key+"=")
@@ -141,20 +205,20 @@ func parseHeader(line []byte) (nodes int64, parts int, method string, err error)
 	}
 	nodes, _, err = value(f[2], "nodes")
 	if err != nil {
-		return 0, 0, "", err
+		return 0, 0, 0, "", err
 	}
 	if nodes < 0 {
-		return 0, 0, "", fmt.Errorf("bad node count %d", nodes)
+		return 0, 0, 0, "", fmt.Errorf("bad node count %d", nodes)
 	}
 	p, _, err := value(f[3], "parts")
 	if err != nil {
-		return 0, 0, "", err
+		return 0, 0, 0, "", err
 	}
 	if p < 1 || p > math.MaxInt32 {
-		return 0, 0, "", fmt.Errorf("bad part count %d", p)
+		return 0, 0, 0, "", fmt.Errorf("bad part count %d", p)
 	}
 	if _, method, err = value(f[4], "method"); err != nil {
-		return 0, 0, "", err
+		return 0, 0, 0, "", err
 	}
-	return nodes, int(p), method, nil
+	return version, nodes, int(p), method, nil
 }

@@ -1,9 +1,12 @@
 package sampling
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
+
+	"gnnmpi/sparse"
 )
 
 // VIP returns, for every vertex v, the probability that a minibatch of the
@@ -47,13 +50,15 @@ import (
 // The rows of the vertices within len(fanouts)−1 hops of train come from
 // top, one request per hop, so VIP is collective over a distributed
 // topology; each rank computes the vector of its own training vertices over
-// the whole graph, with memory for the reachable part (its rows and two
-// float64 and an int64 per edge). It returns an error if batch < 1, a fanout
-// is 0, a training vertex is out of range or repeated, or communication
-// fails.
-func VIP(top Topology, train []int64, batch int, fanouts []int) ([]float64, error) {
+// the whole graph, with memory only for the reachable part: its rows, four
+// float64 and two int64 per edge, and an index of the vertices met (no
+// array over all n vertices). The result is sparse, of length top.N(): the
+// vertices met with a nonzero probability, ascending (every other vertex
+// has VIP 0). It returns an error if batch < 1, a fanout is 0, a training
+// vertex is out of range or repeated, or communication fails.
+func VIP(top Topology, train []int64, batch int, fanouts []int) (*sparse.Vec, error) {
 	n := top.N()
-	lp0, err := seedLogs(n, train, batch, fanouts) // log(1 − p⁰_v)
+	l0, err := checkVIP(n, train, batch, fanouts) // log(1 − p⁰) on train
 	if err != nil {
 		return nil, err
 	}
@@ -61,13 +66,18 @@ func VIP(top Topology, train []int64, batch int, fanouts []int) ([]float64, erro
 	if err != nil {
 		return nil, err
 	}
+	nv := len(sub.ids)
+	lp0 := make([]float64, nv) // log(1 − p⁰_v), by compact index
+	for _, v := range train {
+		lp0[sub.index(v)] = l0
+	}
 	m := len(sub.cols)
 	logM := make([]float64, m) // log M^{h−1} per edge
 	next := make([]float64, m)
-	pi := make([]float64, m) // π^{h−1}
-	e := make([]float64, m)  // E^{h−1}
-	in := make([]float64, n) // Σ of the incoming edges' log M
-	for h, f := range fanouts {
+	pi := make([]float64, m)  // π^{h−1}
+	e := make([]float64, m)   // E^{h−1}
+	in := make([]float64, nv) // Σ of the incoming edges' log M
+	for _, f := range fanouts {
 		sub.sumInto(in, logM)
 		for r, u := range sub.verts {
 			lo, hi := sub.ptr[r], sub.ptr[r+1]
@@ -91,42 +101,44 @@ func VIP(top Topology, train []int64, batch int, fanouts []int) ([]float64, erro
 			}
 		}
 		logM, next = next, logM
-		_ = h
 	}
 	sub.sumInto(in, logM)
-	vip := make([]float64, n)
-	for v := range vip {
-		vip[v] = -math.Expm1(lp0[v] + in[v])
+	vip := &sparse.Vec{N: n}
+	for v, gid := range sub.ids {
+		if x := -math.Expm1(lp0[v] + in[v]); x != 0 {
+			vip.Indices = append(vip.Indices, gid)
+			vip.Values = append(vip.Values, x)
+		}
 	}
 	return vip, nil
 }
 
-// seedLogs checks VIP's arguments and returns log(1 − p⁰_v) for every
-// vertex: log(1 − batch/|train|) on train, 0 elsewhere.
-func seedLogs(n int64, train []int64, batch int, fanouts []int) ([]float64, error) {
+// checkVIP checks VIP's arguments and returns log(1 − p⁰) of a training
+// vertex, log(1 − batch/|train|).
+func checkVIP(n int64, train []int64, batch int, fanouts []int) (float64, error) {
 	if batch < 1 {
-		return nil, fmt.Errorf("sampling: VIP with batch size %d", batch)
+		return 0, fmt.Errorf("sampling: VIP with batch size %d", batch)
 	}
 	for _, f := range fanouts {
 		if f == 0 {
-			return nil, fmt.Errorf("sampling: VIP with fanout 0")
+			return 0, fmt.Errorf("sampling: VIP with fanout 0")
 		}
 	}
-	lp0 := make([]float64, n)
 	if len(train) == 0 {
-		return lp0, nil
+		return 0, nil
 	}
-	p0 := math.Min(1, float64(batch)/float64(len(train)))
+	seen := make(map[int64]struct{}, len(train))
 	for _, v := range train {
 		if v < 0 || v >= n {
-			return nil, fmt.Errorf("sampling: VIP: training vertex %d outside [0, %d)", v, n)
+			return 0, fmt.Errorf("sampling: VIP: training vertex %d outside [0, %d)", v, n)
 		}
-		if lp0[v] != 0 {
-			return nil, fmt.Errorf("sampling: VIP: training vertex %d repeated", v)
+		if _, ok := seen[v]; ok {
+			return 0, fmt.Errorf("sampling: VIP: training vertex %d repeated", v)
 		}
-		lp0[v] = floorLog(math.Log1p(-p0))
+		seen[v] = struct{}{}
 	}
-	return lp0, nil
+	p0 := math.Min(1, float64(batch)/float64(len(train)))
+	return floorLog(math.Log1p(-p0)), nil
 }
 
 // floorLog bounds a log-probability below, so that sums and differences of
@@ -134,25 +146,33 @@ func seedLogs(n int64, train []int64, batch int, fanouts []int) ([]float64, erro
 func floorLog(x float64) float64 { return max(x, -1000) }
 
 // subgraph holds the rows of the vertices within reach of the training
-// vertices, gathered from a topology.
+// vertices, gathered from a topology, over a compact numbering of the
+// vertices met (the training vertices and every column of the rows): the
+// compact index of a vertex is its rank among them by global id, so rows
+// stay sorted.
 type subgraph struct {
-	verts []int64 // vertices with a row, in order of discovery
+	ids   []int64 // global id of each compact index, ascending
+	verts []int64 // compact index of the vertex of each row, rows in order of discovery
 	ptr   []int64 // row r is cols[ptr[r]:ptr[r+1]], the row of verts[r]
-	cols  []int64 // sorted, distinct
+	cols  []int64 // compact indices; sorted, distinct
 	rev   []int64 // for edge u→v: the position of edge v→u, or −1 if v has no row here or no such edge
+}
+
+// index returns the compact index of a vertex met.
+func (s *subgraph) index(gid int64) int64 {
+	k, _ := slices.BinarySearch(s.ids, gid)
+	return int64(k)
 }
 
 // reachable gathers the rows of the vertices within hops−1 hops of train:
 // one collective row request per hop.
 func reachable(top Topology, train []int64, hops int) (*subgraph, error) {
-	n := top.N()
-	row := make([]int32, n) // row number + 1, 0 if none yet
-	seen := make([]bool, n)
+	seen := map[int64]int64{} // the vertices met; their compact index once known
 	sub := &subgraph{ptr: []int64{0}}
 	var frontier []int64
 	for _, v := range train {
-		if !seen[v] {
-			seen[v] = true
+		if _, ok := seen[v]; !ok {
+			seen[v] = 0
 			frontier = append(frontier, v)
 		}
 	}
@@ -163,20 +183,41 @@ func reachable(top Topology, train []int64, hops int) (*subgraph, error) {
 		}
 		var fresh []int64
 		for i, u := range frontier {
-			row[u] = int32(len(sub.verts) + 1)
 			sub.verts = append(sub.verts, u)
 			nb := rows.Row(int64(i))
 			sub.cols = append(sub.cols, nb...)
 			sub.ptr = append(sub.ptr, int64(len(sub.cols)))
 			for _, v := range nb {
-				if !seen[v] {
-					seen[v] = true
+				if _, ok := seen[v]; !ok {
+					seen[v] = 0
 					fresh = append(fresh, v)
 				}
 			}
 		}
 		frontier = fresh
 	}
+
+	// Number the vertices met by ascending global id.
+	sub.ids = make([]int64, 0, len(seen))
+	for v := range seen {
+		sub.ids = append(sub.ids, v)
+	}
+	slices.Sort(sub.ids)
+	for k, v := range sub.ids {
+		seen[v] = int64(k)
+	}
+	for r, u := range sub.verts {
+		sub.verts[r] = seen[u]
+	}
+	for k, v := range sub.cols {
+		sub.cols[k] = seen[v]
+	}
+	seen = nil
+	row := make([]int32, len(sub.ids)) // row number + 1 by compact index, 0 if none
+	for r, u := range sub.verts {
+		row[u] = int32(r + 1)
+	}
+
 	sub.rev = make([]int64, len(sub.cols))
 	for r, u := range sub.verts {
 		for k := sub.ptr[r]; k < sub.ptr[r+1]; k++ {
@@ -205,26 +246,43 @@ func (s *subgraph) sumInto(in, logM []float64) {
 // p^{h+1}_v = 1 − ∏_{u : v ∈ N(u)} (1 − k_h(u) · p^h_u) and
 // VIP_v = 1 − ∏_{h=0..L} (1 − p^h_v), in log space. It overestimates
 // NodeWise's inclusion near the training vertices (the tests measure by how
-// much); VIP is the exact-on-trees refinement. Its arguments, errors and
-// communication are those of VIP (one row request per hop: the vertices of
-// positive p^h).
-func VIPRecurrence(top Topology, train []int64, batch int, fanouts []int) ([]float64, error) {
+// much); VIP is the exact-on-trees refinement. Its arguments, errors,
+// communication (one row request per hop: the vertices of positive p^h) and
+// sparse result are those of VIP; its memory is O(vertices met).
+func VIPRecurrence(top Topology, train []int64, batch int, fanouts []int) (*sparse.Vec, error) {
 	n := top.N()
-	// lp[v] = log(1 − p^h_v); notVIP[v] = log ∏_h (1 − p^h_v).
-	lp, err := seedLogs(n, train, batch, fanouts)
+	l0, err := checkVIP(n, train, batch, fanouts)
 	if err != nil {
 		return nil, err
 	}
-	notVIP := slices.Clone(lp)
-	next := make([]float64, n)
+	// The vertices met, in order of discovery, with lp = log(1 − p^h_v)
+	// and notVIP = log ∏_h (1 − p^h_v) of each.
+	at := map[int64]int{}
+	var gids []int64
+	var lp, notVIP, next []float64
+	add := func(v int64) int {
+		i, ok := at[v]
+		if !ok {
+			i = len(gids)
+			at[v] = i
+			gids = append(gids, v)
+			lp, notVIP, next = append(lp, 0), append(notVIP, 0), append(next, 0)
+		}
+		return i
+	}
+	for _, v := range train {
+		i := add(v)
+		lp[i], notVIP[i] = l0, l0
+	}
 	var support []int64
 	for _, f := range fanouts {
 		support = support[:0]
-		for v, l := range lp {
+		for i, l := range lp {
 			if l < 0 {
-				support = append(support, int64(v))
+				support = append(support, gids[i])
 			}
 		}
+		slices.Sort(support) // the sums below run in ascending vertex order
 		rows, err := top.rows(support, make([]uint64, len(support)), nil)
 		if err != nil {
 			return nil, err
@@ -236,9 +294,10 @@ func VIPRecurrence(top Topology, train []int64, batch int, fanouts []int) ([]flo
 			if f >= 0 && len(nb) > f {
 				keep = float64(f) / float64(len(nb))
 			}
-			l := floorLog(math.Log1p(keep * math.Expm1(lp[u])))
+			l := floorLog(math.Log1p(keep * math.Expm1(lp[at[u]])))
 			for _, v := range nb {
-				next[v] += l
+				j := add(v) // may grow next: index it after
+				next[j] += l
 			}
 		}
 		for v, l := range next {
@@ -246,8 +305,20 @@ func VIPRecurrence(top Topology, train []int64, batch int, fanouts []int) ([]flo
 			notVIP[v] = floorLog(notVIP[v] + l)
 		}
 	}
-	for v, l := range notVIP {
-		notVIP[v] = -math.Expm1(l)
+	type entry struct {
+		gid int64
+		x   float64
 	}
-	return notVIP, nil
+	var out []entry
+	for v, l := range notVIP {
+		if x := -math.Expm1(l); x != 0 {
+			out = append(out, entry{gids[v], x})
+		}
+	}
+	slices.SortFunc(out, func(a, b entry) int { return cmp.Compare(a.gid, b.gid) })
+	vip := &sparse.Vec{N: n, Indices: make([]int64, len(out)), Values: make([]float64, len(out))}
+	for k, e := range out {
+		vip.Indices[k], vip.Values[k] = e.gid, e.x
+	}
+	return vip, nil
 }

@@ -82,16 +82,18 @@ func TestVIPMatchesMonteCarlo(t *testing.T) {
 				tr[i] = int64(v)
 			}
 			const batch, epochs = 50, 300
-			vip, err := VIP(Replicated(tc.adj), tr, batch, tc.fanouts)
+			sv, err := VIP(Replicated(tc.adj), tr, batch, tc.fanouts)
 			require.NoError(t, err)
+			vip := sv.Dense()
 			freq := accessFrequency(t, tc.adj, tr, batch, tc.fanouts, epochs)
 			mean, worst := compare(vip, freq)
 			t.Logf("%s: mean |VIP − freq| %.4f, max %.4f", tc.name, mean, worst)
 			assert.Less(t, mean, 0.008)
 			assert.Less(t, worst, 0.05)
 
-			lit, err := VIPRecurrence(Replicated(tc.adj), tr, batch, tc.fanouts)
+			slit, err := VIPRecurrence(Replicated(tc.adj), tr, batch, tc.fanouts)
 			require.NoError(t, err)
+			lit := slit.Dense()
 			assert.InDeltaSlice(t, literalVIP(tc.adj, tr, batch, tc.fanouts), lit, 1e-9, "VIPRecurrence is the recurrence")
 			lmean, lworst := compare(lit, freq)
 			t.Logf("%s: SALIENT++'s recurrence: mean %.4f, max %.4f", tc.name, lmean, lworst)
@@ -159,13 +161,14 @@ func TestVIPSmall(t *testing.T) {
 	// p²_v = 1/3 for v = 1, 2, 3. So VIP = 1 for 0 and 1, 1/3 for 2 and 3,
 	// 0 for 4.
 	want := []float64{1, 1, 1.0 / 3, 1.0 / 3, 0}
-	assert.InDeltaSlice(t, want, vip, 1e-12)
+	assert.InDeltaSlice(t, want, vip.Dense(), 1e-12)
+	assert.Equal(t, []int64{0, 1, 2, 3}, vip.Indices, "vertices of VIP 0 are not listed")
 
 	// Batch 2 of train {1, 2}: p⁰ = 1 for both; all neighbours of 1 and 2
 	// is 0 (p¹_0 = 1); hop 2: 0 keeps 1 of 3, 1 and 2 keep 0.
 	vip, err = VIP(Replicated(adj), []int64{1, 2}, 2, []int{1, 1})
 	require.NoError(t, err)
-	assert.InDeltaSlice(t, []float64{1, 1, 1, 1.0 / 3, 0}, vip, 1e-12)
+	assert.InDeltaSlice(t, []float64{1, 1, 1, 1.0 / 3, 0}, vip.Dense(), 1e-12)
 
 	// Half-probability seeds: train {1, 2}, batch 1: each is a seed with
 	// probability 1/2, independently. Then 0 is in the hop-1 frontier iff
@@ -175,10 +178,10 @@ func TestVIPSmall(t *testing.T) {
 	// takes 0's draw of 1 at hop 2 as independent of 1 being a seed.)
 	vip, err = VIP(Replicated(adj), []int64{1, 2}, 1, []int{1, 1})
 	require.NoError(t, err)
-	assert.InDeltaSlice(t, []float64{0.75, 7.0 / 12, 7.0 / 12, 0.25, 0}, vip, 1e-12)
+	assert.InDeltaSlice(t, []float64{0.75, 7.0 / 12, 7.0 / 12, 0.25, 0}, vip.Dense(), 1e-12)
 	rec, err := VIPRecurrence(Replicated(adj), []int64{1, 2}, 1, []int{1, 1})
 	require.NoError(t, err)
-	assert.InDeltaSlice(t, []float64{0.75, 5.0 / 8, 5.0 / 8, 0.25, 0}, rec, 1e-12)
+	assert.InDeltaSlice(t, []float64{0.75, 5.0 / 8, 5.0 / 8, 0.25, 0}, rec.Dense(), 1e-12)
 
 	_, err = VIP(Replicated(adj), []int64{1}, 0, []int{1})
 	require.ErrorContains(t, err, "batch size 0")
@@ -237,7 +240,7 @@ func TestVIPDistributed(t *testing.T) {
 				if err != nil {
 					return err
 				}
-				if !slices.Equal(got, want) {
+				if !sameVec(got, want) {
 					return fmt.Errorf("rank %d: distributed VIP differs", c.Rank())
 				}
 				got, err = VIPRecurrence(top, train(c.Rank()), 7, []int{3, -1})
@@ -248,12 +251,139 @@ func TestVIPDistributed(t *testing.T) {
 				if err != nil {
 					return err
 				}
-				if !slices.Equal(got, want) {
+				if !sameVec(got, want) {
 					return fmt.Errorf("rank %d: distributed VIPRecurrence differs", c.Rank())
 				}
 				return nil
 			})
 			require.NoError(t, err)
 		})
+	}
+}
+
+// sameVec reports whether two sparse vectors are bitwise equal.
+func sameVec(a, b *sparse.Vec) bool {
+	if a.N != b.N || !slices.Equal(a.Indices, b.Indices) || len(a.Values) != len(b.Values) {
+		return false
+	}
+	for k := range a.Values {
+		if math.Float64bits(a.Values[k]) != math.Float64bits(b.Values[k]) {
+			return false
+		}
+	}
+	return true
+}
+
+// The sparse VIP and VIPRecurrence are bitwise the dense computations of
+// every vertex as they were (vipdense_test.go) on the vertices of nonzero
+// score, and list no other vertex, on random directed and symmetric
+// graphs with self-loops, 1 to 3 hops, and empty or full training sets.
+func TestVIPSparseEqualsDense(t *testing.T) {
+	sbm, err := graph.SBM(graph.SBMParams{Nodes: 600, Classes: 3, AvgDegree: 6, Homophily: 0.6, TrainFrac: 0.5, ValidFrac: 0.2, Seed: 4})
+	require.NoError(t, err)
+	r := rand.New(rand.NewPCG(9, 9))
+	for _, tc := range []struct {
+		name string
+		adj  *sparse.CSR
+	}{
+		{"directed", randomAdj(t, r, 500, 6, false)},
+		{"self-loops", randomAdj(t, r, 300, 4, true)},
+		{"sbm", sbm.Adj},
+	} {
+		n := tc.adj.NRows
+		for _, fanouts := range [][]int{{3}, {5, 2}, {4, -1}, {3, 2, 2}} {
+			for _, size := range []int{0, 1, 37, int(n)} {
+				t.Run(fmt.Sprintf("%s_%v_%d", tc.name, fanouts, size), func(t *testing.T) {
+					perm := r.Perm(int(n))[:size]
+					train := make([]int64, size)
+					for i, v := range perm {
+						train[i] = int64(v)
+					}
+					for _, batch := range []int{1, 16} {
+						got, err := VIP(Replicated(tc.adj), train, batch, fanouts)
+						require.NoError(t, err)
+						want, err := vipDense(Replicated(tc.adj), train, batch, fanouts)
+						require.NoError(t, err)
+						requireSparseOf(t, want, got)
+						got, err = VIPRecurrence(Replicated(tc.adj), train, batch, fanouts)
+						require.NoError(t, err)
+						want, err = vipRecurrenceDense(Replicated(tc.adj), train, batch, fanouts)
+						require.NoError(t, err)
+						requireSparseOf(t, want, got)
+					}
+				})
+			}
+		}
+	}
+}
+
+// requireSparseOf checks that got lists exactly the nonzero entries of
+// want, bitwise, in ascending order.
+func requireSparseOf(t *testing.T, want []float64, got *sparse.Vec) {
+	t.Helper()
+	require.NoError(t, got.Validate())
+	require.Equal(t, int64(len(want)), got.N)
+	var ids []int64
+	for v, x := range want {
+		if x != 0 {
+			ids = append(ids, int64(v))
+		}
+	}
+	require.Equal(t, len(ids), len(got.Indices))
+	if len(ids) > 0 {
+		require.Equal(t, ids, got.Indices)
+	}
+	for k, v := range got.Indices {
+		require.Equal(t, math.Float64bits(want[v]), math.Float64bits(got.Values[k]), "vertex %d", v)
+	}
+}
+
+// shifted is the topology of a small graph placed at ids [base, base+m) of
+// a graph of n vertices (the others isolated): VIP over it must not
+// allocate anything of length n.
+type shifted struct {
+	small   Topology
+	base, n int64
+}
+
+func (s shifted) N() int64     { return s.n }
+func (s shifted) Name() string { return "shifted" }
+func (s shifted) rows(v []int64, keys []uint64, pick picker) (*sparse.CSR, error) {
+	local := make([]int64, len(v))
+	for i, g := range v {
+		local[i] = g - s.base
+	}
+	r, err := s.small.rows(local, keys, pick)
+	if err != nil {
+		return nil, err
+	}
+	out := &sparse.CSR{NRows: r.NRows, NCols: s.n, Indptr: r.Indptr, Values: r.Values, Indices: make([]int64, len(r.Indices))}
+	for k, c := range r.Indices {
+		out.Indices[k] = c + s.base
+	}
+	return out, nil
+}
+
+// On a graph of 2⁴⁰ vertices of which a few hundred are reachable, VIP and
+// VIPRecurrence take memory for the reachable ones only, and give the
+// small graph's scores at the shifted ids.
+func TestVIPHugeGraph(t *testing.T) {
+	adj := randomAdj(t, rand.New(rand.NewPCG(6, 6)), 300, 6, false)
+	const base, n = 1 << 39, 1 << 40
+	top := shifted{Replicated(adj), base, n}
+	train := []int64{3, 77, 150, 299}
+	big := []int64{base + 3, base + 77, base + 150, base + 299}
+	for name, f := range map[string]func(Topology, []int64, int, []int) (*sparse.Vec, error){"vip": VIP, "recurrence": VIPRecurrence} {
+		want, err := f(Replicated(adj), train, 2, []int{4, 3})
+		require.NoError(t, err, name)
+		got, err := f(top, big, 2, []int{4, 3})
+		require.NoError(t, err, name)
+		require.Equal(t, int64(n), got.N)
+		require.NotEmpty(t, got.Indices)
+		for k := range want.Indices {
+			want.Indices[k] += base
+		}
+		require.Equal(t, want.Indices, got.Indices, name)
+		require.Equal(t, want.Values, got.Values, name)
 	}
 }

@@ -6,7 +6,9 @@
 // Matrix[T] is compressed sparse row storage with 64-bit row offsets and
 // 64-bit column indices, so that graphs with billions of edges or vertices
 // fit; CSR, an alias of Matrix[float64], is the type used throughout
-// gnnmpi. A nil Values slice makes a pattern matrix. FromDense keeps the
+// gnnmpi. A nil Values slice makes a pattern matrix. Vec is a sparse
+// float64 vector (ascending indices, missing entries 0): the cache scores
+// of the vertices a rank knows. FromDense keeps the
 // nonzeros of a row-major dense matrix (sparse feature rows are
 // Matrix[float32]).
 //

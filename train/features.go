@@ -2,12 +2,14 @@ package train
 
 import (
 	"fmt"
+	"slices"
 
 	"gnnmpi/alltoall"
 	"gnnmpi/collective"
 	"gnnmpi/internal/rng"
 	"gnnmpi/partition"
 	"gnnmpi/sampling"
+	"gnnmpi/sparse"
 )
 
 // StoreStats describe one rank's feature store (Result.Stores).
@@ -55,7 +57,7 @@ func ownedTrain(d *Data, rank, c int) []int64 {
 	var out []int64
 	k := 0
 	for _, g := range d.Split.Train {
-		if int(d.Book.Part[g]) != part {
+		if d.Book.Owner(g) != part {
 			continue
 		}
 		if k%c == col {
@@ -69,32 +71,52 @@ func ownedTrain(d *Data, rank, c int) []int64 {
 // evalBook returns the book of layer-wise inference over all p ranks: with
 // feature replication c, part q's vertex of local id k goes to rank
 // q·c + k mod c, so that every rank computes the outputs of a share of its
-// own part.
+// own part. A contiguous book (made by partition.Contiguous, with no
+// per-vertex arrays) is split instead into consecutive sub-ranges: part q's
+// range into c ranges whose sizes differ by at most one, the first ones
+// larger, rank q·c + j taking the j-th; each rank gets as many vertices as
+// under the round-robin deal, and the evaluation book stays contiguous.
+// Inference is exact under either assignment; only which rank computes a
+// vertex, and so the bytes of evaluation, differ.
 func evalBook(book *partition.Book, c int) (*partition.Book, error) {
 	if c == 1 {
 		return book, nil
 	}
-	part := make([]int32, len(book.Part))
-	for g, q := range book.Part {
-		part[g] = q*int32(c) + int32(book.Local[g]%int64(c))
+	if book.Part == nil {
+		offsets := make([]int64, 0, book.Parts*c+1)
+		for q := range book.Parts {
+			lo, hi := book.Range(q)
+			size, big := (hi-lo)/int64(c), (hi-lo)%int64(c)
+			for j := range int64(c) {
+				offsets = append(offsets, lo)
+				lo += size
+				if j < big {
+					lo++
+				}
+			}
+		}
+		offsets = append(offsets, book.NumNodes())
+		return partition.Contiguous(offsets, book.Method)
+	}
+	part := make([]int32, book.NumNodes())
+	for g := range part {
+		q, lid := book.Locate(int64(g))
+		part[g] = int32(q)*int32(c) + int32(lid%int64(c))
 	}
 	return partition.New(part, book.Parts*c, book.Method)
 }
 
-// scores returns this rank's score of every vertex under a cache policy
-// (nil for none): in-degree, VIP of its training vertices, SALIENT++'s VIP
-// recurrence, or the access counts of simulated epochs. It is collective
-// when the sampler's topology is distributed.
-func (t *trainer) scores(policy alltoall.CachePolicy) ([]float64, error) {
+// scores returns this rank's sparse cache scores under a cache policy (nil
+// for none), over the vertices it knows: in-degree, VIP of its training
+// vertices, SALIENT++'s VIP recurrence, or the access counts of simulated
+// epochs. It is collective when the sampler's topology is distributed, and
+// for the in-degree of a row block.
+func (t *trainer) scores(policy alltoall.CachePolicy) (*sparse.Vec, error) {
 	switch policy {
 	case alltoall.CacheNone:
 		return nil, nil
 	case alltoall.CacheDegree:
-		s := make([]float64, t.d.NumNodes())
-		for _, v := range t.d.Adj.Indices {
-			s[v]++
-		}
-		return s, nil
+		return t.inDegree()
 	case alltoall.CacheVIP, CacheVIPRecurrence:
 		nw, ok := t.sampler.(interface{ Topology() sampling.Topology })
 		if !ok || t.cfg.Sampler != SamplerSAGE {
@@ -110,11 +132,31 @@ func (t *trainer) scores(policy alltoall.CachePolicy) ([]float64, error) {
 	return nil, fmt.Errorf("train: unknown cache policy %q", policy)
 }
 
+// inDegree returns the degree cache scores. A rank holding the whole
+// adjacency (the replicated topology) scores every vertex by its in-degree,
+// as it always has; a rank holding only its part's row block (global
+// column ids) gets the in-degree of its halo and own vertices summed over
+// the replica group (alltoall.InDegree, collective over t.fcomm, whose rank
+// q holds part q's rows), counted under PhaseSetup.
+func (t *trainer) inDegree() (*sparse.Vec, error) {
+	adj, n := t.d.Adj, t.d.Book.NumNodes()
+	if adj.NRows == n {
+		s := make([]float64, n)
+		for _, v := range adj.Indices {
+			s[v]++
+		}
+		return sparse.VecFromDense(s), nil
+	}
+	defer collective.SetPhase(t.lc, PhaseSetup)()
+	return alltoall.InDegree(t.fcomm, t.d.Book, adj)
+}
+
 // simulated counts, per vertex, the minibatches of epochs simulated epochs
 // whose input includes it: the real schedule and sampler with streams of
-// their own, so the training epochs draw differently.
-func (t *trainer) simulated(epochs int) ([]float64, error) {
-	count := make([]float64, t.d.NumNodes())
+// their own, so the training epochs draw differently. The counts are kept
+// for the vertices drawn only.
+func (t *trainer) simulated(epochs int) (*sparse.Vec, error) {
+	count := map[int64]float64{}
 	seed := rng.Mix(t.cfg.Seed, streamSim)
 	for e := 1; e <= epochs; e++ {
 		mbs, err := t.sampleEpoch(seed, e)
@@ -127,7 +169,16 @@ func (t *trainer) simulated(epochs int) ([]float64, error) {
 			}
 		}
 	}
-	return count, nil
+	v := &sparse.Vec{N: t.d.Book.NumNodes(), Indices: make([]int64, 0, len(count))}
+	for gid := range count {
+		v.Indices = append(v.Indices, gid)
+	}
+	slices.Sort(v.Indices)
+	v.Values = make([]float64, len(v.Indices))
+	for k, gid := range v.Indices {
+		v.Values[k] = count[gid]
+	}
+	return v, nil
 }
 
 // sampleEpoch samples every minibatch of one epoch of the schedule under
@@ -185,13 +236,13 @@ func (t *trainer) newStore(feat Features, policy alltoall.CachePolicy, frac floa
 	if err != nil {
 		return nil, err
 	}
-	return t.storeOf(feat, score, cacheRows(frac, t.d.NumNodes(), t.d.Book.Parts))
+	return t.storeOf(feat, score, cacheRows(frac, t.d.Book.NumNodes(), t.d.Book.Parts))
 }
 
 // storeOf builds the store of feat with the given scores and cache rows:
 // alltoall.NewStore for dense rows, alltoall.NewSparseStore for sparse
 // ones (whose fetches move only the nonzeros). It is collective.
-func (t *trainer) storeOf(feat Features, score []float64, rows int) (*alltoall.Store, error) {
+func (t *trainer) storeOf(feat Features, score *sparse.Vec, rows int) (*alltoall.Store, error) {
 	defer collective.SetPhase(t.lc, PhaseSetup)() // the store's group is split from t.lc
 	o := alltoall.StoreOptions{DType: t.cfg.FeatureDType, Score: score, CacheRows: rows, GPUFrac: t.cfg.GPUFrac}
 	if feat.CSR != nil {

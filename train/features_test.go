@@ -232,3 +232,38 @@ func TestFetchSweepMatchesRun(t *testing.T) {
 	}
 	require.Less(t, pts[2].RemoteRows, pts[0].RemoteRows)
 }
+
+// On a contiguous book the evaluation book splits every part's range into
+// consecutive sub-ranges, as many vertices per rank as the round-robin
+// deal of a Part-array book gives, and stays contiguous; other books keep
+// the round-robin deal.
+func TestEvalBookContiguous(t *testing.T) {
+	offsets := []int64{0, 7, 7, 12, 20}
+	contig, err := partition.Contiguous(offsets, "test")
+	require.NoError(t, err)
+	part := make([]int32, 20)
+	for q := range 4 {
+		for g := offsets[q]; g < offsets[q+1]; g++ {
+			part[g] = int32(q)
+		}
+	}
+	arr, err := partition.New(part, 4, "test")
+	require.NoError(t, err)
+	for _, c := range []int{1, 2, 3} {
+		eb, err := evalBook(contig, c)
+		require.NoError(t, err)
+		ea, err := evalBook(arr, c)
+		require.NoError(t, err)
+		require.Equal(t, 4*c, eb.Parts)
+		assert.Nil(t, eb.Part, "c=%d: the evaluation book of a contiguous book is contiguous", c)
+		assert.Equal(t, ea.Sizes(), eb.Sizes(), "c=%d", c)
+		for g := range int64(20) {
+			assert.Equal(t, contig.Owner(g), eb.Owner(g)/c, "c=%d: vertex %d stays in its part", c, g)
+			// The Part-array book keeps the round-robin deal.
+			assert.Equal(t, arr.Owner(g)*c+int(arr.LocalID(g))%c, ea.Owner(g), "c=%d", c)
+		}
+	}
+	eb, err := evalBook(contig, 2)
+	require.NoError(t, err)
+	assert.Equal(t, []int64{0, 4, 7, 7, 7, 10, 12, 16, 20}, eb.Offsets())
+}

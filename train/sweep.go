@@ -94,7 +94,7 @@ func FetchSweep(c collective.Comm, d *Data, cfg Config, epochs int, policies []a
 			if pol == alltoall.CacheNone && frac > 0 {
 				continue
 			}
-			pt := SweepPoint{Cache: pol, CacheFrac: frac, CacheRows: cacheRows(frac, d.NumNodes(), d.Book.Parts), ScoreSeconds: scoreS}
+			pt := SweepPoint{Cache: pol, CacheFrac: frac, CacheRows: cacheRows(frac, d.Book.NumNodes(), d.Book.Parts), ScoreSeconds: scoreS}
 			if xbuf, err = t.sweepPoint(&pt, feat, score, inputs, xbuf, epochs); err != nil {
 				return err
 			}
@@ -126,7 +126,7 @@ func (t *trainer) sweepInputs(epochs int) (inputs [][]int64, most int, err error
 // sweepPoint builds the store of pt's cache (pt.CacheRows rows of highest
 // score), replays the fetch of every input into xbuf and fills in pt's
 // traffic per epoch over epochs epochs. It returns the grown xbuf.
-func (t *trainer) sweepPoint(pt *SweepPoint, feat Features, score []float64, inputs [][]int64, xbuf *dense.Matrix, epochs int) (*dense.Matrix, error) {
+func (t *trainer) sweepPoint(pt *SweepPoint, feat Features, score *sparse.Vec, inputs [][]int64, xbuf *dense.Matrix, epochs int) (*dense.Matrix, error) {
 	c := t.c
 	// Collect the previous store before building the next, so that the
 	// heap never holds two (the fetches allocate too little for the

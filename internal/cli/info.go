@@ -159,10 +159,10 @@ func infoOwner(c collective.Comm, bookPath string) (owner func(int64) int, books
 			return nil, 0, fmt.Errorf("info: %s has %d parts for %d ranks", bookPath, b.Parts, p)
 		}
 		owner = func(g int64) int {
-			if g >= int64(len(b.Part)) {
+			if g >= b.NumNodes() {
 				return -1 // a vertex the book does not know: loaded by no rank
 			}
-			return int(b.Part[g])
+			return b.Owner(g)
 		}
 		books = b.NumNodes()
 	}
