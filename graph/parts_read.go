@@ -241,12 +241,17 @@ func (p *Part) fill(f *binFile, m *PartManifest, o PartReadOptions, format Featu
 	return nil
 }
 
-// mergeParts returns the consecutive parts as one Part, copied.
+// mergeParts returns the consecutive parts as one Part, copied. The
+// rows are those of the pieces' arrays (selectRows may hold fewer than
+// Hi−Lo).
 func mergeParts(parts []*Part) *Part {
 	first, last := parts[0], parts[len(parts)-1]
 	p := &Part{Name: first.Name, NumNodes: first.NumNodes, Lo: first.Lo, Hi: last.Hi, NumClasses: first.NumClasses,
 		Splits: map[string]Split{}, Symmetric: first.Symmetric, Weighted: first.Weighted}
-	rows := p.Rows()
+	var rows int64
+	for _, q := range parts {
+		rows += q.Adj.NRows
+	}
 	adjs := make([]*sparse.CSR, len(parts))
 	for k, q := range parts {
 		adjs[k] = q.Adj
