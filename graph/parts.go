@@ -80,7 +80,10 @@ func (p *Part) Close() error {
 }
 
 // Dataset returns p as a Dataset holding rows Lo…Hi−1 (Rows nil when p
-// holds the whole graph). The Dataset shares p's arrays.
+// holds the whole graph), in the relabelled ids. The Dataset shares p's
+// arrays. Unlike a Dataset loaded with ReadOptions.Keep, its Splits hold
+// only the members among its rows (p.Splits) unless p is the whole graph:
+// the manifest has the splits' sizes.
 func (p *Part) Dataset() *Dataset {
 	d := &Dataset{Name: p.Name, NumNodes: p.NumNodes, Adj: p.Adj, Feat: p.Feat, FeatCSR: p.FeatCSR,
 		Labels: p.Labels, NumClasses: p.NumClasses, Splits: p.Splits, Symmetric: p.Symmetric}
