@@ -88,7 +88,7 @@ func TestGenConvertInfo(t *testing.T) {
 // A METIS partition book drives the distributed load.
 func TestPartitionThenInfo(t *testing.T) {
 	book := filepath.Join(t.TempDir(), "cora.book")
-	so, se, code := gnnmpi(t, "partition", "--data", "data/cora", "--parts", "4", "--method", "metis", "--out", book)
+	so, se, code := gnnmpi(t, "partition", "--data", "data/cora", "--parts", "4", "--method", "metis", "--book", book)
 	require.Equal(t, 0, code, se)
 	require.Contains(t, so, "edge cut")
 	d := infoJSON(t, "--ranks", "4", "info", "--data", "data/cora", "--partition", book)["dataset"].(map[string]any)

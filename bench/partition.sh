@@ -59,10 +59,10 @@ for spec in cora:data/cora coauthor-cs:"$DATA/coauthor-cs" coauthor-physics:"$DA
 	gnn="$work/$name.gnn"
 	$G convert --data "$src" --out "$gnn" --symmetrize --feature-format csr >/dev/null 2>&1
 	for k in "${PARTS[@]}"; do
-		out=$($G partition --data "$gnn" --parts "$k" --method metis --split none --seed 1 --out "$work/book" 2>/dev/null)
+		out=$($G partition --data "$gnn" --parts "$k" --method metis --split none --seed 1 --book "$work/book" 2>/dev/null)
 		row "$name" "$k" metis 1 "$out"
 		for np in 1 2 4; do
-			out=$(mpirun -np "$np" --oversubscribe ./gnnmpi partition --data "$gnn" --parts "$k" --method ptscotch --seed 1 --out "$work/book" 2>/dev/null)
+			out=$(mpirun -np "$np" --oversubscribe ./gnnmpi partition --data "$gnn" --parts "$k" --method ptscotch --seed 1 --book "$work/book" 2>/dev/null)
 			row "$name" "$k" ptscotch "$np" "$out"
 		done
 		tail -4 "$csv" >&2

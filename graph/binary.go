@@ -54,12 +54,22 @@ import (
 // feature_index (the indices' dtype) and feature_pattern. WriteBinary
 // writes version 1 whenever the features are dense, so that older builds
 // read those files; OpenBinary reads both.
+//
+// Version 3 is one part of a partitioned dataset (WritePart, read by
+// LoadParts; see PartManifest): the metadata has a "part" object (index,
+// parts, lo, hi) and the row sections (indptr, features, labels) hold the
+// Hi−Lo rows of the part, whose "indices" are global ids in [0,
+// num_nodes); num_edges counts the part's edges; the split sections hold
+// the part's members; and an "orig_ids" section (int64, one per row)
+// records each row's id before relabelling. OpenBinary refuses it.
 const (
-	binMagic      = "\x89GNNMPI\n"
-	binVersion    = 2 // the highest version this build reads
-	binVersion1   = 1 // dense features or none
-	binHeaderSize = 64
-	binAlign      = 4096
+	binMagic       = "\x89GNNMPI\n"
+	binVersion     = 3 // the highest version this build reads
+	binVersion1    = 1 // dense features or none
+	binVersion2    = 2 // sparse features
+	binVersionPart = 3 // a part of a partitioned dataset
+	binHeaderSize  = 64
+	binAlign       = 4096
 	// binMaxMeta bounds the metadata block, to reject corrupt lengths
 	// before allocating.
 	binMaxMeta = 64 << 20
@@ -87,6 +97,34 @@ type binMeta struct {
 	FeaturePattern bool         `json:"feature_pattern,omitempty"`
 	Splits         []binSplit   `json:"splits"`
 	Sections       []binSection `json:"sections"`
+	// Part is set in version 3: the file holds rows [Lo, Hi) of a
+	// partitioned dataset.
+	Part *binPart `json:"part,omitempty"`
+
+	// crc is the CRC-32C of the metadata as read (readBinMeta) or
+	// written (layOut).
+	crc uint32
+}
+
+// binPart places a version 3 file in its partitioned dataset: part Index
+// of Parts, holding the rows [Lo, Hi) in the relabelled ids.
+type binPart struct {
+	Index int   `json:"index"`
+	Parts int   `json:"parts"`
+	Lo    int64 `json:"lo"`
+	Hi    int64 `json:"hi"`
+}
+
+// secOrigIDs is the section of a part file holding each row's original id.
+const secOrigIDs = "orig_ids"
+
+// rows returns the number of rows the file holds: NumNodes, or Hi−Lo for
+// a part.
+func (m *binMeta) rows() int64 {
+	if m.Part != nil {
+		return m.Part.Hi - m.Part.Lo
+	}
+	return m.NumNodes
 }
 
 // binSplit records a split's name and part sizes.
@@ -160,7 +198,8 @@ func WriteBinary(path string, d *Dataset) error {
 	if err != nil {
 		return err
 	}
-	return c.write(path, mj)
+	_, err = c.write(path, mj)
+	return err
 }
 
 // binContent is what a binary file holds: its metadata and, for each of
@@ -239,14 +278,18 @@ func (m *binMeta) layOut() ([]byte, error) {
 		if mj, err = json.Marshal(m); err != nil {
 			return nil, err
 		}
+		m.crc = crc32.Checksum(mj, castagnoli)
 	}
 }
 
-// version returns the format version of a file with metadata m: 2 with
-// sparse features, else 1.
+// version returns the format version of a file with metadata m: 3 for a
+// part, else 2 with sparse features, else 1.
 func (m *binMeta) version() uint32 {
-	if m.FeatureFormat != "" {
-		return binVersion
+	switch {
+	case m.Part != nil:
+		return binVersionPart
+	case m.FeatureFormat != "":
+		return binVersion2
 	}
 	return binVersion1
 }
@@ -267,11 +310,11 @@ func binHeader(mj []byte, version uint32) [binHeaderSize]byte {
 
 // write atomically writes the file of c to path: the header, the metadata
 // mj (c.meta laid out by layOut) and every section at its offset, with
-// zero padding between them.
-func (c *binContent) write(path string, mj []byte) (err error) {
+// zero padding between them. It returns the file's size in bytes.
+func (c *binContent) write(path string, mj []byte) (size int64, err error) {
 	af, err := atomicfile.Create(path)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer func() {
 		if err != nil {
@@ -282,20 +325,20 @@ func (c *binContent) write(path string, mj []byte) (err error) {
 	w := &offsetWriter{w: bufio.NewWriterSize(af, textfile.BufSize)}
 	hdr := binHeader(mj, c.meta.version())
 	if err := w.write(hdr[:]); err != nil {
-		return err
+		return 0, err
 	}
 	if err := w.write(mj); err != nil {
-		return err
+		return 0, err
 	}
 	for k, s := range c.meta.Sections {
 		if err := w.writeSection(s, c.data[k]); err != nil {
-			return err
+			return 0, err
 		}
 	}
 	if err := w.w.Flush(); err != nil {
-		return err
+		return 0, err
 	}
-	return af.Commit()
+	return w.pos, af.Commit()
 }
 
 // offsetWriter writes through a buffer and counts the bytes written, so
@@ -450,6 +493,10 @@ func readBinMeta(r io.ReaderAt, path string, size int64) (*binMeta, error) {
 	if err := json.Unmarshal(mj, &meta); err != nil {
 		return nil, &ParseError{Path: path, Msg: "malformed metadata", Err: err}
 	}
+	meta.crc = le.Uint32(hdr[32:])
+	if (meta.Part != nil) != (v == binVersionPart) {
+		return nil, parseErr(path, 0, fmt.Sprintf("corrupt metadata: a version %d file with part %v (only version %d files are parts)", v, meta.Part != nil, binVersionPart))
+	}
 	if meta.version() > v {
 		return nil, parseErr(path, 0, fmt.Sprintf("corrupt metadata: %s features in a version %d file", meta.FeatureFormat, v))
 	}
@@ -469,12 +516,22 @@ func (m *binMeta) check(path string, size int64) error {
 	if m.NumClasses > MaxClasses {
 		return parseErr(path, 0, fmt.Sprintf("corrupt metadata: %d classes exceeds the limit of %d", m.NumClasses, MaxClasses))
 	}
+	if p := m.Part; p != nil && (p.Parts < 1 || p.Index < 0 || p.Index >= p.Parts || p.Lo < 0 || p.Hi < p.Lo || p.Hi > m.NumNodes) {
+		return parseErr(path, 0, fmt.Sprintf("corrupt metadata: part %d of %d with rows [%d,%d) of %d", p.Index, p.Parts, p.Lo, p.Hi, m.NumNodes))
+	}
+	rows := m.rows()
 	want := map[string]struct {
 		dtype string
 		count int64
 	}{
-		"indptr":  {"int64", m.NumNodes + 1},
+		"indptr":  {"int64", rows + 1},
 		"indices": {"int64", m.NumEdges},
+	}
+	if m.Part != nil {
+		want[secOrigIDs] = struct {
+			dtype string
+			count int64
+		}{"int64", rows}
 	}
 	if m.Weighted {
 		want["values"] = struct {
@@ -483,13 +540,13 @@ func (m *binMeta) check(path string, size int64) error {
 		}{"float64", m.NumEdges}
 	}
 	if m.HasFeatures && m.FeatureFormat == "" {
-		if m.NumFeatures > 0 && m.NumNodes > (1<<62)/int64(m.NumFeatures) {
+		if m.NumFeatures > 0 && rows > (1<<62)/int64(m.NumFeatures) {
 			return parseErr(path, 0, "corrupt metadata: feature matrix too large")
 		}
 		want["features"] = struct {
 			dtype string
 			count int64
-		}{"float32", m.NumNodes * int64(m.NumFeatures)}
+		}{"float32", rows * int64(m.NumFeatures)}
 	}
 	if err := m.checkSparseFeatures(path, want); err != nil {
 		return err
@@ -498,7 +555,7 @@ func (m *binMeta) check(path string, size int64) error {
 		want["labels"] = struct {
 			dtype string
 			count int64
-		}{"int32", m.NumNodes}
+		}{"int32", rows}
 	}
 	for _, s := range m.Splits {
 		for k, c := range [...]int64{s.Train, s.Valid, s.Test} {
@@ -592,7 +649,7 @@ func (f *binFile) arrays(noFeatures, noLabels bool) (a binArrays, err error) {
 	if a.indices, err = binView[int64](f, "indices"); err != nil {
 		return a, err
 	}
-	if n := f.meta.NumNodes; a.indptr[0] != 0 || a.indptr[n] != f.meta.NumEdges {
+	if n := f.meta.rows(); a.indptr[0] != 0 || a.indptr[n] != f.meta.NumEdges {
 		return a, parseErr(f.path, 0, "section indptr: corrupt row pointer")
 	}
 	if f.meta.Weighted {
@@ -642,6 +699,9 @@ func (f *binFile) splits(copied bool) (map[string]Split, error) {
 // unless opt.NoVerify. With opt.Keep nil the Dataset aliases data;
 // otherwise the kept rows and the splits are copied out of it.
 func binDataset(path string, data []byte, meta *binMeta, opt ReadOptions) (*Dataset, error) {
+	if p := meta.Part; p != nil {
+		return nil, parseErr(path, 0, fmt.Sprintf("is part %d of %d of a partitioned dataset: load its directory", p.Index, p.Parts))
+	}
 	f := &binFile{path: path, data: data, meta: meta, noVerify: opt.NoVerify}
 	a, err := f.arrays(opt.NoFeatures, opt.NoLabels)
 	if err != nil {
@@ -719,7 +779,10 @@ func (f *binFile) copyRows(d *Dataset, a binArrays) error {
 
 // Load reads a dataset, choosing the reader from what path is:
 //
-//   - a directory: the OGB raw layout (ReadOGB);
+//   - a directory with a manifest.json: a partitioned dataset (WriteParts),
+//     read whole (LoadParts) in its relabelled ids, or with opt.Keep only
+//     the parts holding kept rows, one at a time;
+//   - any other directory: the OGB raw layout (ReadOGB);
 //   - a file starting with the binary magic: OpenBinary;
 //   - a file named *.mtx or *.mtx.gz: ReadMatrixMarket, which must give a
 //     square matrix;
@@ -738,6 +801,9 @@ func Load(path string, opt ReadOptions) (*Dataset, error) {
 		return nil, textfile.OpenError(path, err)
 	}
 	if st.IsDir() {
+		if IsPartDir(path) {
+			return loadPartDir(path, opt)
+		}
 		return ReadOGB(path, opt)
 	}
 	if isBinary(path) {

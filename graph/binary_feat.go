@@ -57,15 +57,15 @@ func (m *binMeta) checkSparseFeatures(path string, want map[string]struct {
 		return parseErr(path, 0, fmt.Sprintf("corrupt metadata: feature format %q", m.FeatureFormat))
 	case m.FeatureIndex != "int32" && m.FeatureIndex != "int64":
 		return parseErr(path, 0, fmt.Sprintf("corrupt metadata: feature index dtype %q", m.FeatureIndex))
-	case m.FeatureNNZ < 0 || (m.NumFeatures > 0 && m.FeatureNNZ/int64(m.NumFeatures) > m.NumNodes) ||
+	case m.FeatureNNZ < 0 || (m.NumFeatures > 0 && m.FeatureNNZ/int64(m.NumFeatures) > m.rows()) ||
 		(m.NumFeatures == 0 && m.FeatureNNZ > 0):
-		return parseErr(path, 0, fmt.Sprintf("corrupt metadata: %d sparse features in %d×%d", m.FeatureNNZ, m.NumNodes, m.NumFeatures))
+		return parseErr(path, 0, fmt.Sprintf("corrupt metadata: %d sparse features in %d×%d", m.FeatureNNZ, m.rows(), m.NumFeatures))
 	}
 	type sec = struct {
 		dtype string
 		count int64
 	}
-	want[secFeatIndptr] = sec{"int64", m.NumNodes + 1}
+	want[secFeatIndptr] = sec{"int64", m.rows() + 1}
 	want[secFeatIndices] = sec{m.FeatureIndex, m.FeatureNNZ}
 	if !m.FeaturePattern {
 		want[secFeatValues] = sec{"float32", m.FeatureNNZ}
@@ -90,7 +90,7 @@ func (f *binFile) sparseFeatures() (*featSection, error) {
 	if s.ptr, err = binView[int64](f, secFeatIndptr); err != nil {
 		return nil, err
 	}
-	if n := f.meta.NumNodes; s.ptr[0] != 0 || s.ptr[n] != f.meta.FeatureNNZ {
+	if n := f.meta.rows(); s.ptr[0] != 0 || s.ptr[n] != f.meta.FeatureNNZ {
 		return nil, parseErr(f.path, 0, "section "+secFeatIndptr+": corrupt row pointer")
 	}
 	if f.meta.FeatureIndex == "int32" {
@@ -116,6 +116,17 @@ type featSource struct {
 	dim   int
 	dense []float32    // n×dim, or nil
 	sp    *featSection // or the sparse rows
+	// whole, when set, describes the whole feature matrix of which these
+	// rows are a part (a partitioned dataset's manifest): rows uses it
+	// instead of stats, so that every part decides alike.
+	whole *featStats
+}
+
+// featStats describes a whole feature matrix: its rows, its nonzeros and
+// whether every nonzero is 1.
+type featStats struct {
+	rows, nnz int64
+	ones      bool
 }
 
 // stats returns the nonzeros of the whole feature matrix of n rows and
@@ -149,13 +160,17 @@ func (s *featSource) stats(n int64) (nnz int64, ones bool) {
 // when all rows are taken and the indices are stored as int64; every
 // other result is a copy, checked for corrupt row pointers and columns.
 func (s *featSource) rows(rows []int64, n int64, format FeatureFormat) (*dense.Matrix, *sparse.Matrix[float32], error) {
-	nnz, ones := int64(0), true
-	if format != FeatureDense || s.sp != nil {
-		nnz, ones = s.stats(n)
+	whole := featStats{rows: n, ones: true}
+	switch {
+	case s.whole != nil:
+		whole = *s.whole
+	case format != FeatureDense || s.sp != nil:
+		whole.nnz, whole.ones = s.stats(n)
 	}
+	ones := whole.ones
 	if format == FeatureAuto {
 		format = FeatureDense
-		if sparseByDensity(nnz, n, s.dim) {
+		if sparseByDensity(whole.nnz, whole.rows, s.dim) {
 			format = FeatureCSR
 		}
 	}

@@ -238,7 +238,7 @@ func TestBinaryMalformed(t *testing.T) {
 		{"truncated metadata", orig[:binHeaderSize+10], ErrTruncated, "metadata"},
 		{"truncated section", orig[:last.Offset+last.Length-1], ErrTruncated, "section " + last.Name},
 		{"truncated at section start", orig[:meta.Sections[0].Offset], ErrTruncated, "section"},
-		{"version 3", setVersion(3), ErrVersion, "version 3"},
+		{"version 4", setVersion(4), ErrVersion, "version 4"},
 		{"version 0", setVersion(0), ErrVersion, "version 0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

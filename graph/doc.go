@@ -27,5 +27,15 @@
 // needing only the book do not link libmetis. The binary writer goes
 // through internal/atomicfile.
 //
+// # Partitioned datasets
+//
+// WriteParts relabels a whole Dataset by a book (Relabel: part q owns the
+// contiguous ids [offsets[q], offsets[q+1])) and writes one binary part
+// file per part plus a PartManifest. LoadParts reads a contiguous range
+// of parts, touching only their files and verifying them against the
+// manifest, as a Part: a row block with global column ids, and nothing of
+// the whole graph's size. PartManifest.RunParts says which parts a rank of
+// a run holds.
+//
 // The formats are described in docs/data-formats.md of the repository.
 package graph

@@ -28,7 +28,8 @@ func TestBinaryLabelOutOfRange(t *testing.T) {
 	mj, err := c.meta.layOut()
 	require.NoError(t, err)
 	path := filepath.Join(t.TempDir(), "bad.gnn")
-	require.NoError(t, c.write(path, mj))
+	_, err = c.write(path, mj)
+	require.NoError(t, err)
 	for _, opt := range []ReadOptions{{}, {Keep: func(int64) bool { return true }}} {
 		_, _, err = OpenBinary(path, opt)
 		var pe *ParseError
@@ -44,7 +45,8 @@ func TestBinaryLabelOutOfRange(t *testing.T) {
 	c.meta.NumClasses = MaxClasses + 1
 	mj, err = c.meta.layOut()
 	require.NoError(t, err)
-	require.NoError(t, c.write(path, mj))
+	_, err = c.write(path, mj)
+	require.NoError(t, err)
 	_, _, err = OpenBinary(path, ReadOptions{})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "exceeds the limit of 1048576")

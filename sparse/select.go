@@ -77,3 +77,39 @@ func RowRange[T Scalar](a *Matrix[T], lo, hi int64) *Matrix[T] {
 	}
 	return out
 }
+
+// SelectCols returns the entries of A whose columns lie in [lo, hi) as a
+// new matrix of A's shape: the column ids are kept (not renumbered), and
+// so is the order of the entries within each row. Values are copied when A
+// has them. A is not modified and the result shares no memory with it.
+// It will panic if lo > hi.
+func SelectCols[T Scalar](a *Matrix[T], lo, hi int64) *Matrix[T] {
+	if lo > hi {
+		panic("sparse: column range with lo > hi")
+	}
+	ptr := make([]int64, a.NRows+1)
+	for i := range a.NRows {
+		n := ptr[i]
+		for _, j := range a.Row(i) {
+			if j >= lo && j < hi {
+				n++
+			}
+		}
+		ptr[i+1] = n
+	}
+	out := &Matrix[T]{NRows: a.NRows, NCols: a.NCols, Indptr: ptr, Indices: make([]int64, ptr[a.NRows])}
+	if a.Values != nil {
+		out.Values = make([]T, ptr[a.NRows])
+	}
+	o := 0
+	for k, j := range a.Indices[a.Indptr[0]:a.Indptr[a.NRows]] {
+		if j >= lo && j < hi {
+			out.Indices[o] = j
+			if a.Values != nil {
+				out.Values[o] = a.Values[a.Indptr[0]+int64(k)]
+			}
+			o++
+		}
+	}
+	return out
+}

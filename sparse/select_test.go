@@ -140,3 +140,26 @@ func TestRowRange(t *testing.T) {
 	require.NotNil(t, e.Values, "a valued matrix's empty range keeps non-nil values")
 	require.Empty(t, e.Indices)
 }
+
+func TestSelectCols(t *testing.T) {
+	a := selectFixture()
+	for _, tc := range []struct {
+		name   string
+		lo, hi int64
+		want   *CSR
+	}{
+		// Row 0 keeps its order (3, 1, 3) and the repeat; ids stay global.
+		{"middle", 1, 4, &CSR{NRows: 4, NCols: 5, Indptr: []int64{0, 3, 3, 3, 4}, Indices: []int64{3, 1, 3, 2}, Values: []float64{1, 2, 4, 32}}},
+		{"all", 0, 5, a},
+		{"none", 2, 2, &CSR{NRows: 4, NCols: 5, Indptr: []int64{0, 0, 0, 0, 0}, Indices: []int64{}, Values: []float64{}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := SelectCols(a, tc.lo, tc.hi)
+			assert.Equal(t, tc.want, got)
+			assert.Equal(t, selectFixture(), a, "input unchanged")
+		})
+	}
+	p := &Matrix[float32]{NRows: 1, NCols: 3, Indptr: []int64{0, 2}, Indices: []int64{0, 2}}
+	assert.Equal(t, &Matrix[float32]{NRows: 1, NCols: 3, Indptr: []int64{0, 1}, Indices: []int64{2}}, SelectCols(p, 1, 3), "a pattern stays a pattern")
+	assert.Panics(t, func() { SelectCols(a, 3, 2) })
+}

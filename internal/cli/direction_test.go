@@ -108,7 +108,7 @@ func TestSymmetrizeFlag(t *testing.T) {
 		{"sample", 2, []string{"--fanouts", "3,3", "--batch-size", "64", "--max-batches", "2"}},
 		{"info", 1, nil},
 		{"info", 3, nil},
-		{"partition", 2, []string{"--method", "random", "--parts", "2", "--split", "none", "--out", book}},
+		{"partition", 2, []string{"--method", "random", "--parts", "2", "--split", "none", "--book", book}},
 		{"convert", 1, []string{"--out", out}},
 	}
 	for _, data := range []string{gnn, ogb} {

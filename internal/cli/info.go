@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"gnnmpi/collective"
@@ -18,7 +19,7 @@ func infoCmd() *Command {
 		Summary: "load a dataset distributed over the ranks and print its statistics",
 		Usage:   "--data PATH",
 		Flags: func(fs *flag.FlagSet) func(*Env) error {
-			data := fs.String("data", "data/cora", "dataset: OGB raw-layout directory, .gnn binary file, .mtx or edge list")
+			data := fs.String("data", "data/cora", "dataset: OGB raw-layout directory, partitioned dataset directory (gnnmpi partition --out), .gnn binary file, .mtx or edge list")
 			book := fs.String("partition", "", "partition book (gnnmpi partition); default: vertex v on rank v mod p")
 			showGPU := fs.Bool("gpu", false, "also list the GPUs visible to each node and this rank's binding")
 			sym := fs.Bool("symmetrize", false, symmetrizeUsage+"; the statistics are then those of the symmetrized graph")
@@ -67,25 +68,26 @@ type DatasetInfo struct {
 func info(env *Env, path, bookPath string, symmetrize bool, format graph.FeatureFormat, showGPU bool) error {
 	c := env.Comm
 	p := c.Size()
-	owner, books, err := infoOwner(c, bookPath)
-	if err != nil {
-		return err
-	}
-	var keep func(int64) bool
-	if owner != nil {
-		keep = func(g int64) bool { return owner(g) == c.Rank() }
-	}
 	env.Progress("loading %s on %d ranks", path, p)
 	t0 := time.Now()
-	d, err := graph.Load(path, graph.ReadOptions{Keep: keep, FeatureFormat: format})
+	var (
+		d     *graph.Dataset
+		owner func(int64) int
+		m     *graph.PartManifest
+		err   error
+	)
+	if graph.IsPartDir(path) {
+		if bookPath != "" {
+			return fmt.Errorf("info: %s is a partitioned dataset, whose parts place the rows: --partition does not apply", path)
+		}
+		d, owner, m, err = infoLoadParts(c, path, format)
+	} else {
+		d, owner, err = infoLoad(c, path, bookPath, format)
+	}
 	if err != nil {
 		return err
 	}
 	load := time.Since(t0).Seconds()
-	if books >= 0 && books != d.NumNodes {
-		// Every rank reads the same book and file: all fail here alike.
-		return fmt.Errorf("info: %s has %d vertices, but the book %s has %d", path, d.NumNodes, bookPath, books)
-	}
 	if err := d.Validate(); err != nil {
 		return fmt.Errorf("info: %s: %w", path, err)
 	}
@@ -110,6 +112,11 @@ func info(env *Env, path, bookPath string, symmetrize bool, format graph.Feature
 	for name, s := range d.Splits {
 		in.Splits[name] = []int{len(s.Train), len(s.Valid), len(s.Test)}
 	}
+	if m != nil { // a rank's splits hold its parts' members only
+		for _, s := range m.Splits {
+			in.Splits[s.Name] = []int{int(s.Train), int(s.Valid), int(s.Test)}
+		}
+	}
 	env.Printf("dataset   %s (%s)\n", in.Name, path)
 	env.Printf("nodes     %d\nedges     %d\nfeatures  %d\nclasses   %d\n", in.Nodes, in.Edges, in.Features, in.Classes)
 	if in.FeatureFormat != "" {
@@ -128,6 +135,10 @@ func info(env *Env, path, bookPath string, symmetrize bool, format graph.Feature
 	env.Printf("direction %.1f%% of edges have a reverse edge%s\n", 100*in.Reciprocity, sym)
 	env.Printf("ranks     %d (%s), rows per rank %v, load %.3fs (slowest rank)\n", p, env.Backend, in.RowsPerRank, in.LoadSeconds)
 	result := map[string]any{"dataset": in}
+	if m != nil {
+		printManifest(env, m)
+		result["parts"] = m
+	}
 	if showGPU {
 		g, err := gpuInfo(env)
 		if err != nil {
@@ -136,6 +147,79 @@ func info(env *Env, path, bookPath string, symmetrize bool, format graph.Feature
 		result["gpu"] = g
 	}
 	return env.Finish(result)
+}
+
+// infoLoad loads this rank's rows of the dataset at path: those the book
+// at bookPath gives it, else vertex v on rank v mod p (all rows on a
+// single rank). owner is the rank of each row, nil when every rank holds
+// all.
+func infoLoad(c collective.Comm, path, bookPath string, format graph.FeatureFormat) (*graph.Dataset, func(int64) int, error) {
+	owner, books, err := infoOwner(c, bookPath)
+	if err != nil {
+		return nil, nil, err
+	}
+	var keep func(int64) bool
+	if owner != nil {
+		keep = func(g int64) bool { return owner(g) == c.Rank() }
+	}
+	d, err := graph.Load(path, graph.ReadOptions{Keep: keep, FeatureFormat: format})
+	if err != nil {
+		return nil, nil, err
+	}
+	if books >= 0 && books != d.NumNodes {
+		// Every rank reads the same book and file: all fail here alike.
+		return nil, nil, fmt.Errorf("info: %s has %d vertices, but the book %s has %d", path, d.NumNodes, bookPath, books)
+	}
+	return d, owner, nil
+}
+
+// infoLoadParts loads this rank's parts of the partitioned dataset in dir
+// (graph.PartManifest.RunParts with no replication): the Dataset holds
+// their rows, in the relabelled ids. owner is the rank of each row, nil
+// on a single rank.
+func infoLoadParts(c collective.Comm, dir string, format graph.FeatureFormat) (*graph.Dataset, func(int64) int, *graph.PartManifest, error) {
+	m, err := graph.ReadPartManifest(dir)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	p := c.Size()
+	first, last, err := m.RunParts(c.Rank(), p, 1)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	part, err := graph.LoadParts(dir, m, first, last, graph.PartReadOptions{FeatureFormat: format})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	var owner func(int64) int
+	if p > 1 {
+		per := m.Parts / p
+		owner = func(g int64) int {
+			q, found := slices.BinarySearch(m.Offsets, g)
+			if !found {
+				q-- // g lies in part q−1, whose first vertex is below it
+			}
+			for q+1 < m.Parts && m.Offsets[q+1] == g { // skip empty parts
+				q++
+			}
+			return q / per
+		}
+	}
+	return part.Dataset(), owner, m, nil
+}
+
+// printManifest prints the summary of a partitioned dataset's manifest
+// and a line per part.
+func printManifest(env *Env, m *graph.PartManifest) {
+	var bytes int64
+	for _, f := range m.Files {
+		bytes += f.Bytes
+	}
+	env.Printf("parts     %d (%s), edge cut %d of %d (%.1f%%), %d bytes, %s features stored\n", m.Parts, m.Method, m.EdgeCut, m.NumEdges,
+		100*float64(m.EdgeCut)/float64(max(m.NumEdges, 1)), bytes, featureFormatName(m.FeatureFormat))
+	for q, f := range m.Files {
+		env.Printf("  %s  vertices [%d,%d) %d, edges %d, %d bytes\n", f.Name, m.Offsets[q], m.Offsets[q+1], m.Offsets[q+1]-m.Offsets[q], f.Edges, f.Bytes)
+	}
 }
 
 // infoOwner returns the rank that loads each global row: its part in the

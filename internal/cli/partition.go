@@ -3,6 +3,7 @@ package cli
 import (
 	"flag"
 	"fmt"
+	"os"
 	"time"
 
 	"gnnmpi/graph"
@@ -12,8 +13,8 @@ import (
 func partitionCmd() *Command {
 	return &Command{
 		Name:    "partition",
-		Summary: "partition a dataset's vertices (block, random, METIS, or PT-Scotch over all ranks) and write the partition book",
-		Usage:   "--data PATH --parts K --out BOOK",
+		Summary: "partition a dataset's vertices (block, random, METIS, or PT-Scotch over all ranks); write a partitioned dataset and/or the partition book",
+		Usage:   "--data PATH --parts K --out DIR | --book FILE",
 		Flags: func(fs *flag.FlagSet) func(*Env) error {
 			data := fs.String("data", "data/cora", "dataset")
 			parts := fs.Int("parts", 0, "number of parts (default: number of ranks)")
@@ -22,75 +23,131 @@ func partitionCmd() *Command {
 			checkGraph := fs.Bool("check-graph", false, "ptscotch: verify the symmetrized graph with SCOTCH_dgraphCheck before partitioning")
 			split := fs.String("split", "", "split whose train/valid/test vertices METIS balances (default: the dataset's first; \"none\" balances vertices only)")
 			seed := fs.Uint64("seed", 1, "random seed")
-			out := fs.String("out", "", "partition book to write (.gz for gzip)")
+			out := fs.String("out", "", "directory to write the partitioned dataset to: relabelled vertices, one .gnn file per part and manifest.json")
+			bookPath := fs.String("book", "", "partition book to write (.gz for gzip), for --partition of train, info and fetch")
 			sym := fs.Bool("symmetrize", false, symmetrizeUsage+"; METIS partitions the symmetrized graph either way, but the edge cut reported counts the edges loaded")
+			format := fs.String("feature-format", string(graph.FeatureAuto), featureFormatUsage+"; how the part files store the features")
 			return func(env *Env) error {
 				k := *parts
 				if k == 0 {
 					k = env.Comm.Size()
 				}
-				if *out == "" {
-					return fmt.Errorf("partition: --out is required")
+				if *out == "" && *bookPath == "" {
+					return fmt.Errorf("partition: --out DIR or --book FILE is required")
 				}
 				if *method == "ptscotch" {
 					if *split != "" && *split != "none" {
 						return fmt.Errorf("partition: --method ptscotch balances vertex counts only; --split %q needs --method metis", *split)
 					}
-					return runDistPartition(env, *data, k, *method, *seed, *sym, *imbalance, *checkGraph, *out)
+					if *out != "" {
+						return fmt.Errorf("partition: --method ptscotch writes the partition book (--book FILE); write the partitioned dataset from it with --method FILE --out DIR")
+					}
+					return runDistPartition(env, *data, k, *method, *seed, *sym, *imbalance, *checkGraph, *bookPath)
 				}
-				return RankZero(env.Comm, func() error { return runPartition(env, *data, k, *method, *split, *seed, *sym, *out) })
+				ff, err := graph.ParseFeatureFormat(*format)
+				if err != nil {
+					return fmt.Errorf("partition: %w", err)
+				}
+				o := partitionOptions{data: *data, parts: k, method: *method, split: *split, seed: *seed, symmetrize: *sym,
+					out: *out, book: *bookPath, format: ff}
+				return RankZero(env.Comm, func() error { return runPartition(env, o) })
 			}
 		},
 	}
 }
 
-func runPartition(env *Env, data string, k int, method, split string, seed uint64, symmetrize bool, out string) error {
+// partitionOptions are the flags of `gnnmpi partition`.
+type partitionOptions struct {
+	data       string
+	parts      int
+	method     string
+	split      string
+	seed       uint64
+	symmetrize bool
+	out, book  string
+	format     graph.FeatureFormat
+}
+
+func runPartition(env *Env, o partitionOptions) error {
+	k := o.parts
 	if k < 1 {
 		return fmt.Errorf("partition: --parts %d < 1", k)
 	}
-	d, err := graph.Load(data, graph.ReadOptions{NoFeatures: true})
+	// The features are needed only for the partitioned dataset.
+	d, err := graph.Load(o.data, graph.ReadOptions{NoFeatures: o.out == "", FeatureFormat: o.format})
 	if err != nil {
 		return err
 	}
-	symmetrized := symmetrize && !d.Symmetric
-	if symmetrize {
+	symmetrized := o.symmetrize && !d.Symmetric
+	if o.symmetrize {
 		d = d.Symmetrized()
 	}
-	checkDirection(env, data, d, symmetrized)
+	checkDirection(env, o.data, d, symmetrized)
+	split := o.split
 	if split == "" {
 		split, _, _ = d.DefaultSplit()
 	} else if split == "none" {
 		split = ""
 	} else if _, ok := d.Splits[split]; !ok {
-		return fmt.Errorf("partition: %s has no split %q (have %v)", data, split, d.SplitNames())
+		return fmt.Errorf("partition: %s has no split %q (have %v)", o.data, split, d.SplitNames())
 	}
 	t0 := time.Now()
 	var b *partition.Book
-	switch method {
+	switch o.method {
 	case "block":
 		b = partition.Block(d.NumNodes, k)
 	case "random":
-		b = partition.Random(d.NumNodes, k, seed)
+		b = partition.Random(d.NumNodes, k, o.seed)
 	case "metis":
-		if b, err = graph.MetisPartition(d, k, split, int(seed)); err != nil {
+		if b, err = graph.MetisPartition(d, k, split, int(o.seed)); err != nil {
 			return err
 		}
 	default:
-		return fmt.Errorf("partition: unknown --method %q (want block, random, metis or ptscotch)", method)
+		if _, err := os.Stat(o.method); err != nil {
+			return fmt.Errorf("partition: --method %q is neither block, random, metis, ptscotch nor a readable partition book: %w", o.method, err)
+		}
+		if b, err = partition.Read(o.method); err != nil {
+			return err
+		}
+		if b.Parts != k || b.NumNodes() != d.NumNodes {
+			return fmt.Errorf("partition: book %s has %d parts over %d vertices; want %d parts over the %d vertices of %s", o.method, b.Parts, b.NumNodes(), k, d.NumNodes, o.data)
+		}
 	}
 	took := time.Since(t0)
-	if err := partition.Write(out, b); err != nil {
-		return err
-	}
 	cut := b.EdgeCut(d.Adj)
 	env.Printf("partitioned %s into %d parts with %s in %.2fs: edge cut %d of %d (%.1f%%), sizes %v\n",
-		data, k, method, took.Seconds(), cut, d.NumEdges(), 100*float64(cut)/float64(max(d.NumEdges(), 1)), b.Sizes())
+		o.data, k, o.method, took.Seconds(), cut, d.NumEdges(), 100*float64(cut)/float64(max(d.NumEdges(), 1)), b.Sizes())
 	if s, ok := d.Splits[split]; ok && split != "" {
 		bal := b.Balance(mask(d.NumNodes, s.Train), mask(d.NumNodes, s.Valid), mask(d.NumNodes, s.Test))
 		env.Printf("balance (max/mean) of split %s: train %.3f, valid %.3f, test %.3f\n", split, bal[0], bal[1], bal[2])
 	}
-	env.Printf("wrote %s\n", out)
+	if o.book != "" {
+		if err := partition.Write(o.book, b); err != nil {
+			return err
+		}
+		env.Printf("wrote %s\n", o.book)
+	}
+	if o.out != "" {
+		env.Progress("writing the %d parts of %s to %s", k, o.data, o.out)
+		m, err := graph.WriteParts(o.out, d, b, o.method, env.Progress)
+		if err != nil {
+			return err
+		}
+		var bytes int64
+		for _, f := range m.Files {
+			bytes += f.Bytes
+		}
+		env.Printf("wrote %s: %d parts, %d bytes, %s features\n", o.out, m.Parts, bytes, featureFormatName(m.FeatureFormat))
+	}
 	return nil
+}
+
+// featureFormatName names a stored feature format, "no" without features.
+func featureFormatName(f graph.FeatureFormat) string {
+	if f == "" {
+		return "no"
+	}
+	return string(f)
 }
 
 func mask(n int64, ids []int64) []bool {
