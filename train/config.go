@@ -114,9 +114,11 @@ type Config struct {
 	// another. The minibatches do not depend on it.
 	Bulk int
 	// Topology is where the sampler's graph lives: TopologyReplicated
-	// (every rank holds it; sampling does no communication) or
+	// (every rank holds it; sampling does no communication),
 	// Topology15D (rows over p/C grid rows, C copies; P = Q·A by 1.5D
-	// SpGEMM, collective). The minibatches do not depend on it.
+	// SpGEMM, collective) or Topology2D (√p×√p blocks, SUMMA). On a
+	// partitioned dataset the grid rows are the data's parts. The
+	// minibatches do not depend on it.
 	Topology Topology
 	C        int // replication factor of Topology15D; divides the number of ranks
 

@@ -157,6 +157,12 @@ type LoadOptions struct {
 	Seed uint64
 	// Progress, if not nil, receives progress lines.
 	Progress func(string, ...any)
+	// WholeTopology asks, for a partitioned dataset (a directory written
+	// by `gnnmpi partition --out`), for every part's adjacency rows and
+	// labels besides the rank's own part (a replicated topology); without
+	// it a rank holds only its part's rows. A dataset in one file is
+	// always read whole.
+	WholeTopology bool
 }
 
 // Load reads the dataset at path for rank c.Rank() of c.Size(): topology,
@@ -188,6 +194,9 @@ func Load(c collective.Comm, path string, o LoadOptions) (*Data, error) {
 	}
 	p, r := c.Size()/replication, c.Rank()/replication
 	defer collective.SetPhase(c, "setup")()
+	if graph.IsPartDir(path) {
+		return loadParts(c, path, o, replication, o.WholeTopology)
+	}
 	progress("loading topology and labels of %s", path)
 	g, err := graph.Load(path, graph.ReadOptions{NoFeatures: true})
 	if err != nil {
@@ -220,7 +229,7 @@ func Load(c collective.Comm, path string, o LoadOptions) (*Data, error) {
 	progress("loading the features of the vertices each rank owns")
 	var keep func(int64) bool
 	if p > 1 {
-		keep = func(gid int64) bool { return int(book.Part[gid]) == r }
+		keep = func(gid int64) bool { return book.Owner(gid) == r }
 	}
 	f, err := graph.Load(path, graph.ReadOptions{Keep: keep, NoLabels: true, FeatureFormat: format})
 	if err != nil {
@@ -242,8 +251,8 @@ func Load(c collective.Comm, path string, o LoadOptions) (*Data, error) {
 		// Keep yields rows in ascending gid order, which is the book's
 		// local-id order.
 		for k, gid := range f.Rows {
-			if book.Local[gid] != int64(k) {
-				return nil, fmt.Errorf("train: row %d of rank %d is vertex %d with local id %d", k, r, gid, book.Local[gid])
+			if book.LocalID(gid) != int64(k) {
+				return nil, fmt.Errorf("train: row %d of rank %d is vertex %d with local id %d", k, r, gid, book.LocalID(gid))
 			}
 		}
 	} else if p > 1 || rows != int(g.NumNodes) {
@@ -339,7 +348,9 @@ func partitionBook(c collective.Comm, g *graph.Dataset, split, method string, p 
 			}
 		}
 		if err == nil {
-			copy(part, b.Part)
+			for gid := range part {
+				part[gid] = int32(b.Owner(int64(gid)))
+			}
 		}
 		return err
 	}, part)

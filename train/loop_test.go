@@ -179,7 +179,7 @@ func TestParsers(t *testing.T) {
 		{"optimizer", asString(ParseOptimizer), []string{"adam", "sgd"}, `train: unknown optimizer "bogus" (want adam or sgd)`},
 		{"mode", asString(ParseMode), []string{"minibatch", "graph", "pipe", "hybrid"}, `train: unknown mode "bogus" (want minibatch, graph, pipe or hybrid)`},
 		{"sampler", asString(ParseSampler), []string{"sage", "ladies"}, `train: unknown sampler "bogus" (want sage or ladies)`},
-		{"topology", asString(ParseTopology), []string{"replicated", "1.5d"}, `train: unknown topology "bogus" (want replicated or 1.5d)`},
+		{"topology", asString(ParseTopology), []string{"replicated", "1.5d"}, `train: unknown topology "bogus" (want replicated, 1.5d or 2d)`},
 		{"shuffle", asString(ParseShuffle), []string{"local", "global"}, `train: unknown shuffle "bogus" (want local or global)`},
 		{"selection", asString(ParseSelection), []string{"val-acc", "val-loss"}, `train: unknown model selection "bogus" (want val-acc or val-loss)`},
 		{"feature norm", asString(ParseFeatureNorm), []string{"auto", "row", "none"}, `train: unknown feature normalisation "bogus" (want auto, row or none)`},
@@ -223,7 +223,7 @@ func TestUnknownValues(t *testing.T) {
 		want string
 	}{
 		{func(c *Config) { c.Sampler = "fastgcn" }, `unknown sampler "fastgcn"`},
-		{func(c *Config) { c.Topology = "2d" }, `unknown topology "2d"`},
+		{func(c *Config) { c.Topology = "3d" }, `unknown topology "3d"`},
 		{func(c *Config) { c.Shuffle = "none" }, `unknown shuffle "none"`},
 		{func(c *Config) { c.Select = "best" }, `unknown model selection "best"`},
 		{func(c *Config) { c.FeatureNorm = "col" }, `unknown feature normalisation "col"`},

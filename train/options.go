@@ -79,11 +79,12 @@ type Topology string
 const (
 	TopologyReplicated Topology = "replicated" // every rank holds it
 	Topology15D        Topology = "1.5d"       // rows over p/C grid rows, C copies
+	Topology2D         Topology = "2d"         // √p×√p blocks
 )
 
 // ParseTopology returns the topology named s.
 func ParseTopology(s string) (Topology, error) {
-	return parseChoice("topology", s, TopologyReplicated, Topology15D)
+	return parseChoice("topology", s, TopologyReplicated, Topology15D, Topology2D)
 }
 
 // Shuffle names how an epoch's training vertices are shuffled over the

@@ -12,6 +12,7 @@ import (
 	"gnnmpi/partition"
 	"gnnmpi/sampling"
 	"gnnmpi/sparse"
+	"gnnmpi/spgemm"
 )
 
 // Phases of the epoch time (EpochStats.PhaseSeconds) and of the byte
@@ -184,22 +185,20 @@ func newTrainer(c collective.Comm, d *Data, cfg Config) (*trainer, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Topology == Topology15D {
-		p := c.Size()
-		if p%cfg.C != 0 {
-			return nil, fmt.Errorf("train: replication factor %d does not divide the %d ranks", cfg.C, p)
-		}
-		if t.grid, err = collective.NewGrid(t.lc, p/cfg.C, cfg.C); err != nil {
-			return nil, err
-		}
-	}
-	if t.sampler, err = sampling.New(string(cfg.Sampler), d.Adj, cfg.Fanouts, t.grid); err != nil {
+	if t.grid, err = topologyGrid(t.lc, cfg); err != nil {
 		return nil, err
 	}
-	n := d.NumNodes()
-	t.deg = make([]int64, n)
-	for i := range n {
-		t.deg[i] = d.Adj.Degree(i)
+	if t.sampler, err = t.newSampler(); err != nil {
+		return nil, err
+	}
+	if !d.Partitioned() {
+		n := d.NumNodes()
+		t.deg = make([]int64, n)
+		for i := range n {
+			t.deg[i] = d.Adj.Degree(i)
+		}
+	} else if cfg.Model.Kind == "gcn" {
+		return nil, fmt.Errorf("train: --model gcn normalises by the degrees of sampled vertices that other parts hold; on a partitioned dataset use sage or gat (or --sampler ladies, whose blocks carry Â)")
 	}
 	r := c.Rank()
 	if t.fcomm, err = t.featureComm(); err != nil {
@@ -237,6 +236,78 @@ func newTrainer(c collective.Comm, d *Data, cfg Config) (*trainer, error) {
 
 // mask returns the membership of ids among the vertices [lo, hi), indexed
 // from lo: ids outside the range are left out.
+// topologyGrid returns the grid of the sampler's topology over c: (p/C)×C
+// for 1.5D, √p×√p for 2D, nil when replicated.
+func topologyGrid(c collective.Comm, cfg Config) (*collective.Grid, error) {
+	p := c.Size()
+	switch cfg.Topology {
+	case Topology15D:
+		if p%cfg.C != 0 {
+			return nil, fmt.Errorf("train: replication factor %d does not divide the %d ranks", cfg.C, p)
+		}
+		return collective.NewGrid(c, p/cfg.C, cfg.C)
+	case Topology2D:
+		s := isqrt(p)
+		if s*s != p {
+			return nil, fmt.Errorf("train: --topology 2d needs a square number of ranks, not %d", p)
+		}
+		return collective.NewGrid(c, s, s)
+	}
+	return nil, nil
+}
+
+// isqrt returns ⌊√n⌋ for n ≥ 0.
+func isqrt(n int) int {
+	s := 0
+	for (s+1)*(s+1) <= n {
+		s++
+	}
+	return s
+}
+
+// newSampler returns the sampler over the topology of cfg: replicated
+// (the whole graph on every rank), or distributed over t.grid, built from
+// the rows this rank holds. A distributed topology's row blocks are the
+// data's parts when d is partitioned (the rank's rows are its grid row's
+// block: C, or √p for 2D, must equal the feature replication), else the
+// even split of the rows.
+func (t *trainer) newSampler() (sampling.Sampler, error) {
+	d, cfg := t.d, t.cfg
+	kind := string(cfg.Sampler)
+	if cfg.Topology == TopologyReplicated {
+		if d.Partitioned() {
+			return nil, fmt.Errorf("train: a partitioned dataset's ranks hold only their parts' rows: use --topology 1.5d or 2d (or load it with a replicated topology)")
+		}
+		return sampling.New(kind, d.Adj, cfg.Fanouts, nil)
+	}
+	g := t.grid
+	bounds, local := d.Offsets, d.Adj
+	if !d.Partitioned() {
+		bounds = spgemm.Bounds(d.NumNodes(), g.PR)
+		local = sparse.RowRange(d.Adj, bounds[g.Row], bounds[g.Row+1])
+	} else if len(bounds) != g.PR+1 || d.RowLo != bounds[g.Row] || d.RowHi != bounds[g.Row+1] {
+		return nil, fmt.Errorf("train: the %s topology's %d grid rows must be the data's %d parts: with a partitioned dataset set the topology's replication (--c for 1.5d, √p for 2d) equal to the feature replication %d",
+			cfg.Topology, g.PR, len(bounds)-1, cfg.Replication)
+	}
+	if cfg.Sampler == SamplerLADIES {
+		var err error
+		if local, err = sampling.GCNNormalizedBlock(g.ColComm, bounds, local); err != nil {
+			return nil, err
+		}
+	}
+	var top sampling.Topology
+	var err error
+	if cfg.Topology == Topology2D {
+		top, err = sampling.Distributed2D(g, bounds, local)
+	} else {
+		top, err = sampling.Distributed15DBlock(g, bounds, local)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return sampling.NewOn(kind, top, cfg.Fanouts)
+}
+
 func mask(lo, hi int64, ids []int64) []bool {
 	m := make([]bool, hi-lo)
 	for _, g := range ids {
@@ -602,14 +673,14 @@ func (t *trainer) infer(owned []int64) (*dense.Matrix, error) {
 	return h, nil
 }
 
-// identity reports whether src lists exactly the n local rows 0..n−1 in
-// order.
-func identity(src []int64, local []int64, n int) bool {
+// identity reports whether src lists exactly the n rows of rank r under
+// book, local ids 0..n−1, in order.
+func identity(src []int64, book *partition.Book, r, n int) bool {
 	if len(src) != n {
 		return false
 	}
 	for i, g := range src {
-		if local[g] != int64(i) {
+		if q, lid := book.Locate(g); q != r || lid != int64(i) {
 			return false
 		}
 	}
@@ -637,7 +708,7 @@ func (t *trainer) chunk(owned []int64, lo, hi int) *evalChunk {
 	ch := &evalChunk{adj: t.adjacency(blk), src: blk.Src}
 	// One rank, one chunk: the sources are this rank's rows in order, so
 	// nothing is exchanged.
-	if ch.inPlace = identity(blk.Src, t.ebook.Local, len(owned)); !ch.inPlace {
+	if ch.inPlace = identity(blk.Src, t.ebook, t.c.Rank(), len(owned)); !ch.inPlace {
 		ch.plan = alltoall.NewPlan(blk.Src, t.ebook, t.c.Rank())
 	}
 	if t.chunkCache == nil {

@@ -179,11 +179,15 @@ func TestSamplerConfigErrors(t *testing.T) {
 	cfg.Bulk, cfg.Sampler = 1, "fastgcn"
 	require.ErrorContains(t, cfg.Validate(), "unknown sampler")
 	cfg = testConfig("gcn")
-	cfg.Topology = "2d"
+	cfg.Topology = "3d"
 	require.ErrorContains(t, cfg.Validate(), "unknown topology")
 	cfg = testConfig("gcn")
-	cfg.Topology, cfg.C = Topology15D, 3
+	cfg.Topology = Topology2D
 	_, err := runRanks(2, cfg, partition.Random(sbm().NumNodes, 2, 5))
+	require.ErrorContains(t, err, "square number of ranks")
+	cfg = testConfig("gcn")
+	cfg.Topology, cfg.C = Topology15D, 3
+	_, err = runRanks(2, cfg, partition.Random(sbm().NumNodes, 2, 5))
 	require.ErrorContains(t, err, "does not divide")
 }
 

@@ -52,6 +52,7 @@ func fetchCmd() *Command {
 				if err != nil {
 					return fmt.Errorf("fetch: %w", err)
 				}
+				lo.WholeTopology = cfg.Topology == train.TopologyReplicated
 				return runFetch(env, *sf.data, lo, cfg, *epochs, pols, fr)
 			}
 		},

@@ -30,7 +30,7 @@ func addSampleFlags(fs *flag.FlagSet, d train.Config) *sampleFlags {
 		partition:   fs.String("partition", train.PartitionMetis, "vertex partition over the ranks: block, random, metis, or a book file from `gnnmpi partition`"),
 		fanouts:     fs.String("fanouts", joinInts(d.Fanouts), "neighbours sampled per hop, from the seeds outwards (-1: all); one per layer"),
 		sampler:     fs.String("sampler", string(d.Sampler), "sage (node-wise: --fanouts neighbours per vertex) or ladies (layer-wise: --fanouts vertices per minibatch and layer; --model gcn)"),
-		topology:    fs.String("topology", string(d.Topology), "where the sampler's graph lives: replicated (no communication) or 1.5d (rows over p/c grid rows, c copies; P = Q·A by 1.5D SpGEMM)"),
+		topology:    fs.String("topology", string(d.Topology), "where the sampler's graph lives: replicated (no communication), 1.5d (rows over p/c grid rows, c copies; P = Q·A by 1.5D SpGEMM) or 2d (√p×√p blocks, SUMMA); a partitioned dataset (a directory) needs 1.5d with --c equal to --replication, or 2d with --replication √p"),
 		c:           fs.Int("c", d.C, "replication factor of --topology 1.5d (divides the number of ranks)"),
 		batch:       fs.Int("batch-size", d.BatchSize, "seeds per rank per minibatch (at most)"),
 		globalBatch: fs.Int("global-batch-size", 0, "seeds per step over all ranks (at most); each rank takes ⌈G/ranks⌉, so the number of optimizer steps does not depend on the rank count (replaces --batch-size)"),

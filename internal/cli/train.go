@@ -291,6 +291,7 @@ func runTrain(env *Env, path string, lo train.LoadOptions, cfg train.Config) err
 		return err
 	}
 	lo.Replication = cfg.Replication
+	lo.WholeTopology = cfg.Topology == train.TopologyReplicated
 	d, err := loadData(env, path, lo)
 	if err != nil {
 		return err

@@ -1,0 +1,234 @@
+package train
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"gnnmpi/collective"
+	"gnnmpi/graph"
+	"gnnmpi/internal/memlimit"
+	"gnnmpi/partition"
+	"gnnmpi/sparse"
+)
+
+// loadParts reads rank c.Rank()'s rows of the partitioned dataset in dir
+// (graph.WriteParts): with feature replication rc the run has p/rc parts,
+// each a run of consecutive dataset parts (graph.PartManifest.RunParts),
+// and rank r holds run part r/rc: its adjacency rows, features, labels and
+// split members, nothing of the other parts. With whole set (a replicated
+// topology) it also reads every part's adjacency rows and labels, so that
+// Adj and Labels cover the graph.
+//
+// Before reading, the bytes the rows will take are compared with the
+// memory this process may still allocate (memlimit.Available), so that a
+// part too large for a rank is an error naming what did not fit rather
+// than the out-of-memory killer.
+//
+// loadParts is collective over c.
+func loadParts(c collective.Comm, dir string, o LoadOptions, rc int, whole bool) (*Data, error) {
+	m, err := graph.ReadPartManifest(dir)
+	if err != nil {
+		return nil, err
+	}
+	if o.Symmetrize && !m.Symmetric {
+		return nil, fmt.Errorf("train: %s is partitioned: symmetrize when partitioning (gnnmpi partition --symmetrize), not when loading", dir)
+	}
+	if o.Partition != "" && o.Partition != PartitionMetis { // metis: the flags' default
+		return nil, fmt.Errorf("train: %s is partitioned already (%s, %d parts); --partition does not apply", dir, m.Method, m.Parts)
+	}
+	p := c.Size()
+	first, last, err := m.RunParts(c.Rank(), p, rc)
+	if err != nil {
+		return nil, err
+	}
+	name, split, err := manifestSplit(m, o.Split)
+	if err != nil {
+		return nil, err
+	}
+	if split.Train == 0 {
+		return nil, fmt.Errorf("train: split %q of %s has no training vertices", name, dir)
+	}
+	if err := checkBudget(c, dir, m, first, last, whole); err != nil {
+		return nil, err
+	}
+	o.progress("loading parts [%d, %d) of %s (%d parts)", first, last, dir, m.Parts)
+	part, err := graph.LoadParts(dir, m, first, last, graph.PartReadOptions{FeatureFormat: o.Format})
+	if err != nil {
+		return nil, err
+	}
+	if part.Feat == nil && part.FeatCSR == nil {
+		return nil, fmt.Errorf("train: %s has no node features", dir)
+	}
+	if part.Labels == nil || m.NumClasses < 1 {
+		return nil, fmt.Errorf("train: %s has no node labels", dir)
+	}
+	runs := p / rc
+	offsets := make([]int64, runs+1)
+	for q := range runs + 1 {
+		offsets[q] = m.Offsets[q*m.Parts/runs]
+	}
+	book, err := partition.Contiguous(offsets, "parts")
+	if err != nil {
+		return nil, err
+	}
+	d := &Data{Name: m.Name, Adj: part.Adj, Feat: part.Feat, FeatCSR: part.FeatCSR, Labels: part.Labels, NumClasses: m.NumClasses,
+		SplitName: name, Split: part.Splits[name], Book: book, RowLo: part.Lo, RowHi: part.Hi, Offsets: offsets, OrigIDs: part.OrigIDs}
+	if whole {
+		o.progress("loading the adjacency and labels of all %d parts (replicated topology)", m.Parts)
+		all, err := graph.LoadParts(dir, m, 0, m.Parts, graph.PartReadOptions{NoFeatures: true})
+		if err != nil {
+			return nil, err
+		}
+		d.Adj, d.Labels, d.Split, d.RowLo, d.RowHi = all.Adj, all.Labels, all.Splits[name], 0, m.NumNodes
+	}
+	if d.Reciprocity, err = reciprocityRows(c, d, m.Symmetric, rc); err != nil {
+		return nil, err
+	}
+	counts := graph.ClassCounts(part.Labels, m.NumClasses)
+	neg := int64(0)
+	if !nonNegative(d.Feat) || !nonNegativeCSR(d.FeatCSR) {
+		neg = 1
+	}
+	// Each run part is held by rc ranks: count its labels once.
+	if c.Rank()%rc != 0 {
+		clear(counts)
+	}
+	if err := collective.AllreduceSlice(c, counts, collective.Sum); err != nil {
+		return nil, err
+	}
+	if err := collective.AllreduceVars(c, collective.Max, &neg); err != nil {
+		return nil, err
+	}
+	d.EmptyClasses, d.NonNegative = graph.EmptyClasses(counts), neg == 0
+	return d, nil
+}
+
+// manifestSplit returns the sizes of the split of m called name, or of
+// its first split by name when name is empty (as graph.Dataset.SplitNamed
+// chooses).
+func manifestSplit(m *graph.PartManifest, name string) (string, graph.SplitSizes, error) {
+	var names []string
+	for _, s := range m.Splits {
+		names = append(names, s.Name)
+		if s.Name == name {
+			return name, s, nil
+		}
+	}
+	if name == "" && len(m.Splits) > 0 {
+		first := slices.MinFunc(m.Splits, func(a, b graph.SplitSizes) int { return strings.Compare(a.Name, b.Name) })
+		return first.Name, first, nil
+	}
+	if name == "" {
+		return "", graph.SplitSizes{}, fmt.Errorf("train: %s has no split", m.Dir)
+	}
+	return "", graph.SplitSizes{}, fmt.Errorf("train: %s has no split %q (have %v)", m.Dir, name, names)
+}
+
+// progress reports a line if o has a progress function.
+func (o *LoadOptions) progress(format string, args ...any) {
+	if o.Progress != nil {
+		o.Progress(format, args...)
+	}
+}
+
+// checkBudget fails every rank, naming the parts and the limit, when the
+// rows some rank is about to read do not fit the memory it may still
+// allocate: the part files' bytes (what the rows take in memory), plus
+// every part's adjacency when the topology is replicated. It is
+// collective over c.
+func checkBudget(c collective.Comm, dir string, m *graph.PartManifest, first, last int, whole bool) error {
+	var need int64
+	for q := first; q < last; q++ {
+		need += m.Files[q].Bytes
+	}
+	if whole {
+		for q := range m.Parts {
+			if q < first || q >= last {
+				need += m.Files[q].Bytes
+			}
+		}
+	}
+	b := memlimit.Available()
+	short := int64(0)
+	if need > b.Bytes {
+		short = 1
+	}
+	if err := collective.AllreduceVars(c, collective.Max, &short); err != nil {
+		return err
+	}
+	if short == 0 {
+		return nil
+	}
+	if need > b.Bytes {
+		return fmt.Errorf("train: rank %d: out of memory: parts [%d, %d) of %s need %.2f GiB, but this rank may allocate only %s; run on more ranks (each holds 1/p of the graph) or raise the limit",
+			c.Rank(), first, last, dir, float64(need)/(1<<30), b)
+	}
+	return fmt.Errorf("train: rank %d: another rank has too little memory for its parts of %s (see its error)", c.Rank(), dir)
+}
+
+// reciprocityRows returns the fraction of the graph's edges (i, j) whose
+// reverse (j, i) is an edge too, counted over the ranks' rows: the edges
+// of row i whose target j another part holds are sent to j's owner, which
+// looks them up. With feature replication rc the rc ranks of a run part
+// each take every rc-th of its rows and query the replica of the same
+// index. It is 1 for a graph recorded as symmetric. It is collective over
+// c.
+func reciprocityRows(c collective.Comm, d *Data, symmetric bool, rc int) (float64, error) {
+	if symmetric {
+		return 1, nil
+	}
+	p, col := c.Size(), c.Rank()%rc
+	found, edges := int64(0), int64(0)
+	queries := make([][]int64, p)
+	has := func(i, j int64) bool { // edge i→j, i among the rows held
+		row := d.Row(i)
+		if slices.IsSorted(row) {
+			_, ok := slices.BinarySearch(row, j)
+			return ok
+		}
+		return slices.Contains(row, j)
+	}
+	for i := d.RowLo; i < d.RowHi; i++ {
+		if int(i-d.RowLo)%rc != col {
+			continue
+		}
+		for _, j := range d.Row(i) {
+			edges++
+			if j >= d.RowLo && j < d.RowHi {
+				if has(j, i) {
+					found++
+				}
+				continue
+			}
+			q := d.Book.Owner(j)*rc + col
+			queries[q] = append(queries[q], j, i)
+		}
+	}
+	got, err := collective.AlltoallvSlices(c, queries)
+	if err != nil {
+		return 0, err
+	}
+	for _, qs := range got {
+		for x := 0; x+1 < len(qs); x += 2 {
+			if has(qs[x], qs[x+1]) {
+				found++
+			}
+		}
+	}
+	if err := collective.AllreduceVars(c, collective.Sum, &found, &edges); err != nil {
+		return 0, err
+	}
+	if edges == 0 {
+		return 1, nil
+	}
+	return float64(found) / float64(edges), nil
+}
+
+// csrBytes returns the bytes of a CSR's arrays.
+func csrBytes(m *sparse.CSR) int64 {
+	if m == nil {
+		return 0
+	}
+	return int64(len(m.Indptr)+len(m.Indices))*8 + int64(len(m.Values))*8
+}
