@@ -49,6 +49,7 @@ type slot struct {
 type inputs struct {
 	dense *dense.Matrix
 	csr   *sparse.Matrix[float32]
+	deg   []int64 // the rows' degrees, when GCN needs them fetched (trainer.needDegrees)
 }
 
 // batch is one prepared minibatch: step i of the epoch, its seeds, its
@@ -92,6 +93,14 @@ func (t *trainer) prepare(ls *loadState, i int, s *slot) (*batch, error) {
 		return nil, err
 	}
 	ls.fetched = ls.fetched.Add(cnt)
+	if t.needDegrees(true) {
+		restore := collective.SetPhase(t.lc, PhaseFetch)
+		s.x.deg, err = fetchDegrees(t.fcomm, t.d.Book, t.featDeg, nil, mb.Input())
+		restore()
+		if err != nil {
+			return nil, err
+		}
+	}
 	ls.secs[PhaseFetch] += time.Since(t1).Seconds()
 	return &batch{i: i, seeds: ls.batches[i], mb: mb, x: s.x, s: s}, nil
 }

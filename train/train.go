@@ -146,7 +146,11 @@ type trainer struct {
 	owned   []int64         // the training vertices this rank draws seeds from
 	ebook   *partition.Book // who computes which vertex in layer-wise inference
 	sched   *schedule
-	deg     []int64 // full-graph degree of every vertex (GCN normalisation)
+	deg     []int64 // full-graph degree of every vertex (GCN normalisation), when the rank holds the graph
+	// featDeg and evalDeg are the degrees of the rows the rank owns under
+	// d.Book and ebook, for the degree exchanges of GCN on a partitioned
+	// dataset (needDegrees); nil otherwise.
+	featDeg, evalDeg *dense.Matrix
 	grads   []float32
 	// lc is the loader's communicator, a duplicate of c (collective.Dup):
 	// sampling (grid) and the feature fetch (fcomm, store) communicate on
@@ -197,8 +201,6 @@ func newTrainer(c collective.Comm, d *Data, cfg Config) (*trainer, error) {
 		for i := range n {
 			t.deg[i] = d.Adj.Degree(i)
 		}
-	} else if cfg.Model.Kind == "gcn" {
-		return nil, fmt.Errorf("train: --model gcn normalises by the degrees of sampled vertices that other parts hold; on a partitioned dataset use sage or gat (or --sampler ladies, whose blocks carry Â)")
 	}
 	r := c.Rank()
 	if t.fcomm, err = t.featureComm(); err != nil {
@@ -217,6 +219,14 @@ func newTrainer(c collective.Comm, d *Data, cfg Config) (*trainer, error) {
 	counts := make([]int, len(counts64))
 	for i, v := range counts64 {
 		counts[i] = int(v)
+	}
+	if t.needDegrees(false) {
+		if t.featDeg, err = ownDegrees(d, d.Book, r/cfg.Replication); err != nil {
+			return nil, err
+		}
+		if t.evalDeg, err = ownDegrees(d, t.ebook, r); err != nil {
+			return nil, err
+		}
 	}
 	t.sched = newSchedule(cfg.Shuffle, t.owned, d.Split.Train, counts, r, cfg.BatchSize)
 	if t.store, err = t.newStore(feat, cfg.Cache, cfg.CacheFrac); err != nil {
@@ -411,27 +421,74 @@ func (s *stamps) swap(v int64, x int32) int32 {
 }
 
 // blocks turns a minibatch into the model's per-layer adjacencies,
-// normalised for GCN.
-func (t *trainer) blocks(mb *sampling.MiniBatch) []*sparse.CSR {
+// normalised for GCN; deg, when not nil, holds the degrees of the input
+// rows mb.Input() (fetched on a partitioned dataset, see fetchDegrees).
+func (t *trainer) blocks(mb *sampling.MiniBatch, deg []int64) []*sparse.CSR {
 	out := make([]*sparse.CSR, len(mb.Blocks))
 	for l, b := range mb.Blocks {
-		out[l] = t.adjacency(b)
+		out[l] = t.adjacency(b, deg)
 	}
 	return out
 }
 
-func (t *trainer) adjacency(b sampling.Block) *sparse.CSR {
+// adjacency returns block b's adjacency as the model takes it: normalised
+// by the degrees for GCN. deg holds the degrees of b.Src or of a longer
+// list that starts with it (a block's sources are a prefix of the
+// minibatch's input rows, and its destinations a prefix of its sources);
+// nil reads them from the whole graph's degrees, which a rank holding the
+// whole graph keeps.
+func (t *trainer) adjacency(b sampling.Block, deg []int64) *sparse.CSR {
 	if t.cfg.Model.Kind != "gcn" || b.Adj.Values != nil {
 		return b.Adj // LADIES blocks carry their propagation weights
 	}
-	dd, ds := make([]int64, len(b.Dst)), make([]int64, len(b.Src))
-	for i, g := range b.Dst {
-		dd[i] = t.deg[g]
+	if deg == nil {
+		deg = make([]int64, len(b.Src))
+		for j, g := range b.Src {
+			deg[j] = t.deg[g]
+		}
 	}
-	for j, g := range b.Src {
-		ds[j] = t.deg[g]
+	return model.GCNNorm(b.Adj, deg[:len(b.Dst)], deg[:len(b.Src)])
+}
+
+// needDegrees reports whether GCN normalisation needs degrees this rank
+// does not hold: a partitioned dataset with a GCN model. Training blocks
+// of LADIES carry their weights and need none.
+func (t *trainer) needDegrees(training bool) bool {
+	return t.d.Partitioned() && t.cfg.Model.Kind == "gcn" && !(training && t.cfg.Sampler == SamplerLADIES)
+}
+
+// ownDegrees returns the degrees of the vertices rank r owns under book
+// (one float32 column, in local-id order: exact below 2²⁴), all of them
+// among the rows d holds.
+func ownDegrees(d *Data, book *partition.Book, r int) (*dense.Matrix, error) {
+	owned := book.Owned(r)
+	x := dense.New(len(owned), 1)
+	for k, g := range owned {
+		deg := int64(len(d.Row(g)))
+		if deg >= 1<<24 {
+			return nil, fmt.Errorf("train: vertex %d has degree %d, beyond what the degree exchange carries exactly (2^24)", g, deg)
+		}
+		x.Data[k] = float32(deg)
 	}
-	return model.GCNNorm(b.Adj, dd, ds)
+	return x, nil
+}
+
+// fetchDegrees returns the degrees of ids, fetched from their owners under
+// book over c (own rows from own, the owners' ownDegrees): one Alltoallv of
+// a float32 per distinct remote vertex. It is collective over c.
+func fetchDegrees(c collective.Comm, book *partition.Book, own *dense.Matrix, plan *alltoall.Plan, ids []int64) ([]int64, error) {
+	if plan == nil {
+		plan = alltoall.NewPlan(ids, book, c.Rank())
+	}
+	x, err := alltoall.ExchangeTo(c, nil, plan, book, own)
+	if err != nil {
+		return nil, err
+	}
+	deg := make([]int64, len(ids))
+	for i := range deg {
+		deg[i] = int64(x.Data[i])
+	}
+	return deg, nil
 }
 
 // epochState is what train keeps on this rank for summarize: the
@@ -511,9 +568,9 @@ func (t *trainer) backward(ep *epochState, epoch, i int, seeds []int64, mb *samp
 	drops := rng.New(t.cfg.Seed, streamDropout, uint64(epoch), uint64(i), uint64(t.c.Rank()))
 	var logits *dense.Matrix
 	if x.csr != nil {
-		logits = t.m.ForwardSparse(t.blocks(mb), x.csr, true, drops)
+		logits = t.m.ForwardSparse(t.blocks(mb, x.deg), x.csr, true, drops)
 	} else {
-		logits = t.m.Forward(t.blocks(mb), x.dense, true, drops)
+		logits = t.m.Forward(t.blocks(mb, x.deg), x.dense, true, drops)
 	}
 	labels := make([]int32, len(seeds))
 	for k, g := range seeds {
@@ -636,6 +693,9 @@ func (t *trainer) infer(owned []int64) (*dense.Matrix, error) {
 			lo, hi := b[k], b[k+1]
 			dst := owned[lo:hi]
 			ch := t.chunk(owned, lo, hi)
+			if err := t.normalize(ch); err != nil {
+				return nil, err
+			}
 			x := h
 			var err error
 			buf := t.spare()
@@ -687,11 +747,30 @@ func identity(src []int64, book *partition.Book, r, n int) bool {
 	return true
 }
 
+// normalize makes ch's adjacency from its block (adjacency). On a
+// partitioned dataset GCN needs the degrees of the sources, which it
+// fetches from their owners in every round, built or not, so that every
+// rank makes the same collective calls whatever its chunks are.
+func (t *trainer) normalize(ch *evalChunk) error {
+	var deg []int64
+	if t.evalDeg != nil {
+		var err error
+		if deg, err = fetchDegrees(t.c, t.ebook, t.evalDeg, ch.plan, ch.src); err != nil {
+			return err
+		}
+	}
+	if ch.adj == nil {
+		ch.adj, ch.blk = t.adjacency(ch.blk, deg), sampling.Block{}
+	}
+	return nil
+}
+
 // evalChunk is one chunk of layer-wise inference: the destinations'
 // full-neighbour adjacency (normalised for GCN) and the plan that gathers
 // its sources. The same chunks recur in every evaluation and, where the
 // boundaries agree, in every layer, so they are built once.
 type evalChunk struct {
+	blk     sampling.Block // the destinations' full-neighbour block, until adj is made from it
 	adj     *sparse.CSR
 	src     []int64 // the sources' global ids
 	plan    *alltoall.Plan
@@ -705,10 +784,10 @@ func (t *trainer) chunk(owned []int64, lo, hi int) *evalChunk {
 		return ch
 	}
 	blk := sampling.FullBlockRows(t.d.Adj, t.d.RowLo, owned[lo:hi])
-	ch := &evalChunk{adj: t.adjacency(blk), src: blk.Src}
+	ch := &evalChunk{blk: blk, src: blk.Src}
 	// One rank, one chunk: the sources are this rank's rows in order, so
 	// nothing is exchanged.
-	if ch.inPlace = identity(blk.Src, t.ebook, t.c.Rank(), len(owned)); !ch.inPlace {
+	if ch.inPlace = identity(blk.Src, t.ebook, t.c.Rank(), len(owned)); !ch.inPlace || t.evalDeg != nil {
 		ch.plan = alltoall.NewPlan(blk.Src, t.ebook, t.c.Rank())
 	}
 	if t.chunkCache == nil {
