@@ -151,7 +151,7 @@ type trainer struct {
 	// d.Book and ebook, for the degree exchanges of GCN on a partitioned
 	// dataset (needDegrees); nil otherwise.
 	featDeg, evalDeg *dense.Matrix
-	grads   []float32
+	grads            []float32
 	// lc is the loader's communicator, a duplicate of c (collective.Dup):
 	// sampling (grid) and the feature fetch (fcomm, store) communicate on
 	// it and its splits, the compute loop on c (see loader.go).
