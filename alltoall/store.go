@@ -450,6 +450,21 @@ func (s *Store) Tiers() []Tier {
 	return []Tier{{Name: "gpu", Rows: s.gpu, Bytes: int64(s.gpu) * rb}, {Name: "host", Rows: host, Bytes: int64(host) * rb}}
 }
 
+// CacheBytes returns the part of Bytes that holds the cached remote rows
+// and their index entries.
+func (s *Store) CacheBytes() int64 {
+	var rows int64
+	if s.sp != nil {
+		per := int64(4 + 4*len(s.sp.val)/max(len(s.sp.col), 1))
+		for _, r := range s.slot {
+			rows += 8 + s.sp.rowLen(r)*per
+		}
+	} else {
+		rows = int64(len(s.slot)) * s.rowBytes()
+	}
+	return rows + int64(len(s.cached))*(12+8)
+}
+
 // Bytes returns the memory the store holds: its resident rows and their
 // indexes.
 func (s *Store) Bytes() int64 {

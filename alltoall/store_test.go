@@ -421,6 +421,8 @@ func TestStoreLayout(t *testing.T) {
 		assert.Equal(t, F16, h.DType())
 		assert.Equal(t, tiers[0].Bytes/2, h.Tiers()[0].Bytes)
 		assert.Equal(t, s.Bytes()-h.Bytes(), int64(70*2*f))
+		assert.Equal(t, int64(20*(4*f+20)), s.CacheBytes(), "20 cached rows of f float32 and their index entries")
+		assert.Equal(t, int64(20*(2*f+20)), h.CacheBytes())
 	}
 }
 

@@ -98,8 +98,9 @@ func (p *chunkPeak) note(rows, entries int64) {
 	p.rows, p.entries = max(p.rows, rows), max(p.entries, entries)
 }
 
-func (t *dist15D) N() int64     { return t.a.M }
-func (t *dist15D) Name() string { return "1.5d" }
+func (t *dist15D) N() int64           { return t.a.M }
+func (t *dist15D) Name() string       { return "1.5d" }
+func (t *dist15D) Local() *sparse.CSR { return t.a.Local }
 
 func (t *dist15D) rows(v []int64, keys []uint64, pick picker) (*sparse.CSR, error) {
 	g, n := t.g, t.a.M

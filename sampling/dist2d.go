@@ -76,8 +76,9 @@ type dist2D struct {
 	peak chunkPeak             // the largest stage's pieces held at once
 }
 
-func (t *dist2D) N() int64     { return t.a.M }
-func (t *dist2D) Name() string { return "2d" }
+func (t *dist2D) N() int64           { return t.a.M }
+func (t *dist2D) Name() string       { return "2d" }
+func (t *dist2D) Local() *sparse.CSR { return t.a.Local }
 
 func (t *dist2D) rows(v []int64, keys []uint64, pick picker) (*sparse.CSR, error) {
 	g, n := t.g, t.a.M

@@ -26,6 +26,10 @@ type Topology interface {
 	N() int64
 	// Name returns "replicated", "1.5d" or "2d".
 	Name() string
+	// Local returns the part of the matrix this rank holds (the whole
+	// matrix when replicated, its block when distributed), for memory
+	// accounting; it must not be modified.
+	Local() *sparse.CSR
 	// rows returns the |v|×N matrix whose row i holds the entries of row
 	// v[i] of the matrix (sorted, repeats merged into their count) that
 	// pick keeps (all if pick is nil), with their values if the matrix has
@@ -102,8 +106,9 @@ type replicated struct {
 	sorted bool                 // every row of m is sorted with no repeats
 }
 
-func (t *replicated) N() int64     { return t.m.NRows }
-func (t *replicated) Name() string { return "replicated" }
+func (t *replicated) N() int64           { return t.m.NRows }
+func (t *replicated) Name() string       { return "replicated" }
+func (t *replicated) Local() *sparse.CSR { return t.m }
 
 func (t *replicated) rows(v []int64, keys []uint64, pick picker) (*sparse.CSR, error) {
 	if pick == nil {

@@ -346,8 +346,9 @@ type shifted struct {
 	base, n int64
 }
 
-func (s shifted) N() int64     { return s.n }
-func (s shifted) Name() string { return "shifted" }
+func (s shifted) N() int64           { return s.n }
+func (s shifted) Name() string       { return "shifted" }
+func (s shifted) Local() *sparse.CSR { return s.small.Local() }
 func (s shifted) rows(v []int64, keys []uint64, pick picker) (*sparse.CSR, error) {
 	local := make([]int64, len(v))
 	for i, g := range v {

@@ -82,7 +82,24 @@ type Result struct {
 	// (VmHWM; 0 where unknown). In-process ranks share one process and
 	// report its peak.
 	PeakRSS []int64
+	// Memory is every rank's state by category (Run only; see
+	// MemoryCategories): Memory[category][rank] bytes.
+	Memory map[string][]int64
 }
+
+// The categories of Result.Memory: the adjacency rows and the sampler's
+// matrix the rank holds (shared arrays counted once), its own feature
+// rows with their index, the cached remote rows with theirs, and the
+// model's weights, gradients and optimizer state.
+const (
+	MemTopology = "topology"
+	MemFeatures = "features"
+	MemCache    = "cache"
+	MemModel    = "model"
+)
+
+// MemoryCategories lists Result.Memory's categories in order.
+func MemoryCategories() []string { return []string{MemTopology, MemFeatures, MemCache, MemModel} }
 
 // Hooks let the caller report progress; any may be nil. They run on every
 // rank; print on rank 0 only. Epoch runs after every epoch (after its
@@ -121,10 +138,40 @@ func Run(c collective.Comm, d *Data, cfg Config, h Hooks) (*Result, error) {
 	res := rec.result()
 	res.NumParams, res.Stores = t.m.NumParams(), t.stores
 	defer collective.SetPhase(c, PhaseMetrics)()
-	if res.PeakRSS, _, err = collective.AllgatherSlice(c, []int64{peakRSS()}); err != nil {
+	mine := append(t.memory(), peakRSS())
+	all, _, err := collective.AllgatherSlice(c, mine)
+	if err != nil {
 		return nil, err
 	}
+	cats := MemoryCategories()
+	res.Memory = map[string][]int64{}
+	for r := range c.Size() {
+		v := all[r*len(mine) : (r+1)*len(mine)]
+		for k, cat := range cats {
+			res.Memory[cat] = append(res.Memory[cat], v[k])
+		}
+		res.PeakRSS = append(res.PeakRSS, v[len(cats)])
+	}
 	return &res, nil
+}
+
+// memory returns this rank's bytes by MemoryCategories.
+func (t *trainer) memory() []int64 {
+	topo := csrBytes(t.d.Adj)
+	if tp, ok := t.sampler.(interface{ Topology() sampling.Topology }); ok {
+		if m := tp.Topology().Local(); !sharesIndices(m, t.d.Adj) {
+			topo += csrBytes(m)
+		}
+	}
+	cache := t.store.CacheBytes()
+	model := int64(t.m.NumParams())*8 + int64(len(t.opt.State()))*4
+	return []int64{topo, t.store.Bytes() - cache, cache, model}
+}
+
+// sharesIndices reports whether a and b are views of the same column
+// array.
+func sharesIndices(a, b *sparse.CSR) bool {
+	return len(a.Indices) > 0 && len(b.Indices) > 0 && &a.Indices[0] == &b.Indices[0]
 }
 
 var _ stepper = (*trainer)(nil)

@@ -327,7 +327,7 @@ func runTrain(env *Env, path string, lo train.LoadOptions, cfg train.Config) err
 		"final": true, "best_epoch": res.BestEpoch, "best_val_acc": res.BestValAcc, "test_acc": res.TestAcc,
 		"median_epoch_s": res.MedianEpochS, "bytes_per_epoch": res.BytesPerEpoch, "config": cfgOut,
 		"params": res.NumParams, "epochs_run": len(res.Epochs),
-		"remote_rows_per_epoch": res.RemoteRowsPerEpoch, "feature_stores": res.Stores, "peak_rss_bytes": res.PeakRSS,
+		"remote_rows_per_epoch": res.RemoteRowsPerEpoch, "feature_stores": res.Stores, "peak_rss_bytes": res.PeakRSS, "state_bytes": res.Memory,
 	}
 	return env.Finish(out)
 }
