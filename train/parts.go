@@ -54,7 +54,7 @@ func loadParts(c collective.Comm, dir string, o LoadOptions, rc int, whole bool)
 	}
 	o.progress("loading parts [%d, %d) of %s (%d parts)", first, last, dir, m.Parts)
 	part, err := graph.LoadParts(dir, m, first, last, graph.PartReadOptions{FeatureFormat: o.Format})
-	if err != nil {
+	if err := agree(c, err); err != nil { // a damaged part fails every rank
 		return nil, err
 	}
 	if part.Feat == nil && part.FeatCSR == nil {
@@ -77,7 +77,7 @@ func loadParts(c collective.Comm, dir string, o LoadOptions, rc int, whole bool)
 	if whole {
 		o.progress("loading the adjacency and labels of all %d parts (replicated topology)", m.Parts)
 		all, err := graph.LoadParts(dir, m, 0, m.Parts, graph.PartReadOptions{NoFeatures: true})
-		if err != nil {
+		if err := agree(c, err); err != nil {
 			return nil, err
 		}
 		d.Adj, d.Labels, d.Split, d.RowLo, d.RowHi = all.Adj, all.Labels, all.Splits[name], 0, m.NumNodes
@@ -125,6 +125,9 @@ func manifestSplit(m *graph.PartManifest, name string) (string, graph.SplitSizes
 	return "", graph.SplitSizes{}, fmt.Errorf("train: %s has no split %q (have %v)", m.Dir, name, names)
 }
 
+// available is memlimit.Available, a variable for the tests.
+var available = memlimit.Available
+
 // progress reports a line if o has a progress function.
 func (o *LoadOptions) progress(format string, args ...any) {
 	if o.Progress != nil {
@@ -149,7 +152,7 @@ func checkBudget(c collective.Comm, dir string, m *graph.PartManifest, first, la
 			}
 		}
 	}
-	b := memlimit.Available()
+	b := available()
 	short := int64(0)
 	if need > b.Bytes {
 		short = 1

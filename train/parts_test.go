@@ -1,0 +1,217 @@
+package train
+
+import (
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"gnnmpi/collective"
+	"gnnmpi/collective/inproc"
+	"gnnmpi/graph"
+	"gnnmpi/internal/memlimit"
+)
+
+// partDir writes the test SBM partitioned into k parts (METIS) into a
+// temporary directory and returns it.
+func partDir(t *testing.T, k int) string {
+	t.Helper()
+	g := sbm()
+	book, err := graph.MetisPartition(g, k, "random", 1)
+	require.NoError(t, err)
+	dir := filepath.Join(t.TempDir(), "d")
+	_, err = graph.WriteParts(dir, g, book, "", nil)
+	require.NoError(t, err)
+	return dir
+}
+
+// runParts trains on p in-process ranks from the partitioned dataset dir,
+// loaded with lo (Replication set from cfg), and returns every rank's
+// result.
+func runParts(p int, dir string, lo LoadOptions, cfg Config) ([]*Result, error) {
+	results := make([]*Result, p)
+	lo.Replication = cfg.Replication
+	err := inproc.Run(p, inproc.Options{Timeout: time.Minute}, func(c collective.Comm) error {
+		d, err := Load(c, dir, lo)
+		if err != nil {
+			return err
+		}
+		res, err := Run(collective.WithStats(c, nil), d, cfg, Hooks{})
+		results[c.Rank()] = res
+		return err
+	})
+	return results, err
+}
+
+// curve is what a run's epochs must agree on across topologies: losses
+// and accuracies (bytes and times differ).
+func curve(res *Result) [][5]float64 {
+	var out [][5]float64
+	for _, e := range res.Epochs {
+		out = append(out, [5]float64{e.Loss, e.TrainAcc, e.ValAcc, e.ValLoss, e.TestAcc})
+	}
+	return out
+}
+
+// A partitioned dataset trains exactly as the same dataset held whole:
+// every rank holding only its part's rows with a 1.5D or 2D topology gives
+// the losses and accuracies of the replicated topology, for SAGE and
+// LADIES, on 1 to 4 ranks.
+func TestPartitionedEqualsReplicated(t *testing.T) {
+	dir := partDir(t, 12)
+	type topo struct {
+		top     Topology
+		c, repl int
+	}
+	for _, kind := range []string{"sage", "ladies"} {
+		for p := 1; p <= 4; p++ {
+			tops := []topo{{Topology15D, 1, 1}}
+			if p%2 == 0 {
+				tops = append(tops, topo{Topology15D, 2, 2})
+			}
+			if p == 1 || p == 4 {
+				tops = append(tops, topo{Topology2D, 1, isqrt(p)})
+			}
+			for _, tp := range tops {
+				cfg := testConfig("sage")
+				if kind == "ladies" {
+					cfg = testConfig("gcn")
+					cfg.Sampler, cfg.Fanouts = SamplerLADIES, []int{60, 60}
+				}
+				cfg.Epochs, cfg.Replication = 2, tp.repl
+				want, err := runParts(p, dir, LoadOptions{WholeTopology: true}, cfg)
+				require.NoError(t, err, "%s p=%d replicated", kind, p)
+				cfg.Topology, cfg.C = tp.top, tp.c
+				got, err := runParts(p, dir, LoadOptions{}, cfg)
+				require.NoError(t, err, "%s p=%d %s c=%d", kind, p, tp.top, tp.c)
+				for r := range p {
+					require.Equal(t, curve(want[r]), curve(got[r]), "%s p=%d %s c=%d rank %d", kind, p, tp.top, tp.c, r)
+				}
+			}
+		}
+	}
+}
+
+// GCN's normalisation reads the degrees of sampled vertices that other
+// parts hold: fetched, they give the replicated run's curve.
+func TestPartitionedGCNDegrees(t *testing.T) {
+	dir := partDir(t, 4)
+	cfg := testConfig("gcn")
+	cfg.Epochs = 2
+	want, err := runParts(4, dir, LoadOptions{WholeTopology: true}, cfg)
+	require.NoError(t, err)
+	cfg.Topology = Topology15D
+	got, err := runParts(4, dir, LoadOptions{}, cfg)
+	require.NoError(t, err)
+	require.Equal(t, curve(want[0]), curve(got[0]))
+	require.Positive(t, got[0].Epochs[1].ValAcc)
+}
+
+// On the partitioned path a rank holds its part's rows: its topology and
+// feature bytes follow its share of the graph, not the graph.
+func TestPartitionedBytes(t *testing.T) {
+	const p = 4
+	dir := partDir(t, p)
+	g := sbm()
+	whole := csrBytes(g.Adj)
+	f := int64(g.Feat.Cols)
+	cfg := testConfig("sage")
+	cfg.Epochs, cfg.Topology, cfg.C = 1, Topology15D, 1
+	var mu sync.Mutex
+	rows := make([]int64, p)
+	nnz := make([]int64, p)
+	var results []*Result
+	results = make([]*Result, p)
+	err := inproc.Run(p, inproc.Options{Timeout: time.Minute}, func(c collective.Comm) error {
+		d, err := Load(c, dir, LoadOptions{})
+		if err != nil {
+			return err
+		}
+		assert.Nil(t, d.Book.Part, "the book holds offsets only")
+		assert.Len(t, d.Labels, int(d.RowHi-d.RowLo))
+		for _, v := range d.Split.Train {
+			assert.True(t, v >= d.RowLo && v < d.RowHi, "split members are the rank's rows")
+		}
+		mu.Lock()
+		rows[c.Rank()], nnz[c.Rank()] = d.RowHi-d.RowLo, d.Adj.NNZ()
+		mu.Unlock()
+		res, err := Run(collective.WithStats(c, nil), d, cfg, Hooks{})
+		results[c.Rank()] = res
+		return err
+	})
+	require.NoError(t, err)
+	mem := results[0].Memory
+	var total int64
+	for r := range p {
+		require.Less(t, rows[r], g.NumNodes/2, "rank %d holds a part, not the graph", r)
+		// The rank's adjacency rows, counted once though the sampler
+		// shares them.
+		assert.Equal(t, (rows[r]+1)*8+nnz[r]*8, mem[MemTopology][r], "rank %d topology", r)
+		assert.Less(t, mem[MemTopology][r], whole*2/5, "rank %d topology against the whole graph's %d bytes", r, whole)
+		// Own rows: f float32 and an index entry each (no cache here).
+		assert.Equal(t, rows[r]*(4*f+8+4), mem[MemFeatures][r], "rank %d features", r)
+		assert.Zero(t, mem[MemCache][r])
+		total += mem[MemTopology][r]
+	}
+	assert.Equal(t, whole+int64(p-1)*8, total, "the parts' topology adds up to the graph's (plus one row offset per extra part)")
+}
+
+// A rank count the parts cannot be spread over, or a part too large for
+// the memory a rank may allocate, fails every rank with an error that
+// names the directory.
+func TestPartitionedLoadErrors(t *testing.T) {
+	dir := partDir(t, 4)
+	errs := make([]error, 3)
+	_ = inproc.Run(3, inproc.Options{Timeout: time.Minute}, func(c collective.Comm) error {
+		_, errs[c.Rank()] = Load(c, dir, LoadOptions{})
+		return errs[c.Rank()]
+	})
+	for r, err := range errs {
+		require.Error(t, err, "rank %d", r)
+		require.ErrorContains(t, err, "manifest.json")
+	}
+
+	defer func(f func() memlimit.Budget) { available = f }(available)
+	available = func() memlimit.Budget { return memlimit.Budget{Bytes: 1 << 10, Source: "test limit"} }
+	errs = make([]error, 2)
+	_ = inproc.Run(2, inproc.Options{Timeout: time.Minute}, func(c collective.Comm) error {
+		_, errs[c.Rank()] = Load(c, dir, LoadOptions{})
+		return errs[c.Rank()]
+	})
+	for r, err := range errs {
+		require.ErrorContains(t, err, "out of memory", "rank %d", r)
+		require.ErrorContains(t, err, dir)
+		require.ErrorContains(t, err, "test limit")
+	}
+}
+
+// A damaged part file fails every rank, the error naming the file.
+func TestPartitionedDamagedPart(t *testing.T) {
+	src := partDir(t, 2)
+	dir := filepath.Join(t.TempDir(), "d")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	for _, name := range []string{"manifest.json", graph.PartFileName(0), graph.PartFileName(1)} {
+		b, err := os.ReadFile(filepath.Join(src, name))
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), b, 0o644))
+	}
+	part := filepath.Join(dir, graph.PartFileName(1))
+	st, err := os.Stat(part)
+	require.NoError(t, err)
+	require.NoError(t, os.Truncate(part, st.Size()/2))
+	errs := make([]error, 2)
+	_ = inproc.Run(2, inproc.Options{Timeout: time.Minute}, func(c collective.Comm) error {
+		d, err := Load(c, dir, LoadOptions{})
+		if err == nil {
+			_, err = Run(c, d, testConfig("sage"), Hooks{})
+		}
+		errs[c.Rank()] = err
+		return err
+	})
+	require.ErrorContains(t, errs[1], graph.PartFileName(1))
+	require.Error(t, errs[0], "the rank whose part is intact fails too")
+}
