@@ -51,15 +51,6 @@ func unevenRowBounds(n int64, nb int) []int64 {
 	return b
 }
 
-// blockTopology builds this rank's topology of layout l over the matrix
-// whose row blocks rowsOf returns, with the row bounds rb.
-func blockTopology(l blockLayout, g *collective.Grid, rb []int64, local *sparse.CSR) (Topology, error) {
-	if l.algo == "2d" {
-		return Distributed2D(g, rb, local)
-	}
-	return Distributed15DBlock(g, rb, local)
-}
-
 // sampleBlocks samples batches on the ranks of layout l, minibatch b on
 // rank b mod p, bulk at a time, every rank building its topology from its
 // own row block of adj (and, for ladies, its rows of Â by
@@ -80,20 +71,11 @@ func sampleBlocks(t *testing.T, l blockLayout, kind string, fanouts []int, adj *
 		}
 		rb := unevenRowBounds(adj.NRows, g.PR)
 		local := sparse.SelectRows(adj, rangeIDs(rb[g.Row], rb[g.Row+1]))
-		if kind == "ladies" {
-			if local, err = GCNNormalizedBlock(g.ColComm, rb, local); err != nil {
-				return err
-			}
-		}
-		top, err := blockTopology(l, g, rb, local)
+		s, err := NewBlock(kind, l.algo, g, rb, local, fanouts)
 		if err != nil {
 			return err
 		}
-		tops[cm.Rank()] = top
-		s, err := NewOn(kind, top, fanouts)
-		if err != nil {
-			return err
-		}
+		tops[cm.Rank()] = s.(interface{ Topology() Topology }).Topology()
 		var mine []int
 		for b := cm.Rank(); b < len(batches); b += p {
 			mine = append(mine, b)
@@ -318,6 +300,9 @@ func TestBlockTopologyErrors(t *testing.T) {
 		}
 		if _, err := NewOn("nope", top, []int{2}); err == nil {
 			return fmt.Errorf("NewOn built an unknown sampler")
+		}
+		if _, err := NewBlock("sage", "3d", g, []int64{0, 20}, adj, []int{2}); err == nil {
+			return fmt.Errorf("NewBlock took an unknown layout")
 		}
 		if _, err := GCNNormalizedBlock(cm, []int64{0, 20}, adj); err == nil {
 			return fmt.Errorf("GCNNormalizedBlock took 1 block for 2 ranks")

@@ -67,3 +67,37 @@ func NewOn(kind string, top Topology, fanouts []int) (Sampler, error) {
 	}
 	return nil, fmt.Errorf("sampling: unknown sampler %q (want sage or ladies)", kind)
 }
+
+// NewBlock returns the sampler of kind ("sage" or "ladies") over a
+// distributed adjacency that no rank holds whole: this rank's row block
+// local (rows [bounds[g.Row], bounds[g.Row+1]) of the n×n adjacency,
+// global column ids; bounds has g.PR+1 entries, the same on every rank)
+// in the layout "1.5d" (Distributed15DBlock) or "2d" (Distributed2D, a
+// square grid). For ladies the block is first normalised
+// (GCNNormalizedBlock over g.ColComm, one rank per block). It is
+// collective over g.
+func NewBlock(kind, layout string, g *collective.Grid, bounds []int64, local *sparse.CSR, fanouts []int) (Sampler, error) {
+	if kind == "ladies" {
+		if err := checkSizes(fanouts); err != nil {
+			return nil, err
+		}
+		var err error
+		if local, err = GCNNormalizedBlock(g.ColComm, bounds, local); err != nil {
+			return nil, err
+		}
+	}
+	var top Topology
+	var err error
+	switch layout {
+	case "1.5d":
+		top, err = Distributed15DBlock(g, bounds, local)
+	case "2d":
+		top, err = Distributed2D(g, bounds, local)
+	default:
+		return nil, fmt.Errorf("sampling: unknown distributed layout %q (want 1.5d or 2d)", layout)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return NewOn(kind, top, fanouts)
+}

@@ -346,23 +346,7 @@ func (t *trainer) newSampler() (sampling.Sampler, error) {
 		return nil, fmt.Errorf("train: the %s topology's %d grid rows must be the data's %d parts: with a partitioned dataset set the topology's replication (--c for 1.5d, √p for 2d) equal to the feature replication %d",
 			cfg.Topology, g.PR, len(bounds)-1, cfg.Replication)
 	}
-	if cfg.Sampler == SamplerLADIES {
-		var err error
-		if local, err = sampling.GCNNormalizedBlock(g.ColComm, bounds, local); err != nil {
-			return nil, err
-		}
-	}
-	var top sampling.Topology
-	var err error
-	if cfg.Topology == Topology2D {
-		top, err = sampling.Distributed2D(g, bounds, local)
-	} else {
-		top, err = sampling.Distributed15DBlock(g, bounds, local)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return sampling.NewOn(kind, top, cfg.Fanouts)
+	return sampling.NewBlock(kind, string(cfg.Topology), g, bounds, local, cfg.Fanouts)
 }
 
 func mask(lo, hi int64, ids []int64) []bool {
