@@ -3,14 +3,12 @@ package train
 import (
 	"fmt"
 	"hash/crc32"
-	"os"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"gnnmpi/collective"
 	"gnnmpi/graph"
+	"gnnmpi/internal/memlimit"
 	"gnnmpi/internal/rng"
 	"gnnmpi/model"
 	"gnnmpi/partition"
@@ -157,7 +155,7 @@ func RunFull(c collective.Comm, d *Data, cfg FullConfig, h Hooks) (*FullResult, 
 	delete(res.BytesPerEpoch, pipe.PhaseEval)
 	res.NumParams = pipe.NumParams(s.model)
 	defer collective.SetPhase(c, PhaseMetrics)()
-	mem, _, err := collective.AllgatherSlice(c, []int64{s.tr.StateBytes(), peakRSS()})
+	mem, _, err := collective.AllgatherSlice(c, []int64{s.tr.StateBytes(), memlimit.PeakRSS()})
 	if err != nil {
 		return nil, err
 	}
@@ -464,26 +462,4 @@ func partChunks(d *Data, k int, cfg FullConfig) ([]int32, error) {
 		return nil, fmt.Errorf("train: %s: part %d: %w", d.Name, k, err)
 	}
 	return chunk, nil
-}
-
-// peakRSS returns the process's peak resident set in bytes (VmHWM of
-// /proc/self/status), or 0 where that is not available. Under mpirun a
-// process is a rank.
-func peakRSS() int64 {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			f := strings.Fields(rest)
-			if len(f) >= 1 {
-				kb, err := strconv.ParseInt(f[0], 10, 64)
-				if err == nil {
-					return kb << 10
-				}
-			}
-		}
-	}
-	return 0
 }

@@ -8,6 +8,7 @@ import (
 	"gnnmpi/collective"
 	"gnnmpi/dense"
 	"gnnmpi/internal/rng"
+	"gnnmpi/internal/memlimit"
 	"gnnmpi/model"
 	"gnnmpi/partition"
 	"gnnmpi/sampling"
@@ -138,7 +139,7 @@ func Run(c collective.Comm, d *Data, cfg Config, h Hooks) (*Result, error) {
 	res := rec.result()
 	res.NumParams, res.Stores = t.m.NumParams(), t.stores
 	defer collective.SetPhase(c, PhaseMetrics)()
-	mine := append(t.memory(), peakRSS())
+	mine := append(t.memory(), memlimit.PeakRSS())
 	all, _, err := collective.AllgatherSlice(c, mine)
 	if err != nil {
 		return nil, err

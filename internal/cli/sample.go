@@ -6,12 +6,17 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"gnnmpi/collective"
 	"gnnmpi/graph"
+	"gnnmpi/internal/memlimit"
 	"gnnmpi/internal/rng"
 	"gnnmpi/sampling"
+	"gnnmpi/sparse"
+	"gnnmpi/spgemm"
 )
 
 // Stream ids of the sample command's randomness (internal/rng paths).
@@ -36,7 +41,7 @@ func sampleCmd() *Command {
 			fs.IntVar(&cfg.epochs, "epochs", 1, "passes over the training vertices")
 			fs.IntVar(&cfg.maxBatches, "max-batches", 0, "stop each epoch after this many minibatches over all ranks (0: all)")
 			fs.Uint64Var(&cfg.seed, "seed", 1, "random seed (shuffle and sampling)")
-			fs.StringVar(&cfg.topology, "topology", "replicated", "replicated (every rank holds the graph; no communication) or 1.5d (rows over p/c grid rows, c copies; P = Q·A by 1.5D SpGEMM)")
+			fs.StringVar(&cfg.topology, "topology", "replicated", "replicated (every rank holds the graph; no communication), 1.5d (rows over p/c grid rows, c copies; P = Q·A by 1.5D SpGEMM) or 2d (√p×√p blocks); with a partitioned dataset (a directory from partition --out) a rank of 1.5d or 2d reads only its grid row's parts")
 			fs.IntVar(&cfg.c, "c", 1, "replication factor of the 1.5d topology (divides the number of ranks)")
 			fs.BoolVar(&cfg.symmetrize, "symmetrize", false, symmetrizeUsage)
 			fs.StringVar(&cfg.dump, "dump", "", "write every minibatch to DIR/e<epoch>-b<batch>.txt (format: README, Data formats)")
@@ -61,6 +66,8 @@ type SampleResult struct {
 	Bulk            int     `json:"bulk"`
 	Topology        string  `json:"topology"`
 	C               int     `json:"c"` // replication factor (1.5d)
+	// PeakRSS is every rank's peak resident memory (VmHWM).
+	PeakRSS []int64 `json:"peak_rss_bytes"`
 	Minibatches     int64   `json:"minibatches"`
 	Edges           int64   `json:"edges"`    // sampled edges, all blocks of all minibatches
 	Vertices        int64   `json:"vertices"` // input vertices (features to fetch), summed over minibatches
@@ -83,8 +90,8 @@ func (cfg *sampleConfig) check(p int) error {
 		return fmt.Errorf("sample: --epochs %d < 1", cfg.epochs)
 	case cfg.maxBatches < 0:
 		return fmt.Errorf("sample: --max-batches %d < 0", cfg.maxBatches)
-	case cfg.topology != "replicated" && cfg.topology != "1.5d":
-		return fmt.Errorf("sample: --topology %q (want replicated or 1.5d)", cfg.topology)
+	case cfg.topology != "replicated" && cfg.topology != "1.5d" && cfg.topology != "2d":
+		return fmt.Errorf("sample: --topology %q (want replicated, 1.5d or 2d)", cfg.topology)
 	case cfg.c < 1 || p%cfg.c != 0:
 		return fmt.Errorf("sample: --c %d does not divide the %d ranks", cfg.c, p)
 	}
@@ -112,29 +119,17 @@ func runSample(env *Env, cfg *sampleConfig) error {
 		return err
 	}
 	restore := collective.SetPhase(c, "setup")
-	g, err := graph.Load(cfg.data, graph.ReadOptions{NoFeatures: true})
+	var src *sampleSource
+	if graph.IsPartDir(cfg.data) && cfg.topology != "replicated" {
+		src, err = samplePartsSource(env, cfg, fo)
+	} else {
+		src, err = sampleWholeSource(env, cfg, fo)
+	}
 	if err != nil {
 		return err
 	}
-	symmetrized := cfg.symmetrize && !g.Symmetric
-	if cfg.symmetrize {
-		g = g.Symmetrized()
-	}
-	checkDirection(env, cfg.data, g, symmetrized)
-	train, err := sampleSeeds(g, cfg)
-	if err != nil {
-		return err
-	}
-	var grid *collective.Grid
-	if cfg.topology == "1.5d" {
-		if grid, err = collective.NewGrid(c, p/cfg.c, cfg.c); err != nil {
-			return fmt.Errorf("sample: %w", err)
-		}
-		defer grid.Free()
-	}
-	smp, err := sampling.New(cfg.sampler, g.Adj, fo, grid)
-	if err != nil {
-		return fmt.Errorf("sample: %w", err)
+	if src.grid != nil {
+		defer src.grid.Free()
 	}
 	if cfg.dump != "" {
 		if err := os.MkdirAll(cfg.dump, 0o755); err != nil {
@@ -143,9 +138,9 @@ func runSample(env *Env, cfg *sampleConfig) error {
 	}
 	restore()
 	env.Printf("sampling %s %v on %s (%d vertices, %d training), batch %d, bulk %d, %d ranks, topology %s (c = %d)\n",
-		cfg.sampler, fo, g.Name, g.NumNodes, len(train), cfg.batch, cfg.bulk, p, cfg.topology, cfg.c)
+		cfg.sampler, fo, src.name, src.n, len(src.train), cfg.batch, cfg.bulk, p, cfg.topology, cfg.c)
 
-	tot, err := sampleAll(env, cfg, smp, train)
+	tot, err := sampleAll(env, cfg, src)
 	if err != nil {
 		return err
 	}
@@ -161,8 +156,12 @@ func runSample(env *Env, cfg *sampleConfig) error {
 	if err != nil {
 		return err
 	}
+	rss, _, err := collective.AllgatherSlice(c, []int64{memlimit.PeakRSS()})
+	if err != nil {
+		return err
+	}
 	restore()
-	res := SampleResult{Sampler: cfg.sampler, Fanouts: fo, BatchSize: cfg.batch, Bulk: cfg.bulk, Topology: cfg.topology, C: cfg.c,
+	res := SampleResult{Sampler: cfg.sampler, Fanouts: fo, BatchSize: cfg.batch, Bulk: cfg.bulk, Topology: cfg.topology, C: cfg.c, PeakRSS: rss,
 		Minibatches: tot.minibatches, Edges: tot.edges, Vertices: tot.vertices, Seconds: tot.seconds, Bytes: map[string]int64{}}
 	for ph, x := range cs.ByPhase {
 		res.Bytes[ph] = x.TotalSent
@@ -173,6 +172,224 @@ func runSample(env *Env, cfg *sampleConfig) error {
 	env.Printf("sampled   %d minibatches, %d edges, %d input vertices in %.3fs (slowest rank)\n", tot.minibatches, tot.edges, tot.vertices, tot.seconds)
 	env.Printf("rate      %.1f minibatches/s, %.4g edges/s\n", res.MinibatchesPerS, res.EdgesPerS)
 	return env.Finish(map[string]any{"sample": res})
+}
+
+// sampleSource is what the sample command samples: the sampler, the
+// seeds (ascending), the graph's name and order, and, for a partitioned
+// dataset, the mapping of vertex ids back to the original ids (collective;
+// nil when the ids are the original ones).
+type sampleSource struct {
+	smp   sampling.Sampler
+	train []int64
+	name  string
+	n     int64
+	orig  func(ids []int64) ([]int64, error)
+	grid  *collective.Grid // the distributed topology's, nil when replicated
+}
+
+// sampleWholeSource loads the whole topology on every rank (a partitioned
+// dataset whole, in its new ids) and builds the sampler, replicated or
+// distributed in the 1.5D layout, or 2D, from it.
+func sampleWholeSource(env *Env, cfg *sampleConfig, fo []int) (*sampleSource, error) {
+	c := env.Comm
+	g, err := graph.Load(cfg.data, graph.ReadOptions{NoFeatures: true})
+	if err != nil {
+		return nil, err
+	}
+	symmetrized := cfg.symmetrize && !g.Symmetric
+	if cfg.symmetrize {
+		g = g.Symmetrized()
+	}
+	checkDirection(env, cfg.data, g, symmetrized)
+	train, err := sampleSeeds(g, cfg)
+	if err != nil {
+		return nil, err
+	}
+	var smp sampling.Sampler
+	var grid *collective.Grid
+	switch cfg.topology {
+	case "replicated":
+		smp, err = sampling.New(cfg.sampler, g.Adj, fo, nil)
+	case "1.5d":
+		if grid, err = collective.NewGrid(c, c.Size()/cfg.c, cfg.c); err != nil {
+			return nil, fmt.Errorf("sample: %w", err)
+		}
+		smp, err = sampling.New(cfg.sampler, g.Adj, fo, grid)
+	case "2d":
+		if grid, err = squareGrid(c); err != nil {
+			return nil, err
+		}
+		b := spgemm.Bounds(g.NumNodes, grid.PR)
+		smp, err = sampling.NewBlock(cfg.sampler, "2d", grid, b, sparse.RowRange(g.Adj, b[grid.Row], b[grid.Row+1]), fo)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sample: %w", err)
+	}
+	src := &sampleSource{smp: smp, train: train, name: g.Name, n: g.NumNodes, grid: grid}
+	if graph.IsPartDir(cfg.data) && cfg.dump != "" {
+		// Dumps name the original ids, as from the parts.
+		m, err := graph.ReadPartManifest(cfg.data)
+		if err != nil {
+			return nil, err
+		}
+		all, err := graph.LoadParts(cfg.data, m, 0, m.Parts, graph.PartReadOptions{NoFeatures: true, NoLabels: true})
+		if err != nil {
+			return nil, err
+		}
+		src.orig = func(ids []int64) ([]int64, error) {
+			out := make([]int64, len(ids))
+			for i, v := range ids {
+				out[i] = all.OrigIDs[v]
+			}
+			return out, nil
+		}
+	}
+	return src, nil
+}
+
+// squareGrid returns the √p×√p grid of c for the 2D topology.
+func squareGrid(c collective.Comm) (*collective.Grid, error) {
+	p := c.Size()
+	s := 1
+	for (s+1)*(s+1) <= p {
+		s++
+	}
+	if s*s != p {
+		return nil, fmt.Errorf("sample: --topology 2d needs a square number of ranks, not %d", p)
+	}
+	return collective.NewGrid(c, s, s)
+}
+
+// samplePartsSource reads this rank's grid row's parts of a partitioned
+// dataset (the grid rows are the run parts: p/c for 1.5d, √p for 2d) and
+// builds the distributed sampler from them: no rank holds the whole
+// topology. The seeds (the split's training vertices, or every vertex for
+// "all") are gathered from the parts.
+func samplePartsSource(env *Env, cfg *sampleConfig, fo []int) (*sampleSource, error) {
+	c := env.Comm
+	p := c.Size()
+	if cfg.symmetrize {
+		return nil, fmt.Errorf("sample: %s is partitioned: symmetrize when partitioning (partition --symmetrize)", cfg.data)
+	}
+	m, err := graph.ReadPartManifest(cfg.data)
+	if err != nil {
+		return nil, err
+	}
+	var rc int
+	var grid *collective.Grid
+	if cfg.topology == "2d" {
+		if grid, err = squareGrid(c); err != nil {
+			return nil, err
+		}
+		rc = grid.PC
+	} else {
+		if grid, err = collective.NewGrid(c, p/cfg.c, cfg.c); err != nil {
+			return nil, fmt.Errorf("sample: %w", err)
+		}
+		rc = cfg.c
+	}
+	first, last, err := m.RunParts(c.Rank(), p, rc)
+	if err != nil {
+		return nil, err
+	}
+	part, err := graph.LoadParts(cfg.data, m, first, last, graph.PartReadOptions{NoFeatures: true, NoLabels: true})
+	if err := agreeErr(c, err); err != nil {
+		return nil, err
+	}
+	runs := p / rc
+	bounds := make([]int64, runs+1)
+	for q := range bounds {
+		bounds[q] = m.Offsets[q*m.Parts/runs]
+	}
+	smp, err := sampling.NewBlock(cfg.sampler, cfg.topology, grid, bounds, part.Adj, fo)
+	if err != nil {
+		return nil, fmt.Errorf("sample: %w", err)
+	}
+	// The seeds: one replica of each run part contributes its own, in
+	// rank order, which is ascending id order.
+	var mine []int64
+	if c.Rank()%rc == 0 {
+		if cfg.split == "all" {
+			mine = make([]int64, part.Hi-part.Lo)
+			for i := range mine {
+				mine[i] = part.Lo + int64(i)
+			}
+		} else {
+			name := cfg.split
+			if name == "" && len(m.Splits) > 0 {
+				name = slices.MinFunc(m.Splits, func(a, b graph.SplitSizes) int { return strings.Compare(a.Name, b.Name) }).Name
+			}
+			s, ok := part.Splits[name]
+			if !ok {
+				return nil, fmt.Errorf("sample: %s has no split %q", cfg.data, cfg.split)
+			}
+			mine = s.Train
+		}
+	}
+	train, _, err := collective.AllgatherSlice(c, mine)
+	if err != nil {
+		return nil, err
+	}
+	orig := func(ids []int64) ([]int64, error) { return origIDs(c, bounds, rc, part, ids) }
+	return &sampleSource{smp: smp, train: train, name: m.Name, n: m.NumNodes, orig: orig, grid: grid}, nil
+}
+
+// agreeErr returns err on the ranks where it is not nil and an error
+// naming the failing rank on the others, or nil everywhere: one Allreduce,
+// so that a rank that cannot read its part does not leave the others
+// waiting in the next collective.
+func agreeErr(c collective.Comm, err error) error {
+	bad := int64(c.Size())
+	if err != nil {
+		bad = int64(c.Rank())
+	}
+	if e := collective.AllreduceVars(c, collective.Min, &bad); e != nil {
+		return e
+	}
+	if err != nil {
+		return err
+	}
+	if bad < int64(c.Size()) {
+		return fmt.Errorf("sample: rank %d failed to read its parts (see its error)", bad)
+	}
+	return nil
+}
+
+// origIDs returns the original ids of ids (new ids of a partitioned
+// dataset), asking the owners: vertex v of run part q is answered by rank
+// q·rc + this rank's replica index, from its part's OrigIDs. It is
+// collective over c.
+func origIDs(c collective.Comm, bounds []int64, rc int, part *graph.Part, ids []int64) ([]int64, error) {
+	p, col := c.Size(), c.Rank()%rc
+	ask := make([][]int64, p)
+	at := make([]int, len(ids))
+	for i, v := range ids {
+		q, _ := slices.BinarySearch(bounds, v+1)
+		r := (q-1)*rc + col
+		at[i] = len(ask[r])
+		ask[r] = append(ask[r], v)
+	}
+	got, err := collective.AlltoallvSlices(c, ask)
+	if err != nil {
+		return nil, err
+	}
+	answer := make([][]int64, p)
+	for r, vs := range got {
+		answer[r] = make([]int64, len(vs))
+		for k, v := range vs {
+			answer[r][k] = part.OrigIDs[v-part.Lo]
+		}
+	}
+	back, err := collective.AlltoallvSlices(c, answer)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]int64, len(ids))
+	for i, v := range ids {
+		q, _ := slices.BinarySearch(bounds, v+1)
+		out[i] = back[(q-1)*rc+col][at[i]]
+	}
+	return out, nil
 }
 
 // sampleSeeds returns the vertices whose minibatches the command samples:
@@ -219,7 +436,8 @@ func sampleSchedule(cfg *sampleConfig, n, p, me int) (mine []sampleItem, orders 
 // training would), dumping them with cfg.dump. Every rank makes the same
 // number of Sample calls (the distributed topology's are collective), the
 // last ones possibly empty.
-func sampleAll(env *Env, cfg *sampleConfig, smp sampling.Sampler, train []int64) (sampleTotals, error) {
+func sampleAll(env *Env, cfg *sampleConfig, src *sampleSource) (sampleTotals, error) {
+	smp, train := src.smp, src.train
 	c := env.Comm
 	p := c.Size()
 	defer collective.SetPhase(c, "sample")()
@@ -249,6 +467,12 @@ func sampleAll(env *Env, cfg *sampleConfig, smp sampling.Sampler, train []int64)
 			return sampleTotals{}, err
 		}
 		tot.seconds += time.Since(t0).Seconds()
+		name := func(v int64) int64 { return v }
+		if cfg.dump != "" && src.orig != nil {
+			if name, err = originalNames(mbs, src.orig); err != nil {
+				return sampleTotals{}, err
+			}
+		}
 		for x, m := range mbs {
 			tot.minibatches++
 			tot.vertices += int64(len(m.Input()))
@@ -258,7 +482,7 @@ func sampleAll(env *Env, cfg *sampleConfig, smp sampling.Sampler, train []int64)
 			if cfg.dump != "" {
 				it := chunk[x]
 				path := filepath.Join(cfg.dump, fmt.Sprintf("e%d-b%d.txt", it.epoch, it.b))
-				if err := dumpMiniBatch(path, m, it.epoch, it.b, keys[x], cfg.sampler); err != nil {
+				if err := dumpMiniBatch(path, m, it.epoch, it.b, keys[x], cfg.sampler, name); err != nil {
 					return sampleTotals{}, err
 				}
 			}
@@ -268,10 +492,31 @@ func sampleAll(env *Env, cfg *sampleConfig, smp sampling.Sampler, train []int64)
 	return tot, nil
 }
 
+// originalNames returns the mapping of the vertices of mbs to their
+// original ids (orig, collective: every rank calls it once per bulk).
+func originalNames(mbs []*sampling.MiniBatch, orig func([]int64) ([]int64, error)) (func(int64) int64, error) {
+	var ids []int64
+	for _, m := range mbs {
+		ids = append(ids, m.Input()...)
+	}
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	o, err := orig(ids)
+	if err != nil {
+		return nil, err
+	}
+	return func(v int64) int64 {
+		k, _ := slices.BinarySearch(ids, v)
+		return o[k]
+	}, nil
+}
+
 // dumpMiniBatch writes m as text: a header line, the seeds, then per block
-// (input layer first) its sizes, its sources' global ids and one line per
-// edge "dst src" in global ids, with the edge's weight for LADIES.
-func dumpMiniBatch(path string, m *sampling.MiniBatch, epoch, batch int, key uint64, sampler string) error {
+// (input layer first) its sizes, its sources' ids and one line per edge
+// "dst src", with the edge's weight for LADIES. Vertices are written as
+// name gives them: their global ids, or a partitioned dataset's original
+// ids.
+func dumpMiniBatch(path string, m *sampling.MiniBatch, epoch, batch int, key uint64, sampler string, name func(int64) int64) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return fmt.Errorf("sample: %w", err)
@@ -280,22 +525,22 @@ func dumpMiniBatch(path string, m *sampling.MiniBatch, epoch, batch int, key uin
 	fmt.Fprintf(w, "# gnnmpi minibatch %d of epoch %d, key %#x, sampler %s, %d blocks\n", batch, epoch, key, sampler, len(m.Blocks))
 	fmt.Fprintf(w, "seeds %d", len(m.Seeds))
 	for _, v := range m.Seeds {
-		fmt.Fprintf(w, " %d", v)
+		fmt.Fprintf(w, " %d", name(v))
 	}
 	fmt.Fprintln(w)
 	for l, b := range m.Blocks {
 		fmt.Fprintf(w, "block %d dst %d src %d edges %d\n", l, len(b.Dst), len(b.Src), b.Adj.NNZ())
 		fmt.Fprint(w, "src")
 		for _, v := range b.Src {
-			fmt.Fprintf(w, " %d", v)
+			fmt.Fprintf(w, " %d", name(v))
 		}
 		fmt.Fprintln(w)
 		for i, v := range b.Dst {
 			for q := b.Adj.Indptr[i]; q < b.Adj.Indptr[i+1]; q++ {
 				if b.Adj.Values != nil {
-					fmt.Fprintf(w, "%d %d %.17g\n", v, b.Src[b.Adj.Indices[q]], b.Adj.Values[q])
+					fmt.Fprintf(w, "%d %d %.17g\n", name(v), name(b.Src[b.Adj.Indices[q]]), b.Adj.Values[q])
 				} else {
-					fmt.Fprintf(w, "%d %d\n", v, b.Src[b.Adj.Indices[q]])
+					fmt.Fprintf(w, "%d %d\n", name(v), name(b.Src[b.Adj.Indices[q]]))
 				}
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -78,4 +79,51 @@ func TestSampleErrors(t *testing.T) {
 		_, err := runCmd(t, 2, "sample", tc.args...)
 		require.ErrorContains(t, err, tc.msg)
 	}
+}
+
+// On a partitioned dataset the 1.5D and 2D topologies read only their grid
+// row's parts, and sample exactly the minibatches of the dataset held
+// whole (replicated); the dumps name the original ids, so Cora's seeds are
+// its planetoid training vertices 0…139.
+func TestSamplePartitioned(t *testing.T) {
+	data := filepath.Join("..", "..", "data", "cora")
+	parts := filepath.Join(t.TempDir(), "cora.parts")
+	_, err := runCmd(t, 1, "partition", "--data", data, "--parts", "4", "--method", "metis", "--out", parts)
+	require.NoError(t, err)
+	for _, sampler := range []struct{ name, fanouts string }{{"sage", "10,5"}, {"ladies", "64,64"}} {
+		var want map[string]string
+		for _, run := range []struct {
+			p   int
+			top string
+			c   int
+		}{{1, "replicated", 1}, {4, "1.5d", 1}, {4, "1.5d", 2}, {2, "1.5d", 1}, {4, "2d", 1}, {1, "2d", 1}} {
+			dir := t.TempDir()
+			res := sampleJSON(t, run.p, "--data", parts, "--sampler", sampler.name, "--fanouts", sampler.fanouts,
+				"--batch-size", "16", "--bulk", "2", "--dump", dir, "--topology", run.top, "--c", strconv.Itoa(run.c))
+			require.Equal(t, int64(9), res.Minibatches)
+			require.Len(t, res.PeakRSS, run.p)
+			got := testutil.ReadDir(t, dir)
+			if want == nil {
+				want = got
+				for _, text := range got {
+					var seeds []int
+					for _, f := range strings.Fields(strings.Split(text, "\n")[1])[2:] {
+						v, err := strconv.Atoi(f)
+						require.NoError(t, err)
+						seeds = append(seeds, v)
+					}
+					require.NotEmpty(t, seeds)
+					for _, v := range seeds {
+						require.Less(t, v, 140, "a seed named by its original id")
+					}
+				}
+				continue
+			}
+			require.Equal(t, want, got, "%s %+v", sampler.name, run)
+		}
+	}
+	_, err = runCmd(t, 3, "sample", "--data", parts, "--topology", "1.5d")
+	require.ErrorContains(t, err, "cannot be spread over 3 ranks")
+	_, err = runCmd(t, 2, "sample", "--data", parts, "--topology", "2d")
+	require.ErrorContains(t, err, "square number of ranks")
 }

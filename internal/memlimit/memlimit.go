@@ -61,6 +61,18 @@ func Available() Budget {
 	return best
 }
 
+// PeakRSS returns the process's peak resident set in bytes (VmHWM of
+// /proc/self/status), or 0 where that is not available. Under mpirun a
+// process is a rank.
+func PeakRSS() int64 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	v, _ := statusField(data, "VmHWM:")
+	return v
+}
+
 // ParseMemInfo returns MemAvailable from the contents of /proc/meminfo.
 func ParseMemInfo(data []byte) (Budget, bool) {
 	v, ok := statusField(data, "MemAvailable:")

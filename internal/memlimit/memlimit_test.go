@@ -51,3 +51,14 @@ func TestAvailable(t *testing.T) {
 	require.NotEmpty(t, b.Source)
 	require.Contains(t, b.String(), "GiB")
 }
+
+// The peak resident set of a running test is positive and at least what
+// it touches.
+func TestPeakRSS(t *testing.T) {
+	b := make([]byte, 64<<20)
+	for i := range b {
+		b[i] = 1
+	}
+	require.GreaterOrEqual(t, PeakRSS(), int64(len(b)))
+	_ = b[len(b)-1]
+}
