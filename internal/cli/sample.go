@@ -60,14 +60,14 @@ type sampleConfig struct {
 
 // SampleResult is the sample command's final metrics object (key "sample").
 type SampleResult struct {
-	Sampler         string  `json:"sampler"`
-	Fanouts         []int   `json:"fanouts"`
-	BatchSize       int     `json:"batch_size"`
-	Bulk            int     `json:"bulk"`
-	Topology        string  `json:"topology"`
-	C               int     `json:"c"` // replication factor (1.5d)
+	Sampler   string `json:"sampler"`
+	Fanouts   []int  `json:"fanouts"`
+	BatchSize int    `json:"batch_size"`
+	Bulk      int    `json:"bulk"`
+	Topology  string `json:"topology"`
+	C         int    `json:"c"` // replication factor (1.5d)
 	// PeakRSS is every rank's peak resident memory (VmHWM).
-	PeakRSS []int64 `json:"peak_rss_bytes"`
+	PeakRSS         []int64 `json:"peak_rss_bytes"`
 	Minibatches     int64   `json:"minibatches"`
 	Edges           int64   `json:"edges"`    // sampled edges, all blocks of all minibatches
 	Vertices        int64   `json:"vertices"` // input vertices (features to fetch), summed over minibatches
