@@ -18,7 +18,7 @@ func partitionCmd() *Command {
 		Flags: func(fs *flag.FlagSet) func(*Env) error {
 			data := fs.String("data", "data/cora", "dataset")
 			parts := fs.Int("parts", 0, "number of parts (default: number of ranks)")
-			method := fs.String("method", "metis", "block, random, metis (rank 0, whole graph in memory) or ptscotch (distributed under mpirun: every rank reads 1/p of the rows of a binary dataset)")
+			method := fs.String("method", "metis", "block, random, metis (rank 0, whole graph in memory), ptscotch (distributed under mpirun: every rank reads 1/p of the rows of a binary dataset, and --out writes the parts from them), or a partition book file; block on more than one rank with a binary dataset is distributed like ptscotch")
 			imbalance := fs.Float64("imbalance", 0, "ptscotch: allowed part size over the mean, minus 1 (0: 0.03)")
 			checkGraph := fs.Bool("check-graph", false, "ptscotch: verify the symmetrized graph with SCOTCH_dgraphCheck before partitioning")
 			split := fs.String("split", "", "split whose train/valid/test vertices METIS balances (default: the dataset's first; \"none\" balances vertices only)")
@@ -35,21 +35,21 @@ func partitionCmd() *Command {
 				if *out == "" && *bookPath == "" {
 					return fmt.Errorf("partition: --out DIR or --book FILE is required")
 				}
-				if *method == "ptscotch" {
-					if *split != "" && *split != "none" {
-						return fmt.Errorf("partition: --method ptscotch balances vertex counts only; --split %q needs --method metis", *split)
-					}
-					if *out != "" {
-						return fmt.Errorf("partition: --method ptscotch writes the partition book (--book FILE); write the partitioned dataset from it with --method FILE --out DIR")
-					}
-					return runDistPartition(env, *data, k, *method, *seed, *sym, *imbalance, *checkGraph, *bookPath)
-				}
 				ff, err := graph.ParseFeatureFormat(*format)
 				if err != nil {
 					return fmt.Errorf("partition: %w", err)
 				}
 				o := partitionOptions{data: *data, parts: k, method: *method, split: *split, seed: *seed, symmetrize: *sym,
 					out: *out, book: *bookPath, format: ff}
+				// PT-Scotch, and blocks of a binary dataset on more than
+				// one rank, partition and write from the ranks' row
+				// blocks: no rank holds the whole graph.
+				if *method == "ptscotch" || (*method == "block" && env.Comm.Size() > 1 && binaryFile(*data)) {
+					if *method == "ptscotch" && *split != "" && *split != "none" {
+						return fmt.Errorf("partition: --method ptscotch balances vertex counts only; --split %q needs --method metis", *split)
+					}
+					return runDistPartition(env, distOptions{partitionOptions: o, imbalance: *imbalance, check: *checkGraph})
+				}
 				return RankZero(env.Comm, func() error { return runPartition(env, o) })
 			}
 		},

@@ -103,3 +103,52 @@ func TestPartitionPTScotchBadInput(t *testing.T) {
 	_, err := os.Stat(book)
 	assert.True(t, os.IsNotExist(err), "no book is written")
 }
+
+// TestPartitionPTScotchOut partitions Cora with PT-Scotch under mpirun at
+// np 2 and 4 and writes the partitioned dataset from the ranks' row blocks
+// (--out), and the book (--book); the part files must equal, byte for
+// byte, those the single-rank writer makes from that book, and the
+// manifest must match apart from the method. --method block at np 3 does
+// the same without PT-Scotch.
+func TestPartitionPTScotchOut(t *testing.T) {
+	skipUnlessMPI(t)
+	dir := t.TempDir()
+	cora := filepath.Join(dir, "cora.gnn")
+	r := local(t, "convert", "--data", "data/cora", "--out", cora)
+	require.Zero(t, r.code, r.stderr)
+	for _, tc := range []struct {
+		method string
+		np, k  int
+	}{{"ptscotch", 2, 4}, {"ptscotch", 4, 4}, {"ptscotch", 4, 6}, {"block", 3, 4}} {
+		t.Run(fmt.Sprintf("%s/np=%d/k=%d", tc.method, tc.np, tc.k), func(t *testing.T) {
+			out := filepath.Join(dir, fmt.Sprintf("%s-%d-%d", tc.method, tc.np, tc.k))
+			book, ref := out+".book", out+".ref"
+			r := mpirun(t, 2*time.Minute, tc.np, bin, "partition", "--method", tc.method, "--parts", fmt.Sprint(tc.k),
+				"--data", cora, "--out", out, "--book", book)
+			require.Zero(t, r.code, r.stderr)
+			r = local(t, "partition", "--method", book, "--parts", fmt.Sprint(tc.k), "--data", cora, "--out", ref)
+			require.Zero(t, r.code, r.stderr)
+			mg, err := graph.ReadPartManifest(out)
+			require.NoError(t, err)
+			mw, err := graph.ReadPartManifest(ref)
+			require.NoError(t, err)
+			assert.Equal(t, tc.method, mg.Method)
+			mg.Method, mg.Dir, mw.Method, mw.Dir = "", "", "", ""
+			assert.Equal(t, mw, mg)
+			for q := range tc.k {
+				a, err := os.ReadFile(filepath.Join(out, graph.PartFileName(q)))
+				require.NoError(t, err)
+				b, err := os.ReadFile(filepath.Join(ref, graph.PartFileName(q)))
+				require.NoError(t, err)
+				assert.True(t, string(a) == string(b), "part %d differs", q)
+			}
+		})
+	}
+
+	// An unwritable directory fails every rank, naming it.
+	file := filepath.Join(dir, "file")
+	require.NoError(t, os.WriteFile(file, nil, 0o644))
+	r = mpirun(t, time.Minute, 2, bin, "partition", "--method", "ptscotch", "--parts", "2", "--data", cora, "--out", filepath.Join(file, "parts"))
+	require.NotZero(t, r.code)
+	assert.Contains(t, r.stderr, filepath.Join(file, "parts"))
+}

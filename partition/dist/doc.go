@@ -23,7 +23,15 @@
 //     parts, fetching the parts of the remote endpoints (a halo exchange);
 //     Sizes counts the vertices of each part; GatherParts collects the
 //     parts on one rank, in vertex order, for the partition book.
+//   - Redistribute turns the ranks' row blocks of a dataset (adjacency,
+//     features, labels, split members) and their parts into the parts of
+//     a relabelled partitioned dataset, each on the rank that writes it
+//     (Writer: part q on rank q mod p): NewIDs gives the new ids
+//     (graph.Relabel's, from a prefix over the ranks of per-part counts),
+//     the remote columns' new ids come from their owners (a halo
+//     exchange), and the rows travel by Alltoallv. Reciprocal checks that
+//     every edge's reverse is stored.
 //
 // The algorithms do no I/O: the caller reads its block (graph.BinaryRows
-// reads one from a .gnn file) and writes the book.
+// reads one from a .gnn file) and writes the book or the part files.
 package dist

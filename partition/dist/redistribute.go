@@ -1,0 +1,440 @@
+package dist
+
+import (
+	"slices"
+	"sort"
+
+	"gnnmpi/collective"
+	"gnnmpi/dense"
+	"gnnmpi/sparse"
+)
+
+// Block is one rank's rows [Lo, Lo+Adj.NRows) of a dataset, in the
+// original vertex ids, as Redistribute takes them.
+type Block struct {
+	// Lo is the first row; blocks are consecutive in rank order.
+	Lo int64
+	// Adj holds the rows, NRows × n, with global column ids; Values, if
+	// not nil, are the edge weights. Its rows need not be sorted.
+	Adj *sparse.CSR
+	// Feat or FeatCSR (at most one; neither without features) holds one
+	// feature row per row. Every rank passes the same kind and width;
+	// FeatCSR.Values is nil on every rank or on none.
+	Feat    *dense.Matrix
+	FeatCSR *sparse.Matrix[float32]
+	// Labels holds one label per row, or is nil on every rank.
+	Labels []int32
+	// Splits maps each split's name to the original ids in [Lo, Hi) of
+	// its train, validation and test members (any order). Every rank
+	// passes the same names.
+	Splits map[string]Members
+}
+
+// Members are the train, validation and test vertices of one split.
+type Members [3][]int64
+
+// PartRows is one part of a relabelled dataset, as the rank that writes it
+// receives it from Redistribute: part Part holds the new ids [Lo, Hi).
+type PartRows struct {
+	Part   int
+	Lo, Hi int64
+	// Adj is (Hi−Lo) × n: row i is new vertex Lo+i, its columns new ids
+	// sorted ascending by a stable sort (Adj.SortRows), so repeated
+	// edges keep their order and weights.
+	Adj     *sparse.CSR
+	Feat    *dense.Matrix
+	FeatCSR *sparse.Matrix[float32]
+	Labels  []int32
+	// Splits holds the new ids in [Lo, Hi) of each split's members,
+	// ascending.
+	Splits map[string]Members
+	// OrigIDs[i] is the original id of new vertex Lo+i.
+	OrigIDs []int64
+}
+
+// Writer returns the rank that writes part q in a job of p ranks: q mod p.
+func Writer(q, p int) int { return q % p }
+
+// Offsets returns the parts+1 offsets of the relabelled ids for the
+// global part sizes: part q gets [offsets[q], offsets[q+1]).
+func Offsets(sizes []int64) []int64 {
+	off := make([]int64, len(sizes)+1)
+	for q, s := range sizes {
+		off[q+1] = off[q] + s
+	}
+	return off
+}
+
+// NewIDs returns the new id of each of this rank's rows under the
+// relabelling of graph.Relabel for the book whose parts are part on every
+// rank: vertex v of part q gets offsets[q] plus the number of vertices of
+// part q with a smaller original id. The row blocks are consecutive in
+// rank order, so that number is the count of part q on lower ranks (an
+// exclusive prefix over the ranks, from one Allgather of parts counts per
+// rank) plus the count before v in this block. It also returns the
+// offsets. NewIDs is collective over c; it will panic if a part lies
+// outside [0, parts).
+func NewIDs(c collective.Comm, part []int32, parts int) (newID, offsets []int64, err error) {
+	counts := make([]int64, parts)
+	for _, q := range part {
+		counts[q]++
+	}
+	all, _, err := collective.AllgatherSlice(c, counts)
+	if err != nil {
+		return nil, nil, err
+	}
+	sizes := make([]int64, parts)
+	next := make([]int64, parts)
+	for r := range c.Size() {
+		for q := range parts {
+			if r < c.Rank() {
+				next[q] += all[r*parts+q]
+			}
+			sizes[q] += all[r*parts+q]
+		}
+	}
+	offsets = Offsets(sizes)
+	newID = make([]int64, len(part))
+	for i, q := range part {
+		newID[i] = offsets[q] + next[q]
+		next[q]++
+	}
+	return newID, offsets, nil
+}
+
+// fetch returns, for the sorted distinct columns of adj outside this
+// rank's rows [b[rank], b[rank+1]), the values val of their owners (each
+// owner answers with val[j−lo] for its row j): a halo exchange of two
+// Alltoallv. The caller looks a column up by binary search in ids.
+func fetch[T collective.Elem](c collective.Comm, b []int64, adj *sparse.CSR, val []T) (ids []int64, vals []T, err error) {
+	p, me := c.Size(), c.Rank()
+	lo, hi := b[me], b[me+1]
+	for _, j := range adj.Indices {
+		if j < lo || j >= hi {
+			ids = append(ids, j)
+		}
+	}
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	want := make([][]int64, p)
+	for _, j := range ids {
+		q := owner(b, j)
+		want[q] = append(want[q], j)
+	}
+	asked, err := collective.AlltoallvSlices(c, want)
+	if err != nil {
+		return nil, nil, err
+	}
+	reply := make([][]T, p)
+	for q, js := range asked {
+		reply[q] = make([]T, len(js))
+		for k, j := range js {
+			if j < lo || j >= hi {
+				panic("dist: internal error: asked for a row not held")
+			}
+			reply[q][k] = val[j-lo]
+		}
+	}
+	got, err := collective.AlltoallvSlices(c, reply)
+	if err != nil {
+		return nil, nil, err
+	}
+	// ids is sorted and the owners' ranges ascend, so want concatenated
+	// in rank order is ids again.
+	vals = make([]T, 0, len(ids))
+	for q := range p {
+		vals = append(vals, got[q]...)
+	}
+	return ids, vals, nil
+}
+
+// Redistribute relabels a dataset spread over the ranks of c in row
+// blocks and sends each part's rows to the rank that writes it (Writer).
+// b is this rank's block; part[i] is the part of its row i, in
+// [0, parts); n is the number of vertices of the whole graph. It returns
+// the parts+1 offsets of the new ids (graph.Relabel's for the equivalent
+// book) and the parts this rank writes, in ascending part order, each
+// equal to graph.MakePart of the whole dataset: new ids as NewIDs gives
+// them, every column translated to its new id (the new ids of remote
+// columns come from their owners, a halo exchange), rows sorted.
+//
+// A rank holds its block, the rows of the parts it writes and its halo,
+// never an array of length n. Redistribute is collective over c. It
+// returns an error, on every rank alike, if the blocks are not as Bounds
+// requires; it will panic if part does not match the block, if a part
+// lies outside [0, parts) or if a split member lies outside the block.
+func Redistribute(c collective.Comm, n int64, b *Block, part []int32, parts int) (offsets []int64, out []*PartRows, err error) {
+	adj := b.Adj
+	if int64(len(part)) != adj.NRows {
+		panic("dist: Redistribute: parts do not match the rows")
+	}
+	bounds, err := Bounds(c, n, b.Lo, adj)
+	if err != nil {
+		return nil, nil, err
+	}
+	newID, offsets, err := NewIDs(c, part, parts)
+	if err != nil {
+		return nil, nil, err
+	}
+	ids, remote, err := fetch(c, bounds, adj, newID)
+	if err != nil {
+		return nil, nil, err
+	}
+	lo, hi := b.Lo, b.Lo+adj.NRows
+	relabel := func(j int64) int64 {
+		if j >= lo && j < hi {
+			return newID[j-lo]
+		}
+		k, ok := slices.BinarySearch(ids, j)
+		if !ok {
+			panic("dist: internal error: missing halo vertex")
+		}
+		return remote[k]
+	}
+
+	// Pack each row for the writer of its part: ints are (new id, original
+	// id, degree, columns…, feature nonzeros, feature columns…), edge
+	// weights, dense feature rows or sparse feature values, and labels go
+	// in streams of their own types.
+	p := c.Size()
+	ints := make([][]int64, p)
+	weights := make([][]float64, p)
+	feats := make([][]float32, p)
+	labels := make([][]int32, p)
+	for i := range adj.NRows {
+		q := Writer(int(part[i]), p)
+		row := adj.Indices[adj.Indptr[i]:adj.Indptr[i+1]]
+		ints[q] = append(ints[q], newID[i], lo+i, int64(len(row)))
+		for _, j := range row {
+			ints[q] = append(ints[q], relabel(j))
+		}
+		if adj.Values != nil {
+			weights[q] = append(weights[q], adj.Values[adj.Indptr[i]:adj.Indptr[i+1]]...)
+		}
+		switch {
+		case b.Feat != nil:
+			feats[q] = append(feats[q], b.Feat.Row(int(i))...)
+		case b.FeatCSR != nil:
+			f := b.FeatCSR
+			ints[q] = append(ints[q], f.Degree(i))
+			ints[q] = append(ints[q], f.Row(i)...)
+			if f.Values != nil {
+				feats[q] = append(feats[q], f.Values[f.Indptr[i]:f.Indptr[i+1]]...)
+			}
+		}
+		if b.Labels != nil {
+			labels[q] = append(labels[q], b.Labels[i])
+		}
+	}
+	// Split members travel as (split, kind, new id) triples.
+	names := make([]string, 0, len(b.Splits))
+	for name := range b.Splits {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	members := make([][]int64, p)
+	for s, name := range names {
+		for k, vs := range b.Splits[name] {
+			for _, v := range vs {
+				if v < lo || v >= hi {
+					panic("dist: Redistribute: split member outside the block")
+				}
+				q := Writer(int(part[v-lo]), p)
+				members[q] = append(members[q], int64(s), int64(k), newID[v-lo])
+			}
+		}
+	}
+	recvInts, err := collective.AlltoallvSlices(c, ints)
+	if err != nil {
+		return nil, nil, err
+	}
+	recvWeights, err := collective.AlltoallvSlices(c, weights)
+	if err != nil {
+		return nil, nil, err
+	}
+	recvFeats, err := collective.AlltoallvSlices(c, feats)
+	if err != nil {
+		return nil, nil, err
+	}
+	recvLabels, err := collective.AlltoallvSlices(c, labels)
+	if err != nil {
+		return nil, nil, err
+	}
+	recvMembers, err := collective.AlltoallvSlices(c, members)
+	if err != nil {
+		return nil, nil, err
+	}
+	ints, weights, feats, labels, members = nil, nil, nil, nil, nil
+
+	// Which features every rank sends: the same on all, by Block's rules.
+	var featCols int
+	denseFeat, sparseFeat, featValues := b.Feat != nil, b.FeatCSR != nil, false
+	switch {
+	case denseFeat:
+		featCols = b.Feat.Cols
+	case sparseFeat:
+		featCols, featValues = int(b.FeatCSR.NCols), b.FeatCSR.Values != nil
+	}
+	weighted := adj.Values != nil
+	hasLabels := b.Labels != nil
+
+	// Size the parts this rank writes, then fill them from each source
+	// in rank order.
+	me := c.Rank()
+	mine := map[int]*PartRows{}
+	for q := me; q < parts; q += p {
+		pr := &PartRows{Part: q, Lo: offsets[q], Hi: offsets[q+1], Splits: map[string]Members{}}
+		rows := pr.Hi - pr.Lo
+		pr.Adj = &sparse.CSR{NRows: rows, NCols: n, Indptr: make([]int64, rows+1)}
+		pr.OrigIDs = make([]int64, rows)
+		switch {
+		case denseFeat:
+			pr.Feat = dense.New(int(rows), featCols)
+		case sparseFeat:
+			pr.FeatCSR = &sparse.Matrix[float32]{NRows: rows, NCols: int64(featCols), Indptr: make([]int64, rows+1)}
+		}
+		if hasLabels {
+			pr.Labels = make([]int32, rows)
+		}
+		mine[q] = pr
+		out = append(out, pr)
+	}
+	partOf := func(v int64) *PartRows {
+		q := sort.Search(parts, func(q int) bool { return offsets[q+1] > v })
+		pr := mine[q]
+		if pr == nil || v < pr.Lo || v >= pr.Hi {
+			panic("dist: internal error: a row for a part this rank does not write")
+		}
+		return pr
+	}
+	// First pass: degrees, to size the arrays.
+	for _, msg := range recvInts {
+		for k := 0; k < len(msg); {
+			v, deg := msg[k], msg[k+2]
+			pr := partOf(v)
+			pr.Adj.Indptr[v-pr.Lo+1] = deg
+			k += 3 + int(deg)
+			if sparseFeat {
+				pr.FeatCSR.Indptr[v-pr.Lo+1] = msg[k]
+				k += 1 + int(msg[k])
+			}
+		}
+	}
+	for _, pr := range out {
+		for i := range pr.Adj.NRows {
+			pr.Adj.Indptr[i+1] += pr.Adj.Indptr[i]
+		}
+		pr.Adj.Indices = make([]int64, pr.Adj.Indptr[pr.Adj.NRows])
+		if weighted {
+			pr.Adj.Values = make([]float64, len(pr.Adj.Indices))
+		}
+		if f := pr.FeatCSR; f != nil {
+			for i := range f.NRows {
+				f.Indptr[i+1] += f.Indptr[i]
+			}
+			f.Indices = make([]int64, f.Indptr[f.NRows])
+			if featValues {
+				f.Values = make([]float32, len(f.Indices))
+			}
+		}
+	}
+	// Second pass: contents.
+	for src, msg := range recvInts {
+		w, f, l := recvWeights[src], recvFeats[src], recvLabels[src]
+		for k := 0; k < len(msg); {
+			v, orig, deg := msg[k], msg[k+1], msg[k+2]
+			pr := partOf(v)
+			i := v - pr.Lo
+			pr.OrigIDs[i] = orig
+			at := pr.Adj.Indptr[i]
+			copy(pr.Adj.Indices[at:at+deg], msg[k+3:k+3+int(deg)])
+			k += 3 + int(deg)
+			if weighted {
+				copy(pr.Adj.Values[at:at+deg], w[:deg])
+				w = w[deg:]
+			}
+			switch {
+			case denseFeat:
+				copy(pr.Feat.Row(int(i)), f[:featCols])
+				f = f[featCols:]
+			case sparseFeat:
+				fn := msg[k]
+				fa := pr.FeatCSR.Indptr[i]
+				copy(pr.FeatCSR.Indices[fa:fa+fn], msg[k+1:k+1+int(fn)])
+				k += 1 + int(fn)
+				if featValues {
+					copy(pr.FeatCSR.Values[fa:fa+fn], f[:fn])
+					f = f[fn:]
+				}
+			}
+			if hasLabels {
+				pr.Labels[i] = l[0]
+				l = l[1:]
+			}
+		}
+	}
+	for _, pr := range out {
+		pr.Adj.SortRows()
+		for _, name := range names {
+			pr.Splits[name] = Members{{}, {}, {}}
+		}
+	}
+	for _, msg := range recvMembers {
+		for k := 0; k < len(msg); k += 3 {
+			s, kind, v := msg[k], msg[k+1], msg[k+2]
+			pr := partOf(v)
+			m := pr.Splits[names[s]]
+			m[kind] = append(m[kind], v)
+			pr.Splits[names[s]] = m
+		}
+	}
+	for _, pr := range out {
+		for _, m := range pr.Splits {
+			for _, vs := range m {
+				slices.Sort(vs)
+			}
+		}
+	}
+	return offsets, out, nil
+}
+
+// Reciprocal reports whether every stored edge (i, j) of the graph whose
+// rows [lo, lo+adj.NRows) this rank holds has its reverse (j, i) stored
+// too (self-loops count as their own reverse): graph.Reciprocity finds
+// reciprocated = edges. Each rank sends the reverse of its edges to the
+// owners of their rows, which look them up. It is collective over c and
+// returns the same on every rank.
+func Reciprocal(c collective.Comm, n, lo int64, adj *sparse.CSR) (bool, error) {
+	b, err := Bounds(c, n, lo, adj)
+	if err != nil {
+		return false, err
+	}
+	sorted := adj
+	if !adj.RowsSorted() {
+		sorted = sparse.SortedRows(adj)
+	}
+	ask := make([][]int64, c.Size())
+	for i := range adj.NRows {
+		g := lo + i
+		for _, j := range adj.Row(i) {
+			if j != g {
+				q := owner(b, j)
+				ask[q] = append(ask[q], j, g)
+			}
+		}
+	}
+	asked, err := collective.AlltoallvSlices(c, ask)
+	if err != nil {
+		return false, err
+	}
+	var missing int64
+	for _, pairs := range asked {
+		for k := 0; k < len(pairs); k += 2 {
+			if _, ok := slices.BinarySearch(sorted.Row(pairs[k]-lo), pairs[k+1]); !ok {
+				missing++
+			}
+		}
+	}
+	missing, err = collective.AllreduceScalar(c, missing, collective.Sum)
+	return missing == 0, err
+}
