@@ -9,6 +9,7 @@
 //	go run ./bench/plot pipe bench/out/pipe.csv bench/out/pipe.png
 //	go run ./bench/plot pipe-table bench/out/pipe.csv -   (Markdown; "-" is stdout)
 //	go run ./bench/plot throughput bench/out/throughput.csv bench/out/throughput.png
+//	go run ./bench/plot scaleout bench/out/scaleout.csv bench/out/scaleout.png
 //
 // phases: per dataset, the epoch time of the slowest rank split into
 // sample, fetch, compute and grad (stacked bars) against the rank count,
@@ -25,7 +26,9 @@
 // the same rows as the README's Markdown table. throughput: per dataset of
 // bench/throughput.sh, the epoch time of the PyTorch peer and of gnnmpi at
 // each rank count split into phases (stacked bars, with the ratio to the
-// peer's time), beside the test accuracy after the same epochs.
+// peer's time), beside the test accuracy after the same epochs. scaleout:
+// per graph of bench/scaleout.sh, the largest rank's peak RSS (and state
+// bytes) relative to np 1 against the rank count, with the ideal 1/p.
 package main
 
 import (
@@ -46,7 +49,7 @@ import (
 
 func main() {
 	if len(os.Args) != 4 {
-		fmt.Fprintln(os.Stderr, "usage: plot phases|gemm|spgemm|sample|fetch|pipe|pipe-table|throughput IN.csv OUT")
+		fmt.Fprintln(os.Stderr, "usage: plot phases|gemm|spgemm|sample|fetch|pipe|pipe-table|throughput|scaleout IN.csv OUT")
 		os.Exit(2)
 	}
 	rows, err := readCSV(os.Args[2])
@@ -68,6 +71,8 @@ func main() {
 			err = pipeTable(rows, os.Args[3])
 		case "throughput":
 			err = throughput(rows, os.Args[3])
+		case "scaleout":
+			err = scaleout(rows, os.Args[3])
 		default:
 			err = fmt.Errorf("unknown chart %q", os.Args[1])
 		}
