@@ -127,4 +127,3 @@ func scaleout(rows []map[string]string, out string) error {
 	}
 	return save(img, out)
 }
-
