@@ -15,12 +15,12 @@ import (
 // kept between blocks (a smaller block uses and clears a prefix of them),
 // and a table is reused (in a numbering) between calls.
 type idTable struct {
-	keys  []int64 // vertex + 1 in a used slot, 0 in a free one
-	vals  []int32
-	mask  uint64 // slots in use − 1
-	bits  uint   // log2(slots in use)
-	used  int    // keys stored
-	max   int    // keys the slots in use hold at most half full
+	keys []int64 // vertex + 1 in a used slot, 0 in a free one
+	vals []int32
+	mask uint64 // slots in use − 1
+	bits uint   // log2(slots in use)
+	used int    // keys stored
+	max  int    // keys the slots in use hold at most half full
 }
 
 // minSlots is the smallest table.
