@@ -43,8 +43,8 @@ func FullBlockRows(adj *sparse.CSR, lo int64, dst []int64) Block {
 // rows (dst shifted to adj's first row).
 func fullBlock(adj *sparse.CSR, dst, rows []int64) Block {
 	smp := sparse.SelectRowsSR(sparse.PlusTimes[float64]{}, adj, rows, nil)
-	num := numberings.Get().(*numbering)
-	b := relabel(dst, smp, num)
-	numberings.Put(num)
+	t := tables.Get().(*idTable)
+	b := relabel(dst, smp, t)
+	tables.Put(t)
 	return b
 }

@@ -13,7 +13,12 @@ import (
 // block at hand, and it doubles whenever it becomes half full, so its
 // memory is proportional to the block, never to the graph. The slots are
 // kept between blocks (a smaller block uses and clears a prefix of them),
-// and a table is reused (in a numbering) between calls.
+// and a table is reused (through tables) between calls.
+//
+// An array of n positions indexed by vertex is faster to probe (on R-MAT
+// scale 20, relabel alone takes about 1.6× as long with the table, as a
+// probe misses the cache more), but the whole of Sample only about 5% at
+// most, and the array is O(n) on every rank.
 type idTable struct {
 	keys []int64 // vertex + 1 in a used slot, 0 in a free one
 	vals []int32
@@ -96,105 +101,20 @@ func (t *idTable) grow() {
 	}
 }
 
-// numbering numbers the sources of one block: global vertex id → position
-// in the block's sources. It holds either an idTable, of memory
-// proportional to the block, or, when the graph is so small that it costs
-// no more memory, an array indexed by vertex (−1 where unnumbered), which
-// is faster to probe (a table probe misses the cache more: on R-MAT
-// scale 20 relabel takes about 1.6× as long with the table as with the
-// array). Either way its memory is proportional to the block.
-type numbering struct {
-	tab   idTable
-	pos   []int32 // −1 everywhere between blocks
-	dense bool    // this block uses pos
-}
+// tables holds idTables between calls.
+var tables = sync.Pool{New: func() any { return new(idTable) }}
 
-// numberingMode forces the table (numberTable) or the array (numberArray)
-// for every block; numberAuto (the default) chooses by size. For tests.
-var numberingMode = numberAuto
-
-const (
-	numberAuto = iota
-	numberTable
-	numberArray
-)
-
-// tableBytesPerSlot is an idTable's memory per slot.
-const tableBytesPerSlot = 8 + 4
-
-// reset empties s for a block of about m sources over a graph of n
-// vertices: an array of n entries when it is no larger (4n bytes) than the
-// table for m would be, else the table.
-func (s *numbering) reset(m int, n int64) {
-	slots := int64(tableSlots(m))
-	s.dense = numberingMode == numberArray || (numberingMode == numberAuto && 4*n <= tableBytesPerSlot*slots)
-	if !s.dense {
-		s.tab.reset(m)
-		return
-	}
-	if int64(len(s.pos)) < n {
-		s.pos = make([]int32, n)
-		for v := range s.pos {
-			s.pos[v] = -1
-		}
-	}
-}
-
-// put returns the position of v if v is numbered; otherwise it numbers v
-// as x and returns x. x must exceed every position given so far, so that
-// the result is x exactly when v is new.
-func (s *numbering) put(v int64, x int32) int32 {
-	if s.dense {
-		p := &s.pos[v]
-		if *p < 0 {
-			*p = x
-		}
-		return *p
-	}
-	return s.tab.put(v, x)
-}
-
-// array returns the array of positions by vertex (−1: not numbered) if
-// the block uses one, else nil: callers may read and write it directly
-// instead of calling put and get.
-func (s *numbering) array() []int32 {
-	if s.dense {
-		return s.pos
-	}
-	return nil
-}
-
-// get returns the position of v, or −1 if v is not numbered.
-func (s *numbering) get(v int64) int32 {
-	if s.dense {
-		return s.pos[v]
-	}
-	return s.tab.get(v)
-}
-
-// done ends the block whose numbered vertices are src.
-func (s *numbering) done(src []int64) {
-	if s.dense {
-		for _, v := range src {
-			s.pos[v] = -1
-		}
-	}
-}
-
-// numberings holds numberings between calls.
-var numberings = sync.Pool{New: func() any { return new(numbering) }}
-
-// forEach calls fn(b, s) for b in [0, k) on up to GOMAXPROCS goroutines,
-// each with its own numbering s (from numberings) for the blocks it
-// builds. It will panic with fn's panic.
-func forEach(k int, fn func(b int, s *numbering)) {
+// forEach calls fn(b, t) for b in [0, k) on up to GOMAXPROCS goroutines,
+// each with its own idTable t (from tables) for the blocks it builds.
+// It will panic with fn's panic.
+func forEach(k int, fn func(b int, t *idTable)) {
 	g := min(k, runtime.GOMAXPROCS(0))
 	if g <= 1 {
-		s := numberings.Get().(*numbering)
+		t := tables.Get().(*idTable)
 		for b := range k {
-			fn(b, s)
+			fn(b, t)
 		}
-		numberings.Put(s)
+		tables.Put(t)
 		return
 	}
 	var next atomic.Int64
@@ -203,20 +123,20 @@ func forEach(k int, fn func(b int, s *numbering)) {
 	var pv any
 	for range g {
 		wg.Go(func() {
-			s := numberings.Get().(*numbering)
+			t := tables.Get().(*idTable)
 			defer func() {
 				if r := recover(); r != nil {
 					once.Do(func() { pv = r })
-					return // s may hold a block half built: drop it
+					return // t may hold a block half built: drop it
 				}
-				numberings.Put(s)
+				tables.Put(t)
 			}()
 			for {
 				b := int(next.Add(1) - 1)
 				if b >= k {
 					return
 				}
-				fn(b, s)
+				fn(b, t)
 			}
 		})
 	}

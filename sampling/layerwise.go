@@ -194,8 +194,8 @@ func (s *LayerWise) Sample(batches [][]int64, keys []uint64) ([]*MiniBatch, erro
 		}
 		// The draws, in minibatch order, then the blocks on goroutines.
 		factors := drawLayer(p, keys, h, size, st, &prefix)
-		forEach(k, func(b int, num *numbering) {
-			blk := block(frontiers[b], rowRange(r, q.Indptr[b], q.Indptr[b+1]), p.Row(int64(b)), factors[b], num)
+		forEach(k, func(b int, t *idTable) {
+			blk := block(frontiers[b], rowRange(r, q.Indptr[b], q.Indptr[b+1]), p.Row(int64(b)), factors[b], t)
 			out[b].Blocks[nl-1-h] = blk
 			frontiers[b] = blk.Src
 		})
@@ -245,9 +245,9 @@ func drawLayer(p *sparse.CSR, keys []uint64, h, size int, st *streams, prefix *[
 
 // block builds the block of the destinations dst, whose rows of Â are
 // those of norm, over the candidate columns cols (ascending) with their
-// weights factor (0: not sampled). num is scratch: it numbers the block's
+// weights factor (0: not sampled). t is scratch: it numbers the block's
 // sources while the block is built.
-func block(dst []int64, norm *sparse.CSR, cols []int64, factor []float64, num *numbering) Block {
+func block(dst []int64, norm *sparse.CSR, cols []int64, factor []float64, t *idTable) Block {
 	nd, drawn := len(dst), 0
 	for _, f := range factor {
 		if f != 0 {
@@ -256,9 +256,9 @@ func block(dst []int64, norm *sparse.CSR, cols []int64, factor []float64, num *n
 	}
 	src := make([]int64, nd, nd+drawn)
 	copy(src, dst)
-	num.reset(nd+drawn, norm.NCols)
+	t.reset(nd + drawn)
 	for i, v := range dst {
-		num.put(v, int32(i))
+		t.put(v, int32(i))
 	}
 	// weight[j]: the factor of source j, 0 if it was not sampled (a
 	// destination only).
@@ -267,7 +267,7 @@ func block(dst []int64, norm *sparse.CSR, cols []int64, factor []float64, num *n
 		if factor[x] == 0 {
 			continue
 		}
-		if j := num.put(u, int32(len(src))); int(j) < len(src) {
+		if j := t.put(u, int32(len(src))); int(j) < len(src) {
 			weight[j] = factor[x]
 		} else {
 			src = append(src, u)
@@ -278,14 +278,13 @@ func block(dst []int64, norm *sparse.CSR, cols []int64, factor []float64, num *n
 	for i := range dst {
 		lo, hi := norm.Indptr[i], norm.Indptr[i+1]
 		for x := lo; x < hi; x++ {
-			if j := num.get(norm.Indices[x]); j >= 0 && weight[j] != 0 {
+			if j := t.get(norm.Indices[x]); j >= 0 && weight[j] != 0 {
 				adj.Indices = append(adj.Indices, int64(j))
 				adj.Values = append(adj.Values, norm.Values[x]*weight[j])
 			}
 		}
 		adj.Indptr[i+1] = int64(len(adj.Indices))
 	}
-	num.done(src)
 	if adj.Indices == nil {
 		adj.Indices, adj.Values = []int64{}, []float64{}
 	}

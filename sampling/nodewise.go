@@ -109,8 +109,8 @@ func (s *NodeWise) Sample(batches [][]int64, keys []uint64) ([]*MiniBatch, error
 		}
 		// The minibatches' blocks, on up to GOMAXPROCS goroutines, each
 		// with its own table numbering a block's sources.
-		forEach(k, func(b int, num *numbering) {
-			blk := relabel(frontiers[b], rowRange(smp, off[b], off[b+1]), num)
+		forEach(k, func(b int, t *idTable) {
+			blk := relabel(frontiers[b], rowRange(smp, off[b], off[b+1]), t)
 			out[b].Blocks[nl-1-h] = blk
 			frontiers[b] = blk.Src
 		})
@@ -138,41 +138,27 @@ func uniformPicker(h, fanout int) picker {
 // relabel turns the sampled matrix smp (|dst|×n, global columns) into the
 // block with destinations dst: sources are the destinations followed by
 // the other sampled vertices in order of first appearance, and each row's
-// local columns are sorted. num is scratch: it numbers the block's sources
+// local columns are sorted. t is scratch: it numbers the block's sources
 // while the block is built.
 // It will panic if a vertex of dst is repeated.
-func relabel(dst []int64, smp *sparse.CSR, num *numbering) Block {
+func relabel(dst []int64, smp *sparse.CSR, t *idTable) Block {
 	nd := len(dst)
 	src := make([]int64, nd, nd+len(smp.Indices))
 	copy(src, dst)
-	num.reset(int(min(int64(nd+len(smp.Indices)), smp.NCols)), smp.NCols)
+	t.reset(int(min(int64(nd+len(smp.Indices)), smp.NCols)))
 	for i, v := range dst {
-		if num.put(v, int32(i)) != int32(i) {
-			num.done(dst[:i])
+		if t.put(v, int32(i)) != int32(i) {
 			panic("sampling: destination vertex repeated")
 		}
 	}
 	adj := &sparse.CSR{NRows: int64(nd), Indptr: smp.Indptr, Indices: make([]int64, len(smp.Indices))}
-	if pos := num.array(); pos != nil { // the same as below, faster
-		for q, v := range smp.Indices {
-			j := pos[v]
-			if j < 0 {
-				j = int32(len(src))
-				pos[v] = j
-				src = append(src, v)
-			}
-			adj.Indices[q] = int64(j)
+	for q, v := range smp.Indices {
+		j := t.put(v, int32(len(src)))
+		if int(j) == len(src) {
+			src = append(src, v)
 		}
-	} else {
-		for q, v := range smp.Indices {
-			j := num.put(v, int32(len(src)))
-			if int(j) == len(src) {
-				src = append(src, v)
-			}
-			adj.Indices[q] = int64(j)
-		}
+		adj.Indices[q] = int64(j)
 	}
-	num.done(src)
 	for i := range nd {
 		slices.Sort(adj.Indices[adj.Indptr[i]:adj.Indptr[i+1]])
 	}

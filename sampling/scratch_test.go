@@ -47,13 +47,6 @@ func TestIdTable(t *testing.T) {
 	require.Equal(t, int32(-1), tab.get(0), "reset empties the table")
 }
 
-// withNumbering runs f with every block numbered by the given mode.
-func withNumbering(mode int, f func()) {
-	defer func(old int) { numberingMode = old }(numberingMode)
-	numberingMode = mode
-	f()
-}
-
 // randomBatches returns k minibatches of size distinct seeds of [0, n)
 // and their keys.
 func randomBatches(r *rand.Rand, n int64, k, size int) ([][]int64, []uint64) {
@@ -71,11 +64,10 @@ func randomBatches(r *rand.Rand, n int64, k, size int) ([][]int64, []uint64) {
 	return batches, keys
 }
 
-// The blocks are the same whether their sources are numbered by the hash
-// table or by an array of n entries, and equal those of arrayRelabel and
-// arrayBlock (the implementation before the table) on the same rows, for
-// SAGE and LADIES on R-MAT and SBM graphs.
-func TestNumberingEqualsArray(t *testing.T) {
+// The blocks, whose sources idTable numbers, equal those of arrayRelabel
+// and arrayBlock (the implementation before the table, with an array of n
+// entries) on the same rows, for SAGE and LADIES on R-MAT and SBM graphs.
+func TestTableEqualsArray(t *testing.T) {
 	rm, err := graph.RMAT(graph.DefaultRMAT(12, 8))
 	require.NoError(t, err)
 	sbm, err := graph.SBM(graph.DefaultSBM(3000))
@@ -92,20 +84,13 @@ func TestNumberingEqualsArray(t *testing.T) {
 		require.NoError(t, err)
 		for _, s := range []Sampler{sage, ladies} {
 			t.Run(fmt.Sprintf("%s/%T", g.name, s), func(t *testing.T) {
-				var byMode [3][]*MiniBatch
-				for mode := range byMode {
-					withNumbering(mode, func() {
-						byMode[mode], err = s.Sample(batches, keys)
-					})
-					require.NoError(t, err)
-				}
-				require.Equal(t, byMode[numberArray], byMode[numberTable], "table against array")
-				require.Equal(t, byMode[numberArray], byMode[numberAuto], "auto against array")
+				ms, err := s.Sample(batches, keys)
+				require.NoError(t, err)
 				pos := make([]int32, n)
 				for v := range pos {
 					pos[v] = -1
 				}
-				for b, m := range byMode[numberTable] {
+				for b, m := range ms {
 					for l, blk := range m.Blocks {
 						h := len(m.Blocks) - 1 - l
 						want := referenceBlock(t, s, blk.Dst, keys[b], h, pos)
@@ -206,7 +191,7 @@ func TestScratchNotOfLengthN(t *testing.T) {
 	ladies, err := NewLayerWiseOn(top, []int{300, 200})
 	require.NoError(t, err)
 	for _, s := range []Sampler{sage, ladies} {
-		numberings = sync.Pool{New: numberings.New} // no table kept from earlier tests
+		tables = sync.Pool{New: tables.New} // no table kept from earlier tests
 		var ms []*MiniBatch
 		bytes := allocated(func() { ms, err = s.Sample(batches, keys) })
 		require.NoError(t, err)
