@@ -123,13 +123,12 @@ func forEach(k int, fn func(b int, t *idTable)) {
 	var pv any
 	for range g {
 		wg.Go(func() {
-			t := tables.Get().(*idTable)
+			t := tables.Get().(*idTable) // reset empties it for each block
+			defer tables.Put(t)
 			defer func() {
 				if r := recover(); r != nil {
 					once.Do(func() { pv = r })
-					return // t may hold a block half built: drop it
 				}
-				tables.Put(t)
 			}()
 			for {
 				b := int(next.Add(1) - 1)
