@@ -1,17 +1,32 @@
 package sampling
 
 import (
-	"slices"
-
 	"gnnmpi/sparse"
 )
+
+// FullBlock returns the block of dst with all their neighbours in adj
+// (repeated entries counted once), for exact layer-wise inference. Sources
+// are ordered as by NodeWise.Sample. dst is not modified and the block
+// shares no memory with it or with adj. Its scratch memory is proportional
+// to the block, not to the graph.
+// It will panic if adj is not square or a vertex of dst is outside
+// [0, n) or repeated.
+func FullBlock(adj *sparse.CSR, dst []int64) Block {
+	if adj.NRows != adj.NCols {
+		panic("sampling: adjacency not square")
+	}
+	for _, v := range dst {
+		if v < 0 || v >= adj.NRows {
+			panic("sampling: destination vertex out of range")
+		}
+	}
+	return fullBlock(adj, dst, dst)
+}
 
 // FullBlockRows is FullBlock over a row block: adj holds rows
 // [lo, lo+adj.NRows) of a graph of adj.NCols vertices (global column ids),
 // and every vertex of dst is one of those rows. The block equals FullBlock's
-// on the whole graph, and its scratch memory is proportional to the block,
-// not to the graph: the vertices are numbered compactly (sorted distinct
-// ids) while relabel runs.
+// on the whole graph, and its scratch memory is proportional to the block.
 // It will panic if a vertex of dst is outside the rows held or repeated.
 func FullBlockRows(adj *sparse.CSR, lo int64, dst []int64) Block {
 	local := make([]int64, len(dst))
@@ -21,36 +36,15 @@ func FullBlockRows(adj *sparse.CSR, lo int64, dst []int64) Block {
 		}
 		local[i] = v - lo
 	}
-	smp := sparse.SelectRowsSR(sparse.PlusTimes[float64]{}, adj, local, nil)
-	ids := slices.Concat(dst, smp.Indices)
-	slices.Sort(ids)
-	ids = slices.Compact(ids)
-	compact := func(v int64) int64 {
-		x, _ := slices.BinarySearch(ids, v)
-		return int64(x)
-	}
-	pos := make([]int32, len(ids))
-	for x := range pos {
-		pos[x] = -1
-	}
-	cdst := make([]int64, len(dst))
-	for i, v := range dst {
-		cdst[i] = compact(v)
-		if pos[cdst[i]] == 0 {
-			panic("sampling: destination vertex repeated")
-		}
-		pos[cdst[i]] = 0
-	}
-	for _, x := range cdst {
-		pos[x] = -1
-	}
-	csmp := &sparse.CSR{NRows: smp.NRows, NCols: int64(len(ids)), Indptr: smp.Indptr, Indices: make([]int64, len(smp.Indices))}
-	for q, v := range smp.Indices {
-		csmp.Indices[q] = compact(v)
-	}
-	b := relabel(cdst, csmp, pos)
-	for x, c := range b.Src { // b.Dst is a prefix of b.Src
-		b.Src[x] = ids[c]
-	}
+	return fullBlock(adj, dst, local)
+}
+
+// fullBlock is FullBlock of the destinations dst, whose rows of adj are
+// rows (dst shifted to adj's first row).
+func fullBlock(adj *sparse.CSR, dst, rows []int64) Block {
+	smp := sparse.SelectRowsSR(sparse.PlusTimes[float64]{}, adj, rows, nil)
+	t := tables.Get().(*idTable)
+	b := relabel(dst, smp, t)
+	tables.Put(t)
 	return b
 }

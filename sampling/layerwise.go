@@ -156,7 +156,6 @@ func (s *LayerWise) Sample(batches [][]int64, keys []uint64) ([]*MiniBatch, erro
 	}
 	st := newStreams()
 	var prefix []float64
-	var rel [][]int32 // per goroutine of forEach: relabelling array
 	var rows []int64
 	var rowKeys []uint64
 	// q sums each minibatch's rows: row b has a one at the positions of its
@@ -195,8 +194,8 @@ func (s *LayerWise) Sample(batches [][]int64, keys []uint64) ([]*MiniBatch, erro
 		}
 		// The draws, in minibatch order, then the blocks on goroutines.
 		factors := drawLayer(p, keys, h, size, st, &prefix)
-		forEach(k, n, &rel, func(b int, pos []int32) {
-			blk := block(frontiers[b], rowRange(r, q.Indptr[b], q.Indptr[b+1]), p.Row(int64(b)), factors[b], pos)
+		forEach(k, func(b int, t *idTable) {
+			blk := block(frontiers[b], rowRange(r, q.Indptr[b], q.Indptr[b+1]), p.Row(int64(b)), factors[b], t)
 			out[b].Blocks[nl-1-h] = blk
 			frontiers[b] = blk.Src
 		})
@@ -246,40 +245,45 @@ func drawLayer(p *sparse.CSR, keys []uint64, h, size int, st *streams, prefix *[
 
 // block builds the block of the destinations dst, whose rows of Â are
 // those of norm, over the candidate columns cols (ascending) with their
-// weights factor (0: not sampled). pos (n entries) is −1 everywhere on
-// entry and on return.
-func block(dst []int64, norm *sparse.CSR, cols []int64, factor []float64, pos []int32) Block {
-	nd := len(dst)
-	src := make([]int64, nd, nd+len(cols))
-	copy(src, dst)
-	for i, v := range dst {
-		pos[v] = int32(i)
+// weights factor (0: not sampled). t is scratch: it numbers the block's
+// sources while the block is built.
+func block(dst []int64, norm *sparse.CSR, cols []int64, factor []float64, t *idTable) Block {
+	nd, drawn := len(dst), 0
+	for _, f := range factor {
+		if f != 0 {
+			drawn++
+		}
 	}
-	weight := make(map[int64]float64, len(cols))
-	for t, u := range cols {
-		if factor[t] == 0 {
+	src := make([]int64, nd, nd+drawn)
+	copy(src, dst)
+	t.reset(nd + drawn)
+	for i, v := range dst {
+		t.put(v, int32(i))
+	}
+	// weight[j]: the factor of source j, 0 if it was not sampled (a
+	// destination only).
+	weight := make([]float64, nd, nd+drawn)
+	for x, u := range cols {
+		if factor[x] == 0 {
 			continue
 		}
-		weight[u] = factor[t]
-		if pos[u] < 0 {
-			pos[u] = int32(len(src))
+		if j := t.put(u, int32(len(src))); int(j) < len(src) {
+			weight[j] = factor[x]
+		} else {
 			src = append(src, u)
+			weight = append(weight, factor[x])
 		}
 	}
 	adj := &sparse.CSR{NRows: int64(nd), NCols: int64(len(src)), Indptr: make([]int64, nd+1)}
 	for i := range dst {
 		lo, hi := norm.Indptr[i], norm.Indptr[i+1]
 		for x := lo; x < hi; x++ {
-			u := norm.Indices[x]
-			if f, ok := weight[u]; ok {
-				adj.Indices = append(adj.Indices, int64(pos[u]))
-				adj.Values = append(adj.Values, norm.Values[x]*f)
+			if j := t.get(norm.Indices[x]); j >= 0 && weight[j] != 0 {
+				adj.Indices = append(adj.Indices, int64(j))
+				adj.Values = append(adj.Values, norm.Values[x]*weight[j])
 			}
 		}
 		adj.Indptr[i+1] = int64(len(adj.Indices))
-	}
-	for _, v := range src {
-		pos[v] = -1
 	}
 	if adj.Indices == nil {
 		adj.Indices, adj.Values = []int64{}, []float64{}

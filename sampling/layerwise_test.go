@@ -1,6 +1,7 @@
 package sampling
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"testing"
@@ -8,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"gnnmpi/graph"
 	"gnnmpi/internal/rng"
 	"gnnmpi/sparse"
 )
@@ -229,4 +231,52 @@ func TestNewLayerWiseErrors(t *testing.T) {
 	_, err = s.Sample([][]int64{{0, 0}}, []uint64{1})
 	assert.ErrorContains(t, err, "repeated")
 	assert.Equal(t, []int{1}, slices.Clone(s.Sizes))
+}
+
+// BenchmarkLayerWise measures LADIES minibatches per second on an R-MAT
+// graph (Graph500 parameters) for minibatches of random seeds, several
+// minibatches per Sample call.
+func BenchmarkLayerWise(b *testing.B) {
+	for _, bc := range []struct {
+		scale, ef, batch, k int
+		sizes               []int
+	}{
+		{16, 16, 512, 4, []int{512, 512}},
+		{20, 16, 1024, 4, []int{1024, 1024, 1024}},
+	} {
+		name := fmt.Sprintf("rmat=%d/ef=%d/b=%d/k=%d/sizes=%v", bc.scale, bc.ef, bc.batch, bc.k, bc.sizes)
+		b.Run(name, func(b *testing.B) {
+			if bc.scale > 16 && testing.Short() {
+				b.Skip("large graph")
+			}
+			adj, err := graph.RMAT(graph.DefaultRMAT(bc.scale, bc.ef))
+			require.NoError(b, err)
+			s, err := NewLayerWise(adj, bc.sizes)
+			require.NoError(b, err)
+			r := rng.New(1)
+			ids := make([]int64, adj.NRows)
+			for i := range ids {
+				ids[i] = int64(i)
+			}
+			var mbs int
+			b.ReportAllocs()
+			for b.Loop() {
+				batches := make([][]int64, bc.k)
+				keys := make([]uint64, bc.k)
+				for x := range batches {
+					// Partial Fisher–Yates: a uniform sample of distinct vertices.
+					for i := range bc.batch {
+						j := i + r.IntN(len(ids)-i)
+						ids[i], ids[j] = ids[j], ids[i]
+					}
+					batches[x], keys[x] = slices.Clone(ids[:bc.batch]), r.Uint64()
+				}
+				if _, err := s.Sample(batches, keys); err != nil {
+					b.Fatal(err)
+				}
+				mbs += bc.k
+			}
+			b.ReportMetric(float64(mbs)/b.Elapsed().Seconds(), "minibatches/s")
+		})
+	}
 }

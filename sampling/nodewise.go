@@ -3,10 +3,7 @@ package sampling
 import (
 	"fmt"
 	"math/rand/v2"
-	"runtime"
 	"slices"
-	"sync"
-	"sync/atomic"
 
 	"gnnmpi/sparse"
 )
@@ -96,7 +93,6 @@ func (s *NodeWise) Sample(batches [][]int64, keys []uint64) ([]*MiniBatch, error
 	var rows []int64
 	var rowKeys []uint64
 	off := make([]int64, k+1)
-	var rel [][]int32 // per goroutine: position of each vertex in the block being built, −1 if none
 	for h, fanout := range s.Fanouts {
 		rows, rowKeys = rows[:0], rowKeys[:0]
 		for b, f := range frontiers {
@@ -112,9 +108,9 @@ func (s *NodeWise) Sample(batches [][]int64, keys []uint64) ([]*MiniBatch, error
 			return nil, err
 		}
 		// The minibatches' blocks, on up to GOMAXPROCS goroutines, each
-		// with its own relabelling array.
-		forEach(k, n, &rel, func(b int, pos []int32) {
-			blk := relabel(frontiers[b], rowRange(smp, off[b], off[b+1]), pos)
+		// with its own table numbering a block's sources.
+		forEach(k, func(b int, t *idTable) {
+			blk := relabel(frontiers[b], rowRange(smp, off[b], off[b+1]), t)
 			out[b].Blocks[nl-1-h] = blk
 			frontiers[b] = blk.Src
 		})
@@ -139,108 +135,33 @@ func uniformPicker(h, fanout int) picker {
 	}
 }
 
-// FullBlock returns the block of dst with all their neighbours in adj
-// (repeated entries counted once), for exact layer-wise inference. Sources
-// are ordered as by NodeWise.Sample. dst is not modified and the block
-// shares no memory with it or with adj.
-// It will panic if adj is not square or a vertex of dst is outside
-// [0, n) or repeated.
-func FullBlock(adj *sparse.CSR, dst []int64) Block {
-	if adj.NRows != adj.NCols {
-		panic("sampling: adjacency not square")
-	}
-	pos := make([]int32, adj.NRows)
-	for v := range pos {
-		pos[v] = -1
-	}
-	for _, v := range dst {
-		if v < 0 || v >= adj.NRows {
-			panic("sampling: destination vertex out of range")
-		}
-		if pos[v] == 0 {
-			panic("sampling: destination vertex repeated")
-		}
-		pos[v] = 0
-	}
-	for _, v := range dst {
-		pos[v] = -1
-	}
-	return relabel(dst, sparse.SelectRowsSR(sparse.PlusTimes[float64]{}, adj, dst, nil), pos)
-}
-
 // relabel turns the sampled matrix smp (|dst|×n, global columns) into the
 // block with destinations dst: sources are the destinations followed by
 // the other sampled vertices in order of first appearance, and each row's
-// local columns are sorted. pos (n entries) is −1 everywhere on entry and
-// on return; it holds each vertex's source index while the block is built.
-func relabel(dst []int64, smp *sparse.CSR, pos []int32) Block {
+// local columns are sorted. t is scratch: it numbers the block's sources
+// while the block is built.
+// It will panic if a vertex of dst is repeated.
+func relabel(dst []int64, smp *sparse.CSR, t *idTable) Block {
 	nd := len(dst)
 	src := make([]int64, nd, nd+len(smp.Indices))
 	copy(src, dst)
+	t.reset(int(min(int64(nd+len(smp.Indices)), smp.NCols)))
 	for i, v := range dst {
-		pos[v] = int32(i)
+		if t.put(v, int32(i)) != int32(i) {
+			panic("sampling: destination vertex repeated")
+		}
 	}
 	adj := &sparse.CSR{NRows: int64(nd), Indptr: smp.Indptr, Indices: make([]int64, len(smp.Indices))}
 	for q, v := range smp.Indices {
-		j := pos[v]
-		if j < 0 {
-			j = int32(len(src))
-			pos[v] = j
+		j := t.put(v, int32(len(src)))
+		if int(j) == len(src) {
 			src = append(src, v)
 		}
 		adj.Indices[q] = int64(j)
-	}
-	for _, v := range src {
-		pos[v] = -1
 	}
 	for i := range nd {
 		slices.Sort(adj.Indices[adj.Indptr[i]:adj.Indptr[i+1]])
 	}
 	adj.NCols = int64(len(src))
 	return Block{Adj: adj, Dst: src[:nd:nd], Src: slices.Clip(src)}
-}
-
-// forEach calls fn(b, pos) for b in [0, k) on up to GOMAXPROCS goroutines,
-// each with its own array pos of n int32 set to −1, kept in *arrays for
-// the next call. It will panic with fn's panic.
-func forEach(k int, n int64, arrays *[][]int32, fn func(b int, pos []int32)) {
-	g := min(k, runtime.GOMAXPROCS(0))
-	for len(*arrays) < g {
-		pos := make([]int32, n)
-		for v := range pos {
-			pos[v] = -1
-		}
-		*arrays = append(*arrays, pos)
-	}
-	if g <= 1 {
-		for b := range k {
-			fn(b, (*arrays)[0])
-		}
-		return
-	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	var once sync.Once
-	var pv any
-	for x := range g {
-		pos := (*arrays)[x]
-		wg.Go(func() {
-			defer func() {
-				if r := recover(); r != nil {
-					once.Do(func() { pv = r })
-				}
-			}()
-			for {
-				b := int(next.Add(1) - 1)
-				if b >= k {
-					return
-				}
-				fn(b, pos)
-			}
-		})
-	}
-	wg.Wait()
-	if pv != nil {
-		panic(pv)
-	}
 }

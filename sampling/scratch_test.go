@@ -1,0 +1,290 @@
+package sampling
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"gnnmpi/graph"
+	"gnnmpi/internal/rng"
+	"gnnmpi/sparse"
+)
+
+// idTable behaves as a map from vertex to int32, through resets to
+// smaller and larger sizes and growth past the size it was reset for.
+func TestIdTable(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	var tab idTable
+	for trial, m := range []int{0, 5, 1000, 3, 70000, 10} {
+		want := map[int64]int32{}
+		tab.reset(m)
+		for x := range 3*m + 100 { // past m: the table grows
+			v := r.Int64N(1 << 40)
+			if trial%2 == 0 {
+				v = r.Int64N(int64(2*m + 50)) // many repeats
+			}
+			got := tab.put(v, int32(x))
+			if w, ok := want[v]; ok {
+				require.Equal(t, w, got, "put(%d) of a stored key", v)
+			} else {
+				require.Equal(t, int32(x), got, "put(%d) of a new key", v)
+				want[v] = int32(x)
+			}
+		}
+		for v, w := range want {
+			require.Equal(t, w, tab.get(v))
+		}
+		require.Equal(t, int32(-1), tab.get(1<<41), "absent key")
+		require.Equal(t, len(want), tab.used)
+		require.LessOrEqual(t, 2*tab.used, int(tab.mask+1), "at most half full")
+	}
+	tab.reset(1)
+	require.Equal(t, int32(-1), tab.get(0), "reset empties the table")
+}
+
+// randomBatches returns k minibatches of size distinct seeds of [0, n)
+// and their keys.
+func randomBatches(r *rand.Rand, n int64, k, size int) ([][]int64, []uint64) {
+	batches, keys := make([][]int64, k), make([]uint64, k)
+	for b := range k {
+		seen := map[int64]bool{}
+		for len(batches[b]) < size {
+			if v := r.Int64N(n); !seen[v] {
+				seen[v] = true
+				batches[b] = append(batches[b], v)
+			}
+		}
+		keys[b] = r.Uint64()
+	}
+	return batches, keys
+}
+
+// The blocks, whose sources idTable numbers, equal those of arrayRelabel
+// and arrayBlock (the implementation before the table, with an array of n
+// entries) on the same rows, for SAGE and LADIES on R-MAT and SBM graphs.
+func TestTableEqualsArray(t *testing.T) {
+	rm, err := graph.RMAT(graph.DefaultRMAT(12, 8))
+	require.NoError(t, err)
+	sbm, err := graph.SBM(graph.DefaultSBM(3000))
+	require.NoError(t, err)
+	for _, g := range []struct {
+		name string
+		adj  *sparse.CSR
+	}{{"rmat", rm}, {"sbm", sbm.Adj}} {
+		n := g.adj.NRows
+		batches, keys := randomBatches(rand.New(rand.NewPCG(3, 4)), n, 5, 64)
+		sage, err := NewNodeWise(g.adj, []int{10, 5, -1})
+		require.NoError(t, err)
+		ladies, err := NewLayerWise(g.adj, []int{200, 100, 50})
+		require.NoError(t, err)
+		for _, s := range []Sampler{sage, ladies} {
+			t.Run(fmt.Sprintf("%s/%T", g.name, s), func(t *testing.T) {
+				ms, err := s.Sample(batches, keys)
+				require.NoError(t, err)
+				pos := make([]int32, n)
+				for v := range pos {
+					pos[v] = -1
+				}
+				for b, m := range ms {
+					for l, blk := range m.Blocks {
+						h := len(m.Blocks) - 1 - l
+						want := referenceBlock(t, s, blk.Dst, keys[b], h, pos)
+						require.Equal(t, want, blk, "minibatch %d, block %d", b, l)
+					}
+				}
+			})
+		}
+	}
+}
+
+// referenceBlock returns the block of hop h of the minibatch of the given
+// key whose destinations are dst, built from the rows of s's topology by
+// arrayRelabel or arrayBlock with pos.
+func referenceBlock(t *testing.T, s Sampler, dst []int64, key uint64, h int, pos []int32) Block {
+	keys := make([]uint64, len(dst))
+	for i := range keys {
+		keys[i] = key
+	}
+	switch s := s.(type) {
+	case *NodeWise:
+		smp, err := s.top.rows(dst, keys, uniformPicker(h, s.Fanouts[h]))
+		require.NoError(t, err)
+		return arrayRelabel(dst, smp, pos)
+	case *LayerWise:
+		r, err := s.top.rows(dst, keys, nil)
+		require.NoError(t, err)
+		rsq := &sparse.CSR{NRows: r.NRows, NCols: r.NCols, Indptr: r.Indptr, Indices: r.Indices, Values: make([]float64, len(r.Values))}
+		for x, a := range r.Values {
+			rsq.Values[x] = a * a
+		}
+		q := &sparse.CSR{NRows: 1, NCols: int64(len(dst)), Indptr: []int64{0, int64(len(dst))}}
+		for x := range dst {
+			q.Indices = append(q.Indices, int64(x))
+		}
+		p, err := sparse.Mul(q, rsq)
+		require.NoError(t, err)
+		var prefix []float64
+		factors := drawLayer(p, []uint64{key}, h, s.Sizes[h], newStreams(), &prefix)
+		return arrayBlock(dst, r, p.Row(0), factors[0], pos)
+	}
+	t.Fatalf("no reference for %T", s)
+	return Block{}
+}
+
+// wideTopology is a graph of n vertices held by no array: row v has
+// 1 + v%5 neighbours spread over [0, n), with values (for LADIES).
+type wideTopology struct{ n int64 }
+
+func (w wideTopology) N() int64     { return w.n }
+func (w wideTopology) Name() string { return "wide" }
+
+func (w wideTopology) row(v int64) []int64 {
+	out := make([]int64, 0, 5)
+	for j := range 1 + v%5 {
+		out = append(out, int64(rng.Mix(uint64(v), uint64(j))%uint64(w.n)))
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+func (w wideTopology) rows(v []int64, keys []uint64, pick picker) (*sparse.CSR, error) {
+	m := &sparse.CSR{NRows: int64(len(v)), NCols: w.n, Indptr: make([]int64, len(v)+1),
+		Indices: make([]int64, 0, 5*len(v)), Values: make([]float64, 0, 5*len(v))}
+	for i, u := range v {
+		for _, c := range w.row(u) {
+			m.Indices = append(m.Indices, c)
+			m.Values = append(m.Values, 1/float64(2+u%5))
+		}
+		m.Indptr[i+1] = int64(len(m.Indices))
+	}
+	if pick == nil {
+		return m, nil
+	}
+	return pickRows(w.n, m.Indptr, m.Indices, nil, v, keys, pick, newScratch()), nil
+}
+
+// allocated returns the bytes f allocates on the heap.
+func allocated(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// On a graph of 2^26 vertices and few edges, a Sample call (with the rows
+// its topology makes) and a FullBlockRows allocate in proportion to their
+// blocks, under n/16 bytes: nothing of the graph's order (an array of n
+// int32 per goroutine, as the samplers had before idTable, is 256 MiB).
+func TestScratchNotOfLengthN(t *testing.T) {
+	const n = 1 << 26
+	top := wideTopology{n}
+	batches, keys := randomBatches(rand.New(rand.NewPCG(5, 6)), n, 2, 256)
+	sage, err := NewNodeWiseOn(top, []int{4, 3})
+	require.NoError(t, err)
+	ladies, err := NewLayerWiseOn(top, []int{300, 200})
+	require.NoError(t, err)
+	for _, s := range []Sampler{sage, ladies} {
+		tables = sync.Pool{New: tables.New} // no table kept from earlier tests
+		var ms []*MiniBatch
+		bytes := allocated(func() { ms, err = s.Sample(batches, keys) })
+		require.NoError(t, err)
+		var entries int64
+		for _, m := range ms {
+			for _, b := range m.Blocks {
+				entries += int64(len(b.Src)) + b.Adj.NNZ()
+			}
+		}
+		t.Logf("%T: %d bytes for %d block entries", s, bytes, entries)
+		require.Less(t, bytes, uint64(n/16), "%T allocates O(n)", s)
+	}
+	// FullBlockRows over 300 rows of the wide graph.
+	const lo = n - 1000
+	blk := &sparse.CSR{NRows: 300, NCols: n, Indptr: make([]int64, 301)}
+	for v := int64(lo); v < lo+300; v++ {
+		blk.Indices = append(blk.Indices, top.row(v)...)
+		blk.Indptr[v-lo+1] = int64(len(blk.Indices))
+	}
+	dst := []int64{lo + 7, lo + 299, lo, lo + 100}
+	bytes := allocated(func() { FullBlockRows(blk, lo, dst) })
+	require.Less(t, bytes, uint64(n/16), "FullBlockRows allocates O(n)")
+}
+
+// arrayRelabel is relabel as it was before idTable, numbering the sources
+// with an array pos of n entries (−1 everywhere on entry and on return):
+// the reference for the table.
+func arrayRelabel(dst []int64, smp *sparse.CSR, pos []int32) Block {
+	nd := len(dst)
+	src := make([]int64, nd, nd+len(smp.Indices))
+	copy(src, dst)
+	for i, v := range dst {
+		pos[v] = int32(i)
+	}
+	adj := &sparse.CSR{NRows: int64(nd), Indptr: smp.Indptr, Indices: make([]int64, len(smp.Indices))}
+	for q, v := range smp.Indices {
+		j := pos[v]
+		if j < 0 {
+			j = int32(len(src))
+			pos[v] = j
+			src = append(src, v)
+		}
+		adj.Indices[q] = int64(j)
+	}
+	for _, v := range src {
+		pos[v] = -1
+	}
+	for i := range nd {
+		slices.Sort(adj.Indices[adj.Indptr[i]:adj.Indptr[i+1]])
+	}
+	adj.NCols = int64(len(src))
+	return Block{Adj: adj, Dst: src[:nd:nd], Src: slices.Clip(src)}
+}
+
+// arrayBlock is block as it was before idTable, numbering the sources with
+// an array pos of n entries (−1 everywhere on entry and on return): the
+// reference for the table.
+func arrayBlock(dst []int64, norm *sparse.CSR, cols []int64, factor []float64, pos []int32) Block {
+	nd := len(dst)
+	src := make([]int64, nd, nd+len(cols))
+	copy(src, dst)
+	for i, v := range dst {
+		pos[v] = int32(i)
+	}
+	weight := make(map[int64]float64, len(cols))
+	for t, u := range cols {
+		if factor[t] == 0 {
+			continue
+		}
+		weight[u] = factor[t]
+		if pos[u] < 0 {
+			pos[u] = int32(len(src))
+			src = append(src, u)
+		}
+	}
+	adj := &sparse.CSR{NRows: int64(nd), NCols: int64(len(src)), Indptr: make([]int64, nd+1)}
+	for i := range dst {
+		lo, hi := norm.Indptr[i], norm.Indptr[i+1]
+		for x := lo; x < hi; x++ {
+			u := norm.Indices[x]
+			if f, ok := weight[u]; ok {
+				adj.Indices = append(adj.Indices, int64(pos[u]))
+				adj.Values = append(adj.Values, norm.Values[x]*f)
+			}
+		}
+		adj.Indptr[i+1] = int64(len(adj.Indices))
+	}
+	for _, v := range src {
+		pos[v] = -1
+	}
+	if adj.Indices == nil {
+		adj.Indices, adj.Values = []int64{}, []float64{}
+	}
+	adj.SortRows()
+	return Block{Adj: adj, Dst: src[:nd:nd], Src: slices.Clip(src)}
+}
