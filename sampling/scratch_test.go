@@ -143,6 +143,9 @@ type wideTopology struct{ n int64 }
 func (w wideTopology) N() int64     { return w.n }
 func (w wideTopology) Name() string { return "wide" }
 
+// Local returns nil: the graph is computed, not held.
+func (w wideTopology) Local() *sparse.CSR { return nil }
+
 func (w wideTopology) row(v int64) []int64 {
 	out := make([]int64, 0, 5)
 	for j := range 1 + v%5 {
