@@ -160,7 +160,7 @@ func Run(c collective.Comm, d *Data, cfg Config, h Hooks) (*Result, error) {
 func (t *trainer) memory() []int64 {
 	topo := csrBytes(t.d.Adj)
 	if tp, ok := t.sampler.(interface{ Topology() sampling.Topology }); ok {
-		if m := tp.Topology().Local(); !sharesIndices(m, t.d.Adj) {
+		if m := tp.Topology().Local(); m != nil && !sharesIndices(m, t.d.Adj) {
 			topo += csrBytes(m)
 		}
 	}
