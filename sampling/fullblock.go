@@ -42,7 +42,9 @@ func FullBlockRows(adj *sparse.CSR, lo int64, dst []int64) Block {
 // fullBlock is FullBlock of the destinations dst, whose rows of adj are
 // rows (dst shifted to adj's first row).
 func fullBlock(adj *sparse.CSR, dst, rows []int64) Block {
-	smp := sparse.SelectRowsSR(sparse.PlusTimes[float64]{}, adj, rows, nil)
+	// The rows as a pattern (or, and): repeats merged, no values formed.
+	pat := sparse.SelectRowsSR(sparse.OrAnd{}, &sparse.Matrix[bool]{NRows: adj.NRows, NCols: adj.NCols, Indptr: adj.Indptr, Indices: adj.Indices}, rows, nil)
+	smp := &sparse.CSR{NRows: pat.NRows, NCols: pat.NCols, Indptr: pat.Indptr, Indices: pat.Indices}
 	t := tables.Get().(*idTable)
 	b := relabel(dst, smp, t)
 	tables.Put(t)

@@ -163,5 +163,10 @@ func relabel(dst []int64, smp *sparse.CSR, t *idTable) Block {
 		slices.Sort(adj.Indices[adj.Indptr[i]:adj.Indptr[i+1]])
 	}
 	adj.NCols = int64(len(src))
+	if cap(src) > 2*len(src) {
+		// src was sized for every entry distinct; keep only what is used
+		// (a block may be kept long, as inference's chunks are).
+		src = slices.Clone(src)
+	}
 	return Block{Adj: adj, Dst: src[:nd:nd], Src: slices.Clip(src)}
 }

@@ -393,10 +393,11 @@ func (t *trainer) planChunks() ([][]int, error) {
 		}
 		for k, g := range owned {
 			add := fresh(g)
-			// On one rank a hidden layer reads the rank's rows in place
-			// (see evaluate), so nothing is gathered and one chunk does;
-			// the input layer gathers from the feature store.
-			if rows > 0 && (rows+add)*fin > t.cfg.EvalMemory && (t.c.Size() > 1 || l == 0) {
+			// A chunk's gathered inputs stay within EvalMemory values, on
+			// one rank too (a hidden layer in one chunk reads the rank's
+			// rows in place, but its block and the layer's intermediate
+			// rows would grow with the graph).
+			if rows > 0 && (rows+add)*fin > t.cfg.EvalMemory {
 				b = append(b, k) // start a new chunk with g
 				chunk++
 				rows, add = 0, fresh(g)
