@@ -174,6 +174,10 @@ func TestPartitionedLoadErrors(t *testing.T) {
 		require.Error(t, err, "rank %d", r)
 		require.ErrorContains(t, err, "manifest.json")
 	}
+	cfg := testConfig("sage")
+	cfg.Shuffle, cfg.Topology = ShuffleGlobal, Topology15D
+	_, err := runParts(2, dir, LoadOptions{}, cfg)
+	require.ErrorContains(t, err, "--shuffle local")
 
 	defer func(f func() memlimit.Budget) { available = f }(available)
 	available = func() memlimit.Budget { return memlimit.Budget{Bytes: 1 << 10, Source: "test limit"} }

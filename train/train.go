@@ -237,6 +237,9 @@ func newTrainer(c collective.Comm, d *Data, cfg Config) (*trainer, error) {
 	if err != nil {
 		return nil, err
 	}
+	if d.Partitioned() && cfg.Shuffle == ShuffleGlobal {
+		return nil, fmt.Errorf("train: --shuffle global deals every training vertex to any rank, but a rank of a partitioned dataset holds only its part's labels: use --shuffle local (the default)")
+	}
 	if t.grid, err = topologyGrid(t.lc, cfg); err != nil {
 		return nil, err
 	}
