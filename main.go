@@ -31,6 +31,7 @@ import (
 	"gnnmpi/collective/inproc"
 	"gnnmpi/collective/mpi"
 	"gnnmpi/internal/cli"
+	"gnnmpi/internal/memlimit"
 	"gnnmpi/internal/openblas"
 )
 
@@ -55,6 +56,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	setBLASThreads(g.blasThreads, os.Getenv)
+	setMemoryLimit(os.Getenv)
 	impl, blasName, err := pickBLAS(g.blas)
 	if err != nil {
 		fmt.Fprintf(stderr, "gnnmpi: %v\n", err)
@@ -280,4 +282,18 @@ func pickBLAS(name string) (blas.Float32Level3, string, error) {
 		return gonumblas.Implementation{}, "gonum", nil
 	}
 	return nil, "", fmt.Errorf("unknown --blas %q (want openblas or gonum)", name)
+}
+
+// setMemoryLimit gives the Go collector a soft limit of 90% of what this
+// process may allocate (internal/memlimit: the memory cgroup's limit, the
+// address-space rlimit, or MemAvailable), unless GOMEMLIMIT sets one: near
+// a cgroup's limit the heap is then collected harder instead of growing to
+// twice its live size and meeting the kernel's out-of-memory killer.
+func setMemoryLimit(getenv func(string) string) {
+	if getenv("GOMEMLIMIT") != "" {
+		return
+	}
+	if b := memlimit.Available(); b.Source != "unknown" && b.Bytes > 0 {
+		debug.SetMemoryLimit(b.Bytes / 10 * 9)
+	}
 }

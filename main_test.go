@@ -4,13 +4,16 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"gnnmpi/internal/memlimit"
 	"gnnmpi/internal/openblas"
 )
 
@@ -266,4 +269,26 @@ func TestSetBLASThreads(t *testing.T) {
 		return ""
 	})
 	require.Equal(t, want, openblas.Threads(), "the environment's setting stands")
+}
+
+// setMemoryLimit leaves an explicit GOMEMLIMIT alone and otherwise sets
+// the collector's soft limit below what the process may allocate.
+func TestSetMemoryLimit(t *testing.T) {
+	old := debug.SetMemoryLimit(-1)
+	defer debug.SetMemoryLimit(old)
+	debug.SetMemoryLimit(math.MaxInt64)
+	setMemoryLimit(func(k string) string {
+		if k == "GOMEMLIMIT" {
+			return "1GiB"
+		}
+		return ""
+	})
+	if got := debug.SetMemoryLimit(-1); got != math.MaxInt64 {
+		t.Fatalf("GOMEMLIMIT set: limit changed to %d", got)
+	}
+	setMemoryLimit(func(string) string { return "" })
+	b := memlimit.Available()
+	if got := debug.SetMemoryLimit(-1); got <= 0 || got > b.Bytes {
+		t.Fatalf("limit %d, want within (0, %d] (%s)", got, b.Bytes, b)
+	}
 }

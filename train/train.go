@@ -116,7 +116,9 @@ type Hooks struct {
 // sampling and fetching its own minibatches, gradients averaged with
 // Allreduce, evaluation by exact layer-wise inference. The epoch loop
 // (resume, evaluation and checkpoint cadence, best epoch) is the one
-// RunFull shares.
+// RunFull shares. Run takes d's feature rows into its feature store: once
+// it has started, d.Feat and d.FeatCSR are nil, so the rows are not held
+// twice.
 //
 // Run is collective over c: every rank must call it with the same cfg and
 // partition book.
@@ -220,11 +222,12 @@ func newTrainer(c collective.Comm, d *Data, cfg Config) (*trainer, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The trainer's own view of d: the features move into the store.
-	dd := *d
-	d = &dd
+	// The features move into the store: the trainer's view of d and d
+	// itself let go of them, so that the rows are not held twice.
 	feat := d.Features(cfg.FeatureNorm.Resolve(d.NonNegative)) // normalised into a copy: d's rows may be read-only mapped memory
 	d.Feat, d.FeatCSR = nil, nil
+	dd := *d
+	d = &dd
 	t := &trainer{c: c, d: d, cfg: cfg, m: m}
 	if t.opt, err = cfg.newOptimizer(); err != nil {
 		return nil, err
