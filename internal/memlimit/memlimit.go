@@ -45,7 +45,13 @@ func Available() Budget {
 		}
 	}
 	if data, err := os.ReadFile("/proc/meminfo"); err == nil {
-		take(ParseMemInfo(data))
+		if b, ok := ParseMemInfo(data); ok {
+			// The node's ranks share what the node has left.
+			if k := LocalRanks(os.Getenv); k > 1 {
+				b = Budget{Bytes: b.Bytes / int64(k), Source: fmt.Sprintf("MemAvailable / %d ranks on this node", k)}
+			}
+			take(b, true)
+		}
 	}
 	if data, err := os.ReadFile("/proc/self/cgroup"); err == nil {
 		take(cgroupBudget(data))
@@ -71,6 +77,18 @@ func PeakRSS() int64 {
 	}
 	v, _ := statusField(data, "VmHWM:")
 	return v
+}
+
+// LocalRanks returns the number of ranks the launcher started on this
+// node, from its environment (Open MPI's OMPI_COMM_WORLD_LOCAL_SIZE,
+// MPICH's MPI_LOCALNRANKS, Slurm's SLURM_NTASKS_PER_NODE), or 1.
+func LocalRanks(getenv func(string) string) int {
+	for _, k := range []string{"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "SLURM_NTASKS_PER_NODE"} {
+		if n, err := strconv.Atoi(getenv(k)); err == nil && n >= 1 {
+			return n
+		}
+	}
+	return 1
 }
 
 // ParseMemInfo returns MemAvailable from the contents of /proc/meminfo.

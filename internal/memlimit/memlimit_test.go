@@ -62,3 +62,12 @@ func TestPeakRSS(t *testing.T) {
 	require.GreaterOrEqual(t, PeakRSS(), int64(len(b)))
 	_ = b[len(b)-1]
 }
+
+func TestLocalRanks(t *testing.T) {
+	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+	require.Equal(t, 1, LocalRanks(env(nil)))
+	require.Equal(t, 4, LocalRanks(env(map[string]string{"OMPI_COMM_WORLD_LOCAL_SIZE": "4"})))
+	require.Equal(t, 3, LocalRanks(env(map[string]string{"MPI_LOCALNRANKS": "3"})))
+	require.Equal(t, 8, LocalRanks(env(map[string]string{"SLURM_NTASKS_PER_NODE": "8"})))
+	require.Equal(t, 1, LocalRanks(env(map[string]string{"OMPI_COMM_WORLD_LOCAL_SIZE": "x"})))
+}
