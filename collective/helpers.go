@@ -1,6 +1,9 @@
 package collective
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+)
 
 // AllreduceSlice reduces x in place over all ranks of c.
 func AllreduceSlice[E Elem](c Comm, x []E, op Op) error {
@@ -145,4 +148,49 @@ func AlltoallvFlat[E Elem](c Comm, send []E, sendCounts, recvCounts []int) ([]E,
 	recv := make([]E, total)
 	err := c.Alltoallv(BufOf(send), sendCounts, BufOf(recv), recvCounts)
 	return recv, err
+}
+
+// Agree makes every rank fail when any rank's err is not nil, so that a
+// rank that cannot go on (a file it cannot read, a bad input of its own)
+// does not leave the others waiting in their next collective. The lowest
+// failing rank returns its err; the others return an error that carries
+// that rank's message and wraps ErrAborted (package main then lets the
+// failing rank report and abort). It returns nil on every rank when err is
+// nil on every rank.
+//
+// Agree is collective over c: an Allreduce, and two Bcasts when some rank
+// failed.
+func Agree(c Comm, err error) error {
+	p := c.Size()
+	first := []int64{int64(p)}
+	if err != nil {
+		first[0] = int64(c.Rank())
+	}
+	if e := AllreduceSlice(c, first, Min); e != nil {
+		return errors.Join(err, e)
+	}
+	root := int(first[0])
+	if root == p {
+		return nil
+	}
+	var msg []byte
+	if c.Rank() == root {
+		msg = []byte(err.Error())
+	}
+	size := []int64{int64(len(msg))}
+	if e := BcastSlice(c, size, root); e != nil {
+		return errors.Join(err, e)
+	}
+	if c.Rank() != root {
+		msg = make([]byte, size[0])
+	}
+	if len(msg) > 0 {
+		if e := BcastSlice(c, msg, root); e != nil {
+			return errors.Join(err, e)
+		}
+	}
+	if c.Rank() == root {
+		return err
+	}
+	return fmt.Errorf("rank %d failed: %s (%w)", root, msg, ErrAborted)
 }

@@ -1,7 +1,6 @@
 package pipe
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 
@@ -31,7 +30,7 @@ import (
 func NewBlockPlan(c collective.Comm, lay Layout, offsets []int64, local *sparse.CSR, chunk []int32, chunks int) (*PartPlan, error) {
 	k, s := lay.Pipeline(c.Rank()), lay.Stage(c.Rank())
 	err := checkBlock(c, lay, offsets, local, chunk, chunks)
-	if err = agreeErr(c, err); err != nil {
+	if err = collective.Agree(c, err); err != nil {
 		return nil, err
 	}
 	P := lay.Pipelines
@@ -133,23 +132,6 @@ func checkBlock(c collective.Comm, lay Layout, offsets []int64, local *sparse.CS
 		}
 	}
 	return nil
-}
-
-// agreeErr returns err on the ranks where it is not nil and, when any rank
-// has one, an error naming the first such rank on the others. It is
-// collective over c.
-func agreeErr(c collective.Comm, err error) error {
-	first := []int64{int64(c.Size())}
-	if err != nil {
-		first[0] = int64(c.Rank())
-	}
-	if e := collective.AllreduceSlice(c, first, collective.Min); e != nil {
-		return errors.Join(err, e)
-	}
-	if err == nil && first[0] < int64(c.Size()) {
-		return fmt.Errorf("pipe: rank %d could not build its part's plan; see its error", first[0])
-	}
-	return err
 }
 
 // locate returns the part of vertex j under offsets, and its part-local

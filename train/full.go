@@ -258,7 +258,7 @@ func fullPlan(c collective.Comm, d *Data, cfg FullConfig, lay pipe.Layout, log f
 		}
 		chunk, err = partChunks(d, k, cfg)
 	}
-	if err := agree(c, err); err != nil {
+	if err := collective.Agree(c, err); err != nil {
 		return nil, 0, err
 	}
 	plan, err := pipe.NewBlockPlan(c, lay, d.Offsets, d.Adj, chunk, cfg.Chunks)

@@ -175,7 +175,7 @@ func saveFull(c collective.Comm, dir string, h rankHeader, s pipe.State) error {
 		}
 		return writeCheckpointFile(filepath.Join(dir, name), b)
 	}()
-	if err := agree(c, err); err != nil {
+	if err := collective.Agree(c, err); err != nil {
 		return err
 	}
 	err = nil
@@ -189,7 +189,7 @@ func saveFull(c collective.Comm, dir string, h rankHeader, s pipe.State) error {
 			err = writeCheckpointFile(filepath.Join(dir, FullManifestFile), append(b, '\n'))
 		}
 	}
-	if err := agree(c, err); err != nil {
+	if err := collective.Agree(c, err); err != nil {
 		return err
 	}
 	// The manifest names epoch: this rank's older files (and temporary
@@ -223,14 +223,14 @@ func resumeFull(c collective.Comm, dir, fp string, tr *pipe.Trainer) (*rankHeade
 			epoch[0] = int64(m.Epoch)
 		}
 	}
-	if err := agree(c, err); err != nil {
+	if err := collective.Agree(c, err); err != nil {
 		return nil, err
 	}
 	if err := collective.BcastSlice(c, epoch, 0); err != nil {
 		return nil, err
 	}
 	h, err := resumeRank(dir, int(epoch[0]), c.Rank(), fp, tr)
-	if err := agree(c, err); err != nil {
+	if err := collective.Agree(c, err); err != nil {
 		return nil, err
 	}
 	return h, nil
@@ -364,46 +364,4 @@ func resumeRank(dir string, epoch, rank int, fp string, tr *pipe.Trainer) (*rank
 	}
 	h.History = slices.Clone(h.History)
 	return h, nil
-}
-
-// agree makes every rank fail when any rank's err is not nil. The message
-// of the lowest failing rank is broadcast: that rank returns err, the
-// others an error that carries the message and wraps collective.ErrAborted
-// (package main then lets the failing rank report and abort). It returns
-// nil on every rank when err is nil on every rank.
-//
-// agree is collective over c.
-func agree(c collective.Comm, err error) error {
-	p := c.Size()
-	first := []int64{int64(p)}
-	if err != nil {
-		first[0] = int64(c.Rank())
-	}
-	if e := collective.AllreduceSlice(c, first, collective.Min); e != nil {
-		return e
-	}
-	root := int(first[0])
-	if root == p {
-		return nil
-	}
-	var msg []byte
-	if c.Rank() == root {
-		msg = []byte(err.Error())
-	}
-	n := []int64{int64(len(msg))}
-	if e := collective.BcastSlice(c, n, root); e != nil {
-		return e
-	}
-	if c.Rank() != root {
-		msg = make([]byte, n[0])
-	}
-	if len(msg) > 0 {
-		if e := collective.BcastSlice(c, msg, root); e != nil {
-			return e
-		}
-	}
-	if err != nil {
-		return err
-	}
-	return fmt.Errorf("train: rank %d failed: %s (%w)", root, strings.TrimPrefix(string(msg), "train: "), collective.ErrAborted)
 }

@@ -54,7 +54,7 @@ func loadParts(c collective.Comm, dir string, o LoadOptions, rc int, whole bool)
 	}
 	o.progress("loading parts [%d, %d) of %s (%d parts)", first, last, dir, m.Parts)
 	part, err := graph.LoadParts(dir, m, first, last, graph.PartReadOptions{FeatureFormat: o.Format})
-	if err := agree(c, err); err != nil { // a damaged part fails every rank
+	if err := collective.Agree(c, err); err != nil { // a damaged part fails every rank
 		return nil, err
 	}
 	if part.Feat == nil && part.FeatCSR == nil {
@@ -77,7 +77,7 @@ func loadParts(c collective.Comm, dir string, o LoadOptions, rc int, whole bool)
 	if whole {
 		o.progress("loading the adjacency and labels of all %d parts (replicated topology)", m.Parts)
 		all, err := graph.LoadParts(dir, m, 0, m.Parts, graph.PartReadOptions{NoFeatures: true})
-		if err := agree(c, err); err != nil {
+		if err := collective.Agree(c, err); err != nil {
 			return nil, err
 		}
 		d.Adj, d.Labels, d.Split, d.RowLo, d.RowHi = all.Adj, all.Labels, all.Splits[name], 0, m.NumNodes

@@ -89,6 +89,8 @@ func runFetch(env *Env, path string, lo train.LoadOptions, cfg train.Config, epo
 	if err != nil {
 		return err
 	}
+	// The sweep's trainers take the feature rows: describe them first.
+	features, format := d.NumFeatures(), featureFormatOf(d)
 	env.Printf("%-15s %6s %10s %12s %12s %12s %12s %9s\n", "cache", "α", "rows/rank", "fetched", "hits", "remote", "bytes", "fetch s")
 	var points []train.SweepPoint
 	err = train.FetchSweep(c, d, cfg, epochs, policies, fracs, func(pt train.SweepPoint) error {
@@ -101,7 +103,7 @@ func runFetch(env *Env, path string, lo train.LoadOptions, cfg train.Config, epo
 	}
 	return env.Finish(map[string]any{"final": true, "points": points, "config": map[string]any{
 		"data": path, "split": d.SplitName, "partition": lo.Partition, "parts": d.Book.Parts, "fanouts": cfg.Fanouts, "batch_size": cfg.BatchSize,
-		"replication": cfg.Replication, "feature_dtype": cfg.FeatureDType, "epochs": epochs, "seed": cfg.Seed, "features": d.NumFeatures(), "nodes": d.NumNodes(),
-		"symmetrize": lo.Symmetrize, "reciprocity": d.Reciprocity, "feature_format": featureFormatOf(d),
+		"replication": cfg.Replication, "feature_dtype": cfg.FeatureDType, "epochs": epochs, "seed": cfg.Seed, "features": features, "nodes": d.NumNodes(),
+		"symmetrize": lo.Symmetrize, "reciprocity": d.Reciprocity, "feature_format": format,
 	}})
 }

@@ -116,7 +116,7 @@ func runDistPartition(env *Env, o distOptions) error {
 	n := r.NumNodes()
 	lo, hi := dist.BlockRange(n, c.Size(), c.Rank())
 	block, err := r.Rows(lo, hi)
-	if err = agree(c, err); err != nil {
+	if err = collective.Agree(c, err); err != nil {
 		return err
 	}
 	cutBlock := block
@@ -255,7 +255,7 @@ func writeDistParts(env *Env, r *graph.BinaryRows, o distOptions, lo int64, adj 
 		fb, err = r.Features(lo, hi)
 		return err
 	}()
-	if err = agree(c, err); err != nil {
+	if err = collective.Agree(c, err); err != nil {
 		return err
 	}
 	if fb != nil {
@@ -269,7 +269,7 @@ func writeDistParts(env *Env, r *graph.BinaryRows, o distOptions, lo int64, adj 
 			return err
 		}
 		b.Feat, b.FeatCSR, err = fb.Rows(format, n, nnz, allOnes == 0)
-		if err = agree(c, err); err != nil {
+		if err = collective.Agree(c, err); err != nil {
 			return err
 		}
 		fb = nil
@@ -320,7 +320,7 @@ func writeDistParts(env *Env, r *graph.BinaryRows, o distOptions, lo int64, adj 
 		}
 		return nil
 	}()
-	if err = agree(c, err); err != nil {
+	if err = collective.Agree(c, err); err != nil {
 		return err
 	}
 	mine = nil
@@ -390,43 +390,4 @@ func gatherPartFiles(c collective.Comm, files []graph.PartFile, parts int) ([]gr
 		at += k
 	}
 	return out, nil
-}
-
-// agree makes every rank fail when any rank's err is not nil: the lowest
-// failing rank returns err, the others an error that carries its message
-// and wraps collective.ErrAborted. It returns nil on every rank when err
-// is nil on every rank. It is collective over c.
-func agree(c collective.Comm, err error) error {
-	p := c.Size()
-	first := []int64{int64(p)}
-	if err != nil {
-		first[0] = int64(c.Rank())
-	}
-	if e := collective.AllreduceSlice(c, first, collective.Min); e != nil {
-		return e
-	}
-	root := int(first[0])
-	if root == p {
-		return nil
-	}
-	var msg []byte
-	if c.Rank() == root {
-		msg = []byte(err.Error())
-	}
-	size := []int64{int64(len(msg))}
-	if e := collective.BcastSlice(c, size, root); e != nil {
-		return e
-	}
-	if c.Rank() != root {
-		msg = make([]byte, size[0])
-	}
-	if len(msg) > 0 {
-		if e := collective.BcastSlice(c, msg, root); e != nil {
-			return e
-		}
-	}
-	if c.Rank() == root {
-		return err
-	}
-	return fmt.Errorf("partition: rank %d failed: %s (%w)", root, msg, collective.ErrAborted)
 }

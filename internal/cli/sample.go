@@ -293,7 +293,7 @@ func samplePartsSource(env *Env, cfg *sampleConfig, fo []int) (*sampleSource, er
 		return nil, err
 	}
 	part, err := graph.LoadParts(cfg.data, m, first, last, graph.PartReadOptions{NoFeatures: true, NoLabels: true})
-	if err := agreeErr(c, err); err != nil {
+	if err := collective.Agree(c, err); err != nil {
 		return nil, err
 	}
 	runs := p / rc
@@ -332,27 +332,6 @@ func samplePartsSource(env *Env, cfg *sampleConfig, fo []int) (*sampleSource, er
 	}
 	orig := func(ids []int64) ([]int64, error) { return origIDs(c, bounds, rc, part, ids) }
 	return &sampleSource{smp: smp, train: train, name: m.Name, n: m.NumNodes, orig: orig, grid: grid}, nil
-}
-
-// agreeErr returns err on the ranks where it is not nil and an error
-// naming the failing rank on the others, or nil everywhere: one Allreduce,
-// so that a rank that cannot read its part does not leave the others
-// waiting in the next collective.
-func agreeErr(c collective.Comm, err error) error {
-	bad := int64(c.Size())
-	if err != nil {
-		bad = int64(c.Rank())
-	}
-	if e := collective.AllreduceVars(c, collective.Min, &bad); e != nil {
-		return e
-	}
-	if err != nil {
-		return err
-	}
-	if bad < int64(c.Size()) {
-		return fmt.Errorf("sample: rank %d failed to read its parts (see its error)", bad)
-	}
-	return nil
 }
 
 // origIDs returns the original ids of ids (new ids of a partitioned
