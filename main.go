@@ -47,6 +47,7 @@ type globalFlags struct {
 	blas        string
 	blasThreads int
 	cpuprofile  string
+	memprofile  string
 	mpiThread   string
 }
 
@@ -74,6 +75,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		defer stop()
+	}
+	if g.memprofile != "" {
+		defer func() {
+			if err := writeHeapProfile(g.memprofile); err != nil {
+				fmt.Fprintf(stderr, "gnnmpi: %v\n", err)
+			}
+		}()
 	}
 	var metrics io.Writer
 	if g.metrics != "" {
@@ -125,6 +133,7 @@ func parseArgs(args []string, stdout, stderr io.Writer) (cmd *cli.Command, runCm
 	fs.StringVar(&g.blas, "blas", "openblas", "dense products: openblas (gonum's netlib binding) or gonum (pure Go)")
 	fs.IntVar(&g.blasThreads, "blas-threads", 0, "OpenBLAS threads per rank (0: $OPENBLAS_NUM_THREADS if set, else 1: gnnmpi's own kernels use the cores, and idle OpenBLAS threads spin on them)")
 	fs.StringVar(&g.cpuprofile, "cpuprofile", "", "write a CPU profile of this process to FILE (under MPI: FILE.RANK)")
+	fs.StringVar(&g.memprofile, "memprofile", "", "write a heap profile of this process (in use and allocated, by call site) to FILE at the end (under MPI: FILE.RANK)")
 	fs.StringVar(&g.mpiThread, "mpi-thread", "multiple", "under MPI: multiple (MPI_THREAD_MULTIPLE, blocking calls from any thread; funneled if not granted) or funneled (one MPI thread, nonblocking collectives)")
 	fs.Usage = func() { cli.Help(stderr) }
 	if err := fs.Parse(args); err != nil {
@@ -167,10 +176,7 @@ func parseArgs(args []string, stdout, stderr io.Writer) (cmd *cli.Command, runCm
 // startCPUProfile starts a CPU profile written to path (under MPI,
 // path.RANK) and returns what stops it.
 func startCPUProfile(path string) (stop func(), err error) {
-	if r := os.Getenv("OMPI_COMM_WORLD_RANK"); r != "" {
-		path += "." + r
-	}
-	f, err := os.Create(path)
+	f, err := os.Create(rankPath(path))
 	if err != nil {
 		return nil, err
 	}
@@ -179,6 +185,28 @@ func startCPUProfile(path string) (stop func(), err error) {
 		return nil, err
 	}
 	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
+
+// rankPath returns path with ".RANK" added under MPI.
+func rankPath(path string) string {
+	if r := os.Getenv("OMPI_COMM_WORLD_RANK"); r != "" {
+		return path + "." + r
+	}
+	return path
+}
+
+// writeHeapProfile writes the heap profile (pprof's "heap": the memory in
+// use at the last collection and all allocations, by call site) to path.
+func writeHeapProfile(path string) error {
+	f, err := os.Create(rankPath(path))
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // runMPI runs the command on this MPI rank. Any error or panic after MPI

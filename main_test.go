@@ -292,3 +292,16 @@ func TestSetMemoryLimit(t *testing.T) {
 		t.Fatalf("limit %d, want within (0, %d] (%s)", got, b.Bytes, b)
 	}
 }
+
+// --memprofile writes a heap profile pprof reads.
+func TestMemProfile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "heap.pprof")
+	_, se, code := gnnmpi(t, "--memprofile", path, "info", "--data", "data/cora")
+	require.Equal(t, 0, code, se)
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var r *gzip.Reader
+	r, err = gzip.NewReader(bytes.NewReader(b))
+	require.NoError(t, err, "a pprof profile is gzipped protobuf")
+	require.NoError(t, r.Close())
+}
