@@ -212,6 +212,7 @@ type trainer struct {
 	fingerprint       string
 	evalChunks        [][]int // per layer: this rank's chunk boundaries, padded to the ranks' maximum count
 	chunkCache        map[[2]int]*evalChunk
+	chunkCached       int64 // entries and sources of the cached chunks
 	valMask, testMask []bool // of rows [d.RowLo, d.RowHi)
 }
 
@@ -807,7 +808,9 @@ func (t *trainer) normalize(ch *evalChunk) error {
 // evalChunk is one chunk of layer-wise inference: the destinations'
 // full-neighbour adjacency (normalised for GCN) and the plan that gathers
 // its sources. The same chunks recur in every evaluation and, where the
-// boundaries agree, in every layer, so they are built once.
+// boundaries agree, in every layer, so they are kept while their entries
+// fit EvalMemory; beyond that (a graph whose blocks would double the
+// rank's topology) they are built again each time.
 type evalChunk struct {
 	blk     sampling.Block // the destinations' full-neighbour block, until adj is made from it
 	adj     *sparse.CSR
@@ -829,9 +832,12 @@ func (t *trainer) chunk(owned []int64, lo, hi int) *evalChunk {
 	if ch.inPlace = identity(blk.Src, t.ebook, t.c.Rank(), len(owned)); !ch.inPlace || t.evalDeg != nil {
 		ch.plan = alltoall.NewPlan(blk.Src, t.ebook, t.c.Rank())
 	}
-	if t.chunkCache == nil {
-		t.chunkCache = map[[2]int]*evalChunk{}
+	if size := int64(len(blk.Adj.Indices) + len(blk.Src)); t.chunkCached+size <= t.cfg.EvalMemory {
+		if t.chunkCache == nil {
+			t.chunkCache = map[[2]int]*evalChunk{}
+		}
+		t.chunkCache[key] = ch
+		t.chunkCached += size
 	}
-	t.chunkCache[key] = ch
 	return ch
 }
