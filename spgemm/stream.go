@@ -87,18 +87,22 @@ func Mul15DStream[T sparse.Scalar, S sparse.Semiring[T]](g *collective.Grid, sr 
 	}
 	defer collective.SetPhase(g.Comm, Phase)()
 	n, bValued := b.N, b.Local.Values != nil
+	var spare *sparse.Matrix[T] // the last received block's arrays, for the next
 	for j := k; j < q; j += c {
 		var mine *sparse.Matrix[T]
 		if j == i {
 			mine = b.Local
 		}
 		l, h := b.RowBounds[j], b.RowBounds[j+1]
-		blk, err := bcastBlock(g.ColComm, j, mine, h-l, n, bValued)
+		blk, err := bcastBlockInto(g.ColComm, j, mine, h-l, n, bValued, spare)
 		if err != nil {
 			return err
 		}
 		if err := streamStage(sr, j, a.Local, l, h, blk, s); err != nil {
 			return err
+		}
+		if mine == nil {
+			spare = blk
 		}
 		if s.StageDone != nil {
 			if err := s.StageDone(j); err != nil {
@@ -151,6 +155,7 @@ func Mul2DStream[T sparse.Scalar, S sparse.Semiring[T]](g *collective.Grid, sr S
 	defer collective.SetPhase(g.Comm, Phase)()
 	m, n := a.Local.NRows, b.Local.NCols
 	aValued, bValued := a.Local.Values != nil, b.Local.Values != nil
+	var spare *sparse.Matrix[T] // the last received slice of B's arrays, for the next
 	for t, st := range Stages(a.ColBounds, b.RowBounds) {
 		l, h := st[0], st[1]
 		ib := blockOf(b.RowBounds, l)
@@ -161,9 +166,13 @@ func Mul2DStream[T sparse.Scalar, S sparse.Semiring[T]](g *collective.Grid, sr S
 				bp = rowSlice(bp, l-base, h-base)
 			}
 		}
-		bp, err := bcastBlock(g.ColComm, ib, bp, h-l, n, bValued)
+		own := bp != nil
+		bp, err := bcastBlockInto(g.ColComm, ib, bp, h-l, n, bValued, spare)
 		if err != nil {
 			return err
+		}
+		if !own {
+			spare = bp
 		}
 		ap, al, ah := a.Local, l, h // A's columns [al, ah) meet B's rows [l, h)
 		if !rowHeld {

@@ -63,9 +63,20 @@ func valBuf[T sparse.Scalar](v []T) collective.Buf {
 // block has values; all ranks must agree. It costs three Bcast calls (two
 // for a pattern): Indptr[1:], Indices, Values.
 func bcastBlock[T sparse.Scalar](c collective.Comm, root int, blk *sparse.Matrix[T], nrows, ncols int64, valued bool) (*sparse.Matrix[T], error) {
+	return bcastBlockInto(c, root, blk, nrows, ncols, valued, nil)
+}
+
+// bcastBlockInto is bcastBlock receiving into spare's arrays where they
+// are large enough (spare may be nil): a stream that broadcasts block
+// after block, each dropped before the next, then reuses one buffer
+// instead of leaving a block's worth of garbage per stage.
+func bcastBlockInto[T sparse.Scalar](c collective.Comm, root int, blk *sparse.Matrix[T], nrows, ncols int64, valued bool, spare *sparse.Matrix[T]) (*sparse.Matrix[T], error) {
 	me := c.Rank() == root
 	if !me {
-		blk = &sparse.Matrix[T]{NRows: nrows, NCols: ncols, Indptr: make([]int64, nrows+1)}
+		if spare == nil {
+			spare = &sparse.Matrix[T]{}
+		}
+		blk = &sparse.Matrix[T]{NRows: nrows, NCols: ncols, Indptr: grow(spare.Indptr, nrows+1)}
 	} else if blk.NRows != nrows || blk.NCols != ncols || (blk.Values != nil) != valued {
 		return nil, fmt.Errorf("%w: broadcasting a %d×%d block (valued %v) as %d×%d (valued %v)", ErrLayout,
 			blk.NRows, blk.NCols, blk.Values != nil, nrows, ncols, valued)
@@ -78,9 +89,9 @@ func bcastBlock[T sparse.Scalar](c collective.Comm, root int, blk *sparse.Matrix
 		if nnz < 0 {
 			return nil, fmt.Errorf("spgemm: received a block with %d entries", nnz)
 		}
-		blk.Indices = make([]int64, nnz)
+		blk.Indices = grow(spare.Indices, nnz)
 		if valued {
-			blk.Values = make([]T, nnz)
+			blk.Values = grow(spare.Values, nnz)
 		}
 	}
 	if err := bcast(c, collective.BufOf(blk.Indices), root); err != nil {
@@ -178,4 +189,13 @@ func exchangeRows[T sparse.Scalar](c collective.Comm, a *sparse.Matrix[T], bound
 		re += n
 	}
 	return out, nil
+}
+
+// grow returns s resized to n elements, reusing its array when it is large
+// enough (the contents are to be overwritten).
+func grow[E any](s []E, n int64) []E {
+	if int64(cap(s)) >= n {
+		return s[:n]
+	}
+	return make([]E, n)
 }
