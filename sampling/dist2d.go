@@ -32,7 +32,7 @@ import (
 // g.RowComm), and that rank joins the pc pieces of each of its rows in
 // column order, which gives the whole row, sorted, thins it at once and
 // keeps the thinned row. Per rank, a hop holds its block, one received
-// M_{k,j}, one stage's pieces (about |Q_i|·d/p entries for mean degree d)
+// piece of M_{k,j}, one stage's pieces (about |Q_i|·d/p entries for mean degree d)
 // and the thinned rows. The gathers count under the current phase of
 // g.Comm, the broadcasts and the exchange of the pieces under
 // spgemm.Phase.

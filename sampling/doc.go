@@ -47,7 +47,7 @@
 // P is thinned as soon as it is whole (1.5D: in the chunk that forms it,
 // on the replica whose stages hold its vertex; 2D: on the rank that asked
 // for it, once the pieces of the grid row's ranks are joined), and only the
-// thinned rows are kept, so a rank holds its block, one received block and
+// thinned rows are kept, so a rank holds its block, one received piece of a block and
 // one chunk (1.5D) or one stage's pieces (2D) of P besides the sample;
 // Sample is then collective. Plain is the per-batch baseline written
 // without matrices, for benchmarks.

@@ -127,10 +127,11 @@
 // like the local kernel's dense accumulator.
 //
 // The streamed products hold, besides a rank's operands, one received
-// block of B (plus, for a 2D A, one broadcast slice of A) and one chunk of
-// the product: ChunkWork bounds a chunk's entries (one row may exceed it
-// alone), so their memory does not grow with the number of rows of A. They
-// send only the broadcasts (no reduction).
+// piece of a block of B (PieceEntries entries; plus, for a 2D A, one
+// broadcast slice of A) and one chunk of the product: ChunkWork bounds a
+// chunk's entries (one row may exceed it alone), so their memory grows
+// neither with the number of rows of A nor with the size of B's blocks.
+// They send only the broadcasts (no reduction).
 //
 // BUG(spgemm): One Alltoallv moves at most 2³¹−1 elements per rank under MPI
 // (MPI counts are C ints); the reduce-scatter of 1.5D and Gather can exceed

@@ -10,7 +10,8 @@ import (
 // Stream configures the streamed products Mul15DStream and Mul2DStream,
 // which hand the product to the caller stage by stage in chunks of rows
 // instead of returning it: a rank then holds, besides its operands, one
-// received block of B and one chunk of the product at a time.
+// received piece of a block of B (PieceEntries) and one chunk of the
+// product at a time.
 type Stream[T sparse.Scalar] struct {
 	// Options.Threads is the number of goroutines of each chunk's local
 	// product; Options.Staged is ignored.
@@ -26,9 +27,10 @@ type Stream[T sparse.Scalar] struct {
 	// len(rows)×(columns of this rank's block of C), with local column
 	// indices and sorted, distinct columns (sparse.MulSR's properties):
 	// row x of c is the stage's term A_i(rows[x], stage)·B(stage, :) of
-	// row rows[x] of C. Every row of A with an entry in the stage's inner
-	// range is in exactly one chunk of the stage, even if its product row
-	// is empty. The callback owns rows and c. An error stops the product
+	// row rows[x] of C. The stage's block of B arrives in pieces of rows
+	// (PieceEntries); every row of A with an entry in a piece's rows is in
+	// exactly one chunk of that piece, even if its product row is empty,
+	// and a row with entries in several pieces gets a partial row from each. The callback owns rows and c. An error stops the product
 	// on this rank only: the others may then block, as with any collective
 	// error.
 	Chunk func(stage int, rows []int64, c *sparse.Matrix[T]) error
@@ -37,6 +39,23 @@ type Stream[T sparse.Scalar] struct {
 	// (every rank of the grid calls it for every stage of the product, in
 	// the same order).
 	StageDone func(stage int) error
+	// PieceEntries bounds the entries of B a rank receives at a time: a
+	// stage's block of B is broadcast in pieces of consecutive rows of at
+	// most PieceEntries entries (a longer single row is a piece), each
+	// multiplied and dropped before the next arrives. The bytes sent do not
+	// change. 0 (or less) means DefaultPieceEntries.
+	PieceEntries int64
+}
+
+// DefaultPieceEntries is the PieceEntries of a Stream that sets none: 2^22
+// entries, 32 MiB of column indices.
+const DefaultPieceEntries = 1 << 22
+
+func (s *Stream[T]) piece() int64 {
+	if s.PieceEntries < 1 {
+		return DefaultPieceEntries
+	}
+	return s.PieceEntries
 }
 
 // DefaultChunkWork is the ChunkWork of a Stream that sets none: 2^16
@@ -57,11 +76,12 @@ func (s *Stream[T]) work() int64 {
 //
 // Replica k (grid column k) takes the stages j ≡ k (mod c), in increasing
 // order. In stage j the rank at (j, k) broadcasts B_j down grid column k
-// (as Mul15D), and every rank (i, k) forms A_i(:, block j)·B_j in chunks
-// of rows of bounded work (Stream.ChunkWork), passing each to s.Chunk with
-// stage = j, then calls s.StageDone(j); B_j is dropped before the next
-// stage. A rank therefore holds its blocks of A and B, one received B_j and
-// one chunk, whatever the size of A_i.
+// (as Mul15D, in pieces of Stream.PieceEntries entries), and every rank
+// (i, k) forms A_i(:, block j)·B_j piece by piece in chunks of rows of
+// bounded work (Stream.ChunkWork), passing each to s.Chunk with stage = j,
+// then calls s.StageDone(j); each piece is dropped before the next. A rank
+// therefore holds its blocks of A and B, one received piece and one
+// chunk, whatever the size of A_i and B_j.
 //
 // C_i is the sum of the chunks of all the stages of all the replicas of
 // grid row i: a row of A_i with entries in several column blocks gets a
@@ -94,15 +114,14 @@ func Mul15DStream[T sparse.Scalar, S sparse.Semiring[T]](g *collective.Grid, sr 
 			mine = b.Local
 		}
 		l, h := b.RowBounds[j], b.RowBounds[j+1]
-		blk, err := bcastBlockInto(g.ColComm, j, mine, h-l, n, bValued, spare)
+		recv, err := bcastPieces(g.ColComm, j, mine, h-l, n, bValued, s.piece(), spare, func(lo, hi int64, piece *sparse.Matrix[T]) error {
+			return streamStage(sr, j, a.Local, l+lo, l+hi, piece, s)
+		})
 		if err != nil {
 			return err
 		}
-		if err := streamStage(sr, j, a.Local, l, h, blk, s); err != nil {
-			return err
-		}
-		if mine == nil {
-			spare = blk
+		if recv != nil {
+			spare = recv
 		}
 		if s.StageDone != nil {
 			if err := s.StageDone(j); err != nil {
@@ -166,15 +185,8 @@ func Mul2DStream[T sparse.Scalar, S sparse.Semiring[T]](g *collective.Grid, sr S
 				bp = rowSlice(bp, l-base, h-base)
 			}
 		}
-		own := bp != nil
-		bp, err := bcastBlockInto(g.ColComm, ib, bp, h-l, n, bValued, spare)
-		if err != nil {
-			return err
-		}
-		if !own {
-			spare = bp
-		}
-		ap, al, ah := a.Local, l, h // A's columns [al, ah) meet B's rows [l, h)
+		ap, al := a.Local, l // A's columns from al meet B's rows from l
+		var err error
 		if !rowHeld {
 			ja := blockOf(a.ColBounds, l)
 			ap = nil
@@ -187,10 +199,16 @@ func Mul2DStream[T sparse.Scalar, S sparse.Semiring[T]](g *collective.Grid, sr S
 			if ap, err = bcastBlock(g.RowComm, ja, ap, m, h-l, aValued); err != nil {
 				return err
 			}
-			al, ah = 0, h-l
+			al = 0
 		}
-		if err := streamStage(sr, t, ap, al, ah, bp, s); err != nil {
+		recv, err := bcastPieces(g.ColComm, ib, bp, h-l, n, bValued, s.piece(), spare, func(lo, hi int64, piece *sparse.Matrix[T]) error {
+			return streamStage(sr, t, ap, al+lo, al+hi, piece, s)
+		})
+		if err != nil {
 			return err
+		}
+		if recv != nil {
+			spare = recv
 		}
 		if s.StageDone != nil {
 			if err := s.StageDone(t); err != nil {

@@ -38,7 +38,7 @@ type entryKey struct{ i, j int64 }
 // that a chunk's rows are ascending and appear once per stage, that its
 // entries stay within the work bound unless it is a single row, and that
 // StageDone follows every stage on every rank.
-func streamPieces(t *testing.T, l streamLayout, a, b *sparse.Matrix[int64], work int64) (map[entryKey]int64, int) {
+func streamPieces(t *testing.T, l streamLayout, a, b *sparse.Matrix[int64], work, piece int64) (map[entryKey]int64, int) {
 	t.Helper()
 	p := l.pr * l.pc
 	got := map[entryKey]int64{}
@@ -68,7 +68,7 @@ func streamPieces(t *testing.T, l streamLayout, a, b *sparse.Matrix[int64], work
 		n := 0
 		seen := map[[2]int64]bool{}
 		open := -1 // the stage whose chunks are coming, −1 between stages
-		s := &spgemm.Stream[int64]{ChunkWork: work}
+		s := &spgemm.Stream[int64]{ChunkWork: work, PieceEntries: piece}
 		limit := work
 		if limit < 1 {
 			limit = spgemm.DefaultChunkWork
@@ -89,7 +89,9 @@ func streamPieces(t *testing.T, l streamLayout, a, b *sparse.Matrix[int64], work
 				if x > 0 && r <= rows[x-1] {
 					return fmt.Errorf("chunk rows %v not ascending", rows)
 				}
-				if seen[[2]int64{int64(stage), r}] {
+				// With one piece per stage a row comes once per stage;
+				// with several, once per piece it has entries in.
+				if seen[[2]int64{int64(stage), r}] && piece == 0 {
 					return fmt.Errorf("row %d twice in stage %d", r, stage)
 				}
 				seen[[2]int64{int64(stage), r}] = true
@@ -168,12 +170,16 @@ func TestStreamSumsToProduct(t *testing.T) {
 			}
 		}
 		for _, l := range layouts {
-			for _, work := range []int64{5, 40, 0} {
-				t.Run(fmt.Sprintf("%s/%s/work=%d", tc.name, l, work), func(t *testing.T) {
-					got, chunks := streamPieces(t, l, tc.a, tc.b, work)
+			for _, wp := range [][2]int64{{5, 0}, {40, 0}, {0, 0}, {40, 7}, {0, 1}} {
+				work, piece := wp[0], wp[1]
+				t.Run(fmt.Sprintf("%s/%s/work=%d/piece=%d", tc.name, l, work, piece), func(t *testing.T) {
+					got, chunks := streamPieces(t, l, tc.a, tc.b, work, piece)
 					require.Equal(t, wantMap, got)
 					if work == 5 && want.NNZ() > 0 {
 						require.Greater(t, chunks, l.pr*l.pc, "a small work bound cuts many chunks")
+					}
+					if piece == 1 && want.NNZ() > 0 {
+						require.Greater(t, chunks, l.pr*l.pc, "one-entry pieces cut many chunks")
 					}
 				})
 			}

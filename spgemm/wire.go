@@ -63,20 +63,9 @@ func valBuf[T sparse.Scalar](v []T) collective.Buf {
 // block has values; all ranks must agree. It costs three Bcast calls (two
 // for a pattern): Indptr[1:], Indices, Values.
 func bcastBlock[T sparse.Scalar](c collective.Comm, root int, blk *sparse.Matrix[T], nrows, ncols int64, valued bool) (*sparse.Matrix[T], error) {
-	return bcastBlockInto(c, root, blk, nrows, ncols, valued, nil)
-}
-
-// bcastBlockInto is bcastBlock receiving into spare's arrays where they
-// are large enough (spare may be nil): a stream that broadcasts block
-// after block, each dropped before the next, then reuses one buffer
-// instead of leaving a block's worth of garbage per stage.
-func bcastBlockInto[T sparse.Scalar](c collective.Comm, root int, blk *sparse.Matrix[T], nrows, ncols int64, valued bool, spare *sparse.Matrix[T]) (*sparse.Matrix[T], error) {
 	me := c.Rank() == root
 	if !me {
-		if spare == nil {
-			spare = &sparse.Matrix[T]{}
-		}
-		blk = &sparse.Matrix[T]{NRows: nrows, NCols: ncols, Indptr: grow(spare.Indptr, nrows+1)}
+		blk = &sparse.Matrix[T]{NRows: nrows, NCols: ncols, Indptr: make([]int64, nrows+1)}
 	} else if blk.NRows != nrows || blk.NCols != ncols || (blk.Values != nil) != valued {
 		return nil, fmt.Errorf("%w: broadcasting a %d×%d block (valued %v) as %d×%d (valued %v)", ErrLayout,
 			blk.NRows, blk.NCols, blk.Values != nil, nrows, ncols, valued)
@@ -89,9 +78,9 @@ func bcastBlockInto[T sparse.Scalar](c collective.Comm, root int, blk *sparse.Ma
 		if nnz < 0 {
 			return nil, fmt.Errorf("spgemm: received a block with %d entries", nnz)
 		}
-		blk.Indices = grow(spare.Indices, nnz)
+		blk.Indices = make([]int64, nnz)
 		if valued {
-			blk.Values = grow(spare.Values, nnz)
+			blk.Values = make([]T, nnz)
 		}
 	}
 	if err := bcast(c, collective.BufOf(blk.Indices), root); err != nil {
@@ -198,4 +187,82 @@ func grow[E any](s []E, n int64) []E {
 		return s[:n]
 	}
 	return make([]E, n)
+}
+
+// bcastPieces broadcasts, like bcastBlock, the nrows×ncols block blk of
+// root over c, but hands it to fn in pieces of consecutive rows of at most
+// limit entries each (a single longer row is a piece of its own): the row
+// offsets are broadcast whole first, so every rank cuts the same pieces,
+// then each piece's indices and values, and fn(lo, hi, piece) runs on
+// every rank for rows [lo, hi) of the block before the next piece is
+// received. A rank other than root then holds one piece at a time, in
+// arrays reused from piece to piece and taken from spare when large
+// enough; the bytes sent are bcastBlock's. It returns the arrays the
+// pieces were received into, for the next call's spare (nil on root).
+func bcastPieces[T sparse.Scalar](c collective.Comm, root int, blk *sparse.Matrix[T], nrows, ncols int64, valued bool, limit int64,
+	spare *sparse.Matrix[T], fn func(lo, hi int64, piece *sparse.Matrix[T]) error) (*sparse.Matrix[T], error) {
+	me := c.Rank() == root
+	if spare == nil {
+		spare = &sparse.Matrix[T]{}
+	}
+	ptr := grow(spare.Indptr, nrows+1)
+	if me {
+		if blk.NRows != nrows || blk.NCols != ncols || (blk.Values != nil) != valued {
+			return nil, fmt.Errorf("%w: broadcasting a %d×%d block (valued %v) as %d×%d (valued %v)", ErrLayout,
+				blk.NRows, blk.NCols, blk.Values != nil, nrows, ncols, valued)
+		}
+		ptr = blk.Indptr
+	} else {
+		ptr[0] = 0
+	}
+	if err := bcast(c, collective.BufOf(ptr[1:]), root); err != nil {
+		return nil, err
+	}
+	if !me && ptr[nrows] < 0 {
+		return nil, fmt.Errorf("spgemm: received a block with %d entries", ptr[nrows])
+	}
+	recv := &sparse.Matrix[T]{Indices: spare.Indices[:0], Values: spare.Values[:0]}
+	for lo := int64(0); lo < nrows || lo == 0; {
+		hi := lo + 1
+		for hi < nrows && ptr[hi+1]-ptr[lo] <= limit {
+			hi++
+		}
+		hi = min(hi, nrows)
+		var piece *sparse.Matrix[T]
+		if me {
+			piece = rowSlice(blk, lo, hi)
+		} else {
+			n := ptr[hi] - ptr[lo]
+			piece = &sparse.Matrix[T]{NRows: hi - lo, NCols: ncols, Indptr: make([]int64, hi-lo+1)}
+			for x := range piece.Indptr {
+				piece.Indptr[x] = ptr[lo+int64(x)] - ptr[lo]
+			}
+			recv.Indices = grow(recv.Indices, n)
+			piece.Indices = recv.Indices
+			if valued {
+				recv.Values = grow(recv.Values, n)
+				piece.Values = recv.Values
+			}
+		}
+		if err := bcast(c, collective.BufOf(piece.Indices), root); err != nil {
+			return nil, err
+		}
+		if valued {
+			if err := bcast(c, valBuf(piece.Values), root); err != nil {
+				return nil, err
+			}
+		}
+		if err := fn(lo, hi, piece); err != nil {
+			return nil, err
+		}
+		lo = hi
+		if nrows == 0 {
+			break
+		}
+	}
+	if me {
+		return nil, nil
+	}
+	recv.Indptr = ptr
+	return recv, nil
 }

@@ -391,7 +391,10 @@ func (t *trainer) planChunks() ([][]int, error) {
 		// fresh counts the rows vertex g adds to the current chunk and
 		// marks them.
 		fresh := func(g int64) (add int64) {
-			for _, v := range append([]int64{g}, t.d.Row(g)...) {
+			if seen.swap(g, chunk) != chunk {
+				add++
+			}
+			for _, v := range t.d.Row(g) {
 				if seen.swap(v, chunk) != chunk {
 					add++
 				}
