@@ -152,23 +152,24 @@ func checkBudget(c collective.Comm, dir string, m *graph.PartManifest, first, la
 			}
 		}
 	}
-	b := available()
-	short := int64(0)
-	if need > b.Bytes {
-		short = 1
-	}
-	if err := collective.AllreduceVars(c, collective.Max, &short); err != nil {
-		return err
-	}
-	if short == 0 {
-		return nil
-	}
-	if need > b.Bytes {
-		return fmt.Errorf("train: rank %d: out of memory: parts [%d, %d) of %s need %.2f GiB, but this rank may allocate only %s; run on more ranks (each holds 1/p of the graph) or raise the limit",
-			c.Rank(), first, last, dir, float64(need)/(1<<30), b)
-	}
-	return fmt.Errorf("train: rank %d: another rank has too little memory for its parts of %s (see its error)", c.Rank(), dir)
+	return fits(c, need, fmt.Sprintf("parts [%d, %d) of %s need %s", first, last, dir, gib(need)))
 }
+
+// fits fails every rank of c when some rank's need exceeds what it may
+// still allocate (available): that rank's error starts "out of memory",
+// says what (what: "parts … need 3.1 GiB") and which limit applies, and
+// the others' name it. It is collective over c.
+func fits(c collective.Comm, need int64, what string) error {
+	var err error
+	if b := available(); need > b.Bytes {
+		err = fmt.Errorf("train: rank %d: out of memory: %s, but this rank may allocate only %s; run on more ranks (each holds 1/p of the graph) or raise the limit",
+			c.Rank(), what, b)
+	}
+	return collective.Agree(c, err)
+}
+
+// gib formats bytes in GiB.
+func gib(b int64) string { return fmt.Sprintf("%.2f GiB", float64(b)/(1<<30)) }
 
 // reciprocityRows returns the fraction of the graph's edges (i, j) whose
 // reverse (j, i) is an edge too, counted over the ranks' rows: the edges

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -191,6 +192,22 @@ func TestPartitionedLoadErrors(t *testing.T) {
 		require.ErrorContains(t, err, dir)
 		require.ErrorContains(t, err, "test limit")
 	}
+
+	// Loading fits, training's footprint (store, inference outputs) does
+	// not: checked before the store allocates, on every rank.
+	var calls atomic.Int64
+	available = func() memlimit.Budget {
+		if calls.Add(1) <= 2 { // the two ranks' loads
+			return memlimit.Budget{Bytes: 1 << 40, Source: "load limit"}
+		}
+		return memlimit.Budget{Bytes: 1 << 10, Source: "train limit"}
+	}
+	cfg = testConfig("sage")
+	cfg.Topology = Topology15D
+	_, err = runParts(2, dir, LoadOptions{}, cfg)
+	require.ErrorContains(t, err, "out of memory: training needs")
+	require.ErrorContains(t, err, "feature store")
+	require.ErrorContains(t, err, "train limit")
 }
 
 // A damaged part file fails every rank, the error naming the file.

@@ -283,6 +283,9 @@ func newTrainer(c collective.Comm, d *Data, cfg Config) (*trainer, error) {
 			return nil, err
 		}
 	}
+	if err := t.checkFootprint(feat); err != nil {
+		return nil, err
+	}
 	t.sched = newSchedule(cfg.Shuffle, t.owned, d.Split.Train, counts, r, cfg.BatchSize)
 	if t.store, err = t.newStore(feat, cfg.Cache, cfg.CacheFrac); err != nil {
 		return nil, err
@@ -301,6 +304,30 @@ func newTrainer(c collective.Comm, d *Data, cfg Config) (*trainer, error) {
 
 // mask returns the membership of ids among the vertices [lo, hi), indexed
 // from lo: ids outside the range are left out.
+// checkFootprint compares what training is about to allocate on this
+// rank with what it may still allocate (collective: every rank fails if
+// one would not fit): the feature store's copy of the rows it owns and of
+// its cache, and inference's layer outputs (two of the widest, for the
+// rows the rank computes). The topology and the loaded rows are already
+// counted by the memory in use.
+func (t *trainer) checkFootprint(feat Features) error {
+	rows := int64(len(t.ebook.Owned(t.c.Rank())))
+	width := int64(feat.Cols())
+	for _, l := range t.m.Layers {
+		width = max(width, int64(l.OutDim()))
+	}
+	store := int64(0)
+	if feat.CSR != nil {
+		store = int64(len(feat.CSR.Indices))*8 + int64(feat.CSR.NRows)*8
+	} else {
+		store = int64(feat.Dense.Rows) * int64(feat.Dense.Cols) * 4
+	}
+	cache := int64(cacheRows(t.cfg.CacheFrac, t.d.Book.NumNodes(), t.d.Book.Parts)) * int64(feat.Cols()) * 4
+	infer := 2 * rows * width * 4
+	need := store + cache + infer
+	return fits(t.c, need, fmt.Sprintf("training needs %s more (feature store %s, cache %s, inference outputs %s)", gib(need), gib(store), gib(cache), gib(infer)))
+}
+
 // topologyGrid returns the grid of the sampler's topology over c: (p/C)×C
 // for 1.5D, √p×√p for 2D, nil when replicated.
 func topologyGrid(c collective.Comm, cfg Config) (*collective.Grid, error) {
