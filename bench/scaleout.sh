@@ -22,8 +22,8 @@
 # Training: 2-layer GraphSAGE, hidden 128, fanouts 15,10, global batch
 # 1024, bulk 64 (a rank's minibatches of an epoch sampled together: one
 # pass of the 1.5D broadcasts per hop and epoch), EPOCHS epochs (default
-# 2), evaluation after the last one with chunks of 64 MiB of gathered
-# inputs (--eval-memory 64), topology 1.5d with c = 1 (the grid rows are
+# 2), evaluation after the last one with chunks of 16 MiB of gathered
+# inputs (--eval-memory 16), topology 1.5d with c = 1 (the grid rows are
 # the parts); for the first graph, at np 2 also the replicated topology
 # (every rank reads all parts' adjacency), whose accuracy must be the
 # same. Sampling: `gnnmpi sample` on the same topology, batch 1024, bulk
@@ -124,7 +124,7 @@ train() { # train DIR NP TOPOLOGY TAG [WRAP...]: one training run, metrics to $L
 	rm -f "$LOGS/$tag.jsonl"
 	# shellcheck disable=SC2046
 	mpirun $(margs "$np") "$@" $G train --data "$dir" --topology "$topo" --c 1 --model sage --hidden 128 \
-		--fanouts 15,10 --global-batch-size 1024 --bulk 64 --eval-memory 64 --epochs "$EPOCHS" --eval-every "$EPOCHS" \
+		--fanouts 15,10 --global-batch-size 1024 --bulk 64 --eval-memory 16 --epochs "$EPOCHS" --eval-every "$EPOCHS" \
 		--metrics "$LOGS/$tag.jsonl" > "$LOGS/$tag.log" 2>&1
 }
 
