@@ -276,10 +276,11 @@ func newTrainer(c collective.Comm, d *Data, cfg Config) (*trainer, error) {
 		counts[i] = int(v)
 	}
 	if t.needDegrees(false) {
-		if t.featDeg, err = ownDegrees(d, d.Book, r/cfg.Replication); err != nil {
-			return nil, err
+		t.featDeg, err = ownDegrees(d, d.Book, r/cfg.Replication)
+		if err == nil {
+			t.evalDeg, err = ownDegrees(d, t.ebook, r)
 		}
-		if t.evalDeg, err = ownDegrees(d, t.ebook, r); err != nil {
+		if err := collective.Agree(c, err); err != nil {
 			return nil, err
 		}
 	}
@@ -302,8 +303,6 @@ func newTrainer(c collective.Comm, d *Data, cfg Config) (*trainer, error) {
 	return t, nil
 }
 
-// mask returns the membership of ids among the vertices [lo, hi), indexed
-// from lo: ids outside the range are left out.
 // checkFootprint compares what training is about to allocate on this
 // rank with what it may still allocate (collective: every rank fails if
 // one would not fit): the feature store's copy of the rows it owns and of
@@ -384,6 +383,8 @@ func (t *trainer) newSampler() (sampling.Sampler, error) {
 	return sampling.NewBlock(kind, string(cfg.Topology), g, bounds, local, cfg.Fanouts)
 }
 
+// mask returns the membership of ids among the vertices [lo, hi), indexed
+// from lo: ids outside the range are left out.
 func mask(lo, hi int64, ids []int64) []bool {
 	m := make([]bool, hi-lo)
 	for _, g := range ids {
