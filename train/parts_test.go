@@ -236,3 +236,38 @@ func TestPartitionedDamagedPart(t *testing.T) {
 	require.ErrorContains(t, errs[1], graph.PartFileName(1))
 	require.Error(t, errs[0], "the rank whose part is intact fails too")
 }
+
+// The cache scores run from the parts too: VIP over the distributed
+// topology (the vertices a rank's training vertices reach) picks the same
+// cache as on the dataset held whole, so the runs serve the same rows from
+// it; the in-degree, summed over the ranks' rows, scores only the rank's
+// halo (the candidates a rank can know without the whole graph), so its
+// cache differs. Either way the curve is the same and the cache holds its
+// α·n/K rows.
+func TestPartitionedCache(t *testing.T) {
+	const p = 4
+	dir := partDir(t, p)
+	n := sbm().NumNodes
+	for _, pol := range []string{"vip", "degree"} {
+		cfg := testConfig("sage")
+		cfg.Epochs, cfg.CacheFrac = 1, 0.5
+		var err error
+		cfg.Cache, err = ParseCache(pol)
+		require.NoError(t, err)
+		want, err := runParts(p, dir, LoadOptions{WholeTopology: true}, cfg)
+		require.NoError(t, err)
+		cfg.Topology = Topology15D
+		got, err := runParts(p, dir, LoadOptions{}, cfg)
+		require.NoError(t, err, pol)
+		require.Equal(t, curve(want[0]), curve(got[0]), pol)
+		if pol == "vip" {
+			require.Equal(t, want[0].Epochs[0].CacheHits, got[0].Epochs[0].CacheHits, "the same cache")
+		}
+		require.Positive(t, got[0].Epochs[0].CacheHits, pol)
+		rows := int64(cacheRows(cfg.CacheFrac, n, p))
+		for r := range p {
+			require.Equal(t, rows, got[0].Stores[r].CachedRows, "%s rank %d", pol, r)
+			require.LessOrEqual(t, got[0].Memory[MemCache][r], rows*(int64(sbm().Feat.Cols)*4+20), "%s rank %d cache bytes", pol, r)
+		}
+	}
+}
