@@ -78,7 +78,7 @@ func scaleout(rows []map[string]string, out string) error {
 		p.Title.Text = g + ": largest rank's memory / np 1's"
 		p.X.Label.Text = "ranks"
 		p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
-		p.X.Tick.Marker, p.Y.Tick.Marker = plot.LogTicks{Prec: -1}, plot.LogTicks{Prec: -1}
+		p.X.Tick.Marker, p.Y.Tick.Marker = powerTicks(1, 64), powerTicks(1.0/64, 1)
 		p.Legend.Top = true
 		n, maxNP := 0, 1
 		line := func(name string, pts []scaleoutPoint, y func(scaleoutPoint) float64) error {
@@ -126,4 +126,14 @@ func scaleout(rows []map[string]string, out string) error {
 		plots[0][j].Draw(canvases[0][j])
 	}
 	return save(img, out)
+}
+
+// powerTicks marks the powers of two from lo to hi (the rank counts, and
+// the fractions 1/p of the ideal line).
+func powerTicks(lo, hi float64) plot.ConstantTicks {
+	var t plot.ConstantTicks
+	for x := lo; x <= hi; x *= 2 {
+		t = append(t, plot.Tick{Value: x, Label: strconv.FormatFloat(x, 'g', 4, 64)})
+	}
+	return t
 }
