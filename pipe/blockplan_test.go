@@ -60,7 +60,8 @@ func TestBlockPlanEqualsPartPlan(t *testing.T) {
 					require.NoError(t, err)
 					got := make([]*PartPlan, lay.Ranks())
 					require.NoError(t, inproc.Run(lay.Ranks(), inproc.Options{Timeout: time.Minute}, func(c collective.Comm) error {
-						got[c.Rank()], err = blockPlan(c, g, lay, offsets, chunk, chunks)
+						pp, err := blockPlan(c, g, lay, offsets, chunk, chunks)
+						got[c.Rank()] = pp
 						return err
 					}))
 					for r, pp := range got {
@@ -122,7 +123,8 @@ func TestBlockPlanHoldsNoGraphSizedArray(t *testing.T) {
 		_, chunk, offsets := blockInputs(t, g, parts, 2, "metis")
 		got := make([]*PartPlan, parts)
 		require.NoError(t, inproc.Run(parts, inproc.Options{Timeout: time.Minute}, func(c collective.Comm) error {
-			got[c.Rank()], err = blockPlan(c, g, lay, offsets, chunk, 2)
+			pp, err := blockPlan(c, g, lay, offsets, chunk, 2)
+			got[c.Rank()] = pp
 			return err
 		}))
 		for k, pp := range got {
