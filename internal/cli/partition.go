@@ -133,13 +133,18 @@ func runPartition(env *Env, o partitionOptions) error {
 		if err != nil {
 			return err
 		}
-		var bytes int64
-		for _, f := range m.Files {
-			bytes += f.Bytes
-		}
-		env.Printf("wrote %s: %d parts, %d bytes, %s features\n", o.out, m.Parts, bytes, featureFormatName(m.FeatureFormat))
+		reportParts(env, o.out, m)
 	}
 	return nil
+}
+
+// reportParts prints what a partitioned dataset written to dir holds.
+func reportParts(env *Env, dir string, m *graph.PartManifest) {
+	var bytes int64
+	for _, f := range m.Files {
+		bytes += f.Bytes
+	}
+	env.Printf("wrote %s: %d parts, %d bytes, %s features\n", dir, m.Parts, bytes, featureFormatName(m.FeatureFormat))
 }
 
 // featureFormatName names a stored feature format, "no" without features.

@@ -353,11 +353,7 @@ func writeDistParts(env *Env, r *graph.BinaryRows, o distOptions, lo int64, adj 
 		if err := graph.WritePartManifest(o.out, m); err != nil {
 			return err
 		}
-		var bytes int64
-		for _, f := range m.Files {
-			bytes += f.Bytes
-		}
-		env.Printf("wrote %s: %d parts, %d bytes, %s features\n", o.out, m.Parts, bytes, featureFormatName(m.FeatureFormat))
+		reportParts(env, o.out, m)
 		return nil
 	})
 }
