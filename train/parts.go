@@ -9,6 +9,7 @@ import (
 	"gnnmpi/graph"
 	"gnnmpi/internal/memlimit"
 	"gnnmpi/partition"
+	"gnnmpi/partition/dist"
 	"gnnmpi/sparse"
 )
 
@@ -172,59 +173,32 @@ func fits(c collective.Comm, need int64, what string) error {
 func gib(b int64) string { return fmt.Sprintf("%.2f GiB", float64(b)/(1<<30)) }
 
 // reciprocityRows returns the fraction of the graph's edges (i, j) whose
-// reverse (j, i) is an edge too, counted over the ranks' rows: the edges
-// of row i whose target j another part holds are sent to j's owner, which
-// looks them up. With feature replication rc the rc ranks of a run part
-// each take every rc-th of its rows and query the replica of the same
-// index. It is 1 for a graph recorded as symmetric. It is collective over
-// c.
+// reverse (j, i) is an edge too (1 for a graph recorded as symmetric or
+// without edges): over the ranks' rows by dist.Reciprocity, on a
+// communicator with one rank per run part (the rc ranks of a run part hold
+// the same rows; each such group computes it alike), or on every rank
+// alone when the rank holds the whole graph. It is collective over c.
 func reciprocityRows(c collective.Comm, d *Data, symmetric bool, rc int) (float64, error) {
 	if symmetric {
 		return 1, nil
 	}
-	p, col := c.Size(), c.Rank()%rc
-	found, edges := int64(0), int64(0)
-	queries := make([][]int64, p)
-	has := func(i, j int64) bool { // edge i→j, i among the rows held
-		row := d.Row(i)
-		if slices.IsSorted(row) {
-			_, ok := slices.BinarySearch(row, j)
-			return ok
+	if !d.Partitioned() {
+		found, edges := graph.Reciprocity(d.Adj)
+		if edges == 0 {
+			return 1, nil
 		}
-		return slices.Contains(row, j)
+		return float64(found) / float64(edges), nil
 	}
-	for i := d.RowLo; i < d.RowHi; i++ {
-		if int(i-d.RowLo)%rc != col {
-			continue
-		}
-		for _, j := range d.Row(i) {
-			edges++
-			if j >= d.RowLo && j < d.RowHi {
-				if has(j, i) {
-					found++
-				}
-				continue
-			}
-			q := d.Book.Owner(j)*rc + col
-			queries[q] = append(queries[q], j, i)
-		}
-	}
-	got, err := collective.AlltoallvSlices(c, queries)
+	g, err := collective.NewGrid(c, c.Size()/rc, rc)
 	if err != nil {
 		return 0, err
 	}
-	for _, qs := range got {
-		for x := 0; x+1 < len(qs); x += 2 {
-			if has(qs[x], qs[x+1]) {
-				found++
-			}
-		}
+	found, edges, err := dist.Reciprocity(g.ColComm, dist.Rows{Adj: d.Adj, Lo: d.RowLo}, d.Book.Owner)
+	if e := g.Free(); err == nil {
+		err = e
 	}
-	if err := collective.AllreduceVars(c, collective.Sum, &found, &edges); err != nil {
-		return 0, err
-	}
-	if edges == 0 {
-		return 1, nil
+	if err != nil || edges == 0 {
+		return 1, err
 	}
 	return float64(found) / float64(edges), nil
 }

@@ -15,6 +15,7 @@ import (
 	"gnnmpi/collective/inproc"
 	"gnnmpi/graph"
 	"gnnmpi/internal/memlimit"
+	"gnnmpi/sparse"
 )
 
 // partDir writes the test SBM partitioned into k parts (METIS) into a
@@ -268,6 +269,47 @@ func TestPartitionedCache(t *testing.T) {
 		for r := range p {
 			require.Equal(t, rows, got[0].Stores[r].CachedRows, "%s rank %d", pol, r)
 			require.LessOrEqual(t, got[0].Memory[MemCache][r], rows*(int64(sbm().Feat.Cols)*4+20), "%s rank %d cache bytes", pol, r)
+		}
+	}
+}
+
+// The fraction of edges with a reverse is computed over the ranks' rows
+// (dist.Reciprocity) and equals the whole graph's, with and without
+// feature replication.
+func TestPartitionedReciprocity(t *testing.T) {
+	g := *sbm()
+	// Drop every third stored edge: a graph with some reverses missing.
+	a := g.Adj
+	di := &sparse.CSR{NRows: a.NRows, NCols: a.NCols, Indptr: make([]int64, a.NRows+1)}
+	for i := range a.NRows {
+		for k, j := range a.Row(i) {
+			if (int(i)+k)%3 != 0 {
+				di.Indices = append(di.Indices, j)
+			}
+		}
+		di.Indptr[i+1] = int64(len(di.Indices))
+	}
+	g.Adj = di
+	found, edges := graph.Reciprocity(di)
+	want := float64(found) / float64(edges)
+	require.Less(t, want, 0.9)
+	book, err := graph.MetisPartition(&g, 4, "random", 1)
+	require.NoError(t, err)
+	dir := filepath.Join(t.TempDir(), "d")
+	_, err = graph.WriteParts(dir, &g, book, "", nil)
+	require.NoError(t, err)
+	for _, pc := range [][2]int{{2, 1}, {4, 1}, {4, 2}} {
+		got := make([]float64, pc[0])
+		err := inproc.Run(pc[0], inproc.Options{Timeout: time.Minute}, func(c collective.Comm) error {
+			d, err := Load(c, dir, LoadOptions{Replication: pc[1]})
+			if err == nil {
+				got[c.Rank()] = d.Reciprocity
+			}
+			return err
+		})
+		require.NoError(t, err)
+		for r := range pc[0] {
+			require.InDelta(t, want, got[r], 1e-12, "p=%d c=%d rank %d", pc[0], pc[1], r)
 		}
 	}
 }

@@ -2,11 +2,11 @@ package cli
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
 	"gnnmpi/collective"
 	"gnnmpi/graph"
+	"gnnmpi/partition/dist"
 	"gnnmpi/sparse"
 )
 
@@ -62,36 +62,20 @@ func (e *Env) Warn(format string, args ...any) {
 
 // distReciprocity returns the fraction of edges of the dataset that the
 // ranks of c hold by rows (d on this rank; owner gives the rank holding
-// each row) whose reverse edge is in the graph (1 without edges). Each
-// held edge (g, j) is sent to j's owner, which looks up (j, g).
+// each row) whose reverse edge is in the graph (1 without edges):
+// dist.Reciprocity over the held rows.
 //
 // distReciprocity is collective over c.
 func distReciprocity(c collective.Comm, d *graph.Dataset, owner func(int64) int) (float64, error) {
-	recv, err := reverseEdges(c, d, owner)
-	if err != nil {
-		return 0, err
-	}
-	adj := d.Adj
-	if !adj.RowsSorted() {
-		adj = sparse.SortedRows(adj)
-	}
-	found, edges := int64(0), d.Adj.NNZ()
-	for _, pairs := range recv {
-		for k := 0; k < len(pairs); k += 2 {
-			lid := heldRow(d, pairs[k])
-			if _, ok := slices.BinarySearch(adj.Row(lid), pairs[k+1]); ok {
-				found++
-			}
-		}
-	}
-	if err := collective.AllreduceVars(c, collective.Sum, &found, &edges); err != nil {
-		return 0, err
-	}
-	if edges == 0 {
-		return 1, nil
+	found, edges, err := dist.Reciprocity(c, heldRows(d), owner)
+	if err != nil || edges == 0 {
+		return 1, err
 	}
 	return float64(found) / float64(edges), nil
 }
+
+// heldRows returns the rows d holds, as package dist takes them.
+func heldRows(d *graph.Dataset) dist.Rows { return dist.Rows{Adj: d.Adj, IDs: d.Rows} }
 
 // distSymmetrized returns d with the reverse of every edge of the graph
 // that the ranks of c hold by rows added to the held rows, deduplicated
@@ -99,7 +83,8 @@ func distReciprocity(c collective.Comm, d *graph.Dataset, owner func(int64) int)
 //
 // distSymmetrized is collective over c.
 func distSymmetrized(c collective.Comm, d *graph.Dataset, owner func(int64) int) (*graph.Dataset, error) {
-	recv, err := reverseEdges(c, d, owner)
+	held := heldRows(d)
+	recv, err := dist.ReverseEdges(c, held, owner)
 	if err != nil {
 		return nil, err
 	}
@@ -115,7 +100,7 @@ func distSymmetrized(c collective.Comm, d *graph.Dataset, owner func(int64) int)
 	}
 	for _, pairs := range recv {
 		for k := 0; k < len(pairs); k += 2 {
-			rows, cols = append(rows, heldRow(d, pairs[k])), append(cols, pairs[k+1])
+			rows, cols = append(rows, held.Index(pairs[k])), append(cols, pairs[k+1])
 		}
 	}
 	a, err := sparse.FromCOO(d.Adj.NRows, d.Adj.NCols, rows, cols, nil)
@@ -125,37 +110,6 @@ func distSymmetrized(c collective.Comm, d *graph.Dataset, owner func(int64) int)
 	s := *d
 	s.Adj, s.Symmetric = graph.Dedupe(a), true
 	return &s, nil
-}
-
-// reverseEdges sends the reverse (j, g) of every held edge (g, j) to j's
-// owner and returns what each rank sent here, as flat (row, column) pairs
-// whose rows this rank holds.
-func reverseEdges(c collective.Comm, d *graph.Dataset, owner func(int64) int) ([][]int64, error) {
-	parts := make([][]int64, c.Size())
-	for i := int64(0); i < d.Adj.NRows; i++ {
-		g := i
-		if d.Rows != nil {
-			g = d.Rows[i]
-		}
-		for _, j := range d.Adj.Row(i) {
-			o := owner(j)
-			parts[o] = append(parts[o], j, g)
-		}
-	}
-	return collective.AlltoallvSlices(c, parts)
-}
-
-// heldRow returns the index of global row g among d's held rows; g must
-// be held.
-func heldRow(d *graph.Dataset, g int64) int64 {
-	if d.Rows == nil {
-		return g
-	}
-	i, ok := slices.BinarySearch(d.Rows, g)
-	if !ok {
-		panic("cli: internal error: a reverse edge sent to a rank that does not hold its row")
-	}
-	return int64(i)
 }
 
 // checkDirection reports on rank 0 how many edges of g, a whole dataset

@@ -409,32 +409,6 @@ func Reciprocal(c collective.Comm, n, lo int64, adj *sparse.CSR) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	sorted := adj
-	if !adj.RowsSorted() {
-		sorted = sparse.SortedRows(adj)
-	}
-	ask := make([][]int64, c.Size())
-	for i := range adj.NRows {
-		g := lo + i
-		for _, j := range adj.Row(i) {
-			if j != g {
-				q := owner(b, j)
-				ask[q] = append(ask[q], j, g)
-			}
-		}
-	}
-	asked, err := collective.AlltoallvSlices(c, ask)
-	if err != nil {
-		return false, err
-	}
-	var missing int64
-	for _, pairs := range asked {
-		for k := 0; k < len(pairs); k += 2 {
-			if _, ok := slices.BinarySearch(sorted.Row(pairs[k]-lo), pairs[k+1]); !ok {
-				missing++
-			}
-		}
-	}
-	missing, err = collective.AllreduceScalar(c, missing, collective.Sum)
-	return missing == 0, err
+	found, edges, err := Reciprocity(c, Rows{Adj: adj, Lo: lo}, func(j int64) int { return owner(b, j) })
+	return found == edges, err
 }
