@@ -27,6 +27,28 @@ import (
 // no adjacency, if the split does not exist, if parts < 1, or if METIS fails
 // (wrapping the graph/metis error).
 func MetisPartition(d *Dataset, parts int, split string, seed int) (*partition.Book, error) {
+	return MetisPartitionOpts(d, parts, MetisOptions{Split: split, Seed: seed})
+}
+
+// MetisOptions are MetisPartitionOpts' settings.
+type MetisOptions struct {
+	// Split names the split whose train, valid and test vertices each part
+	// gets its share of ("": vertices only).
+	Split string
+	// Edges adds a constraint that balances the parts' stored edges (each
+	// vertex weighs its row's length): on a power-law graph, where a few
+	// hubs hold many of the edges, balancing vertices alone can leave one
+	// part with most of the adjacency.
+	Edges bool
+	// Seed seeds METIS.
+	Seed int
+}
+
+// MetisPartitionOpts is MetisPartition with options: the constraints are
+// the vertex count, the split's sets (o.Split) and, with o.Edges, the
+// stored edges.
+func MetisPartitionOpts(d *Dataset, parts int, o MetisOptions) (*partition.Book, error) {
+	split, seed := o.Split, o.Seed
 	if d.Rows != nil {
 		return nil, fmt.Errorf("graph: MetisPartition needs the whole graph, dataset %s holds %d of %d rows", d.Name, len(d.Rows), d.NumNodes)
 	}
@@ -41,24 +63,32 @@ func MetisPartition(d *Dataset, parts int, split string, seed int) (*partition.B
 		return nil, fmt.Errorf("graph: MetisPartition into %d parts", parts)
 	}
 
-	// Vertex weights: (1, isTrain, isValid, isTest), keeping non-empty sets.
-	var vwgt []int64
-	ncon := 1
+	// Vertex weights: (1, isTrain, isValid, isTest, degree), keeping
+	// non-empty sets and the degree with o.Edges.
+	sets := [][]int64{nil}
 	if split != "" {
 		s, ok := d.Splits[split]
 		if !ok {
 			return nil, fmt.Errorf("graph: MetisPartition: dataset %s has no split %q (have %v)", d.Name, split, d.SplitNames())
 		}
-		sets := [][]int64{nil}
 		for _, set := range [][]int64{s.Train, s.Valid, s.Test} {
 			if len(set) > 0 {
 				sets = append(sets, set)
 			}
 		}
-		ncon = len(sets)
+	}
+	ncon := len(sets)
+	if o.Edges {
+		ncon++
+	}
+	var vwgt []int64
+	if ncon > 1 {
 		vwgt = make([]int64, n*int64(ncon))
 		for v := range n {
 			vwgt[v*int64(ncon)] = 1
+			if o.Edges {
+				vwgt[v*int64(ncon)+int64(ncon-1)] = d.Adj.Degree(v)
+			}
 		}
 		for c, set := range sets[1:] {
 			for _, v := range set {
@@ -67,9 +97,6 @@ func MetisPartition(d *Dataset, parts int, split string, seed int) (*partition.B
 				}
 				vwgt[v*int64(ncon)+int64(c+1)] = 1
 			}
-		}
-		if ncon == 1 {
-			vwgt = nil
 		}
 	}
 

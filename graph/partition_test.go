@@ -239,3 +239,27 @@ func TestSubPartition(t *testing.T) {
 	_, err = SubPartition(d.Adj, book, 2, "block", 1)
 	assert.ErrorContains(t, err, "want metis or random")
 }
+
+// On a power-law graph, balancing the stored edges as well as the
+// vertices evens out the parts' adjacency, which vertex balance alone
+// leaves to the hubs.
+func TestMetisPartitionEdges(t *testing.T) {
+	adj, err := RMAT(DefaultRMAT(12, 8))
+	require.NoError(t, err)
+	d := &Dataset{Name: "rmat12", NumNodes: adj.NRows, Adj: adj}
+	maxShare := func(b *partition.Book) float64 {
+		edges := make([]int64, b.Parts)
+		for v := range adj.NRows {
+			edges[b.Owner(v)] += adj.Degree(v)
+		}
+		return float64(slices.Max(edges)) / float64(adj.NNZ())
+	}
+	plain, err := MetisPartitionOpts(d, 8, MetisOptions{Seed: 1})
+	require.NoError(t, err)
+	balanced, err := MetisPartitionOpts(d, 8, MetisOptions{Edges: true, Seed: 1})
+	require.NoError(t, err)
+	require.Less(t, maxShare(balanced), maxShare(plain), "edge balance lowers the largest part's share of the edges")
+	require.Less(t, maxShare(balanced), 1.2/8, "within METIS's tolerance of an even share")
+	sizes := balanced.Sizes()
+	require.LessOrEqual(t, float64(slices.Max(sizes)), 1.1*float64(adj.NRows)/8, "vertices stay balanced")
+}

@@ -4,10 +4,12 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"time"
 
 	"gnnmpi/graph"
 	"gnnmpi/partition"
+	"gnnmpi/sparse"
 )
 
 func partitionCmd() *Command {
@@ -22,6 +24,7 @@ func partitionCmd() *Command {
 			imbalance := fs.Float64("imbalance", 0, "ptscotch: allowed part size over the mean, minus 1 (0: 0.03)")
 			checkGraph := fs.Bool("check-graph", false, "ptscotch: verify the symmetrized graph with SCOTCH_dgraphCheck before partitioning")
 			split := fs.String("split", "", "split whose train/valid/test vertices METIS balances (default: the dataset's first; \"none\" balances vertices only)")
+			edges := fs.Bool("balance-edges", false, "metis: balance the parts' stored edges too (each vertex weighs its degree), for power-law graphs whose hubs would crowd one part")
 			seed := fs.Uint64("seed", 1, "random seed")
 			out := fs.String("out", "", "directory to write the partitioned dataset to: relabelled vertices, one .gnn file per part and manifest.json")
 			bookPath := fs.String("book", "", "partition book to write (.gz for gzip), for --partition of train, info and fetch")
@@ -40,7 +43,7 @@ func partitionCmd() *Command {
 					return fmt.Errorf("partition: %w", err)
 				}
 				o := partitionOptions{data: *data, parts: k, method: *method, split: *split, seed: *seed, symmetrize: *sym,
-					out: *out, book: *bookPath, format: ff}
+					edges: *edges, out: *out, book: *bookPath, format: ff}
 				// PT-Scotch, and blocks of a binary dataset on more than
 				// one rank, partition and write from the ranks' row
 				// blocks: no rank holds the whole graph.
@@ -64,6 +67,7 @@ type partitionOptions struct {
 	split      string
 	seed       uint64
 	symmetrize bool
+	edges      bool // METIS balances the stored edges too
 	out, book  string
 	format     graph.FeatureFormat
 }
@@ -99,7 +103,7 @@ func runPartition(env *Env, o partitionOptions) error {
 	case "random":
 		b = partition.Random(d.NumNodes, k, o.seed)
 	case "metis":
-		if b, err = graph.MetisPartition(d, k, split, int(o.seed)); err != nil {
+		if b, err = graph.MetisPartitionOpts(d, k, graph.MetisOptions{Split: split, Edges: o.edges, Seed: int(o.seed)}); err != nil {
 			return err
 		}
 	default:
@@ -117,6 +121,7 @@ func runPartition(env *Env, o partitionOptions) error {
 	cut := b.EdgeCut(d.Adj)
 	env.Printf("partitioned %s into %d parts with %s in %.2fs: edge cut %d of %d (%.1f%%), sizes %v\n",
 		o.data, k, o.method, took.Seconds(), cut, d.NumEdges(), 100*float64(cut)/float64(max(d.NumEdges(), 1)), b.Sizes())
+	env.Printf("edges per part (max/mean) %.3f%s\n", edgeBalance(d.Adj, b), map[bool]string{true: " (balanced with --balance-edges)"}[o.edges])
 	if s, ok := d.Splits[split]; ok && split != "" {
 		bal := b.Balance(mask(d.NumNodes, s.Train), mask(d.NumNodes, s.Valid), mask(d.NumNodes, s.Test))
 		env.Printf("balance (max/mean) of split %s: train %.3f, valid %.3f, test %.3f\n", split, bal[0], bal[1], bal[2])
@@ -136,6 +141,19 @@ func runPartition(env *Env, o partitionOptions) error {
 		reportParts(env, o.out, m)
 	}
 	return nil
+}
+
+// edgeBalance returns the largest part's stored edges over the mean.
+func edgeBalance(adj *sparse.CSR, b *partition.Book) float64 {
+	edges := make([]int64, b.Parts)
+	for v := range adj.NRows {
+		edges[b.Owner(v)] += adj.Degree(v)
+	}
+	mean := float64(adj.NNZ()) / float64(b.Parts)
+	if mean == 0 {
+		return 1
+	}
+	return float64(slices.Max(edges)) / mean
 }
 
 // reportParts prints what a partitioned dataset written to dir holds.
