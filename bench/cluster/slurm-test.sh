@@ -8,7 +8,9 @@
 #   bench/cluster/slurm-test.sh      (./run.sh test cluster runs it)
 #
 # Checks: srun -n 4 --mpi=pmix selftest passes on 4 MPI ranks; a 2-rank
-# train finishes with a loss; sbatch --wait of a batch script succeeds;
+# train finishes with a loss; sbatch --wait of bench/sbatch/train.sbatch
+# (2 ranks: metrics and checkpoint written) and of scaling.sbatch (np 1, 2,
+# 4: a CSV row each) succeeds;
 # srun -n 1 (no --mpi) runs one rank; srun -n 2 without --mpi is refused by
 # gnnmpi with the fix named, exit non-zero. Environment: SLURM_TEST_KEEP=1
 # keeps the temp dir (logs, slurm.conf); SLURM_TEST_PORT (default 6817:
@@ -135,18 +137,21 @@ out=$("${S[@]}" -n 2 --mpi=pmix "$B" train --data data/cora --epochs 2 2>&1) || 
 grep -q '^epoch   2  loss [0-9]' <<<"$out" || fail "train printed no loss for epoch 2: $out"
 grep -q '2 ranks (mpi' <<<"$out" || fail "train did not run on 2 MPI ranks: $out"
 
-echo "== sbatch --wait" >&2
-cat >"$T/job.sbatch" <<JOB
-#!/bin/bash
-#SBATCH --ntasks=2
-#SBATCH --time=5
-#SBATCH --output=$T/job.out
-set -euo pipefail
-srun --mpi=pmix "$B" --json selftest
-JOB
-sbatch --wait --chdir="$ROOT" "$T/job.sbatch" >/dev/null || fail "sbatch --wait: exit $?: $(cat "$T/job.out" 2>/dev/null)"
-grep -q '"ranks": 2' "$T/job.out" || fail "batch job output: $(cat "$T/job.out")"
-grep -q '"failed": 0' "$T/job.out" || fail "batch job output: $(cat "$T/job.out")"
+# The shipped batch scripts, shrunk to this node (options on sbatch's
+# command line override their #SBATCH lines).
+SB=(sbatch --wait --chdir="$ROOT" --nodes=1 --cpus-per-task=1 --time=5)
+echo "== sbatch --wait bench/sbatch/train.sbatch" >&2
+"${SB[@]}" --ntasks=2 --output="$T/train.out" --export="ALL,GNNMPI_BIN=$B,EPOCHS=2,OUT=$T/train" \
+	bench/sbatch/train.sbatch >/dev/null || fail "train.sbatch: exit $?: $(cat "$T/train.out" 2>/dev/null)"
+grep -q '"final":true' "$T/train/metrics.jsonl" || fail "train.sbatch wrote no final metrics: $(cat "$T/train.out")"
+grep -q '"ranks":2' "$T/train/metrics.jsonl" || fail "train.sbatch did not run 2 ranks: $(cat "$T/train.out")"
+[ -n "$(ls -A "$T/train/checkpoint" 2>/dev/null)" ] || fail "train.sbatch wrote no checkpoint"
+
+echo "== sbatch --wait bench/sbatch/scaling.sbatch (np 1 2 4)" >&2
+"${SB[@]}" --ntasks=4 --output="$T/scaling.out" --export="ALL,GNNMPI_BIN=$B,EPOCHS=1,NPS=1 2 4,OUT=$T/scaling" \
+	bench/sbatch/scaling.sbatch >/dev/null || fail "scaling.sbatch: exit $?: $(cat "$T/scaling.out" 2>/dev/null)"
+rows=$(grep -cE '^[124],[0-9.eE+-]+,[0-9.eE+-]+,[0-9.]+,[0-9.]+$' "$T/scaling/scaling.csv" || true)
+[ "$rows" = 3 ] || fail "scaling.csv: $(cat "$T/scaling/scaling.csv" 2>/dev/null) $(cat "$T/scaling.out")"
 
 echo "== srun -n 1 (no --mpi): one rank" >&2
 out=$("${S[@]}" -n 1 "$B" --json selftest) || fail "single-task srun: exit $?"
