@@ -51,7 +51,7 @@ cleanup() {
 		for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
 		kill -0 "$pid" 2>/dev/null && kill -9 "$pid" 2>/dev/null
 	done
-	if [ -f "$T/munged.pid" ]; then kill "$(cat "$T/munged.pid")" 2>/dev/null; fi
+	if [ -n "${MUNGED:-}" ]; then kill "$MUNGED" 2>/dev/null && wait "$MUNGED" 2>/dev/null; fi
 	if [ $rc -ne 0 ]; then
 		for f in "$T"/*.log; do [ -f "$f" ] && { echo "--- $f" >&2; tail -20 "$f" >&2; }; done
 	fi
@@ -70,8 +70,12 @@ chmod 711 "$T/munge" # munged wants its socket directory searchable by all
 dd if=/dev/urandom of="$T/munge/munge.key" bs=1024 count=1 status=none
 chmod 400 "$T/munge/munge.key"
 SOCK=$T/munge/munge.socket
-munged --force --socket="$SOCK" --key-file="$T/munge/munge.key" --log-file="$T/munged.log" \
-	--pid-file="$T/munged.pid" --seed-file="$T/munge/seed"
+# In the foreground, as this script's child: a daemon's parent would be
+# PID 1, which need not reap it.
+munged --foreground --force --socket="$SOCK" --key-file="$T/munge/munge.key" --log-file="$T/munged.log" \
+	--pid-file="$T/munged.pid" --seed-file="$T/munge/seed" >"$T/munged.out" 2>&1 &
+MUNGED=$!
+for _ in $(seq 50); do [ -S "$SOCK" ] && break; sleep 0.1; done
 munge -S "$SOCK" -n | unmunge -S "$SOCK" >/dev/null || fail "munge round trip"
 
 echo "== slurmctld, slurmd" >&2
