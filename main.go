@@ -52,6 +52,12 @@ type globalFlags struct {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
+	// First: a launcher that started p copies without MPI would get p
+	// independent 1-rank jobs.
+	if err := mpi.CheckLaunch(os.Getenv); err != nil {
+		fmt.Fprintf(stderr, "gnnmpi: %v\n", err)
+		return 2
+	}
 	cmd, runCmd, g, code := parseArgs(args, stdout, stderr)
 	if cmd == nil {
 		return code
@@ -187,10 +193,14 @@ func startCPUProfile(path string) (stop func(), err error) {
 	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
-// rankPath returns path with ".RANK" added under MPI.
+// rankPath returns path with ".RANK" added under MPI: the rank that
+// mpirun (OMPI_COMM_WORLD_RANK), srun --mpi=pmix (PMIX_RANK) or a PMI
+// launcher such as Hydra's mpiexec (PMI_RANK) gave this process.
 func rankPath(path string) string {
-	if r := os.Getenv("OMPI_COMM_WORLD_RANK"); r != "" {
-		return path + "." + r
+	for _, v := range []string{"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"} {
+		if r := os.Getenv(v); r != "" {
+			return path + "." + r
+		}
 	}
 	return path
 }

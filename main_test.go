@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -304,4 +305,37 @@ func TestMemProfile(t *testing.T) {
 	r, err = gzip.NewReader(bytes.NewReader(b))
 	require.NoError(t, err, "a pprof profile is gzipped protobuf")
 	require.NoError(t, r.Close())
+}
+
+// srun without MPI: refused before any flag is read, with the fix named.
+func TestRefusesSrunWithoutMPI(t *testing.T) {
+	for _, k := range []string{"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "PMI_RANK"} {
+		t.Setenv(k, "")
+	}
+	t.Setenv("SLURM_STEP_NUM_TASKS", "4")
+	t.Setenv("SLURM_PROCID", "3")
+	so, se, code := gnnmpi(t, "--ranks", "2", "info", "--data", "data/cora")
+	require.Equal(t, 2, code)
+	require.Empty(t, so)
+	require.Equal(t, 1, strings.Count(se, "\n"), se)
+	require.Contains(t, se, "gnnmpi: srun started 4 tasks without MPI")
+	require.Contains(t, se, "srun --mpi=pmix")
+
+	t.Setenv("SLURM_STEP_NUM_TASKS", "1")
+	t.Setenv("SLURM_PROCID", "0")
+	_, se, code = gnnmpi(t, "info", "--data", "data/cora")
+	require.Equal(t, 0, code, se)
+}
+
+func TestRankPath(t *testing.T) {
+	for _, k := range []string{"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"} {
+		t.Setenv(k, "")
+	}
+	require.Equal(t, "cpu.prof", rankPath("cpu.prof"))
+	t.Setenv("PMI_RANK", "2")
+	require.Equal(t, "cpu.prof.2", rankPath("cpu.prof"))
+	t.Setenv("PMIX_RANK", "3") // srun --mpi=pmix
+	require.Equal(t, "cpu.prof.3", rankPath("cpu.prof"))
+	t.Setenv("OMPI_COMM_WORLD_RANK", "1")
+	require.Equal(t, "cpu.prof.1", rankPath("cpu.prof"))
 }

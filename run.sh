@@ -3,11 +3,14 @@
 #
 #   ./run.sh                      train GraphSAGE on the embedded Cora on 4 ranks
 #   ./run.sh [-n NP] CMD ARGS...  run `gnnmpi CMD ARGS...` on NP ranks (mpirun, or srun in Slurm)
-#   ./run.sh test                 all tests: vet, gofmt, go test -race, MPI suites under mpirun
+#   ./run.sh test                 all tests: vet, gofmt, go test -race, MPI suites under mpirun,
+#                                 and (as root) a one-node Slurm (bench/cluster/slurm-test.sh)
+#   ./run.sh test cluster         the one-node Slurm test only
 #   ./run.sh build                build ./gnnmpi only
 #
 # Environment: NP (ranks, default: cores), MPIRUN_ARGS (extra mpirun flags),
-# GNNMPI_LAUNCHER=mpirun|srun (force a launcher).
+# GNNMPI_LAUNCHER=mpirun|srun (force a launcher), GNNMPI_SRUN_MPI (srun's
+# --mpi plugin, default pmix: Debian's Open MPI starts only under pmix).
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -70,7 +73,9 @@ launch() {
 		if [ -n "${SLURM_JOB_ID:-}" ] && command -v srun >/dev/null; then launcher=srun; else launcher=mpirun; fi
 	fi
 	if [ "$launcher" = srun ]; then
-		exec srun -n "$np" ./gnnmpi "$@"
+		# Without --mpi (MpiDefault=none) srun would start np 1-rank jobs;
+		# gnnmpi refuses that.
+		exec srun -n "$np" --mpi="${GNNMPI_SRUN_MPI:-pmix}" ./gnnmpi "$@"
 	fi
 	mpi_env
 	local args=(-np "$np")
@@ -103,12 +108,29 @@ run_tests() {
 	go vet -tags nompi,noblas ./...
 	echo "== MPI suites under mpirun (np = 1, 2, 3, 4)" >&2
 	GNNMPI_MPI_TESTS=1 go test -count=1 -v -timeout 15m ./internal/mpitest/
+	if [ "$(id -u)" = 0 ]; then
+		cluster_tests
+	else
+		echo "== one-node Slurm: skipped (needs root; ./run.sh test cluster)" >&2
+	fi
+}
+
+cluster_tests() {
+	echo "== one-node Slurm: srun, sbatch, srun without --mpi refused" >&2
+	bench/cluster/slurm-test.sh
 }
 
 setup
 case "${1:-}" in
 test)
-	run_tests
+	case "${2:-}" in
+	"") run_tests ;;
+	cluster) cluster_tests ;;
+	*)
+		echo "run.sh: unknown test set ${2}: use ./run.sh test [cluster]" >&2
+		exit 2
+		;;
+	esac
 	;;
 build)
 	build

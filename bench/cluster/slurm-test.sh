@@ -1,0 +1,170 @@
+#!/usr/bin/env bash
+# slurm-test.sh: start a one-node Slurm on this machine and run gnnmpi under
+# it, as a cluster user would. Needs root (it installs Debian's slurm-wlm
+# and munge when missing, and runs the daemons as root); no systemd: munged,
+# slurmctld and slurmd are started by hand with everything under a temp dir,
+# and stopped on exit, failure included.
+#
+#   bench/cluster/slurm-test.sh      (./run.sh test cluster runs it)
+#
+# Checks: srun -n 4 --mpi=pmix selftest passes on 4 MPI ranks; a 2-rank
+# train finishes with a loss; sbatch --wait of bench/sbatch/train.sbatch
+# (2 ranks: metrics and checkpoint written) and of scaling.sbatch (np 1, 2,
+# 4: a CSV row each) succeeds;
+# srun -n 1 (no --mpi) runs one rank; srun -n 2 without --mpi is refused by
+# gnnmpi with the fix named, exit non-zero. Environment: SLURM_TEST_KEEP=1
+# keeps the temp dir (logs, slurm.conf); SLURM_TEST_PORT (default 6817:
+# slurmctld, +1 slurmd).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+ROOT=$PWD
+export PATH=$PATH:/usr/local/go/bin
+
+fail() {
+	echo "slurm-test: FAIL: $*" >&2
+	exit 1
+}
+
+[ "$(id -u)" = 0 ] || fail "run as root (it starts munged, slurmctld and slurmd)"
+
+missing=()
+for p in slurmctld slurmd slurm-client munge; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+	echo "slurm-test: installing ${missing[*]}" >&2
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq >/dev/null
+	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+T=$(mktemp -d /tmp/gnnmpi-slurm.XXXXXX)
+chmod 755 "$T"
+PIDS=()
+cleanup() {
+	local rc=$?
+	set +e
+	if [ -f "$T/slurm.conf" ]; then
+		SLURM_CONF=$T/slurm.conf timeout 20 scontrol shutdown >/dev/null 2>&1
+	fi
+	for pid in "${PIDS[@]}"; do
+		for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+		kill -0 "$pid" 2>/dev/null && kill -9 "$pid" 2>/dev/null
+	done
+	if [ -n "${MUNGED:-}" ]; then kill "$MUNGED" 2>/dev/null && wait "$MUNGED" 2>/dev/null; fi
+	if [ $rc -ne 0 ]; then
+		for f in "$T"/*.log; do [ -f "$f" ] && { echo "--- $f" >&2; tail -20 "$f" >&2; }; done
+	fi
+	if [ "${SLURM_TEST_KEEP:-}" = 1 ]; then echo "slurm-test: kept $T" >&2; else rm -rf "$T"; fi
+	exit $rc
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+echo "== build" >&2
+go build -o "$T/gnnmpi" .
+
+echo "== munged" >&2
+mkdir -p "$T/munge"
+chmod 711 "$T/munge" # munged wants its socket directory searchable by all
+dd if=/dev/urandom of="$T/munge/munge.key" bs=1024 count=1 status=none
+chmod 400 "$T/munge/munge.key"
+SOCK=$T/munge/munge.socket
+# In the foreground, as this script's child: a daemon's parent would be
+# PID 1, which need not reap it.
+munged --foreground --force --socket="$SOCK" --key-file="$T/munge/munge.key" --log-file="$T/munged.log" \
+	--pid-file="$T/munged.pid" --seed-file="$T/munge/seed" >"$T/munged.out" 2>&1 &
+MUNGED=$!
+for _ in $(seq 50); do [ -S "$SOCK" ] && break; sleep 0.1; done
+munge -S "$SOCK" -n | unmunge -S "$SOCK" >/dev/null || fail "munge round trip"
+
+echo "== slurmctld, slurmd" >&2
+H=$(hostname -s)
+PORT=${SLURM_TEST_PORT:-6817}
+mkdir -p "$T/state" "$T/spool"
+cat >"$T/slurm.conf" <<CONF
+ClusterName=gnnmpi
+SlurmctldHost=$H(127.0.0.1)
+SlurmctldPort=$PORT
+SlurmdPort=$((PORT + 1))
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+AuthInfo=socket=$SOCK
+CredType=cred/munge
+StateSaveLocation=$T/state
+SlurmdSpoolDir=$T/spool
+SlurmctldPidFile=$T/slurmctld.pid
+SlurmdPidFile=$T/slurmd.pid
+SlurmctldLogFile=$T/slurmctld.log
+SlurmdLogFile=$T/slurmd.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+MpiDefault=none
+SwitchType=switch/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+SlurmdParameters=config_overrides
+ReturnToService=2
+AccountingStorageType=accounting_storage/none
+JobAcctGatherType=jobacct_gather/none
+JobCompType=jobcomp/none
+NodeName=$H NodeAddr=127.0.0.1 CPUs=4 State=UNKNOWN
+PartitionName=debug Nodes=$H Default=YES MaxTime=INFINITE State=UP
+CONF
+export SLURM_CONF=$T/slurm.conf
+slurmctld -D -i -f "$SLURM_CONF" >"$T/slurmctld.out" 2>&1 &
+PIDS+=($!)
+slurmd -D -f "$SLURM_CONF" >"$T/slurmd.out" 2>&1 &
+PIDS+=($!)
+state=
+for _ in $(seq 60); do
+	state=$(sinfo -h -N -o %T 2>/dev/null || true)
+	[ "$state" = idle ] && break
+	sleep 0.5
+done
+[ "$state" = idle ] || fail "node not idle after 30 s (sinfo: ${state:-no answer})"
+srun --mpi=list 2>&1 | grep -q pmix || fail "srun has no pmix plugin: $(srun --mpi=list 2>&1 | tr '\n' ' ')"
+
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+B=$T/gnnmpi
+S=(srun --chdir="$ROOT" --time=5)
+
+echo "== srun -n 4 --mpi=pmix gnnmpi selftest" >&2
+out=$("${S[@]}" -n 4 --mpi=pmix "$B" --json selftest) || fail "selftest under srun --mpi=pmix: exit $?"
+grep -q '"backend": "mpi"' <<<"$out" || fail "selftest did not run on the MPI backend: $out"
+grep -q '"ranks": 4' <<<"$out" || fail "selftest did not see 4 ranks: $out"
+grep -q '"failed": 0' <<<"$out" || fail "selftest cases failed: $out"
+
+echo "== srun -n 2 --mpi=pmix gnnmpi train" >&2
+out=$("${S[@]}" -n 2 --mpi=pmix "$B" train --data data/cora --epochs 2 2>&1) || fail "train under srun: exit $?: $out"
+grep -q '^epoch   2  loss [0-9]' <<<"$out" || fail "train printed no loss for epoch 2: $out"
+grep -q '2 ranks (mpi' <<<"$out" || fail "train did not run on 2 MPI ranks: $out"
+
+# The shipped batch scripts, shrunk to this node (options on sbatch's
+# command line override their #SBATCH lines).
+SB=(sbatch --wait --chdir="$ROOT" --nodes=1 --cpus-per-task=1 --time=5)
+echo "== sbatch --wait bench/sbatch/train.sbatch" >&2
+"${SB[@]}" --ntasks=2 --output="$T/train.out" --export="ALL,GNNMPI_BIN=$B,EPOCHS=2,OUT=$T/train" \
+	bench/sbatch/train.sbatch >/dev/null || fail "train.sbatch: exit $?: $(cat "$T/train.out" 2>/dev/null)"
+grep -q '"final":true' "$T/train/metrics.jsonl" || fail "train.sbatch wrote no final metrics: $(cat "$T/train.out")"
+grep -q '"ranks":2' "$T/train/metrics.jsonl" || fail "train.sbatch did not run 2 ranks: $(cat "$T/train.out")"
+[ -n "$(ls -A "$T/train/checkpoint" 2>/dev/null)" ] || fail "train.sbatch wrote no checkpoint"
+
+echo "== sbatch --wait bench/sbatch/scaling.sbatch (np 1 2 4)" >&2
+"${SB[@]}" --ntasks=4 --output="$T/scaling.out" --export="ALL,GNNMPI_BIN=$B,EPOCHS=1,NPS=1 2 4,OUT=$T/scaling" \
+	bench/sbatch/scaling.sbatch >/dev/null || fail "scaling.sbatch: exit $?: $(cat "$T/scaling.out" 2>/dev/null)"
+rows=$(grep -cE '^[124],[0-9.eE+-]+,[0-9.eE+-]+,[0-9.]+,[0-9.]+$' "$T/scaling/scaling.csv" || true)
+[ "$rows" = 3 ] || fail "scaling.csv: $(cat "$T/scaling/scaling.csv" 2>/dev/null) $(cat "$T/scaling.out")"
+
+echo "== srun -n 1 (no --mpi): one rank" >&2
+out=$("${S[@]}" -n 1 "$B" --json selftest) || fail "single-task srun: exit $?"
+grep -q '"ranks": 1' <<<"$out" || fail "single-task srun: $out"
+
+echo "== srun -n 2 without --mpi: refused" >&2
+if out=$("${S[@]}" -n 2 "$B" selftest 2>&1); then
+	fail "srun -n 2 without --mpi ran: $out"
+fi
+[ "$(grep -c 'srun --mpi=pmix' <<<"$out")" = 2 ] || fail "refusal does not name the fix on both tasks: $out"
+
+echo "slurm-test: ok" >&2
