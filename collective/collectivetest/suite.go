@@ -41,6 +41,7 @@ func Cases() []Case {
 		{"AllreduceMax", 1, allreduceOp(collective.Max)},
 		{"AllreduceMin", 1, allreduceOp(collective.Min)},
 		{"AllreduceInPlace", 1, allreduceInPlace},
+		{"AllreduceSmallInts", 1, allreduceSmallInts},
 		{"AllgathervUneven", 1, allgathervUneven},
 		{"AlltoallvUneven", 1, alltoallvUneven},
 		{"AlltoallvLarge", 1, alltoallvLarge},
@@ -281,6 +282,52 @@ func allreduceOp(op collective.Op) func(c collective.Comm) error {
 		v.check(&k)
 		return k.err
 	}
+}
+
+// allreduceSmallInts reduces []uint8 and []uint16 with every operator: the
+// MPI backend must map them to typed MPI datatypes (MPI_UINT8_T, not
+// MPI_BYTE, on which MPICH refuses reductions).
+func allreduceSmallInts(c collective.Comm) error {
+	var k checker
+	p, r := c.Size(), c.Rank()
+	v := track(c)
+	val := func(rank, i int) int { return (3*rank + i) % 5 }
+	for _, op := range []collective.Op{collective.Sum, collective.Max, collective.Min} {
+		for _, n := range []int{0, 1, p + 1, 1001} {
+			u8, o8 := make([]uint8, n), make([]uint8, n)
+			u16, o16 := make([]uint16, n), make([]uint16, n)
+			for i := range n {
+				u8[i], u16[i] = uint8(val(r, i)), uint16(100*val(r, i)+1)
+			}
+			for _, pr := range [][2]collective.Buf{{collective.BufOf(u8), collective.BufOf(o8)}, {collective.BufOf(u16), collective.BufOf(o16)}} {
+				if err := c.Allreduce(pr[0], pr[1], op); err != nil {
+					return ce(err)
+				}
+				s, rv := expAllreduce(r, p, n, pr[0].DType().Size())
+				v.expect(collective.OpAllreduce, s, rv)
+			}
+			for i := range n {
+				w8, w16 := uint8(val(0, i)), uint16(100*val(0, i)+1)
+				for q := 1; q < p; q++ {
+					x8, x16 := uint8(val(q, i)), uint16(100*val(q, i)+1)
+					switch op {
+					case collective.Sum:
+						w8, w16 = w8+x8, w16+x16
+					case collective.Max:
+						w8, w16 = max(w8, x8), max(w16, x16)
+					case collective.Min:
+						w8, w16 = min(w8, x8), min(w16, x16)
+					}
+				}
+				if o8[i] != w8 || o16[i] != w16 {
+					k.failf("%s n %d element %d: got %d %d want %d %d", op, n, i, o8[i], o16[i], w8, w16)
+					break
+				}
+			}
+		}
+	}
+	v.check(&k)
+	return k.err
 }
 
 func allreduceInPlace(c collective.Comm) error {

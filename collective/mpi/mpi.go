@@ -3,7 +3,6 @@
 package mpi
 
 /*
-#cgo pkg-config: ompi-c
 #include <mpi.h>
 #include <stdlib.h>
 
@@ -22,14 +21,28 @@ static int gm_multiple(void) { return MPI_THREAD_MULTIPLE; }
 static MPI_Comm gm_world(void) { return MPI_COMM_WORLD; }
 static MPI_Comm gm_null(void) { return MPI_COMM_NULL; }
 
+static int gm_initialized(void) {
+	int flag = 0;
+	MPI_Initialized(&flag);
+	return flag;
+}
+
+static int gm_finalize(void) { return MPI_Finalize(); }
+static double gm_wtime(void) { return MPI_Wtime(); }
+
+// gm_type maps a collective.DType to an MPI datatype. Byte is MPI_UINT8_T,
+// not MPI_BYTE: MPI defines reductions (MPI_SUM, MPI_MAX, MPI_MIN) only on
+// integer and floating types, and MPICH rejects them on MPI_BYTE ("Invalid
+// MPI_Op") where Open MPI accepts them.
 static MPI_Datatype gm_type(int t) {
 	switch (t) {
-	case 1: return MPI_BYTE;
+	case 1: return MPI_UINT8_T;
 	case 2: return MPI_INT32_T;
 	case 3: return MPI_INT64_T;
 	case 4: return MPI_FLOAT;
+	case 5: return MPI_DOUBLE;
 	case 6: return MPI_UINT16_T;
-	default: return MPI_DOUBLE;
+	default: return MPI_DATATYPE_NULL;
 	}
 }
 
@@ -132,6 +145,9 @@ static int gm_split_node(MPI_Comm c, int key, MPI_Comm *out) {
 
 static int gm_free(MPI_Comm *c) { return MPI_Comm_free(c); }
 
+// MPICH defines MPI_Comm_c2f as a macro, which cgo cannot call.
+static MPI_Fint gm_c2f(MPI_Comm c) { return MPI_Comm_c2f(c); }
+
 static int gm_abort(int code) { return MPI_Abort(MPI_COMM_WORLD, code); }
 
 static void gm_errstr(int rc, char *buf) {
@@ -152,8 +168,6 @@ import (
 	"sync"
 	"time"
 	"unsafe"
-
-	gompi "github.com/sbromberger/gompi"
 
 	"gnnmpi/collective"
 )
@@ -220,10 +234,14 @@ func InitThreading(want Threading) (*Comm, error) {
 	}
 	var w *Comm
 	mpiThread.do(func() {
-		if !gompi.IsOn() {
+		if C.gm_initialized() == 0 {
 			return
 		}
-		w = &Comm{c: C.gm_world(), rank: gompi.WorldRank(), size: gompi.WorldSize(), world: true}
+		var rank, size C.int
+		if C.gm_rank_size(C.gm_world(), &rank, &size) != 0 {
+			return
+		}
+		w = &Comm{c: C.gm_world(), rank: int(rank), size: int(size), world: true}
 	})
 	if w == nil {
 		return nil, errors.New("mpi: MPI reports it is not initialised after MPI_Init_thread")
@@ -250,7 +268,7 @@ func Finalize() error {
 	if world == nil {
 		return nil
 	}
-	mpiThread.stop(gompi.Stop)
+	mpiThread.stop(func() { C.gm_finalize() })
 	world, finished, threading = nil, true, 0
 	return nil
 }
@@ -258,7 +276,7 @@ func Finalize() error {
 // Wtime returns MPI_Wtime, seconds since an arbitrary time in the past.
 func Wtime() float64 {
 	var t float64
-	onMPI(func() { t = gompi.WorldTime() })
+	onMPI(func() { t = float64(C.gm_wtime()) })
 	return t
 }
 
@@ -656,7 +674,7 @@ func FortranHandle(c collective.Comm) (int, bool) {
 		return 0, false
 	}
 	var h C.MPI_Fint
-	onMPI(func() { h = C.MPI_Comm_c2f(m.c) })
+	onMPI(func() { h = C.gm_c2f(m.c) })
 	return int(h), true
 }
 

@@ -30,3 +30,6 @@ func FortranHandle(collective.Comm) (int, bool) { return 0, false }
 
 // Call will panic: MPI is not compiled in.
 func Call(func()) { panic("mpi: Call in a nompi build") }
+
+// Implementation is empty: no MPI library is linked.
+const Implementation = ""

@@ -93,7 +93,7 @@ func runDistPartition(env *Env, o distOptions) error {
 			return fmt.Errorf("partition: --method %s needs the MPI backend: run under mpirun (in-process ranks cannot reach PT-Scotch)", method)
 		}
 		if !ptscotch.Available {
-			return fmt.Errorf("partition: %w", ptscotch.ErrNoMPI)
+			return fmt.Errorf("partition: %w", ptscotch.Unavailable)
 		}
 	}
 	notBinary := func(err error) error {

@@ -30,7 +30,10 @@
 // CGO_LDFLAGS (the 64-bit variant: -I/usr/include/scotch-int64 and
 // -L/usr/lib/<arch>/scotch-int64); the Go side follows SCOTCH_Num's width
 // either way. Building with the tag nompi replaces the binding with a stub
-// whose Part returns ErrNoMPI.
+// whose Part returns ErrNoMPI; building with the tag mpich (collective/mpi
+// against MPICH) does the same with ErrMPICH, since Debian's libptscotch
+// links Open MPI and one binary must not hold two MPIs. Unavailable is the
+// stub's error (nil where PT-Scotch is linked).
 //
 // # Threads
 //

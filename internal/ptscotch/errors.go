@@ -20,6 +20,11 @@ var (
 
 	// ErrNoMPI is returned by Part in binaries built with the nompi tag.
 	ErrNoMPI = errors.New("ptscotch: this binary was built without MPI (tag nompi), so without PT-Scotch")
+
+	// ErrMPICH is returned by Part in binaries built with the mpich tag:
+	// Debian's libptscotch is built against Open MPI, and one binary must
+	// not link two MPIs.
+	ErrMPICH = errors.New("ptscotch: this binary was built against MPICH (tag mpich), and PT-Scotch (Debian's libptscotch) is built against Open MPI, so it is not linked: use --method block or metis, or build for Open MPI (GNNMPI_MPI=openmpi ./run.sh build)")
 )
 
 // Strategy selects PT-Scotch's partitioning strategy

@@ -1,4 +1,4 @@
-//go:build !nompi
+//go:build !nompi && !mpich
 
 package ptscotch
 
@@ -93,6 +93,9 @@ const MaxNum = int64(math.MaxUint64 >> (65 - 8*unsafe.Sizeof(C.SCOTCH_Num(0))))
 
 // Available reports whether this binary was built with PT-Scotch.
 const Available = true
+
+// Unavailable is nil: PT-Scotch is linked.
+var Unavailable error
 
 // mu serialises calls: Scotch's random state is process-wide.
 var mu sync.Mutex

@@ -1,0 +1,15 @@
+//go:build !nompi && !mpich
+
+package mpi
+
+// The default build links Open MPI (pkg-config ompi-c, from Debian's
+// libopenmpi-dev). The cgo flags of every file of the package apply to all
+// of its cgo code, so this file alone selects the MPI.
+
+/*
+#cgo pkg-config: ompi-c
+*/
+import "C"
+
+// Implementation names the MPI library this binary is built against.
+const Implementation = "openmpi"
