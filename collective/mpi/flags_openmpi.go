@@ -11,5 +11,11 @@ package mpi
 */
 import "C"
 
+import "time"
+
+// abortGrace is how long Abort waits before MPI_Abort: Open MPI forwards
+// what a rank wrote before it aborts.
+const abortGrace time.Duration = 0
+
 // Implementation names the MPI library this binary is built against.
 const Implementation = "openmpi"

@@ -319,8 +319,10 @@ func (c *Comm) Size() int { return c.size }
 // Multiple it is called from the calling thread; under Funneled it is run on
 // the MPI thread when that thread is free within a second, and from the
 // calling thread otherwise (the MPI thread may be blocked in a Split that
-// will never complete).
+// will never complete). Under MPICH it first waits abortGrace (100 ms), so
+// that the launcher forwards what the rank has just written.
 func (c *Comm) Abort(code int) {
+	time.Sleep(abortGrace)
 	if threading == Multiple {
 		C.gm_abort(C.int(code))
 		panic(fmt.Sprintf("mpi: MPI_Abort(%d) returned", code))

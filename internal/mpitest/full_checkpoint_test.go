@@ -122,15 +122,16 @@ func sessionProcs(sid int) []int {
 	return pids
 }
 
-// startSession starts `mpirun -np np bin args...` in a session of its own.
+// startSession starts bin on np ranks (launchCmd) in a session of its own.
 // Open MPI 4 puts every rank in a process group of its own, so the job is
 // that session: mpirun and every rank are killed by their ids
 // (killSession).
 func startSession(t *testing.T, ctx context.Context, np int, args ...string) *exec.Cmd {
 	t.Helper()
-	cmd := exec.CommandContext(ctx, "mpirun", append([]string{"-np", fmt.Sprint(np), "--oversubscribe", bin}, args...)...)
+	argv, env := launchCmd(np, bin, args...)
+	cmd := exec.CommandContext(ctx, impl.launcher, argv...)
 	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
+	cmd.Env = append(os.Environ(), env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	require.NoError(t, cmd.Start())
 	return cmd

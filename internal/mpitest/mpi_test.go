@@ -20,10 +20,61 @@ import (
 
 var bin, binNompi, root string
 
+// mpiImpl is an MPI the suites can run under: the build tags that select
+// it (collective/mpi) and its launcher.
+type mpiImpl struct {
+	name, tags, launcher string
+}
+
+// impl is the MPI under test, chosen by GNNMPI_MPI: openmpi (the default:
+// no tag, mpirun, Debian's default alternative) or mpich (tag mpich,
+// mpirun.mpich, MPICH's Hydra).
+var impl mpiImpl
+
+// chooseMPI maps GNNMPI_MPI's value to the MPI under test.
+func chooseMPI(v string) (mpiImpl, error) {
+	switch v {
+	case "", "openmpi":
+		return mpiImpl{name: "openmpi", launcher: "mpirun"}, nil
+	case "mpich":
+		return mpiImpl{name: "mpich", tags: "mpich", launcher: "mpirun.mpich"}, nil
+	}
+	return mpiImpl{}, fmt.Errorf("GNNMPI_MPI=%q: want openmpi or mpich", v)
+}
+
+// launchCmd returns the launcher's argument list and extra environment for
+// running program on np ranks of this machine, more ranks than cores
+// allowed. Open MPI needs --oversubscribe for that (and its variables to
+// run as root); Hydra oversubscribes by default and has no such flag.
+func launchCmd(np int, program string, args ...string) (argv, env []string) {
+	argv = []string{"-np", fmt.Sprint(np)}
+	if impl.name == "openmpi" {
+		argv = append(argv, "--oversubscribe")
+		env = []string{"OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1", "OMPI_MCA_rmaps_base_oversubscribe=1"}
+	}
+	return append(append(argv, program), args...), env
+}
+
+// needOpenMPI skips t when the MPI under test is not Open MPI, saying why.
+func needOpenMPI(t *testing.T, why string) {
+	t.Helper()
+	if impl.name != "openmpi" {
+		t.Skipf("needs Open MPI, not %s: %s", impl.name, why)
+	}
+}
+
+// noPTScotchUnderMPICH is why the PT-Scotch tests skip under MPICH.
+const noPTScotchUnderMPICH = "Debian's libptscotch links Open MPI, so an MPICH build has no PT-Scotch (TestPartitionPTScotchMPICH checks its error)"
+
 func TestMain(m *testing.M) {
 	if os.Getenv("GNNMPI_MPI_TESTS") != "1" {
 		fmt.Println("mpitest: skipped (set GNNMPI_MPI_TESTS=1; ./run.sh test does)")
 		os.Exit(m.Run())
+	}
+	var err error
+	if impl, err = chooseMPI(os.Getenv("GNNMPI_MPI")); err != nil {
+		fmt.Fprintf(os.Stderr, "mpitest: %v\n", err)
+		os.Exit(2)
 	}
 	dir, err := os.MkdirTemp("", "gnnmpi-mpitest")
 	if err != nil {
@@ -33,7 +84,10 @@ func TestMain(m *testing.M) {
 	root = filepath.Join(filepath.Dir(file), "..", "..")
 	bin = filepath.Join(dir, "gnnmpi")
 	binNompi = filepath.Join(dir, "gnnmpi-nompi")
-	for _, b := range [][]string{{"-o", bin}, {"-tags", "nompi", "-o", binNompi}} {
+	if impl.tags != "" {
+		fmt.Printf("mpitest: MPI %s: build -tags %s, launch with %s\n", impl.name, impl.tags, impl.launcher)
+	}
+	for _, b := range [][]string{{"-tags", impl.tags, "-o", bin}, {"-tags", "nompi", "-o", binNompi}} {
 		cmd := exec.Command("go", append(append([]string{"build"}, b...), ".")...)
 		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {
@@ -59,23 +113,23 @@ type result struct {
 	took           time.Duration
 }
 
-// mpirun runs `mpirun -np np --oversubscribe program args...` in the
-// repository root, killing it after limit.
+// mpirun runs program on np ranks under the launcher of the MPI under test
+// (launchCmd) in the repository root, killing it after limit.
 func mpirun(t *testing.T, limit time.Duration, np int, program string, args ...string) result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
-	full := append([]string{"-np", fmt.Sprint(np), "--oversubscribe", program}, args...)
-	cmd := exec.CommandContext(ctx, "mpirun", full...)
+	full, env := launchCmd(np, program, args...)
+	cmd := exec.CommandContext(ctx, impl.launcher, full...)
 	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1", "OMPI_MCA_rmaps_base_oversubscribe=1")
+	cmd.Env = append(os.Environ(), env...)
 	var so, se bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &so, &se
 	start := time.Now()
 	err := cmd.Run()
 	r := result{stdout: so.String(), stderr: se.String(), took: time.Since(start)}
 	if ctx.Err() != nil {
-		t.Fatalf("mpirun %v did not finish within %v\nstderr:\n%s", full, limit, r.stderr)
+		t.Fatalf("%s %v did not finish within %v\nstderr:\n%s", impl.launcher, full, limit, r.stderr)
 	}
 	if ee, ok := err.(*exec.ExitError); ok {
 		r.code = ee.ExitCode()

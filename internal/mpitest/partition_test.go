@@ -29,6 +29,7 @@ var cutLine = regexp.MustCompile(`edge cut (\d+) of (\d+)`)
 // A 3-vertex graph at np 4 leaves a rank without rows.
 func TestPartitionPTScotch(t *testing.T) {
 	skipUnlessMPI(t)
+	needOpenMPI(t, noPTScotchUnderMPICH)
 	dir := t.TempDir()
 	cora := filepath.Join(dir, "cora.gnn")
 	r := local(t, "convert", "--data", "data/cora", "--out", cora)
@@ -90,6 +91,7 @@ func TestPartitionPTScotch(t *testing.T) {
 // in-process ranks refuse the method.
 func TestPartitionPTScotchBadInput(t *testing.T) {
 	skipUnlessMPI(t)
+	needOpenMPI(t, noPTScotchUnderMPICH)
 	book := filepath.Join(t.TempDir(), "book.txt")
 	r := mpirun(t, time.Minute, 3, bin, "partition", "--method", "ptscotch", "--data", "data/cora", "--book", book)
 	require.NotZero(t, r.code)
@@ -121,6 +123,9 @@ func TestPartitionPTScotchOut(t *testing.T) {
 		np, k  int
 	}{{"ptscotch", 2, 4}, {"ptscotch", 4, 4}, {"ptscotch", 4, 6}, {"block", 3, 4}} {
 		t.Run(fmt.Sprintf("%s/np=%d/k=%d", tc.method, tc.np, tc.k), func(t *testing.T) {
+			if tc.method == "ptscotch" {
+				needOpenMPI(t, noPTScotchUnderMPICH)
+			}
 			out := filepath.Join(dir, fmt.Sprintf("%s-%d-%d", tc.method, tc.np, tc.k))
 			book, ref := out+".book", out+".ref"
 			r := mpirun(t, 2*time.Minute, tc.np, bin, "partition", "--method", tc.method, "--parts", fmt.Sprint(tc.k),
@@ -148,7 +153,32 @@ func TestPartitionPTScotchOut(t *testing.T) {
 	// An unwritable directory fails every rank, naming it.
 	file := filepath.Join(dir, "file")
 	require.NoError(t, os.WriteFile(file, nil, 0o644))
-	r = mpirun(t, time.Minute, 2, bin, "partition", "--method", "ptscotch", "--parts", "2", "--data", cora, "--out", filepath.Join(file, "parts"))
+	method := "ptscotch"
+	if impl.name != "openmpi" {
+		method = "block" // noPTScotchUnderMPICH
+	}
+	r = mpirun(t, time.Minute, 2, bin, "partition", "--method", method, "--parts", "2", "--data", cora, "--out", filepath.Join(file, "parts"))
 	require.NotZero(t, r.code)
 	assert.Contains(t, r.stderr, filepath.Join(file, "parts"))
+}
+
+// TestPartitionPTScotchMPICH checks that a binary built for MPICH, which has
+// no PT-Scotch (noPTScotchUnderMPICH), refuses --method ptscotch on every
+// rank with a message that names the reason and the alternatives.
+func TestPartitionPTScotchMPICH(t *testing.T) {
+	skipUnlessMPI(t)
+	if impl.name != "mpich" {
+		t.Skipf("checks the MPICH build; the MPI under test is %s (GNNMPI_MPI=mpich)", impl.name)
+	}
+	dir := t.TempDir()
+	cora := filepath.Join(dir, "cora.gnn")
+	r := local(t, "convert", "--data", "data/cora", "--out", cora)
+	require.Zero(t, r.code, r.stderr)
+	book := filepath.Join(dir, "book.txt")
+	r = mpirun(t, time.Minute, 2, bin, "partition", "--method", "ptscotch", "--parts", "2", "--data", cora, "--book", book)
+	require.NotZero(t, r.code)
+	assert.Contains(t, r.stderr, "built against MPICH")
+	assert.Contains(t, r.stderr, "--method block or metis")
+	_, err := os.Stat(book)
+	assert.True(t, os.IsNotExist(err), "no book is written")
 }
