@@ -47,7 +47,8 @@ func TestCheckLaunch(t *testing.T) {
 		// step's variables, or a 1-task srun's, and are MPI.
 		{name: "mpirun in a batch script", env: map[string]string{"SLURM_NTASKS": "4", "SLURM_PROCID": "0", "OMPI_COMM_WORLD_SIZE": "4", "OMPI_COMM_WORLD_RANK": "2"}, launched: true},
 		{name: "mpirun in a 4-task step", env: with(step2, "SLURM_STEP_NUM_TASKS", "4", "OMPI_COMM_WORLD_SIZE", "4"), launched: true},
-		{name: "Hydra mpiexec", env: map[string]string{"PMI_RANK": "0", "PMI_SIZE": "4"}, launched: true},
+		// What mpirun.mpich (MPICH 4.0.2 Hydra) sets for each rank.
+		{name: "Hydra mpiexec", env: map[string]string{"PMI_RANK": "0", "PMI_SIZE": "4", "PMI_FD": "6", "MPI_LOCALNRANKS": "4"}, launched: true},
 		{name: "step count without a task rank", env: map[string]string{"SLURM_STEP_NUM_TASKS": "4"}},
 		{name: "unparsable step count", env: with(step2, "SLURM_STEP_NUM_TASKS", "2(x2)")},
 	} {

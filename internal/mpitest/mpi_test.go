@@ -271,3 +271,18 @@ func TestNompiRefusesUnderMpirun(t *testing.T) {
 	require.NotEqual(t, 0, r.code)
 	require.True(t, strings.Contains(r.stderr, "built without MPI"), "stderr:\n%s", r.stderr)
 }
+
+// TestChooseMPI checks GNNMPI_MPI's values: Open MPI by default, MPICH with
+// its tag and Hydra's launcher, anything else refused.
+func TestChooseMPI(t *testing.T) {
+	for _, v := range []string{"", "openmpi"} {
+		m, err := chooseMPI(v)
+		require.NoError(t, err)
+		require.Equal(t, mpiImpl{name: "openmpi", launcher: "mpirun"}, m)
+	}
+	m, err := chooseMPI("mpich")
+	require.NoError(t, err)
+	require.Equal(t, mpiImpl{name: "mpich", tags: "mpich", launcher: "mpirun.mpich"}, m)
+	_, err = chooseMPI("lam")
+	require.ErrorContains(t, err, `GNNMPI_MPI="lam"`)
+}

@@ -41,3 +41,18 @@ func TestMaxNum(t *testing.T) {
 		t.Errorf("got: MaxNum %d want: 2³¹−1 or 2⁶³−1", MaxNum)
 	}
 }
+
+// TestUnavailable checks that a build without PT-Scotch (tags nompi or
+// mpich) says why on valid input, and that a build with it has no reason.
+func TestUnavailable(t *testing.T) {
+	if Available {
+		if Unavailable != nil {
+			t.Errorf("got: Unavailable %v want: nil where PT-Scotch is linked", Unavailable)
+		}
+		return
+	}
+	_, err := Part(0, []int64{0, 1, 2}, []int64{1, 0}, 2, Options{}, false)
+	if Unavailable == nil || !errors.Is(err, Unavailable) {
+		t.Errorf("got: %v want: an error wrapping Unavailable (%v)", err, Unavailable)
+	}
+}
