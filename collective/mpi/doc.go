@@ -1,5 +1,6 @@
-// Package mpi implements collective.Comm over OpenMPI: one rank per process,
-// launched by mpirun or srun.
+// Package mpi implements collective.Comm over MPI (Open MPI, or MPICH and
+// its derivatives): one rank per process, launched by mpirun, mpirun.mpich
+// or srun.
 //
 // # Overview
 //
@@ -38,15 +39,19 @@
 // MPI_Error_string's text. Abort calls MPI_Abort on MPI_COMM_WORLD, which ends
 // every rank of the job.
 //
-// Lifecycle and world queries go through github.com/sbromberger/gompi;
-// collectives go through this package's own thin cgo layer, because gompi's
-// typed collectives are bound to communicators with unexported handles (no
-// Comm_split), have no Alltoallv or Allgatherv, ignore MPI return codes, and
-// index &x[0] so that zero-length parts panic.
+// Every MPI call goes through this package's own thin cgo layer, which uses
+// only standard MPI-3 names: Byte travels as MPI_UINT8_T, not MPI_BYTE, on
+// which MPI defines no reduction (MPICH refuses one).
 //
 // # Build
 //
-// The package links libmpi through pkg-config (ompi-c, from Debian's
-// libopenmpi-dev). Building with the tag nompi replaces it with a stub whose
-// Init reports that MPI is not compiled in.
+// By default the package links Open MPI through pkg-config (ompi-c, from
+// Debian's libopenmpi-dev). With the tag mpich it links MPICH through
+// pkg-config mpich (Debian's libmpich-dev); with the tags mpich and
+// mpiwrapper it takes no pkg-config flags, for an MPICH-family MPI reached
+// through a compiler wrapper given as CC (mpicc, or Cray's cc) or through
+// CGO_CFLAGS and CGO_LDFLAGS. One file of the package holds the cgo flags,
+// so a binary never mixes two MPIs. Implementation names the MPI linked.
+// Building with the tag nompi replaces the package with a stub whose Init
+// reports that MPI is not compiled in.
 package mpi

@@ -2,14 +2,10 @@
 
 package mpi
 
-// The mpich tag links MPICH (pkg-config mpich, from Debian's libmpich-dev)
-// instead of Open MPI. The cgo flags of every file of the package apply to
-// all of its cgo code, so this file alone selects the MPI.
-
-/*
-#cgo pkg-config: mpich
-*/
-import "C"
+// The mpich tag builds against MPICH or an MPI of its family (Cray MPICH,
+// Intel MPI, MVAPICH) instead of Open MPI: the flags come from pkg-config
+// mpich (pkgconfig_mpich.go), or, with the tag mpiwrapper too, from the C
+// compiler wrapper given as CC (mpicc, or Cray's cc).
 
 import "time"
 
