@@ -17,3 +17,7 @@ const abortGrace = 100 * time.Millisecond
 
 // Implementation names the MPI library this binary is built against.
 const Implementation = "mpich"
+
+// lifecycle uses the package's own C calls: gompi hard-codes Open MPI's
+// headers and library, so an MPICH build cannot link it.
+var lifecycle = cLifecycle

@@ -11,7 +11,11 @@ package mpi
 */
 import "C"
 
-import "time"
+import (
+	"time"
+
+	gompi "github.com/sbromberger/gompi"
+)
 
 // abortGrace is how long Abort waits before MPI_Abort: Open MPI forwards
 // what a rank wrote before it aborts.
@@ -19,3 +23,12 @@ const abortGrace time.Duration = 0
 
 // Implementation names the MPI library this binary is built against.
 const Implementation = "openmpi"
+
+// lifecycle goes through gompi (github.com/sbromberger/gompi), built for
+// the same Open MPI.
+var lifecycle = mpiLifecycle{
+	initialized:   gompi.IsOn,
+	worldRankSize: func() (int, int, bool) { return gompi.WorldRank(), gompi.WorldSize(), true },
+	finalize:      gompi.Stop,
+	wtime:         gompi.WorldTime,
+}

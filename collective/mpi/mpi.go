@@ -234,14 +234,14 @@ func InitThreading(want Threading) (*Comm, error) {
 	}
 	var w *Comm
 	mpiThread.do(func() {
-		if C.gm_initialized() == 0 {
+		if !lifecycle.initialized() {
 			return
 		}
-		var rank, size C.int
-		if C.gm_rank_size(C.gm_world(), &rank, &size) != 0 {
+		rank, size, ok := lifecycle.worldRankSize()
+		if !ok {
 			return
 		}
-		w = &Comm{c: C.gm_world(), rank: int(rank), size: int(size), world: true}
+		w = &Comm{c: C.gm_world(), rank: rank, size: size, world: true}
 	})
 	if w == nil {
 		return nil, errors.New("mpi: MPI reports it is not initialised after MPI_Init_thread")
@@ -268,15 +268,42 @@ func Finalize() error {
 	if world == nil {
 		return nil
 	}
-	mpiThread.stop(func() { C.gm_finalize() })
+	mpiThread.stop(lifecycle.finalize)
 	world, finished, threading = nil, true, 0
 	return nil
+}
+
+// mpiLifecycle is how the package asks whether MPI is initialised, reads
+// the world's rank and size, finalizes and reads the clock: through gompi
+// in the default (Open MPI) build, through the package's own C calls where
+// gompi cannot be linked (it hard-codes Open MPI's include and library
+// paths, so an MPICH build must not import it).
+type mpiLifecycle struct {
+	initialized   func() bool
+	worldRankSize func() (rank, size int, ok bool)
+	finalize      func()
+	wtime         func() float64
+}
+
+// cLifecycle is mpiLifecycle by the package's own C calls (their C helpers
+// live in this file's preamble; the mpich build uses it).
+//
+//lint:ignore U1000 used by the mpich build (flags_mpich.go)
+var cLifecycle = mpiLifecycle{
+	initialized: func() bool { return C.gm_initialized() != 0 },
+	worldRankSize: func() (int, int, bool) {
+		var rank, size C.int
+		ok := C.gm_rank_size(C.gm_world(), &rank, &size) == 0
+		return int(rank), int(size), ok
+	},
+	finalize: func() { C.gm_finalize() },
+	wtime:    func() float64 { return float64(C.gm_wtime()) },
 }
 
 // Wtime returns MPI_Wtime, seconds since an arbitrary time in the past.
 func Wtime() float64 {
 	var t float64
-	onMPI(func() { t = float64(C.gm_wtime()) })
+	onMPI(func() { t = lifecycle.wtime() })
 	return t
 }
 
