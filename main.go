@@ -44,11 +44,15 @@ type globalFlags struct {
 	metrics     string
 	json        bool
 	commTimeout time.Duration
-	blas        string
-	blasThreads int
-	cpuprofile  string
-	memprofile  string
-	mpiThread   string
+	// commTimeoutSet says --comm-timeout was given: under MPI the
+	// watchdog is on only then (a long single-rank step, METIS on rank 0
+	// of a large graph, would trip a default).
+	commTimeoutSet bool
+	blas           string
+	blasThreads    int
+	cpuprofile     string
+	memprofile     string
+	mpiThread      string
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -135,7 +139,7 @@ func parseArgs(args []string, stdout, stderr io.Writer) (cmd *cli.Command, runCm
 	fs.IntVar(&g.ranks, "ranks", 0, "run N in-process ranks (goroutines) instead of MPI processes")
 	fs.StringVar(&g.metrics, "metrics", "", "append JSONL metrics to this file (rank 0)")
 	fs.BoolVar(&g.json, "json", false, "print the final metrics object as JSON")
-	fs.DurationVar(&g.commTimeout, "comm-timeout", 10*time.Minute, "in-process ranks: fail a call blocked longer than this (deadlock)")
+	fs.DurationVar(&g.commTimeout, "comm-timeout", 10*time.Minute, "fail a communication call blocked longer than this: in-process ranks (default 10m), and under MPI when given (the rank reports the call and phase and aborts the job: a hung peer or a cut link)")
 	fs.StringVar(&g.blas, "blas", "openblas", "dense products: openblas (gonum's netlib binding) or gonum (pure Go)")
 	fs.IntVar(&g.blasThreads, "blas-threads", 0, "OpenBLAS threads per rank (0: $OPENBLAS_NUM_THREADS if set, else 1: gnnmpi's own kernels use the cores, and idle OpenBLAS threads spin on them)")
 	fs.StringVar(&g.cpuprofile, "cpuprofile", "", "write a CPU profile of this process to FILE (under MPI: FILE.RANK)")
@@ -148,6 +152,7 @@ func parseArgs(args []string, stdout, stderr io.Writer) (cmd *cli.Command, runCm
 		}
 		return nil, nil, g, 2
 	}
+	fs.Visit(func(f *flag.Flag) { g.commTimeoutSet = g.commTimeoutSet || f.Name == "comm-timeout" })
 	rest := fs.Args()
 	if len(rest) == 0 || rest[0] == "help" || rest[0] == "-h" || rest[0] == "--help" {
 		cli.Help(stdout)
@@ -229,6 +234,9 @@ func runMPI(name string, runCmd func(*cli.Env) error, setBLAS func(*cli.Env), g 
 		return 1
 	}
 	comm := collective.WithStats(world, nil)
+	if g.commTimeoutSet {
+		mpi.SetCallTimeout(g.commTimeout, func() string { return "phase " + collective.PhaseOf(comm) })
+	}
 	fail := func(err error) {
 		if errors.Is(err, collective.ErrAborted) {
 			// Another rank failed and is aborting the job; give it the time

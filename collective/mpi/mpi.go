@@ -407,6 +407,7 @@ func (c *Comm) Barrier() error {
 // under Multiple, or posted to the MPI thread as a nonblocking request (its
 // memory at pins pinned until it completes) under Funneled.
 func (c *Comm) collective(what, iwhat string, pins []unsafe.Pointer, blocking func() C.int, post func(r *request) C.int) error {
+	defer dog.begin(what)()
 	if threading == Multiple {
 		return check(what, blocking())
 	}
@@ -592,6 +593,7 @@ func (c *Comm) p2p(what, iwhat string, buf collective.Buf, peer, tag int, blocki
 	if tag < 0 {
 		return 0, fmt.Errorf("mpi: %s: negative tag %d", what, tag)
 	}
+	defer dog.begin(what)()
 	n, err := cint(what, buf.Len())
 	if err != nil {
 		return 0, err

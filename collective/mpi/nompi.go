@@ -2,7 +2,11 @@
 
 package mpi
 
-import "gnnmpi/collective"
+import (
+	"time"
+
+	"gnnmpi/collective"
+)
 
 // Available reports whether this binary was built with MPI.
 const Available = false
@@ -33,3 +37,6 @@ func Call(func()) { panic("mpi: Call in a nompi build") }
 
 // Implementation is empty: no MPI library is linked.
 const Implementation = ""
+
+// SetCallTimeout does nothing without MPI.
+func SetCallTimeout(time.Duration, func() string) {}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"syscall"
+	"time"
 
 	"gnnmpi/collective"
 	"gnnmpi/collective/collectivetest"
@@ -16,7 +17,7 @@ func selftestCmd() *Command {
 		Summary: "run the collective conformance suite on this backend (checks an MPI installation)",
 		Flags: func(fs *flag.FlagSet) func(*Env) error {
 			failRank := fs.Int("fail-rank", -1, "fault injection: this rank fails (-1: none)")
-			failMode := fs.String("fail-mode", "error", "how the rank fails: error (returns an error), panic, exit (exits without finalizing MPI), kill (SIGKILL itself)")
+			failMode := fs.String("fail-mode", "error", "how the rank fails: error (returns an error), panic, exit (exits without finalizing MPI), kill (SIGKILL itself), hang (blocks forever without communicating: the others' --comm-timeout ends the job)")
 			failAfter := fs.Int("fail-after", 3, "the failing rank fails after this many cases")
 			return func(env *Env) error {
 				return selftest(env, *failRank, *failMode, *failAfter)
@@ -28,9 +29,9 @@ func selftestCmd() *Command {
 func selftest(env *Env, failRank int, failMode string, failAfter int) error {
 	c := env.Comm
 	switch failMode {
-	case "error", "panic", "exit", "kill":
+	case "error", "panic", "exit", "kill", "hang":
 	default:
-		return fmt.Errorf("selftest: unknown --fail-mode %q (want error, panic, exit or kill)", failMode)
+		return fmt.Errorf("selftest: unknown --fail-mode %q (want error, panic, exit, kill or hang)", failMode)
 	}
 	cases := collectivetest.Cases()
 	failed := make([]int64, len(cases))
@@ -48,6 +49,10 @@ func selftest(env *Env, failRank int, failMode string, failAfter int) error {
 				os.Exit(3)
 			case "kill":
 				_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			case "hang":
+				for { // a stuck rank: only a watchdog or the launcher ends the job
+					time.Sleep(time.Hour)
+				}
 			}
 		}
 		if c.Size() < tc.MinRanks {

@@ -237,6 +237,22 @@ func TestFailingRankEndsJob(t *testing.T) {
 	}
 }
 
+// A rank that hangs without communicating (a stuck peer, or one behind a
+// cut link) ends the job within the others' --comm-timeout: the first rank
+// whose call stays blocked past it names the call and the phase and
+// aborts the job, in both threading modes.
+func TestCommTimeoutEndsJob(t *testing.T) {
+	skipUnlessMPI(t)
+	for _, th := range threadings {
+		t.Run(th, func(t *testing.T) {
+			r := mpirun(t, 60*time.Second, 3, bin, "--mpi-thread", th, "--comm-timeout", "3s", "selftest", "--fail-rank", "1", "--fail-mode", "hang", "--fail-after", "2")
+			require.NotEqual(t, 0, r.code)
+			require.Less(t, r.took, 20*time.Second, "stderr:\n%s", r.stderr)
+			require.Regexp(t, `gnnmpi: rank [02]: MPI_\w+ blocked for [0-9.]+s \(past --comm-timeout 3s; phase \w+\): aborting the job`, r.stderr)
+		})
+	}
+}
+
 // A bad flag or input fails on every rank, with a clear message, before or
 // after MPI starts.
 func TestBadInputFailsEveryRank(t *testing.T) {
