@@ -4,8 +4,9 @@
 #   ./run.sh                      train GraphSAGE on the embedded Cora on 4 ranks
 #   ./run.sh [-n NP] CMD ARGS...  run `gnnmpi CMD ARGS...` on NP ranks (mpirun, or srun in Slurm)
 #   ./run.sh test                 all tests: vet, gofmt, go test -race, MPI suites under mpirun,
-#                                 and (as root) a one-node Slurm (bench/cluster/slurm-test.sh)
-#   ./run.sh test cluster         the one-node Slurm test only
+#                                 and (as root) a one-node Slurm (bench/cluster/slurm-test.sh) and
+#                                 two network-namespace hosts over TCP (bench/cluster/netns-test.sh)
+#   ./run.sh test cluster         the one-node Slurm and namespace-hosts tests only
 #   ./run.sh build                build ./gnnmpi only
 #
 # Environment: NP (ranks, default: cores), MPIRUN_ARGS (extra mpirun flags),
@@ -158,13 +159,15 @@ run_tests() {
 	if [ "$(id -u)" = 0 ]; then
 		cluster_tests
 	else
-		echo "== one-node Slurm: skipped (needs root; ./run.sh test cluster)" >&2
+		echo "== one-node Slurm, namespace hosts: skipped (need root; ./run.sh test cluster)" >&2
 	fi
 }
 
 cluster_tests() {
 	echo "== one-node Slurm: srun, sbatch, srun without --mpi refused" >&2
 	bench/cluster/slurm-test.sh
+	echo "== two network-namespace hosts over TCP: selftest, train, veth counters, a cut link" >&2
+	bench/cluster/netns-test.sh
 }
 
 setup
