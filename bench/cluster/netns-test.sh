@@ -15,7 +15,8 @@
 # cut link (the switch port of host 2 set down while train runs with
 # --comm-timeout 10s) ends mpirun non-zero within 30 s with no gnnmpi or
 # orted left in either namespace. Everything is torn down on exit. Needs
-# root (CAP_NET_ADMIN, CAP_SYS_ADMIN); otherwise it says so and exits 0.
+# root (CAP_NET_ADMIN, CAP_SYS_ADMIN); otherwise it says so and exits 0. It
+# installs iproute2 and jq when missing.
 # NETNS_TEST_KEEP=1 keeps the temp dir (logs).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -36,9 +37,17 @@ skip() {
 }
 
 [ "$(id -u)" = 0 ] || skip "needs root to create network namespaces"
+missing=()
+command -v ip >/dev/null || missing+=(iproute2)
+command -v jq >/dev/null || missing+=(jq)
+if [ ${#missing[@]} -gt 0 ] && command -v apt-get >/dev/null; then
+	echo "netns-test: installing ${missing[*]}" >&2
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq >/dev/null && apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null || true
+fi
 command -v ip >/dev/null && command -v unshare >/dev/null || skip "needs ip (iproute2) and unshare (util-linux)"
-command -v mpirun >/dev/null && mpirun --version 2>/dev/null | grep -q "Open MPI" || skip "needs Open MPI's mpirun"
 command -v jq >/dev/null || skip "needs jq"
+command -v mpirun >/dev/null && mpirun --version 2>/dev/null | grep -q "Open MPI" || skip "needs Open MPI's mpirun"
 if ! ip netns add gnnmpi-probe 2>/dev/null; then skip "cannot create a network namespace (no CAP_NET_ADMIN?)"; fi
 ip netns del gnnmpi-probe
 unshare --uts true 2>/dev/null || skip "cannot create a UTS namespace (no CAP_SYS_ADMIN?)"
