@@ -131,7 +131,9 @@ EOF
 chmod +x "$T/rsh"
 printf '10.77.0.1 slots=2\n10.77.0.2 slots=2\n' >"$T/hostfile"
 
-[ -x ./gnnmpi ] && [ -z "$(find . -name '*.go' -newer ./gnnmpi -print -quit)" ] || go build -o gnnmpi .
+# Its own Open MPI build (./gnnmpi may be an MPICH one).
+go build -o "$T/gnnmpi" .
+BIN=$T/gnnmpi
 
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # run.sh's keepalive: a host behind a cut link is noticed in 5 + 3 × 2 s.
@@ -156,7 +158,7 @@ hostsrun() {
 hosts() {
 	local np=$1
 	shift
-	hostsrun "$np" "$ROOT/gnnmpi" "$@"
+	hostsrun "$np" "$BIN" "$@"
 }
 
 # counter NAME: host 1's gnn0 byte counter NAME (tx_bytes, rx_bytes).
@@ -187,7 +189,7 @@ if ! hosts 2 "${args[@]}" --metrics "$T/hosts.jsonl" >"$T/train-hosts.log" 2>&1;
 	tail -20 "$T/train-hosts.log" >&2
 fi
 tx1=$(counter tx_bytes) rx1=$(counter rx_bytes)
-if ! timeout 120 mpirun -np 2 --oversubscribe --mca mpi_yield_when_idle 1 ./gnnmpi "${args[@]}" --metrics "$T/shm.jsonl" >"$T/train-shm.log" 2>&1; then
+if ! timeout 120 mpirun -np 2 --oversubscribe --mca mpi_yield_when_idle 1 "$BIN" "${args[@]}" --metrics "$T/shm.jsonl" >"$T/train-shm.log" 2>&1; then
 	fail "train in shared memory (log: $T/train-shm.log)"
 fi
 if [ -s "$T/hosts.jsonl" ] && [ -s "$T/shm.jsonl" ]; then
