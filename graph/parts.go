@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"gnnmpi/dense"
 	"gnnmpi/internal/atomicfile"
@@ -494,6 +495,39 @@ func (m *PartManifest) check(path string) error {
 // PartRows returns the rows [lo, hi) of parts [first, last).
 func (m *PartManifest) PartRows(first, last int) (lo, hi int64) {
 	return m.Offsets[first], m.Offsets[last]
+}
+
+// RunOffsets returns the id ranges of a run's runs parts (runs must divide
+// m.Parts, as RunParts checks): run part q owns [out[q], out[q+1]), the
+// rows of dataset parts [q·K/runs, (q+1)·K/runs).
+func (m *PartManifest) RunOffsets(runs int) []int64 {
+	out := make([]int64, runs+1)
+	for q := range out {
+		out[q] = m.Offsets[q*m.Parts/runs]
+	}
+	return out
+}
+
+// SplitNamed returns the sizes of the split called name, or of the first
+// split by name when name is empty (as Dataset.SplitNamed chooses), with
+// its name. The error names the manifest.
+func (m *PartManifest) SplitNamed(name string) (string, SplitSizes, error) {
+	path := filepath.Join(m.Dir, PartManifestName)
+	var names []string
+	for _, s := range m.Splits {
+		names = append(names, s.Name)
+		if s.Name == name {
+			return name, s, nil
+		}
+	}
+	switch {
+	case name == "" && len(m.Splits) > 0:
+		first := slices.MinFunc(m.Splits, func(a, b SplitSizes) int { return strings.Compare(a.Name, b.Name) })
+		return first.Name, first, nil
+	case name == "":
+		return "", SplitSizes{}, fmt.Errorf("graph: %s has no split", path)
+	}
+	return "", SplitSizes{}, fmt.Errorf("graph: %s has no split %q (have %v)", path, name, names)
 }
 
 // RunParts returns the dataset parts [first, last) that rank holds in a

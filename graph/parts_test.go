@@ -550,3 +550,22 @@ func TestPartsErrors(t *testing.T) {
 		assert.Equal(t, 3, m.Parts)
 	})
 }
+
+// A manifest names its default split as a dataset does, refuses an
+// unknown one naming the manifest, and gives the run parts' id ranges.
+func TestPartManifestSplitAndRunOffsets(t *testing.T) {
+	m := &PartManifest{Dir: "/d", Parts: 4, Offsets: []int64{0, 3, 5, 9, 12},
+		Splits: []SplitSizes{{Name: "zeta", Train: 2}, {Name: "alpha", Train: 5}}}
+	name, s, err := m.SplitNamed("")
+	require.NoError(t, err)
+	require.Equal(t, "alpha", name)
+	require.Equal(t, int64(5), s.Train)
+	name, _, err = m.SplitNamed("zeta")
+	require.NoError(t, err)
+	require.Equal(t, "zeta", name)
+	_, _, err = m.SplitNamed("nope")
+	require.ErrorContains(t, err, "/d/manifest.json has no split \"nope\"")
+	require.Equal(t, []int64{0, 5, 12}, m.RunOffsets(2))
+	require.Equal(t, m.Offsets, m.RunOffsets(4))
+	require.Equal(t, []int64{0, 12}, m.RunOffsets(1))
+}

@@ -2,8 +2,6 @@ package train
 
 import (
 	"fmt"
-	"slices"
-	"strings"
 
 	"gnnmpi/collective"
 	"gnnmpi/graph"
@@ -43,7 +41,7 @@ func loadParts(c collective.Comm, dir string, o LoadOptions, rc int, whole bool)
 	if err != nil {
 		return nil, err
 	}
-	name, split, err := manifestSplit(m, o.Split)
+	name, split, err := m.SplitNamed(o.Split)
 	if err != nil {
 		return nil, err
 	}
@@ -64,11 +62,7 @@ func loadParts(c collective.Comm, dir string, o LoadOptions, rc int, whole bool)
 	if part.Labels == nil || m.NumClasses < 1 {
 		return nil, fmt.Errorf("train: %s has no node labels", dir)
 	}
-	runs := p / rc
-	offsets := make([]int64, runs+1)
-	for q := range runs + 1 {
-		offsets[q] = m.Offsets[q*m.Parts/runs]
-	}
+	offsets := m.RunOffsets(p / rc)
 	book, err := partition.Contiguous(offsets, "parts")
 	if err != nil {
 		return nil, err
@@ -103,27 +97,6 @@ func loadParts(c collective.Comm, dir string, o LoadOptions, rc int, whole bool)
 	}
 	d.EmptyClasses, d.NonNegative = graph.EmptyClasses(counts), neg == 0
 	return d, nil
-}
-
-// manifestSplit returns the sizes of the split of m called name, or of
-// its first split by name when name is empty (as graph.Dataset.SplitNamed
-// chooses).
-func manifestSplit(m *graph.PartManifest, name string) (string, graph.SplitSizes, error) {
-	var names []string
-	for _, s := range m.Splits {
-		names = append(names, s.Name)
-		if s.Name == name {
-			return name, s, nil
-		}
-	}
-	if name == "" && len(m.Splits) > 0 {
-		first := slices.MinFunc(m.Splits, func(a, b graph.SplitSizes) int { return strings.Compare(a.Name, b.Name) })
-		return first.Name, first, nil
-	}
-	if name == "" {
-		return "", graph.SplitSizes{}, fmt.Errorf("train: %s has no split", m.Dir)
-	}
-	return "", graph.SplitSizes{}, fmt.Errorf("train: %s has no split %q (have %v)", m.Dir, name, names)
 }
 
 // available is memlimit.Available, a variable for the tests.

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"time"
 
 	"gnnmpi/collective"
@@ -296,11 +295,7 @@ func samplePartsSource(env *Env, cfg *sampleConfig, fo []int) (*sampleSource, er
 	if err := collective.Agree(c, err); err != nil {
 		return nil, err
 	}
-	runs := p / rc
-	bounds := make([]int64, runs+1)
-	for q := range bounds {
-		bounds[q] = m.Offsets[q*m.Parts/runs]
-	}
+	bounds := m.RunOffsets(p / rc)
 	smp, err := sampling.NewBlock(cfg.sampler, cfg.topology, grid, bounds, part.Adj, fo)
 	if err != nil {
 		return nil, fmt.Errorf("sample: %w", err)
@@ -315,9 +310,9 @@ func samplePartsSource(env *Env, cfg *sampleConfig, fo []int) (*sampleSource, er
 				mine[i] = part.Lo + int64(i)
 			}
 		} else {
-			name := cfg.split
-			if name == "" && len(m.Splits) > 0 {
-				name = slices.MinFunc(m.Splits, func(a, b graph.SplitSizes) int { return strings.Compare(a.Name, b.Name) }).Name
+			name, _, err := m.SplitNamed(cfg.split)
+			if err != nil {
+				return nil, fmt.Errorf("sample: %w", err)
 			}
 			s, ok := part.Splits[name]
 			if !ok {
