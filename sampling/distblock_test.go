@@ -62,8 +62,6 @@ func sampleBlocks(t *testing.T, l blockLayout, kind string, fanouts []int, adj *
 	out := make([]*MiniBatch, len(batches))
 	tops := make([]Topology, p)
 	var mu sync.Mutex
-	perRank := (len(batches) + p - 1) / p
-	calls := (perRank + bulk - 1) / bulk
 	err := inproc.Run(p, inproc.Options{}, func(cm collective.Comm) error {
 		g, err := collective.NewGrid(cm, l.pr, l.pc)
 		if err != nil {
@@ -76,25 +74,8 @@ func sampleBlocks(t *testing.T, l blockLayout, kind string, fanouts []int, adj *
 			return err
 		}
 		tops[cm.Rank()] = s.(interface{ Topology() Topology }).Topology()
-		var mine []int
-		for b := cm.Rank(); b < len(batches); b += p {
-			mine = append(mine, b)
-		}
-		for call := range calls {
-			ids := mine[min(call*bulk, len(mine)):min((call+1)*bulk, len(mine))]
-			bs, ks := [][]int64{}, []uint64{}
-			for _, b := range ids {
-				bs, ks = append(bs, batches[b]), append(ks, keys[b])
-			}
-			ms, err := s.Sample(bs, ks)
-			if err != nil {
-				return err
-			}
-			mu.Lock()
-			for x, b := range ids {
-				out[b] = ms[x]
-			}
-			mu.Unlock()
+		if err := sampleShare(s, cm.Rank(), p, bulk, batches, keys, out, &mu); err != nil {
+			return err
 		}
 		return g.Free()
 	})

@@ -73,6 +73,35 @@ func sameMiniBatch(t *testing.T, want, got *MiniBatch, what string) {
 	}
 }
 
+// sampleShare samples rank's share of batches (minibatch b on rank
+// b mod p) with s, bulk at a time, in as many Sample calls as the rank with
+// the most minibatches makes (the distributed topologies' calls are
+// collective), and stores them in out under mu.
+func sampleShare(s Sampler, rank, p, bulk int, batches [][]int64, keys []uint64, out []*MiniBatch, mu *sync.Mutex) error {
+	calls := ((len(batches)+p-1)/p + bulk - 1) / bulk
+	var mine []int
+	for b := rank; b < len(batches); b += p {
+		mine = append(mine, b)
+	}
+	for call := range calls {
+		ids := mine[min(call*bulk, len(mine)):min((call+1)*bulk, len(mine))]
+		bs, ks := [][]int64{}, []uint64{}
+		for _, b := range ids {
+			bs, ks = append(bs, batches[b]), append(ks, keys[b])
+		}
+		ms, err := s.Sample(bs, ks)
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		for x, b := range ids {
+			out[b] = ms[x]
+		}
+		mu.Unlock()
+	}
+	return nil
+}
+
 // sampleDistributed samples batches on p in-process ranks over a (p/c)×c
 // grid, minibatch b on rank b mod p, bulk at a time, and returns the
 // minibatches in order.
@@ -80,8 +109,6 @@ func sampleDistributed(t *testing.T, p, c, bulk int, m *sparse.CSR, build func(T
 	t.Helper()
 	out := make([]*MiniBatch, len(batches))
 	var mu sync.Mutex
-	perRank := (len(batches) + p - 1) / p
-	calls := (perRank + bulk - 1) / bulk
 	err := inproc.Run(p, inproc.Options{}, func(cm collective.Comm) error {
 		g, err := collective.NewGrid(cm, p/c, c)
 		if err != nil {
@@ -95,25 +122,8 @@ func sampleDistributed(t *testing.T, p, c, bulk int, m *sparse.CSR, build func(T
 		if err != nil {
 			return err
 		}
-		var mine []int
-		for b := cm.Rank(); b < len(batches); b += p {
-			mine = append(mine, b)
-		}
-		for call := range calls {
-			ids := mine[min(call*bulk, len(mine)):min((call+1)*bulk, len(mine))]
-			bs, ks := [][]int64{}, []uint64{}
-			for _, b := range ids {
-				bs, ks = append(bs, batches[b]), append(ks, keys[b])
-			}
-			ms, err := s.Sample(bs, ks)
-			if err != nil {
-				return err
-			}
-			mu.Lock()
-			for x, b := range ids {
-				out[b] = ms[x]
-			}
-			mu.Unlock()
+		if err := sampleShare(s, cm.Rank(), p, bulk, batches, keys, out, &mu); err != nil {
+			return err
 		}
 		return g.Free()
 	})
