@@ -10,6 +10,8 @@
 //	go run ./bench/plot pipe-table bench/out/pipe.csv -   (Markdown; "-" is stdout)
 //	go run ./bench/plot throughput bench/out/throughput.csv bench/out/throughput.png
 //	go run ./bench/plot scaleout bench/out/scaleout.csv bench/out/scaleout.png
+//	go run ./bench/plot scaling bench/out/scaling.csv bench/out/scaling.png
+//	go run ./bench/plot scaling-report bench/out/scaling.csv bench/out/scaling.md   (Markdown; "-" is stdout)
 //
 // phases: per dataset, the epoch time of the slowest rank split into
 // sample, fetch, compute and grad (stacked bars) against the rank count,
@@ -29,6 +31,10 @@
 // peer's time), beside the test accuracy after the same epochs. scaleout:
 // per graph of bench/scaleout.sh, the largest rank's peak RSS (and state
 // bytes) relative to np 1 against the rank count, with the ideal 1/p.
+// scaling: per study and workload of bench/scaling.sh, the speedup (strong)
+// or efficiency (weak) over the shared-memory np 1 run against the rank
+// count, one line per network. scaling-report: the same runs as the
+// generated Markdown report.
 package main
 
 import (
@@ -49,7 +55,7 @@ import (
 
 func main() {
 	if len(os.Args) != 4 {
-		fmt.Fprintln(os.Stderr, "usage: plot phases|gemm|spgemm|sample|fetch|pipe|pipe-table|throughput|scaleout IN.csv OUT")
+		fmt.Fprintln(os.Stderr, "usage: plot phases|gemm|spgemm|sample|fetch|pipe|pipe-table|throughput|scaleout|scaling|scaling-report IN.csv OUT")
 		os.Exit(2)
 	}
 	rows, err := readCSV(os.Args[2])
@@ -73,6 +79,10 @@ func main() {
 			err = throughput(rows, os.Args[3])
 		case "scaleout":
 			err = scaleout(rows, os.Args[3])
+		case "scaling":
+			err = scaling(rows, os.Args[3])
+		case "scaling-report":
+			err = scalingReport(rows, os.Args[3])
 		default:
 			err = fmt.Errorf("unknown chart %q", os.Args[1])
 		}
