@@ -233,6 +233,12 @@ func runMPI(name string, runCmd func(*cli.Env) error, setBLAS func(*cli.Env), g 
 		fmt.Fprintf(stderr, "gnnmpi: %v\n", err)
 		return 1
 	}
+	if err := mpi.CheckWorld(os.Getenv, world.Size()); err != nil {
+		// Each task is a world of its own: every one prints and exits.
+		fmt.Fprintf(stderr, "gnnmpi: %v\n", err)
+		_ = mpi.Finalize()
+		return 2
+	}
 	comm := collective.WithStats(world, nil)
 	if g.commTimeoutSet {
 		mpi.SetCallTimeout(g.commTimeout, func() string { return "phase " + collective.PhaseOf(comm) })

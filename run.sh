@@ -11,7 +11,8 @@
 #
 # Environment: NP (ranks, default: cores), MPIRUN_ARGS (extra mpirun flags),
 # GNNMPI_LAUNCHER=mpirun|srun (force a launcher), GNNMPI_SRUN_MPI (srun's
-# --mpi plugin, default pmix: Debian's Open MPI starts only under pmix),
+# --mpi plugin, default pmix: Debian's Open MPI starts only under pmix;
+# pmi2 for an MPICH build),
 # GNNMPI_MPI=openmpi|mpich (the MPI to build against and launch with;
 # default: Open MPI when its development files are installed, else MPICH).
 set -euo pipefail
@@ -115,7 +116,10 @@ launch() {
 	if [ "$launcher" = srun ]; then
 		# Without --mpi (MpiDefault=none) srun would start np 1-rank jobs;
 		# gnnmpi refuses that.
-		exec srun -n "$np" --mpi="${GNNMPI_SRUN_MPI:-pmix}" ./gnnmpi "$@"
+		# Open MPI starts under pmix; Debian's MPICH speaks PMI-1/2 (pmi2).
+		local plugin=pmix
+		[ "$MPI" = openmpi ] || plugin=pmi2
+		exec srun -n "$np" --mpi="${GNNMPI_SRUN_MPI:-$plugin}" ./gnnmpi "$@"
 	fi
 	mpi_env
 	local args=(-np "$np")

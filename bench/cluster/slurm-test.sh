@@ -12,7 +12,9 @@
 # (2 ranks: metrics and checkpoint written) and of scaling.sbatch (np 1, 2,
 # 4: a CSV row each) succeeds;
 # srun -n 1 (no --mpi) runs one rank; srun -n 2 without --mpi is refused by
-# gnnmpi with the fix named, exit non-zero. Environment: SLURM_TEST_KEEP=1
+# gnnmpi with the fix named, exit non-zero; with MPICH installed, an MPICH
+# build runs selftest under srun --mpi=pmi2 and is refused under pmix
+# (every task a world of one). Environment: SLURM_TEST_KEEP=1
 # keeps the temp dir (logs, slurm.conf); SLURM_TEST_PORT (default 6817:
 # slurmctld, +1 slurmd).
 set -euo pipefail
@@ -166,5 +168,23 @@ if out=$("${S[@]}" -n 2 "$B" selftest 2>&1); then
 	fail "srun -n 2 without --mpi ran: $out"
 fi
 [ "$(grep -c 'srun --mpi=pmix' <<<"$out")" = 2 ] || fail "refusal does not name the fix on both tasks: $out"
+
+# MPICH (when installed, as in CI): srun's pmi2 plugin starts it; under
+# pmix each task would be a 1-rank world, which gnnmpi refuses after
+# MPI_Init on every task.
+if pkg-config --exists mpich 2>/dev/null; then
+	(cd "$ROOT" && go build -tags mpich -o "$T/gnnmpi-mpich" .) || fail "MPICH build"
+	echo "== MPICH build: srun -n 2 --mpi=pmi2 gnnmpi selftest" >&2
+	out=$("${S[@]}" -n 2 --mpi=pmi2 "$T/gnnmpi-mpich" --json selftest) || fail "MPICH selftest under srun --mpi=pmi2: exit $?"
+	grep -q '"ranks": 2' <<<"$out" || fail "MPICH selftest did not see 2 ranks: $out"
+	grep -q '"failed": 0' <<<"$out" || fail "MPICH selftest cases failed: $out"
+	echo "== MPICH build: srun -n 2 --mpi=pmix: refused" >&2
+	if out=$("${S[@]}" -n 2 --mpi=pmix "$T/gnnmpi-mpich" selftest 2>&1); then
+		fail "MPICH build under srun --mpi=pmix ran: $out"
+	fi
+	[ "$(grep -c 'srun --mpi=pmi2' <<<"$out")" = 2 ] || fail "MPICH refusal does not name pmi2 on both tasks: $out"
+else
+	echo "== MPICH not installed: its srun checks skipped" >&2
+fi
 
 echo "slurm-test: ok" >&2

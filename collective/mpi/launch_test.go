@@ -61,8 +61,52 @@ func TestCheckLaunch(t *testing.T) {
 			}
 			require.Error(t, err)
 			require.Contains(t, err.Error(), "srun started 2 tasks without MPI")
-			require.Contains(t, err.Error(), "srun --mpi=pmix")
-			require.Contains(t, err.Error(), "SLURM_MPI_TYPE=pmix")
+			require.Contains(t, err.Error(), "srun --mpi="+SrunPlugin())
+			require.Contains(t, err.Error(), "SLURM_MPI_TYPE="+SrunPlugin())
+			require.NotContains(t, err.Error(), "\n")
+		})
+	}
+}
+
+// CheckWorld refuses a world smaller than the launch (MPICH under srun
+// --mpi=pmix: every task a 1-rank world) and trusts a launcher's own count
+// over the step of the daemons it started with srun.
+func TestCheckWorld(t *testing.T) {
+	step := map[string]string{"SLURM_JOB_ID": "5", "SLURM_STEP_NUM_TASKS": "2", "SLURM_PROCID": "1"}
+	with := func(kv ...string) map[string]string {
+		m := map[string]string{}
+		for k, v := range step {
+			m[k] = v
+		}
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return m
+	}
+	for _, tc := range []struct {
+		name   string
+		env    map[string]string
+		size   int
+		refuse string
+	}{
+		{name: "plain process", size: 1},
+		{name: "srun --mpi=pmix, Open MPI", env: with("PMIX_RANK", "1", "SLURM_MPI_TYPE", "pmix"), size: 2},
+		{name: "srun --mpi=pmix, MPICH", env: with("PMIX_RANK", "1", "SLURM_MPI_TYPE", "pmix"), size: 1, refuse: "srun --mpi=pmi2"},
+		{name: "srun --mpi=pmi2, MPICH", env: with("PMI_RANK", "1", "PMI_SIZE", "2"), size: 2},
+		// mpirun -np 8 over 2 nodes: its daemons are a 2-task srun step.
+		{name: "Open MPI mpirun across 2 allocated nodes", env: with("OMPI_COMM_WORLD_SIZE", "8"), size: 8},
+		{name: "Hydra across 2 allocated nodes", env: with("PMI_SIZE", "8", "PMI_RANK", "3"), size: 8},
+		{name: "Open MPI's mpirun, MPICH binary", env: map[string]string{"OMPI_COMM_WORLD_SIZE": "4"}, size: 1, refuse: "OMPI_COMM_WORLD_SIZE"},
+		{name: "Hydra's mpiexec, Open MPI binary", env: map[string]string{"PMI_SIZE": "4", "PMI_RANK": "0"}, size: 1, refuse: "PMI_SIZE"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := CheckWorld(env(tc.env), tc.size)
+			if tc.refuse == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			require.Contains(t, err.Error(), tc.refuse)
 			require.NotContains(t, err.Error(), "\n")
 		})
 	}
