@@ -2,6 +2,7 @@ package perfmodel
 
 import (
 	"fmt"
+	"math"
 	"math/bits"
 	"slices"
 	"sort"
@@ -121,7 +122,8 @@ func (n *Network) Validate() error {
 	return nil
 }
 
-// FitNetwork fits α_k, β_k ≥ 0 per kind by least squares on the rows
+// FitNetwork fits α_k, β_k ≥ 0 per kind by least squares (of relative
+// residuals: timings span orders of magnitude) on the rows
 // [L_k(p), V] → seconds of the samples of that kind (samples at several p
 // are pooled). Barrier moves no bytes: its β is 0. A kind with no samples
 // is an error, as is one with fewer samples than parameters.
@@ -148,11 +150,23 @@ func FitNetwork(name string, samples []Sample) (*Network, error) {
 			}
 			b[i] = s.Seconds
 		}
-		x, r2, err := NonNegLeastSquares(rows, b)
+		// Relative residuals: each row is divided by its seconds, so that
+		// the microsecond calls weigh as much as the large ones.
+		wrows := make([][]float64, len(rows))
+		wb := make([]float64, len(b))
+		for i, row := range rows {
+			w := 1 / math.Max(b[i], 1e-12)
+			wrows[i] = make([]float64, len(row))
+			for j, v := range row {
+				wrows[i][j] = v * w
+			}
+			wb[i] = b[i] * w
+		}
+		x, _, err := NonNegLeastSquares(wrows, wb)
 		if err != nil {
 			return nil, fmt.Errorf("perfmodel: fitting %s: %w", k, err)
 		}
-		l := Link{Alpha: x[0], R2: r2, Samples: len(ss)}
+		l := Link{Alpha: x[0], R2: rSquared(rows, b, x), Samples: len(ss)}
 		if len(x) > 1 {
 			l.Beta = x[1]
 		}
