@@ -69,6 +69,8 @@ func TestLeafDependencies(t *testing.T) {
 		"gnnmpi/partition": {"gnnmpi/partition", "gnnmpi/sparse", "gnnmpi/internal/rng", "gnnmpi/internal/textfile", "gnnmpi/internal/atomicfile"},
 		"gnnmpi/dense":     {"gnnmpi/dense", "gonum.org/v1/gonum/"},
 		"gnnmpi/sparse":    {"gnnmpi/sparse"},
+		// The performance model is pure: the volume closed forms and gonum.
+		"gnnmpi/perfmodel": {"gnnmpi/perfmodel", "gnnmpi/collective", "gonum.org/v1/gonum/"},
 		// memlimit reads /proc and /sys for the loaders: nothing else.
 		"gnnmpi/internal/memlimit": {"gnnmpi/internal/memlimit"},
 		// The PT-Scotch binding is a cgo leaf: slices in, slices out.

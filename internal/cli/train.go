@@ -3,6 +3,7 @@ package cli
 import (
 	"flag"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -286,6 +287,7 @@ func runTrain(env *Env, path string, lo train.LoadOptions, cfg train.Config) err
 	c := env.Comm
 	// Resolved here too (Run resolves it again, to the same) to check it
 	// before loading and to report the batch size per rank.
+	globalBatch := cfg.GlobalBatchSize
 	cfg, err := cfg.Resolve(c.Size())
 	if err != nil {
 		return err
@@ -318,7 +320,7 @@ func runTrain(env *Env, path string, lo train.LoadOptions, cfg train.Config) err
 	cfgOut := map[string]any{
 		"data": path, "split": d.SplitName, "partition": lo.Partition, "model": cfg.Model, "sampler": cfg.Sampler, "bulk": cfg.Bulk, "topology": cfg.Topology, "c": cfg.C, "fanouts": cfg.Fanouts,
 		"replication": cfg.Replication, "cache": cfg.Cache, "cache_frac": cfg.CacheFrac, "feature_dtype": cfg.FeatureDType, "gpu_frac": cfg.GPUFrac,
-		"batch_size": cfg.BatchSize, "feature_norm": cfg.FeatureNorm, "feature_norm_flag": normFlag, "epochs": cfg.Epochs, "shuffle": cfg.Shuffle, "optimizer": cfg.Optimizer,
+		"batch_size": cfg.BatchSize, "feature_norm": cfg.FeatureNorm, "feature_norm_flag": normFlag, "epochs": cfg.Epochs, "global_batch_size": globalBatch, "shuffle": cfg.Shuffle, "optimizer": cfg.Optimizer,
 		"lr": cfg.LR, "weight_decay": cfg.WeightDecay, "momentum": cfg.Momentum, "seed": cfg.Seed,
 		"eval_every": cfg.EvalEvery, "select": cfg.Select, "blas": env.BLASName, "overlap": cfg.Overlap,
 		"symmetrize": lo.Symmetrize, "reciprocity": d.Reciprocity, "feature_format": featureFormatOf(d),
@@ -328,8 +330,40 @@ func runTrain(env *Env, path string, lo train.LoadOptions, cfg train.Config) err
 		"median_epoch_s": res.MedianEpochS, "bytes_per_epoch": res.BytesPerEpoch, "config": cfgOut,
 		"params": res.NumParams, "epochs_run": len(res.Epochs),
 		"remote_rows_per_epoch": res.RemoteRowsPerEpoch, "feature_stores": res.Stores, "peak_rss_bytes": res.PeakRSS, "state_bytes": res.Memory,
+		"median_phase_s": medianPhases(res.Epochs), "train_vertices": len(d.Split.Train),
+	}
+	if n := len(res.Epochs); n > 0 {
+		out["batches_per_rank"] = res.Epochs[n-1].Batches
+		var rows float64
+		for _, e := range res.Epochs {
+			rows += float64(e.FetchRows) / float64(n)
+		}
+		out["fetch_rows_per_epoch"] = rows
 	}
 	return env.Finish(out)
+}
+
+// medianPhases returns the median over the epochs of each phase's seconds
+// (EpochStats.PhaseSeconds; a phase missing from an epoch counts as 0).
+func medianPhases(epochs []train.EpochStats) map[string]float64 {
+	out := map[string]float64{}
+	if len(epochs) == 0 {
+		return out
+	}
+	for _, e := range epochs {
+		for ph := range e.PhaseSeconds {
+			out[ph] = 0
+		}
+	}
+	s := make([]float64, len(epochs))
+	for ph := range out {
+		for i, e := range epochs {
+			s[i] = e.PhaseSeconds[ph]
+		}
+		sort.Float64s(s)
+		out[ph] = (s[(len(s)-1)/2] + s[len(s)/2]) / 2
+	}
+	return out
 }
 
 // epochRecord is the JSONL object of one epoch; its keys are documented in

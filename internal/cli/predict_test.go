@@ -1,0 +1,84 @@
+package cli
+
+import (
+	"encoding/csv"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"gnnmpi/perfmodel"
+)
+
+// predict end to end on in-process runs: calibrate, fit on p = 1, 2, 4,
+// predict measured and extrapolated p, validate, and name the file of
+// every bad input.
+func TestPredictCommand(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join("..", "..", "data", "cora")
+	trainRun := func(p int, name string, args ...string) string {
+		out, err := runCmd(t, p, "train", append([]string{"--data", data, "--epochs", "2", "--eval-every", "0"}, args...)...)
+		require.NoError(t, err)
+		path := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(path, []byte(out), 0o644))
+		return path
+	}
+	r1, r2, r4 := trainRun(1, "r1.json"), trainRun(2, "r2.json"), trainRun(4, "r4.json")
+	other := trainRun(2, "other.json", "--fanouts", "5,5")
+
+	netPath := filepath.Join(dir, "net.json")
+	_, err := runCmd(t, 2, "predict", "--calibrate", "--out", netPath, "--max-bytes", "4096", "--min-time", "1ms", "--min-reps", "2")
+	require.NoError(t, err)
+	net, err := loadNetwork(netPath)
+	require.NoError(t, err)
+	require.Equal(t, "calibration", net.Source)
+	require.NotEmpty(t, net.Samples)
+	for _, k := range perfmodel.Kinds {
+		require.Positive(t, net.Links[k].Samples, k)
+	}
+
+	csvPath := filepath.Join(dir, "p.csv")
+	fit := strings.Join([]string{r1, r2, r4}, ",")
+	_, err = runCmd(t, 1, "predict", "--net", netPath, "--fit", fit, "--np", "2,8", "--validate", r4, "--csv", csvPath)
+	require.NoError(t, err)
+	f, err := os.Open(csvPath)
+	require.NoError(t, err)
+	recs, err := csv.NewReader(f).ReadAll()
+	f.Close()
+	require.NoError(t, err)
+	require.Equal(t, predictCSVHeader, recs[0])
+	require.Len(t, recs, 4)
+	require.Equal(t, "4", recs[1][0])
+	require.NotEmpty(t, recs[1][2], "validation row has a measurement")
+	require.Contains(t, recs[2][len(recs[2])-1], "measured")
+	require.Equal(t, "8", recs[3][0])
+	require.Contains(t, recs[3][len(recs[3])-1], "extrapolated")
+
+	// The measured workload is the per-epoch count on the busiest rank:
+	// the grad allreduce moves the gradient volume once per minibatch.
+	run, err := readRun(r2)
+	require.NoError(t, err)
+	g := run.Comm[perfmodel.PhaseGrad][perfmodel.Allreduce]
+	require.Equal(t, run.Batches, g.Calls)
+	require.Equal(t, float64(4*run.params)*g.Calls, g.Bytes) // p = 2: each rank sends n−b+b elements
+
+	bad := filepath.Join(dir, "bad.json")
+	require.NoError(t, os.WriteFile(bad, []byte("{not json"), 0o644))
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--net", "infiniband", "--fit", fit, "--np", "8"}, "infiniband"},
+		{[]string{"--net", bad, "--fit", fit, "--np", "8"}, bad},
+		{[]string{"--net", "25gbe", "--fit", r1 + "," + bad, "--np", "8"}, bad},
+		{[]string{"--net", "25gbe", "--fit", r1 + "," + other, "--np", "8"}, other},
+		{[]string{"--net", "25gbe", "--fit", r1 + "," + r2, "--np", "8"}, "fewer observations"},
+		{[]string{"--net", "25gbe", "--fit", fit, "--np", "8", "--validate", other}, other},
+		{[]string{"--net", "25gbe", "--fit", netPath, "--np", "8"}, netPath},
+	} {
+		_, err := runCmd(t, 1, "predict", tc.args...)
+		require.ErrorContains(t, err, tc.want, tc.args)
+	}
+}

@@ -1,0 +1,273 @@
+package perfmodel
+
+import (
+	"fmt"
+	"math"
+	"sort"
+
+	"gnnmpi/collective"
+)
+
+// The phases of a minibatch epoch the model predicts (train's names).
+const (
+	PhaseSample  = "sample"
+	PhaseFetch   = "fetch"
+	PhaseCompute = "compute"
+	PhaseGrad    = "grad"
+)
+
+// Phases lists the modelled phases in epoch order.
+var Phases = []string{PhaseSample, PhaseFetch, PhaseCompute, PhaseGrad}
+
+// Node describes how ranks share a node's cores.
+type Node struct {
+	CoresPerNode int // 0: unknown, every rank gets a whole core
+	RanksPerNode int // 0: all ranks on one node
+}
+
+// Share returns the part of a core a rank gets at p ranks:
+// min(1, CoresPerNode / ranks on a node), the ranks on a node being
+// min(p, RanksPerNode) (p when RanksPerNode is 0).
+func (n Node) Share(p int) float64 {
+	if n.CoresPerNode <= 0 {
+		return 1
+	}
+	rpn := p
+	if n.RanksPerNode > 0 {
+		rpn = min(p, n.RanksPerNode)
+	}
+	return math.Min(1, float64(n.CoresPerNode)/float64(rpn))
+}
+
+// Traffic is the calls and bytes (max of sent and received) of one kind of
+// call on one rank in one epoch.
+type Traffic struct {
+	Calls float64 `json:"calls"`
+	Bytes float64 `json:"bytes"`
+}
+
+// Workload is what one epoch does at P ranks, on the slowest rank: calls
+// and bytes by phase and kind, and the units of compute.
+type Workload struct {
+	P         int
+	Batches   float64                     // minibatches per rank
+	FetchRows float64                     // feature rows a rank fetches (its own included)
+	Comm      map[string]map[Kind]Traffic // phase → kind → traffic (max over ranks)
+	Source    string                      // where the workload came from
+}
+
+// Run is a measured run: its workload and what it measured per epoch.
+type Run struct {
+	Name string
+	Workload
+	Overlap      bool
+	PhaseSeconds map[string]float64 // median seconds per phase, slowest rank
+	CommSeconds  map[string]float64 // seconds inside collectives per phase, slowest rank
+	EpochSeconds float64            // median epoch seconds
+}
+
+// units returns the regressors of phase ph: minibatches, and for fetch the
+// rows, each divided by share.
+func units(ph string, w *Workload, share float64) []float64 {
+	u := []float64{1, w.Batches / share}
+	if ph == PhaseFetch {
+		u = append(u, w.FetchRows/share)
+	}
+	return u
+}
+
+// UnitNames names the coefficients of PhaseFit.Gamma per phase.
+func UnitNames(ph string) []string {
+	if ph == PhaseFetch {
+		return []string{"const", "batch", "row"}
+	}
+	return []string{"const", "batch"}
+}
+
+// PhaseFit is the fitted compute of one phase: Gamma[0] seconds per epoch,
+// then seconds per unit (UnitNames).
+type PhaseFit struct {
+	Gamma []float64 `json:"gamma"`
+	R2    float64   `json:"r2"`
+}
+
+// Compute is the fitted compute model.
+type Compute struct {
+	Node   Node                // the node of the fitting runs
+	Phases map[string]PhaseFit // by phase
+}
+
+// MeasuredCompute returns a run's compute seconds in phase ph: the phase's
+// seconds less its seconds inside collectives, never negative.
+func (r *Run) MeasuredCompute(ph string) float64 {
+	return math.Max(0, r.PhaseSeconds[ph]-r.CommSeconds[ph])
+}
+
+// FitCompute fits c_φ and γ_φ ≥ 0 per phase by least squares over runs
+// measured on node (one row per run). It returns an error when a phase has
+// more parameters than there are runs.
+func FitCompute(runs []Run, node Node) (*Compute, error) {
+	c := &Compute{Node: node, Phases: map[string]PhaseFit{}}
+	for _, ph := range Phases {
+		rows := make([][]float64, len(runs))
+		b := make([]float64, len(runs))
+		for i := range runs {
+			rows[i] = units(ph, &runs[i].Workload, node.Share(runs[i].P))
+			b[i] = runs[i].MeasuredCompute(ph)
+		}
+		if len(runs) < len(UnitNames(ph)) {
+			return nil, fmt.Errorf("perfmodel: the %s phase has %d parameters and there are %d fitting runs: %w", ph, len(UnitNames(ph)), len(runs), ErrTooFewRows)
+		}
+		x, r2, err := NonNegLeastSquares(rows, b)
+		if err != nil {
+			return nil, fmt.Errorf("perfmodel: fitting %s: %w", ph, err)
+		}
+		c.Phases[ph] = PhaseFit{Gamma: x, R2: r2}
+	}
+	return c, nil
+}
+
+// PhaseTime is one phase's predicted seconds.
+type PhaseTime struct {
+	Comm    float64 `json:"comm_s"`
+	Compute float64 `json:"compute_s"`
+}
+
+// Prediction is the predicted epoch at P ranks.
+type Prediction struct {
+	P      int
+	Phases map[string]PhaseTime
+	Loop   float64 // compute + grad
+	Loader float64 // sample + fetch
+	Epoch  float64
+	Source string // the workload's source
+}
+
+// Predict predicts the epoch of workload w on node with network net. With
+// overlap the loader runs beside the loop: epoch = loop + max(0, loader −
+// loop); without, epoch = loop + loader.
+func (c *Compute) Predict(net *Network, w *Workload, node Node, overlap bool) Prediction {
+	pr := Prediction{P: w.P, Phases: map[string]PhaseTime{}, Source: w.Source}
+	share := node.Share(w.P)
+	for _, ph := range Phases {
+		var t PhaseTime
+		for k, tr := range w.Comm[ph] {
+			t.Comm += net.Time(k, w.P, tr.Calls, tr.Bytes)
+		}
+		u := units(ph, w, share)
+		for j, g := range c.Phases[ph].Gamma {
+			t.Compute += g * u[j]
+		}
+		pr.Phases[ph] = t
+	}
+	sum := func(phs ...string) float64 {
+		s := 0.0
+		for _, ph := range phs {
+			s += pr.Phases[ph].Comm + pr.Phases[ph].Compute
+		}
+		return s
+	}
+	pr.Loop, pr.Loader = sum(PhaseCompute, PhaseGrad), sum(PhaseSample, PhaseFetch)
+	if overlap {
+		pr.Epoch = pr.Loop + math.Max(0, pr.Loader-pr.Loop)
+	} else {
+		pr.Epoch = pr.Loop + pr.Loader
+	}
+	return pr
+}
+
+// Batches returns the minibatches per rank per epoch at p ranks for
+// trainVertices training vertices split evenly (the global shuffle's rule,
+// and the local one's when the partition balances the training vertices):
+// ⌈⌈N/p⌉ / b⌉, at least 1, where b is batch per rank, or ⌈global/p⌉ when
+// global > 0 (--global-batch-size).
+func Batches(p, trainVertices, batch, global int) int {
+	if global > 0 {
+		batch = (global + p - 1) / p
+	}
+	n := (trainVertices + p - 1) / p
+	return max(1, (n+batch-1)/batch)
+}
+
+// Basis returns the extrapolation basis at p for n observations: the first
+// min(n, 3) of {1, 1/p, log2 p}. (1, 1/p and (p−1)/p are linearly
+// dependent, so (p−1)/p, the share of a volume that crosses ranks, is
+// covered by 1 and 1/p.)
+func Basis(p, n int) []float64 {
+	b := []float64{1, 1 / float64(p), math.Log2(float64(p))}
+	return b[:min(n, len(b))]
+}
+
+// Extrapolate fits a per-minibatch law on Basis to each quantity of the
+// runs (calls and bytes per phase and kind, fetched rows) and returns the
+// workload at p with batches minibatches per rank. The grad allreduce
+// bytes are exact instead: calls × collective.AllreduceVolume of params
+// float32 gradients (busiest rank). Negative extrapolations become 0.
+func Extrapolate(runs []Run, p, batches, params int) (*Workload, error) {
+	if len(runs) == 0 {
+		return nil, fmt.Errorf("perfmodel: no runs to extrapolate from")
+	}
+	var ps []int
+	for _, r := range runs {
+		ps = append(ps, r.P)
+	}
+	sort.Ints(ps)
+	// Distinct p values bound the basis size.
+	distinct := 0
+	for i := range ps {
+		if i == 0 || ps[i] != ps[i-1] {
+			distinct++
+		}
+	}
+	rows := make([][]float64, len(runs))
+	for i, r := range runs {
+		rows[i] = Basis(r.P, distinct)
+	}
+	at := Basis(p, distinct)
+	law := func(q func(r *Run) float64) (float64, error) {
+		b := make([]float64, len(runs))
+		for i := range runs {
+			b[i] = q(&runs[i]) / math.Max(runs[i].Batches, 1)
+		}
+		x, _, err := leastSquares(rows, b, false)
+		if err != nil {
+			return 0, err
+		}
+		v := 0.0
+		for j := range x {
+			v += x[j] * at[j]
+		}
+		return math.Max(0, v) * float64(batches), nil
+	}
+	w := &Workload{P: p, Batches: float64(batches), Comm: map[string]map[Kind]Traffic{},
+		Source: fmt.Sprintf("extrapolated from p=%v", ps)}
+	var err error
+	if w.FetchRows, err = law(func(r *Run) float64 { return r.FetchRows }); err != nil {
+		return nil, err
+	}
+	for _, ph := range Phases {
+		kinds := map[Kind]bool{}
+		for _, r := range runs {
+			for k := range r.Comm[ph] {
+				kinds[k] = true
+			}
+		}
+		for k := range kinds {
+			var t Traffic
+			if t.Calls, err = law(func(r *Run) float64 { return r.Comm[ph][k].Calls }); err != nil {
+				return nil, err
+			}
+			if ph == PhaseGrad && k == Allreduce && params > 0 {
+				v, _ := collective.AllreduceVolume(0, p, params, 4)
+				t.Bytes = t.Calls * float64(v)
+			} else if t.Bytes, err = law(func(r *Run) float64 { return r.Comm[ph][k].Bytes }); err != nil {
+				return nil, err
+			}
+			if w.Comm[ph] == nil {
+				w.Comm[ph] = map[Kind]Traffic{}
+			}
+			w.Comm[ph][k] = t
+		}
+	}
+	return w, nil
+}

@@ -1,0 +1,197 @@
+package perfmodel
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"gnnmpi/collective"
+)
+
+func TestLatency(t *testing.T) {
+	for _, k := range Kinds {
+		require.Zero(t, Latency(k, 1), k)
+	}
+	require.Equal(t, 6.0, Latency(Allreduce, 8))
+	require.Equal(t, 8.0, Latency(Allreduce, 9))
+	require.Equal(t, 3.0, Latency(Allgatherv, 8))
+	require.Equal(t, 10.0, Latency(Bcast, 1024))
+	require.Equal(t, 1.0, Latency(Barrier, 2))
+	require.Equal(t, 7.0, Latency(Alltoallv, 8))
+	require.Equal(t, 1.0, Latency(Sendrecv, 64))
+}
+
+func TestShare(t *testing.T) {
+	require.Equal(t, 1.0, Node{}.Share(8))
+	require.Equal(t, 1.0, Node{CoresPerNode: 2}.Share(2))
+	require.Equal(t, 0.5, Node{CoresPerNode: 2}.Share(4))
+	require.Equal(t, 0.25, Node{CoresPerNode: 2}.Share(8))
+	require.Equal(t, 1.0, Node{CoresPerNode: 64, RanksPerNode: 8}.Share(1024))
+	require.Equal(t, 0.5, Node{CoresPerNode: 4, RanksPerNode: 8}.Share(1024))
+}
+
+func synthNet(t *testing.T, noise float64) (*Network, map[Kind]Link) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	want := map[Kind]Link{}
+	var ss []Sample
+	for i, k := range Kinds {
+		l := Link{Alpha: float64(i+1) * 1e-6, Beta: float64(i+1) / 1e10}
+		if k == Barrier {
+			l.Beta = 0
+		}
+		want[k] = l
+		for _, p := range []int{2, 4, 8} {
+			for b := 16.0; b <= 1<<24; b *= 4 {
+				if k == Barrier {
+					b = 0
+				}
+				s := l.Alpha*Latency(k, p) + l.Beta*b
+				ss = append(ss, Sample{Kind: k, P: p, Bytes: b, Seconds: s * (1 + noise*rng.NormFloat64())})
+				if k == Barrier {
+					break
+				}
+			}
+		}
+	}
+	n, err := FitNetwork("synth", ss)
+	require.NoError(t, err)
+	return n, want
+}
+
+func TestFitNetworkExact(t *testing.T) {
+	n, want := synthNet(t, 0)
+	require.NoError(t, n.Validate())
+	for k, w := range want {
+		got := n.Links[k]
+		require.InEpsilon(t, w.Alpha, got.Alpha, 1e-6, k)
+		if w.Beta > 0 {
+			require.InEpsilon(t, w.Beta, got.Beta, 1e-6, k)
+		}
+		require.InDelta(t, 1, got.R2, 1e-9, k)
+	}
+}
+
+func TestFitNetworkNoise(t *testing.T) {
+	n, want := synthNet(t, 0.05)
+	for k, w := range want {
+		got := n.Links[k]
+		require.InEpsilon(t, w.Alpha, got.Alpha, 0.25, k)
+		if w.Beta > 0 {
+			require.InEpsilon(t, w.Beta, got.Beta, 0.05, k)
+		}
+	}
+}
+
+func TestNonNegative(t *testing.T) {
+	// b = 2 − 1·x: the unconstrained slope is negative; NNLS fixes it at 0.
+	rows := [][]float64{{1, 0}, {1, 1}, {1, 2}}
+	x, _, err := NonNegLeastSquares(rows, []float64{2, 1, 0})
+	require.NoError(t, err)
+	require.Zero(t, x[1])
+	require.InDelta(t, 1, x[0], 1e-12)
+	_, _, err = NonNegLeastSquares(rows[:1], []float64{1})
+	require.ErrorIs(t, err, ErrTooFewRows)
+}
+
+func TestPresets(t *testing.T) {
+	for _, name := range PresetNames() {
+		n, err := Preset(name)
+		require.NoError(t, err)
+		require.NoError(t, n.Validate())
+	}
+	n, _ := Preset("ib-hdr100")
+	// 1 MiB allreduce at 4 ranks: 4 latency steps and 1 MiB at 12 GB/s.
+	require.InEpsilon(t, 4*1.5e-6+float64(1<<20)/12e9, n.Time(Allreduce, 4, 1, 1<<20), 1e-12)
+	_, err := Preset("infiniband")
+	require.ErrorContains(t, err, "ib-hdr100")
+}
+
+// synthRuns makes runs whose compute follows a known law.
+func synthRuns(node Node, ps []int, noise float64) []Run {
+	rng := rand.New(rand.NewPCG(3, 4))
+	gamma := map[string][]float64{PhaseSample: {0.001, 0.002}, PhaseFetch: {0.0005, 0.001, 2e-6}, PhaseCompute: {0.01, 0.02}, PhaseGrad: {0, 0.0001}}
+	var runs []Run
+	for _, p := range ps {
+		b := float64(Batches(p, 10000, 64, 0))
+		w := Workload{P: p, Batches: b, FetchRows: b * (500 + 300*float64(p-1)/float64(p))}
+		r := Run{Workload: w, PhaseSeconds: map[string]float64{}, CommSeconds: map[string]float64{}}
+		for ph, g := range gamma {
+			u := units(ph, &w, node.Share(p))
+			s := 0.0
+			for j := range g {
+				s += g[j] * u[j]
+			}
+			r.CommSeconds[ph] = 0.003
+			r.PhaseSeconds[ph] = s*(1+noise*rng.NormFloat64()) + 0.003
+		}
+		runs = append(runs, r)
+	}
+	return runs
+}
+
+func TestFitCompute(t *testing.T) {
+	node := Node{CoresPerNode: 2}
+	runs := synthRuns(node, []int{1, 2, 3, 4, 8}, 0)
+	c, err := FitCompute(runs, node)
+	require.NoError(t, err)
+	require.InDelta(t, 0.02, c.Phases[PhaseCompute].Gamma[1], 1e-12)
+	require.InDelta(t, 0.01, c.Phases[PhaseCompute].Gamma[0], 1e-12)
+	require.InDelta(t, 2e-6, c.Phases[PhaseFetch].Gamma[2], 1e-12)
+	// The fit reproduces every run's compute.
+	net, _ := Preset("ib-hdr100")
+	for _, r := range runs {
+		pr := c.Predict(net, &r.Workload, node, false)
+		for _, ph := range Phases {
+			require.InDelta(t, r.MeasuredCompute(ph), pr.Phases[ph].Compute, 1e-12, ph)
+		}
+	}
+	noisy, err := FitCompute(synthRuns(node, []int{1, 2, 3, 4, 6, 8, 12, 16}, 0.02), node)
+	require.NoError(t, err)
+	require.InEpsilon(t, 0.02, noisy.Phases[PhaseCompute].Gamma[1], 0.1)
+
+	_, err = FitCompute(runs[:2], node)
+	require.ErrorIs(t, err, ErrTooFewRows)
+}
+
+func TestPredictOverlap(t *testing.T) {
+	net, _ := Preset("25gbe")
+	c := &Compute{Phases: map[string]PhaseFit{PhaseSample: {Gamma: []float64{1, 0}}, PhaseFetch: {Gamma: []float64{0, 0, 0}}, PhaseCompute: {Gamma: []float64{3, 0}}, PhaseGrad: {Gamma: []float64{0, 0}}}}
+	w := &Workload{P: 4, Batches: 10, Comm: map[string]map[Kind]Traffic{PhaseGrad: {Allreduce: {Calls: 10, Bytes: 2.9e9}}}}
+	pr := c.Predict(net, w, Node{}, true)
+	comm := 10*4*15e-6 + 1.0
+	require.InDelta(t, comm, pr.Phases[PhaseGrad].Comm, 1e-12)
+	require.InDelta(t, 3+comm, pr.Epoch, 1e-12) // loader (1 s) hidden
+	pr = c.Predict(net, w, Node{}, false)
+	require.InDelta(t, 4+comm, pr.Epoch, 1e-12)
+}
+
+func TestExtrapolate(t *testing.T) {
+	// Per-minibatch laws: fetch bytes 1000·(p−1)/p, calls 2, rows 500+300/p;
+	// grad bytes exact from the parameter count.
+	const params = 1000
+	var runs []Run
+	for _, p := range []int{1, 2, 4} {
+		b := float64(Batches(p, 10000, 64, 0))
+		w := Workload{P: p, Batches: b, FetchRows: b * (500 + 300/float64(p)), Comm: map[string]map[Kind]Traffic{
+			PhaseFetch: {Alltoallv: {Calls: 2 * b, Bytes: b * 1000 * float64(p-1) / float64(p)}},
+			PhaseGrad:  {Allreduce: {Calls: b, Bytes: 0}},
+		}}
+		runs = append(runs, Run{Workload: w})
+	}
+	p := 1024
+	nb := Batches(p, 10000, 64, 0)
+	w, err := Extrapolate(runs, p, nb, params)
+	require.NoError(t, err)
+	b := float64(nb)
+	require.InEpsilon(t, b*(500+300/float64(p)), w.FetchRows, 1e-9)
+	require.InEpsilon(t, 2*b, w.Comm[PhaseFetch][Alltoallv].Calls, 1e-9)
+	require.InEpsilon(t, b*1000*float64(p-1)/float64(p), w.Comm[PhaseFetch][Alltoallv].Bytes, 1e-9)
+	v, _ := collective.AllreduceVolume(0, p, params, 4)
+	require.InEpsilon(t, b*float64(v), w.Comm[PhaseGrad][Allreduce].Bytes, 1e-9)
+	require.Equal(t, 1, Batches(1024, 10000, 64, 0))
+	require.Equal(t, 3, Batches(2, 140, 32, 0))
+	require.Equal(t, 3, Batches(4, 140, 0, 64)) // global 64: 16 per rank, 35 vertices
+	require.False(t, math.IsNaN(w.Batches))
+}
