@@ -235,19 +235,19 @@ netns_exec() {
 }
 
 netns_mpirun() {
-	local np=$1 mca to=()
+	local np=$1 mca tmo=()
 	shift
 	if [ ! -f "$(netns_dir)/hostfile" ]; then
 		echo "netns: no $(netns_dir)/hostfile (netns_up first, with the same NETNS_DIR)" >&2
 		return 1
 	fi
 	mapfile -t mca < <(netns_mca)
-	[ -z "${NETNS_TIMEOUT:-}" ] || to=(timeout -k 5 "$NETNS_TIMEOUT")
+	[ -z "${NETNS_TIMEOUT:-}" ] || tmo=(timeout -k 5 "$NETNS_TIMEOUT")
 	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
 		OMPI_MCA_oob_tcp_keepalive_time=${OMPI_MCA_oob_tcp_keepalive_time:-5} \
 		OMPI_MCA_oob_tcp_keepalive_intvl=${OMPI_MCA_oob_tcp_keepalive_intvl:-2} \
 		OMPI_MCA_oob_tcp_keepalive_probes=${OMPI_MCA_oob_tcp_keepalive_probes:-3} \
-		netns_exec 1 "${to[@]}" mpirun -np "$np" "${mca[@]}" "$@"
+		netns_exec 1 "${tmo[@]}" mpirun -np "$np" "${mca[@]}" "$@"
 }
 
 netns_counter() {

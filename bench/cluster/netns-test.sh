@@ -51,7 +51,9 @@ command -v jq >/dev/null || missing+=(jq)
 if [ ${#missing[@]} -gt 0 ] && command -v apt-get >/dev/null; then
 	echo "netns-test: installing ${missing[*]}" >&2
 	export DEBIAN_FRONTEND=noninteractive
-	apt-get update -qq >/dev/null && apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null || true
+	if apt-get update -qq >/dev/null; then
+		apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null || true
+	fi
 fi
 command -v jq >/dev/null || skip "needs jq"
 command -v python3 >/dev/null || skip "needs python3 (the throughput check)"
@@ -239,8 +241,9 @@ else
 		left=$(netns_pids "$ns")
 		if [ -n "$left" ]; then
 			clean=no
-			fail "left running in $ns 30 s after the cut: $(ps -o pid=,comm= -p "$(echo $left | tr ' ' ,)" | paste -sd' ')"
-			kill -9 $left 2>/dev/null || true
+			mapfile -t pids <<<"$left"
+			fail "left running in $ns 30 s after the cut: $(ps -o pid=,comm= -p "$(paste -sd, <<<"$left")" | paste -sd' ')"
+			kill -9 "${pids[@]}" 2>/dev/null || true
 		fi
 	done
 	[ $clean = no ] || echo "   no gnnmpi or orted left in any namespace ${gone} s after the cut" >&2
