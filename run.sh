@@ -5,7 +5,7 @@
 #   ./run.sh [-n NP] CMD ARGS...  run `gnnmpi CMD ARGS...` on NP ranks (mpirun, or srun in Slurm)
 #   ./run.sh test                 all tests: vet, gofmt, go test -race, MPI suites under mpirun,
 #                                 and (as root) a one-node Slurm (bench/cluster/slurm-test.sh) and
-#                                 two network-namespace hosts over TCP (bench/cluster/netns-test.sh)
+#                                 three network-namespace hosts over TCP (bench/cluster/netns-test.sh)
 #   ./run.sh test cluster         the one-node Slurm and namespace-hosts tests only
 #   ./run.sh build                build ./gnnmpi only
 #
@@ -170,7 +170,7 @@ run_tests() {
 cluster_tests() {
 	echo "== one-node Slurm: srun, sbatch, srun without --mpi refused" >&2
 	bench/cluster/slurm-test.sh
-	echo "== two network-namespace hosts over TCP: selftest, train, veth counters, a cut link" >&2
+	echo "== three network-namespace hosts over TCP: selftest, train, pipe, veth counters, a tbf rate limit, a cut link" >&2
 	bench/cluster/netns-test.sh
 }
 
