@@ -51,6 +51,7 @@ type Traffic struct {
 type Workload struct {
 	P         int
 	Batches   float64                     // minibatches per rank
+	Seeds     float64                     // training seeds per rank (|train| / P)
 	FetchRows float64                     // feature rows a rank fetches (its own included)
 	Comm      map[string]map[Kind]Traffic // phase → kind → traffic (max over ranks)
 	Source    string                      // where the workload came from
@@ -66,22 +67,37 @@ type Run struct {
 	EpochSeconds float64            // median epoch seconds
 }
 
-// units returns the regressors of phase ph: minibatches, and for fetch the
-// rows, each divided by share.
+// units returns the regressors of phase ph, each divided by share (the
+// part of a core the rank gets): a constant per epoch, and the phase's
+// work: the seeds a rank samples and trains (sample, compute), the rows it
+// gathers (fetch), or the collective calls it makes (grad: the CPU of each
+// call and the wait for the slowest rank, none with one rank).
 func units(ph string, w *Workload, share float64) []float64 {
-	u := []float64{1, w.Batches / share}
-	if ph == PhaseFetch {
-		u = append(u, w.FetchRows/share)
+	var x float64
+	switch ph {
+	case PhaseFetch:
+		x = w.FetchRows
+	case PhaseGrad:
+		if w.P > 1 {
+			for _, t := range w.Comm[ph] {
+				x += t.Calls
+			}
+		}
+	default:
+		x = w.Seeds
 	}
-	return u
+	return []float64{1 / share, x / share}
 }
 
 // UnitNames names the coefficients of PhaseFit.Gamma per phase.
 func UnitNames(ph string) []string {
-	if ph == PhaseFetch {
-		return []string{"const", "batch", "row"}
+	switch ph {
+	case PhaseFetch:
+		return []string{"const", "row"}
+	case PhaseGrad:
+		return []string{"const", "call"}
 	}
-	return []string{"const", "batch"}
+	return []string{"const", "seed"}
 }
 
 // PhaseFit is the fitted compute of one phase: Gamma[0] seconds per epoch,
@@ -93,30 +109,72 @@ type PhaseFit struct {
 
 // Compute is the fitted compute model.
 type Compute struct {
-	Node   Node                // the node of the fitting runs
+	Node Node // the node of the fitting runs
+	// Theta is the contention exponent: a rank computes at Share(p)^Theta
+	// of a core. 1 when the ranks on a node compete for its cores all the
+	// time; below 1 when some wait (in collectives, yielding the core)
+	// while others compute, as oversubscribed ranks do.
+	Theta  float64
 	Phases map[string]PhaseFit // by phase
 }
 
-// MeasuredCompute returns a run's compute seconds in phase ph: the phase's
-// seconds less its seconds inside collectives, never negative.
-func (r *Run) MeasuredCompute(ph string) float64 {
-	return math.Max(0, r.PhaseSeconds[ph]-r.CommSeconds[ph])
+// share is the part of a core a rank gets at p ranks on node.
+func (c *Compute) share(node Node, p int) float64 { return math.Pow(node.Share(p), c.Theta) }
+
+// MeasuredCompute returns a run's compute seconds in phase ph under network
+// net: the phase's seconds less the time net predicts for its collectives,
+// never negative. What the collectives measured beyond that prediction
+// (waiting for the slowest rank, packing, a descheduled peer) counts as
+// the phase's compute, so the fit learns it from the units.
+func (r *Run) MeasuredCompute(net *Network, ph string) float64 {
+	comm := 0.0
+	for k, tr := range r.Comm[ph] {
+		comm += net.Time(k, r.P, tr.Calls, tr.Bytes)
+	}
+	return math.Max(0, r.PhaseSeconds[ph]-comm)
 }
 
+// thetaSteps is the grid FitCompute searches Theta over: 0, 1/20, …, 1.
+const thetaSteps = 20
+
 // FitCompute fits c_φ and γ_φ ≥ 0 per phase by least squares over runs
-// measured on node (one row per run). It returns an error when a phase has
-// more parameters than there are runs.
-func FitCompute(runs []Run, node Node) (*Compute, error) {
-	c := &Compute{Node: node, Phases: map[string]PhaseFit{}}
+// measured on node under network net (one row per run), and the contention
+// exponent Theta: of a grid over [0, 1], the value whose fit predicts the
+// runs' epochs with the least sum of squared relative errors. It returns
+// an error when a phase has more parameters than there are runs.
+func FitCompute(runs []Run, node Node, net *Network) (*Compute, error) {
+	var best *Compute
+	bestErr := math.Inf(1)
+	for i := 0; i <= thetaSteps; i++ {
+		c, err := fitAt(runs, node, net, float64(i)/thetaSteps)
+		if err != nil {
+			return nil, err
+		}
+		e := 0.0
+		for j := range runs {
+			pr := c.Predict(net, &runs[j].Workload, node, runs[j].Overlap)
+			d := pr.Epoch/runs[j].EpochSeconds - 1
+			e += d * d
+		}
+		if e < bestErr {
+			best, bestErr = c, e
+		}
+	}
+	return best, nil
+}
+
+// fitAt fits the phases with the contention exponent theta.
+func fitAt(runs []Run, node Node, net *Network, theta float64) (*Compute, error) {
+	c := &Compute{Node: node, Theta: theta, Phases: map[string]PhaseFit{}}
 	for _, ph := range Phases {
+		if len(runs) < len(UnitNames(ph)) {
+			return nil, fmt.Errorf("perfmodel: the %s phase has %d parameters and there are %d fitting runs: %w", ph, len(UnitNames(ph)), len(runs), ErrTooFewRows)
+		}
 		rows := make([][]float64, len(runs))
 		b := make([]float64, len(runs))
 		for i := range runs {
-			rows[i] = units(ph, &runs[i].Workload, node.Share(runs[i].P))
-			b[i] = runs[i].MeasuredCompute(ph)
-		}
-		if len(runs) < len(UnitNames(ph)) {
-			return nil, fmt.Errorf("perfmodel: the %s phase has %d parameters and there are %d fitting runs: %w", ph, len(UnitNames(ph)), len(runs), ErrTooFewRows)
+			rows[i] = units(ph, &runs[i].Workload, c.share(node, runs[i].P))
+			b[i] = runs[i].MeasuredCompute(net, ph)
 		}
 		x, r2, err := NonNegLeastSquares(rows, b)
 		if err != nil {
@@ -148,7 +206,7 @@ type Prediction struct {
 // loop); without, epoch = loop + loader.
 func (c *Compute) Predict(net *Network, w *Workload, node Node, overlap bool) Prediction {
 	pr := Prediction{P: w.P, Phases: map[string]PhaseTime{}, Source: w.Source}
-	share := node.Share(w.P)
+	share := c.share(node, w.P)
 	for _, ph := range Phases {
 		var t PhaseTime
 		for k, tr := range w.Comm[ph] {
@@ -203,7 +261,7 @@ func Basis(p, n int) []float64 {
 // workload at p with batches minibatches per rank. The grad allreduce
 // bytes are exact instead: calls × collective.AllreduceVolume of params
 // float32 gradients (busiest rank). Negative extrapolations become 0.
-func Extrapolate(runs []Run, p, batches, params int) (*Workload, error) {
+func Extrapolate(runs []Run, p, batches int, seeds float64, params int) (*Workload, error) {
 	if len(runs) == 0 {
 		return nil, fmt.Errorf("perfmodel: no runs to extrapolate from")
 	}
@@ -239,7 +297,7 @@ func Extrapolate(runs []Run, p, batches, params int) (*Workload, error) {
 		}
 		return math.Max(0, v) * float64(batches), nil
 	}
-	w := &Workload{P: p, Batches: float64(batches), Comm: map[string]map[Kind]Traffic{},
+	w := &Workload{P: p, Batches: float64(batches), Seeds: seeds, Comm: map[string]map[Kind]Traffic{},
 		Source: fmt.Sprintf("extrapolated from p=%v", ps)}
 	var err error
 	if w.FetchRows, err = law(func(r *Run) float64 { return r.FetchRows }); err != nil {

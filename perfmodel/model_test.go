@@ -108,23 +108,31 @@ func TestPresets(t *testing.T) {
 	require.ErrorContains(t, err, "ib-hdr100")
 }
 
-// synthRuns makes runs whose compute follows a known law.
-func synthRuns(node Node, ps []int, noise float64) []Run {
+// synthRuns makes runs whose compute follows a known law with contention
+// exponent theta, and whose collectives take what net predicts.
+func synthRuns(node Node, net *Network, theta float64, ps []int, noise float64) []Run {
 	rng := rand.New(rand.NewPCG(3, 4))
-	gamma := map[string][]float64{PhaseSample: {0.001, 0.002}, PhaseFetch: {0.0005, 0.001, 2e-6}, PhaseCompute: {0.01, 0.02}, PhaseGrad: {0, 0.0001}}
+	gamma := map[string][]float64{PhaseSample: {0.001, 2e-5}, PhaseFetch: {0.0005, 2e-6}, PhaseCompute: {0.01, 1e-4}, PhaseGrad: {0, 0.0001}}
 	var runs []Run
 	for _, p := range ps {
 		b := float64(Batches(p, 10000, 64, 0))
-		w := Workload{P: p, Batches: b, FetchRows: b * (500 + 300*float64(p-1)/float64(p))}
+		w := Workload{P: p, Batches: b, Seeds: 10000 / float64(p), FetchRows: b * (500 + 300*float64(p-1)/float64(p)),
+			Comm: map[string]map[Kind]Traffic{PhaseGrad: {Allreduce: {Calls: b, Bytes: b * 4e5}}, PhaseFetch: {Alltoallv: {Calls: b, Bytes: b * 1e5}}}}
 		r := Run{Workload: w, PhaseSeconds: map[string]float64{}, CommSeconds: map[string]float64{}}
+		share := math.Pow(node.Share(p), theta)
 		for ph, g := range gamma {
-			u := units(ph, &w, node.Share(p))
+			u := units(ph, &w, share)
 			s := 0.0
 			for j := range g {
 				s += g[j] * u[j]
 			}
-			r.CommSeconds[ph] = 0.003
-			r.PhaseSeconds[ph] = s*(1+noise*rng.NormFloat64()) + 0.003
+			comm := 0.0
+			for k, tr := range w.Comm[ph] {
+				comm += net.Time(k, p, tr.Calls, tr.Bytes)
+			}
+			r.CommSeconds[ph] = comm
+			r.PhaseSeconds[ph] = s*(1+noise*rng.NormFloat64()) + comm
+			r.EpochSeconds += r.PhaseSeconds[ph]
 		}
 		runs = append(runs, r)
 	}
@@ -133,31 +141,35 @@ func synthRuns(node Node, ps []int, noise float64) []Run {
 
 func TestFitCompute(t *testing.T) {
 	node := Node{CoresPerNode: 2}
-	runs := synthRuns(node, []int{1, 2, 3, 4, 8}, 0)
-	c, err := FitCompute(runs, node)
+	net, _ := Preset("25gbe")
+	runs := synthRuns(node, net, 0.75, []int{1, 2, 3, 4, 8}, 0)
+	c, err := FitCompute(runs, node, net)
 	require.NoError(t, err)
-	require.InDelta(t, 0.02, c.Phases[PhaseCompute].Gamma[1], 1e-12)
+	require.Equal(t, 0.75, c.Theta)
+	require.InDelta(t, 1e-4, c.Phases[PhaseCompute].Gamma[1], 1e-12)
 	require.InDelta(t, 0.01, c.Phases[PhaseCompute].Gamma[0], 1e-12)
-	require.InDelta(t, 2e-6, c.Phases[PhaseFetch].Gamma[2], 1e-12)
-	// The fit reproduces every run's compute.
-	net, _ := Preset("ib-hdr100")
+	require.InDelta(t, 2e-6, c.Phases[PhaseFetch].Gamma[1], 1e-12)
+	require.InDelta(t, 1e-4, c.Phases[PhaseGrad].Gamma[1], 1e-12)
+	// The fit reproduces every run's compute and epoch.
 	for _, r := range runs {
 		pr := c.Predict(net, &r.Workload, node, false)
 		for _, ph := range Phases {
-			require.InDelta(t, r.MeasuredCompute(ph), pr.Phases[ph].Compute, 1e-12, ph)
+			require.InDelta(t, r.MeasuredCompute(net, ph), pr.Phases[ph].Compute, 1e-12, ph)
 		}
+		require.InEpsilon(t, r.EpochSeconds, pr.Epoch, 1e-9)
 	}
-	noisy, err := FitCompute(synthRuns(node, []int{1, 2, 3, 4, 6, 8, 12, 16}, 0.02), node)
+	noisy, err := FitCompute(synthRuns(node, net, 1, []int{1, 2, 3, 4, 6, 8, 12, 16}, 0.02), node, net)
 	require.NoError(t, err)
-	require.InEpsilon(t, 0.02, noisy.Phases[PhaseCompute].Gamma[1], 0.1)
+	require.InEpsilon(t, 1e-4, noisy.Phases[PhaseCompute].Gamma[1], 0.1)
+	require.InDelta(t, 1, noisy.Theta, 0.1)
 
-	_, err = FitCompute(runs[:2], node)
+	_, err = FitCompute(runs[:1], node, net)
 	require.ErrorIs(t, err, ErrTooFewRows)
 }
 
 func TestPredictOverlap(t *testing.T) {
 	net, _ := Preset("25gbe")
-	c := &Compute{Phases: map[string]PhaseFit{PhaseSample: {Gamma: []float64{1, 0}}, PhaseFetch: {Gamma: []float64{0, 0, 0}}, PhaseCompute: {Gamma: []float64{3, 0}}, PhaseGrad: {Gamma: []float64{0, 0}}}}
+	c := &Compute{Theta: 1, Phases: map[string]PhaseFit{PhaseSample: {Gamma: []float64{1, 0}}, PhaseFetch: {Gamma: []float64{0, 0}}, PhaseCompute: {Gamma: []float64{3, 0}}, PhaseGrad: {Gamma: []float64{0, 0}}}}
 	w := &Workload{P: 4, Batches: 10, Comm: map[string]map[Kind]Traffic{PhaseGrad: {Allreduce: {Calls: 10, Bytes: 2.9e9}}}}
 	pr := c.Predict(net, w, Node{}, true)
 	comm := 10*4*15e-6 + 1.0
@@ -182,7 +194,8 @@ func TestExtrapolate(t *testing.T) {
 	}
 	p := 1024
 	nb := Batches(p, 10000, 64, 0)
-	w, err := Extrapolate(runs, p, nb, params)
+	w, err := Extrapolate(runs, p, nb, 10000/float64(p), params)
+	require.InEpsilon(t, 10000/float64(p), w.Seeds, 1e-12)
 	require.NoError(t, err)
 	b := float64(nb)
 	require.InEpsilon(t, b*(500+300/float64(p)), w.FetchRows, 1e-9)

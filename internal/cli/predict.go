@@ -288,7 +288,8 @@ func readRun(path string) (*runFile, error) {
 	rf.globalBatch = intOf(m.Config["global_batch_size"])
 	overlap, _ := m.Config["overlap"].(bool)
 	e := float64(m.EpochsRun)
-	w := perfmodel.Workload{P: m.Ranks, Batches: *m.Batches, FetchRows: m.FetchRows / float64(m.Ranks),
+	w := perfmodel.Workload{P: m.Ranks, Batches: *m.Batches, Seeds: float64(m.TrainVertices) / float64(m.Ranks),
+		FetchRows: m.FetchRows / float64(m.Ranks),
 		Comm: map[string]map[perfmodel.Kind]perfmodel.Traffic{}, Source: "measured " + path}
 	commS := map[string]float64{}
 	for _, rank := range m.Comm.PerRank {
@@ -429,11 +430,11 @@ func predict(env *Env, o predictOptions) error {
 	for i, r := range fit {
 		runs[i] = r.Run
 	}
-	comp, err := perfmodel.FitCompute(runs, o.fitNode)
+	comp, err := perfmodel.FitCompute(runs, o.fitNode, net)
 	if err != nil {
 		return fmt.Errorf("predict: --fit %s: %w", strings.Join(o.fit, ","), err)
 	}
-	env.Printf("network %s (%s); compute fitted on %d runs (%d cores per node):\n", net.Name, net.Source, len(fit), o.fitNode.CoresPerNode)
+	env.Printf("network %s (%s); compute fitted on %d runs (%d cores per node, contention exponent θ %.2f):\n", net.Name, net.Source, len(fit), o.fitNode.CoresPerNode, comp.Theta)
 	for _, ph := range perfmodel.Phases {
 		f := comp.Phases[ph]
 		var parts []string
@@ -483,7 +484,8 @@ func predict(env *Env, o predictOptions) error {
 					return fmt.Errorf("predict: %s: no train_vertices to extrapolate the minibatches from", base.Name)
 				}
 				nb := perfmodel.Batches(p, base.trainVertices, base.batchSize, base.globalBatch)
-				if w, err = perfmodel.Extrapolate(runs, p, nb, base.params); err != nil {
+				seeds := float64(base.trainVertices) / float64(p)
+				if w, err = perfmodel.Extrapolate(runs, p, nb, seeds, base.params); err != nil {
 					return fmt.Errorf("predict: extrapolating to p=%d: %w", p, err)
 				}
 			}
