@@ -51,7 +51,10 @@
 # ./run.sh build), OUT (default bench/out), SRUN_MPI (default pmix).
 #
 # Writes OUT/scaling.csv (one row per run), OUT/scaling.png,
-# OUT/scaling.md and every run's JSON and log under OUT/scaling/.
+# OUT/scaling.md and every run's JSON and log under OUT/scaling/; there
+# too, per network and np ≥ 2, the network's calibration
+# (net-NET-npNP.json from `gnnmpi predict --calibrate`; CALIBRATE=0 skips
+# it), which bench/predict.sh uses.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -281,6 +284,18 @@ for net in $NETS; do
 		studies=$HOST_STUDIES workloads=$HOST_WORKLOADS
 		;;
 	esac
+	# The network's α–β calibration at every np (gnnmpi predict --calibrate),
+	# for bench/predict.sh.
+	if [ "${CALIBRATE:-1}" = 1 ]; then
+		for np in $NPS; do
+			[ "$np" -ge 2 ] || continue
+			echo "== calibrate $net np $np" >&2
+			cal=()
+			case $net in hosts-*) cal=(--max-bytes 1048576 --min-reps 3) ;; esac # a slow link
+			launch "$net" "$np" "$G" predict --calibrate "${cal[@]}" --out "$LOGS/net-$net-np$np.json" \
+				>"$LOGS/net-$net-np$np.log" 2>&1 || echo "   calibration failed: $LOGS/net-$net-np$np.log" >&2
+		done
+	fi
 	for study in $STUDIES; do
 		case " $studies " in *" $study "*) ;; *) continue ;; esac
 		for w in $WORKLOADS; do
