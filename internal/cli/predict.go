@@ -34,6 +34,7 @@ func predictCmd() *Command {
 			minTime := fs.Duration("min-time", 30*time.Millisecond, "--calibrate: repeat a size until this long (at least --min-reps)")
 			minReps := fs.Int("min-reps", 5, "--calibrate: repetitions per size, at least")
 			net := fs.String("net", "", "network: a calibration file (--calibrate --out) or a preset ("+strings.Join(perfmodel.PresetNames(), ", ")+")")
+			fitNet := fs.String("fit-net", "", "the network the --fit runs ran on, whose predicted collective times are taken out of their phases (default: --net)")
 			fit := fs.String("fit", "", "comma-separated final metrics of train runs (gnnmpi --json train stdout, or a --metrics JSONL) to fit compute rates from")
 			workload := fs.String("workload", "", "comma-separated metrics of runs whose counts are the workload at their p (instead of extrapolating)")
 			nps := fs.String("np", "", "comma-separated rank counts to predict")
@@ -46,7 +47,7 @@ func predictCmd() *Command {
 				if *calib {
 					return calibrate(env, *out, *maxBytes, *minTime, *minReps)
 				}
-				o := predictOptions{net: *net, fit: splitList(*fit), workload: splitList(*workload), validate: splitList(*validate), csv: *csvPath,
+				o := predictOptions{net: *net, fitNet: *fitNet, fit: splitList(*fit), workload: splitList(*workload), validate: splitList(*validate), csv: *csvPath,
 					fitNode: perfmodel.Node{CoresPerNode: *fitCores}, target: perfmodel.Node{CoresPerNode: *cores, RanksPerNode: *rpn}}
 				if o.target.CoresPerNode == 0 {
 					o.target.CoresPerNode = *fitCores
@@ -219,7 +220,7 @@ func calibCall(c collective.Comm, k perfmodel.Kind, n int) (func() error, int64)
 }
 
 type predictOptions struct {
-	net                     string
+	net, fitNet             string
 	fit, workload, validate []string
 	nps                     []int
 	csv                     string
@@ -290,7 +291,7 @@ func readRun(path string) (*runFile, error) {
 	e := float64(m.EpochsRun)
 	w := perfmodel.Workload{P: m.Ranks, Batches: *m.Batches, Seeds: float64(m.TrainVertices) / float64(m.Ranks),
 		FetchRows: m.FetchRows / float64(m.Ranks),
-		Comm: map[string]map[perfmodel.Kind]perfmodel.Traffic{}, Source: "measured " + path}
+		Comm:      map[string]map[perfmodel.Kind]perfmodel.Traffic{}, Source: "measured " + path}
 	commS := map[string]float64{}
 	for _, rank := range m.Comm.PerRank {
 		for _, ph := range perfmodel.Phases {
@@ -416,6 +417,12 @@ func predict(env *Env, o predictOptions) error {
 	if err != nil {
 		return err
 	}
+	fitNet := net
+	if o.fitNet != "" {
+		if fitNet, err = loadNetwork(o.fitNet); err != nil {
+			return err
+		}
+	}
 	if len(o.fit) == 0 {
 		return fmt.Errorf("predict: give --fit with the metrics of the runs to fit compute rates from (or --calibrate)")
 	}
@@ -430,9 +437,12 @@ func predict(env *Env, o predictOptions) error {
 	for i, r := range fit {
 		runs[i] = r.Run
 	}
-	comp, err := perfmodel.FitCompute(runs, o.fitNode, net)
+	comp, err := perfmodel.FitCompute(runs, o.fitNode, fitNet)
 	if err != nil {
 		return fmt.Errorf("predict: --fit %s: %w", strings.Join(o.fit, ","), err)
+	}
+	if fitNet != net {
+		env.Printf("fitting runs' network %s (%s)\n", fitNet.Name, fitNet.Source)
 	}
 	env.Printf("network %s (%s); compute fitted on %d runs (%d cores per node, contention exponent θ %.2f):\n", net.Name, net.Source, len(fit), o.fitNode.CoresPerNode, comp.Theta)
 	for _, ph := range perfmodel.Phases {

@@ -77,6 +77,7 @@ func TestPredictCommand(t *testing.T) {
 		{[]string{"--net", "25gbe", "--fit", r1, "--np", "8"}, "fewer observations"},
 		{[]string{"--net", "25gbe", "--fit", fit, "--np", "8", "--validate", other}, other},
 		{[]string{"--net", "25gbe", "--fit", netPath, "--np", "8"}, netPath},
+		{[]string{"--net", "25gbe", "--fit-net", bad, "--fit", fit, "--np", "8"}, bad},
 	} {
 		_, err := runCmd(t, 1, "predict", tc.args...)
 		require.ErrorContains(t, err, tc.want, tc.args)
