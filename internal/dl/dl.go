@@ -1,0 +1,81 @@
+// Package dl opens shared libraries at run time (dlopen) and looks up
+// their symbols (dlsym), so that gnnmpi can use CUDA, NVRTC, cuBLAS,
+// cuSPARSE and NCCL where they are installed without needing any of them
+// to build or to test. It is the cgo leaf the GPU packages share: they
+// keep their own C trampolines that call the symbols it returns.
+package dl
+
+/*
+#cgo LDFLAGS: -ldl
+#include <dlfcn.h>
+#include <stdlib.h>
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"unsafe"
+)
+
+// ErrNotFound is wrapped by Open when none of the names could be loaded.
+var ErrNotFound = errors.New("dl: library not found")
+
+// Lib is an open shared library.
+type Lib struct {
+	Name   string // the name it was opened by
+	handle unsafe.Pointer
+}
+
+// Open loads the first of names that dlopen finds (a file name searched
+// on the loader's path, or a path) with RTLD_NOW|RTLD_LOCAL. The error
+// names every name tried and wraps ErrNotFound.
+func Open(names ...string) (*Lib, error) {
+	var msgs []string
+	for _, name := range names {
+		cs := C.CString(name)
+		h := C.dlopen(cs, C.RTLD_NOW|C.RTLD_LOCAL)
+		C.free(unsafe.Pointer(cs))
+		if h != nil {
+			return &Lib{Name: name, handle: h}, nil
+		}
+		msgs = append(msgs, C.GoString(C.dlerror()))
+	}
+	return nil, fmt.Errorf("%w: tried %s (%s)", ErrNotFound, strings.Join(names, ", "), strings.Join(msgs, "; "))
+}
+
+// Sym returns the address of the symbol name, or an error naming it and
+// the library.
+func (l *Lib) Sym(name string) (unsafe.Pointer, error) {
+	cs := C.CString(name)
+	defer C.free(unsafe.Pointer(cs))
+	C.dlerror()
+	p := C.dlsym(l.handle, cs)
+	if p == nil {
+		return nil, fmt.Errorf("dl: %s has no symbol %s", l.Name, name)
+	}
+	return p, nil
+}
+
+// Syms looks up every name and stores its address in the pointer beside
+// it: Syms(map[string]*unsafe.Pointer{"cuInit": &f.cuInit}). The error
+// names the first missing symbol.
+func (l *Lib) Syms(dst map[string]*unsafe.Pointer) error {
+	for name, p := range dst {
+		s, err := l.Sym(name)
+		if err != nil {
+			return err
+		}
+		*p = s
+	}
+	return nil
+}
+
+// Close unloads the library.
+func (l *Lib) Close() error {
+	if C.dlclose(l.handle) != 0 {
+		return fmt.Errorf("dl: closing %s: %s", l.Name, C.GoString(C.dlerror()))
+	}
+	return nil
+}
