@@ -38,7 +38,10 @@
 #   netns_mca                 print mpirun's options, one per line: hostfile,
 #                             --map-by node, plm_rsh_agent, btl tcp,self,
 #                             btl/oob_tcp_if_include 10.77.0.0/24,
-#                             mpi_yield_when_idle 1
+#                             mpi_yield_when_idle 1, --bind-to none (every
+#                             host sees all of the machine's cores and would
+#                             bind its first rank to core 0: the hosts' ranks
+#                             would share one core)
 #   netns_mpirun NP PROG ARGS...
 #                             mpirun -np NP PROG ARGS over the hosts, from host
 #                             1, as root, with Open MPI's out-of-band keepalive
@@ -225,7 +228,7 @@ netns_mca() {
 	printf '%s\n' --hostfile "$dir/hostfile" --map-by node \
 		--mca plm_rsh_agent "$dir/rsh" --mca plm_rsh_no_tree_spawn 1 \
 		--mca btl tcp,self --mca btl_tcp_if_include $NETNS_NET.0/24 --mca oob_tcp_if_include $NETNS_NET.0/24 \
-		--mca mpi_yield_when_idle 1
+		--mca mpi_yield_when_idle 1 --bind-to none
 }
 
 netns_exec() {
