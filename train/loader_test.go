@@ -18,7 +18,7 @@ import (
 func untimed(es []EpochStats) []EpochStats {
 	out := make([]EpochStats, len(es))
 	for i, e := range es {
-		e.Seconds, e.PhaseSeconds, e.WaitSeconds = 0, nil, 0
+		e.Seconds, e.PhaseSeconds, e.CriticalPhaseSeconds, e.WaitSeconds = 0, nil, nil, 0
 		out[i] = e
 	}
 	return out
@@ -193,5 +193,26 @@ func TestLoaderErrorEndsEveryRank(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// The critical rank's phases are one rank's: each at most the slowest
+// rank's in that phase, and without overlap the training phases add up to
+// no more than that rank's epoch, the epoch's time.
+func TestCriticalPhases(t *testing.T) {
+	cfg := testConfig("sage")
+	cfg.Epochs, cfg.Overlap = 2, false
+	res, err := runRanks(3, cfg, partition.Random(sbm().NumNodes, 3, 5))
+	require.NoError(t, err)
+	for _, e := range res[0].Epochs {
+		sum := 0.0
+		for _, ph := range timePhases {
+			require.Contains(t, e.CriticalPhaseSeconds, ph)
+			require.LessOrEqual(t, e.CriticalPhaseSeconds[ph], e.PhaseSeconds[ph], ph)
+			if ph != PhaseEval && ph != PhaseWait {
+				sum += e.CriticalPhaseSeconds[ph]
+			}
+		}
+		require.LessOrEqual(t, sum, e.Seconds*(1+1e-9))
 	}
 }

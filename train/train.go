@@ -51,6 +51,11 @@ type EpochStats struct {
 	TestAcc      float64            `json:"test_acc"` // exact inference; 0 unless Evaluated
 	Seconds      float64            `json:"epoch_s"`  // training time of the slowest rank, evaluation excluded
 	PhaseSeconds map[string]float64 `json:"phase_s"`  // slowest rank per phase
+	// CriticalPhaseSeconds is the phases of the rank with the slowest
+	// epoch (Seconds): they add up to its time, where PhaseSeconds may
+	// take every phase from another rank (one rank's wait in a collective
+	// is another's compute). Minibatch training only.
+	CriticalPhaseSeconds map[string]float64 `json:"critical_phase_s,omitempty"`
 	// WaitSeconds is the time the compute loop waited for its minibatches
 	// to be sampled and fetched, on the slowest rank (PhaseSeconds["wait"]):
 	// all of the preparation without Config.Overlap, what the loader did
@@ -676,12 +681,28 @@ func (t *trainer) summarize(epoch int, ev *evaluation, evalSecs float64) (EpochS
 	if err := collective.AllreduceVars(c, collective.Sum, &lossSum, &correct, &seen); err != nil {
 		return EpochStats{}, err
 	}
-	times := []float64{ep.trainSecs}
-	for _, p := range timePhases {
-		times = append(times, ep.secs[p])
+	// Every rank's times in its own slot of one vector (a sum with zeros
+	// elsewhere is exact): the slowest rank per phase, and the phases of
+	// the rank whose epoch was the slowest.
+	w := 1 + len(timePhases)
+	all := make([]float64, w*c.Size())
+	own := all[w*c.Rank():]
+	own[0] = ep.trainSecs
+	for k, p := range timePhases {
+		own[k+1] = ep.secs[p]
 	}
-	if err := collective.AllreduceSlice(c, times, collective.Max); err != nil {
+	if err := collective.AllreduceSlice(c, all, collective.Sum); err != nil {
 		return EpochStats{}, err
+	}
+	times, critical := make([]float64, w), 0
+	for r := 0; r < c.Size(); r++ {
+		v := all[w*r : w*(r+1)]
+		for k := range times {
+			times[k] = max(times[k], v[k])
+		}
+		if v[0] > all[w*critical] {
+			critical = r
+		}
 	}
 	delta := collective.SnapshotOf(c).Sub(ep.before)
 	bytes := make([]int64, len(bytePhases), len(bytePhases)+3)
@@ -700,6 +721,10 @@ func (t *trainer) summarize(epoch int, ev *evaluation, evalSecs float64) (EpochS
 		st.PhaseSeconds[p] = times[k+1]
 	}
 	st.WaitSeconds = st.PhaseSeconds[PhaseWait]
+	st.CriticalPhaseSeconds = map[string]float64{}
+	for k, p := range timePhases {
+		st.CriticalPhaseSeconds[p] = all[w*critical+k+1]
+	}
 	st.Bytes = map[string]int64{}
 	for k, p := range bytePhases {
 		st.Bytes[p] = bytes[k]

@@ -246,6 +246,7 @@ type metricsFinal struct {
 	EpochsRun     int                `json:"epochs_run"`
 	MedianEpochS  *float64           `json:"median_epoch_s"`
 	MedianPhaseS  map[string]float64 `json:"median_phase_s"`
+	CriticalS     map[string]float64 `json:"median_critical_phase_s"`
 	Batches       *float64           `json:"batches_per_rank"`
 	FetchRows     float64            `json:"fetch_rows_per_epoch"`
 	TrainVertices int                `json:"train_vertices"`
@@ -322,7 +323,14 @@ func readRun(path string) (*runFile, error) {
 			}
 		}
 	}
-	rf.Run = perfmodel.Run{Name: path, Workload: w, Overlap: overlap, PhaseSeconds: m.MedianPhaseS, CommSeconds: commS, EpochSeconds: *m.MedianEpochS}
+	// The phases of the rank with the slowest epoch add up to the epoch;
+	// the slowest rank per phase (older runs have only those) overcounts
+	// when one rank's wait is another's compute.
+	phases := m.CriticalS
+	if phases == nil {
+		phases = m.MedianPhaseS
+	}
+	rf.Run = perfmodel.Run{Name: path, Workload: w, Overlap: overlap, PhaseSeconds: phases, CommSeconds: commS, EpochSeconds: *m.MedianEpochS}
 	return rf, nil
 }
 

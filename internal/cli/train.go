@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"cmp"
 	"flag"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -331,6 +333,7 @@ func runTrain(env *Env, path string, lo train.LoadOptions, cfg train.Config) err
 		"params": res.NumParams, "epochs_run": len(res.Epochs),
 		"remote_rows_per_epoch": res.RemoteRowsPerEpoch, "feature_stores": res.Stores, "peak_rss_bytes": res.PeakRSS, "state_bytes": res.Memory,
 		"median_phase_s": medianPhases(res.Epochs), "train_vertices": len(d.Split.Train),
+		"median_critical_phase_s": medianCriticalPhases(res.Epochs),
 	}
 	if n := len(res.Epochs); n > 0 {
 		out["batches_per_rank"] = res.Epochs[n-1].Batches
@@ -341,6 +344,18 @@ func runTrain(env *Env, path string, lo train.LoadOptions, cfg train.Config) err
 		out["fetch_rows_per_epoch"] = rows
 	}
 	return env.Finish(out)
+}
+
+// medianCriticalPhases returns the critical rank's phases
+// (EpochStats.CriticalPhaseSeconds) of the median epoch by time (the lower
+// median), which add up to about median_epoch_s; nil without epochs.
+func medianCriticalPhases(epochs []train.EpochStats) map[string]float64 {
+	if len(epochs) == 0 {
+		return nil
+	}
+	e := slices.Clone(epochs)
+	slices.SortStableFunc(e, func(a, b train.EpochStats) int { return cmp.Compare(a.Seconds, b.Seconds) })
+	return e[(len(e)-1)/2].CriticalPhaseSeconds
 }
 
 // medianPhases returns the median over the epochs of each phase's seconds
@@ -371,7 +386,7 @@ func medianPhases(epochs []train.EpochStats) map[string]float64 {
 func epochRecord(st train.EpochStats) map[string]any {
 	rec := map[string]any{
 		"epoch": st.Epoch, "loss": st.Loss, "train_acc": st.TrainAcc, "val_acc": nil, "test_acc": nil, "val_loss": nil,
-		"epoch_s": st.Seconds, "phase_s": st.PhaseSeconds, "wait_s": st.WaitSeconds, "bytes": st.Bytes, "batches": st.Batches,
+		"epoch_s": st.Seconds, "phase_s": st.PhaseSeconds, "critical_phase_s": st.CriticalPhaseSeconds, "wait_s": st.WaitSeconds, "bytes": st.Bytes, "batches": st.Batches,
 		"fetch_rows": st.FetchRows, "cache_hits": st.CacheHits, "remote_rows": st.RemoteRows,
 	}
 	if st.Evaluated {
