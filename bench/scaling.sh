@@ -10,6 +10,9 @@
 #   bench/scaling.sh --sbatch FILE [NODES [RANKS_PER_NODE]]
 #                                            # write a Slurm batch script that runs the
 #                                            # same sweep with srun on a real cluster
+#                                            # (default 8 nodes × 4 ranks; np 1, 2, 4, …
+#                                            # up to all of them; sbatch's command-line
+#                                            # options override its #SBATCH lines)
 #
 # Workloads (WORKLOADS; strong: the same problem at every np; weak: the
 # problem grows with np):
@@ -81,7 +84,7 @@ if [ "${1:-}" = --sbatch ]; then
 #SBATCH --job-name=gnnmpi-scaling
 #SBATCH --nodes=$nodes
 #SBATCH --ntasks-per-node=$rpn
-#SBATCH --cpus-per-task=\${SCALING_CPUS:-1}
+#SBATCH --cpus-per-task=1
 #SBATCH --time=02:00:00
 #SBATCH --output=gnnmpi-scaling-%j.out
 set -euo pipefail

@@ -10,7 +10,8 @@
 # Checks: srun -n 4 --mpi=pmix selftest passes on 4 MPI ranks; a 2-rank
 # train finishes with a loss; sbatch --wait of bench/sbatch/train.sbatch
 # (2 ranks: metrics and checkpoint written) and of scaling.sbatch (np 1, 2,
-# 4: a CSV row each) succeeds;
+# 4: a CSV row each) succeeds, and so does the sweep script that
+# `bench/scaling.sh --sbatch` writes (a smoke-sized sweep, np 1 and 2);
 # srun -n 1 (no --mpi) runs one rank; srun -n 2 without --mpi is refused by
 # gnnmpi with the fix named, exit non-zero; with MPICH installed, an MPICH
 # build runs selftest under srun --mpi=pmi2 and is refused under pmix
@@ -158,6 +159,15 @@ echo "== sbatch --wait bench/sbatch/scaling.sbatch (np 1 2 4)" >&2
 	bench/sbatch/scaling.sbatch >/dev/null || fail "scaling.sbatch: exit $?: $(cat "$T/scaling.out" 2>/dev/null)"
 rows=$(grep -cE '^[124],[0-9.eE+-]+,[0-9.eE+-]+,[0-9.]+,[0-9.]+$' "$T/scaling/scaling.csv" || true)
 [ "$rows" = 3 ] || fail "scaling.csv: $(cat "$T/scaling/scaling.csv" 2>/dev/null) $(cat "$T/scaling.out")"
+
+echo "== sbatch --wait of bench/scaling.sh --sbatch (a small sweep over srun)" >&2
+bench/scaling.sh --sbatch "$T/sweep.sbatch" 1 2 2>/dev/null || fail "scaling.sh --sbatch"
+"${SB[@]}" --ntasks=2 --output="$T/sweep.out" \
+	--export="ALL,GNNMPI_BIN=$B,SMOKE=1,NPS=1 2,STUDIES=strong,WORKLOADS=train-none spgemm,CALIBRATE=0,OUT=$T/sweep" \
+	"$T/sweep.sbatch" >/dev/null || fail "the generated sweep: exit $?: $(tail -20 "$T/sweep.out" 2>/dev/null)"
+rows=$(grep -c ',cluster,[12],.*,0,' "$T/sweep/scaling.csv" || true)
+[ "$rows" = 4 ] || fail "the generated sweep's CSV has $rows successful cluster runs, want 4: $(cat "$T/sweep/scaling.csv")"
+[ -s "$T/sweep/scaling.md" ] && [ -s "$T/sweep/scaling.png" ] || fail "the generated sweep wrote no report or chart"
 
 echo "== srun -n 1 (no --mpi): one rank" >&2
 out=$("${S[@]}" -n 1 "$B" --json selftest) || fail "single-task srun: exit $?"

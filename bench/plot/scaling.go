@@ -28,7 +28,7 @@ type scalingCase struct {
 	study, workload, metric string
 	nets                    []string // in CSV order
 	runs                    map[string][]scalingPoint
-	base                    float64 // seconds of the shm np 1 run; 0 if missing
+	base                    float64 // seconds of the shm np 1 run (else the first np 1 run, as on a cluster); 0 if missing
 }
 
 // scalingCases groups the rows of bench/scaling.sh's CSV by study and
@@ -54,7 +54,7 @@ func scalingCases(rows []map[string]string) []*scalingCase {
 		}
 		hosts, _ := strconv.Atoi(r["hosts"])
 		c.runs[net] = append(c.runs[net], scalingPoint{np: np, hosts: hosts, seconds: num(r, "seconds"), maxSent: num(r, "max_sent_bytes")})
-		if net == "shm" && np == 1 {
+		if np == 1 && (net == "shm" || c.base == 0) {
 			c.base = num(r, "seconds")
 		}
 	}
@@ -67,7 +67,7 @@ func scalingCases(rows []map[string]string) []*scalingCase {
 }
 
 // ratio is the case's speedup (strong) or efficiency (weak) at pt: the
-// shm np 1 time over pt's.
+// np 1 time (shm where there is one) over pt's.
 func (c *scalingCase) ratio(pt scalingPoint) float64 { return c.base / pt.seconds }
 
 // scaling draws bench/scaling.sh's CSV: one panel per study and workload,
@@ -83,7 +83,7 @@ func scaling(rows []map[string]string, out string) error {
 		}
 	}
 	if len(drawn) == 0 {
-		return fmt.Errorf("no workload has a successful shm np 1 run")
+		return fmt.Errorf("no workload has a successful np 1 run")
 	}
 	cols := min(4, len(drawn))
 	nrows := (len(drawn) + cols - 1) / cols
@@ -104,7 +104,7 @@ func scaling(rows []map[string]string, out string) error {
 		lo, hi := 1.0, 1.0
 		for n, net := range c.nets {
 			var xy plotter.XYs
-			if net != "shm" { // every network starts from the shm np 1 run
+			if c.runs[net][0].np != 1 { // every network starts from the np 1 run
 				xy = append(xy, plotter.XY{X: 1, Y: 1})
 			}
 			for _, pt := range c.runs[net] {
@@ -123,7 +123,7 @@ func scaling(rows []map[string]string, out string) error {
 			p.Legend.Add(net, l, s)
 		}
 		ideal := plotter.XYs{{X: 1, Y: 1}, {X: float64(maxNP), Y: float64(maxNP)}}
-		p.Y.Label.Text = "speedup over shm np 1"
+		p.Y.Label.Text = "speedup over np 1"
 		if c.study == "weak" {
 			ideal[1].Y = 1
 			p.Y.Label.Text = "efficiency t₁/t_p"

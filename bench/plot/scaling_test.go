@@ -66,7 +66,28 @@ func TestScaling(t *testing.T) {
 	if err := scaling(rows[5:], png); err != nil {
 		t.Fatal(err)
 	}
-	if err := scaling(rows[1:4], png); err == nil {
-		t.Fatal("a CSV without a shm np 1 run drew a chart")
+	// A cluster sweep has no shm: its own np 1 run is the baseline.
+	cl, err := readCSVString(t, header+"strong,pipe,cluster,1,1,2,median_epoch_s,0,0,,,,0,a.json,abc\n"+
+		"strong,pipe,cluster,2,2,1.6,median_epoch_s,5,10,,,,0,a.json,abc\n")
+	if err != nil {
+		t.Fatal(err)
 	}
+	if c := scalingCases(cl); len(c) != 1 || c[0].base != 2 || c[0].ratio(c[0].runs["cluster"][1]) != 1.25 {
+		t.Fatalf("cluster cases %+v, want base 2 and speedup 1.25 at np 2", c)
+	}
+	if err := scaling(cl, png); err != nil {
+		t.Fatal(err)
+	}
+	if err := scaling(rows[1:4], png); err == nil {
+		t.Fatal("a CSV without an np 1 run drew a chart")
+	}
+}
+
+// readCSVString parses CSV text as readCSV does a file.
+func readCSVString(t *testing.T, text string) ([]map[string]string, error) {
+	p := filepath.Join(t.TempDir(), "in.csv")
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		return nil, err
+	}
+	return readCSV(p)
 }
