@@ -9,6 +9,25 @@ package dl
 #cgo LDFLAGS: -ldl
 #include <dlfcn.h>
 #include <stdlib.h>
+
+// dlerror's message is per thread, and two cgo calls may run on two: each
+// helper reads it in the same call as the failure.
+static void *gnnmpi_dlopen(const char *name, const char **err) {
+	void *h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+	*err = h == NULL ? dlerror() : NULL;
+	return h;
+}
+
+static void *gnnmpi_dlsym(void *h, const char *name, const char **err) {
+	dlerror();
+	void *p = dlsym(h, name);
+	*err = p == NULL ? dlerror() : NULL;
+	return p;
+}
+
+static const char *gnnmpi_dlclose(void *h) {
+	return dlclose(h) == 0 ? NULL : dlerror();
+}
 */
 import "C"
 
@@ -35,12 +54,13 @@ func Open(names ...string) (*Lib, error) {
 	var msgs []string
 	for _, name := range names {
 		cs := C.CString(name)
-		h := C.dlopen(cs, C.RTLD_NOW|C.RTLD_LOCAL)
+		var msg *C.char
+		h := C.gnnmpi_dlopen(cs, &msg)
 		C.free(unsafe.Pointer(cs))
 		if h != nil {
 			return &Lib{Name: name, handle: h}, nil
 		}
-		msgs = append(msgs, C.GoString(C.dlerror()))
+		msgs = append(msgs, C.GoString(msg))
 	}
 	return nil, fmt.Errorf("%w: tried %s (%s)", ErrNotFound, strings.Join(names, ", "), strings.Join(msgs, "; "))
 }
@@ -50,10 +70,10 @@ func Open(names ...string) (*Lib, error) {
 func (l *Lib) Sym(name string) (unsafe.Pointer, error) {
 	cs := C.CString(name)
 	defer C.free(unsafe.Pointer(cs))
-	C.dlerror()
-	p := C.dlsym(l.handle, cs)
+	var msg *C.char
+	p := C.gnnmpi_dlsym(l.handle, cs, &msg)
 	if p == nil {
-		return nil, fmt.Errorf("dl: %s has no symbol %s", l.Name, name)
+		return nil, fmt.Errorf("dl: %s has no symbol %s (%s)", l.Name, name, C.GoString(msg))
 	}
 	return p, nil
 }
@@ -74,8 +94,8 @@ func (l *Lib) Syms(dst map[string]*unsafe.Pointer) error {
 
 // Close unloads the library.
 func (l *Lib) Close() error {
-	if C.dlclose(l.handle) != 0 {
-		return fmt.Errorf("dl: closing %s: %s", l.Name, C.GoString(C.dlerror()))
+	if msg := C.gnnmpi_dlclose(l.handle); msg != nil {
+		return fmt.Errorf("dl: closing %s: %s", l.Name, C.GoString(msg))
 	}
 	return nil
 }
