@@ -18,6 +18,9 @@ var ErrNoNCCL = nccldl.ErrNoNCCL
 // for libnccl.so.2 before the loader's path.
 const LibDirEnv = nccldl.LibDirEnv
 
+// LibNames are the library names tried after LibDirEnv's directory.
+var LibNames = nccldl.Names
+
 // Comm is one rank's NCCL communicator. It implements collective.Comm on
 // host buffers by staging them through device buffers of its DeviceMemory,
 // and offers the *Device calls on device buffers. Alongside the NCCL
