@@ -40,7 +40,10 @@ func TestImportDirection(t *testing.T) {
 		"gnnmpi/partition/dist":            {"gnnmpi/graph", "gnnmpi/graph/metis", "gnnmpi/internal/ptscotch", "gnnmpi/collective/mpi", "gnnmpi/collective/inproc", "runtime/cgo"},
 		"gnnmpi/collective/collectivetest": {"gnnmpi/collective/mpi", "gnnmpi/collective/inproc"},
 		// spgemm → sparse, collective only (STYLE.md §2).
-		"gnnmpi/spgemm":            {"gnnmpi/graph", "gnnmpi/graph/metis", "runtime/cgo", "gnnmpi/dense", "gnnmpi/model", "gnnmpi/sampling", "gnnmpi/alltoall", "gnnmpi/train", "gnnmpi/collective/mpi", "gnnmpi/collective/inproc", "gnnmpi/gpu"},
+		"gnnmpi/spgemm": {"gnnmpi/graph", "gnnmpi/graph/metis", "runtime/cgo", "gnnmpi/dense", "gnnmpi/model", "gnnmpi/sampling", "gnnmpi/alltoall", "gnnmpi/train", "gnnmpi/collective/mpi", "gnnmpi/collective/inproc", "gnnmpi/gpu"},
+		// NCCL needs no GPU package to build or test.
+		"gnnmpi/nccl":              {"gnnmpi/collective/mpi", "gnnmpi/collective/inproc", "gnnmpi/graph", "gnnmpi/gpu", "gnnmpi/gpu/cuda", "gnnmpi/internal/cudadl", "gnnmpi/model", "gnnmpi/train"},
+		"gnnmpi/nccl/nccltest":     {"gnnmpi/collective/mpi", "gnnmpi/nccl", "runtime/cgo"},
 		"gnnmpi/spgemm/spgemmtest": {"gnnmpi/collective/mpi", "gnnmpi/collective/inproc", "gnnmpi/graph", "gnnmpi/model", "gnnmpi/train"},
 	}
 	for pkg, bad := range forbidden {
@@ -63,6 +66,9 @@ func TestImportDirection(t *testing.T) {
 // through go-nvml (cgo, dlopen at run time: nothing to link); partition
 // needs a few pure-Go leaves, so packages that only need a book link no C.
 func TestLeafDependencies(t *testing.T) {
+	// The cgo leaves: gpu (go-nvml), PT-Scotch, and the dlopen leaves of
+	// the GPU libraries.
+	cgoLeaves := []string{"gnnmpi/gpu", "gnnmpi/internal/ptscotch", "gnnmpi/internal/dl", "gnnmpi/internal/nccldl", "gnnmpi/internal/cudadl", "gnnmpi/internal/cublasdl"}
 	allowed := map[string][]string{
 		"gnnmpi/model":     {"gnnmpi/model", "gnnmpi/dense", "gnnmpi/sparse", "gonum.org/v1/gonum/"},
 		"gnnmpi/gpu":       {"gnnmpi/gpu", "github.com/NVIDIA/go-nvml/"},
@@ -77,6 +83,8 @@ func TestLeafDependencies(t *testing.T) {
 		"gnnmpi/internal/ptscotch": {"gnnmpi/internal/ptscotch"},
 		// dlopen/dlsym for the GPU libraries: nothing else.
 		"gnnmpi/internal/dl": {"gnnmpi/internal/dl"},
+		// The NCCL leaf: dl only.
+		"gnnmpi/internal/nccldl": {"gnnmpi/internal/nccldl", "gnnmpi/internal/dl"},
 	}
 	for pkg, ok := range allowed {
 		out, err := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", pkg).Output()
@@ -86,8 +94,8 @@ func TestLeafDependencies(t *testing.T) {
 				t.Errorf("%s depends on %s; allowed: the standard library and %v", pkg, d, ok)
 			}
 		}
-		if pkg == "gnnmpi/gpu" || pkg == "gnnmpi/internal/ptscotch" || pkg == "gnnmpi/internal/dl" {
-			continue // the cgo leaves
+		if slices.Contains(cgoLeaves, pkg) {
+			continue
 		}
 		std, err := exec.Command("go", "list", "-deps", pkg).Output()
 		require.NoError(t, err, pkg)

@@ -9,6 +9,7 @@ import (
 
 	"gnnmpi/collective"
 	"gnnmpi/collective/collectivetest"
+	"gnnmpi/nccl"
 )
 
 func selftestCmd() *Command {
@@ -19,7 +20,23 @@ func selftestCmd() *Command {
 			failRank := fs.Int("fail-rank", -1, "fault injection: this rank fails (-1: none)")
 			failMode := fs.String("fail-mode", "error", "how the rank fails: error (returns an error), panic, exit (exits without finalizing MPI), kill (SIGKILL itself), hang (blocks forever without communicating: the others' --comm-timeout ends the job)")
 			failAfter := fs.Int("fail-after", 3, "the failing rank fails after this many cases")
+			backend := fs.String("backend", "", "run the suite on this backend instead of the launcher's: nccl (NCCL over the MPI ranks, staging through host memory: for an NCCL that takes host pointers, such as the tests' fake; "+nccl.LibDirEnv+" names its directory)")
 			return func(env *Env) error {
+				switch *backend {
+				case "":
+				case "nccl":
+					if env.Backend != "mpi" {
+						return fmt.Errorf("selftest --backend nccl: runs under mpirun (the MPI backend), not %s", env.Backend)
+					}
+					nc, err := nccl.New(env.Comm, nccl.NewHostMemory())
+					if err != nil {
+						return fmt.Errorf("selftest --backend nccl: %w", err)
+					}
+					env.Comm = collective.WithStats(nc, collective.StatsOf(env.Comm))
+					env.Backend = "nccl"
+				default:
+					return fmt.Errorf("selftest: unknown --backend %q (want nccl)", *backend)
+				}
 				return selftest(env, *failRank, *failMode, *failAfter)
 			}
 		},
