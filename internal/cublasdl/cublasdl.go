@@ -224,13 +224,17 @@ type library struct {
 }
 
 // check turns the status st of function fn into an error.
-func (l *library) check(fn string, st C.int) error {
+func (l *library) check(fn string, st C.int) error { return l.statusError(fn, int(st)) }
+
+// statusError returns the error for status st of function fn, nil for
+// success.
+func (l *library) statusError(fn string, st int) error {
 	if st == 0 {
 		return nil
 	}
-	e := &Error{Lib: l.name, Func: fn, Status: int(st), Name: l.status[int(st)]}
+	e := &Error{Lib: l.name, Func: fn, Status: st, Name: l.status[st]}
 	if l.str != nil {
-		if s := C.gnn_string(l.str, st); s != nil {
+		if s := C.gnn_string(l.str, C.int(st)); s != nil {
 			e.Msg = C.GoString(s)
 		}
 	}
