@@ -15,6 +15,10 @@ import (
 	"gnnmpi/internal/cublasdl"
 )
 
+// errNoOpenBLAS marks a fake cuBLAS that could not be linked for want of
+// OpenBLAS.
+var errNoOpenBLAS = errors.New("OpenBLAS not found")
+
 // The fake libraries are built once per test binary into fakeDir, which
 // TestMain removes.
 var (
@@ -63,6 +67,9 @@ func buildFakes() {
 		args := append([]string{"-shared", "-fPIC", "-O2", "-Wall", "-Werror", "-o", filepath.Join(fakeDir, b.lib), filepath.Join("testdata", b.src)}, b.libs...)
 		if out, err := exec.Command(gcc, args...).CombinedOutput(); err != nil {
 			fakeErr = fmt.Errorf("gcc %s: %v\n%s", b.src, err, out)
+			if strings.Contains(string(out), "-lopenblas") {
+				fakeErr = fmt.Errorf("%w: %w", errNoOpenBLAS, fakeErr)
+			}
 			return
 		}
 	}
@@ -75,6 +82,9 @@ func useFakes(t *testing.T) {
 	fakeOnce.Do(buildFakes)
 	if errors.Is(fakeErr, exec.ErrNotFound) {
 		t.Skipf("no gcc to build the fake cuBLAS/cuSPARSE: %v", fakeErr)
+	}
+	if errors.Is(fakeErr, errNoOpenBLAS) {
+		t.Skipf("no OpenBLAS (libopenblas-dev) to link the fake cuBLAS: %v", fakeErr)
 	}
 	if fakeErr != nil {
 		t.Fatal(fakeErr)
