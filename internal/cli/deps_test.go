@@ -45,6 +45,9 @@ func TestImportDirection(t *testing.T) {
 		"gnnmpi/nccl":              {"gnnmpi/collective/mpi", "gnnmpi/collective/inproc", "gnnmpi/graph", "gnnmpi/gpu", "gnnmpi/gpu/cuda", "gnnmpi/internal/cudadl", "gnnmpi/model", "gnnmpi/train"},
 		"gnnmpi/nccl/nccltest":     {"gnnmpi/collective/mpi", "gnnmpi/nccl", "runtime/cgo"},
 		"gnnmpi/spgemm/spgemmtest": {"gnnmpi/collective/mpi", "gnnmpi/collective/inproc", "gnnmpi/graph", "gnnmpi/model", "gnnmpi/train"},
+		// The device products sit beside gpu: no host kernels, no
+		// communication; only the tests compare with dense and sparse.
+		"gnnmpi/gpu/blas": {"gnnmpi/gpu", "gnnmpi/dense", "gnnmpi/sparse", "gnnmpi/model", "gnnmpi/collective", "gnnmpi/graph", "gnnmpi/internal/openblas"},
 	}
 	for pkg, bad := range forbidden {
 		out, err := exec.Command("go", "list", "-deps", pkg).Output()
@@ -61,14 +64,15 @@ func TestImportDirection(t *testing.T) {
 
 // Some packages may depend only on a short list (allow-lists, stricter than
 // the forbidden lists above): what is not in the standard library must
-// start with one of the package's allowed prefixes, and all but gpu stay
-// pure Go. model has BLAS injected (no netlib); gpu reaches the driver only
+// start with one of the package's allowed prefixes, and all but those in
+// cgo stay pure Go. model has BLAS injected (no netlib); gpu reaches the driver only
 // through go-nvml (cgo, dlopen at run time: nothing to link); partition
 // needs a few pure-Go leaves, so packages that only need a book link no C.
 func TestLeafDependencies(t *testing.T) {
-	// The cgo leaves: gpu (go-nvml), PT-Scotch, and the dlopen leaves of
-	// the GPU libraries.
-	cgoLeaves := []string{"gnnmpi/gpu", "gnnmpi/internal/ptscotch", "gnnmpi/internal/dl", "gnnmpi/internal/nccldl", "gnnmpi/internal/cudadl", "gnnmpi/internal/cublasdl"}
+	// These reach C: go-nvml, the cgo leaves (PT-Scotch, the dlopen
+	// leaves of the GPU libraries), and what is built on them.
+	cgoLeaves := []string{"gnnmpi/gpu", "gnnmpi/internal/ptscotch", "gnnmpi/internal/dl", "gnnmpi/internal/nccldl",
+		"gnnmpi/internal/cudadl", "gnnmpi/internal/cublasdl", "gnnmpi/gpu/blas"}
 	allowed := map[string][]string{
 		"gnnmpi/model":     {"gnnmpi/model", "gnnmpi/dense", "gnnmpi/sparse", "gonum.org/v1/gonum/"},
 		"gnnmpi/gpu":       {"gnnmpi/gpu", "github.com/NVIDIA/go-nvml/"},
@@ -85,6 +89,9 @@ func TestLeafDependencies(t *testing.T) {
 		"gnnmpi/internal/dl": {"gnnmpi/internal/dl"},
 		// The NCCL leaf: dl only.
 		"gnnmpi/internal/nccldl": {"gnnmpi/internal/nccldl", "gnnmpi/internal/dl"},
+		// cuBLAS/cuSPARSE: a cgo leaf over dl; the device products over it.
+		"gnnmpi/internal/cublasdl": {"gnnmpi/internal/cublasdl", "gnnmpi/internal/dl"},
+		"gnnmpi/gpu/blas":          {"gnnmpi/gpu/blas", "gnnmpi/internal/cublasdl", "gnnmpi/internal/dl", "gonum.org/v1/gonum/blas"},
 	}
 	for pkg, ok := range allowed {
 		out, err := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", pkg).Output()
