@@ -77,6 +77,11 @@ func TestLeafDependencies(t *testing.T) {
 		"gnnmpi/internal/ptscotch": {"gnnmpi/internal/ptscotch"},
 		// dlopen/dlsym for the GPU libraries: nothing else.
 		"gnnmpi/internal/dl": {"gnnmpi/internal/dl"},
+		// The CUDA driver/NVRTC binding: a cgo leaf over internal/dl.
+		"gnnmpi/internal/cudadl": {"gnnmpi/internal/cudadl", "gnnmpi/internal/dl"},
+		// The CUDA API (pure Go over cudadl) and the embedded kernels.
+		"gnnmpi/gpu/cuda":    {"gnnmpi/gpu/cuda", "gnnmpi/internal/cudadl", "gnnmpi/internal/dl"},
+		"gnnmpi/gpu/kernels": {"gnnmpi/gpu/kernels"},
 	}
 	for pkg, ok := range allowed {
 		out, err := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", pkg).Output()
@@ -86,7 +91,14 @@ func TestLeafDependencies(t *testing.T) {
 				t.Errorf("%s depends on %s; allowed: the standard library and %v", pkg, d, ok)
 			}
 		}
-		if pkg == "gnnmpi/gpu" || pkg == "gnnmpi/internal/ptscotch" {
+		switch pkg {
+		case "gnnmpi/gpu", "gnnmpi/internal/ptscotch", "gnnmpi/internal/dl", "gnnmpi/internal/cudadl": // cgo leaves
+			continue
+		case "gnnmpi/gpu/cuda":
+			// It links C through cudadl but has no cgo of its own.
+			cgo, err := exec.Command("go", "list", "-f", "{{.CgoFiles}}", pkg).Output()
+			require.NoError(t, err, pkg)
+			require.Equal(t, "[]", strings.TrimSpace(string(cgo)), "%s must have no cgo files", pkg)
 			continue
 		}
 		std, err := exec.Command("go", "list", "-deps", pkg).Output()
