@@ -72,7 +72,9 @@ func TestLeafDependencies(t *testing.T) {
 	// These reach C: go-nvml, the cgo leaves (PT-Scotch, the dlopen
 	// leaves of the GPU libraries), and what is built on them.
 	cgoLeaves := []string{"gnnmpi/gpu", "gnnmpi/internal/ptscotch", "gnnmpi/internal/dl", "gnnmpi/internal/nccldl",
-		"gnnmpi/internal/cudadl", "gnnmpi/internal/cublasdl", "gnnmpi/gpu/blas"}
+		"gnnmpi/internal/cudadl", "gnnmpi/internal/cublasdl"}
+	// These are pure Go over a cgo leaf.
+	overLeaves := []string{"gnnmpi/gpu/cuda", "gnnmpi/gpu/blas", "gnnmpi/nccl"}
 	allowed := map[string][]string{
 		"gnnmpi/model":     {"gnnmpi/model", "gnnmpi/dense", "gnnmpi/sparse", "gonum.org/v1/gonum/"},
 		"gnnmpi/gpu":       {"gnnmpi/gpu", "github.com/NVIDIA/go-nvml/"},
@@ -92,6 +94,11 @@ func TestLeafDependencies(t *testing.T) {
 		// cuBLAS/cuSPARSE: a cgo leaf over dl; the device products over it.
 		"gnnmpi/internal/cublasdl": {"gnnmpi/internal/cublasdl", "gnnmpi/internal/dl"},
 		"gnnmpi/gpu/blas":          {"gnnmpi/gpu/blas", "gnnmpi/internal/cublasdl", "gnnmpi/internal/dl", "gonum.org/v1/gonum/blas"},
+		// The CUDA driver/NVRTC binding: a cgo leaf over internal/dl.
+		"gnnmpi/internal/cudadl": {"gnnmpi/internal/cudadl", "gnnmpi/internal/dl"},
+		// The CUDA API (pure Go over cudadl) and the embedded kernels.
+		"gnnmpi/gpu/cuda":    {"gnnmpi/gpu/cuda", "gnnmpi/internal/cudadl", "gnnmpi/internal/dl"},
+		"gnnmpi/gpu/kernels": {"gnnmpi/gpu/kernels"},
 	}
 	for pkg, ok := range allowed {
 		out, err := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", pkg).Output()
@@ -102,6 +109,13 @@ func TestLeafDependencies(t *testing.T) {
 			}
 		}
 		if slices.Contains(cgoLeaves, pkg) {
+			continue
+		}
+		if slices.Contains(overLeaves, pkg) {
+			// It links C through a leaf but has no cgo of its own.
+			cgo, err := exec.Command("go", "list", "-f", "{{.CgoFiles}}", pkg).Output()
+			require.NoError(t, err, pkg)
+			require.Equal(t, "[]", strings.TrimSpace(string(cgo)), "%s must have no cgo files", pkg)
 			continue
 		}
 		std, err := exec.Command("go", "list", "-deps", pkg).Output()

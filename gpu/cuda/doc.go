@@ -1,0 +1,54 @@
+// Package cuda runs gnnmpi's kernels on an NVIDIA GPU through the CUDA
+// driver API and NVRTC, both loaded at run time: no build needs CUDA, and
+// a machine without a driver gets an error wrapping ErrNoCUDA from Open.
+//
+// # Overview
+//
+// The package is pure Go over the cgo leaf gnnmpi/internal/cudadl, which
+// dlopens libcuda.so.1 and libnvrtc (GNNMPI_CUDA_LIBDIR names a directory
+// searched first). Open(device) retains the device's primary context;
+// every method makes it current on a locked OS thread for the duration of
+// the call, so a Context may be used from any goroutine.
+//
+//   - Memory: Alloc/Free of device memory (DevicePtr, a device address;
+//     offsets are plain addition), CopyHtoD/CopyDtoH of []float32, []int32,
+//     []byte (any Elem), HostMapped: page-locked host memory mapped into
+//     the device (cuMemHostAlloc with DEVICEMAP|PORTABLE), seen from Go as
+//     Mapped.Host and from kernels at Mapped.Dev, read zero-copy.
+//   - Streams and events: NewStream, CopyHtoDAsync from mapped memory,
+//     NewEvent, Event.Record, Elapsed (milliseconds).
+//   - Kernels: Context.Compile(src, name) compiles CUDA C with NVRTC for
+//     the device's compute capability (--gpu-architecture=compute_XY),
+//     once per process, and loads it once per context; Module.Function
+//     finds an extern "C" kernel; Function.Launch packs DevicePtr, int32,
+//     uint32, float32 and int64 arguments into C memory for cuLaunchKernel.
+//
+// gnnmpi's kernels are CUDA C source in gnnmpi/gpu/kernels (embedded):
+// gather_rows, the two-tier feature gather, and the elementwise kernels of
+// a training step.
+//
+// # Feature tiers
+//
+// A rank's feature rows live in two tiers: the hot rows (the most sampled)
+// in device memory, addressed by slot, and the rest in mapped page-locked
+// host memory (HostMapped), which kernels read over the bus without a copy
+// (PyTorch-Direct, Min et al., VLDB 2021). gather_rows builds a minibatch's
+// input matrix from per-row (tier, slot) pairs with one warp per row whose
+// lanes read 4-byte words covering aligned 128-byte segments, for rows of
+// any width and any alignment.
+//
+// # Testing without a GPU
+//
+// The tests build a fake libcuda.so.1 and libnvrtc.so from testdata/ with
+// gcc and point GNNMPI_CUDA_LIBDIR at them. The fake device ("gnnmpi fake
+// device", capability 8.0) uses host memory as device memory; the fake
+// NVRTC compiles the kernels as C++ with testdata/shim.h force-included,
+// and the fake cuLaunchKernel runs every thread of every block one after
+// another. The shim supports __global__, __device__, __forceinline__,
+// __restrict__, threadIdx/blockIdx/blockDim/gridDim, warpSize, min/max,
+// expf/logf/sqrtf and __ldg; it does not support __syncthreads, shared
+// memory, warp shuffles or atomics, so gnnmpi's kernels use none of them.
+// Each kernel ends with GNNMPI_KERNEL(name), empty under real NVRTC, which
+// registers the launcher the fake calls. Where libcuda.so.1 exists,
+// TestRealCUDA runs the same tests on the real driver in a child process.
+package cuda

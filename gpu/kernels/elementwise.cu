@@ -1,0 +1,91 @@
+// Elementwise kernels of the device training step. Every kernel walks its
+// elements (or rows) with a grid-stride loop, so any grid covers them.
+// No shared memory, __syncthreads, shuffles or atomics (see gpu/cuda's
+// shim): the fake CUDA runs the same source on the CPU.
+#ifndef GNNMPI_KERNEL
+#define GNNMPI_KERNEL(name)
+#endif
+
+// relu_forward: y[i] = max(x[i], 0) for i < n. y may be x.
+extern "C" __global__ void relu_forward(float *y, const float *x, long long n) {
+	for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+		y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+	}
+}
+GNNMPI_KERNEL(relu_forward)
+
+// relu_backward: dx[i] = dy[i] where x[i] > 0, else 0 (x: the forward input
+// or output). dx may be dy.
+extern "C" __global__ void relu_backward(float *dx, const float *dy, const float *x, long long n) {
+	for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+		dx[i] = x[i] > 0.0f ? dy[i] : 0.0f;
+	}
+}
+GNNMPI_KERNEL(relu_backward)
+
+// add_bias: x[r, c] += b[c] for the rows×cols row-major x.
+extern "C" __global__ void add_bias(float *x, const float *__restrict__ b, long long rows, int cols) {
+	const long long n = rows * cols;
+	for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+		x[i] += b[i % cols];
+	}
+}
+GNNMPI_KERNEL(add_bias)
+
+// scale_add: y[i] += a * x[i] (axpy).
+extern "C" __global__ void scale_add(float *__restrict__ y, float a, const float *__restrict__ x, long long n) {
+	for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+		y[i] += a * x[i];
+	}
+}
+GNNMPI_KERNEL(scale_add)
+
+// softmax_xent: per row r of the rows×cols logits, one thread computes the
+// cross-entropy loss[r] = logsumexp(z) - z[label[r]] and the gradient
+// grad[r, :] = scale * (softmax(z) - onehot(label[r])). A row whose label is
+// negative is masked: loss 0, gradient 0.
+extern "C" __global__ void softmax_xent(float *__restrict__ grad, float *__restrict__ loss,
+		const float *__restrict__ logits, const int *__restrict__ label, int rows, int cols, float scale) {
+	for (long long r = (long long)blockIdx.x * blockDim.x + threadIdx.x; r < rows; r += (long long)gridDim.x * blockDim.x) {
+		const float *z = logits + r * cols;
+		float *g = grad + r * cols;
+		const int y = label[r];
+		if (y < 0) {
+			loss[r] = 0.0f;
+			for (int c = 0; c < cols; c++) {
+				g[c] = 0.0f;
+			}
+			continue;
+		}
+		float m = z[0];
+		for (int c = 1; c < cols; c++) {
+			m = max(m, z[c]);
+		}
+		float sum = 0.0f;
+		for (int c = 0; c < cols; c++) {
+			sum += expf(z[c] - m);
+		}
+		const float lse = m + logf(sum);
+		loss[r] = lse - z[y];
+		for (int c = 0; c < cols; c++) {
+			g[c] = scale * (expf(z[c] - lse) - (c == y ? 1.0f : 0.0f));
+		}
+	}
+}
+GNNMPI_KERNEL(softmax_xent)
+
+// adam_step: one Adam update with PyTorch's semantics, as model.Adam.Step:
+// g' = g + wd*w; m = b1*m + (1-b1)*g'; v = b2*v + (1-b2)*g'^2;
+// w -= step * m / (sqrt(v)/bc2s + eps), where the caller passes
+// step = lr/(1-b1^t) and bc2s = sqrt(1-b2^t).
+extern "C" __global__ void adam_step(float *__restrict__ w, const float *__restrict__ g, float *__restrict__ m,
+		float *__restrict__ v, long long n, float step, float bc2s, float b1, float b2, float eps, float wd) {
+	for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+		const float gi = g[i] + wd * w[i];
+		m[i] = b1 * m[i] + (1.0f - b1) * gi;
+		v[i] = b2 * v[i] + (1.0f - b2) * gi * gi;
+		const float den = sqrtf(v[i]) / bc2s + eps;
+		w[i] = w[i] - step * m[i] / den;
+	}
+}
+GNNMPI_KERNEL(adam_step)
