@@ -1,0 +1,77 @@
+// Package gputest builds the fake GPU libraries that gnnmpi's tests run
+// the GPU path on, on machines without a GPU: a fake libcuda.so.1 and
+// libnvrtc.so (gpu/cuda/testdata: device memory is host memory, kernels
+// are compiled by gcc through a shim and run thread by thread), and a fake
+// libcublas.so.12 over OpenBLAS and libcusparse.so.12 (gpu/blas/testdata).
+// Point GNNMPI_CUDA_LIBDIR at the directory Build fills. The fake NCCL is
+// built by gnnmpi/nccl/nccltest.
+package gputest
+
+import (
+	"errors"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+)
+
+// ErrNoCompiler is wrapped by Build's error when gcc is missing, and
+// ErrNoOpenBLAS when OpenBLAS cannot be linked: callers skip on them.
+var (
+	ErrNoCompiler = errors.New("gputest: gcc not found")
+	ErrNoOpenBLAS = errors.New("gputest: OpenBLAS not found (libopenblas-dev)")
+)
+
+// repoDir returns the repository's root, from this file's path.
+func repoDir() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+// openblasLibs returns the link flags of OpenBLAS: pkg-config's, or
+// -lopenblas.
+func openblasLibs() []string {
+	if out, err := exec.Command("pkg-config", "--libs", "openblas").Output(); err == nil {
+		if f := strings.Fields(string(out)); len(f) > 0 {
+			return f
+		}
+	}
+	return []string{"-lopenblas"}
+}
+
+// Build compiles the fake libcuda.so.1, libnvrtc.so, libcublas.so.12 and
+// libcusparse.so.12 into dir. The fake NVRTC writes the kernels it
+// compiles into dir too.
+func Build(dir string) error {
+	gcc, err := exec.LookPath("gcc")
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrNoCompiler, err)
+	}
+	root := repoDir()
+	cudaData := filepath.Join(root, "gpu", "cuda", "testdata")
+	blasData := filepath.Join(root, "gpu", "blas", "testdata")
+	shim := filepath.Join(cudaData, "shim.h")
+	for _, b := range []struct {
+		src, out string
+		flags    []string
+	}{
+		{filepath.Join(cudaData, "fakecuda.c"), "libcuda.so.1", []string{"-ldl"}},
+		{filepath.Join(cudaData, "fakenvrtc.c"), "libnvrtc.so", []string{"-ldl"}},
+		{filepath.Join(blasData, "fake_cublas.c"), "libcublas.so.12", openblasLibs()},
+		{filepath.Join(blasData, "fake_cusparse.c"), "libcusparse.so.12", nil},
+	} {
+		args := []string{"-shared", "-fPIC", "-O1", "-Wall", "-Werror",
+			fmt.Sprintf("-DGNNMPI_SHIM=%q", shim), fmt.Sprintf("-DGNNMPI_FAKE_DIR=%q", dir),
+			"-o", filepath.Join(dir, b.out), b.src}
+		args = append(args, b.flags...)
+		if out, err := exec.Command(gcc, args...).CombinedOutput(); err != nil {
+			err = fmt.Errorf("gputest: building %s: %v\n%s", b.out, err, out)
+			if strings.Contains(string(out), "openblas") {
+				err = fmt.Errorf("%w: %w", ErrNoOpenBLAS, err)
+			}
+			return err
+		}
+	}
+	return nil
+}
