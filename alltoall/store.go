@@ -52,8 +52,8 @@ type StoreOptions struct {
 	// CacheRows is the number of remote rows to cache (at most).
 	CacheRows int
 	// GPUFrac is the fraction of the resident rows, hottest first, that
-	// Tiers counts as the device tier. Today it is only a count: every row
-	// stays in host memory (a GPU path is planned, issue 22).
+	// Tiers counts as the device tier. The Store itself keeps every row in
+	// host memory; gnnmpi/gpu/tier places the tiers on a GPU.
 	GPUFrac float64
 	// RoundBytes bounds the row bytes a fetch moves per rank and direction
 	// in one Alltoallv call (0 means DefaultRoundBytes; < 0, no bound): the

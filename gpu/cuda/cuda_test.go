@@ -187,11 +187,15 @@ func TestRealCUDA(t *testing.T) {
 }
 
 // gatherRef is gather_rows in Go.
-func gatherRef(out, dev []float32, devStride int, host []float32, hostStride int, tier, slot []int32, width int) {
+func gatherRef(out, dev []float32, devStride int, host []float32, hostStride int, remote []float32, remoteStride int,
+	tier, slot []int32, width int) {
 	for i := range tier {
 		src, stride := dev, devStride
-		if tier[i] != 0 {
+		switch tier[i] {
+		case 1:
 			src, stride = host, hostStride
+		case 2:
+			src, stride = remote, remoteStride
 		}
 		copy(out[i*width:(i+1)*width], src[int(slot[i])*stride:][:width])
 	}
@@ -202,7 +206,7 @@ func launchDims(n, perBlock int) (grid, block [3]uint32) {
 	return [3]uint32{uint32(min(g, 5)), 1, 1}, [3]uint32{128, 1, 1} // a small grid exercises the grid-stride loops
 }
 
-// gather_rows is bit-exact on ragged widths, rows of both tiers, strides
+// gather_rows is bit-exact on ragged widths, rows of all three tiers, strides
 // wider than the rows and tier bases that are not 128-byte aligned.
 func TestGatherRows(t *testing.T) {
 	c := open(t)
@@ -215,7 +219,7 @@ func TestGatherRows(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := rand.New(rand.NewPCG(1, 22))
-	const nDev, nHost, n = 7, 11, 50
+	const nDev, nHost, nRemote, n = 7, 11, 4, 50
 	for _, width := range []int{1, 31, 32, 33, 100} {
 		for _, pad := range []int{0, 3} { // stride = width + pad
 			for _, off := range []int{0, 1, 5} { // tier bases off floats past an allocation's start
@@ -231,13 +235,20 @@ func TestGatherRows(t *testing.T) {
 				for k := range hm.Host {
 					hm.Host[k] = float32(r.NormFloat64()) * 1e3
 				}
+				rm, err := HostMapped[float32](c, nRemote*width) // remote rows: stride = width
+				if err != nil {
+					t.Fatal(err)
+				}
+				for k := range rm.Host {
+					rm.Host[k] = -float32(k)
+				}
 				tier, slot := make([]int32, n), make([]int32, n)
 				for i := range tier {
-					tier[i] = int32(r.IntN(2))
-					slot[i] = int32(r.IntN([]int{nDev, nHost}[tier[i]]))
+					tier[i] = int32(r.IntN(3))
+					slot[i] = int32(r.IntN([]int{nDev, nHost, nRemote}[tier[i]]))
 				}
 				want := make([]float32, n*width)
-				gatherRef(want, dev[off:], stride, hm.Host[off:], stride, tier, slot, width)
+				gatherRef(want, dev[off:], stride, hm.Host[off:], stride, rm.Host, width, tier, slot, width)
 
 				dDev, _ := c.Alloc(int64(4 * len(dev)))
 				dOut, _ := c.Alloc(int64(4 * n * width))
@@ -253,7 +264,7 @@ func TestGatherRows(t *testing.T) {
 				}
 				grid, block := launchDims(n, 4)
 				if err := fn.Launch(grid, block, 0, nil, dOut, dDev+DevicePtr(4*off), int64(stride),
-					hm.Dev+DevicePtr(4*off), int64(stride), dTier, dSlot, int32(n), int32(width)); err != nil {
+					hm.Dev+DevicePtr(4*off), int64(stride), rm.Dev, int64(width), dTier, dSlot, int32(n), int32(width)); err != nil {
 					t.Fatal(err)
 				}
 				got := make([]float32, n*width)
@@ -270,6 +281,7 @@ func TestGatherRows(t *testing.T) {
 					c.Free(p)
 				}
 				hm.Free()
+				rm.Free()
 			}
 		}
 	}

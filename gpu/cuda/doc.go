@@ -24,15 +24,16 @@
 //     uint32, float32 and int64 arguments into C memory for cuLaunchKernel.
 //
 // gnnmpi's kernels are CUDA C source in gnnmpi/gpu/kernels (embedded):
-// gather_rows, the two-tier feature gather, and the elementwise kernels of
+// gather_rows, the tiered feature gather, and the elementwise kernels of
 // a training step.
 //
 // # Feature tiers
 //
-// A rank's feature rows live in two tiers: the hot rows (the most sampled)
-// in device memory, addressed by slot, and the rest in mapped page-locked
-// host memory (HostMapped), which kernels read over the bus without a copy
-// (PyTorch-Direct, Min et al., VLDB 2021). gather_rows builds a minibatch's
+// A rank's feature rows live in tiers (gnnmpi/gpu/tier): the hot rows
+// (the most sampled) in device memory, addressed by slot, the rest in
+// mapped page-locked host memory (HostMapped), which kernels read over the
+// bus without a copy (PyTorch-Direct, Min et al., VLDB 2021), and the rows
+// a minibatch fetches from other ranks in a second mapped buffer. gather_rows builds a minibatch's
 // input matrix from per-row (tier, slot) pairs with one warp per row whose
 // lanes read 4-byte words covering aligned 128-byte segments, for rows of
 // any width and any alignment.

@@ -4,9 +4,9 @@
 //
 // # Overview
 //
-// gather.cu: gather_rows, the two-tier feature gather (device-resident hot
-// rows and a zero-copy mapped host tier) with PyTorch-Direct's aligned warp
-// reads. elementwise.cu: relu_forward, relu_backward, add_bias, scale_add,
+// gather.cu: gather_rows, the tiered feature gather (device-resident hot
+// rows, a zero-copy mapped host tier and a mapped buffer of rows received
+// from other ranks) with PyTorch-Direct's aligned warp reads. elementwise.cu: relu_forward, relu_backward, add_bias, scale_add,
 // softmax_xent and adam_step for the device training step. Each kernel is
 // extern "C" (its name is its symbol) and is followed by
 // GNNMPI_KERNEL(name), which is empty under real NVRTC and registers a CPU

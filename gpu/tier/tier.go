@@ -1,0 +1,308 @@
+package tier
+
+import (
+	"errors"
+	"fmt"
+
+	"gnnmpi/alltoall"
+	"gnnmpi/gpu/cuda"
+	"gnnmpi/gpu/kernels"
+)
+
+// Tier numbers, as gather_rows reads them.
+const (
+	Device = 0 // rows resident in device memory, by slot
+	Host   = 1 // the other resident rows, in mapped host memory
+	Remote = 2 // rows fetched from other ranks for the current gather
+)
+
+// Reads counts the rows, and their bytes, that gathers read from each
+// tier.
+type Reads struct {
+	DeviceRows, HostRows, RemoteRows    int64
+	DeviceBytes, HostBytes, RemoteBytes int64
+}
+
+// Add returns the element-wise sum of a and b.
+func (a Reads) Add(b Reads) Reads {
+	return Reads{a.DeviceRows + b.DeviceRows, a.HostRows + b.HostRows, a.RemoteRows + b.RemoteRows,
+		a.DeviceBytes + b.DeviceBytes, a.HostBytes + b.HostBytes, a.RemoteBytes + b.RemoteBytes}
+}
+
+// Batch is a minibatch's input matrix in device memory.
+type Batch struct {
+	// Ptr addresses Rows×Cols float32, row-major and contiguous. It is
+	// the store's output buffer: valid until the next Gather or Close.
+	Ptr        cuda.DevicePtr
+	Rows, Cols int
+	// Counts are the store's counts of the fetch (alltoall.Counts).
+	Counts alltoall.Counts
+	// Reads are the rows each tier served.
+	Reads Reads
+}
+
+// Store is one rank's tiered device feature store. It is not safe for
+// concurrent use.
+type Store struct {
+	c      *cuda.Context
+	fs     *alltoall.Store
+	fn     *cuda.Function
+	cols   int
+	nDev   int                   // rows of the device tier
+	dev    cuda.DevicePtr        // nDev×cols (0 when nDev == 0)
+	host   *cuda.Mapped[float32] // the host tier (nil when empty)
+	remote *cuda.Mapped[float32] // the remote tier (nil until needed)
+	done   *cuda.Event           // recorded after each gather's kernel
+	busy   bool                  // done recorded and not yet waited for
+	out    cuda.DevicePtr        // output buffer of outCap floats
+	outCap int                   // floats
+	idx    cuda.DevicePtr        // tier then slot arrays, 2·idxCap int32
+	idxCap int                   // positions
+	tier   []int32               // host staging of the per-row tiers
+	slot   []int32               // and slots
+	total  Reads                 // all gathers so far
+}
+
+// New builds the device feature store of fs on c: the device tier (the
+// hottest fs.Tiers()[0].Rows resident rows) in device memory, the rest of
+// the resident rows in mapped host memory. It does not communicate. It
+// returns an error wrapping alltoall.ErrNotF32 for an F16 or sparse store,
+// or the CUDA error of an allocation, copy or the kernel's compilation.
+func New(c *cuda.Context, fs *alltoall.Store) (s *Store, err error) {
+	rows, err := fs.ResidentF32()
+	if err != nil {
+		return nil, fmt.Errorf("tier: %w", err)
+	}
+	cols := fs.Cols()
+	if cols <= 0 {
+		return nil, fmt.Errorf("tier: a feature store of %d columns", cols)
+	}
+	mod, err := c.Compile(kernels.Source(), "kernels.cu")
+	if err != nil {
+		return nil, err
+	}
+	s = &Store{c: c, fs: fs, cols: cols, nDev: fs.Tiers()[0].Rows}
+	if s.fn, err = mod.Function("gather_rows"); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			s.Close()
+			s = nil
+		}
+	}()
+	if s.done, err = c.NewEvent(); err != nil {
+		return nil, err
+	}
+	nRes := len(rows) / cols
+	split := s.nDev * cols
+	if s.nDev > 0 {
+		if s.dev, err = c.Alloc(int64(4 * split)); err != nil {
+			return nil, err
+		}
+		if err = cuda.CopyHtoD(c, s.dev, rows[:split]); err != nil {
+			return nil, err
+		}
+	}
+	if nRes > s.nDev {
+		if s.host, err = cuda.HostMapped[float32](c, len(rows)-split); err != nil {
+			return nil, err
+		}
+		copy(s.host.Host, rows[split:])
+	}
+	return s, nil
+}
+
+// Cols returns the number of features per row.
+func (s *Store) Cols() int { return s.cols }
+
+// TierRows returns the rows held by the device and the host tier.
+func (s *Store) TierRows() (device, host int) {
+	return s.nDev, s.fs.OwnRows() + s.fs.CachedRows() - s.nDev
+}
+
+// Reads returns the rows and bytes all gathers so far read from each tier.
+func (s *Store) Reads() Reads { return s.total }
+
+// wait waits for the previous gather's kernel, which reads the remote
+// tier and the index arrays.
+func (s *Store) wait() error {
+	if !s.busy {
+		return nil
+	}
+	s.busy = false
+	return s.done.Synchronize()
+}
+
+// Gather builds the input matrix of ids (global vertex ids) in device
+// memory: row i is vertex ids[i]'s features, read by gather_rows from the
+// device tier, the host tier or the remote tier, into which the rows of
+// other ranks are fetched first. The kernel runs on the default stream;
+// work the caller enqueues after it there sees the result.
+//
+// Gather is collective over the feature store's communicator, like
+// alltoall.Store.Fetch (every rank calls Gather, Fetch or FetchSlots the
+// same number of times). It returns an error if communication or CUDA
+// fails. It will panic if an id is outside [0, n).
+func (s *Store) Gather(ids []int64) (Batch, error) {
+	if err := s.wait(); err != nil {
+		return Batch{}, err
+	}
+	n := len(ids)
+	s.tier, s.slot = grow(s.tier, n), grow(s.slot, n)
+	var remoteErr error
+	cnt, err := s.fs.FetchSlots(s.slot, ids, func(m int) []float32 {
+		if m*s.cols > s.remoteCap() {
+			remoteErr = s.growRemote(m * s.cols)
+		}
+		if remoteErr != nil || m == 0 {
+			return make([]float32, m*s.cols) // the rows still arrive (collective); dropped
+		}
+		return s.remote.Host
+	})
+	if err == nil {
+		err = remoteErr
+	}
+	if err != nil {
+		return Batch{}, err
+	}
+	var r Reads
+	for i, sl := range s.slot {
+		switch {
+		case sl < 0:
+			s.tier[i], s.slot[i] = Remote, ^sl
+			r.RemoteRows++
+		case int(sl) < s.nDev:
+			s.tier[i] = Device
+			r.DeviceRows++
+		default:
+			s.tier[i], s.slot[i] = Host, sl-int32(s.nDev)
+			r.HostRows++
+		}
+	}
+	rb := 4 * int64(s.cols)
+	r.DeviceBytes, r.HostBytes, r.RemoteBytes = r.DeviceRows*rb, r.HostRows*rb, r.RemoteRows*rb
+	s.total = s.total.Add(r)
+	b := Batch{Rows: n, Cols: s.cols, Counts: cnt, Reads: r}
+	if n == 0 {
+		return b, nil
+	}
+	if err := s.reserve(n); err != nil {
+		return Batch{}, err
+	}
+	if err := cuda.CopyHtoD(s.c, s.idx, s.tier); err != nil {
+		return Batch{}, err
+	}
+	dSlot := s.idx + cuda.DevicePtr(4*s.idxCap)
+	if err := cuda.CopyHtoD(s.c, dSlot, s.slot); err != nil {
+		return Batch{}, err
+	}
+	var host, remote cuda.DevicePtr
+	if s.host != nil {
+		host = s.host.Dev
+	}
+	if s.remote != nil {
+		remote = s.remote.Dev
+	}
+	const warps = 4 // per block of 128 threads: one warp per row
+	grid := uint32(min((n+warps-1)/warps, 1<<16))
+	c := int64(s.cols)
+	if err := s.fn.Launch([3]uint32{grid, 1, 1}, [3]uint32{32 * warps, 1, 1}, 0, nil,
+		s.out, s.dev, c, host, c, remote, c, s.idx, dSlot, int32(n), int32(s.cols)); err != nil {
+		return Batch{}, fmt.Errorf("tier: gather_rows: %w", err)
+	}
+	if err := s.done.Record(nil); err != nil {
+		return Batch{}, err
+	}
+	s.busy = true
+	b.Ptr = s.out
+	return b, nil
+}
+
+func grow(s []int32, n int) []int32 {
+	if cap(s) < n {
+		return make([]int32, n)
+	}
+	return s[:n]
+}
+
+func (s *Store) remoteCap() int {
+	if s.remote == nil {
+		return 0
+	}
+	return len(s.remote.Host)
+}
+
+// growRemote replaces the remote tier by one of at least floats floats.
+func (s *Store) growRemote(floats int) error {
+	floats = max(floats, 2*s.remoteCap(), 1024)
+	if s.remote != nil {
+		if err := s.remote.Free(); err != nil {
+			return err
+		}
+		s.remote = nil
+	}
+	m, err := cuda.HostMapped[float32](s.c, floats)
+	if err != nil {
+		return err
+	}
+	s.remote = m
+	return nil
+}
+
+// reserve makes the output and index buffers hold n rows.
+func (s *Store) reserve(n int) error {
+	if n*s.cols > s.outCap {
+		c := max(n*s.cols, 2*s.outCap)
+		if s.out != 0 {
+			if err := s.c.Free(s.out); err != nil {
+				return err
+			}
+			s.out, s.outCap = 0, 0
+		}
+		p, err := s.c.Alloc(int64(4 * c))
+		if err != nil {
+			return err
+		}
+		s.out, s.outCap = p, c
+	}
+	if n > s.idxCap {
+		c := max(n, 2*s.idxCap)
+		if s.idx != 0 {
+			if err := s.c.Free(s.idx); err != nil {
+				return err
+			}
+			s.idx, s.idxCap = 0, 0
+		}
+		p, err := s.c.Alloc(int64(8 * c))
+		if err != nil {
+			return err
+		}
+		s.idx, s.idxCap = p, c
+	}
+	return nil
+}
+
+// Close waits for the last gather and frees the store's device and mapped
+// memory; the feature store is left as it was.
+func (s *Store) Close() error {
+	errs := []error{}
+	if s.done != nil {
+		errs = append(errs, s.wait(), s.done.Destroy())
+		s.done = nil
+	}
+	for _, p := range []*cuda.DevicePtr{&s.dev, &s.out, &s.idx} {
+		if *p != 0 {
+			errs = append(errs, s.c.Free(*p))
+			*p = 0
+		}
+	}
+	for _, m := range []**cuda.Mapped[float32]{&s.host, &s.remote} {
+		if *m != nil {
+			errs = append(errs, (*m).Free())
+			*m = nil
+		}
+	}
+	s.outCap, s.idxCap = 0, 0
+	return errors.Join(errs...)
+}

@@ -1,0 +1,195 @@
+package tier
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"testing"
+	"time"
+
+	"gnnmpi/alltoall"
+	"gnnmpi/collective"
+	"gnnmpi/collective/inproc"
+	"gnnmpi/dense"
+	"gnnmpi/gpu/cuda"
+	"gnnmpi/gpu/gputest"
+	"gnnmpi/partition"
+	"gnnmpi/sparse"
+)
+
+var fakeErr error // why the fake CUDA could not be built
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "gnnmpi-tier-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fakeErr = gputest.Build(dir)
+	if errors.Is(fakeErr, gputest.ErrNoOpenBLAS) {
+		fakeErr = nil // the CUDA fakes come first; only cuBLAS is missing
+	}
+	os.Setenv("GNNMPI_CUDA_LIBDIR", dir)
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func needFake(t *testing.T) {
+	t.Helper()
+	if errors.Is(fakeErr, gputest.ErrNoCompiler) {
+		t.Skip("gcc not found: cannot build the fake CUDA libraries")
+	}
+	if fakeErr != nil {
+		t.Fatal(fakeErr)
+	}
+}
+
+// run builds, on each of q in-process ranks, the feature store of x over a
+// random q-part book with a cache and hotness scores, and its tier store
+// on the fake device, and calls fn with both.
+func run(t *testing.T, q int, x *dense.Matrix, o alltoall.StoreOptions, fn func(rank int, fs *alltoall.Store, s *Store) error) {
+	t.Helper()
+	n := x.Rows
+	r := rand.New(rand.NewPCG(uint64(q), 7))
+	part := make([]int32, n)
+	for v := range part {
+		part[v] = int32(r.IntN(q))
+	}
+	book, err := partition.New(part, q, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = inproc.Run(q, inproc.Options{Timeout: 30 * time.Second}, func(cm collective.Comm) error {
+		owned := book.Owned(cm.Rank())
+		local := dense.New(len(owned), x.Cols)
+		for lid, gid := range owned {
+			copy(local.Row(lid), x.Row(int(gid)))
+		}
+		score := make([]float64, n)
+		sr := rand.New(rand.NewPCG(uint64(cm.Rank()), 8))
+		for v := range score {
+			score[v] = sr.Float64()
+		}
+		oo := o
+		oo.Score, oo.CacheRows = sparse.VecFromDense(score), n/(3*q)
+		fs, err := alltoall.NewStore(cm, book, local, oo)
+		if err != nil {
+			return err
+		}
+		c, err := cuda.Open(0)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		s, err := New(c, fs)
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		return fn(cm.Rank(), fs, s)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Gather's matrix is bitwise the feature store's Fetch, for every device
+// fraction, ragged widths and ranks, with own, cached and remote rows and
+// repeated ids; the reads add up and follow the tiers.
+func TestGatherMatchesStore(t *testing.T) {
+	needFake(t)
+	const n = 120
+	for _, q := range []int{1, 3} {
+		for _, width := range []int{1, 33, 70} {
+			for _, frac := range []float64{0, 0.3, 1} {
+				t.Run(fmt.Sprintf("q%d/w%d/gpu%v", q, width, frac), func(t *testing.T) {
+					r := rand.New(rand.NewPCG(uint64(width), 1))
+					x := dense.New(n, width)
+					for k := range x.Data {
+						x.Data[k] = float32(r.NormFloat64())
+					}
+					run(t, q, x, alltoall.StoreOptions{GPUFrac: frac}, func(rank int, fs *alltoall.Store, s *Store) error {
+						dRows, hRows := s.TierRows()
+						if want := fs.Tiers()[0].Rows; dRows != want || dRows+hRows != fs.OwnRows()+fs.CachedRows() {
+							return fmt.Errorf("tier rows %d + %d, store %v", dRows, hRows, fs.Tiers())
+						}
+						rr := rand.New(rand.NewPCG(uint64(rank), 2))
+						var total Reads
+						for _, size := range []int{40, 0, 200, 7} {
+							ids := make([]int64, size)
+							for i := range ids {
+								ids[i] = rr.Int64N(n)
+							}
+							want, wantCnt, err := fs.Fetch(ids)
+							if err != nil {
+								return err
+							}
+							b, err := s.Gather(ids)
+							if err != nil {
+								return err
+							}
+							if b.Rows != size || b.Cols != width || b.Counts != wantCnt {
+								return fmt.Errorf("batch %d×%d %+v, want %d×%d %+v", b.Rows, b.Cols, b.Counts, size, width, wantCnt)
+							}
+							rd := b.Reads
+							if rd.DeviceRows+rd.HostRows+rd.RemoteRows != int64(size) ||
+								rd.RemoteRows != wantCnt.Rows-wantCnt.Local-wantCnt.Hits ||
+								rd.HostBytes != 4*int64(width)*rd.HostRows ||
+								(frac == 0 && rd.DeviceRows != 0) || (frac == 1 && rd.HostRows != 0) {
+								return fmt.Errorf("reads %+v for counts %+v", rd, wantCnt)
+							}
+							total = total.Add(rd)
+							if size == 0 {
+								continue
+							}
+							got := make([]float32, size*width)
+							if err := cuda.CopyDtoH(s.c, got, b.Ptr); err != nil {
+								return err
+							}
+							for k := range got {
+								if math.Float32bits(got[k]) != math.Float32bits(want.Data[k]) {
+									return fmt.Errorf("row %d (vertex %d) col %d got: %v want: %v", k/width, ids[k/width], k%width, got[k], want.Data[k])
+								}
+							}
+						}
+						if s.Reads() != total {
+							return fmt.Errorf("total reads %+v, sum %+v", s.Reads(), total)
+						}
+						return nil
+					})
+				})
+			}
+		}
+	}
+}
+
+// A store of half-precision rows is refused with ErrNotF32.
+func TestNewRejectsF16(t *testing.T) {
+	needFake(t)
+	x := dense.New(10, 4)
+	err := inproc.Run(1, inproc.Options{Timeout: 10 * time.Second}, func(cm collective.Comm) error {
+		book, err := partition.New(make([]int32, 10), 1, "test")
+		if err != nil {
+			return err
+		}
+		fs, err := alltoall.NewStore(cm, book, x, alltoall.StoreOptions{DType: alltoall.F16})
+		if err != nil {
+			return err
+		}
+		c, err := cuda.Open(0)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		if _, err := New(c, fs); !errors.Is(err, alltoall.ErrNotF32) {
+			return fmt.Errorf("New of an f16 store: %v, want ErrNotF32", err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
