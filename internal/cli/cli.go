@@ -38,7 +38,7 @@ type Command struct {
 
 // Commands returns every subcommand, sorted by name.
 func Commands() []*Command {
-	cmds := []*Command{infoCmd(), selftestCmd(), genCmd(), convertCmd(), partitionCmd(), trainCmd(), spgemmCmd(), sampleCmd(), fetchCmd(), predictCmd()}
+	cmds := []*Command{infoCmd(), selftestCmd(), gpucheckCmd(), genCmd(), convertCmd(), partitionCmd(), trainCmd(), spgemmCmd(), sampleCmd(), fetchCmd(), predictCmd()}
 	sort.Slice(cmds, func(i, j int) bool { return cmds[i].Name < cmds[j].Name })
 	return cmds
 }

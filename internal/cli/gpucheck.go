@@ -1,0 +1,939 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"strings"
+
+	"gonum.org/v1/gonum/blas"
+
+	"gnnmpi/collective"
+	"gnnmpi/collective/collectivetest"
+	"gnnmpi/dense"
+	"gnnmpi/gpu"
+	gpublas "gnnmpi/gpu/blas"
+	"gnnmpi/gpu/cuda"
+	"gnnmpi/gpu/kernels"
+	"gnnmpi/model"
+	"gnnmpi/nccl"
+	"gnnmpi/sparse"
+)
+
+// Verdicts of a gpucheck row.
+const (
+	checkPass = "PASS"
+	checkFail = "FAIL"
+	checkSkip = "SKIP"
+)
+
+// GPUCheck is one row of gpucheck's table: a check, its verdict over all
+// ranks (FAIL if any rank failed, SKIP if every rank skipped) and rank 0's
+// detail and numbers.
+type GPUCheck struct {
+	Name        string             `json:"name"`
+	Result      string             `json:"result"`
+	RanksFailed int64              `json:"ranks_failed"`
+	Detail      string             `json:"detail,omitempty"`
+	Numbers     map[string]float64 `json:"numbers,omitempty"`
+}
+
+// GPUCheckResult is gpucheck's report (its --report file).
+type GPUCheckResult struct {
+	Device     string     `json:"device"`
+	Capability string     `json:"capability"`
+	Ranks      int        `json:"ranks"`
+	Backend    string     `json:"backend"`
+	Checks     []GPUCheck `json:"checks"`
+	Passed     int        `json:"passed"`
+	Failed     int        `json:"failed"`
+	Skipped    int        `json:"skipped"`
+}
+
+func gpucheckCmd() *Command {
+	return &Command{
+		Name:    "gpucheck",
+		Summary: "check the GPU path on this machine: kernels, cuBLAS/cuSPARSE, NCCL, zero-copy gather bandwidth",
+		Flags: func(fs *flag.FlagSet) func(*Env) error {
+			jsonFile := fs.String("report", "", "also write every check and number to this JSON file (rank 0; the global --json prints them with the run's metrics)")
+			rows := fs.Int("rows", 1<<16, "zero-copy benchmark: rows gathered per run")
+			width := fs.Int("width", 256, "zero-copy benchmark: floats per row")
+			iters := fs.Int("iters", 5, "zero-copy benchmark: timed runs of each method (the best counts)")
+			seed := fs.Uint64("seed", 1, "seed of the random inputs")
+			return func(env *Env) error {
+				if *rows < 1 || *width < 1 || *iters < 1 {
+					return fmt.Errorf("gpucheck: --rows, --width and --iters must be positive")
+				}
+				return gpucheck(env, gpucheckOptions{jsonFile: *jsonFile, rows: *rows, width: *width, iters: *iters, seed: *seed})
+			}
+		},
+	}
+}
+
+type gpucheckOptions struct {
+	jsonFile           string
+	rows, width, iters int
+	seed               uint64
+}
+
+// gpuDevice returns the CUDA device ordinal of this rank: its local rank
+// (from the launcher, or its rank in an in-process run) modulo the devices.
+func gpuDevice(env *Env) (int, error) {
+	n, err := cuda.DeviceCount()
+	if err != nil {
+		return 0, err
+	}
+	if n == 0 {
+		return 0, fmt.Errorf("gpucheck: no CUDA device")
+	}
+	local, _, ok := gpu.LocalRankFromEnv(getenv)
+	if !ok || env.Backend == "inproc" {
+		local = env.Comm.Rank()
+	}
+	return local % n, nil
+}
+
+func gpucheck(env *Env, o gpucheckOptions) error {
+	c := env.Comm
+	// Open the device; every rank learns whether any rank failed before
+	// the checks communicate.
+	var ctx *cuda.Context
+	dev, err := gpuDevice(env)
+	if err == nil {
+		ctx, err = cuda.Open(dev)
+	}
+	bad := []int64{0}
+	if err != nil {
+		bad[0] = 1
+	}
+	if aerr := collective.AllreduceSlice(c, bad, collective.Sum); aerr != nil {
+		return aerr
+	}
+	if err != nil {
+		return fmt.Errorf("gpucheck: %w", err)
+	}
+	if bad[0] > 0 {
+		return fmt.Errorf("gpucheck: %d rank(s) could not open a GPU", bad[0])
+	}
+	defer ctx.Close()
+
+	r := rand.New(rand.NewPCG(o.seed, uint64(c.Rank())))
+	var rows []GPUCheck
+	add := func(name string, numbers map[string]float64, err error) {
+		row := GPUCheck{Name: name, Result: checkPass, Numbers: numbers}
+		var skip skipError
+		switch {
+		case errors.As(err, &skip):
+			row.Result, row.Detail = checkSkip, skip.why
+		case err != nil:
+			row.Result, row.Detail = checkFail, err.Error()
+			fmt.Fprintf(env.Err, "gnnmpi: rank %d: gpucheck %s: %v\n", c.Rank(), name, err)
+		}
+		rows = append(rows, row)
+	}
+
+	// (a) every kernel against its CPU reference.
+	mod, err := ctx.Compile(kernels.Source(), "kernels.cu")
+	if err != nil {
+		return fmt.Errorf("gpucheck: compiling the kernels: %w", err)
+	}
+	refs := kernelChecks()
+	for _, name := range kernels.Names {
+		check, ok := refs[name]
+		if !ok {
+			add("kernel/"+name, nil, fmt.Errorf("no CPU reference in gpucheck"))
+			continue
+		}
+		fn, err := mod.Function(name)
+		if err == nil {
+			err = check(ctx, fn, r)
+		}
+		add("kernel/"+name, nil, err)
+	}
+
+	// (b) cuBLAS and cuSPARSE against dense and sparse.
+	add("cublas/sgemm", nil, ctx.Do(func() error { return checkSgemm(ctx, r) }))
+	add("cusparse/spmm", nil, ctx.Do(func() error { return checkSpMM(ctx, r) }))
+
+	// (c) NCCL against the conformance suite, with ≥ 2 ranks under MPI.
+	rows = append(rows, ncclChecks(env, ctx)...)
+
+	// (d) the PyTorch-Direct microbenchmark.
+	nums, err := zeroCopyBench(ctx, r, o)
+	add("bench/zero-copy-gather", nums, err)
+
+	// (e) the 3-epoch Cora training on the GPU against the CPU.
+	add("train/cora-gpu-vs-cpu", nil, skipError{"not built: needs train --device cuda (package gpu/gnn)"})
+
+	// Verdicts over the ranks.
+	fails, skips := make([]int64, len(rows)), make([]int64, len(rows))
+	for i, row := range rows {
+		switch row.Result {
+		case checkFail:
+			fails[i] = 1
+		case checkSkip:
+			skips[i] = 1
+		}
+	}
+	if err := collective.AllreduceSlice(c, fails, collective.Sum); err != nil {
+		return err
+	}
+	if err := collective.AllreduceSlice(c, skips, collective.Sum); err != nil {
+		return err
+	}
+	maj, min := ctx.Capability()
+	res := GPUCheckResult{Device: ctx.Name(), Capability: fmt.Sprintf("%d.%d", maj, min), Ranks: c.Size(), Backend: env.Backend}
+	for i, row := range rows {
+		row.RanksFailed = fails[i]
+		switch {
+		case fails[i] > 0:
+			row.Result = checkFail
+			res.Failed++
+		case skips[i] == int64(c.Size()):
+			row.Result = checkSkip
+			res.Skipped++
+		default:
+			row.Result = checkPass
+			res.Passed++
+		}
+		res.Checks = append(res.Checks, row)
+	}
+	env.Printf("gpucheck: %s (capability %s), %d rank(s), backend %s\n", res.Device, res.Capability, res.Ranks, res.Backend)
+	for _, row := range res.Checks {
+		env.Printf("  %-26s %-4s  %s\n", row.Name, row.Result, row.summary())
+	}
+	env.Printf("gpucheck: %d passed, %d failed, %d skipped\n", res.Passed, res.Failed, res.Skipped)
+	if c.Rank() == 0 && o.jsonFile != "" {
+		b, err := json.MarshalIndent(res, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(o.jsonFile, append(b, '\n'), 0o644); err != nil {
+			return fmt.Errorf("gpucheck: %w", err)
+		}
+	}
+	if err := env.Finish(map[string]any{"gpucheck": res}); err != nil {
+		return err
+	}
+	if res.Failed > 0 {
+		return fmt.Errorf("gpucheck: %d check(s) failed", res.Failed)
+	}
+	return nil
+}
+
+// summary is the row's detail, or its numbers.
+func (g GPUCheck) summary() string {
+	if g.Detail != "" {
+		s, _, _ := strings.Cut(g.Detail, "\n")
+		return s
+	}
+	n := g.Numbers
+	if n == nil {
+		return ""
+	}
+	link := "link bandwidth unknown"
+	if n["link_gbps"] > 0 {
+		link = fmt.Sprintf("%.0f%% / %.0f%% of %.1f GB/s", 100*n["zero_copy_gbps"]/n["link_gbps"],
+			100*n["cpu_gather_copy_gbps"]/n["link_gbps"], n["link_gbps"])
+	}
+	return fmt.Sprintf("zero-copy %.2f GB/s, CPU gather+copy %.2f GB/s (%s)", n["zero_copy_gbps"], n["cpu_gather_copy_gbps"], link)
+}
+
+// skipError marks a check that did not run, and why.
+type skipError struct{ why string }
+
+func (s skipError) Error() string { return s.why }
+
+// launch1D launches fn over n threads' worth of work (the kernels loop
+// grid-stride) on the default stream.
+func launch1D(fn *cuda.Function, n int, args ...any) error {
+	const block = 128
+	grid := uint32(min(max((n+block-1)/block, 1), 1<<12))
+	return fn.Launch([3]uint32{grid, 1, 1}, [3]uint32{block, 1, 1}, 0, nil, args...)
+}
+
+// devBufs allocates device buffers for a check and frees them all.
+type devBufs struct {
+	c    *cuda.Context
+	ptrs []cuda.DevicePtr
+}
+
+func devUpload[T cuda.Elem](d *devBufs, s []T) (cuda.DevicePtr, error) {
+	var z T
+	size := int64(max(len(s), 1)) * int64(elemSize(z))
+	p, err := d.c.Alloc(size)
+	if err != nil {
+		return 0, err
+	}
+	d.ptrs = append(d.ptrs, p)
+	return p, cuda.CopyHtoD(d.c, p, s)
+}
+
+func elemSize[T cuda.Elem](z T) int {
+	switch any(z).(type) {
+	case byte:
+		return 1
+	case int64:
+		return 8
+	}
+	return 4
+}
+
+func devDownload[T cuda.Elem](c *cuda.Context, p cuda.DevicePtr, n int) ([]T, error) {
+	s := make([]T, n)
+	return s, cuda.CopyDtoH(c, s, p)
+}
+
+func (d *devBufs) free() {
+	for _, p := range d.ptrs {
+		d.c.Free(p)
+	}
+}
+
+func randNormal(r *rand.Rand, n int) []float32 {
+	s := make([]float32, n)
+	for k := range s {
+		s[k] = float32(r.NormFloat64())
+	}
+	return s
+}
+
+// near returns an error naming the first element of got farther than tol
+// (relative, plus absolute for small values) from want; tol 0 asks for
+// identical bits.
+func closeTo(what string, got, want []float32, tol float64) error {
+	for k := range want {
+		g, w := float64(got[k]), float64(want[k])
+		if tol == 0 && math.Float32bits(got[k]) != math.Float32bits(want[k]) ||
+			math.Abs(g-w) > tol*(1+math.Abs(w)) || math.IsNaN(g) {
+			return fmt.Errorf("%s[%d] got: %v want: %v", what, k, got[k], want[k])
+		}
+	}
+	return nil
+}
+
+type kernelCheck func(c *cuda.Context, fn *cuda.Function, r *rand.Rand) error
+
+// kernelChecks returns the check of each kernel: random inputs, the kernel
+// on the device, its reference on the CPU (model's loss and Adam where
+// they exist).
+func kernelChecks() map[string]kernelCheck {
+	const n = 4099
+	return map[string]kernelCheck{
+		"gather_rows": func(c *cuda.Context, fn *cuda.Function, r *rand.Rand) error {
+			// Three tiers of rows of a ragged width, at unaligned bases.
+			const width, nDev, nHost, nRemote, rows = 37, 50, 70, 20, 500
+			d := &devBufs{c: c}
+			defer d.free()
+			devRows := randNormal(r, 1+nDev*width)
+			host, err := cuda.HostMapped[float32](c, 1+nHost*width)
+			if err != nil {
+				return err
+			}
+			defer host.Free()
+			remote, err := cuda.HostMapped[float32](c, nRemote*width)
+			if err != nil {
+				return err
+			}
+			defer remote.Free()
+			copy(host.Host, randNormal(r, len(host.Host)))
+			copy(remote.Host, randNormal(r, len(remote.Host)))
+			tier, slot := make([]int32, rows), make([]int32, rows)
+			want := make([]float32, 0, rows*width)
+			for i := range tier {
+				tier[i] = int32(r.IntN(3))
+				slot[i] = int32(r.IntN([]int{nDev, nHost, nRemote}[tier[i]]))
+				src := [][]float32{devRows[1:], host.Host[1:], remote.Host}[tier[i]]
+				want = append(want, src[int(slot[i])*width:][:width]...)
+			}
+			pd, err := devUpload(d, devRows)
+			if err != nil {
+				return err
+			}
+			pt, err := devUpload(d, tier)
+			if err != nil {
+				return err
+			}
+			ps, err := devUpload(d, slot)
+			if err != nil {
+				return err
+			}
+			out, err := devUpload(d, make([]float32, rows*width))
+			if err != nil {
+				return err
+			}
+			w := int64(width)
+			if err := fn.Launch([3]uint32{uint32(rows/4 + 1), 1, 1}, [3]uint32{128, 1, 1}, 0, nil,
+				out, pd+4, w, host.Dev+4, w, remote.Dev, w, pt, ps, int32(rows), int32(width)); err != nil {
+				return err
+			}
+			got, err := devDownload[float32](c, out, rows*width)
+			if err != nil {
+				return err
+			}
+			return closeTo("gather_rows", got, want, 0)
+		},
+		"relu_forward": func(c *cuda.Context, fn *cuda.Function, r *rand.Rand) error {
+			d := &devBufs{c: c}
+			defer d.free()
+			x := randNormal(r, n)
+			px, err := devUpload(d, x)
+			if err != nil {
+				return err
+			}
+			py, err := devUpload(d, make([]float32, n))
+			if err != nil {
+				return err
+			}
+			if err := launch1D(fn, n, py, px, int64(n)); err != nil {
+				return err
+			}
+			got, err := devDownload[float32](c, py, n)
+			if err != nil {
+				return err
+			}
+			want := make([]float32, n)
+			for k, v := range x {
+				want[k] = max(v, 0)
+			}
+			return closeTo("relu_forward", got, want, 0)
+		},
+		"relu_backward": func(c *cuda.Context, fn *cuda.Function, r *rand.Rand) error {
+			d := &devBufs{c: c}
+			defer d.free()
+			x, dy := randNormal(r, n), randNormal(r, n)
+			px, err := devUpload(d, x)
+			if err != nil {
+				return err
+			}
+			pdy, err := devUpload(d, dy)
+			if err != nil {
+				return err
+			}
+			pdx, err := devUpload(d, make([]float32, n))
+			if err != nil {
+				return err
+			}
+			if err := launch1D(fn, n, pdx, pdy, px, int64(n)); err != nil {
+				return err
+			}
+			got, err := devDownload[float32](c, pdx, n)
+			if err != nil {
+				return err
+			}
+			want := make([]float32, n)
+			for k := range x {
+				if x[k] > 0 {
+					want[k] = dy[k]
+				}
+			}
+			return closeTo("relu_backward", got, want, 0)
+		},
+		"add_bias": func(c *cuda.Context, fn *cuda.Function, r *rand.Rand) error {
+			const rows, cols = 97, 13
+			d := &devBufs{c: c}
+			defer d.free()
+			m, b := randNormal(r, rows*cols), randNormal(r, cols)
+			pm, err := devUpload(d, m)
+			if err != nil {
+				return err
+			}
+			pb, err := devUpload(d, b)
+			if err != nil {
+				return err
+			}
+			if err := launch1D(fn, rows*cols, pm, pb, int64(rows), int32(cols)); err != nil {
+				return err
+			}
+			got, err := devDownload[float32](c, pm, rows*cols)
+			if err != nil {
+				return err
+			}
+			for k := range m {
+				m[k] += b[k%cols]
+			}
+			return closeTo("add_bias", got, m, 0)
+		},
+		"scale_add": func(c *cuda.Context, fn *cuda.Function, r *rand.Rand) error {
+			d := &devBufs{c: c}
+			defer d.free()
+			x, y := randNormal(r, n), randNormal(r, n)
+			px, err := devUpload(d, x)
+			if err != nil {
+				return err
+			}
+			py, err := devUpload(d, y)
+			if err != nil {
+				return err
+			}
+			const a = -0.375
+			if err := launch1D(fn, n, py, float32(a), px, int64(n)); err != nil {
+				return err
+			}
+			got, err := devDownload[float32](c, py, n)
+			if err != nil {
+				return err
+			}
+			for k := range y {
+				y[k] += a * x[k]
+			}
+			return closeTo("scale_add", got, y, 1e-6) // the GPU may fuse the multiply-add
+		},
+		"softmax_xent": func(c *cuda.Context, fn *cuda.Function, r *rand.Rand) error {
+			const rows, cols = 61, 9
+			d := &devBufs{c: c}
+			defer d.free()
+			logits := dense.New(rows, cols)
+			copy(logits.Data, randNormal(r, rows*cols))
+			labels := make([]int32, rows)
+			for i := range labels {
+				labels[i] = int32(r.IntN(cols))
+			}
+			_, wantGrad := model.SoftmaxCrossEntropy(logits, labels)
+			masked := append([]int32(nil), labels...)
+			masked[5] = -1 // an unlabelled row: no loss, no gradient
+			for j := range cols {
+				wantGrad.Data[5*cols+j] = 0
+			}
+			wantLoss := make([]float32, rows)
+			for i := range rows {
+				if masked[i] >= 0 {
+					wantLoss[i] = float32(model.CrossEntropy(logits.Row(i), labels[i]))
+				}
+			}
+			pg, err := devUpload(d, make([]float32, rows*cols))
+			if err != nil {
+				return err
+			}
+			pl, err := devUpload(d, make([]float32, rows))
+			if err != nil {
+				return err
+			}
+			px, err := devUpload(d, logits.Data)
+			if err != nil {
+				return err
+			}
+			py, err := devUpload(d, masked)
+			if err != nil {
+				return err
+			}
+			if err := launch1D(fn, rows, pg, pl, px, py, int32(rows), int32(cols), float32(1)/rows); err != nil {
+				return err
+			}
+			grad, err := devDownload[float32](c, pg, rows*cols)
+			if err != nil {
+				return err
+			}
+			loss, err := devDownload[float32](c, pl, rows)
+			if err != nil {
+				return err
+			}
+			return errors.Join(closeTo("softmax_xent grad", grad, wantGrad.Data, 1e-5), closeTo("softmax_xent loss", loss, wantLoss, 1e-5))
+		},
+		"adam_step": func(c *cuda.Context, fn *cuda.Function, r *rand.Rand) error {
+			d := &devBufs{c: c}
+			defer d.free()
+			w, g := randNormal(r, n), randNormal(r, n)
+			opt := model.NewAdam(0.01, 5e-4)
+			param := &model.Param{Rows: 1, Cols: n, W: append([]float32(nil), w...), G: g}
+			pw, err := devUpload(d, w)
+			if err != nil {
+				return err
+			}
+			pg, err := devUpload(d, g)
+			if err != nil {
+				return err
+			}
+			pm, err := devUpload(d, make([]float32, n))
+			if err != nil {
+				return err
+			}
+			pv, err := devUpload(d, make([]float32, n))
+			if err != nil {
+				return err
+			}
+			for step := 1; step <= 3; step++ {
+				opt.Step([]*model.Param{param})
+				bc1, bc2 := 1-math.Pow(float64(opt.Beta1), float64(step)), 1-math.Pow(float64(opt.Beta2), float64(step))
+				if err := launch1D(fn, n, pw, pg, pm, pv, int64(n), float32(float64(opt.LR)/bc1), float32(math.Sqrt(bc2)),
+					opt.Beta1, opt.Beta2, opt.Eps, opt.WeightDecay); err != nil {
+					return err
+				}
+			}
+			got, err := devDownload[float32](c, pw, n)
+			if err != nil {
+				return err
+			}
+			return closeTo("adam_step", got, param.W, 1e-5)
+		},
+	}
+}
+
+// checkSgemm compares cuBLAS's Sgemm with dense.Gemm for the four
+// transpose cases, with alpha and beta. The context must be current.
+func checkSgemm(c *cuda.Context, r *rand.Rand) error {
+	b, err := gpublas.NewBLAS(0)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	const m, n, k = 67, 45, 33
+	for _, tA := range []blas.Transpose{blas.NoTrans, blas.Trans} {
+		for _, tB := range []blas.Transpose{blas.NoTrans, blas.Trans} {
+			d := &devBufs{c: c}
+			a, bm, cm := randNormal(r, m*k), randNormal(r, k*n), randNormal(r, m*n)
+			pa, err := devUpload(d, a)
+			if err == nil {
+				var pb, pc cuda.DevicePtr
+				if pb, err = devUpload(d, bm); err == nil {
+					if pc, err = devUpload(d, cm); err == nil {
+						err = b.Sgemm(tA, tB, m, n, k, 1.5, uintptr(pa), uintptr(pb), -0.5, uintptr(pc))
+						var got []float32
+						if err == nil {
+							got, err = devDownload[float32](c, pc, m*n)
+						}
+						if err == nil {
+							dense.Gemm(dense.BLASOrDefault(nil), tA, tB, m, n, k, 1.5, a, bm, -0.5, cm)
+							err = closeTo(fmt.Sprintf("sgemm %c%c", tA, tB), got, cm, 1e-4)
+						}
+					}
+				}
+			}
+			d.free()
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// ctxAlloc is device memory of a context for cuSPARSE's workspace.
+type ctxAlloc struct{ c *cuda.Context }
+
+func (a ctxAlloc) Alloc(bytes int) (uintptr, error) {
+	p, err := a.c.Alloc(int64(bytes))
+	return uintptr(p), err
+}
+
+func (a ctxAlloc) Free(p uintptr) { a.c.Free(cuda.DevicePtr(p)) }
+
+// checkSpMM compares cuSPARSE's SpMM with sparse.Mul for op(A) = A and
+// Aᵀ. The context must be current.
+func checkSpMM(c *cuda.Context, r *rand.Rand) error {
+	s, err := gpublas.NewSparse(ctxAlloc{c}, 0)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	const rows, cols, n = 83, 57, 19
+	dd := make([]float64, rows*cols)
+	for i := range dd {
+		if r.IntN(4) == 0 {
+			dd[i] = float64(float32(r.NormFloat64()))
+		}
+	}
+	a := sparse.FromDense(rows, cols, dd)
+	at := make([]float64, len(dd))
+	for i := range rows {
+		for j := range cols {
+			at[j*rows+i] = dd[i*cols+j]
+		}
+	}
+	aT := sparse.FromDense(cols, rows, at)
+	off, ind, val := make([]int32, len(a.Indptr)), make([]int32, len(a.Indices)), make([]float32, len(a.Values))
+	for i, p := range a.Indptr {
+		off[i] = int32(p)
+	}
+	for i := range ind {
+		ind[i], val[i] = int32(a.Indices[i]), float32(a.Values[i])
+	}
+	d := &devBufs{c: c}
+	defer d.free()
+	po, err := devUpload(d, off)
+	if err != nil {
+		return err
+	}
+	pi, err := devUpload(d, ind)
+	if err != nil {
+		return err
+	}
+	pv, err := devUpload(d, val)
+	if err != nil {
+		return err
+	}
+	csr := gpublas.CSR{Rows: rows, Cols: cols, NNZ: len(ind), RowOffsets: uintptr(po), ColIndices: uintptr(pi), Values: uintptr(pv)}
+	for _, tc := range []struct {
+		t   blas.Transpose
+		opA *sparse.CSR
+	}{{blas.NoTrans, a}, {blas.Trans, aT}} {
+		in, out := int(tc.opA.NCols), int(tc.opA.NRows)
+		x, y := randNormal(r, in*n), randNormal(r, out*n)
+		px, err := devUpload(d, x)
+		if err != nil {
+			return err
+		}
+		py, err := devUpload(d, y)
+		if err != nil {
+			return err
+		}
+		if err := s.SpMM(tc.t, 2, csr, uintptr(px), n, 0.5, uintptr(py)); err != nil {
+			return err
+		}
+		got, err := devDownload[float32](c, py, out*n)
+		if err != nil {
+			return err
+		}
+		xd := make([]float64, len(x))
+		for i, v := range x {
+			xd[i] = float64(v)
+		}
+		p, err := sparse.Mul(tc.opA, sparse.FromDense(in, n, xd))
+		if err != nil {
+			return err
+		}
+		want := make([]float32, len(y))
+		for i := range want {
+			want[i] = 0.5 * y[i]
+		}
+		for i := range p.NRows {
+			for q := p.Indptr[i]; q < p.Indptr[i+1]; q++ {
+				want[i*int64(n)+p.Indices[q]] += 2 * float32(p.Values[q])
+			}
+		}
+		if err := closeTo(fmt.Sprintf("spmm %c", tc.t), got, want, 1e-4); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ctxMemory is nccl.DeviceMemory over a context's device memory, on the
+// default stream.
+type ctxMemory struct {
+	c  *cuda.Context
+	ev *cuda.Event
+}
+
+func (m ctxMemory) Alloc(bytes int) (uintptr, error) {
+	p, err := m.c.Alloc(int64(max(bytes, 1)))
+	return uintptr(p), err
+}
+func (m ctxMemory) Free(p uintptr) error { return m.c.Free(cuda.DevicePtr(p)) }
+func (m ctxMemory) CopyHtoD(dst uintptr, src []byte) error {
+	return cuda.CopyHtoD(m.c, cuda.DevicePtr(dst), src)
+}
+func (m ctxMemory) CopyDtoH(dst []byte, src uintptr) error {
+	return cuda.CopyDtoH(m.c, dst, cuda.DevicePtr(src))
+}
+func (m ctxMemory) Stream() uintptr { return 0 }
+func (m ctxMemory) Sync() error {
+	if err := m.ev.Record(nil); err != nil {
+		return err
+	}
+	return m.ev.Synchronize()
+}
+
+// ncclChecks runs the collective conformance suite on NCCL over the
+// device's memory, one row per case; with fewer than 2 ranks or without
+// MPI one SKIP row.
+func ncclChecks(env *Env, ctx *cuda.Context) []GPUCheck {
+	c := env.Comm
+	skip := func(why string) []GPUCheck {
+		return []GPUCheck{{Name: "nccl", Result: checkSkip, Detail: why}}
+	}
+	switch {
+	case c.Size() < 2:
+		return skip("needs 2 or more ranks")
+	case env.Backend != "mpi":
+		return skip("needs the MPI backend (mpirun), not " + env.Backend)
+	}
+	var rows []GPUCheck
+	err := ctx.Do(func() error {
+		ev, err := ctx.NewEvent()
+		if err != nil {
+			return err
+		}
+		defer ev.Destroy()
+		nc, err := nccl.New(c, ctxMemory{ctx, ev})
+		if errors.Is(err, nccl.ErrNoNCCL) {
+			rows = skip(err.Error())
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		defer nc.Free()
+		nccl := collective.WithStats(nc, collective.StatsOf(c))
+		for _, tc := range collectivetest.Cases() {
+			row := GPUCheck{Name: "nccl/" + tc.Name, Result: checkPass}
+			if c.Size() < tc.MinRanks {
+				row.Result, row.Detail = checkSkip, fmt.Sprintf("needs %d ranks", tc.MinRanks)
+			} else {
+				restore := collective.SetPhase(nccl, "gpucheck-"+tc.Name)
+				err := tc.Fn(nccl)
+				restore()
+				if err != nil {
+					if collectivetest.IsCommError(err) {
+						return fmt.Errorf("nccl %s: %w", tc.Name, err)
+					}
+					row.Result, row.Detail = checkFail, err.Error()
+				}
+			}
+			rows = append(rows, row)
+		}
+		return nil
+	})
+	if err != nil {
+		return []GPUCheck{{Name: "nccl", Result: checkFail, Detail: err.Error()}}
+	}
+	return rows
+}
+
+// zeroCopyBench gathers o.rows random rows of o.width floats from a table
+// of 4·o.rows rows in mapped host memory two ways: gather_rows reading the
+// table zero-copy into device memory, and a CPU gather into a host buffer
+// followed by one cuMemcpyHtoD of the block. Each is timed with CUDA
+// events (best of o.iters). The check fails only if the two results
+// differ.
+func zeroCopyBench(c *cuda.Context, r *rand.Rand, o gpucheckOptions) (map[string]float64, error) {
+	rows, width := o.rows, o.width
+	table, err := cuda.HostMapped[float32](c, 4*rows*width)
+	if err != nil {
+		return nil, err
+	}
+	defer table.Free()
+	for k := range table.Host {
+		table.Host[k] = float32(k % 1021)
+	}
+	tier, slot := make([]int32, rows), make([]int32, rows)
+	for i := range slot {
+		tier[i], slot[i] = 1, int32(r.IntN(4*rows))
+	}
+	mod, err := c.Compile(kernels.Source(), "kernels.cu")
+	if err != nil {
+		return nil, err
+	}
+	fn, err := mod.Function("gather_rows")
+	if err != nil {
+		return nil, err
+	}
+	d := &devBufs{c: c}
+	defer d.free()
+	pt, err := devUpload(d, tier)
+	if err != nil {
+		return nil, err
+	}
+	ps, err := devUpload(d, slot)
+	if err != nil {
+		return nil, err
+	}
+	zc, err := c.Alloc(int64(4 * rows * width))
+	if err != nil {
+		return nil, err
+	}
+	d.ptrs = append(d.ptrs, zc)
+	cp, err := c.Alloc(int64(4 * rows * width))
+	if err != nil {
+		return nil, err
+	}
+	d.ptrs = append(d.ptrs, cp)
+	start, err := c.NewEvent()
+	if err != nil {
+		return nil, err
+	}
+	defer start.Destroy()
+	end, err := c.NewEvent()
+	if err != nil {
+		return nil, err
+	}
+	defer end.Destroy()
+	timed := func(f func() error) (float64, error) {
+		best := math.Inf(1)
+		for range o.iters + 1 { // the first run warms up
+			if err := start.Record(nil); err != nil {
+				return 0, err
+			}
+			if err := f(); err != nil {
+				return 0, err
+			}
+			if err := end.Record(nil); err != nil {
+				return 0, err
+			}
+			if err := end.Synchronize(); err != nil {
+				return 0, err
+			}
+			ms, err := cuda.Elapsed(start, end)
+			if err != nil {
+				return 0, err
+			}
+			best = min(best, float64(ms))
+		}
+		return best, nil
+	}
+	w := int64(width)
+	grid := uint32(min((rows+3)/4, 1<<16))
+	zcMS, err := timed(func() error {
+		return fn.Launch([3]uint32{grid, 1, 1}, [3]uint32{128, 1, 1}, 0, nil, zc, cuda.DevicePtr(0), w, table.Dev, w,
+			cuda.DevicePtr(0), w, pt, ps, int32(rows), int32(width))
+	})
+	if err != nil {
+		return nil, err
+	}
+	block := make([]float32, rows*width)
+
+	cpMS, err := timed(func() error {
+		for i, s := range slot {
+			copy(block[i*width:(i+1)*width], table.Host[int(s)*width:][:width])
+		}
+		return cuda.CopyHtoD(c, cp, block)
+	})
+	if err != nil {
+		return nil, err
+	}
+
+	gotZC, err := devDownload[float32](c, zc, rows*width)
+	if err != nil {
+		return nil, err
+	}
+	gotCP, err := devDownload[float32](c, cp, rows*width)
+	if err != nil {
+		return nil, err
+	}
+	bytes := float64(4 * rows * width)
+	nums := map[string]float64{
+		"rows": float64(rows), "width": float64(width), "bytes": bytes,
+		"zero_copy_ms": zcMS, "cpu_gather_copy_ms": cpMS,
+		"zero_copy_gbps": rateGBps(bytes, zcMS), "cpu_gather_copy_gbps": rateGBps(bytes, cpMS),
+		"link_gbps": linkGBps(c.Device()),
+	}
+	if err := closeTo("zero-copy gather vs CPU gather", gotZC, gotCP, 0); err != nil {
+		return nums, err
+	}
+	return nums, nil
+}
+
+func rateGBps(bytes, ms float64) float64 {
+	if ms <= 0 {
+		return 0
+	}
+	return bytes / (ms * 1e-3) / 1e9
+}
+
+// linkGBps returns the theoretical PCIe bandwidth of CUDA device ordinal
+// from NVML, or 0 when NVML does not tell.
+func linkGBps(ordinal int) float64 {
+	devs, err := gpu.DiscoverSystem()
+	if err != nil || ordinal >= len(devs) {
+		return 0
+	}
+	l, err := gpu.LinkSystem(devs[ordinal].Index)
+	if err != nil {
+		return 0
+	}
+	return l.GBps()
+}
