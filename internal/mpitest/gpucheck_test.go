@@ -1,0 +1,54 @@
+package mpitest
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"gnnmpi/gpu/gputest"
+	"gnnmpi/nccl"
+)
+
+// gpucheck at np 2 on the fake CUDA, cuBLAS, cuSPARSE and NCCL passes
+// every kernel and library check and every conformance case on NCCL.
+func TestGPUCheckFakeNCCL(t *testing.T) {
+	skipUnlessMPI(t)
+	dir := t.TempDir()
+	err := gputest.Build(dir)
+	if errors.Is(err, gputest.ErrNoCompiler) || errors.Is(err, gputest.ErrNoOpenBLAS) {
+		t.Skip(err)
+	}
+	require.NoError(t, err)
+	t.Setenv("GNNMPI_CUDA_LIBDIR", dir) // the ranks inherit mpirun's environment
+	t.Setenv(nccl.LibDirEnv, fakeNCCL(t))
+	report := filepath.Join(t.TempDir(), "gpucheck.json")
+	r := mpirun(t, 3*time.Minute, 2, bin, "gpucheck", "--rows", "200", "--width", "40", "--iters", "1", "--report", report)
+	require.Equal(t, 0, r.code, "stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+	b, err := os.ReadFile(report)
+	require.NoError(t, err)
+	var res struct {
+		Ranks  int
+		Failed int
+		Checks []struct{ Name, Result string }
+	}
+	require.NoError(t, json.Unmarshal(b, &res))
+	require.Equal(t, 2, res.Ranks)
+	require.Zero(t, res.Failed)
+	ncclCases := 0
+	for _, c := range res.Checks {
+		if strings.HasPrefix(c.Name, "nccl/") {
+			ncclCases++
+			require.Contains(t, []string{"PASS", "SKIP"}, c.Result, c.Name)
+		} else if c.Name != "train/cora-gpu-vs-cpu" {
+			require.Equal(t, "PASS", c.Result, c.Name)
+		}
+	}
+	require.Positive(t, ncclCases)
+	require.Contains(t, r.stdout, "nccl/AllreduceSum")
+}
