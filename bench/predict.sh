@@ -18,7 +18,8 @@
 # Environment: PREDICT_WORKLOADS (default "train-none train-vip graph pipe"),
 # GNNMPI_BIN (default ./gnnmpi), OUT (default bench/out).
 # Writes OUT/predict-validation.csv (one row per predicted run),
-# OUT/predict-validation.md and OUT/predict-extrapolation.csv.
+# OUT/predict-validation.md, OUT/predict-extrapolation.csv (minibatch)
+# and OUT/predict-extrapolation-full.csv (graph, pipe).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-bench/out}
@@ -31,8 +32,7 @@ trap 'rm -rf "$T"' EXIT
 
 csv=$OUT/predict-validation.csv
 echo "workload,net,np,role,calibration,predicted_epoch_s,measured_epoch_s,rel_error,compute_s,comm_s" >"$csv"
-ext=$OUT/predict-extrapolation.csv
-rm -f "$ext"
+rm -f "$OUT/predict-extrapolation.csv" "$OUT/predict-extrapolation-full.csv"
 
 # append WORKLOAD NET NP ROLE NETFILE PREDCSV: one row from predict's CSV.
 append() {
@@ -77,7 +77,8 @@ for w in $WORKLOADS; do
 			{ cat "$T/p.log" >&2; exit 1; }
 		append "$w" "$net" "$np" "$role" "${cal##*/}" "$T/p.csv"
 	done
-	nps=8,16,64,256,1024
+	nps=8,16,64,256,1024 ext=$OUT/predict-extrapolation.csv
+	case $w in graph | pipe) ext=$OUT/predict-extrapolation-full.csv ;; esac # other columns
 	[ "$w" != pipe ] || nps=8 # GNNPipe: at most one stage per layer (8)
 	for preset in ib-hdr100 25gbe; do
 		$G predict --net "$preset" --fit-net "$fitnet" --fit "$fit" --np "$nps" \
