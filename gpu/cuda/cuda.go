@@ -125,6 +125,12 @@ func (c *Context) Close() error {
 	return errors.Join(errs...)
 }
 
+// Do runs f on a locked OS thread with the context current, for the
+// libraries that work in the calling thread's current context (cuBLAS
+// and cuSPARSE, gnnmpi/gpu/blas): their handles are created and used
+// inside f. The Context's own methods may be called inside f.
+func (c *Context) Do(f func() error) error { return c.do(f) }
+
 // do runs f on a locked OS thread with the context current.
 func (c *Context) do(f func() error) error {
 	runtime.LockOSThread()
