@@ -67,6 +67,17 @@ type Context struct {
 	modules map[string]*Module // by source and arch
 }
 
+// DeviceCount returns the number of CUDA devices the driver sees (after
+// CUDA_VISIBLE_DEVICES). When libcuda cannot be loaded the error names the
+// libraries tried and wraps ErrNoCUDA.
+func DeviceCount() (int, error) {
+	d, err := loadDriver()
+	if err != nil {
+		return 0, err
+	}
+	return d.DeviceCount()
+}
+
 // Open retains the primary context of CUDA device ordinal (as the CUDA
 // runtime counts them: after CUDA_VISIBLE_DEVICES). When libcuda cannot
 // be loaded the error names the libraries tried and wraps ErrNoCUDA; a

@@ -39,6 +39,9 @@ func TestOpenAllocCopy(t *testing.T) {
 			t.Fatalf("capability got: %d.%d (%s) want: 8.0", maj, min, c.Arch())
 		}
 	}
+	if n, err := DeviceCount(); err != nil || n < 1 || os.Getenv(envChild) == "" && n != 1 {
+		t.Fatalf("DeviceCount() = %d, %v; want 1 (the fake)", n, err)
+	}
 	if _, err := Open(1); err == nil || !strings.Contains(err.Error(), "out of range") {
 		t.Fatalf("Open(1) on one device: %v", err)
 	}

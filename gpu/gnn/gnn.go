@@ -221,6 +221,12 @@ func (m *Model) SetGrads(src []float32) error {
 	return cuda.CopyHtoD(m.ctx, m.g, src)
 }
 
+// ZeroGrad sets the device gradients to zero: the gradients of a rank
+// with no seeds in a step.
+func (m *Model) ZeroGrad() error {
+	return cuda.CopyHtoD(m.ctx, m.g, make([]float32, m.n))
+}
+
 // LoadAdam copies o's moments (model.Adam.Moments) to the device.
 func (m *Model) LoadAdam(o *model.Adam) error {
 	mm, vv := o.Moments(m.n)
@@ -390,7 +396,7 @@ func (m *Model) step(blocks []*sparse.CSR, x cuda.DevicePtr, rows int, xh []floa
 	}
 	last := m.layers[len(m.layers)-1]
 	if len(labels) == 0 {
-		return Result{Logits: dense.New(0, last.fout)}, cuda.CopyHtoD(m.ctx, m.g, make([]float32, m.n))
+		return Result{Logits: dense.New(0, last.fout)}, m.ZeroGrad()
 	}
 	ns := rows
 	for l, a := range blocks {
