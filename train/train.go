@@ -217,8 +217,8 @@ type trainer struct {
 	fingerprint       string
 	evalChunks        [][]int // per layer: this rank's chunk boundaries, padded to the ranks' maximum count
 	chunkCache        map[[2]int]*evalChunk
-	chunkCached       int64  // entries and sources of the cached chunks
-	valMask, testMask []bool // of rows [d.RowLo, d.RowHi)
+	chunkCached       int64   // entries and sources of the cached chunks
+	valMask, testMask []bool  // of rows [d.RowLo, d.RowHi)
 	dev               *device // the GPU step (Config.Device cuda), else nil
 }
 

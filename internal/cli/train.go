@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"gnnmpi/model"
 	"gnnmpi/graph"
+	"gnnmpi/model"
 	"gnnmpi/train"
 )
 
