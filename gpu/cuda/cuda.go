@@ -67,6 +67,17 @@ type Context struct {
 	modules map[string]*Module // by source and arch
 }
 
+// DeviceCount returns the number of CUDA devices the driver sees (after
+// CUDA_VISIBLE_DEVICES). When libcuda cannot be loaded the error names the
+// libraries tried and wraps ErrNoCUDA.
+func DeviceCount() (int, error) {
+	d, err := loadDriver()
+	if err != nil {
+		return 0, err
+	}
+	return d.DeviceCount()
+}
+
 // Open retains the primary context of CUDA device ordinal (as the CUDA
 // runtime counts them: after CUDA_VISIBLE_DEVICES). When libcuda cannot
 // be loaded the error names the libraries tried and wraps ErrNoCUDA; a
@@ -124,6 +135,12 @@ func (c *Context) Close() error {
 	errs = append(errs, c.d.PrimaryCtxRelease(c.dev))
 	return errors.Join(errs...)
 }
+
+// Do runs f on a locked OS thread with the context current, for the
+// libraries that work in the calling thread's current context (cuBLAS
+// and cuSPARSE, gnnmpi/gpu/blas): their handles are created and used
+// inside f. The Context's own methods may be called inside f.
+func (c *Context) Do(f func() error) error { return c.do(f) }
 
 // do runs f on a locked OS thread with the context current.
 func (c *Context) do(f func() error) error {

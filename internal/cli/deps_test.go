@@ -48,6 +48,9 @@ func TestImportDirection(t *testing.T) {
 		// The device products sit beside gpu: no host kernels, no
 		// communication; only the tests compare with dense and sparse.
 		"gnnmpi/gpu/blas": {"gnnmpi/gpu", "gnnmpi/dense", "gnnmpi/sparse", "gnnmpi/model", "gnnmpi/collective", "gnnmpi/graph", "gnnmpi/internal/openblas"},
+		// The device training step: model's shapes and dropout, no
+		// communication (the trainer stages the gradients).
+		"gnnmpi/gpu/gnn": {"gnnmpi/collective", "gnnmpi/graph", "gnnmpi/train", "gnnmpi/sampling", "gnnmpi/alltoall", "gnnmpi/internal/openblas"},
 	}
 	for pkg, bad := range forbidden {
 		out, err := exec.Command("go", "list", "-deps", pkg).Output()
@@ -74,7 +77,7 @@ func TestLeafDependencies(t *testing.T) {
 	cgoLeaves := []string{"gnnmpi/gpu", "gnnmpi/internal/ptscotch", "gnnmpi/internal/dl", "gnnmpi/internal/nccldl",
 		"gnnmpi/internal/cudadl", "gnnmpi/internal/cublasdl"}
 	// These are pure Go over a cgo leaf.
-	overLeaves := []string{"gnnmpi/gpu/cuda", "gnnmpi/gpu/blas", "gnnmpi/nccl"}
+	overLeaves := []string{"gnnmpi/gpu/cuda", "gnnmpi/gpu/blas", "gnnmpi/gpu/gnn", "gnnmpi/nccl"}
 	allowed := map[string][]string{
 		"gnnmpi/model":     {"gnnmpi/model", "gnnmpi/dense", "gnnmpi/sparse", "gonum.org/v1/gonum/"},
 		"gnnmpi/gpu":       {"gnnmpi/gpu", "github.com/NVIDIA/go-nvml/"},
@@ -99,6 +102,9 @@ func TestLeafDependencies(t *testing.T) {
 		// The CUDA API (pure Go over cudadl) and the embedded kernels.
 		"gnnmpi/gpu/cuda":    {"gnnmpi/gpu/cuda", "gnnmpi/internal/cudadl", "gnnmpi/internal/dl"},
 		"gnnmpi/gpu/kernels": {"gnnmpi/gpu/kernels"},
+		// The device GraphSAGE step: pure Go over the device packages.
+		"gnnmpi/gpu/gnn": {"gnnmpi/gpu/gnn", "gnnmpi/gpu/cuda", "gnnmpi/gpu/blas", "gnnmpi/gpu/kernels", "gnnmpi/model", "gnnmpi/dense", "gnnmpi/sparse",
+			"gnnmpi/internal/cudadl", "gnnmpi/internal/cublasdl", "gnnmpi/internal/dl", "gonum.org/v1/gonum/"},
 	}
 	for pkg, ok := range allowed {
 		out, err := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", pkg).Output()
