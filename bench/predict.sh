@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # bench/predict.sh: validates `gnnmpi predict` on the runs of
-# bench/scaling.sh (issue 21). For each minibatch workload, the compute
+# bench/scaling.sh (issue 21). For each workload (minibatch training with
+# and without the VIP cache, graph parallelism, GNNPipe), the compute
 # model is fitted on the shared-memory runs at np 1, 2 and 4 (with the
 # shm network calibrated at np 4); then every other run of that workload
 # is predicted from its own byte and call counts, with the network
@@ -14,24 +15,24 @@
 #   bench/scaling.sh && bench/predict.sh
 #   bench/predict.sh DIR        # DIR: bench/scaling.sh's run directory (default bench/out/scaling)
 #
-# Environment: PREDICT_WORKLOADS (default "train-none train-vip"),
+# Environment: PREDICT_WORKLOADS (default "train-none train-vip graph pipe"),
 # GNNMPI_BIN (default ./gnnmpi), OUT (default bench/out).
 # Writes OUT/predict-validation.csv (one row per predicted run),
-# OUT/predict-validation.md and OUT/predict-extrapolation.csv.
+# OUT/predict-validation.md, OUT/predict-extrapolation.csv (minibatch)
+# and OUT/predict-extrapolation-full.csv (graph, pipe).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-bench/out}
 DIR=${1:-$OUT/scaling}
-WORKLOADS=${PREDICT_WORKLOADS:-train-none train-vip}
+WORKLOADS=${PREDICT_WORKLOADS:-train-none train-vip graph pipe}
 G=${GNNMPI_BIN:-./gnnmpi}
 [ -x "$G" ] || ./run.sh build >/dev/null
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 
 csv=$OUT/predict-validation.csv
-echo "workload,net,np,role,calibration,predicted_epoch_s,measured_epoch_s,rel_error,sample_s,fetch_s,compute_s,grad_s,comm_s" >"$csv"
-ext=$OUT/predict-extrapolation.csv
-rm -f "$ext"
+echo "workload,net,np,role,calibration,predicted_epoch_s,measured_epoch_s,rel_error,compute_s,comm_s" >"$csv"
+rm -f "$OUT/predict-extrapolation.csv" "$OUT/predict-extrapolation-full.csv"
 
 # append WORKLOAD NET NP ROLE NETFILE PREDCSV: one row from predict's CSV.
 append() {
@@ -41,10 +42,14 @@ w, net, np_, role, cal, path = sys.argv[1:]
 for r in csv.DictReader(open(path)):
     if not r["measured_epoch_s"]:
         continue
-    ph = {p: float(r[p + "_comm_s"]) + float(r[p + "_compute_s"]) for p in ("sample", "fetch", "compute", "grad")}
-    comm = sum(float(r[p + "_comm_s"]) for p in ("sample", "fetch", "compute", "grad"))
+    if "compute_s" in r:  # a full-graph run
+        compute, comm = float(r["compute_s"]), float(r["comm_s"])
+    else:  # minibatch: the phases' compute and communication
+        ph = ("sample", "fetch", "compute", "grad")
+        compute = sum(float(r[p + "_compute_s"]) for p in ph)
+        comm = sum(float(r[p + "_comm_s"]) for p in ph)
     print(",".join(str(x) for x in [w, net, np_, role, cal, r["predicted_epoch_s"], r["measured_epoch_s"], r["rel_error"],
-          *(f"{ph[p]:.6g}" for p in ("sample", "fetch", "compute", "grad")), f"{comm:.6g}"]))
+          f"{compute:.6g}", f"{comm:.6g}"]))
 PY
 }
 
@@ -72,8 +77,11 @@ for w in $WORKLOADS; do
 			{ cat "$T/p.log" >&2; exit 1; }
 		append "$w" "$net" "$np" "$role" "${cal##*/}" "$T/p.csv"
 	done
+	nps=8,16,64,256,1024 ext=$OUT/predict-extrapolation.csv
+	case $w in graph | pipe) ext=$OUT/predict-extrapolation-full.csv ;; esac # other columns
+	[ "$w" != pipe ] || nps=8 # GNNPipe: at most one stage per layer (8)
 	for preset in ib-hdr100 25gbe; do
-		$G predict --net "$preset" --fit-net "$fitnet" --fit "$fit" --np 8,16,64,256,1024 \
+		$G predict --net "$preset" --fit-net "$fitnet" --fit "$fit" --np "$nps" \
 			--cores-per-node 64 --ranks-per-node 8 --csv "$T/x.csv" >"$T/x.log" 2>&1 || { cat "$T/x.log" >&2; exit 1; }
 		if [ ! -f "$ext" ]; then
 			echo "workload,net,$(head -1 "$T/x.csv")" >"$ext"

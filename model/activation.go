@@ -184,6 +184,44 @@ func (d *Dropout) Forward(x *dense.Matrix, train bool, rng *rand.Rand) *dense.Ma
 	return y
 }
 
+// Mask draws the mask Forward would draw from rng on the rows×cols matrix
+// x and returns it, without applying it: 0 or 1/(1−Rate) per element, in
+// dst grown to rows·cols. It makes the same draws as Forward, so a caller
+// that applies the mask elsewhere (gpu/gnn, on a device) drops the same
+// elements. x is read only with SkipZeros (a zero element draws nothing
+// and gets mask 0) and may be nil otherwise. It returns nil, drawing
+// nothing, when Forward would return x itself (not train, or Rate 0); it
+// does not change the state Backward reads.
+// It will panic if Rate is outside [0, 1), rng is nil when needed, or
+// SkipZeros is set and len(x) != rows·cols.
+func (d *Dropout) Mask(dst []float32, rows, cols int, x []float32, train bool, rng *rand.Rand) []float32 {
+	if !(d.Rate >= 0 && d.Rate < 1) {
+		panic("model: dropout rate outside [0, 1)")
+	}
+	if !train || d.Rate == 0 {
+		return nil
+	}
+	if rng == nil {
+		panic("model: dropout needs an rng")
+	}
+	if d.SkipZeros && len(x) != rows*cols {
+		panic("model: dropout mask: len(x) != rows·cols")
+	}
+	dst = dense.Grow(dst, rows*cols)
+	key := rng.Uint64()
+	for r := range rows {
+		dr := newDropper(d.Rate, key, uint64(r))
+		for i := r * cols; i < (r+1)*cols; i++ {
+			if d.SkipZeros && x[i] == 0 {
+				dst[i] = 0
+				continue
+			}
+			dst[i] = dr.next()
+		}
+	}
+	return dst
+}
+
 // ForwardSparse is Forward on sparse rows: it returns x with dropout
 // applied, as a new matrix with values holding only the kept entries (in
 // x's order, scaled by 1/(1−Rate)), when train is true and Rate > 0, and x

@@ -115,3 +115,29 @@ func TestPositiveMask(t *testing.T) {
 		}
 	}
 }
+
+// Mask draws what Forward draws: the same mask, the same rng stream after,
+// with and without SkipZeros.
+func TestDropoutMask(t *testing.T) {
+	x := randMatrix(testRNG(5), 17, 9)
+	for i := 0; i < len(x.Data); i += 3 {
+		x.Data[i] = 0
+	}
+	for _, skip := range []bool{false, true} {
+		d := &Dropout{Rate: 0.3, SkipZeros: skip}
+		r1, r2 := testRNG(8), testRNG(8)
+		y := d.Forward(x, true, r1)
+		in := x.Data
+		if !skip {
+			in = nil // not read
+		}
+		m := (&Dropout{Rate: 0.3, SkipZeros: skip}).Mask(nil, x.Rows, x.Cols, in, true, r2)
+		require.Len(t, m, len(x.Data))
+		for i, v := range x.Data {
+			require.Equal(t, y.Data[i], v*m[i], "skip %v element %d", skip, i)
+		}
+		require.Equal(t, r1.Uint64(), r2.Uint64(), "the rng streams stay in step")
+	}
+	assert.Nil(t, (&Dropout{Rate: 0.3}).Mask(nil, 2, 2, nil, false, nil))
+	assert.Nil(t, (&Dropout{}).Mask(nil, 2, 2, nil, true, nil))
+}

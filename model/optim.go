@@ -76,12 +76,7 @@ func (o *Adam) Step(params []*Param) {
 	if len(o.m) != n {
 		panic("model: optimizer state does not match params")
 	}
-	o.t++
-	t := float64(o.t)
-	bc1 := 1 - math.Pow(float64(o.Beta1), t)
-	bc2 := 1 - math.Pow(float64(o.Beta2), t)
-	step := float32(float64(o.LR) / bc1)
-	bc2s := float32(math.Sqrt(bc2))
+	step, bc2s := o.Advance()
 	b1, b2, eps, wd := o.Beta1, o.Beta2, o.Eps, o.WeightDecay
 	off := 0
 	for _, p := range params {
@@ -97,6 +92,34 @@ func (o *Adam) Step(params []*Param) {
 		}
 		off += len(p.W)
 	}
+}
+
+// Advance counts a step, as Step does, and returns the new step's
+// corrections: step = LR/(1−β₁ᵗ) and bc2s = √(1−β₂ᵗ), computed in float64.
+// Step calls it; a caller that runs the update elsewhere (gpu/gnn, on a
+// device, over the moments Moments returns) calls it once per update.
+func (o *Adam) Advance() (step, bc2s float32) {
+	o.t++
+	t := float64(o.t)
+	bc1 := 1 - math.Pow(float64(o.Beta1), t)
+	bc2 := 1 - math.Pow(float64(o.Beta2), t)
+	return float32(float64(o.LR) / bc1), float32(math.Sqrt(bc2))
+}
+
+// Moments returns the optimizer's own first and second moment buffers,
+// m and v, of n scalars each, allocating them as zeros before the first
+// step: a caller that runs the update elsewhere reads them to start from
+// and writes its moments back into them, so that State and a checkpoint
+// see them. It will panic if the moments exist with another length.
+func (o *Adam) Moments(n int) (m, v []float32) {
+	if o.m == nil {
+		o.m = make([]float32, n)
+		o.v = make([]float32, n)
+	}
+	if len(o.m) != n {
+		panic("model: optimizer state does not match params")
+	}
+	return o.m, o.v
 }
 
 // State returns [1, t as three 16-bit words, m…, v…] as a new slice.

@@ -2,6 +2,7 @@ package model
 
 import (
 	"errors"
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -153,4 +154,27 @@ func TestNewOptimizer(t *testing.T) {
 	assert.Equal(t, NewSGD(0.1, 0.9, 5e-4), o)
 	_, err = NewOptimizer("rmsprop", 0.1, 0, 0)
 	assert.EqualError(t, err, `model: unknown optimizer "rmsprop" (want adam or sgd)`)
+}
+
+// An update run outside Step over Advance's corrections and the moments
+// Moments returns is Step's, and State sees those moments.
+func TestAdamAdvanceMoments(t *testing.T) {
+	ref, ext := NewAdam(0.1, 0.01), NewAdam(0.1, 0.01)
+	p := &Param{Name: "w", Rows: 1, Cols: 2, W: []float32{1, -2}, G: make([]float32, 2)}
+	w := []float32{1, -2}
+	for _, g := range [][]float32{{0.5, 0.1}, {-0.3, 0.2}} {
+		copy(p.G, g)
+		ref.Step([]*Param{p})
+		step, bc2s := ext.Advance()
+		m, v := ext.Moments(2)
+		for i := range w {
+			gi := g[i] + ext.WeightDecay*w[i]
+			m[i] = ext.Beta1*m[i] + (1-ext.Beta1)*gi
+			v[i] = ext.Beta2*v[i] + (1-ext.Beta2)*gi*gi
+			w[i] -= step * m[i] / (float32(math.Sqrt(float64(v[i])))/bc2s + ext.Eps)
+		}
+	}
+	assert.Equal(t, p.W, w)
+	assert.Equal(t, ref.State(), ext.State())
+	assert.Panics(t, func() { ext.Moments(3) })
 }

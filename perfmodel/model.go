@@ -3,7 +3,6 @@ package perfmodel
 import (
 	"fmt"
 	"math"
-	"sort"
 
 	"gnnmpi/collective"
 )
@@ -265,40 +264,20 @@ func Extrapolate(runs []Run, p, batches int, seeds float64, params int) (*Worklo
 	if len(runs) == 0 {
 		return nil, fmt.Errorf("perfmodel: no runs to extrapolate from")
 	}
-	var ps []int
-	for _, r := range runs {
-		ps = append(ps, r.P)
-	}
-	sort.Ints(ps)
-	// Distinct p values bound the basis size.
-	distinct := 0
-	for i := range ps {
-		if i == 0 || ps[i] != ps[i-1] {
-			distinct++
-		}
-	}
-	rows := make([][]float64, len(runs))
+	ps := make([]int, len(runs))
 	for i, r := range runs {
-		rows[i] = Basis(r.P, distinct)
+		ps[i] = r.P
 	}
-	at := Basis(p, distinct)
 	law := func(q func(r *Run) float64) (float64, error) {
-		b := make([]float64, len(runs))
+		ys := make([]float64, len(runs))
 		for i := range runs {
-			b[i] = q(&runs[i]) / math.Max(runs[i].Batches, 1)
+			ys[i] = q(&runs[i]) / math.Max(runs[i].Batches, 1)
 		}
-		x, _, err := leastSquares(rows, b, false)
-		if err != nil {
-			return 0, err
-		}
-		v := 0.0
-		for j := range x {
-			v += x[j] * at[j]
-		}
-		return math.Max(0, v) * float64(batches), nil
+		v, err := lawAt(ps, ys, p)
+		return v * float64(batches), err
 	}
 	w := &Workload{P: p, Batches: float64(batches), Seeds: seeds, Comm: map[string]map[Kind]Traffic{},
-		Source: fmt.Sprintf("extrapolated from p=%v", ps)}
+		Source: fmt.Sprintf("extrapolated from p=%v", sortedCopy(ps))}
 	var err error
 	if w.FetchRows, err = law(func(r *Run) float64 { return r.FetchRows }); err != nil {
 		return nil, err

@@ -208,3 +208,37 @@ func TestExtrapolate(t *testing.T) {
 	require.Equal(t, 3, Batches(4, 140, 0, 64)) // global 64: 16 per rank, 35 vertices
 	require.False(t, math.IsNaN(w.Batches))
 }
+
+// FullUnits counts the critical path of each layout; FitFull recovers a
+// known law (θ on the grid) and ExtrapolateFull a known traffic law.
+func TestFullModel(t *testing.T) {
+	require.Equal(t, 2*1000.0/4, FullUnits(2, 1000, 4, 1, 1))           // graph: L·n/p
+	require.Equal(t, 2*1000.0*(4+4-1)/(4*4), FullUnits(2, 1000, 1, 4, 4)) // pipe, 4 stages, 4 chunks
+	require.Equal(t, 2*500.0*(3+2-1)/(2*3), FullUnits(2, 1000, 2, 2, 3))  // hybrid: 2 pipelines of 2 stages
+	node := Node{CoresPerNode: 2}
+	net, _ := Preset("25gbe")
+	var runs []FullRun
+	for _, p := range []int{1, 2, 4, 8} {
+		w := FullWorkload{P: p, Units: FullUnits(8, 34000, 1, p, 4), Comm: map[string]map[Kind]Traffic{
+			"act":  {Sendrecv: {Calls: 4 * float64(p-1) / float64(p), Bytes: 1e6 * float64(p-1) / float64(p)}},
+			"grad": {Allreduce: {Calls: 1, Bytes: 4e5}},
+		}}
+		comm := 0.0
+		for _, t := range w.commTime(net) {
+			comm += t
+		}
+		runs = append(runs, FullRun{FullWorkload: w, EpochSeconds: comm + (0.01+2e-6*w.Units)/math.Pow(node.Share(p), 0.5)})
+	}
+	c, err := FitFull(runs[:3], node, net)
+	require.NoError(t, err)
+	require.Equal(t, 0.5, c.Theta)
+	require.InDelta(t, 2e-6, c.Gamma[1], 1e-12)
+	pr := c.Predict(net, &runs[3].FullWorkload, node)
+	require.InEpsilon(t, runs[3].EpochSeconds, pr.Epoch, 1e-9)
+	w, err := ExtrapolateFull(runs[:3], 8, runs[3].Units)
+	require.NoError(t, err)
+	require.InEpsilon(t, 1e6*7/8.0, w.Comm["act"][Sendrecv].Bytes, 1e-9)
+	require.InEpsilon(t, 4e5, w.Comm["grad"][Allreduce].Bytes, 1e-9)
+	_, err = FitFull(runs[:1], node, net)
+	require.ErrorIs(t, err, ErrTooFewRows)
+}

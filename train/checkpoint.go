@@ -182,6 +182,7 @@ func (t *trainer) makeFingerprint() string {
 	cfg.Epochs, cfg.EvalEvery, cfg.CheckpointDir, cfg.CheckpointEvery, cfg.Resume, cfg.EvalMemory = 0, 0, "", 0, false, 0
 	cfg.FeatureNorm = cfg.FeatureNorm.Resolve(t.d.NonNegative) // auto and what it chose are the same run
 	cfg.Overlap = false
+	cfg.Device = "" // where the step ran: a run may resume on the other device
 	b, _ := json.Marshal(struct {
 		Config Config
 		Ranks  int

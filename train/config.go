@@ -144,6 +144,13 @@ type Config struct {
 	// The losses are the same with and without it.
 	Overlap bool `json:",omitempty"`
 
+	// Device is where the minibatch step (forward, backward, optimizer)
+	// runs: DeviceCPU ("" too) or DeviceCUDA, the rank's GPU (see
+	// device.go). Sampling, the feature fetch, the gradient Allreduce,
+	// evaluation and checkpoints stay on the host. The losses agree with
+	// the CPU's to float32 rounding.
+	Device Device `json:",omitempty"`
+
 	// EvalMemory bounds the input rows one chunk of layer-wise inference
 	// gathers, in float32 values (the destinations' rows plus all their
 	// neighbours' rows times the layer's input width).
@@ -166,6 +173,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := c.validateSampling(); err != nil {
+		return err
+	}
+	if err := c.validateDevice(); err != nil {
 		return err
 	}
 	return c.validateFeatures()

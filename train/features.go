@@ -212,6 +212,9 @@ func sampleKeys(seed uint64, epoch, i, n, r int) []uint64 {
 // free releases the grids and the loader communicator the trainer built.
 // It is collective.
 func (t *trainer) free() error {
+	if err := t.closeDevice(); err != nil {
+		return err
+	}
 	for _, g := range []*collective.Grid{t.grid, t.fgrid} {
 		if g != nil {
 			if err := g.Free(); err != nil {

@@ -26,6 +26,20 @@ func ParseOptimizer(s string) (Optimizer, error) {
 	return parseChoice("optimizer", s, OptimizerAdam, OptimizerSGD)
 }
 
+// Device names where minibatch training computes (Config.Device).
+type Device string
+
+// Devices.
+const (
+	DeviceCPU  Device = "cpu"  // the host (the default; "" means it too)
+	DeviceCUDA Device = "cuda" // an NVIDIA GPU (gpu/gnn): GraphSAGE on dense features, Adam
+)
+
+// ParseDevice returns the device named s.
+func ParseDevice(s string) (Device, error) {
+	return parseChoice("device", s, DeviceCPU, DeviceCUDA)
+}
+
 // Mode names a kind of training: data-parallel minibatches (Run) or one of
 // the full-graph layouts (RunFull, FullConfig.Mode).
 type Mode string

@@ -217,8 +217,9 @@ type trainer struct {
 	fingerprint       string
 	evalChunks        [][]int // per layer: this rank's chunk boundaries, padded to the ranks' maximum count
 	chunkCache        map[[2]int]*evalChunk
-	chunkCached       int64  // entries and sources of the cached chunks
-	valMask, testMask []bool // of rows [d.RowLo, d.RowHi)
+	chunkCached       int64   // entries and sources of the cached chunks
+	valMask, testMask []bool  // of rows [d.RowLo, d.RowHi)
+	dev               *device // the GPU step (Config.Device cuda), else nil
 }
 
 func newTrainer(c collective.Comm, d *Data, cfg Config) (*trainer, error) {
@@ -305,6 +306,9 @@ func newTrainer(c collective.Comm, d *Data, cfg Config) (*trainer, error) {
 	}
 	t.valMask, t.testMask = mask(d.RowLo, d.RowHi, d.Split.Valid), mask(d.RowLo, d.RowHi, d.Split.Test)
 	t.fingerprint = t.makeFingerprint()
+	if err := t.openDevice(feat.CSR != nil); err != nil {
+		return nil, err
+	}
 	return t, nil
 }
 
@@ -596,6 +600,11 @@ func (t *trainer) train(epoch int, progress func(epoch, batch, batches int)) err
 	batches := t.sched.batches(t.cfg.Seed, epoch, r)
 	ep.batches = len(batches)
 	start := time.Now()
+	if t.dev != nil {
+		if err := t.dev.upload(t.m); err != nil {
+			return err
+		}
+	}
 	src := t.newSource(epoch, batches)
 	for i := range batches {
 		if progress != nil {
@@ -608,21 +617,38 @@ func (t *trainer) train(epoch int, progress func(epoch, batch, batches int)) err
 			return err
 		}
 		t0 = lap(PhaseWait, t0)
-		t.backward(&ep, epoch, b.i, b.seeds, b.mb, b.x)
+		if t.dev != nil {
+			err = t.deviceBackward(&ep, epoch, b.i, b.seeds, b.mb, b.x)
+		} else {
+			t.backward(&ep, epoch, b.i, b.seeds, b.mb, b.x)
+		}
 		src.release(b)
-		t0 = lap(PhaseCompute, t0)
-		t.grads = t.m.FlattenGrads(t.grads[:0])
-		restore := collective.SetPhase(c, PhaseGrad)
-		err = collective.AllreduceSlice(c, t.grads, collective.Sum)
-		restore()
 		if err != nil {
 			src.stop()
 			return err
 		}
-		t.m.SetGrads(t.grads)
+		t0 = lap(PhaseCompute, t0)
+		if err := t.sumGrads(); err != nil {
+			src.stop()
+			return err
+		}
 		t0 = lap(PhaseGrad, t0)
-		t.opt.Step(t.m.Params())
+		if t.dev != nil {
+			err = t.dev.m.AdamStep(t.dev.adam)
+		} else {
+			t.opt.Step(t.m.Params())
+		}
 		lap(PhaseCompute, t0)
+		if err != nil {
+			src.stop()
+			return err
+		}
+	}
+	if t.dev != nil {
+		if err := t.dev.download(t.m); err != nil {
+			src.stop()
+			return err
+		}
 	}
 	ls := src.finish()
 	for p, s := range ls.secs {
@@ -631,6 +657,31 @@ func (t *trainer) train(epoch int, progress func(epoch, batch, batches int)) err
 	ep.fetched = ls.fetched
 	ep.trainSecs = time.Since(start).Seconds()
 	t.ep = ep
+	return nil
+}
+
+// sumGrads sums the step's gradients over the ranks (one Allreduce of
+// the flat vector, phase PhaseGrad): the host model's, or the device's
+// staged through host memory.
+func (t *trainer) sumGrads() error {
+	if t.dev != nil {
+		t.grads = dense.Grow(t.grads, t.dev.m.NumParams())
+		if err := t.dev.m.Grads(t.grads); err != nil {
+			return err
+		}
+	} else {
+		t.grads = t.m.FlattenGrads(t.grads[:0])
+	}
+	restore := collective.SetPhase(t.c, PhaseGrad)
+	err := collective.AllreduceSlice(t.c, t.grads, collective.Sum)
+	restore()
+	if err != nil {
+		return err
+	}
+	if t.dev != nil {
+		return t.dev.m.SetGrads(t.grads)
+	}
+	t.m.SetGrads(t.grads)
 	return nil
 }
 

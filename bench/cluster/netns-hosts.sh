@@ -4,7 +4,7 @@
 # The front end of bench/cluster/netns-lib.sh (see there for the network);
 # needs root.
 #
-#   bench/cluster/netns-hosts.sh up N          N hosts (2..4) gnnmpi-h1..hN on a
+#   bench/cluster/netns-hosts.sh up N          N hosts (2..8) gnnmpi-h1..hN on a
 #                                              bridge, addresses 10.77.0.i/24; writes
 #                                              the hostfile and rsh agent into the state
 #                                              dir and prints the dir

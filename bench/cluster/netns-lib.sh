@@ -4,7 +4,7 @@
 # bench/cluster/netns-hosts.sh is its command-line front end and
 # bench/cluster/netns-test.sh its test.
 #
-# The network: N hosts (2..4), network namespaces gnnmpi-h1..gnnmpi-hN, each
+# The network: N hosts (2..8), network namespaces gnnmpi-h1..gnnmpi-hN, each
 # with a veth pair whose inside end is gnn0 (address 10.77.0.i/24, inside the
 # namespace only) and whose outside end is gnnmpi-pi, a port of the bridge
 # br0 in a third namespace, gnnmpi-sw (the switch). Every command run on a
@@ -123,8 +123,8 @@ netns_down() {
 
 netns_up() {
 	local n=$1 i ns dir reach
-	case "$n" in [2-4]) ;; *)
-		echo "netns: netns_up: $n hosts; want 2 to 4" >&2
+	case "$n" in [2-8]) ;; *)
+		echo "netns: netns_up: $n hosts; want 2 to 8" >&2
 		return 1
 		;;
 	esac
@@ -227,7 +227,7 @@ netns_mca() {
 	dir=$(netns_dir)
 	printf '%s\n' --hostfile "$dir/hostfile" --map-by node \
 		--mca plm_rsh_agent "$dir/rsh" --mca plm_rsh_no_tree_spawn 1 \
-		--mca btl tcp,self --mca btl_tcp_if_include $NETNS_NET.0/24 --mca oob_tcp_if_include $NETNS_NET.0/24 \
+		--mca btl "${NETNS_BTL:-tcp,self}" --mca btl_tcp_if_include $NETNS_NET.0/24 --mca oob_tcp_if_include $NETNS_NET.0/24 \
 		--mca mpi_yield_when_idle 1 --bind-to none
 }
 

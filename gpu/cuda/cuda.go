@@ -67,9 +67,9 @@ type Context struct {
 	modules map[string]*Module // by source and arch
 }
 
-// DeviceCount returns the number of CUDA devices this process sees (after
-// CUDA_VISIBLE_DEVICES). It returns an error wrapping ErrNoCUDA when
-// libcuda cannot be loaded.
+// DeviceCount returns the number of CUDA devices the driver sees (after
+// CUDA_VISIBLE_DEVICES). When libcuda cannot be loaded the error names the
+// libraries tried and wraps ErrNoCUDA.
 func DeviceCount() (int, error) {
 	d, err := loadDriver()
 	if err != nil {
@@ -136,9 +136,10 @@ func (c *Context) Close() error {
 	return errors.Join(errs...)
 }
 
-// Do runs f on a locked OS thread with the context current, for libraries
-// that use the calling thread's current context (cuBLAS, cuSPARSE, NCCL).
-// f may call the Context's methods.
+// Do runs f on a locked OS thread with the context current, for the
+// libraries that work in the calling thread's current context (cuBLAS
+// and cuSPARSE, gnnmpi/gpu/blas): their handles are created and used
+// inside f. The Context's own methods may be called inside f.
 func (c *Context) Do(f func() error) error { return c.do(f) }
 
 // do runs f on a locked OS thread with the context current.

@@ -39,6 +39,9 @@ func TestOpenAllocCopy(t *testing.T) {
 			t.Fatalf("capability got: %d.%d (%s) want: 8.0", maj, min, c.Arch())
 		}
 	}
+	if n, err := DeviceCount(); err != nil || n < 1 || os.Getenv(envChild) == "" && n != 1 {
+		t.Fatalf("DeviceCount() = %d, %v; want 1 (the fake)", n, err)
+	}
 	if _, err := Open(1); err == nil || !strings.Contains(err.Error(), "out of range") {
 		t.Fatalf("Open(1) on one device: %v", err)
 	}
@@ -420,4 +423,26 @@ func TestElementwise(t *testing.T) {
 			opt.Beta1, opt.Beta2, opt.Eps, opt.WeightDecay)
 	}
 	near(t, "adam_step", download[float32](t, c, pw, n), param.W, 1e-5)
+
+	mask := randn(n)
+	for k := range mask {
+		if mask[k] < 0 {
+			mask[k] = 0
+		}
+	}
+	pmask := upload(t, c, mask)
+	launch("mul_mask", n, py, px, pmask, int64(n))
+	prod := make([]float32, n)
+	for k := range prod {
+		prod[k] = x[k] * mask[k]
+	}
+	near(t, "mul_mask", download[float32](t, c, py, n), prod, 0)
+
+	pcol := upload(t, c, make([]float32, cols))
+	launch("col_sum", cols, pcol, pm, int64(rows), int32(cols))
+	sums := make([]float32, cols)
+	for k, v := range want { // add_bias's output, still in pm
+		sums[k%cols] += v
+	}
+	near(t, "col_sum", download[float32](t, c, pcol, cols), sums, 1e-5)
 }

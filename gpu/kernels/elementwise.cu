@@ -89,3 +89,25 @@ extern "C" __global__ void adam_step(float *__restrict__ w, const float *__restr
 	}
 }
 GNNMPI_KERNEL(adam_step)
+
+// mul_mask: y[i] = x[i] * mask[i] (dropout with a mask drawn on the host,
+// and its backward). y may be x.
+extern "C" __global__ void mul_mask(float *y, const float *x, const float *__restrict__ mask, long long n) {
+	for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+		y[i] = x[i] * mask[i];
+	}
+}
+GNNMPI_KERNEL(mul_mask)
+
+// col_sum: y[c] = sum over r of x[r, c] for the rows×cols row-major x (the
+// bias gradient): one thread per column loops over the rows, in row order.
+extern "C" __global__ void col_sum(float *__restrict__ y, const float *__restrict__ x, long long rows, int cols) {
+	for (long long c = (long long)blockIdx.x * blockDim.x + threadIdx.x; c < cols; c += (long long)gridDim.x * blockDim.x) {
+		float s = 0.0f;
+		for (long long r = 0; r < rows; r++) {
+			s += x[r * cols + c];
+		}
+		y[c] = s;
+	}
+}
+GNNMPI_KERNEL(col_sum)

@@ -6,8 +6,10 @@
 //
 // gather.cu: gather_rows, the tiered feature gather (device-resident hot
 // rows, a zero-copy mapped host tier and a mapped buffer of rows received
-// from other ranks) with PyTorch-Direct's aligned warp reads. elementwise.cu: relu_forward, relu_backward, add_bias, scale_add,
-// softmax_xent and adam_step for the device training step. Each kernel is
+// from other ranks) with PyTorch-Direct's aligned warp reads.
+// elementwise.cu: relu_forward, relu_backward, add_bias, scale_add,
+// softmax_xent, adam_step, mul_mask (dropout) and col_sum (the bias
+// gradient) for the device training step. Each kernel is
 // extern "C" (its name is its symbol) and is followed by
 // GNNMPI_KERNEL(name), which is empty under real NVRTC and registers a CPU
 // launcher under the test shim (gpu/cuda/testdata/shim.h), so the same
@@ -25,7 +27,7 @@ import (
 var files embed.FS
 
 // Names lists every kernel that Source defines.
-var Names = []string{"gather_rows", "relu_forward", "relu_backward", "add_bias", "scale_add", "softmax_xent", "adam_step"}
+var Names = []string{"gather_rows", "relu_forward", "relu_backward", "add_bias", "scale_add", "softmax_xent", "adam_step", "mul_mask", "col_sum"}
 
 // Source returns every .cu file, in name order, concatenated into one
 // compilation unit.

@@ -56,6 +56,7 @@ func runFull(env *Env, path string, lo train.LoadOptions, cfg train.FullConfig) 
 		"params": res.NumParams, "epochs_run": len(res.Epochs),
 		"analytical_bytes_per_epoch": res.Analytical, "halo_rows": res.HaloRows,
 		"state_bytes": res.StateBytes, "peak_rss_bytes": res.PeakRSS,
+		"vertices": d.NumNodes(), "median_phase_s": medianPhases(res.Epochs),
 	}
 	return env.Finish(out)
 }

@@ -19,9 +19,11 @@ import (
 	gpublas "gnnmpi/gpu/blas"
 	"gnnmpi/gpu/cuda"
 	"gnnmpi/gpu/kernels"
+	"gnnmpi/graph"
 	"gnnmpi/model"
 	"gnnmpi/nccl"
 	"gnnmpi/sparse"
+	"gnnmpi/train"
 )
 
 // Verdicts of a gpucheck row.
@@ -64,11 +66,14 @@ func gpucheckCmd() *Command {
 			width := fs.Int("width", 256, "zero-copy benchmark: floats per row")
 			iters := fs.Int("iters", 5, "zero-copy benchmark: timed runs of each method (the best counts)")
 			seed := fs.Uint64("seed", 1, "seed of the random inputs")
+			data := fs.String("data", "data/cora", "training check: dataset (GraphSAGE, dense features, trained on the CPU and with --device cuda)")
+			epochs := fs.Int("train-epochs", 3, "training check: epochs of each run (0: skip the check)")
 			return func(env *Env) error {
 				if *rows < 1 || *width < 1 || *iters < 1 {
 					return fmt.Errorf("gpucheck: --rows, --width and --iters must be positive")
 				}
-				return gpucheck(env, gpucheckOptions{jsonFile: *jsonFile, rows: *rows, width: *width, iters: *iters, seed: *seed})
+				return gpucheck(env, gpucheckOptions{jsonFile: *jsonFile, rows: *rows, width: *width, iters: *iters, seed: *seed,
+					data: *data, trainEpochs: *epochs})
 			}
 		},
 	}
@@ -78,6 +83,8 @@ type gpucheckOptions struct {
 	jsonFile           string
 	rows, width, iters int
 	seed               uint64
+	data               string // the training check's dataset
+	trainEpochs        int
 }
 
 // gpuDevice returns the CUDA device ordinal of this rank: its local rank
@@ -167,7 +174,12 @@ func gpucheck(env *Env, o gpucheckOptions) error {
 	add("bench/zero-copy-gather", nums, err)
 
 	// (e) the 3-epoch Cora training on the GPU against the CPU.
-	add("train/cora-gpu-vs-cpu", nil, skipError{"not built: needs train --device cuda (package gpu/gnn)"})
+	if o.trainEpochs > 0 {
+		nums, err := trainCheck(env, o)
+		add("train/gpu-vs-cpu", nums, err)
+	} else {
+		add("train/gpu-vs-cpu", nil, skipError{"--train-epochs 0"})
+	}
 
 	// Verdicts over the ranks.
 	fails, skips := make([]int64, len(rows)), make([]int64, len(rows))
@@ -234,6 +246,10 @@ func (g GPUCheck) summary() string {
 	n := g.Numbers
 	if n == nil {
 		return ""
+	}
+	if _, ok := n["epochs"]; ok {
+		return fmt.Sprintf("%.0f epochs, last loss GPU %.6g CPU %.6g; median epoch GPU %.3gs CPU %.3gs", n["epochs"],
+			n[fmt.Sprintf("gpu_loss_%.0f", n["epochs"])], n[fmt.Sprintf("cpu_loss_%.0f", n["epochs"])], n["gpu_epoch_s"], n["cpu_epoch_s"])
 	}
 	link := "link bandwidth unknown"
 	if n["link_gbps"] > 0 {
@@ -533,6 +549,67 @@ func kernelChecks() map[string]kernelCheck {
 				return err
 			}
 			return errors.Join(closeTo("softmax_xent grad", grad, wantGrad.Data, 1e-5), closeTo("softmax_xent loss", loss, wantLoss, 1e-5))
+		},
+		"mul_mask": func(c *cuda.Context, fn *cuda.Function, r *rand.Rand) error {
+			d := &devBufs{c: c}
+			defer d.free()
+			x, mask := randNormal(r, n), make([]float32, n)
+			for k := range mask {
+				if r.IntN(2) == 0 {
+					mask[k] = 2 // kept, scaled by 1/(1-p) for p = 0.5
+				}
+			}
+			px, err := devUpload(d, x)
+			if err != nil {
+				return err
+			}
+			pm, err := devUpload(d, mask)
+			if err != nil {
+				return err
+			}
+			py, err := devUpload(d, make([]float32, n))
+			if err != nil {
+				return err
+			}
+			if err := launch1D(fn, n, py, px, pm, int64(n)); err != nil {
+				return err
+			}
+			got, err := devDownload[float32](c, py, n)
+			if err != nil {
+				return err
+			}
+			for k := range x {
+				x[k] *= mask[k]
+			}
+			return closeTo("mul_mask", got, x, 0)
+		},
+		"col_sum": func(c *cuda.Context, fn *cuda.Function, r *rand.Rand) error {
+			const rows, cols = 301, 23
+			d := &devBufs{c: c}
+			defer d.free()
+			x := randNormal(r, rows*cols)
+			px, err := devUpload(d, x)
+			if err != nil {
+				return err
+			}
+			py, err := devUpload(d, make([]float32, cols))
+			if err != nil {
+				return err
+			}
+			if err := launch1D(fn, cols, py, px, int64(rows), int32(cols)); err != nil {
+				return err
+			}
+			got, err := devDownload[float32](c, py, cols)
+			if err != nil {
+				return err
+			}
+			want := make([]float32, cols)
+			for i := range rows { // in row order, as the kernel sums
+				for j := range cols {
+					want[j] += x[i*cols+j]
+				}
+			}
+			return closeTo("col_sum", got, want, 1e-6)
 		},
 		"adam_step": func(c *cuda.Context, fn *cuda.Function, r *rand.Rand) error {
 			d := &devBufs{c: c}
@@ -936,4 +1013,50 @@ func linkGBps(ordinal int) float64 {
 		return 0
 	}
 	return l.GBps()
+}
+
+// trainCheck trains GraphSAGE (train.Defaults, o.trainEpochs epochs, dense
+// features) on o.data on the CPU and then with the minibatch step on the
+// GPU (train.DeviceCUDA), and fails if an epoch's training loss differs by
+// more than 1e-4 relative: the device step follows the CPU's loss curve to
+// float32 rounding. It is collective over env.Comm. A dataset that cannot
+// be loaded skips the check.
+func trainCheck(env *Env, o gpucheckOptions) (map[string]float64, error) {
+	c := env.Comm
+	run := func(dev train.Device) (*train.Result, error) {
+		cfg := train.Defaults("sage")
+		cfg.Epochs, cfg.Device, cfg.Seed = o.trainEpochs, dev, o.seed
+		cfg, err := cfg.Resolve(c.Size())
+		if err != nil {
+			return nil, err
+		}
+		lo := train.LoadOptions{Format: graph.FeatureDense, Partition: train.PartitionRandom, Seed: o.seed, Replication: cfg.Replication,
+			WholeTopology: cfg.Topology == train.TopologyReplicated}
+		d, err := train.Load(c, o.data, lo) // loaded again: a run may normalise the features in place
+		if err != nil {
+			return nil, skipError{fmt.Sprintf("dataset %s: %v", o.data, err)}
+		}
+		cfg.FeatureNorm = cfg.FeatureNorm.Resolve(d.NonNegative)
+		return train.Run(c, d, cfg, train.Hooks{})
+	}
+	cpu, err := run(train.DeviceCPU)
+	if err != nil {
+		return nil, err
+	}
+	gpuRes, err := run(train.DeviceCUDA)
+	if err != nil {
+		return nil, err
+	}
+	nums := map[string]float64{"epochs": float64(len(cpu.Epochs)), "cpu_epoch_s": cpu.MedianEpochS, "gpu_epoch_s": gpuRes.MedianEpochS}
+	if len(cpu.Epochs) != len(gpuRes.Epochs) || len(cpu.Epochs) == 0 {
+		return nums, fmt.Errorf("%d epochs on the CPU, %d on the GPU", len(cpu.Epochs), len(gpuRes.Epochs))
+	}
+	for e := range cpu.Epochs {
+		want, got := cpu.Epochs[e].Loss, gpuRes.Epochs[e].Loss
+		nums[fmt.Sprintf("cpu_loss_%d", e+1)], nums[fmt.Sprintf("gpu_loss_%d", e+1)] = want, got
+		if math.Abs(got-want) > 1e-4*math.Abs(want) || math.IsNaN(got) {
+			return nums, fmt.Errorf("epoch %d loss: GPU %v, CPU %v", e+1, got, want)
+		}
+	}
+	return nums, nil
 }

@@ -31,8 +31,8 @@ func gpucheckInChild(t *testing.T, run string, env ...string) string {
 }
 
 // On the fake CUDA, cuBLAS and cuSPARSE, gpucheck passes every kernel and
-// library check on 1 and 2 in-process ranks, skips NCCL (no MPI) and the
-// training row (not built), and writes a report with every row; the
+// library check and the GPU-vs-CPU training on Cora on 1 and 2 in-process
+// ranks, skips NCCL (no MPI), and writes a report with every row; the
 // benchmark's numbers are there (their values mean nothing on the fakes).
 func TestGPUCheckFake(t *testing.T) {
 	if os.Getenv(gpucheckChild) == "" {
@@ -47,7 +47,8 @@ func TestGPUCheckFake(t *testing.T) {
 	}
 	for _, p := range []int{1, 2} {
 		report := filepath.Join(t.TempDir(), "gpucheck.json")
-		out, err := runCmd(t, p, "gpucheck", "--rows", "300", "--width", "45", "--iters", "1", "--report", report)
+		out, err := runCmd(t, p, "gpucheck", "--rows", "300", "--width", "45", "--iters", "1", "--report", report,
+			"--data", filepath.Join("..", "..", "data", "cora"))
 		require.NoError(t, err, out)
 		b, err := os.ReadFile(report)
 		require.NoError(t, err)
@@ -62,21 +63,20 @@ func TestGPUCheckFake(t *testing.T) {
 		for _, k := range kernels.Names {
 			require.Equal(t, checkPass, byName["kernel/"+k].Result, "kernel %s: %+v", k, byName["kernel/"+k])
 		}
-		for _, name := range []string{"cublas/sgemm", "cusparse/spmm", "bench/zero-copy-gather"} {
+		for _, name := range []string{"cublas/sgemm", "cusparse/spmm", "bench/zero-copy-gather", "train/gpu-vs-cpu"} {
 			require.Equal(t, checkPass, byName[name].Result, "%s: %+v", name, byName[name])
 		}
 		require.Equal(t, checkSkip, byName["nccl"].Result)
-		require.Equal(t, checkSkip, byName["train/cora-gpu-vs-cpu"].Result)
-		require.Contains(t, byName["train/cora-gpu-vs-cpu"].Detail, "not built")
+		require.Equal(t, float64(3), byName["train/gpu-vs-cpu"].Numbers["epochs"])
 		bench := byName["bench/zero-copy-gather"].Numbers
 		for _, k := range []string{"rows", "width", "bytes", "zero_copy_ms", "cpu_gather_copy_ms", "zero_copy_gbps", "cpu_gather_copy_gbps", "link_gbps"} {
 			require.Contains(t, bench, k)
 		}
 		require.Equal(t, float64(300*45*4), bench["bytes"])
 		require.Equal(t, len(kernels.Names)+5, len(res.Checks))
-		require.Equal(t, len(res.Checks)-2, res.Passed)
+		require.Equal(t, len(res.Checks)-1, res.Passed)
 		require.Zero(t, res.Failed)
-		require.Equal(t, 2, res.Skipped)
+		require.Equal(t, 1, res.Skipped)
 		require.Contains(t, out, `"gpucheck"`) // the --json metrics object carries the report
 		require.Contains(t, byName["bench/zero-copy-gather"].summary(), "link bandwidth unknown")
 	}

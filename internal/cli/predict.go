@@ -230,6 +230,13 @@ type predictOptions struct {
 // runFile is a fitting or measured run read from a metrics file.
 type runFile struct {
 	perfmodel.Run
+	// Full is the run as a full-graph epoch (mode graph, pipe, hybrid);
+	// nil for minibatch training, whose model is Run.
+	Full          *perfmodel.FullRun
+	layers        int
+	vertices      int64
+	chunks        int
+	pipelines     int
 	config        map[string]any
 	params        int
 	trainVertices int
@@ -247,6 +254,7 @@ type metricsFinal struct {
 	MedianEpochS  *float64           `json:"median_epoch_s"`
 	MedianPhaseS  map[string]float64 `json:"median_phase_s"`
 	CriticalS     map[string]float64 `json:"median_critical_phase_s"`
+	Vertices      int64              `json:"vertices"`
 	Batches       *float64           `json:"batches_per_rank"`
 	FetchRows     float64            `json:"fetch_rows_per_epoch"`
 	TrainVertices int                `json:"train_vertices"`
@@ -278,51 +286,24 @@ func readRun(path string) (*runFile, error) {
 	switch {
 	case m.Command != "train":
 		return nil, fmt.Errorf("predict: %s: not the final metrics of gnnmpi train (command %q)", path, m.Command)
-	case m.Config["mode"] != nil && m.Config["mode"] != "minibatch":
-		return nil, fmt.Errorf("predict: %s: a full-graph run (mode %v): predict models minibatch training only", path, m.Config["mode"])
-	case m.MedianEpochS == nil || m.MedianPhaseS == nil || m.Batches == nil:
-		return nil, fmt.Errorf("predict: %s: no median_epoch_s, median_phase_s or batches_per_rank (a run from before predict, or a full-graph run)", path)
 	case m.Ranks < 1 || len(m.Comm.PerRank) != m.Ranks || m.EpochsRun < 1:
 		return nil, fmt.Errorf("predict: %s: %d ranks, %d byte counts, %d epochs", path, m.Ranks, len(m.Comm.PerRank), m.EpochsRun)
+	case m.Config["mode"] != nil && m.Config["mode"] != "minibatch":
+		return readFullRun(path, &m)
+	case m.MedianEpochS == nil || m.MedianPhaseS == nil || m.Batches == nil:
+		return nil, fmt.Errorf("predict: %s: no median_epoch_s, median_phase_s or batches_per_rank (a run from before predict)", path)
 	}
 	rf := &runFile{config: m.Config, params: m.Params, trainVertices: m.TrainVertices}
 	rf.batchSize = intOf(m.Config["batch_size"])
 	rf.globalBatch = intOf(m.Config["global_batch_size"])
 	overlap, _ := m.Config["overlap"].(bool)
-	e := float64(m.EpochsRun)
 	w := perfmodel.Workload{P: m.Ranks, Batches: *m.Batches, Seeds: float64(m.TrainVertices) / float64(m.Ranks),
-		FetchRows: m.FetchRows / float64(m.Ranks),
-		Comm:      map[string]map[perfmodel.Kind]perfmodel.Traffic{}, Source: "measured " + path}
-	commS := map[string]float64{}
-	for _, rank := range m.Comm.PerRank {
-		for _, ph := range perfmodel.Phases {
-			sec := 0.0
-			per := map[perfmodel.Kind]perfmodel.Traffic{}
-			for op, cnt := range rank[ph] {
-				k, ok := perfmodel.KindOf(op)
-				if !ok {
-					return nil, fmt.Errorf("predict: %s: unknown kind of call %q", path, op)
-				}
-				t := per[k]
-				// Send and recv count one message from either side.
-				t.Calls = math.Max(t.Calls, float64(cnt.Calls)/e)
-				t.Bytes += float64(max(cnt.SentBytes, cnt.RecvBytes)) / e
-				if k == perfmodel.Sendrecv {
-					t.Bytes = math.Max(per[k].Bytes, float64(max(cnt.SentBytes, cnt.RecvBytes))/e)
-				}
-				per[k] = t
-				sec += cnt.Seconds / e
-			}
-			commS[ph] = math.Max(commS[ph], sec)
-			for k, t := range per {
-				if w.Comm[ph] == nil {
-					w.Comm[ph] = map[perfmodel.Kind]perfmodel.Traffic{}
-				}
-				old := w.Comm[ph][k]
-				w.Comm[ph][k] = perfmodel.Traffic{Calls: math.Max(old.Calls, t.Calls), Bytes: math.Max(old.Bytes, t.Bytes)}
-			}
-		}
+		FetchRows: m.FetchRows / float64(m.Ranks), Source: "measured " + path}
+	comm, commS, err := traffic(path, m.Comm.PerRank, perfmodel.Phases, float64(m.EpochsRun))
+	if err != nil {
+		return nil, err
 	}
+	w.Comm = comm
 	// The phases of the rank with the slowest epoch add up to the epoch;
 	// the slowest rank per phase (older runs have only those) overcounts
 	// when one rank's wait is another's compute.
@@ -332,6 +313,95 @@ func readRun(path string) (*runFile, error) {
 	}
 	rf.Run = perfmodel.Run{Name: path, Workload: w, Overlap: overlap, PhaseSeconds: phases, CommSeconds: commS, EpochSeconds: *m.MedianEpochS}
 	return rf, nil
+}
+
+// traffic returns, per phase and kind of call, the calls and bytes per
+// epoch of the busiest rank (send and recv count one message from either
+// side: their maximum), and per phase the slowest rank's seconds inside
+// collectives.
+func traffic(path string, perRank []map[string]map[string]collective.Count, phases []string, epochs float64) (map[string]map[perfmodel.Kind]perfmodel.Traffic, map[string]float64, error) {
+	comm := map[string]map[perfmodel.Kind]perfmodel.Traffic{}
+	commS := map[string]float64{}
+	for _, rank := range perRank {
+		for _, ph := range phases {
+			sec := 0.0
+			per := map[perfmodel.Kind]perfmodel.Traffic{}
+			for op, cnt := range rank[ph] {
+				k, ok := perfmodel.KindOf(op)
+				if !ok {
+					return nil, nil, fmt.Errorf("predict: %s: unknown kind of call %q", path, op)
+				}
+				t := per[k]
+				t.Calls = math.Max(t.Calls, float64(cnt.Calls)/epochs)
+				t.Bytes += float64(max(cnt.SentBytes, cnt.RecvBytes)) / epochs
+				if k == perfmodel.Sendrecv {
+					t.Bytes = math.Max(per[k].Bytes, float64(max(cnt.SentBytes, cnt.RecvBytes))/epochs)
+				}
+				per[k] = t
+				sec += cnt.Seconds / epochs
+			}
+			commS[ph] = math.Max(commS[ph], sec)
+			for k, t := range per {
+				if comm[ph] == nil {
+					comm[ph] = map[perfmodel.Kind]perfmodel.Traffic{}
+				}
+				old := comm[ph][k]
+				comm[ph][k] = perfmodel.Traffic{Calls: math.Max(old.Calls, t.Calls), Bytes: math.Max(old.Bytes, t.Bytes)}
+			}
+		}
+	}
+	return comm, commS, nil
+}
+
+// readFullRun reads the final metrics of a full-graph run (mode graph,
+// pipe or hybrid) as a perfmodel.FullRun.
+func readFullRun(path string, m *metricsFinal) (*runFile, error) {
+	if m.MedianEpochS == nil || m.Vertices < 1 {
+		return nil, fmt.Errorf("predict: %s: no median_epoch_s or vertices (a full-graph run from before predict)", path)
+	}
+	mc, _ := m.Config["model"].(map[string]any)
+	rf := &runFile{config: m.Config, params: m.Params, layers: intOf(mc["Layers"]), vertices: m.Vertices,
+		chunks: intOf(m.Config["chunks"]), pipelines: intOf(m.Config["pipelines"])}
+	stages := intOf(m.Config["stages"])
+	if rf.layers < 1 || stages < 1 || rf.pipelines < 1 {
+		return nil, fmt.Errorf("predict: %s: no model layers, stages or pipelines in its config", path)
+	}
+	comm, _, err := traffic(path, m.Comm.PerRank, perfmodel.FullPhases, float64(m.EpochsRun))
+	if err != nil {
+		return nil, err
+	}
+	units := perfmodel.FullUnits(rf.layers, m.Vertices, rf.pipelines, stages, fullChunks(m.Config["mode"], rf.chunks))
+	rf.Full = &perfmodel.FullRun{Name: path, EpochSeconds: *m.MedianEpochS,
+		FullWorkload: perfmodel.FullWorkload{P: m.Ranks, Units: units, Comm: comm, Source: "measured " + path}}
+	rf.Run.Name = path
+	rf.Run.P = m.Ranks
+	return rf, nil
+}
+
+// fullChunks is the chunks of a pipeline's schedule: 1 in graph mode
+// (each part whole; its config keeps the flag's default).
+func fullChunks(mode any, chunks int) int {
+	if mode == "graph" {
+		return 1
+	}
+	return max(chunks, 1)
+}
+
+// fullLayout returns the pipelines and stages a full-graph run of mode at p
+// ranks has, given the fitted runs' pipelines (hybrid keeps them).
+func fullLayout(mode any, p, pipelines int) (int, int, error) {
+	switch mode {
+	case "graph":
+		return p, 1, nil
+	case "pipe":
+		return 1, p, nil
+	case "hybrid":
+		if p%pipelines != 0 {
+			return 0, 0, fmt.Errorf("%d ranks are not a multiple of the %d pipelines", p, pipelines)
+		}
+		return pipelines, p / pipelines, nil
+	}
+	return 0, 0, fmt.Errorf("unknown mode %v", mode)
 }
 
 func intOf(v any) int {
@@ -346,8 +416,12 @@ func comparable(cfg map[string]any) map[string]any {
 	out := map[string]any{}
 	for k, v := range cfg {
 		switch k {
-		case "epochs", "eval_every", "select", "checkpoint", "checkpoint_every":
+		case "epochs", "eval_every", "select", "checkpoint", "checkpoint_every", "stages":
 			continue
+		case "pipelines": // a full-graph layout: p in graph mode
+			if cfg["mode"] == "graph" {
+				continue
+			}
 		case "batch_size":
 			if intOf(cfg["global_batch_size"]) > 0 {
 				continue
@@ -441,6 +515,9 @@ func predict(env *Env, o predictOptions) error {
 	if err != nil {
 		return err
 	}
+	if fit[0].Full != nil {
+		return predictFull(env, o, net, fitNet, fit)
+	}
 	runs := make([]perfmodel.Run, len(fit))
 	for i, r := range fit {
 		runs[i] = r.Run
@@ -518,6 +595,117 @@ func predict(env *Env, o predictOptions) error {
 		env.Printf("wrote %s\n", o.csv)
 	}
 	return nil
+}
+
+// predictFull is predict for full-graph runs (graph, pipe, hybrid):
+// perfmodel.FitFull on the --fit runs, then the --validate runs and the
+// --np rank counts.
+func predictFull(env *Env, o predictOptions, net, fitNet *perfmodel.Network, fit []*runFile) error {
+	runs := make([]perfmodel.FullRun, len(fit))
+	for i, r := range fit {
+		runs[i] = *r.Full
+	}
+	comp, err := perfmodel.FitFull(runs, o.fitNode, fitNet)
+	if err != nil {
+		return fmt.Errorf("predict: --fit %s: %w", strings.Join(o.fit, ","), err)
+	}
+	base := fit[0]
+	mode := base.config["mode"]
+	env.Printf("network %s (%s); %v-mode compute fitted on %d runs (%d cores per node): %.4g s + %.4g s per layer·vertex, contention exponent θ %.2f (R² %.3f)\n",
+		net.Name, net.Source, mode, len(fit), o.fitNode.CoresPerNode, comp.Gamma[0], comp.Gamma[1], comp.Theta, comp.R2)
+	var rows []fullRow
+	if len(o.validate) > 0 {
+		val, err := readRuns(append([]string{base.Name}, o.validate...), "--validate")
+		if err != nil {
+			return err
+		}
+		for _, v := range val[1:] {
+			rows = append(rows, fullRow{pr: comp.Predict(net, &v.Full.FullWorkload, o.target), measured: v.Full.EpochSeconds})
+		}
+	}
+	if len(o.nps) > 0 {
+		wl, err := readRuns(o.workload, "--workload")
+		if err != nil {
+			return err
+		}
+		for _, p := range o.nps {
+			var w *perfmodel.FullWorkload
+			for _, r := range append(wl, fit...) {
+				if w == nil && r.Full != nil && r.Full.P == p {
+					w = &r.Full.FullWorkload
+				}
+			}
+			if w == nil {
+				pl, st, err := fullLayout(mode, p, base.pipelines)
+				if err == nil && st > base.layers {
+					err = fmt.Errorf("%d stages for %d layers: a stage needs a layer", st, base.layers)
+				}
+				if err != nil {
+					return fmt.Errorf("predict: --np %d: %w", p, err)
+				}
+				units := perfmodel.FullUnits(base.layers, base.vertices, pl, st, fullChunks(mode, base.chunks))
+				if w, err = perfmodel.ExtrapolateFull(runs, p, units); err != nil {
+					return fmt.Errorf("predict: extrapolating to p=%d: %w", p, err)
+				}
+			}
+			rows = append(rows, fullRow{pr: comp.Predict(net, w, o.target)})
+		}
+	}
+	env.Printf("%6s %10s %10s %10s | %9s %9s", "p", "epoch_s", "measured", "error", "compute", "comm")
+	for _, ph := range perfmodel.FullPhases {
+		env.Printf(" %9s", ph)
+	}
+	env.Printf(" | source\n")
+	for _, r := range rows {
+		meas, rel := "-", "-"
+		if r.measured > 0 {
+			meas = fmt.Sprintf("%.4f", r.measured)
+			rel = fmt.Sprintf("%+.1f%%", 100*(r.pr.Epoch-r.measured)/r.measured)
+		}
+		env.Printf("%6d %10.4f %10s %10s | %9.4f %9.4f", r.pr.P, r.pr.Epoch, meas, rel, r.pr.Compute, r.pr.Epoch-r.pr.Compute)
+		for _, ph := range perfmodel.FullPhases {
+			env.Printf(" %9.4f", r.pr.Comm[ph])
+		}
+		env.Printf(" | %s\n", r.pr.Source)
+	}
+	env.Printf("(seconds per epoch: compute on the critical path, and the collectives by phase on the busiest rank)\n")
+	if o.csv == "" {
+		return nil
+	}
+	var buf bytes.Buffer
+	w := csv.NewWriter(&buf)
+	_ = w.Write(append(append([]string{"p", "predicted_epoch_s", "measured_epoch_s", "rel_error", "compute_s", "comm_s"},
+		func() []string {
+			var h []string
+			for _, ph := range perfmodel.FullPhases {
+				h = append(h, ph+"_comm_s")
+			}
+			return h
+		}()...), "source"))
+	f := func(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
+	for _, r := range rows {
+		meas, rel := "", ""
+		if r.measured > 0 {
+			meas, rel = f(r.measured), f((r.pr.Epoch-r.measured)/r.measured)
+		}
+		rec := []string{strconv.Itoa(r.pr.P), f(r.pr.Epoch), meas, rel, f(r.pr.Compute), f(r.pr.Epoch - r.pr.Compute)}
+		for _, ph := range perfmodel.FullPhases {
+			rec = append(rec, f(r.pr.Comm[ph]))
+		}
+		_ = w.Write(append(rec, r.pr.Source))
+	}
+	w.Flush()
+	if err := atomicfile.WriteFile(o.csv, buf.Bytes()); err != nil {
+		return fmt.Errorf("predict: writing %s: %w", o.csv, err)
+	}
+	env.Printf("wrote %s\n", o.csv)
+	return nil
+}
+
+// fullRow is one line of predictFull's table.
+type fullRow struct {
+	pr       perfmodel.FullPrediction
+	measured float64 // 0: none
 }
 
 func printPredictions(env *Env, rows []predictRow) {

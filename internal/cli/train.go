@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"gnnmpi/graph"
 	"gnnmpi/model"
 	"gnnmpi/train"
 )
@@ -69,6 +70,7 @@ type trainFlags struct {
 	cacheFrac, gpuFrac *float64
 	evalMem            *int64
 	norm, overlap      *bool
+	device             *string
 	// full-graph
 	chunks, pipelines, snapEvery *int
 	chunkPart                    *string
@@ -107,6 +109,7 @@ func addTrainFlags(fs *flag.FlagSet) *trainFlags {
 	f.featNorm = fs.String("feature-norm", string(d.FeatureNorm), "input features: row (each row scaled to sum 1), none, or auto (row when no feature is negative, none for real-valued features)")
 	fs.Var(&f.attnDrop, "attn-dropout", "GAT: dropout on attention coefficients (default 0.6)")
 	f.norm = fs.Bool("normalize", false, "GraphSAGE: L2-normalise hidden embeddings")
+	f.device = fs.String("device", string(train.DeviceCPU), "where the minibatch step (forward, backward, Adam) runs: cpu, or cuda (--feature-format auto then means dense; the rank's NVIDIA GPU, ranks of a node dealt round-robin over its devices; GraphSAGE on dense features with Adam only; sampling, fetch, Allreduce, evaluation and checkpoints stay on the CPU)")
 	f.overlap = fs.Bool("overlap", d.Overlap, "sample and fetch the next two minibatches on a loader goroutine while one computes (the same losses either way; false: one after another, for comparison)")
 	f.evalEvery = fs.Int("eval-every", d.EvalEvery, "evaluate every K epochs and after the last (0: no evaluation)")
 	f.sel = fs.String("select", string(d.Select), "model selection over evaluated epochs: val-acc (highest validation accuracy) or val-loss (lowest validation loss)")
@@ -154,6 +157,9 @@ func (f *trainFlags) fullConfig(env *Env, mode train.Mode, set map[string]bool) 
 		if set[name] {
 			return train.FullConfig{}, fmt.Errorf("train: --%s applies to minibatch training, not to --mode %s", name, mode)
 		}
+	}
+	if *f.device != string(train.DeviceCPU) {
+		return train.FullConfig{}, fmt.Errorf("train: --device %s applies to minibatch training only; --mode %s runs on the CPU (use --device cpu)", *f.device, mode)
 	}
 	fc := train.FullDefaults(*f.kind)
 	fc.Mode, fc.Chunks = mode, *f.chunks
@@ -220,6 +226,9 @@ func (f *trainFlags) minibatchConfig(env *Env, set map[string]bool) (train.Confi
 	cfg.CacheFrac, cfg.GPUFrac = *f.cacheFrac, *f.gpuFrac
 	cfg.EvalMemory = *f.evalMem << 20 / 4
 	cfg.Overlap = *f.overlap
+	if cfg.Device, err = train.ParseDevice(*f.device); err != nil {
+		return train.Config{}, err
+	}
 	return cfg, nil
 }
 
@@ -287,6 +296,9 @@ func parseInts(s string) ([]int, error) {
 
 func runTrain(env *Env, path string, lo train.LoadOptions, cfg train.Config) error {
 	c := env.Comm
+	if cfg.Device == train.DeviceCUDA && lo.Format == graph.FeatureAuto {
+		lo.Format = graph.FeatureDense // the device model takes dense rows
+	}
 	// Resolved here too (Run resolves it again, to the same) to check it
 	// before loading and to report the batch size per rank.
 	globalBatch := cfg.GlobalBatchSize
@@ -324,7 +336,7 @@ func runTrain(env *Env, path string, lo train.LoadOptions, cfg train.Config) err
 		"replication": cfg.Replication, "cache": cfg.Cache, "cache_frac": cfg.CacheFrac, "feature_dtype": cfg.FeatureDType, "gpu_frac": cfg.GPUFrac,
 		"batch_size": cfg.BatchSize, "feature_norm": cfg.FeatureNorm, "feature_norm_flag": normFlag, "epochs": cfg.Epochs, "global_batch_size": globalBatch, "shuffle": cfg.Shuffle, "optimizer": cfg.Optimizer,
 		"lr": cfg.LR, "weight_decay": cfg.WeightDecay, "momentum": cfg.Momentum, "seed": cfg.Seed,
-		"eval_every": cfg.EvalEvery, "select": cfg.Select, "blas": env.BLASName, "overlap": cfg.Overlap,
+		"eval_every": cfg.EvalEvery, "select": cfg.Select, "blas": env.BLASName, "overlap": cfg.Overlap, "device": cfg.Device,
 		"symmetrize": lo.Symmetrize, "reciprocity": d.Reciprocity, "feature_format": featureFormatOf(d),
 	}
 	out := map[string]any{

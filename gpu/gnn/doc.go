@@ -1,0 +1,54 @@
+// Package gnn runs the minibatch training step of GraphSAGE on an NVIDIA
+// GPU: forward, loss, backward and the Adam update of a model whose
+// weights live in device memory, mirroring model.Model of kind "sage" on
+// dense input features to float32 rounding.
+//
+// # Overview
+//
+// New builds a Model for a model.Config on a gpu/cuda Context: the flat
+// weights, gradients and Adam moments in device memory, in the order of
+// model.Model.FlattenWeights, cuBLAS and cuSPARSE handles (gpu/blas) and
+// the kernels of gpu/kernels. Step takes a minibatch (the sampled blocks,
+// input layer first, the input rows, the seeds' labels) with the input
+// either on the host (Step: uploaded once per minibatch) or already on the
+// device (StepDevice: what the feature tiers' gather produces), and leaves
+// the gradients on the device. Per layer l, with A the block, X its input
+// (NSrc×fin) and M the row-mean matrix of A (values 1/deg, like model's
+// mean aggregation):
+//
+//	X' = X ⊙ mask_l (dropout, training),  G = M·X' (cuSPARSE SpMM),
+//	H  = X'[:NDst]·W_self + G·W_neigh + b (cuBLAS SGEMM, add_bias),
+//
+// with ReLU between layers and softmax cross-entropy (softmax_xent) on the
+// logits; the backward pass mirrors it (col_sum for the bias gradient,
+// SpMM with Mᵀ for the input gradient). The aggregation always comes
+// first (model.SAGE may multiply first; both orders agree to rounding).
+//
+// The dropout masks are drawn on the host with model.Dropout.Mask from
+// the same rng stream, in the same order, as model.Model.Forward draws
+// them, and applied on the device (mul_mask): the device drops exactly
+// the elements the host model drops. The input layer's dropout draws
+// nothing for zero inputs (Dropout.SkipZeros), so its mask needs the input
+// values: StepDevice with dropout on downloads the input once for it.
+//
+// AdamStep applies model.Adam's update on the device (adam_step) with the
+// host optimizer's hyperparameters and step count (model.Adam.Advance);
+// LoadAdam and StoreAdam move its moments between the host optimizer and
+// the device, so that checkpoints see them. Grads and SetGrads move the
+// flat gradient through host memory, for an Allreduce over MPI between
+// ranks (host staging); LoadWeights and StoreWeights move the weights, so
+// that evaluation, checkpoints and inference run on the host model.
+//
+// # Limits
+//
+// Only GraphSAGE with dense inputs runs on the device: GCN and GAT
+// (--model), normalised hidden layers (--normalize), sparse (CSR) input
+// features and the SGD optimizer (--optimizer sgd) are errors naming the
+// flag (ErrUnsupported).
+//
+// # Threads
+//
+// cuBLAS and cuSPARSE work in the calling thread's current context, so
+// every method runs inside cuda.Context.Do, and a Model is not safe for
+// concurrent use.
+package gnn

@@ -1,0 +1,545 @@
+package gnn
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"gonum.org/v1/gonum/blas"
+
+	"gnnmpi/dense"
+	gblas "gnnmpi/gpu/blas"
+	"gnnmpi/gpu/cuda"
+	"gnnmpi/gpu/kernels"
+	"gnnmpi/model"
+	"gnnmpi/sparse"
+)
+
+// ErrUnsupported is wrapped by the errors for what does not run on the
+// device; the message names the flag.
+var ErrUnsupported = errors.New("not supported with --device cuda")
+
+// Check reports whether a model of cfg runs on the device: GraphSAGE
+// without normalised hidden layers. The error wraps ErrUnsupported and
+// names the flag.
+func Check(cfg model.Config) error {
+	switch {
+	case cfg.Kind != "sage":
+		return fmt.Errorf("gpu/gnn: --model %s is %w (only sage runs on the device; use --device cpu)", cfg.Kind, ErrUnsupported)
+	case cfg.Normalize:
+		return fmt.Errorf("gpu/gnn: --normalize is %w (use --device cpu)", ErrUnsupported)
+	}
+	return nil
+}
+
+// layer is one SAGE layer's shape and its parameters' offsets (in
+// float32 elements) in the flat vectors.
+type layer struct {
+	fin, fout           int
+	wSelf, wNeigh, bias int64
+}
+
+// buffer is device scratch memory, grown as needed.
+type buffer struct {
+	p     cuda.DevicePtr
+	bytes int64
+}
+
+// cache is what the backward pass reads of one layer's forward.
+type cache struct {
+	nd, ns          int
+	csr             gblas.CSR
+	x, xd, agg, out cuda.DevicePtr // input, dropped input (x without dropout), neighbour means, output (after ReLU)
+	mask            cuda.DevicePtr // 0: no dropout
+}
+
+// Model is a GraphSAGE model (model.Model of kind "sage") whose weights,
+// gradients and Adam moments live on a device. It is not safe for
+// concurrent use.
+type Model struct {
+	ctx    *cuda.Context
+	bl     *gblas.BLAS
+	sp     *gblas.Sparse
+	fn     map[string]*cuda.Function
+	layers []layer
+	n      int            // scalars in the flat vectors
+	w, g   cuda.DevicePtr // weights and gradients, FlattenWeights order
+	m, v   cuda.DevicePtr // Adam moments
+	drops  []model.Dropout
+	bufs   map[string]*buffer
+	caches []cache
+	masks  [][]float32 // host masks of the last step, per layer
+	xHost  []float32   // StepDevice's input, downloaded for the input dropout's mask
+}
+
+// allocator gives cuSPARSE device memory of ctx.
+type allocator struct{ c *cuda.Context }
+
+func (a allocator) Alloc(bytes int) (uintptr, error) {
+	p, err := a.c.Alloc(int64(bytes))
+	return uintptr(p), err
+}
+
+func (a allocator) Free(p uintptr) { a.c.Free(cuda.DevicePtr(p)) }
+
+// New builds a device model for cfg (In and Out set, as model.New takes
+// it) on ctx: it allocates the flat weights (zero until LoadWeights),
+// gradients and moments, loads cuBLAS and cuSPARSE and compiles the
+// kernels. A missing library is an error naming it; a model that does not
+// run on the device one wrapping ErrUnsupported.
+func New(ctx *cuda.Context, cfg model.Config) (*Model, error) {
+	if err := Check(cfg); err != nil {
+		return nil, err
+	}
+	switch {
+	case cfg.Layers < 1 || cfg.In < 1 || cfg.Out < 1 || (cfg.Layers > 1 && cfg.Hidden < 1):
+		return nil, fmt.Errorf("gpu/gnn: %w: %d layers, in %d, hidden %d, out %d", model.ErrConfig, cfg.Layers, cfg.In, cfg.Hidden, cfg.Out)
+	case !(cfg.Dropout >= 0 && cfg.Dropout < 1):
+		return nil, fmt.Errorf("gpu/gnn: %w: dropout %g, want [0, 1)", model.ErrConfig, cfg.Dropout)
+	}
+	m := &Model{ctx: ctx, fn: map[string]*cuda.Function{}, bufs: map[string]*buffer{}}
+	fin := cfg.In
+	var off int64
+	for l := range cfg.Layers {
+		fout := cfg.Hidden
+		if l == cfg.Layers-1 {
+			fout = cfg.Out
+		}
+		ly := layer{fin: fin, fout: fout, wSelf: off}
+		ly.wNeigh = off + int64(fin*fout)
+		ly.bias = ly.wNeigh + int64(fin*fout)
+		off = ly.bias + int64(fout)
+		m.layers = append(m.layers, ly)
+		m.drops = append(m.drops, model.Dropout{Rate: cfg.Dropout, SkipZeros: l == 0})
+		fin = fout
+	}
+	m.n = int(off)
+	m.caches = make([]cache, cfg.Layers)
+	m.masks = make([][]float32, cfg.Layers)
+	err := ctx.Do(func() (err error) {
+		if m.bl, err = gblas.NewBLAS(0); err != nil {
+			return err
+		}
+		if m.sp, err = gblas.NewSparse(allocator{ctx}, 0); err != nil {
+			return err
+		}
+		mod, err := ctx.Compile(kernels.Source(), "kernels.cu")
+		if err != nil {
+			return err
+		}
+		for _, name := range []string{"relu_forward", "relu_backward", "add_bias", "softmax_xent", "adam_step", "mul_mask", "col_sum"} {
+			if m.fn[name], err = mod.Function(name); err != nil {
+				return err
+			}
+		}
+		for _, p := range []*cuda.DevicePtr{&m.w, &m.g, &m.m, &m.v} {
+			if *p, err = ctx.Alloc(int64(m.n) * 4); err != nil {
+				return err
+			}
+		}
+		zero := make([]float32, m.n)
+		return errors.Join(cuda.CopyHtoD(ctx, m.m, zero), cuda.CopyHtoD(ctx, m.v, zero), cuda.CopyHtoD(ctx, m.g, zero))
+	})
+	if err != nil {
+		return nil, errors.Join(err, m.Close())
+	}
+	return m, nil
+}
+
+// Close frees the device memory and the library handles.
+func (m *Model) Close() error {
+	var errs []error
+	for _, p := range []cuda.DevicePtr{m.w, m.g, m.m, m.v} {
+		if p != 0 {
+			errs = append(errs, m.ctx.Free(p))
+		}
+	}
+	m.w, m.g, m.m, m.v = 0, 0, 0, 0
+	for k, b := range m.bufs {
+		errs = append(errs, m.ctx.Free(b.p))
+		delete(m.bufs, k)
+	}
+	errs = append(errs, m.ctx.Do(func() error {
+		var errs []error
+		if m.sp != nil {
+			errs = append(errs, m.sp.Close())
+		}
+		if m.bl != nil {
+			errs = append(errs, m.bl.Close())
+		}
+		return errors.Join(errs...)
+	}))
+	m.sp, m.bl = nil, nil
+	return errors.Join(errs...)
+}
+
+// NumParams returns the number of scalar weights (model.Model.NumParams).
+func (m *Model) NumParams() int { return m.n }
+
+// checkLen returns an error unless len(s) is NumParams.
+func (m *Model) checkLen(what string, s []float32) error {
+	if len(s) != m.n {
+		return fmt.Errorf("gpu/gnn: %s of %d scalars for a model of %d", what, len(s), m.n)
+	}
+	return nil
+}
+
+// LoadWeights copies the flat weights w (model.Model.FlattenWeights order)
+// to the device.
+func (m *Model) LoadWeights(w []float32) error {
+	if err := m.checkLen("weights", w); err != nil {
+		return err
+	}
+	return cuda.CopyHtoD(m.ctx, m.w, w)
+}
+
+// StoreWeights copies the device weights into dst (FlattenWeights order,
+// len NumParams), for model.Model.SetWeights.
+func (m *Model) StoreWeights(dst []float32) error {
+	if err := m.checkLen("weights", dst); err != nil {
+		return err
+	}
+	return cuda.CopyDtoH(m.ctx, dst, m.w)
+}
+
+// Grads copies the gradients of the last step into dst (FlattenGrads
+// order, len NumParams): host staging for an Allreduce.
+func (m *Model) Grads(dst []float32) error {
+	if err := m.checkLen("gradients", dst); err != nil {
+		return err
+	}
+	return cuda.CopyDtoH(m.ctx, dst, m.g)
+}
+
+// SetGrads copies src (FlattenGrads order) into the device gradients, for
+// AdamStep.
+func (m *Model) SetGrads(src []float32) error {
+	if err := m.checkLen("gradients", src); err != nil {
+		return err
+	}
+	return cuda.CopyHtoD(m.ctx, m.g, src)
+}
+
+// ZeroGrad sets the device gradients to zero: the gradients of a rank
+// with no seeds in a step.
+func (m *Model) ZeroGrad() error {
+	return cuda.CopyHtoD(m.ctx, m.g, make([]float32, m.n))
+}
+
+// LoadAdam copies o's moments (model.Adam.Moments) to the device.
+func (m *Model) LoadAdam(o *model.Adam) error {
+	mm, vv := o.Moments(m.n)
+	return errors.Join(cuda.CopyHtoD(m.ctx, m.m, mm), cuda.CopyHtoD(m.ctx, m.v, vv))
+}
+
+// StoreAdam copies the device moments into o's (model.Adam.Moments), so
+// that o.State, and a checkpoint, see them.
+func (m *Model) StoreAdam(o *model.Adam) error {
+	mm, vv := o.Moments(m.n)
+	return errors.Join(cuda.CopyDtoH(m.ctx, mm, m.m), cuda.CopyDtoH(m.ctx, vv, m.v))
+}
+
+// AdamStep applies one step of o's update (model.Adam.Step) to the device
+// weights from the device gradients and moments: o counts the step
+// (Advance) and gives the hyperparameters; its host moments are not
+// touched (StoreAdam copies them back).
+func (m *Model) AdamStep(o *model.Adam) error {
+	step, bc2s := o.Advance()
+	return m.launch("adam_step", m.n, m.w, m.g, m.m, m.v, int64(m.n), step, bc2s, o.Beta1, o.Beta2, o.Eps, o.WeightDecay)
+}
+
+// launch runs kernel name over n elements (grid-stride: any grid covers
+// them).
+func (m *Model) launch(name string, n int, args ...any) error {
+	const block = 256
+	grid := uint32(min(max((n+block-1)/block, 1), 4096))
+	return m.fn[name].Launch([3]uint32{grid, 1, 1}, [3]uint32{block, 1, 1}, 0, nil, args...)
+}
+
+// scratch returns the device buffer key of at least bytes bytes.
+func (m *Model) scratch(key string, bytes int64) (cuda.DevicePtr, error) {
+	bytes = max(bytes, 16)
+	b := m.bufs[key]
+	if b != nil && b.bytes >= bytes {
+		return b.p, nil
+	}
+	if b != nil {
+		if err := m.ctx.Free(b.p); err != nil {
+			return 0, err
+		}
+		delete(m.bufs, key)
+	}
+	p, err := m.ctx.Alloc(bytes)
+	if err != nil {
+		return 0, fmt.Errorf("gpu/gnn: %d bytes of device memory for %s: %w", bytes, key, err)
+	}
+	m.bufs[key] = &buffer{p: p, bytes: bytes}
+	return p, nil
+}
+
+// upload copies s into the device buffer key and returns it.
+func upload[T cuda.Elem](m *Model, key string, s []T) (cuda.DevicePtr, error) {
+	var z T
+	p, err := m.scratch(key, int64(len(s))*int64(sizeOf(z)))
+	if err != nil {
+		return 0, err
+	}
+	return p, cuda.CopyHtoD(m.ctx, p, s)
+}
+
+func sizeOf[T cuda.Elem](T) int {
+	var z T
+	switch any(z).(type) {
+	case byte:
+		return 1
+	case int64:
+		return 8
+	}
+	return 4
+}
+
+// meanCSR uploads block a of layer l as the row-mean matrix (values
+// 1/deg, as model's mean aggregation weights the rows).
+func (m *Model) meanCSR(l int, a *sparse.CSR) (gblas.CSR, error) {
+	nnz := a.NNZ()
+	if nnz > math.MaxInt32 || a.NRows >= math.MaxInt32 || a.NCols > math.MaxInt32 {
+		return gblas.CSR{}, fmt.Errorf("gpu/gnn: block %d has %d entries in %d×%d: over cuSPARSE's 32-bit indices", l, nnz, a.NRows, a.NCols)
+	}
+	ptr := make([]int32, a.NRows+1)
+	col := make([]int32, nnz)
+	val := make([]float32, nnz)
+	for i := range a.NRows {
+		ptr[i+1] = int32(a.Indptr[i+1])
+		d := a.Indptr[i+1] - a.Indptr[i]
+		for e := a.Indptr[i]; e < a.Indptr[i+1]; e++ {
+			col[e] = int32(a.Indices[e])
+			val[e] = 1 / float32(d)
+		}
+	}
+	c := gblas.CSR{Rows: int(a.NRows), Cols: int(a.NCols), NNZ: int(nnz)}
+	rp, err := upload(m, fmt.Sprint("ptr", l), ptr)
+	if err != nil {
+		return gblas.CSR{}, err
+	}
+	ci, err := upload(m, fmt.Sprint("col", l), col)
+	if err != nil {
+		return gblas.CSR{}, err
+	}
+	vp, err := upload(m, fmt.Sprint("val", l), val)
+	if err != nil {
+		return gblas.CSR{}, err
+	}
+	c.RowOffsets, c.ColIndices, c.Values = uintptr(rp), uintptr(ci), uintptr(vp)
+	return c, nil
+}
+
+// Result is a step's output on the host.
+type Result struct {
+	// Logits are the output layer's NDst×Out logits (for the accuracy).
+	Logits *dense.Matrix
+	// Loss is the mean cross-entropy over the rows, as
+	// model.SoftmaxCrossEntropy returns it (before scale).
+	Loss float64
+}
+
+// Step runs one training step on a minibatch whose input rows x
+// (blocks[0].NCols×In) are on the host, uploaded once: see StepDevice.
+func (m *Model) Step(blocks []*sparse.CSR, x *dense.Matrix, labels []int32, scale float32, rng *rand.Rand) (Result, error) {
+	if x.Cols != m.layers[0].fin {
+		return Result{}, fmt.Errorf("gpu/gnn: input of %d columns for a model of %d inputs", x.Cols, m.layers[0].fin)
+	}
+	var res Result
+	err := m.ctx.Do(func() error {
+		p, err := upload(m, "x", x.Data)
+		if err != nil {
+			return err
+		}
+		res, err = m.step(blocks, p, x.Rows, x.Data, labels, scale, rng)
+		return err
+	})
+	return res, err
+}
+
+// StepDevice runs one training step on the minibatch of the blocks (input
+// layer first, as model.Model.Forward takes them) whose input rows are the
+// rows×In row-major float32 matrix at x on the device; labels are the
+// output layer's destinations' classes. It computes the logits and the
+// loss, and leaves on the device the gradients of scale times the mean
+// loss (the trainer's share of a global mean), as model.Model.Backward
+// after model.SoftmaxCrossEntropy with its gradient scaled; dropout masks
+// come from rng, drawn as model.Model.Forward draws them. With dropout on,
+// the input is downloaded once for the input layer's mask (see the
+// package doc). With no labels the gradients are zero.
+func (m *Model) StepDevice(blocks []*sparse.CSR, x cuda.DevicePtr, rows int, labels []int32, scale float32, rng *rand.Rand) (Result, error) {
+	var res Result
+	err := m.ctx.Do(func() (err error) {
+		var xh []float32
+		if m.drops[0].Rate > 0 && len(labels) > 0 {
+			m.xHost = dense.Grow(m.xHost, rows*m.layers[0].fin)
+			if err := cuda.CopyDtoH(m.ctx, m.xHost, x); err != nil {
+				return err
+			}
+			xh = m.xHost
+		}
+		res, err = m.step(blocks, x, rows, xh, labels, scale, rng)
+		return err
+	})
+	return res, err
+}
+
+// step is StepDevice with the context current; xh is the input on the
+// host when the input dropout needs it.
+func (m *Model) step(blocks []*sparse.CSR, x cuda.DevicePtr, rows int, xh []float32, labels []int32, scale float32, rng *rand.Rand) (Result, error) {
+	if len(blocks) != len(m.layers) {
+		return Result{}, fmt.Errorf("gpu/gnn: %d blocks for %d layers", len(blocks), len(m.layers))
+	}
+	last := m.layers[len(m.layers)-1]
+	if len(labels) == 0 {
+		return Result{Logits: dense.New(0, last.fout)}, m.ZeroGrad()
+	}
+	ns := rows
+	for l, a := range blocks {
+		if int(a.NCols) != ns {
+			return Result{}, fmt.Errorf("gpu/gnn: block %d has %d sources; its input has %d rows", l, a.NCols, ns)
+		}
+		ns = int(a.NRows)
+	}
+	if ns != len(labels) {
+		return Result{}, fmt.Errorf("gpu/gnn: %d labels for %d output rows", len(labels), ns)
+	}
+	// The masks, in Forward's order of draws.
+	for l, a := range blocks {
+		var xl []float32
+		if l == 0 {
+			xl = xh
+		}
+		m.masks[l] = m.drops[l].Mask(m.masks[l], int(a.NCols), m.layers[l].fin, xl, true, rng)
+	}
+	logits, err := m.forward(blocks, x)
+	if err != nil {
+		return Result{}, err
+	}
+	nd, out := len(labels), last.fout
+	lab, err := upload(m, "labels", labels)
+	if err != nil {
+		return Result{}, err
+	}
+	dl, err := m.scratch("dlogits", int64(nd*out)*4)
+	if err != nil {
+		return Result{}, err
+	}
+	lossDev, err := m.scratch("loss", int64(nd)*4)
+	if err != nil {
+		return Result{}, err
+	}
+	if err := m.launch("softmax_xent", nd, dl, lossDev, logits, lab, int32(nd), int32(out), scale/float32(nd)); err != nil {
+		return Result{}, err
+	}
+	res := Result{Logits: dense.New(nd, out)}
+	loss := make([]float32, nd)
+	if err := errors.Join(cuda.CopyDtoH(m.ctx, res.Logits.Data, logits), cuda.CopyDtoH(m.ctx, loss, lossDev)); err != nil {
+		return Result{}, err
+	}
+	for _, v := range loss {
+		res.Loss += float64(v)
+	}
+	res.Loss /= float64(nd)
+	return res, m.backward(dl)
+}
+
+// forward runs the layers on the input x and returns the logits.
+func (m *Model) forward(blocks []*sparse.CSR, x cuda.DevicePtr) (cuda.DevicePtr, error) {
+	f32 := func(n int) int64 { return int64(n) * 4 }
+	for l, a := range blocks {
+		ly, c := m.layers[l], &m.caches[l]
+		c.nd, c.ns, c.x, c.mask = int(a.NRows), int(a.NCols), x, 0
+		fin, fout, nd, ns := ly.fin, ly.fout, c.nd, c.ns
+		var err error
+		if c.csr, err = m.meanCSR(l, a); err != nil {
+			return 0, err
+		}
+		c.xd = x
+		if m.masks[l] != nil {
+			if c.mask, err = upload(m, fmt.Sprint("mask", l), m.masks[l]); err != nil {
+				return 0, err
+			}
+			if c.xd, err = m.scratch(fmt.Sprint("xd", l), f32(ns*fin)); err != nil {
+				return 0, err
+			}
+			if err := m.launch("mul_mask", ns*fin, c.xd, x, c.mask, int64(ns*fin)); err != nil {
+				return 0, err
+			}
+		}
+		if c.agg, err = m.scratch(fmt.Sprint("agg", l), f32(nd*fin)); err != nil {
+			return 0, err
+		}
+		if c.out, err = m.scratch(fmt.Sprint("out", l), f32(nd*fout)); err != nil {
+			return 0, err
+		}
+		w := func(off int64) uintptr { return uintptr(m.w) + uintptr(off*4) }
+		if err := errors.Join(
+			m.sp.SpMM(blas.NoTrans, 1, c.csr, uintptr(c.xd), fin, 0, uintptr(c.agg)),
+			m.bl.Sgemm(blas.NoTrans, blas.NoTrans, nd, fout, fin, 1, uintptr(c.xd), w(ly.wSelf), 0, uintptr(c.out)),
+			m.bl.Sgemm(blas.NoTrans, blas.NoTrans, nd, fout, fin, 1, uintptr(c.agg), w(ly.wNeigh), 1, uintptr(c.out)),
+			m.launch("add_bias", nd*fout, c.out, cuda.DevicePtr(w(ly.bias)), int64(nd), int32(fout)),
+		); err != nil {
+			return 0, err
+		}
+		if l < len(blocks)-1 {
+			if err := m.launch("relu_forward", nd*fout, c.out, c.out, int64(nd*fout)); err != nil {
+				return 0, err
+			}
+		}
+		x = c.out
+	}
+	return x, nil
+}
+
+// backward back-propagates dy = dL/dlogits through the last forward into
+// the gradients (overwritten: each parameter gets one term per step).
+func (m *Model) backward(dy cuda.DevicePtr) error {
+	for l := len(m.layers) - 1; l >= 0; l-- {
+		ly, c := m.layers[l], &m.caches[l]
+		fin, fout, nd, ns := ly.fin, ly.fout, c.nd, c.ns
+		if l < len(m.layers)-1 {
+			if err := m.launch("relu_backward", nd*fout, dy, dy, c.out, int64(nd*fout)); err != nil {
+				return err
+			}
+		}
+		wp := func(off int64) uintptr { return uintptr(m.w) + uintptr(off*4) }
+		gp := func(off int64) uintptr { return uintptr(m.g) + uintptr(off*4) }
+		if err := errors.Join(
+			m.launch("col_sum", fout, cuda.DevicePtr(gp(ly.bias)), dy, int64(nd), int32(fout)),
+			m.bl.Sgemm(blas.Trans, blas.NoTrans, fin, fout, nd, 1, uintptr(c.xd), uintptr(dy), 0, gp(ly.wSelf)),
+			m.bl.Sgemm(blas.Trans, blas.NoTrans, fin, fout, nd, 1, uintptr(c.agg), uintptr(dy), 0, gp(ly.wNeigh)),
+		); err != nil {
+			return err
+		}
+		if l == 0 {
+			return nil
+		}
+		dagg, err := m.scratch(fmt.Sprint("dagg", l), int64(nd*fin)*4)
+		if err != nil {
+			return err
+		}
+		dx, err := m.scratch(fmt.Sprint("dx", l), int64(ns*fin)*4)
+		if err != nil {
+			return err
+		}
+		if err := errors.Join(
+			m.bl.Sgemm(blas.NoTrans, blas.Trans, nd, fin, fout, 1, uintptr(dy), wp(ly.wNeigh), 0, uintptr(dagg)),
+			m.sp.SpMM(blas.Trans, 1, c.csr, uintptr(dagg), fin, 0, uintptr(dx)),
+			m.bl.Sgemm(blas.NoTrans, blas.Trans, nd, fin, fout, 1, uintptr(dy), wp(ly.wSelf), 1, uintptr(dx)),
+		); err != nil {
+			return err
+		}
+		if c.mask != 0 {
+			if err := m.launch("mul_mask", ns*fin, dx, dx, c.mask, int64(ns*fin)); err != nil {
+				return err
+			}
+		}
+		dy = dx
+	}
+	return nil
+}

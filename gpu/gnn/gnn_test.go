@@ -1,0 +1,217 @@
+package gnn
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"testing"
+
+	"gnnmpi/dense"
+	"gnnmpi/gpu/cuda"
+	"gnnmpi/gpu/gputest"
+	"gnnmpi/internal/rng"
+	"gnnmpi/model"
+	"gnnmpi/sparse"
+)
+
+// The tests run on the fake CUDA, cuBLAS and cuSPARSE (gpu/gputest),
+// built once per test binary into a temporary directory.
+var fakeErr error
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "gnnmpi-gnn-fakes-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	if fakeErr = gputest.Build(dir); fakeErr == nil {
+		os.Setenv("GNNMPI_CUDA_LIBDIR", dir)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// open opens the fake device, skipping without gcc or OpenBLAS.
+func open(t *testing.T) *cuda.Context {
+	t.Helper()
+	if errors.Is(fakeErr, gputest.ErrNoCompiler) || errors.Is(fakeErr, gputest.ErrNoOpenBLAS) {
+		t.Skip(fakeErr)
+	}
+	if fakeErr != nil {
+		t.Fatal(fakeErr)
+	}
+	c, err := cuda.Open(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// randBlock returns an nd×ns block whose row i holds up to 4 random
+// sources (row 1 none: an empty neighbourhood).
+func randBlock(r *rand.Rand, nd, ns int) *sparse.CSR {
+	a := &sparse.CSR{NRows: int64(nd), NCols: int64(ns), Indptr: make([]int64, nd+1)}
+	for i := range nd {
+		if i != 1 {
+			for range 1 + r.IntN(4) {
+				a.Indices = append(a.Indices, int64(r.IntN(ns)))
+			}
+		}
+		a.Indptr[i+1] = int64(len(a.Indices))
+	}
+	a.Values = make([]float64, len(a.Indices))
+	for k := range a.Values {
+		a.Values[k] = 1
+	}
+	return a
+}
+
+// near fails t unless got is within rel·(1+|want|) of want, elementwise.
+func near(t *testing.T, what string, got, want []float32, rel float64) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d values, want %d", what, len(got), len(want))
+	}
+	for k := range want {
+		if d := math.Abs(float64(got[k]) - float64(want[k])); !(d <= rel*(1+math.Abs(float64(want[k])))) {
+			t.Fatalf("%s[%d] got: %v want: %v", what, k, got[k], want[k])
+		}
+	}
+}
+
+// One step on the device, from the host input and from a device copy of
+// it, gives the host model's logits, loss, gradients, updated weights and
+// Adam moments, with dropout on (the input's zeros draw nothing).
+func TestStepMatchesHost(t *testing.T) {
+	c := open(t)
+	r := rand.New(rand.NewPCG(4, 22))
+	const in, hidden, out = 12, 8, 5
+	sizes := []int{40, 17, 6} // sources of layer 0, …, seeds
+	cfg := model.Config{Kind: "sage", In: in, Hidden: hidden, Out: out, Layers: 3, Dropout: 0.3}
+	blocks := make([]*sparse.CSR, cfg.Layers)
+	for l := range blocks {
+		nd := 6
+		if l+1 < len(sizes) {
+			nd = sizes[l+1]
+		}
+		blocks[l] = randBlock(r, nd, sizes[l])
+	}
+	x := dense.New(sizes[0], in)
+	for k := range x.Data {
+		if r.IntN(3) > 0 {
+			x.Data[k] = float32(r.NormFloat64())
+		}
+	}
+	labels := make([]int32, 6)
+	for k := range labels {
+		labels[k] = int32(r.IntN(out))
+	}
+	const scale = 0.75
+
+	host, err := model.New(cfg, rng.New(1, 2), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w0 := host.FlattenWeights(nil)
+	for _, fromDevice := range []bool{false, true} {
+		t.Run(fmt.Sprintf("device_input=%v", fromDevice), func(t *testing.T) {
+			host.SetWeights(w0)
+			host.ZeroGrad()
+			hopt, dopt := model.NewAdam(0.01, 5e-4), model.NewAdam(0.01, 5e-4)
+			logits := host.Forward(blocks, x, true, rng.New(1, 9))
+			loss, dl := model.SoftmaxCrossEntropy(logits, labels)
+			dense.Scale(scale, dl.Data)
+			host.Backward(dl)
+			grads := host.FlattenGrads(nil)
+			hopt.Step(host.Params())
+
+			dm, err := New(c, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer dm.Close()
+			if err := dm.LoadWeights(w0); err != nil {
+				t.Fatal(err)
+			}
+			var res Result
+			if fromDevice {
+				p, err := c.Alloc(int64(len(x.Data)) * 4)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Free(p)
+				if err := cuda.CopyHtoD(c, p, x.Data); err != nil {
+					t.Fatal(err)
+				}
+				res, err = dm.StepDevice(blocks, p, x.Rows, labels, scale, rng.New(1, 9))
+				if err != nil {
+					t.Fatal(err)
+				}
+			} else if res, err = dm.Step(blocks, x, labels, scale, rng.New(1, 9)); err != nil {
+				t.Fatal(err)
+			}
+			near(t, "logits", res.Logits.Data, logits.Data, 1e-4)
+			if math.Abs(res.Loss-loss) > 1e-4*math.Abs(loss) {
+				t.Fatalf("loss got: %v want: %v", res.Loss, loss)
+			}
+			g := make([]float32, dm.NumParams())
+			if err := dm.Grads(g); err != nil {
+				t.Fatal(err)
+			}
+			near(t, "gradients", g, grads, 1e-4)
+			// The host-staged round trip an Allreduce makes.
+			if err := dm.SetGrads(g); err != nil {
+				t.Fatal(err)
+			}
+			if err := dm.AdamStep(dopt); err != nil {
+				t.Fatal(err)
+			}
+			w := make([]float32, dm.NumParams())
+			if err := dm.StoreWeights(w); err != nil {
+				t.Fatal(err)
+			}
+			near(t, "weights", w, host.FlattenWeights(nil), 1e-4)
+			if err := dm.StoreAdam(dopt); err != nil {
+				t.Fatal(err)
+			}
+			near(t, "adam state", dopt.State(), hopt.State(), 1e-4)
+		})
+	}
+}
+
+// What does not run on the device is an error naming the flag; a length
+// mismatch is an error, not a crash.
+func TestErrors(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  model.Config
+		flag string
+	}{
+		{model.Config{Kind: "gcn", In: 3, Hidden: 2, Out: 2, Layers: 2}, "--model gcn"},
+		{model.Config{Kind: "gat", In: 3, Hidden: 2, Out: 2, Layers: 2}, "--model gat"},
+		{model.Config{Kind: "sage", In: 3, Hidden: 2, Out: 2, Layers: 2, Normalize: true}, "--normalize"},
+	} {
+		err := Check(tc.cfg)
+		if !errors.Is(err, ErrUnsupported) || !contains(err.Error(), tc.flag) {
+			t.Errorf("Check(%+v) = %v; want ErrUnsupported naming %s", tc.cfg, err, tc.flag)
+		}
+	}
+	c := open(t)
+	dm, err := New(c, model.Config{Kind: "sage", In: 3, Hidden: 2, Out: 2, Layers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dm.Close()
+	if err := dm.LoadWeights(make([]float32, 3)); err == nil {
+		t.Error("LoadWeights of a wrong length: no error")
+	}
+	if _, err := dm.Step([]*sparse.CSR{randBlock(rand.New(rand.NewPCG(1, 1)), 2, 4)}, dense.New(4, 3), []int32{0, 1}, 1, nil); err == nil {
+		t.Error("Step with one block for two layers: no error")
+	}
+}
+
+func contains(s, sub string) bool { return strings.Contains(s, sub) }

@@ -1,0 +1,199 @@
+package perfmodel
+
+import (
+	"fmt"
+	"math"
+	"sort"
+)
+
+// The phases of a full-graph epoch (pipe's TrainPhases): activations and
+// their gradients between stages, the halo exchange between graph parts,
+// and the weight-gradient Allreduce.
+var FullPhases = []string{"act", "act-grad", "halo", "grad"}
+
+// FullUnits is the compute on the critical path of a full-graph epoch, in
+// layer·vertex products: a pipeline of stages stages trains n/pipelines
+// vertices through layers layers in chunks chunks; each stage holds
+// layers/stages of the layers, and the schedule (forward and backward) is
+// chunks + stages − 1 steps of one chunk on one stage:
+//
+//	layers · (n / pipelines) · (chunks + stages − 1) / (stages · chunks).
+//
+// Graph parallelism is pipelines = p, stages = chunks = 1 (layers·n/p);
+// GNNPipe is stages = p, pipelines = 1.
+func FullUnits(layers int, n int64, pipelines, stages, chunks int) float64 {
+	return float64(layers) * float64(n) / float64(pipelines) * float64(chunks+stages-1) / float64(stages*chunks)
+}
+
+// FullWorkload is one full-graph epoch at P ranks: its compute units
+// (FullUnits) and, on the busiest rank, the calls and bytes by phase and
+// kind.
+type FullWorkload struct {
+	P      int
+	Units  float64
+	Comm   map[string]map[Kind]Traffic // phase → kind → traffic
+	Source string
+}
+
+// FullRun is a measured full-graph run.
+type FullRun struct {
+	Name string
+	FullWorkload
+	EpochSeconds float64 // median epoch
+}
+
+// FullCompute is the fitted compute of a full-graph epoch: (Gamma[0] +
+// Gamma[1]·units) / Share(p)^Theta seconds.
+type FullCompute struct {
+	Node  Node
+	Theta float64
+	Gamma []float64 // seconds per epoch, seconds per unit
+	R2    float64
+}
+
+// commTime is what net predicts for the collectives of w by phase.
+func (w *FullWorkload) commTime(net *Network) map[string]float64 {
+	out := map[string]float64{}
+	for ph, kinds := range w.Comm {
+		for k, t := range kinds {
+			out[ph] += net.Time(k, w.P, t.Calls, t.Bytes)
+		}
+	}
+	return out
+}
+
+// FullPrediction is the predicted full-graph epoch at P ranks.
+type FullPrediction struct {
+	P       int
+	Comm    map[string]float64 // seconds in collectives by phase
+	Compute float64
+	Epoch   float64
+	Source  string
+}
+
+// Predict predicts the epoch of w on node with network net: its
+// collectives' time plus the fitted compute.
+func (c *FullCompute) Predict(net *Network, w *FullWorkload, node Node) FullPrediction {
+	pr := FullPrediction{P: w.P, Comm: w.commTime(net), Source: w.Source}
+	pr.Compute = (c.Gamma[0] + c.Gamma[1]*w.Units) / math.Pow(node.Share(w.P), c.Theta)
+	pr.Epoch = pr.Compute
+	for _, t := range pr.Comm {
+		pr.Epoch += t
+	}
+	return pr
+}
+
+// FitFull fits the full-graph compute on runs measured on node under
+// network net: each run's epoch less its collectives' predicted time is
+// (c + γ·units)/Share(p)^θ, c, γ ≥ 0 by least squares, θ on the grid of
+// FitCompute (the value whose fit predicts the epochs best). It needs two
+// runs.
+func FitFull(runs []FullRun, node Node, net *Network) (*FullCompute, error) {
+	if len(runs) < 2 {
+		return nil, fmt.Errorf("perfmodel: a full-graph fit has 2 parameters and there are %d runs: %w", len(runs), ErrTooFewRows)
+	}
+	var best *FullCompute
+	bestErr := math.Inf(1)
+	for i := 0; i <= thetaSteps; i++ {
+		theta := float64(i) / thetaSteps
+		rows := make([][]float64, len(runs))
+		b := make([]float64, len(runs))
+		for j := range runs {
+			s := math.Pow(node.Share(runs[j].P), theta)
+			rows[j] = []float64{1 / s, runs[j].Units / s}
+			comm := 0.0
+			for _, t := range runs[j].commTime(net) {
+				comm += t
+			}
+			b[j] = math.Max(0, runs[j].EpochSeconds-comm)
+		}
+		x, r2, err := NonNegLeastSquares(rows, b)
+		if err != nil {
+			return nil, fmt.Errorf("perfmodel: fitting the full-graph compute: %w", err)
+		}
+		c := &FullCompute{Node: node, Theta: theta, Gamma: x, R2: r2}
+		e := 0.0
+		for j := range runs {
+			d := c.Predict(net, &runs[j].FullWorkload, node).Epoch/runs[j].EpochSeconds - 1
+			e += d * d
+		}
+		if e < bestErr {
+			best, bestErr = c, e
+		}
+	}
+	return best, nil
+}
+
+// ExtrapolateFull returns the full-graph workload at p with the given
+// units: every phase's calls and bytes per kind fitted over the runs' p on
+// Basis (as Extrapolate does per minibatch). Negative extrapolations
+// become 0.
+func ExtrapolateFull(runs []FullRun, p int, units float64) (*FullWorkload, error) {
+	if len(runs) == 0 {
+		return nil, fmt.Errorf("perfmodel: no runs to extrapolate from")
+	}
+	ps := make([]int, len(runs))
+	for i, r := range runs {
+		ps[i] = r.P
+	}
+	w := &FullWorkload{P: p, Units: units, Comm: map[string]map[Kind]Traffic{}, Source: fmt.Sprintf("extrapolated from p=%v", sortedCopy(ps))}
+	for _, ph := range FullPhases {
+		kinds := map[Kind]bool{}
+		for _, r := range runs {
+			for k := range r.Comm[ph] {
+				kinds[k] = true
+			}
+		}
+		for k := range kinds {
+			calls := make([]float64, len(runs))
+			bytes := make([]float64, len(runs))
+			for i, r := range runs {
+				calls[i], bytes[i] = r.Comm[ph][k].Calls, r.Comm[ph][k].Bytes
+			}
+			var t Traffic
+			var err error
+			if t.Calls, err = lawAt(ps, calls, p); err != nil {
+				return nil, err
+			}
+			if t.Bytes, err = lawAt(ps, bytes, p); err != nil {
+				return nil, err
+			}
+			if w.Comm[ph] == nil {
+				w.Comm[ph] = map[Kind]Traffic{}
+			}
+			w.Comm[ph][k] = t
+		}
+	}
+	return w, nil
+}
+
+// lawAt fits ys (one per ps) on Basis, as many terms as distinct p, and
+// returns its value at p, at least 0.
+func lawAt(ps []int, ys []float64, p int) (float64, error) {
+	sorted := sortedCopy(ps)
+	distinct := 0
+	for i := range sorted {
+		if i == 0 || sorted[i] != sorted[i-1] {
+			distinct++
+		}
+	}
+	rows := make([][]float64, len(ps))
+	for i, q := range ps {
+		rows[i] = Basis(q, distinct)
+	}
+	x, _, err := leastSquares(rows, ys, false)
+	if err != nil {
+		return 0, err
+	}
+	v := 0.0
+	for j, b := range Basis(p, distinct) {
+		v += x[j] * b
+	}
+	return math.Max(0, v), nil
+}
+
+func sortedCopy(ps []int) []int {
+	s := append([]int(nil), ps...)
+	sort.Ints(s)
+	return s
+}

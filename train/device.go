@@ -1,0 +1,152 @@
+package train
+
+import (
+	"errors"
+	"fmt"
+
+	"gnnmpi/collective"
+	"gnnmpi/dense"
+	"gnnmpi/gpu/cuda"
+	"gnnmpi/gpu/gnn"
+	"gnnmpi/internal/rng"
+	"gnnmpi/model"
+	"gnnmpi/sampling"
+)
+
+// The minibatch step on a GPU (Config.Device DeviceCUDA). Each rank opens
+// the CUDA device of its local rank (round-robin over the devices the
+// driver sees: ranks may share one, as CUDA allows) and builds a gpu/gnn
+// model from the host model's weights. In train, the device replaces the
+// host model's forward, backward and optimizer step: the gradients are
+// downloaded, summed over the ranks with the same Allreduce and uploaded,
+// and Adam runs on the device with the host optimizer's step count. The
+// host model and optimizer get the device's weights and moments back at
+// the end of every epoch, so evaluation, checkpoints and inference run on
+// the CPU as before; the next epoch uploads them again (a resume sets
+// them on the host).
+
+// validateDevice checks Device and what runs on it.
+func (c *Config) validateDevice() error {
+	if c.Device == "" || c.Device == DeviceCPU {
+		return nil
+	}
+	if _, err := ParseDevice(string(c.Device)); err != nil {
+		return err
+	}
+	if err := gnn.Check(c.Model); err != nil {
+		return fmt.Errorf("train: %w", err)
+	}
+	if c.Optimizer != OptimizerAdam {
+		return fmt.Errorf("train: --optimizer %s is %w (the device runs Adam; use --optimizer adam or --device cpu)", c.Optimizer, gnn.ErrUnsupported)
+	}
+	return nil
+}
+
+// device is a rank's GPU state.
+type device struct {
+	ctx  *cuda.Context
+	m    *gnn.Model
+	adam *model.Adam // the host optimizer: step count, hyperparameters, moments between epochs
+	w    []float32   // host staging of the weights
+}
+
+// openDevice opens this rank's device and builds the device model, when
+// Config.Device is DeviceCUDA. It is collective over t.c: a rank that
+// cannot (no libcuda, no cuBLAS, sparse features) makes every rank fail.
+func (t *trainer) openDevice(sparseFeatures bool) error {
+	if t.cfg.Device != DeviceCUDA {
+		return nil
+	}
+	local, _, err := collective.LocalRank(t.c)
+	if err != nil {
+		return err
+	}
+	err = t.newDevice(local, sparseFeatures)
+	if err := collective.Agree(t.c, err); err != nil {
+		return errors.Join(err, t.closeDevice())
+	}
+	return nil
+}
+
+// newDevice opens the device of local rank local and the model on it.
+func (t *trainer) newDevice(local int, sparseFeatures bool) error {
+	if sparseFeatures {
+		return fmt.Errorf("train: sparse (CSR) input features are %w (the device model takes dense rows; use --device cpu or --feature-format dense)", gnn.ErrUnsupported)
+	}
+	adam, ok := t.opt.(*model.Adam)
+	if !ok {
+		return fmt.Errorf("train: the device runs Adam, not %T", t.opt)
+	}
+	n, err := cuda.DeviceCount()
+	if err != nil {
+		return fmt.Errorf("train: --device cuda: %w", err)
+	}
+	if n < 1 {
+		return errors.New("train: --device cuda: the CUDA driver sees no device")
+	}
+	ctx, err := cuda.Open(local % n)
+	if err != nil {
+		return fmt.Errorf("train: --device cuda: %w", err)
+	}
+	t.dev = &device{ctx: ctx, adam: adam}
+	mc := t.m.Config()
+	if t.dev.m, err = gnn.New(ctx, mc); err != nil {
+		return fmt.Errorf("train: --device cuda: %w", err)
+	}
+	return nil
+}
+
+// closeDevice frees the device model and context, if any.
+func (t *trainer) closeDevice() error {
+	d := t.dev
+	if d == nil {
+		return nil
+	}
+	t.dev = nil
+	var errs []error
+	if d.m != nil {
+		errs = append(errs, d.m.Close())
+	}
+	return errors.Join(append(errs, d.ctx.Close())...)
+}
+
+// upload copies the host model's weights and optimizer moments to the
+// device (at the start of an epoch).
+func (d *device) upload(m *model.Model) error {
+	d.w = m.FlattenWeights(d.w[:0])
+	return errors.Join(d.m.LoadWeights(d.w), d.m.LoadAdam(d.adam))
+}
+
+// download copies the device's weights and moments into the host model
+// and optimizer (at the end of an epoch).
+func (d *device) download(m *model.Model) error {
+	d.w = dense.Grow(d.w, d.m.NumParams())
+	if err := errors.Join(d.m.StoreWeights(d.w), d.m.StoreAdam(d.adam)); err != nil {
+		return err
+	}
+	m.SetWeights(d.w)
+	return nil
+}
+
+// deviceBackward is backward on the device: it leaves the gradients of
+// minibatch i of epoch on the device and adds its loss and accuracy to ep,
+// with the same dropout stream, labels and scale as backward.
+func (t *trainer) deviceBackward(ep *epochState, epoch, i int, seeds []int64, mb *sampling.MiniBatch, x inputs) error {
+	if len(seeds) == 0 {
+		return t.dev.m.ZeroGrad()
+	}
+	drops := rng.New(t.cfg.Seed, streamDropout, uint64(epoch), uint64(i), uint64(t.c.Rank()))
+	labels := make([]int32, len(seeds))
+	for k, g := range seeds {
+		labels[k] = t.d.Label(g)
+	}
+	scale := float32(float64(len(seeds)) / float64(t.sched.sizes[i]))
+	res, err := t.dev.m.Step(t.blocks(mb, x.deg), x.dense, labels, scale, drops)
+	if err != nil {
+		return err
+	}
+	ep.lossSum += res.Loss * float64(len(seeds))
+	ep.correct += float64(model.Correct(res.Logits, labels))
+	ep.seen += float64(len(seeds))
+	return nil
+}
