@@ -212,7 +212,7 @@ func TestExtrapolate(t *testing.T) {
 // FullUnits counts the critical path of each layout; FitFull recovers a
 // known law (θ on the grid) and ExtrapolateFull a known traffic law.
 func TestFullModel(t *testing.T) {
-	require.Equal(t, 2*1000.0/4, FullUnits(2, 1000, 4, 1, 1))           // graph: L·n/p
+	require.Equal(t, 2*1000.0/4, FullUnits(2, 1000, 4, 1, 1))             // graph: L·n/p
 	require.Equal(t, 2*1000.0*(4+4-1)/(4*4), FullUnits(2, 1000, 1, 4, 4)) // pipe, 4 stages, 4 chunks
 	require.Equal(t, 2*500.0*(3+2-1)/(2*3), FullUnits(2, 1000, 2, 2, 3))  // hybrid: 2 pipelines of 2 stages
 	node := Node{CoresPerNode: 2}

@@ -91,7 +91,7 @@ func TestPredictFullGraph(t *testing.T) {
 	dir := t.TempDir()
 	data := filepath.Join("..", "..", "data", "cora")
 	run := func(p int, name, mode string) string {
-		out, err := runCmd(t, p, "train", "--data", data, "--mode", mode, "--model", "gcnii", "--layers", "4",
+		out, err := runCmd(t, p, "train", "--data", data, "--mode", mode, "--model", "gcnii", "--layers", "8",
 			"--hidden", "16", "--epochs", "2", "--eval-every", "0")
 		require.NoError(t, err)
 		path := filepath.Join(dir, name)
@@ -104,25 +104,28 @@ func TestPredictFullGraph(t *testing.T) {
 	r, err := readRun(p4)
 	require.NoError(t, err)
 	require.NotNil(t, r.Full)
-	require.Equal(t, perfmodel.FullUnits(4, 2708, 1, 4, r.chunks), r.Full.Units)
+	require.Equal(t, perfmodel.FullUnits(8, 2708, 1, 4, r.chunks), r.Full.Units)
 	require.Positive(t, r.Full.Comm["act"][perfmodel.Sendrecv].Bytes)
 	g, err := readRun(g2)
 	require.NoError(t, err)
-	require.Equal(t, perfmodel.FullUnits(4, 2708, 2, 1, 1), g.Full.Units) // graph mode: L·n/p
+	require.Equal(t, perfmodel.FullUnits(8, 2708, 2, 1, 1), g.Full.Units) // graph mode: L·n/p
 
 	csvPath := filepath.Join(dir, "full.csv")
-	_, err = runCmd(t, 1, "predict", "--net", "25gbe", "--fit", p1+","+p2, "--validate", p4, "--np", "8,64", "--csv", csvPath)
+	_, err = runCmd(t, 1, "predict", "--net", "25gbe", "--fit", p1+","+p2, "--validate", p4, "--np", "8", "--csv", csvPath)
 	require.NoError(t, err)
 	f, err := os.Open(csvPath)
 	require.NoError(t, err)
 	recs, err := csv.NewReader(f).ReadAll()
 	f.Close()
 	require.NoError(t, err)
-	require.Len(t, recs, 4)
+	require.Len(t, recs, 3)
 	require.Equal(t, "act_comm_s", recs[0][6])
-	require.Equal(t, []string{"4", "8", "64"}, []string{recs[1][0], recs[2][0], recs[3][0]})
+	require.Equal(t, []string{"4", "8"}, []string{recs[1][0], recs[2][0]})
 	require.NotEmpty(t, recs[1][2])
-	require.Contains(t, recs[3][len(recs[3])-1], "extrapolated from p=[1 2]")
+	require.Contains(t, recs[2][len(recs[2])-1], "extrapolated from p=[1 2]")
+	// GNNPipe puts at least one layer on a stage.
+	_, err = runCmd(t, 1, "predict", "--net", "25gbe", "--fit", p1+","+p2, "--np", "16")
+	require.ErrorContains(t, err, "16 stages for 8 layers")
 
 	_, err = runCmd(t, 1, "predict", "--net", "25gbe", "--fit", p1+","+g2, "--np", "8")
 	require.ErrorContains(t, err, g2)
