@@ -672,31 +672,21 @@ func predictFull(env *Env, o predictOptions, net, fitNet *perfmodel.Network, fit
 	if o.csv == "" {
 		return nil
 	}
-	var buf bytes.Buffer
-	w := csv.NewWriter(&buf)
-	_ = w.Write(append(append([]string{"p", "predicted_epoch_s", "measured_epoch_s", "rel_error", "compute_s", "comm_s"},
-		func() []string {
-			var h []string
-			for _, ph := range perfmodel.FullPhases {
-				h = append(h, ph+"_comm_s")
-			}
-			return h
-		}()...), "source"))
-	f := func(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
-	for _, r := range rows {
-		meas, rel := "", ""
-		if r.measured > 0 {
-			meas, rel = f(r.measured), f((r.pr.Epoch-r.measured)/r.measured)
-		}
-		rec := []string{strconv.Itoa(r.pr.P), f(r.pr.Epoch), meas, rel, f(r.pr.Compute), f(r.pr.Epoch - r.pr.Compute)}
-		for _, ph := range perfmodel.FullPhases {
-			rec = append(rec, f(r.pr.Comm[ph]))
-		}
-		_ = w.Write(append(rec, r.pr.Source))
+	header := []string{"p", "predicted_epoch_s", "measured_epoch_s", "rel_error", "compute_s", "comm_s"}
+	for _, ph := range perfmodel.FullPhases {
+		header = append(header, ph+"_comm_s")
 	}
-	w.Flush()
-	if err := atomicfile.WriteFile(o.csv, buf.Bytes()); err != nil {
-		return fmt.Errorf("predict: writing %s: %w", o.csv, err)
+	recs := [][]string{append(header, "source")}
+	for _, r := range rows {
+		rec := append([]string{strconv.Itoa(r.pr.P)}, epochCells(r.pr.Epoch, r.measured)...)
+		rec = append(rec, csvNum(r.pr.Compute), csvNum(r.pr.Epoch-r.pr.Compute))
+		for _, ph := range perfmodel.FullPhases {
+			rec = append(rec, csvNum(r.pr.Comm[ph]))
+		}
+		recs = append(recs, append(rec, r.pr.Source))
+	}
+	if err := writeCSV(o.csv, recs); err != nil {
+		return err
 	}
 	env.Printf("wrote %s\n", o.csv)
 	return nil
@@ -740,23 +730,35 @@ var predictCSVHeader = func() []string {
 }()
 
 func writePredictCSV(path string, rows []predictRow) error {
+	recs := [][]string{predictCSVHeader}
+	for _, r := range rows {
+		rec := append([]string{strconv.Itoa(r.pr.P)}, epochCells(r.pr.Epoch, r.measured)...)
+		rec = append(rec, csvNum(r.pr.Loop), csvNum(r.pr.Loader))
+		for _, ph := range perfmodel.Phases {
+			rec = append(rec, csvNum(r.pr.Phases[ph].Comm), csvNum(r.pr.Phases[ph].Compute))
+		}
+		recs = append(recs, append(rec, r.pr.Source))
+	}
+	return writeCSV(path, recs)
+}
+
+// csvNum formats a number of the CSVs.
+func csvNum(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
+
+// epochCells returns the predicted epoch, the measured one and the relative
+// error (both empty without a measurement).
+func epochCells(predicted, measured float64) []string {
+	if measured <= 0 {
+		return []string{csvNum(predicted), "", ""}
+	}
+	return []string{csvNum(predicted), csvNum(measured), csvNum((predicted - measured) / measured)}
+}
+
+// writeCSV writes recs to path atomically.
+func writeCSV(path string, recs [][]string) error {
 	var buf bytes.Buffer
 	w := csv.NewWriter(&buf)
-	_ = w.Write(predictCSVHeader)
-	f := func(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
-	for _, r := range rows {
-		meas, rel := "", ""
-		if r.measured > 0 {
-			meas, rel = f(r.measured), f((r.pr.Epoch-r.measured)/r.measured)
-		}
-		rec := []string{strconv.Itoa(r.pr.P), f(r.pr.Epoch), meas, rel, f(r.pr.Loop), f(r.pr.Loader)}
-		for _, ph := range perfmodel.Phases {
-			rec = append(rec, f(r.pr.Phases[ph].Comm), f(r.pr.Phases[ph].Compute))
-		}
-		_ = w.Write(append(rec, r.pr.Source))
-	}
-	w.Flush()
-	if err := w.Error(); err != nil {
+	if err := w.WriteAll(recs); err != nil {
 		return err
 	}
 	if err := atomicfile.WriteFile(path, buf.Bytes()); err != nil {

@@ -104,8 +104,6 @@ import "C"
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"unsafe"
 
 	"gnnmpi/internal/dl"
@@ -161,14 +159,7 @@ const SpMMAlgDefault SpMMAlg = 0
 // then on the loader's path, each with the sonames of CUDA 12 and 11 and
 // then the unversioned name.
 func Names(base string) []string {
-	sonames := []string{base + ".so.12", base + ".so.11", base + ".so"}
-	var names []string
-	if dir := os.Getenv(LibDirEnv); dir != "" {
-		for _, s := range sonames {
-			names = append(names, filepath.Join(dir, s))
-		}
-	}
-	return append(names, sonames...)
+	return dl.Candidates(LibDirEnv, []string{base + ".so.12", base + ".so.11", base + ".so"})
 }
 
 // Error is a status other than success returned by a library function.

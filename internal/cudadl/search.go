@@ -37,24 +37,7 @@ func (e *Error) Error() string {
 
 // candidates returns names under $GNNMPI_CUDA_LIBDIR, then the names for
 // the loader's path, then names under each of dirs (empty ones skipped).
-func candidates(names, dirs []string) []string {
-	var out []string
-	if d := os.Getenv(LibDirEnv); d != "" {
-		for _, n := range names {
-			out = append(out, filepath.Join(d, n))
-		}
-	}
-	out = append(out, names...)
-	for _, d := range dirs {
-		if d == "" {
-			continue
-		}
-		for _, n := range names {
-			out = append(out, filepath.Join(d, n))
-		}
-	}
-	return out
-}
+func candidates(names, dirs []string) []string { return dl.Candidates(LibDirEnv, names, dirs...) }
 
 func cudaHomeLib() string {
 	if h := os.Getenv("CUDA_HOME"); h != "" {

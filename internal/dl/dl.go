@@ -34,6 +34,8 @@ import "C"
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"unsafe"
 )
@@ -98,4 +100,28 @@ func (l *Lib) Close() error {
 		return fmt.Errorf("dl: closing %s: %s", l.Name, C.GoString(msg))
 	}
 	return nil
+}
+
+// Candidates returns the file names to try for a library known by names
+// (e.g. libcuda.so.1, libcuda.so): each under the directory that the
+// environment variable env names, when it is set (tests point it at fake
+// libraries), then each as is, for the loader's search path, then each
+// under every non-empty directory of dirs.
+func Candidates(env string, names []string, dirs ...string) []string {
+	var out []string
+	under := func(d string) {
+		for _, n := range names {
+			out = append(out, filepath.Join(d, n))
+		}
+	}
+	if d := os.Getenv(env); d != "" {
+		under(d)
+	}
+	out = append(out, names...)
+	for _, d := range dirs {
+		if d != "" {
+			under(d)
+		}
+	}
+	return out
 }

@@ -63,8 +63,6 @@ import "C"
 import (
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sync"
 	"unsafe"
 
@@ -159,13 +157,7 @@ func Load() (*Lib, error) {
 }
 
 func open() (*Lib, error) {
-	var names []string
-	if d := os.Getenv(LibDirEnv); d != "" {
-		for _, n := range Names {
-			names = append(names, filepath.Join(d, n))
-		}
-	}
-	names = append(names, Names...)
+	names := dl.Candidates(LibDirEnv, Names)
 	l, err := dl.Open(names...)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNoNCCL, err)
