@@ -85,6 +85,7 @@ func TestDeviceMatchesCPU(t *testing.T) {
 					r := ge.GPUReads
 					require.NotNil(t, r, "%s epoch %d: no gpu_reads", name, e+1)
 					require.Equal(t, ge.FetchRows, r.DeviceRows+r.HostRows+r.RemoteRows, "%s epoch %d: reads %+v", name, e+1, *r)
+					require.Equal(t, ge.RemoteRows, r.RemoteRows, "%s epoch %d: a minibatch's inputs are distinct", name, e+1)
 					require.Equal(t, 4*int64(cfgCols(t))*r.HostRows, r.HostBytes, name)
 					switch frac {
 					case 0:
