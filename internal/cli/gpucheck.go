@@ -689,6 +689,13 @@ func checkSgemm(c *cuda.Context, r *rand.Rand) error {
 	return nil
 }
 
+// cuda.Memory is the device memory that gpucheck hands to NCCL and to
+// cuSPARSE's workspace.
+var (
+	_ nccl.DeviceMemory = cuda.Memory{}
+	_ gpublas.Allocator = cuda.Memory{}
+)
+
 // checkSpMM compares cuSPARSE's SpMM with sparse.Mul for op(A) = A and
 // Aᵀ. The context must be current.
 func checkSpMM(c *cuda.Context, r *rand.Rand) error {
