@@ -29,6 +29,6 @@
 // HostMemory is a DeviceMemory over host memory, for an NCCL taking host
 // pointers: the fake NCCL over MPI (testdata/fakenccl.c, built by package
 // nccltest) with which the MPI suite runs the conformance suite
-// (`gnnmpi selftest --backend nccl`). A GPU's DeviceMemory comes with
-// package gpu/cuda.
+// (`gnnmpi selftest --backend nccl`). A GPU's DeviceMemory is package
+// gpu/cuda's Memory.
 package nccl

@@ -4,10 +4,12 @@ import (
 	"errors"
 	"fmt"
 
+	"gnnmpi/alltoall"
 	"gnnmpi/collective"
 	"gnnmpi/dense"
 	"gnnmpi/gpu/cuda"
 	"gnnmpi/gpu/gnn"
+	"gnnmpi/gpu/tier"
 	"gnnmpi/internal/rng"
 	"gnnmpi/model"
 	"gnnmpi/sampling"
@@ -24,6 +26,18 @@ import (
 // the end of every epoch, so evaluation, checkpoints and inference run on
 // the CPU as before; the next epoch uploads them again (a resume sets
 // them on the host).
+//
+// With dense float32 features, a rank's feature store also goes on the
+// device as a gpu/tier store: the hottest --gpu-frac of its resident rows
+// in device memory, the rest in mapped page-locked host memory, and the
+// loader builds each minibatch's input matrix on the device
+// (tier.Store.GatherTo, where the CPU path calls the feature store's
+// Fetch, with the same messages), zero-copy as PyTorch-Direct does: the
+// rows of other ranks arrive in a mapped buffer and a kernel gathers from
+// the three tiers, so no feature row is gathered or uploaded by the CPU.
+// Each loader slot has its own output buffer (loader.go). Half-precision
+// features are fetched and converted on the host and uploaded per
+// minibatch, as before the tiers.
 
 // validateDevice checks Device and what runs on it.
 func (c *Config) validateDevice() error {
@@ -46,6 +60,7 @@ func (c *Config) validateDevice() error {
 type device struct {
 	ctx  *cuda.Context
 	m    *gnn.Model
+	tier *tier.Store // the feature rows on the device; nil with f16 features
 	adam *model.Adam // the host optimizer: step count, hyperparameters, moments between epochs
 	w    []float32   // host staging of the weights
 }
@@ -93,6 +108,11 @@ func (t *trainer) newDevice(local int, sparseFeatures bool) error {
 	if t.dev.m, err = gnn.New(ctx, mc); err != nil {
 		return fmt.Errorf("train: --device cuda: %w", err)
 	}
+	if t.store.DType() == alltoall.F32 {
+		if t.dev.tier, err = tier.New(ctx, t.store); err != nil {
+			return fmt.Errorf("train: --device cuda: the feature tiers: %w", err)
+		}
+	}
 	return nil
 }
 
@@ -104,6 +124,15 @@ func (t *trainer) closeDevice() error {
 	}
 	t.dev = nil
 	var errs []error
+	for _, s := range t.slots {
+		if s.out != nil {
+			errs = append(errs, s.out.Free())
+			s.out, s.x.gpu = nil, tier.Batch{}
+		}
+	}
+	if d.tier != nil {
+		errs = append(errs, d.tier.Close())
+	}
 	if d.m != nil {
 		errs = append(errs, d.m.Close())
 	}
@@ -130,7 +159,9 @@ func (d *device) download(m *model.Model) error {
 
 // deviceBackward is backward on the device: it leaves the gradients of
 // minibatch i of epoch on the device and adds its loss and accuracy to ep,
-// with the same dropout stream, labels and scale as backward.
+// with the same dropout stream, labels and scale as backward. The input
+// rows are those the tier store gathered on the device (x.gpu), or with
+// f16 features the host rows x.dense, uploaded.
 func (t *trainer) deviceBackward(ep *epochState, epoch, i int, seeds []int64, mb *sampling.MiniBatch, x inputs) error {
 	if len(seeds) == 0 {
 		return t.dev.m.ZeroGrad()
@@ -141,7 +172,13 @@ func (t *trainer) deviceBackward(ep *epochState, epoch, i int, seeds []int64, mb
 		labels[k] = t.d.Label(g)
 	}
 	scale := float32(float64(len(seeds)) / float64(t.sched.sizes[i]))
-	res, err := t.dev.m.Step(t.blocks(mb, x.deg), x.dense, labels, scale, drops)
+	var res gnn.Result
+	var err error
+	if t.dev.tier != nil {
+		res, err = t.dev.m.StepDevice(t.blocks(mb, x.deg), x.gpu.Ptr, x.gpu.Rows, labels, scale, drops)
+	} else {
+		res, err = t.dev.m.Step(t.blocks(mb, x.deg), x.dense, labels, scale, drops)
+	}
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package train
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"sync"
@@ -9,8 +10,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"gnnmpi/alltoall"
 	"gnnmpi/gpu/gnn"
 	"gnnmpi/gpu/gputest"
+	"gnnmpi/gpu/tier"
 )
 
 // The fake CUDA, cuBLAS and cuSPARSE (gpu/gputest), built on first use
@@ -46,23 +49,87 @@ func useFakeGPU(t *testing.T) {
 }
 
 // Training on the (fake) GPU follows the CPU's loss curve to float32
-// rounding, on one rank and on two sharing the device, with dropout on.
+// rounding, on one rank and on two sharing the device, with dropout on
+// and a degree cache: the inputs gathered on the device from the tiers
+// (every --gpu-frac, with and without --overlap) are the CPU's rows, with
+// the same bytes by phase, and the tier reads add up to the rows fetched.
 func TestDeviceMatchesCPU(t *testing.T) {
 	useFakeGPU(t)
 	cfg := testConfig("sage")
 	cfg.Epochs = 3
+	cfg.Cache, cfg.CacheFrac = alltoall.CacheDegree, 0.2
 	for _, p := range []int{1, 2} {
 		cpu := runP(t, p, cfg, nil)
-		gcfg := cfg
-		gcfg.Device = DeviceCUDA
-		gpu := runP(t, p, gcfg, nil)
-		want, got := losses(cpu), losses(gpu)
-		t.Logf("p=%d losses cpu %v gpu %v", p, want, got)
-		require.Len(t, got, len(want))
-		for e := range want {
-			require.InDelta(t, want[e], got[e], 1e-4*math.Abs(want[e]), "p=%d epoch %d loss: gpu %v cpu %v", p, e+1, got, want)
+		want := losses(cpu)
+		for _, overlap := range []bool{false, true} {
+			for _, frac := range []float64{0, 0.5, 1} {
+				if p == 1 && overlap {
+					continue
+				}
+				name := fmt.Sprintf("p=%d overlap=%v gpu-frac=%v", p, overlap, frac)
+				gcfg := cfg
+				gcfg.Device, gcfg.Overlap, gcfg.GPUFrac = DeviceCUDA, overlap, frac
+				gpu := runP(t, p, gcfg, nil)
+				got := losses(gpu)
+				t.Logf("%s: losses cpu %v gpu %v", name, want, got)
+				require.Len(t, got, len(want), name)
+				require.NotNil(t, gpu.GPUReads, name)
+				var total tier.Reads
+				for e := range want {
+					require.InDelta(t, want[e], got[e], 1e-4*math.Abs(want[e]), "%s epoch %d loss: gpu %v cpu %v", name, e+1, got, want)
+					ce, ge := cpu.Epochs[e], gpu.Epochs[e]
+					for _, ph := range []string{PhaseSample, PhaseSpGEMM, PhaseFetch, PhaseGrad} {
+						require.Equal(t, ce.Bytes[ph], ge.Bytes[ph], "%s epoch %d: bytes of %s", name, e+1, ph)
+					}
+					require.Equal(t, [3]int64{ce.FetchRows, ce.CacheHits, ce.RemoteRows}, [3]int64{ge.FetchRows, ge.CacheHits, ge.RemoteRows}, name)
+					r := ge.GPUReads
+					require.NotNil(t, r, "%s epoch %d: no gpu_reads", name, e+1)
+					require.Equal(t, ge.FetchRows, r.DeviceRows+r.HostRows+r.RemoteRows, "%s epoch %d: reads %+v", name, e+1, *r)
+					require.Equal(t, ge.RemoteRows, r.RemoteRows, "%s epoch %d: a minibatch's inputs are distinct", name, e+1)
+					require.Equal(t, 4*int64(cfgCols(t))*r.HostRows, r.HostBytes, name)
+					switch frac {
+					case 0:
+						require.Zero(t, r.DeviceRows, name)
+					case 1:
+						require.Zero(t, r.HostRows, name)
+					default:
+						require.Positive(t, r.DeviceRows, name)
+						require.Positive(t, r.HostRows, name)
+					}
+					if p > 1 {
+						require.Positive(t, r.RemoteRows, name)
+					}
+					total = total.Add(*r)
+				}
+				require.Equal(t, total, *gpu.GPUReads, name)
+				require.Nil(t, cpu.GPUReads)
+			}
 		}
 	}
+}
+
+// cfgCols returns the number of features of the test graph.
+func cfgCols(t *testing.T) int {
+	t.Helper()
+	return sbm().NumFeatures()
+}
+
+// Half-precision features still train on the device: fetched and
+// converted on the host and uploaded per minibatch, without the tiers.
+func TestDeviceF16(t *testing.T) {
+	useFakeGPU(t)
+	cfg := testConfig("sage")
+	cfg.Epochs = 2
+	cfg.FeatureDType = alltoall.F16
+	cpu := runP(t, 2, cfg, nil)
+	cfg.Device = DeviceCUDA
+	gpu := runP(t, 2, cfg, nil)
+	want, got := losses(cpu), losses(gpu)
+	require.Len(t, got, len(want))
+	for e := range want {
+		require.InDelta(t, want[e], got[e], 1e-4*math.Abs(want[e]), "epoch %d loss: gpu %v cpu %v", e+1, got, want)
+	}
+	require.Nil(t, gpu.GPUReads)
 }
 
 // What the device does not run is refused before training, naming the

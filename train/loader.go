@@ -8,18 +8,20 @@ import (
 	"gnnmpi/alltoall"
 	"gnnmpi/collective"
 	"gnnmpi/dense"
+	"gnnmpi/gpu/tier"
 	"gnnmpi/sampling"
 	"gnnmpi/sparse"
 )
 
 // The minibatch pipeline. A minibatch is prepared (sampled, then its input
-// rows fetched) by the loader and consumed by the compute loop of train
-// (forward, backward, gradient Allreduce, optimizer step). With
-// Config.Overlap the loader is a goroutine of its own that prepares
-// minibatches i+1 … i+prefetch while minibatch i computes, as SALIENT++
-// does; without it, train prepares each minibatch just before computing
-// it. Both do the same calls in the same order on each communicator, so the
-// losses do not depend on Overlap.
+// rows fetched, or gathered on the device: device.go) by the loader and
+// consumed by the compute loop of train (forward, backward, gradient
+// Allreduce, optimizer step). With Config.Overlap the loader is a
+// goroutine of its own that prepares minibatches i+1 … i+prefetch while
+// minibatch i computes, as SALIENT++ does; without it, train prepares
+// each minibatch just before computing it. Both do the same calls in the
+// same order on each communicator, so the losses do not depend on
+// Overlap.
 //
 // Communication from two goroutines stays matched across the ranks by
 // construction: the loader communicates only on the trainer's loader
@@ -38,9 +40,12 @@ const prefetch = 2
 // slot is the memory of one minibatch in flight: its input rows, reused
 // from minibatch to minibatch. The loader owns a slot from taking it from
 // the free list until it hands the prepared minibatch over; the compute
-// loop owns it then until it releases it.
+// loop owns it then until it releases it. On the device each slot has its
+// own output buffer for the tier store's gather, so the loader never
+// overwrites the inputs of a minibatch that is computing.
 type slot struct {
-	x inputs
+	x   inputs
+	out *tier.Out // the device buffer of the inputs, with the tier store (Config.Device cuda)
 }
 
 // inputs are the input feature rows of a minibatch or an inference chunk:
@@ -50,6 +55,10 @@ type inputs struct {
 	dense *dense.Matrix
 	csr   *sparse.Matrix[float32]
 	deg   []int64 // the rows' degrees, when GCN needs them fetched (trainer.needDegrees)
+	// gpu is the input rows gathered on the device by the tier store
+	// (Config.Device cuda with dense float32 features), in the slot's
+	// device buffer; dense and csr are then not filled.
+	gpu tier.Batch
 }
 
 // batch is one prepared minibatch: step i of the epoch, its seeds, its
@@ -71,6 +80,7 @@ type loadState struct {
 	sampled []*sampling.MiniBatch
 	secs    map[string]float64 // PhaseSample, PhaseFetch
 	fetched alltoall.Counts
+	reads   tier.Reads // the tiers the device gathers read from
 }
 
 // prepare samples (Bulk minibatches at a time, at the first of each bulk)
@@ -87,7 +97,13 @@ func (t *trainer) prepare(ls *loadState, i int, s *slot) (*batch, error) {
 	t1 := time.Now()
 	ls.secs[PhaseSample] += t1.Sub(t0).Seconds()
 	restore := collective.SetPhase(t.lc, PhaseFetch)
-	cnt, err := t.fetch(&s.x, mb.Input())
+	var cnt alltoall.Counts
+	var err error
+	if t.dev != nil && t.dev.tier != nil {
+		cnt, err = t.gather(ls, s, mb.Input())
+	} else {
+		cnt, err = t.fetch(&s.x, mb.Input())
+	}
 	restore()
 	if err != nil {
 		return nil, err
@@ -131,6 +147,23 @@ func (t *trainer) fetch(x *inputs, ids []int64) (alltoall.Counts, error) {
 		x.dense, cnt, err = t.store.FetchTo(x.dense, ids)
 	}
 	return cnt, err
+}
+
+// gather builds the input rows of ids on the device with the tier store
+// (device.go), in s's device buffer, and returns the counts of its fetch,
+// the same as fetch's. It is collective over the store's group, like
+// fetch, and called where fetch would be.
+func (t *trainer) gather(ls *loadState, s *slot, ids []int64) (alltoall.Counts, error) {
+	if s.out == nil {
+		s.out = t.dev.tier.NewOut()
+	}
+	b, err := t.dev.tier.GatherTo(s.out, ids)
+	if err != nil {
+		return alltoall.Counts{}, err
+	}
+	s.x.gpu = b
+	ls.reads = ls.reads.Add(b.Reads)
+	return b.Counts, nil
 }
 
 // source hands the compute loop an epoch's prepared minibatches in order.

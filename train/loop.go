@@ -5,6 +5,8 @@ import (
 	"math"
 	"sort"
 	"time"
+
+	"gnnmpi/gpu/tier"
 )
 
 // stepper is one kind of training as the epoch loop (runLoop) drives it:
@@ -170,6 +172,14 @@ func (rec *record) result() Result {
 			res.BytesPerEpoch[p] += b
 		}
 		res.RemoteRowsPerEpoch += float64(e.RemoteRows) / float64(len(rec.history))
+		if e.GPUReads != nil {
+			var sum tier.Reads
+			if res.GPUReads != nil {
+				sum = *res.GPUReads
+			}
+			sum = sum.Add(*e.GPUReads)
+			res.GPUReads = &sum
+		}
 	}
 	res.MedianEpochS = median(s)
 	for p := range res.BytesPerEpoch {

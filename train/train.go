@@ -7,6 +7,7 @@ import (
 	"gnnmpi/alltoall"
 	"gnnmpi/collective"
 	"gnnmpi/dense"
+	"gnnmpi/gpu/tier"
 	"gnnmpi/internal/memlimit"
 	"gnnmpi/internal/rng"
 	"gnnmpi/model"
@@ -69,6 +70,12 @@ type EpochStats struct {
 	FetchRows  int64 `json:"fetch_rows"`
 	CacheHits  int64 `json:"cache_hits"`
 	RemoteRows int64 `json:"remote_rows"`
+	// GPUReads are the rows and bytes the device gathers of the training
+	// minibatches read from each feature tier (device memory, mapped host
+	// memory, the mapped buffer of remote rows), summed over ranks; nil
+	// unless the inputs were gathered on the device (Config.Device cuda
+	// with dense float32 features).
+	GPUReads *tier.Reads `json:"gpu_reads,omitempty"`
 }
 
 // Result is a finished run's summary.
@@ -81,9 +88,12 @@ type Result struct {
 	BytesPerEpoch map[string]int64 // mean bytes per epoch by phase, summed over ranks
 	// RemoteRowsPerEpoch is the mean of Epochs[i].RemoteRows.
 	RemoteRowsPerEpoch float64
-	Stores             []StoreStats // every rank's feature store
-	NumParams          int
-	Best               []float32 // parameters at BestEpoch (Run only: a full-graph rank holds one stage)
+	// GPUReads is the sum of Epochs[i].GPUReads; nil when no epoch has
+	// them.
+	GPUReads  *tier.Reads
+	Stores    []StoreStats // every rank's feature store
+	NumParams int
+	Best      []float32 // parameters at BestEpoch (Run only: a full-graph rank holds one stage)
 	// PeakRSS is every rank's peak resident memory at the end of the run
 	// (VmHWM; 0 where unknown). In-process ranks share one process and
 	// report its peak.
@@ -580,6 +590,7 @@ type epochState struct {
 	trainSecs              float64
 	lossSum, correct, seen float64
 	fetched                alltoall.Counts
+	reads                  tier.Reads // of the device gathers
 	batches                int
 }
 
@@ -654,7 +665,7 @@ func (t *trainer) train(epoch int, progress func(epoch, batch, batches int)) err
 	for p, s := range ls.secs {
 		ep.secs[p] += s
 	}
-	ep.fetched = ls.fetched
+	ep.fetched, ep.reads = ls.fetched, ls.reads
 	ep.trainSecs = time.Since(start).Seconds()
 	t.ep = ep
 	return nil
@@ -756,11 +767,16 @@ func (t *trainer) summarize(epoch int, ev *evaluation, evalSecs float64) (EpochS
 		}
 	}
 	delta := collective.SnapshotOf(c).Sub(ep.before)
-	bytes := make([]int64, len(bytePhases), len(bytePhases)+3)
+	bytes := make([]int64, len(bytePhases), len(bytePhases)+9)
 	for k, p := range bytePhases {
 		bytes[k] = delta.Phase(p).SentBytes
 	}
 	bytes = append(bytes, ep.fetched.Rows, ep.fetched.Hits, ep.fetched.Remote)
+	gpu := t.dev != nil && t.dev.tier != nil // the same on every rank: the same dtype
+	if gpu {
+		r := ep.reads
+		bytes = append(bytes, r.DeviceRows, r.HostRows, r.RemoteRows, r.DeviceBytes, r.HostBytes, r.RemoteBytes)
+	}
 	if err := collective.AllreduceSlice(c, bytes, collective.Sum); err != nil {
 		return EpochStats{}, err
 	}
@@ -782,6 +798,10 @@ func (t *trainer) summarize(epoch int, ev *evaluation, evalSecs float64) (EpochS
 	}
 	k := len(bytePhases)
 	st.FetchRows, st.CacheHits, st.RemoteRows = bytes[k], bytes[k+1], bytes[k+2]
+	if gpu {
+		g := bytes[k+3:]
+		st.GPUReads = &tier.Reads{DeviceRows: g[0], HostRows: g[1], RemoteRows: g[2], DeviceBytes: g[3], HostBytes: g[4], RemoteBytes: g[5]}
+	}
 	return st, nil
 }
 

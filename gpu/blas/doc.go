@@ -15,7 +15,8 @@
 //
 // Matrices are device addresses (uintptr), which gpu/cuda allocates;
 // the package allocates nothing itself except cuSPARSE's workspace, which
-// it takes from the Allocator its caller passes to NewSparse and keeps,
+// it takes from the Allocator its caller passes to NewSparse (on a GPU,
+// gpu/cuda's Memory) and keeps,
 // grown as needed, until Close. Work is queued on the stream given to
 // NewBLAS and NewSparse (or SetStream) and is complete when the stream
 // is; the calling thread must have the CUDA context current, so a BLAS

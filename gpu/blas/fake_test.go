@@ -4,23 +4,17 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"runtime"
-	"strings"
 	"sync"
 	"testing"
 	"unsafe"
 
+	"gnnmpi/gpu/gputest"
 	"gnnmpi/internal/cublasdl"
 )
 
-// errNoOpenBLAS marks a fake cuBLAS that could not be linked for want of
-// OpenBLAS.
-var errNoOpenBLAS = errors.New("OpenBLAS not found")
-
-// The fake libraries are built once per test binary into fakeDir, which
-// TestMain removes.
+// The fake libraries are built once per test binary by gputest.Build
+// into fakeDir, which TestMain removes.
 var (
 	fakeOnce sync.Once
 	fakeDir  string
@@ -35,55 +29,22 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// openblasLibs returns the link flags of OpenBLAS: pkg-config's, or
-// -lopenblas.
-func openblasLibs() []string {
-	if out, err := exec.Command("pkg-config", "--libs", "openblas").Output(); err == nil {
-		if f := strings.Fields(string(out)); len(f) > 0 {
-			return f
-		}
-	}
-	return []string{"-lopenblas"}
-}
-
-// buildFakes compiles testdata/fake_cublas.c and testdata/fake_cusparse.c
-// into fakeDir as libcublas.so.12 and libcusparse.so.12.
 func buildFakes() {
-	gcc, err := exec.LookPath("gcc")
-	if err != nil {
-		fakeErr = err
-		return
-	}
 	if fakeDir, fakeErr = os.MkdirTemp("", "gnnmpi-fake-cublas-"); fakeErr != nil {
 		return
 	}
-	for _, b := range []struct {
-		src, lib string
-		libs     []string
-	}{
-		{"fake_cublas.c", "libcublas.so.12", openblasLibs()},
-		{"fake_cusparse.c", "libcusparse.so.12", nil},
-	} {
-		args := append([]string{"-shared", "-fPIC", "-O2", "-Wall", "-Werror", "-o", filepath.Join(fakeDir, b.lib), filepath.Join("testdata", b.src)}, b.libs...)
-		if out, err := exec.Command(gcc, args...).CombinedOutput(); err != nil {
-			fakeErr = fmt.Errorf("gcc %s: %v\n%s", b.src, err, out)
-			if strings.Contains(string(out), "-lopenblas") {
-				fakeErr = fmt.Errorf("%w: %w", errNoOpenBLAS, fakeErr)
-			}
-			return
-		}
-	}
+	fakeErr = gputest.Build(fakeDir)
 }
 
 // useFakes points $GNNMPI_CUDA_LIBDIR at the fake libraries for the rest
-// of the test, skipping it without gcc.
+// of the test, skipping it without gcc or OpenBLAS.
 func useFakes(t *testing.T) {
 	t.Helper()
 	fakeOnce.Do(buildFakes)
-	if errors.Is(fakeErr, exec.ErrNotFound) {
+	if errors.Is(fakeErr, gputest.ErrNoCompiler) {
 		t.Skipf("no gcc to build the fake cuBLAS/cuSPARSE: %v", fakeErr)
 	}
-	if errors.Is(fakeErr, errNoOpenBLAS) {
+	if errors.Is(fakeErr, gputest.ErrNoOpenBLAS) {
 		t.Skipf("no OpenBLAS (libopenblas-dev) to link the fake cuBLAS: %v", fakeErr)
 	}
 	if fakeErr != nil {
@@ -140,17 +101,18 @@ func (a *hostAlloc) Alloc(bytes int) (uintptr, error) {
 	return p, nil
 }
 
-func (a *hostAlloc) Free(p uintptr) {
+func (a *hostAlloc) Free(p uintptr) error {
 	b, ok := a.blocks[p]
 	if !ok {
 		a.t.Errorf("Free(%#x): not allocated or freed twice", p)
-		return
+		return fmt.Errorf("Free(%#x): not allocated", p)
 	}
 	if got := string(b.buf[b.size:]); got != canary {
 		a.t.Errorf("block of %d bytes overrun: canary %q", b.size, got)
 	}
 	b.pin.Unpin()
 	delete(a.blocks, p)
+	return nil
 }
 
 // checkFreed fails the test if a block was not freed.

@@ -18,8 +18,8 @@ type Allocator interface {
 	// the work queued on its stream that used the memory no longer needs
 	// it: freeing must wait for that work or be ordered after it on the
 	// stream (cuMemFree does the first, cuMemFreeAsync on the stream the
-	// second).
-	Free(ptr uintptr)
+	// second). Its error is returned by the Sparse call that freed.
+	Free(ptr uintptr) error
 }
 
 // CSR is an m×k sparse matrix in device memory in compressed sparse row
@@ -78,11 +78,12 @@ func (s *Sparse) SetStream(stream uintptr) error { return s.lib.SetStream(s.h, s
 
 // Close frees the workspace, destroys the handle and unloads the library.
 func (s *Sparse) Close() error {
+	var err error
 	if s.ws != 0 {
-		s.alloc.Free(s.ws)
+		err = s.alloc.Free(s.ws)
 		s.ws, s.wsLen = 0, 0
 	}
-	return errors.Join(s.lib.Destroy(s.h), s.lib.Close())
+	return errors.Join(err, s.lib.Destroy(s.h), s.lib.Close())
 }
 
 // workspace returns a workspace of at least n bytes (0 when n is 0).
@@ -91,8 +92,11 @@ func (s *Sparse) workspace(n int) (uintptr, error) {
 		return s.ws, nil
 	}
 	if s.ws != 0 {
-		s.alloc.Free(s.ws)
+		err := s.alloc.Free(s.ws)
 		s.ws, s.wsLen = 0, 0
+		if err != nil {
+			return 0, fmt.Errorf("gpu/blas: freeing the SpMM workspace: %w", err)
+		}
 	}
 	p, err := s.alloc.Alloc(n)
 	if err != nil {

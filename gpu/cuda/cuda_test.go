@@ -185,7 +185,7 @@ func TestRealCUDA(t *testing.T) {
 		t.Skip("no libcuda.so.1 on this machine")
 	}
 	l.Close()
-	out := child(t, "TestOpenAllocCopy|TestMappedStreamEvent|TestGatherRows|TestElementwise", envChild+"=real", envDir+"=")
+	out := child(t, "TestOpenAllocCopy|TestMappedStreamEvent|TestGatherRows|TestElementwise|TestMemory", envChild+"=real", envDir+"=")
 	t.Log(out)
 }
 

@@ -15,6 +15,10 @@
 //     []byte (any Elem), HostMapped: page-locked host memory mapped into
 //     the device (cuMemHostAlloc with DEVICEMAP|PORTABLE), seen from Go as
 //     Mapped.Host and from kernels at Mapped.Dev, read zero-copy.
+//   - Memory{Ctx}: the context's device memory and default stream
+//     behind the interfaces of the packages that do not import this one,
+//     nccl.DeviceMemory and gpu/blas.Allocator, which it satisfies
+//     structurally.
 //   - Streams and events: NewStream, CopyHtoDAsync from mapped memory,
 //     NewEvent, Event.Record, Elapsed (milliseconds).
 //   - Kernels: Context.Compile(src, name) compiles CUDA C with NVRTC for

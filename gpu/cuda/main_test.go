@@ -1,15 +1,17 @@
 package cuda
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"testing"
+
+	"gnnmpi/gpu/gputest"
 )
 
-// The tests run on fake libraries built from testdata/ with gcc into a
-// temporary directory, which GNNMPI_CUDA_LIBDIR then names (see
+// The tests run on fake libraries built from testdata/ with gcc
+// (gputest.Build) into a temporary directory, which GNNMPI_CUDA_LIBDIR then names (see
 // internal/cudadl). Tests that need the real driver run the test binary
 // again in a child process without it.
 
@@ -38,27 +40,15 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// buildFakes builds the fake libraries with gputest.Build. These tests
+// need only the fake driver and NVRTC: a fake cuBLAS that cannot be linked
+// for want of OpenBLAS is not an error here.
 func buildFakes(dir string) error {
-	gcc, err := exec.LookPath("gcc")
-	if err != nil {
-		return fmt.Errorf("gcc not found: %w", err)
+	err := gputest.Build(dir)
+	if errors.Is(err, gputest.ErrNoOpenBLAS) {
+		return nil
 	}
-	shim, err := filepath.Abs("testdata/shim.h")
-	if err != nil {
-		return err
-	}
-	for _, b := range []struct{ src, out string }{
-		{"testdata/fakecuda.c", "libcuda.so.1"},
-		{"testdata/fakenvrtc.c", "libnvrtc.so"},
-	} {
-		cmd := exec.Command(gcc, "-shared", "-fPIC", "-O1", "-Wall", "-Werror",
-			fmt.Sprintf("-DGNNMPI_SHIM=%q", shim), fmt.Sprintf("-DGNNMPI_FAKE_DIR=%q", dir),
-			"-o", filepath.Join(dir, b.out), b.src, "-ldl")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("building %s: %v\n%s", b.out, err, out)
-		}
-	}
-	return nil
+	return err
 }
 
 // needFake skips t when the fakes could not be built (no gcc) and fails it
@@ -68,8 +58,8 @@ func needFake(t *testing.T) {
 	if os.Getenv(envChild) != "" {
 		return
 	}
-	if _, err := exec.LookPath("gcc"); err != nil {
-		t.Skip("gcc not found: cannot build the fake CUDA libraries")
+	if errors.Is(fakeErr, gputest.ErrNoCompiler) {
+		t.Skipf("cannot build the fake CUDA libraries: %v", fakeErr)
 	}
 	if fakeErr != nil {
 		t.Fatal(fakeErr)

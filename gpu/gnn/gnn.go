@@ -73,16 +73,6 @@ type Model struct {
 	xHost  []float32   // StepDevice's input, downloaded for the input dropout's mask
 }
 
-// allocator gives cuSPARSE device memory of ctx.
-type allocator struct{ c *cuda.Context }
-
-func (a allocator) Alloc(bytes int) (uintptr, error) {
-	p, err := a.c.Alloc(int64(bytes))
-	return uintptr(p), err
-}
-
-func (a allocator) Free(p uintptr) { a.c.Free(cuda.DevicePtr(p)) }
-
 // New builds a device model for cfg (In and Out set, as model.New takes
 // it) on ctx: it allocates the flat weights (zero until LoadWeights),
 // gradients and moments, loads cuBLAS and cuSPARSE and compiles the
@@ -121,7 +111,7 @@ func New(ctx *cuda.Context, cfg model.Config) (*Model, error) {
 		if m.bl, err = gblas.NewBLAS(0); err != nil {
 			return err
 		}
-		if m.sp, err = gblas.NewSparse(allocator{ctx}, 0); err != nil {
+		if m.sp, err = gblas.NewSparse(cuda.Memory{Ctx: ctx}, 0); err != nil {
 			return err
 		}
 		mod, err := ctx.Compile(kernels.Source(), "kernels.cu")

@@ -10,20 +10,25 @@ import (
 )
 
 // Build leaves the four fake libraries in the directory, each loadable
-// with the entry points gnnmpi looks up.
+// with the entry points gnnmpi looks up; without OpenBLAS, the three that
+// need none.
 func TestBuild(t *testing.T) {
 	dir := t.TempDir()
 	err := Build(dir)
-	if errors.Is(err, ErrNoCompiler) || errors.Is(err, ErrNoOpenBLAS) {
+	if errors.Is(err, ErrNoCompiler) {
 		t.Skip(err)
 	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	for lib, sym := range map[string]string{
+	libs := map[string]string{
 		"libcuda.so.1": "cuLaunchKernel", "libnvrtc.so": "nvrtcCompileProgram",
 		"libcublas.so.12": "cublasSgemm_v2", "libcusparse.so.12": "cusparseSpMM",
-	} {
+	}
+	if errors.Is(err, ErrNoOpenBLAS) {
+		t.Logf("without the fake cuBLAS: %v", err)
+		delete(libs, "libcublas.so.12")
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	for lib, sym := range libs {
 		p := filepath.Join(dir, lib)
 		if _, err := os.Stat(p); err != nil {
 			t.Fatal(err)

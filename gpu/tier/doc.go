@@ -18,7 +18,9 @@
 // Gather maps the minibatch's ids to (tier, slot) pairs on the host,
 // uploads the two int32 arrays and launches the gather_rows kernel of
 // gnnmpi/gpu/kernels into a reusable device output buffer: no feature value
-// is gathered or staged by the CPU. Reads counts the rows and bytes each
+// is gathered or staged by the CPU. GatherTo writes into a buffer of the
+// caller's (NewOut) instead, so that a loader preparing minibatches ahead
+// keeps each one's matrix until it has been computed. Reads counts the rows and bytes each
 // tier served, for the metrics.
 //
 // Only dense float32 stores are supported: an F16 or sparse store is an

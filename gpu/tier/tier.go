@@ -17,10 +17,14 @@ const (
 )
 
 // Reads counts the rows, and their bytes, that gathers read from each
-// tier.
+// tier (in JSON: the metrics' gpu_reads).
 type Reads struct {
-	DeviceRows, HostRows, RemoteRows    int64
-	DeviceBytes, HostBytes, RemoteBytes int64
+	DeviceRows  int64 `json:"device_rows"`
+	HostRows    int64 `json:"host_rows"`
+	RemoteRows  int64 `json:"remote_rows"`
+	DeviceBytes int64 `json:"device_bytes"`
+	HostBytes   int64 `json:"host_bytes"`
+	RemoteBytes int64 `json:"remote_bytes"`
 }
 
 // Add returns the element-wise sum of a and b.
@@ -29,10 +33,52 @@ func (a Reads) Add(b Reads) Reads {
 		a.DeviceBytes + b.DeviceBytes, a.HostBytes + b.HostBytes, a.RemoteBytes + b.RemoteBytes}
 }
 
+// Out is a device buffer that gathers write a minibatch's input matrix
+// into (GatherTo), grown as needed and reused. A caller that keeps several
+// gathered batches alive at once, such as a loader preparing minibatches
+// while an earlier one computes, gives each its own Out.
+type Out struct {
+	c      *cuda.Context
+	ptr    cuda.DevicePtr
+	floats int
+}
+
+// NewOut returns an empty output buffer on the store's context; it
+// allocates on its first gather.
+func (s *Store) NewOut() *Out { return &Out{c: s.c} }
+
+// reserve makes o hold at least floats floats.
+func (o *Out) reserve(floats int) error {
+	if floats <= o.floats {
+		return nil
+	}
+	floats = max(floats, 2*o.floats)
+	if err := o.Free(); err != nil {
+		return err
+	}
+	p, err := o.c.Alloc(int64(4 * floats))
+	if err != nil {
+		return err
+	}
+	o.ptr, o.floats = p, floats
+	return nil
+}
+
+// Free frees the buffer's device memory; a later gather allocates anew.
+func (o *Out) Free() error {
+	if o.ptr == 0 {
+		return nil
+	}
+	p := o.ptr
+	o.ptr, o.floats = 0, 0
+	return o.c.Free(p)
+}
+
 // Batch is a minibatch's input matrix in device memory.
 type Batch struct {
-	// Ptr addresses Rows×Cols float32, row-major and contiguous. It is
-	// the store's output buffer: valid until the next Gather or Close.
+	// Ptr addresses Rows×Cols float32, row-major and contiguous, in the
+	// gather's output buffer: valid until the next gather into the same
+	// Out (for Gather, the store's own: the next Gather) or its Free.
 	Ptr        cuda.DevicePtr
 	Rows, Cols int
 	// Counts are the store's counts of the fetch (alltoall.Counts).
@@ -54,8 +100,7 @@ type Store struct {
 	remote *cuda.Mapped[float32] // the remote tier (nil until needed)
 	done   *cuda.Event           // recorded after each gather's kernel
 	busy   bool                  // done recorded and not yet waited for
-	out    cuda.DevicePtr        // output buffer of outCap floats
-	outCap int                   // floats
+	out    Out                   // Gather's output buffer
 	idx    cuda.DevicePtr        // tier then slot arrays, 2·idxCap int32
 	idxCap int                   // positions
 	tier   []int32               // host staging of the per-row tiers
@@ -81,7 +126,7 @@ func New(c *cuda.Context, fs *alltoall.Store) (s *Store, err error) {
 	if err != nil {
 		return nil, err
 	}
-	s = &Store{c: c, fs: fs, cols: cols, nDev: fs.Tiers()[0].Rows}
+	s = &Store{c: c, fs: fs, cols: cols, nDev: fs.Tiers()[0].Rows, out: Out{c: c}}
 	if s.fn, err = mod.Function("gather_rows"); err != nil {
 		return nil, err
 	}
@@ -134,17 +179,21 @@ func (s *Store) wait() error {
 	return s.done.Synchronize()
 }
 
-// Gather builds the input matrix of ids (global vertex ids) in device
-// memory: row i is vertex ids[i]'s features, read by gather_rows from the
+// Gather is GatherTo into the store's own output buffer.
+func (s *Store) Gather(ids []int64) (Batch, error) { return s.GatherTo(&s.out, ids) }
+
+// GatherTo builds the input matrix of ids (global vertex ids) in device
+// memory, in out (from NewOut; grown as needed): row i is vertex ids[i]'s features, read by gather_rows from the
 // device tier, the host tier or the remote tier, into which the rows of
 // other ranks are fetched first. The kernel runs on the default stream;
 // work the caller enqueues after it there sees the result.
 //
-// Gather is collective over the feature store's communicator, like
-// alltoall.Store.Fetch (every rank calls Gather, Fetch or FetchSlots the
-// same number of times). It returns an error if communication or CUDA
-// fails. It will panic if an id is outside [0, n).
-func (s *Store) Gather(ids []int64) (Batch, error) {
+// It is collective over the feature store's communicator, like
+// alltoall.Store.Fetch (every rank calls Gather, GatherTo, Fetch or
+// FetchSlots the same number of times), with the same messages and
+// counts. It returns an error if communication or CUDA fails. It will
+// panic if an id is outside [0, n).
+func (s *Store) GatherTo(out *Out, ids []int64) (Batch, error) {
 	if err := s.wait(); err != nil {
 		return Batch{}, err
 	}
@@ -190,6 +239,9 @@ func (s *Store) Gather(ids []int64) (Batch, error) {
 	if err := s.reserve(n); err != nil {
 		return Batch{}, err
 	}
+	if err := out.reserve(n * s.cols); err != nil {
+		return Batch{}, err
+	}
 	if err := cuda.CopyHtoD(s.c, s.idx, s.tier); err != nil {
 		return Batch{}, err
 	}
@@ -208,14 +260,14 @@ func (s *Store) Gather(ids []int64) (Batch, error) {
 	grid := uint32(min((n+warps-1)/warps, 1<<16))
 	c := int64(s.cols)
 	if err := s.fn.Launch([3]uint32{grid, 1, 1}, [3]uint32{32 * warps, 1, 1}, 0, nil,
-		s.out, s.dev, c, host, c, remote, c, s.idx, dSlot, int32(n), int32(s.cols)); err != nil {
+		out.ptr, s.dev, c, host, c, remote, c, s.idx, dSlot, int32(n), int32(s.cols)); err != nil {
 		return Batch{}, fmt.Errorf("tier: gather_rows: %w", err)
 	}
 	if err := s.done.Record(nil); err != nil {
 		return Batch{}, err
 	}
 	s.busy = true
-	b.Ptr = s.out
+	b.Ptr = out.ptr
 	return b, nil
 }
 
@@ -250,22 +302,8 @@ func (s *Store) growRemote(floats int) error {
 	return nil
 }
 
-// reserve makes the output and index buffers hold n rows.
+// reserve makes the index buffers hold n rows.
 func (s *Store) reserve(n int) error {
-	if n*s.cols > s.outCap {
-		c := max(n*s.cols, 2*s.outCap)
-		if s.out != 0 {
-			if err := s.c.Free(s.out); err != nil {
-				return err
-			}
-			s.out, s.outCap = 0, 0
-		}
-		p, err := s.c.Alloc(int64(4 * c))
-		if err != nil {
-			return err
-		}
-		s.out, s.outCap = p, c
-	}
 	if n > s.idxCap {
 		c := max(n, 2*s.idxCap)
 		if s.idx != 0 {
@@ -291,7 +329,8 @@ func (s *Store) Close() error {
 		errs = append(errs, s.wait(), s.done.Destroy())
 		s.done = nil
 	}
-	for _, p := range []*cuda.DevicePtr{&s.dev, &s.out, &s.idx} {
+	errs = append(errs, s.out.Free())
+	for _, p := range []*cuda.DevicePtr{&s.dev, &s.idx} {
 		if *p != 0 {
 			errs = append(errs, s.c.Free(*p))
 			*p = 0
@@ -303,6 +342,6 @@ func (s *Store) Close() error {
 			*m = nil
 		}
 	}
-	s.outCap, s.idxCap = 0, 0
+	s.idxCap = 0
 	return errors.Join(errs...)
 }

@@ -166,6 +166,65 @@ func TestGatherMatchesStore(t *testing.T) {
 	}
 }
 
+// Batches gathered into distinct Outs stay valid while later gathers
+// run (the loader's ring of buffers): each still holds its Fetch.
+func TestGatherToKeepsBatches(t *testing.T) {
+	needFake(t)
+	const n, width = 90, 13
+	x := dense.New(n, width)
+	r := rand.New(rand.NewPCG(3, 4))
+	for k := range x.Data {
+		x.Data[k] = float32(r.NormFloat64())
+	}
+	run(t, 2, x, alltoall.StoreOptions{GPUFrac: 0.5}, func(rank int, fs *alltoall.Store, s *Store) error {
+		rr := rand.New(rand.NewPCG(uint64(rank), 5))
+		outs := []*Out{s.NewOut(), s.NewOut(), s.NewOut()}
+		defer func() {
+			for _, o := range outs {
+				o.Free()
+			}
+		}()
+		var wants []*dense.Matrix
+		var batches []Batch
+		for k, size := range []int{30, 50, 70, 20, 60, 10} { // sizes grow and shrink: buffers are reallocated
+			ids := make([]int64, size)
+			for i := range ids {
+				ids[i] = rr.Int64N(n)
+			}
+			want, _, err := fs.Fetch(ids)
+			if err != nil {
+				return err
+			}
+			b, err := s.GatherTo(outs[k%len(outs)], ids)
+			if err != nil {
+				return err
+			}
+			if b.Ptr == 0 {
+				return fmt.Errorf("gather %d: no output", k)
+			}
+			wants, batches = append(wants, want), append(batches, b)
+			if len(batches) > len(outs) {
+				wants, batches = wants[1:], batches[1:]
+			}
+			if k >= 2 && batches[0].Ptr == batches[1].Ptr {
+				return fmt.Errorf("gather %d: two live batches share %#x", k, batches[0].Ptr)
+			}
+			for j, b := range batches {
+				got := make([]float32, b.Rows*b.Cols)
+				if err := cuda.CopyDtoH(s.c, got, b.Ptr); err != nil {
+					return err
+				}
+				for i := range got {
+					if math.Float32bits(got[i]) != math.Float32bits(wants[j].Data[i]) {
+						return fmt.Errorf("after gather %d: live batch %d element %d got %v want %v", k, j, i, got[i], wants[j].Data[i])
+					}
+				}
+			}
+		}
+		return nil
+	})
+}
+
 // A store of half-precision rows is refused with ErrNotF32.
 func TestNewRejectsF16(t *testing.T) {
 	needFake(t)

@@ -41,6 +41,9 @@ func TestImportDirection(t *testing.T) {
 		"gnnmpi/collective/collectivetest": {"gnnmpi/collective/mpi", "gnnmpi/collective/inproc"},
 		// spgemm → sparse, collective only (STYLE.md §2).
 		"gnnmpi/spgemm": {"gnnmpi/graph", "gnnmpi/graph/metis", "runtime/cgo", "gnnmpi/dense", "gnnmpi/model", "gnnmpi/sampling", "gnnmpi/alltoall", "gnnmpi/train", "gnnmpi/collective/mpi", "gnnmpi/collective/inproc", "gnnmpi/gpu"},
+		// The CUDA driver's package serves NCCL and cuBLAS/cuSPARSE with
+		// its device memory (cuda.Memory) without importing them.
+		"gnnmpi/gpu/cuda": {"gnnmpi/nccl", "gnnmpi/gpu/blas", "gnnmpi/gpu/gnn", "gnnmpi/gpu/tier"},
 		// NCCL needs no GPU package to build or test.
 		"gnnmpi/nccl":              {"gnnmpi/collective/mpi", "gnnmpi/collective/inproc", "gnnmpi/graph", "gnnmpi/gpu", "gnnmpi/gpu/cuda", "gnnmpi/internal/cudadl", "gnnmpi/model", "gnnmpi/train"},
 		"gnnmpi/nccl/nccltest":     {"gnnmpi/collective/mpi", "gnnmpi/nccl", "runtime/cgo"},

@@ -689,20 +689,17 @@ func checkSgemm(c *cuda.Context, r *rand.Rand) error {
 	return nil
 }
 
-// ctxAlloc is device memory of a context for cuSPARSE's workspace.
-type ctxAlloc struct{ c *cuda.Context }
-
-func (a ctxAlloc) Alloc(bytes int) (uintptr, error) {
-	p, err := a.c.Alloc(int64(bytes))
-	return uintptr(p), err
-}
-
-func (a ctxAlloc) Free(p uintptr) { a.c.Free(cuda.DevicePtr(p)) }
+// cuda.Memory is the device memory that gpucheck hands to NCCL and to
+// cuSPARSE's workspace.
+var (
+	_ nccl.DeviceMemory = cuda.Memory{}
+	_ gpublas.Allocator = cuda.Memory{}
+)
 
 // checkSpMM compares cuSPARSE's SpMM with sparse.Mul for op(A) = A and
 // Aᵀ. The context must be current.
 func checkSpMM(c *cuda.Context, r *rand.Rand) error {
-	s, err := gpublas.NewSparse(ctxAlloc{c}, 0)
+	s, err := gpublas.NewSparse(cuda.Memory{Ctx: c}, 0)
 	if err != nil {
 		return err
 	}
@@ -789,32 +786,6 @@ func checkSpMM(c *cuda.Context, r *rand.Rand) error {
 	return nil
 }
 
-// ctxMemory is nccl.DeviceMemory over a context's device memory, on the
-// default stream.
-type ctxMemory struct {
-	c  *cuda.Context
-	ev *cuda.Event
-}
-
-func (m ctxMemory) Alloc(bytes int) (uintptr, error) {
-	p, err := m.c.Alloc(int64(max(bytes, 1)))
-	return uintptr(p), err
-}
-func (m ctxMemory) Free(p uintptr) error { return m.c.Free(cuda.DevicePtr(p)) }
-func (m ctxMemory) CopyHtoD(dst uintptr, src []byte) error {
-	return cuda.CopyHtoD(m.c, cuda.DevicePtr(dst), src)
-}
-func (m ctxMemory) CopyDtoH(dst []byte, src uintptr) error {
-	return cuda.CopyDtoH(m.c, dst, cuda.DevicePtr(src))
-}
-func (m ctxMemory) Stream() uintptr { return 0 }
-func (m ctxMemory) Sync() error {
-	if err := m.ev.Record(nil); err != nil {
-		return err
-	}
-	return m.ev.Synchronize()
-}
-
 // ncclChecks runs the collective conformance suite on NCCL over the
 // device's memory, one row per case; with fewer than 2 ranks or without
 // MPI one SKIP row.
@@ -831,12 +802,7 @@ func ncclChecks(env *Env, ctx *cuda.Context) []GPUCheck {
 	}
 	var rows []GPUCheck
 	err := ctx.Do(func() error {
-		ev, err := ctx.NewEvent()
-		if err != nil {
-			return err
-		}
-		defer ev.Destroy()
-		nc, err := nccl.New(c, ctxMemory{ctx, ev})
+		nc, err := nccl.New(c, cuda.Memory{Ctx: ctx})
 		if errors.Is(err, nccl.ErrNoNCCL) {
 			rows = skip(err.Error())
 			return nil

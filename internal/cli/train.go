@@ -98,7 +98,7 @@ func addTrainFlags(fs *flag.FlagSet) *trainFlags {
 	f.outHeads = fs.Int("out-heads", 1, "GAT attention heads of the output layer (averaged)")
 	f.cache = fs.String("cache", string(d.Cache), "static feature cache of remote rows: none, degree (in-degree), vip (inclusion probability of the node-wise sampler), vip-recurrence (SALIENT++'s recurrence as written) or sim (access counts of simulated epochs)")
 	f.cacheFrac = fs.Float64("cache-frac", 0, "cache size α: each rank caches ⌊α·n/parts⌋ remote rows")
-	f.gpuFrac = fs.Float64("gpu-frac", 0, "fraction of the resident feature rows, hottest first, counted as a GPU tier (reported only: features stay in host memory until the GPU path exists)")
+	f.gpuFrac = fs.Float64("gpu-frac", 0, "fraction of the resident feature rows, hottest first, in the GPU tier: in device memory with --device cuda (the rest in mapped host memory), else only reported")
 	fs.Var(&f.epochs, "epochs", "epochs (default sage/gcn 100, gat 200)")
 	f.shuffle = fs.String("shuffle", string(d.Shuffle), "local (each rank shuffles its own training vertices) or global (one shuffle split across ranks)")
 	f.optim = fs.String("optimizer", string(d.Optimizer), "adam or sgd")
@@ -355,6 +355,9 @@ func runTrain(env *Env, path string, lo train.LoadOptions, cfg train.Config) err
 		}
 		out["fetch_rows_per_epoch"] = rows
 	}
+	if res.GPUReads != nil {
+		out["gpu_reads"] = res.GPUReads
+	}
 	return env.Finish(out)
 }
 
@@ -401,6 +404,9 @@ func epochRecord(st train.EpochStats) map[string]any {
 		"epoch_s": st.Seconds, "phase_s": st.PhaseSeconds, "critical_phase_s": st.CriticalPhaseSeconds, "wait_s": st.WaitSeconds, "bytes": st.Bytes, "batches": st.Batches,
 		"fetch_rows": st.FetchRows, "cache_hits": st.CacheHits, "remote_rows": st.RemoteRows,
 	}
+	if st.GPUReads != nil {
+		rec["gpu_reads"] = st.GPUReads
+	}
 	if st.Evaluated {
 		rec["val_acc"], rec["test_acc"], rec["val_loss"] = st.ValAcc, st.TestAcc, st.ValLoss
 	}
@@ -417,6 +423,10 @@ func printEpoch(env *Env, st train.EpochStats) {
 		st.Epoch, st.Loss, st.TrainAcc, acc, st.Seconds, ps[train.PhaseSample], ps[train.PhaseFetch], ps[train.PhaseCompute],
 		ps[train.PhaseGrad], st.WaitSeconds, ps[train.PhaseEval], human(st.Bytes[train.PhaseFetch]), human(st.Bytes[train.PhaseGrad]), human(st.Bytes[train.PhaseEval]),
 		st.FetchRows, st.CacheHits, st.RemoteRows)
+	if g := st.GPUReads; g != nil {
+		env.Printf("          gpu reads: device %d rows %s, host %d rows %s, remote %d rows %s\n",
+			g.DeviceRows, human(g.DeviceBytes), g.HostRows, human(g.HostBytes), g.RemoteRows, human(g.RemoteBytes))
+	}
 }
 
 // progressBar draws a bar on rank 0's standard error inside epochs that

@@ -2,6 +2,7 @@ package mpitest
 
 import (
 	"errors"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -13,8 +14,11 @@ import (
 )
 
 // `train --device cuda` under mpirun at np 2 (both ranks on the one fake
-// device) follows the CPU run's loss curve; without the CUDA libraries
-// every rank exits non-zero with an error naming libcuda.
+// device) follows the CPU run's loss curve and sends the same bytes by
+// phase, with the inputs gathered on the device from the feature tiers at
+// every --gpu-frac, with and without --overlap, and reports the tier
+// reads; without the CUDA libraries every rank exits non-zero with an
+// error naming libcuda.
 func TestTrainDeviceMPI(t *testing.T) {
 	skipUnlessMPI(t)
 	fakes := t.TempDir()
@@ -26,20 +30,49 @@ func TestTrainDeviceMPI(t *testing.T) {
 	const np = 2
 	dir := t.TempDir()
 	args := []string{"train", "--data", "data/cora", "--epochs", "3"}
-	mc, mg := filepath.Join(dir, "cpu.jsonl"), filepath.Join(dir, "cuda.jsonl")
-	r := mpirun(t, 3*time.Minute, np, bin, append(args, "--metrics", mc)...)
+	mc := filepath.Join(dir, "cpu.jsonl")
+	// Dense rows on the CPU too (auto loads Cora's as CSR there, dense on
+	// the device), so that the fetch bytes compare.
+	r := mpirun(t, 3*time.Minute, np, bin, append(args, "--feature-format", "dense", "--metrics", mc)...)
 	require.Equal(t, 0, r.code, "stderr:\n%s", r.stderr)
-	t.Setenv("GNNMPI_CUDA_LIBDIR", fakes) // the ranks inherit mpirun's environment
-	r = mpirun(t, 5*time.Minute, np, bin, append(args, "--device", "cuda", "--metrics", mg)...)
-	require.Equal(t, 0, r.code, "stderr:\n%s", r.stderr)
-	a, _ := readMetrics(t, mc)
-	b, fb := readMetrics(t, mg)
+	a, fa := readMetrics(t, mc)
 	require.Len(t, a, 3)
-	require.Len(t, b, 3)
-	for i := range a {
-		require.InEpsilon(t, a[i].Loss, b[i].Loss, 1e-4, "epoch %d", i+1)
+	require.Nil(t, fa["gpu_reads"])
+	t.Setenv("GNNMPI_CUDA_LIBDIR", fakes) // the ranks inherit mpirun's environment
+	for _, overlap := range []bool{false, true} {
+		for _, frac := range []string{"0", "0.5", "1"} {
+			name := fmt.Sprintf("overlap=%v gpu-frac=%s", overlap, frac)
+			mg := filepath.Join(dir, fmt.Sprintf("cuda-%v-%s.jsonl", overlap, frac))
+			ga := append(args, "--device", "cuda", "--gpu-frac", frac, fmt.Sprintf("--overlap=%v", overlap), "--metrics", mg)
+			r = mpirun(t, 5*time.Minute, np, bin, ga...)
+			require.Equal(t, 0, r.code, "%s stderr:\n%s", name, r.stderr)
+			b, fb := readMetrics(t, mg)
+			require.Len(t, b, 3, name)
+			for i := range a {
+				require.InEpsilon(t, a[i].Loss, b[i].Loss, 1e-4, "%s epoch %d", name, i+1)
+			}
+			require.Equal(t, "cuda", fb["config"].(map[string]any)["device"], name)
+			wantBytes, gotBytes := fa["bytes_per_epoch"].(map[string]any), fb["bytes_per_epoch"].(map[string]any)
+			for _, ph := range []string{"sample", "fetch", "grad"} {
+				require.Equal(t, wantBytes[ph], gotBytes[ph], "%s: bytes of %s", name, ph)
+			}
+			reads, ok := fb["gpu_reads"].(map[string]any)
+			require.True(t, ok, "%s: no gpu_reads in %v", name, fb)
+			dev, host, remote := reads["device_rows"].(float64), reads["host_rows"].(float64), reads["remote_rows"].(float64)
+			require.Positive(t, remote, name)
+			switch frac {
+			case "0":
+				require.Zero(t, dev, name)
+				require.Positive(t, host, name)
+			case "1":
+				require.Positive(t, dev, name)
+				require.Zero(t, host, name)
+			default:
+				require.Positive(t, dev, name)
+				require.Positive(t, host, name)
+			}
+		}
 	}
-	require.Equal(t, "cuda", fb["config"].(map[string]any)["device"])
 
 	t.Setenv("GNNMPI_CUDA_LIBDIR", t.TempDir())
 	if _, err := cuda.DeviceCount(); err == nil {
