@@ -29,10 +29,22 @@ func FullUnits(layers int, n int64, pipelines, stages, chunks int) float64 {
 // (FullUnits) and, on the busiest rank, the calls and bytes by phase and
 // kind.
 type FullWorkload struct {
-	P      int
-	Units  float64
+	P     int
+	Units float64
+	// Steps is the pipeline's schedule length per chunk a stage handles,
+	// (chunks + stages − 1) / chunks (FullSteps): a stage sends and
+	// receives its chunks' activations once each, but the critical path
+	// passes every boundary, so the transfers of the stage-to-stage phases
+	// (act, act-grad) count Steps times. 1 without a pipeline.
+	Steps  float64
 	Comm   map[string]map[Kind]Traffic // phase → kind → traffic
 	Source string
+}
+
+// FullSteps returns FullWorkload.Steps for a schedule of chunks chunks
+// through stages stages.
+func FullSteps(stages, chunks int) float64 {
+	return float64(chunks+stages-1) / float64(chunks)
 }
 
 // FullRun is a measured full-graph run.
@@ -51,12 +63,17 @@ type FullCompute struct {
 	R2    float64
 }
 
-// commTime is what net predicts for the collectives of w by phase.
+// commTime is what net predicts for the collectives of w by phase on the
+// critical path: the stage-to-stage phases' Steps times.
 func (w *FullWorkload) commTime(net *Network) map[string]float64 {
 	out := map[string]float64{}
 	for ph, kinds := range w.Comm {
+		f := 1.0
+		if (ph == "act" || ph == "act-grad") && w.Steps > 0 {
+			f = w.Steps
+		}
 		for k, t := range kinds {
-			out[ph] += net.Time(k, w.P, t.Calls, t.Bytes)
+			out[ph] += f * net.Time(k, w.P, t.Calls, t.Bytes)
 		}
 	}
 	return out
@@ -125,10 +142,10 @@ func FitFull(runs []FullRun, node Node, net *Network) (*FullCompute, error) {
 }
 
 // ExtrapolateFull returns the full-graph workload at p with the given
-// units: every phase's calls and bytes per kind fitted over the runs' p on
+// units and schedule steps: every phase's calls and bytes per kind fitted over the runs' p on
 // Basis (as Extrapolate does per minibatch). Negative extrapolations
 // become 0.
-func ExtrapolateFull(runs []FullRun, p int, units float64) (*FullWorkload, error) {
+func ExtrapolateFull(runs []FullRun, p int, units, steps float64) (*FullWorkload, error) {
 	if len(runs) == 0 {
 		return nil, fmt.Errorf("perfmodel: no runs to extrapolate from")
 	}
@@ -136,7 +153,7 @@ func ExtrapolateFull(runs []FullRun, p int, units float64) (*FullWorkload, error
 	for i, r := range runs {
 		ps[i] = r.P
 	}
-	w := &FullWorkload{P: p, Units: units, Comm: map[string]map[Kind]Traffic{}, Source: fmt.Sprintf("extrapolated from p=%v", sortedCopy(ps))}
+	w := &FullWorkload{P: p, Units: units, Steps: steps, Comm: map[string]map[Kind]Traffic{}, Source: fmt.Sprintf("extrapolated from p=%v", sortedCopy(ps))}
 	for _, ph := range FullPhases {
 		kinds := map[Kind]bool{}
 		for _, r := range runs {

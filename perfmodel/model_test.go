@@ -215,11 +215,18 @@ func TestFullModel(t *testing.T) {
 	require.Equal(t, 2*1000.0/4, FullUnits(2, 1000, 4, 1, 1))             // graph: L·n/p
 	require.Equal(t, 2*1000.0*(4+4-1)/(4*4), FullUnits(2, 1000, 1, 4, 4)) // pipe, 4 stages, 4 chunks
 	require.Equal(t, 2*500.0*(3+2-1)/(2*3), FullUnits(2, 1000, 2, 2, 3))  // hybrid: 2 pipelines of 2 stages
+	require.Equal(t, 7.0/4, FullSteps(4, 4))
+	// The stage-to-stage transfers count once per schedule step.
+	net0, _ := Preset("25gbe")
+	w0 := FullWorkload{P: 4, Steps: 2, Comm: map[string]map[Kind]Traffic{"act": {Sendrecv: {Calls: 1, Bytes: 1e6}}, "grad": {Allreduce: {Calls: 1, Bytes: 1e6}}}}
+	ct := w0.commTime(net0)
+	require.InDelta(t, 2*net0.Time(Sendrecv, 4, 1, 1e6), ct["act"], 1e-15)
+	require.InDelta(t, net0.Time(Allreduce, 4, 1, 1e6), ct["grad"], 1e-15)
 	node := Node{CoresPerNode: 2}
 	net, _ := Preset("25gbe")
 	var runs []FullRun
 	for _, p := range []int{1, 2, 4, 8} {
-		w := FullWorkload{P: p, Units: FullUnits(8, 34000, 1, p, 4), Comm: map[string]map[Kind]Traffic{
+		w := FullWorkload{P: p, Units: FullUnits(8, 34000, 1, p, 4), Steps: FullSteps(p, 4), Comm: map[string]map[Kind]Traffic{
 			"act":  {Sendrecv: {Calls: 4 * float64(p-1) / float64(p), Bytes: 1e6 * float64(p-1) / float64(p)}},
 			"grad": {Allreduce: {Calls: 1, Bytes: 4e5}},
 		}}
@@ -235,7 +242,7 @@ func TestFullModel(t *testing.T) {
 	require.InDelta(t, 2e-6, c.Gamma[1], 1e-12)
 	pr := c.Predict(net, &runs[3].FullWorkload, node)
 	require.InEpsilon(t, runs[3].EpochSeconds, pr.Epoch, 1e-9)
-	w, err := ExtrapolateFull(runs[:3], 8, runs[3].Units)
+	w, err := ExtrapolateFull(runs[:3], 8, runs[3].Units, runs[3].Steps)
 	require.NoError(t, err)
 	require.InEpsilon(t, 1e6*7/8.0, w.Comm["act"][Sendrecv].Bytes, 1e-9)
 	require.InEpsilon(t, 4e5, w.Comm["grad"][Allreduce].Bytes, 1e-9)

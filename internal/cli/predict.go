@@ -370,9 +370,10 @@ func readFullRun(path string, m *metricsFinal) (*runFile, error) {
 	if err != nil {
 		return nil, err
 	}
-	units := perfmodel.FullUnits(rf.layers, m.Vertices, rf.pipelines, stages, fullChunks(m.Config["mode"], rf.chunks))
+	chunks := fullChunks(m.Config["mode"], rf.chunks)
+	units := perfmodel.FullUnits(rf.layers, m.Vertices, rf.pipelines, stages, chunks)
 	rf.Full = &perfmodel.FullRun{Name: path, EpochSeconds: *m.MedianEpochS,
-		FullWorkload: perfmodel.FullWorkload{P: m.Ranks, Units: units, Comm: comm, Source: "measured " + path}}
+		FullWorkload: perfmodel.FullWorkload{P: m.Ranks, Units: units, Steps: perfmodel.FullSteps(stages, chunks), Comm: comm, Source: "measured " + path}}
 	rf.Run.Name = path
 	rf.Run.P = m.Ranks
 	return rf, nil
@@ -643,8 +644,9 @@ func predictFull(env *Env, o predictOptions, net, fitNet *perfmodel.Network, fit
 				if err != nil {
 					return fmt.Errorf("predict: --np %d: %w", p, err)
 				}
-				units := perfmodel.FullUnits(base.layers, base.vertices, pl, st, fullChunks(mode, base.chunks))
-				if w, err = perfmodel.ExtrapolateFull(runs, p, units); err != nil {
+				ch := fullChunks(mode, base.chunks)
+				units := perfmodel.FullUnits(base.layers, base.vertices, pl, st, ch)
+				if w, err = perfmodel.ExtrapolateFull(runs, p, units, perfmodel.FullSteps(st, ch)); err != nil {
 					return fmt.Errorf("predict: extrapolating to p=%d: %w", p, err)
 				}
 			}
