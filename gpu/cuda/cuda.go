@@ -325,7 +325,9 @@ func Elapsed(start, end *Event) (float32, error) {
 	return ms, err
 }
 
-func sizeOf[T Elem](T) uintptr {
+// Bytes returns the size in bytes of n elements of T (a device buffer's
+// length for n of them).
+func Bytes[T Elem](n int) int64 {
 	var z T
-	return unsafe.Sizeof(z)
+	return int64(n) * int64(unsafe.Sizeof(z))
 }

@@ -293,8 +293,7 @@ func TestGatherRows(t *testing.T) {
 // upload copies s to new device memory, freed at the end of the test.
 func upload[T Elem](t *testing.T, c *Context, s []T) DevicePtr {
 	t.Helper()
-	var zero T
-	p, err := c.Alloc(int64(len(s)) * int64(sizeOf(zero)))
+	p, err := c.Alloc(Bytes[T](len(s)))
 	if err != nil {
 		t.Fatal(err)
 	}

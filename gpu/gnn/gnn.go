@@ -270,23 +270,11 @@ func (m *Model) scratch(key string, bytes int64) (cuda.DevicePtr, error) {
 
 // upload copies s into the device buffer key and returns it.
 func upload[T cuda.Elem](m *Model, key string, s []T) (cuda.DevicePtr, error) {
-	var z T
-	p, err := m.scratch(key, int64(len(s))*int64(sizeOf(z)))
+	p, err := m.scratch(key, cuda.Bytes[T](len(s)))
 	if err != nil {
 		return 0, err
 	}
 	return p, cuda.CopyHtoD(m.ctx, p, s)
-}
-
-func sizeOf[T cuda.Elem](T) int {
-	var z T
-	switch any(z).(type) {
-	case byte:
-		return 1
-	case int64:
-		return 8
-	}
-	return 4
 }
 
 // meanCSR uploads block a of layer l as the row-mean matrix (values

@@ -279,24 +279,13 @@ type devBufs struct {
 }
 
 func devUpload[T cuda.Elem](d *devBufs, s []T) (cuda.DevicePtr, error) {
-	var z T
-	size := int64(max(len(s), 1)) * int64(elemSize(z))
+	size := cuda.Bytes[T](max(len(s), 1))
 	p, err := d.c.Alloc(size)
 	if err != nil {
 		return 0, err
 	}
 	d.ptrs = append(d.ptrs, p)
 	return p, cuda.CopyHtoD(d.c, p, s)
-}
-
-func elemSize[T cuda.Elem](z T) int {
-	switch any(z).(type) {
-	case byte:
-		return 1
-	case int64:
-		return 8
-	}
-	return 4
 }
 
 func devDownload[T cuda.Elem](c *cuda.Context, p cuda.DevicePtr, n int) ([]T, error) {
