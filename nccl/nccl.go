@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"runtime"
 
 	"gnnmpi/collective"
 	"gnnmpi/internal/nccldl"
@@ -364,6 +365,12 @@ func (c *Comm) Alltoallv(send collective.Buf, sendCounts []int, recv collective.
 		}
 	}
 	t := moveType(send.DType())
+	// NCCL's group state is per thread: the calls from GroupStart to
+	// GroupEnd must come from one OS thread, which a goroutine may
+	// otherwise leave between two cgo calls (another communicator's group
+	// on the thread would then swallow these calls).
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	if err := c.lib.GroupStart(); err != nil {
 		return err
 	}
