@@ -300,7 +300,7 @@ s.close()
 ' "$NETNS_NET.$to" $port "$bytes" || rc=$?
 	wait $rpid || rc=$?
 	if [ $rc -eq 0 ]; then
-		awk -v want="$bytes" '$1 == "ready" { next } NF == 2 && $1 == want && $2 > 0 { printf "%d\n", $1 / $2; ok = 1 } END { exit !ok }' "$out" || {
+		awk -v want="$bytes" '$1 == "ready" { next } NF == 2 && $1 == want && $2 > 0 { printf "%.0f\n", $1 / $2; ok = 1 } END { exit !ok }' "$out" || {
 			echo "netns: throughput $from -> $to: receiver said [$(paste -sd' ' "$out")]" >&2
 			rc=1
 		}
