@@ -276,6 +276,18 @@ func launch1D(fn *cuda.Function, n int, args ...any) error {
 type devBufs struct {
 	c    *cuda.Context
 	ptrs []cuda.DevicePtr
+	err  error // the first error of up
+}
+
+// up uploads s like devUpload; the first error is kept in d.err, to be
+// checked before the buffers are used.
+func up[T cuda.Elem](d *devBufs, s []T) cuda.DevicePtr {
+	if d.err != nil {
+		return 0
+	}
+	p, err := devUpload(d, s)
+	d.err = err
+	return p
 }
 
 func devUpload[T cuda.Elem](d *devBufs, s []T) (cuda.DevicePtr, error) {
@@ -355,21 +367,12 @@ func kernelChecks() map[string]kernelCheck {
 				src := [][]float32{devRows[1:], host.Host[1:], remote.Host}[tier[i]]
 				want = append(want, src[int(slot[i])*width:][:width]...)
 			}
-			pd, err := devUpload(d, devRows)
-			if err != nil {
-				return err
-			}
-			pt, err := devUpload(d, tier)
-			if err != nil {
-				return err
-			}
-			ps, err := devUpload(d, slot)
-			if err != nil {
-				return err
-			}
-			out, err := devUpload(d, make([]float32, rows*width))
-			if err != nil {
-				return err
+			pd := up(d, devRows)
+			pt := up(d, tier)
+			ps := up(d, slot)
+			out := up(d, make([]float32, rows*width))
+			if d.err != nil {
+				return d.err
 			}
 			w := int64(width)
 			if err := fn.Launch([3]uint32{uint32(rows/4 + 1), 1, 1}, [3]uint32{128, 1, 1}, 0, nil,
@@ -386,13 +389,10 @@ func kernelChecks() map[string]kernelCheck {
 			d := &devBufs{c: c}
 			defer d.free()
 			x := randNormal(r, n)
-			px, err := devUpload(d, x)
-			if err != nil {
-				return err
-			}
-			py, err := devUpload(d, make([]float32, n))
-			if err != nil {
-				return err
+			px := up(d, x)
+			py := up(d, make([]float32, n))
+			if d.err != nil {
+				return d.err
 			}
 			if err := launch1D(fn, n, py, px, int64(n)); err != nil {
 				return err
@@ -411,17 +411,11 @@ func kernelChecks() map[string]kernelCheck {
 			d := &devBufs{c: c}
 			defer d.free()
 			x, dy := randNormal(r, n), randNormal(r, n)
-			px, err := devUpload(d, x)
-			if err != nil {
-				return err
-			}
-			pdy, err := devUpload(d, dy)
-			if err != nil {
-				return err
-			}
-			pdx, err := devUpload(d, make([]float32, n))
-			if err != nil {
-				return err
+			px := up(d, x)
+			pdy := up(d, dy)
+			pdx := up(d, make([]float32, n))
+			if d.err != nil {
+				return d.err
 			}
 			if err := launch1D(fn, n, pdx, pdy, px, int64(n)); err != nil {
 				return err
@@ -443,13 +437,10 @@ func kernelChecks() map[string]kernelCheck {
 			d := &devBufs{c: c}
 			defer d.free()
 			m, b := randNormal(r, rows*cols), randNormal(r, cols)
-			pm, err := devUpload(d, m)
-			if err != nil {
-				return err
-			}
-			pb, err := devUpload(d, b)
-			if err != nil {
-				return err
+			pm := up(d, m)
+			pb := up(d, b)
+			if d.err != nil {
+				return d.err
 			}
 			if err := launch1D(fn, rows*cols, pm, pb, int64(rows), int32(cols)); err != nil {
 				return err
@@ -467,13 +458,10 @@ func kernelChecks() map[string]kernelCheck {
 			d := &devBufs{c: c}
 			defer d.free()
 			x, y := randNormal(r, n), randNormal(r, n)
-			px, err := devUpload(d, x)
-			if err != nil {
-				return err
-			}
-			py, err := devUpload(d, y)
-			if err != nil {
-				return err
+			px := up(d, x)
+			py := up(d, y)
+			if d.err != nil {
+				return d.err
 			}
 			const a = -0.375
 			if err := launch1D(fn, n, py, float32(a), px, int64(n)); err != nil {
@@ -510,21 +498,12 @@ func kernelChecks() map[string]kernelCheck {
 					wantLoss[i] = float32(model.CrossEntropy(logits.Row(i), labels[i]))
 				}
 			}
-			pg, err := devUpload(d, make([]float32, rows*cols))
-			if err != nil {
-				return err
-			}
-			pl, err := devUpload(d, make([]float32, rows))
-			if err != nil {
-				return err
-			}
-			px, err := devUpload(d, logits.Data)
-			if err != nil {
-				return err
-			}
-			py, err := devUpload(d, masked)
-			if err != nil {
-				return err
+			pg := up(d, make([]float32, rows*cols))
+			pl := up(d, make([]float32, rows))
+			px := up(d, logits.Data)
+			py := up(d, masked)
+			if d.err != nil {
+				return d.err
 			}
 			if err := launch1D(fn, rows, pg, pl, px, py, int32(rows), int32(cols), float32(1)/rows); err != nil {
 				return err
@@ -548,17 +527,11 @@ func kernelChecks() map[string]kernelCheck {
 					mask[k] = 2 // kept, scaled by 1/(1-p) for p = 0.5
 				}
 			}
-			px, err := devUpload(d, x)
-			if err != nil {
-				return err
-			}
-			pm, err := devUpload(d, mask)
-			if err != nil {
-				return err
-			}
-			py, err := devUpload(d, make([]float32, n))
-			if err != nil {
-				return err
+			px := up(d, x)
+			pm := up(d, mask)
+			py := up(d, make([]float32, n))
+			if d.err != nil {
+				return d.err
 			}
 			if err := launch1D(fn, n, py, px, pm, int64(n)); err != nil {
 				return err
@@ -577,13 +550,10 @@ func kernelChecks() map[string]kernelCheck {
 			d := &devBufs{c: c}
 			defer d.free()
 			x := randNormal(r, rows*cols)
-			px, err := devUpload(d, x)
-			if err != nil {
-				return err
-			}
-			py, err := devUpload(d, make([]float32, cols))
-			if err != nil {
-				return err
+			px := up(d, x)
+			py := up(d, make([]float32, cols))
+			if d.err != nil {
+				return d.err
 			}
 			if err := launch1D(fn, cols, py, px, int64(rows), int32(cols)); err != nil {
 				return err
@@ -606,21 +576,12 @@ func kernelChecks() map[string]kernelCheck {
 			w, g := randNormal(r, n), randNormal(r, n)
 			opt := model.NewAdam(0.01, 5e-4)
 			param := &model.Param{Rows: 1, Cols: n, W: append([]float32(nil), w...), G: g}
-			pw, err := devUpload(d, w)
-			if err != nil {
-				return err
-			}
-			pg, err := devUpload(d, g)
-			if err != nil {
-				return err
-			}
-			pm, err := devUpload(d, make([]float32, n))
-			if err != nil {
-				return err
-			}
-			pv, err := devUpload(d, make([]float32, n))
-			if err != nil {
-				return err
+			pw := up(d, w)
+			pg := up(d, g)
+			pm := up(d, make([]float32, n))
+			pv := up(d, make([]float32, n))
+			if d.err != nil {
+				return d.err
 			}
 			for step := 1; step <= 3; step++ {
 				opt.Step([]*model.Param{param})
@@ -717,17 +678,11 @@ func checkSpMM(c *cuda.Context, r *rand.Rand) error {
 	}
 	d := &devBufs{c: c}
 	defer d.free()
-	po, err := devUpload(d, off)
-	if err != nil {
-		return err
-	}
-	pi, err := devUpload(d, ind)
-	if err != nil {
-		return err
-	}
-	pv, err := devUpload(d, val)
-	if err != nil {
-		return err
+	po := up(d, off)
+	pi := up(d, ind)
+	pv := up(d, val)
+	if d.err != nil {
+		return d.err
 	}
 	csr := gpublas.CSR{Rows: rows, Cols: cols, NNZ: len(ind), RowOffsets: uintptr(po), ColIndices: uintptr(pi), Values: uintptr(pv)}
 	for _, tc := range []struct {
@@ -736,13 +691,10 @@ func checkSpMM(c *cuda.Context, r *rand.Rand) error {
 	}{{blas.NoTrans, a}, {blas.Trans, aT}} {
 		in, out := int(tc.opA.NCols), int(tc.opA.NRows)
 		x, y := randNormal(r, in*n), randNormal(r, out*n)
-		px, err := devUpload(d, x)
-		if err != nil {
-			return err
-		}
-		py, err := devUpload(d, y)
-		if err != nil {
-			return err
+		px := up(d, x)
+		py := up(d, y)
+		if d.err != nil {
+			return d.err
 		}
 		if err := s.SpMM(tc.t, 2, csr, uintptr(px), n, 0.5, uintptr(py)); err != nil {
 			return err
