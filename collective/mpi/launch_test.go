@@ -17,16 +17,6 @@ func TestCheckLaunch(t *testing.T) {
 		"SLURM_JOB_ID": "5", "SLURM_NTASKS": "2", "SLURM_NPROCS": "2",
 		"SLURM_STEP_ID": "0", "SLURM_STEP_NUM_TASKS": "2", "SLURM_PROCID": "1",
 	}
-	with := func(base map[string]string, kv ...string) map[string]string {
-		m := map[string]string{}
-		for k, v := range base {
-			m[k] = v
-		}
-		for i := 0; i < len(kv); i += 2 {
-			m[kv[i]] = kv[i+1]
-		}
-		return m
-	}
 	for _, tc := range []struct {
 		name     string
 		env      map[string]string
@@ -73,16 +63,6 @@ func TestCheckLaunch(t *testing.T) {
 // over the step of the daemons it started with srun.
 func TestCheckWorld(t *testing.T) {
 	step := map[string]string{"SLURM_JOB_ID": "5", "SLURM_STEP_NUM_TASKS": "2", "SLURM_PROCID": "1"}
-	with := func(kv ...string) map[string]string {
-		m := map[string]string{}
-		for k, v := range step {
-			m[k] = v
-		}
-		for i := 0; i < len(kv); i += 2 {
-			m[kv[i]] = kv[i+1]
-		}
-		return m
-	}
 	for _, tc := range []struct {
 		name   string
 		env    map[string]string
@@ -90,12 +70,12 @@ func TestCheckWorld(t *testing.T) {
 		refuse string
 	}{
 		{name: "plain process", size: 1},
-		{name: "srun --mpi=pmix, Open MPI", env: with("PMIX_RANK", "1", "SLURM_MPI_TYPE", "pmix"), size: 2},
-		{name: "srun --mpi=pmix, MPICH", env: with("PMIX_RANK", "1", "SLURM_MPI_TYPE", "pmix"), size: 1, refuse: "srun --mpi=pmi2"},
-		{name: "srun --mpi=pmi2, MPICH", env: with("PMI_RANK", "1", "PMI_SIZE", "2"), size: 2},
+		{name: "srun --mpi=pmix, Open MPI", env: with(step, "PMIX_RANK", "1", "SLURM_MPI_TYPE", "pmix"), size: 2},
+		{name: "srun --mpi=pmix, MPICH", env: with(step, "PMIX_RANK", "1", "SLURM_MPI_TYPE", "pmix"), size: 1, refuse: "srun --mpi=pmi2"},
+		{name: "srun --mpi=pmi2, MPICH", env: with(step, "PMI_RANK", "1", "PMI_SIZE", "2"), size: 2},
 		// mpirun -np 8 over 2 nodes: its daemons are a 2-task srun step.
-		{name: "Open MPI mpirun across 2 allocated nodes", env: with("OMPI_COMM_WORLD_SIZE", "8"), size: 8},
-		{name: "Hydra across 2 allocated nodes", env: with("PMI_SIZE", "8", "PMI_RANK", "3"), size: 8},
+		{name: "Open MPI mpirun across 2 allocated nodes", env: with(step, "OMPI_COMM_WORLD_SIZE", "8"), size: 8},
+		{name: "Hydra across 2 allocated nodes", env: with(step, "PMI_SIZE", "8", "PMI_RANK", "3"), size: 8},
 		{name: "Open MPI's mpirun, MPICH binary", env: map[string]string{"OMPI_COMM_WORLD_SIZE": "4"}, size: 1, refuse: "OMPI_COMM_WORLD_SIZE"},
 		{name: "Hydra's mpiexec, Open MPI binary", env: map[string]string{"PMI_SIZE": "4", "PMI_RANK": "0"}, size: 1, refuse: "PMI_SIZE"},
 	} {
@@ -110,4 +90,16 @@ func TestCheckWorld(t *testing.T) {
 			require.NotContains(t, err.Error(), "\n")
 		})
 	}
+}
+
+// with returns a copy of base with the key-value pairs kv set.
+func with(base map[string]string, kv ...string) map[string]string {
+	m := map[string]string{}
+	for k, v := range base {
+		m[k] = v
+	}
+	for i := 0; i < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	return m
 }
