@@ -22,16 +22,25 @@
 //
 // # Compute
 //
-// The compute seconds of a phase on the slowest rank are the phase's
-// measured seconds less its measured seconds inside collectives (never
-// negative). They are modelled as
+// The compute seconds of a phase are its measured seconds on the rank
+// with the slowest epoch (train's critical_phase_s) less the time the
+// network model predicts for its collectives (never negative): waiting
+// for the slowest rank counts as the phase's own cost. They are modelled
+// as
 //
-//	compute_φ(p) = c_φ + Σ_u γ_φ,u · units_u(p) / share(p)
+//	compute_φ(p) = (c_φ + γ_φ · x_φ(p)) / share(p)^θ
 //
-// with units the minibatches per rank per epoch (every minibatch phase)
-// and, for fetch, also the feature rows per rank per epoch; share(p) =
-// min(1, cores per node / ranks per node) is the part of a core a rank gets
-// (Node.Share). FitCompute fits c_φ, γ_φ ≥ 0 with one row per run.
+// with x the phase's work per rank per epoch: the training seeds (sample,
+// compute), the fetched rows (fetch), the collective calls (grad, none at
+// p = 1). share(p) = min(1, cores per node / ranks per node) is the part
+// of a core a rank gets (Node.Share), and θ ∈ [0, 1] the contention
+// exponent: 1 when the ranks of a node compete for its cores all the time,
+// less when some wait in collectives while others compute. FitCompute
+// fits c_φ, γ_φ ≥ 0 with one row per run, and θ on a grid.
+//
+// Full-graph epochs (FitFull, FullWorkload) have one compute term, in
+// layer·vertex products on a pipeline's critical path (FullUnits), and
+// count the stage-to-stage transfers once per schedule step (FullSteps).
 //
 // # Epoch
 //
