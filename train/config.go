@@ -146,9 +146,9 @@ type Config struct {
 
 	// Device is where the minibatch step (forward, backward, optimizer)
 	// runs: DeviceCPU ("" too) or DeviceCUDA, the rank's GPU (see
-	// device.go). Sampling, the feature fetch, the gradient Allreduce,
-	// evaluation and checkpoints stay on the host. The losses agree with
-	// the CPU's to float32 rounding.
+	// device.go). Sampling, the feature fetch, the gradient Allreduce
+	// (unless GradComm is nccl), evaluation and checkpoints stay on the
+	// host. The losses agree with the CPU's to float32 rounding.
 	Device Device `json:",omitempty"`
 
 	// GradComm is how the step's gradients are summed over the ranks:

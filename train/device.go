@@ -23,8 +23,8 @@ import (
 // driver sees: ranks may share one, as CUDA allows) and builds a gpu/gnn
 // model from the host model's weights. In train, the device replaces the
 // host model's forward, backward and optimizer step: the gradients are
-// downloaded, summed over the ranks with the same Allreduce and uploaded,
-// and Adam runs on the device with the host optimizer's step count. The
+// downloaded, summed over the ranks with the same Allreduce and uploaded
+// (or with GradComm nccl summed on the device, below), and Adam runs on the device with the host optimizer's step count. The
 // host model and optimizer get the device's weights and moments back at
 // the end of every epoch, so evaluation, checkpoints and inference run on
 // the CPU as before; the next epoch uploads them again (a resume sets
