@@ -161,3 +161,19 @@ func Dup(c Comm) (Comm, error) {
 	}
 	return d, nil
 }
+
+// Record counts in c's Stats, under the current phase of c's lane (see
+// SetPhase), one call of kind k that sent sent and received recv bytes in
+// d: a call made over c's ranks by another transport, such as an NCCL
+// communicator on device buffers, that must be accounted exactly as the
+// same call on c would be (compute sent and recv with the functions of
+// volume.go). It does nothing when c does not count.
+func Record(c Comm, k OpKind, sent, recv int64, d time.Duration) {
+	if kc, ok := c.(*counted); ok {
+		kc.s.add(kc.l, k, sent, recv, d)
+		return
+	}
+	if s := StatsOf(c); s != nil {
+		s.Add(k, sent, recv, d)
+	}
+}

@@ -61,3 +61,36 @@ func TestDupPhaseLanes(t *testing.T) {
 	})
 	require.NoError(t, err)
 }
+
+// Record counts a call made outside a counted communicator exactly as the
+// same call through it, under the phase of the communicator's lane (a
+// duplicate's own), and does nothing on a communicator that does not count.
+func TestRecordMatchesCall(t *testing.T) {
+	err := inproc.Run(3, inproc.Options{Timeout: time.Minute}, func(raw collective.Comm) error {
+		called, recorded := collective.NewStats(), collective.NewStats()
+		c := collective.WithStats(raw, called)
+		r := collective.WithStats(raw, recorded)
+		d, err := collective.Dup(r)
+		if err != nil {
+			return err
+		}
+		x := make([]float32, 1001)
+		restore := collective.SetPhase(c, "grad")
+		if err := collective.AllreduceSlice(c, x, collective.Sum); err != nil {
+			return err
+		}
+		restore()
+		restore = collective.SetPhase(d, "grad")
+		sent, recv := collective.AllreduceVolume(d.Rank(), d.Size(), len(x), 4)
+		collective.Record(d, collective.OpAllreduce, sent, recv, time.Millisecond)
+		restore()
+		want, got := called.Snapshot().WithoutTime(), recorded.Snapshot().WithoutTime()
+		assert.Equal(t, want["grad"], got["grad"])
+		assert.Equal(t, int64(1), got["grad"]["allreduce"].Calls)
+		assert.Positive(t, recorded.Snapshot()["grad"]["allreduce"].SentBytes)
+		collective.Record(raw, collective.OpAllreduce, sent, recv, time.Millisecond) // not counted: no effect
+		assert.Equal(t, got, recorded.Snapshot().WithoutTime())
+		return nil
+	})
+	require.NoError(t, err)
+}

@@ -182,7 +182,8 @@ func (t *trainer) makeFingerprint() string {
 	cfg.Epochs, cfg.EvalEvery, cfg.CheckpointDir, cfg.CheckpointEvery, cfg.Resume, cfg.EvalMemory = 0, 0, "", 0, false, 0
 	cfg.FeatureNorm = cfg.FeatureNorm.Resolve(t.d.NonNegative) // auto and what it chose are the same run
 	cfg.Overlap = false
-	cfg.Device = "" // where the step ran: a run may resume on the other device
+	cfg.Device = ""   // where the step ran: a run may resume on the other device
+	cfg.GradComm = "" // how the gradients were summed: the same sums
 	b, _ := json.Marshal(struct {
 		Config Config
 		Ranks  int

@@ -146,10 +146,17 @@ type Config struct {
 
 	// Device is where the minibatch step (forward, backward, optimizer)
 	// runs: DeviceCPU ("" too) or DeviceCUDA, the rank's GPU (see
-	// device.go). Sampling, the feature fetch, the gradient Allreduce,
-	// evaluation and checkpoints stay on the host. The losses agree with
-	// the CPU's to float32 rounding.
+	// device.go). Sampling, the feature fetch, the gradient Allreduce
+	// (unless GradComm is nccl), evaluation and checkpoints stay on the
+	// host. The losses agree with the CPU's to float32 rounding.
 	Device Device `json:",omitempty"`
+
+	// GradComm is how the step's gradients are summed over the ranks:
+	// GradCommMPI ("" too), one Allreduce of the host copy on the world
+	// communicator (with Device cuda: downloaded, summed, uploaded), or
+	// GradCommNCCL, an NCCL Allreduce of the device gradients in place
+	// (Device cuda only; see device.go). Both count the same bytes.
+	GradComm GradComm `json:",omitempty"`
 
 	// EvalMemory bounds the input rows one chunk of layer-wise inference
 	// gathers, in float32 values (the destinations' rows plus all their
@@ -169,6 +176,7 @@ func (c *Config) Validate() error {
 		errorOf(ParseCache(string(c.Cache))),
 		errorOf(ParseFeatureDType(string(c.FeatureDType))),
 		errorOf(ParseShuffle(string(c.Shuffle))),
+		c.validateGradComm(),
 	); err != nil {
 		return err
 	}

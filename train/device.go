@@ -1,8 +1,10 @@
 package train
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"time"
 
 	"gnnmpi/alltoall"
 	"gnnmpi/collective"
@@ -12,6 +14,7 @@ import (
 	"gnnmpi/gpu/tier"
 	"gnnmpi/internal/rng"
 	"gnnmpi/model"
+	"gnnmpi/nccl"
 	"gnnmpi/sampling"
 )
 
@@ -20,8 +23,8 @@ import (
 // driver sees: ranks may share one, as CUDA allows) and builds a gpu/gnn
 // model from the host model's weights. In train, the device replaces the
 // host model's forward, backward and optimizer step: the gradients are
-// downloaded, summed over the ranks with the same Allreduce and uploaded,
-// and Adam runs on the device with the host optimizer's step count. The
+// downloaded, summed over the ranks with the same Allreduce and uploaded
+// (or with GradComm nccl summed on the device, below), and Adam runs on the device with the host optimizer's step count. The
 // host model and optimizer get the device's weights and moments back at
 // the end of every epoch, so evaluation, checkpoints and inference run on
 // the CPU as before; the next epoch uploads them again (a resume sets
@@ -38,6 +41,32 @@ import (
 // Each loader slot has its own output buffer (loader.go). Half-precision
 // features are fetched and converted on the host and uploaded per
 // minibatch, as before the tiers.
+
+// With GradComm nccl, the gradients stay on the device: openDevice creates
+// an NCCL communicator over the ranks of the world communicator, and each
+// step sums the device model's flat gradient buffer (gnn.Model.GradPtr) in
+// place with one NCCL Allreduce on the context's stream, then synchronizes,
+// instead of downloading the gradients, summing them over MPI and
+// uploading them. The call is recorded on the world communicator's Stats
+// (collective.Record) with the volume of the Allreduce it replaces, so the
+// grad phase's bytes and the comm summary are those of GradComm mpi. The
+// NCCL communicator is freed with the device.
+
+// validateGradComm checks GradComm: nccl sums device buffers, so it needs
+// Device cuda.
+func (c *Config) validateGradComm() error {
+	if c.GradComm == "" {
+		return nil
+	}
+	g, err := ParseGradComm(string(c.GradComm))
+	if err != nil {
+		return err
+	}
+	if g == GradCommNCCL && c.Device != DeviceCUDA {
+		return fmt.Errorf("train: --grad-comm nccl sums the gradients on the GPU and needs --device cuda (got --device %s; use --grad-comm mpi)", cmp.Or(c.Device, DeviceCPU))
+	}
+	return nil
+}
 
 // validateDevice checks Device and what runs on it.
 func (c *Config) validateDevice() error {
@@ -63,6 +92,7 @@ type device struct {
 	tier *tier.Store // the feature rows on the device; nil with f16 features
 	adam *model.Adam // the host optimizer: step count, hyperparameters, moments between epochs
 	w    []float32   // host staging of the weights
+	nccl *nccl.Comm  // the gradient Allreduce with GradComm nccl, else nil
 }
 
 // openDevice opens this rank's device and builds the device model, when
@@ -80,7 +110,43 @@ func (t *trainer) openDevice(sparseFeatures bool) error {
 	if err := collective.Agree(t.c, err); err != nil {
 		return errors.Join(err, t.closeDevice())
 	}
+	if t.cfg.GradComm == GradCommNCCL {
+		return t.openNCCL()
+	}
 	return nil
+}
+
+// openNCCL creates the NCCL communicator that sums the device gradients,
+// over the ranks of t.c. It is collective: when libnccl is missing or the
+// communicator cannot be made on any rank, every rank fails with the
+// error. Its setup traffic goes over t.c undecorated, uncounted, as
+// nccl.New's does.
+func (t *trainer) openNCCL() error {
+	nc, err := nccl.New(t.c, cuda.Memory{Ctx: t.dev.ctx})
+	err = collective.Agree(collective.Unwrap(t.c), err)
+	if err != nil {
+		if nc != nil {
+			err = errors.Join(err, nc.Free())
+		}
+		return errors.Join(fmt.Errorf("train: --grad-comm nccl: %w", err), t.closeDevice())
+	}
+	t.dev.nccl = nc
+	return nil
+}
+
+// allreduceDevice sums the device gradients over the ranks with NCCL, in
+// place, and waits for the sum; the call is counted on t.c's Stats under
+// its current phase as the Allreduce of the same gradients on t.c.
+func (t *trainer) allreduceDevice() error {
+	start := time.Now()
+	n := t.dev.m.NumParams()
+	err := t.dev.nccl.AllreduceDevice(uintptr(t.dev.m.GradPtr()), n, collective.Float32, collective.Sum)
+	if err == nil {
+		err = cuda.Memory{Ctx: t.dev.ctx}.Sync()
+	}
+	sent, recv := collective.AllreduceVolume(t.c.Rank(), t.c.Size(), n, collective.Float32.Size())
+	collective.Record(t.c, collective.OpAllreduce, sent, recv, time.Since(start))
+	return err
 }
 
 // newDevice opens the device of local rank local and the model on it.
@@ -132,6 +198,9 @@ func (t *trainer) closeDevice() error {
 	}
 	if d.tier != nil {
 		errs = append(errs, d.tier.Close())
+	}
+	if d.nccl != nil {
+		errs = append(errs, d.nccl.Free())
 	}
 	if d.m != nil {
 		errs = append(errs, d.m.Close())

@@ -14,6 +14,9 @@ import (
 	"gnnmpi/gpu/gnn"
 	"gnnmpi/gpu/gputest"
 	"gnnmpi/gpu/tier"
+	"gnnmpi/internal/dl"
+	"gnnmpi/nccl"
+	"gnnmpi/partition"
 )
 
 // The fake CUDA, cuBLAS and cuSPARSE (gpu/gputest), built on first use
@@ -153,4 +156,43 @@ func TestDeviceConfigErrors(t *testing.T) {
 	cfg := testConfig("sage")
 	cfg.Device = "tpu"
 	require.ErrorContains(t, cfg.Validate(), "device")
+}
+
+// --grad-comm nccl needs --device cuda, and names both flags when given
+// without it; an unknown transport is refused.
+func TestGradCommConfig(t *testing.T) {
+	cfg := testConfig("sage")
+	require.NoError(t, cfg.Validate(), "the default: mpi")
+	cfg.GradComm = GradCommMPI
+	require.NoError(t, cfg.Validate())
+	cfg.GradComm = GradCommNCCL
+	err := cfg.Validate()
+	require.ErrorContains(t, err, "--grad-comm nccl")
+	require.ErrorContains(t, err, "--device cuda")
+	require.ErrorContains(t, err, "--device cpu")
+	cfg.Device = DeviceCUDA
+	require.NoError(t, cfg.Validate())
+	cfg.GradComm = "gloo"
+	require.ErrorContains(t, cfg.Validate(), "grad-comm")
+	g, err := ParseGradComm("nccl")
+	require.NoError(t, err)
+	require.Equal(t, GradCommNCCL, g)
+}
+
+// Without libnccl, --grad-comm nccl fails on every rank (in process: the
+// run's error) with an error naming the library and the flag, after the
+// device opened.
+func TestGradCommNCCLMissing(t *testing.T) {
+	useFakeGPU(t)
+	if l, err := dl.Open(nccl.LibNames...); err == nil {
+		_ = l.Close()
+		t.Skip("a real libnccl is installed: cannot check the error without it")
+	}
+	t.Setenv(nccl.LibDirEnv, t.TempDir())
+	cfg := testConfig("sage")
+	cfg.Epochs = 1
+	cfg.Device, cfg.GradComm = DeviceCUDA, GradCommNCCL
+	_, err := runRanks(2, cfg, partition.Random(sbm().NumNodes, 2, 5))
+	require.ErrorContains(t, err, "libnccl.so.2 not found") // the rank that reports carries rank 0's ErrNoNCCL
+	require.ErrorContains(t, err, "--grad-comm nccl")
 }

@@ -40,6 +40,20 @@ func ParseDevice(s string) (Device, error) {
 	return parseChoice("device", s, DeviceCPU, DeviceCUDA)
 }
 
+// GradComm names how the ranks sum the minibatch gradients (Config.GradComm).
+type GradComm string
+
+// Gradient transports.
+const (
+	GradCommMPI  GradComm = "mpi"  // the world communicator on host buffers (the default; "" means it too)
+	GradCommNCCL GradComm = "nccl" // NCCL on the device gradients, in place (Device cuda only)
+)
+
+// ParseGradComm returns the gradient transport named s.
+func ParseGradComm(s string) (GradComm, error) {
+	return parseChoice("grad-comm", s, GradCommMPI, GradCommNCCL)
+}
+
 // Mode names a kind of training: data-parallel minibatches (Run) or one of
 // the full-graph layouts (RunFull, FullConfig.Mode).
 type Mode string

@@ -672,9 +672,14 @@ func (t *trainer) train(epoch int, progress func(epoch, batch, batches int)) err
 }
 
 // sumGrads sums the step's gradients over the ranks (one Allreduce of
-// the flat vector, phase PhaseGrad): the host model's, or the device's
-// staged through host memory.
+// the flat vector, phase PhaseGrad): the host model's, the device's
+// staged through host memory, or with GradComm nccl the device's in place
+// (allreduceDevice).
 func (t *trainer) sumGrads() error {
+	if t.dev != nil && t.dev.nccl != nil {
+		defer collective.SetPhase(t.c, PhaseGrad)()
+		return t.allreduceDevice()
+	}
 	if t.dev != nil {
 		t.grads = dense.Grow(t.grads, t.dev.m.NumParams())
 		if err := t.dev.m.Grads(t.grads); err != nil {

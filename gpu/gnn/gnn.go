@@ -202,6 +202,12 @@ func (m *Model) Grads(dst []float32) error {
 	return cuda.CopyDtoH(m.ctx, dst, m.g)
 }
 
+// GradPtr returns the device address of the gradients of the last step:
+// one contiguous buffer of NumParams float32 values in FlattenGrads order,
+// which a device collective (nccl.Comm.AllreduceDevice) may sum in place
+// over the ranks before AdamStep. It is valid until Close.
+func (m *Model) GradPtr() cuda.DevicePtr { return m.g }
+
 // SetGrads copies src (FlattenGrads order) into the device gradients, for
 // AdamStep.
 func (m *Model) SetGrads(src []float32) error {

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -164,6 +165,15 @@ func TestStepMatchesHost(t *testing.T) {
 				t.Fatal(err)
 			}
 			near(t, "gradients", g, grads, 1e-4)
+			// GradPtr is the same flat buffer, which a device
+			// Allreduce sums in place.
+			gp := make([]float32, dm.NumParams())
+			if err := cuda.CopyDtoH(c, gp, dm.GradPtr()); err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(gp, g) {
+				t.Fatal("the buffer at GradPtr is not the gradients Grads copies")
+			}
 			// The host-staged round trip an Allreduce makes.
 			if err := dm.SetGrads(g); err != nil {
 				t.Fatal(err)

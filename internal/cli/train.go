@@ -12,6 +12,7 @@ import (
 
 	"gnnmpi/graph"
 	"gnnmpi/model"
+	"gnnmpi/nccl"
 	"gnnmpi/train"
 )
 
@@ -71,6 +72,7 @@ type trainFlags struct {
 	evalMem            *int64
 	norm, overlap      *bool
 	device             *string
+	gradComm           *string
 	// full-graph
 	chunks, pipelines, snapEvery *int
 	chunkPart                    *string
@@ -83,7 +85,7 @@ type trainFlags struct {
 var (
 	minibatchOnly = []string{"fanouts", "sampler", "topology", "c", "replication", "cache", "cache-frac", "cache-sim-epochs",
 		"feature-dtype", "gpu-frac", "bulk", "batch-size", "global-batch-size", "shuffle", "heads", "out-heads", "attn-dropout",
-		"normalize", "eval-memory", "overlap"}
+		"normalize", "eval-memory", "overlap", "grad-comm"}
 	fullOnly = []string{"chunks", "pipelines", "chunk-partition", "shuffle-chunks", "clear-grads", "snapshot-every", "alpha", "lambda"}
 )
 
@@ -109,7 +111,8 @@ func addTrainFlags(fs *flag.FlagSet) *trainFlags {
 	f.featNorm = fs.String("feature-norm", string(d.FeatureNorm), "input features: row (each row scaled to sum 1), none, or auto (row when no feature is negative, none for real-valued features)")
 	fs.Var(&f.attnDrop, "attn-dropout", "GAT: dropout on attention coefficients (default 0.6)")
 	f.norm = fs.Bool("normalize", false, "GraphSAGE: L2-normalise hidden embeddings")
-	f.device = fs.String("device", string(train.DeviceCPU), "where the minibatch step (forward, backward, Adam) runs: cpu, or cuda (--feature-format auto then means dense; the rank's NVIDIA GPU, ranks of a node dealt round-robin over its devices; GraphSAGE on dense features with Adam only; sampling, fetch, Allreduce, evaluation and checkpoints stay on the CPU)")
+	f.gradComm = fs.String("grad-comm", string(train.GradCommMPI), "how the ranks sum the gradients: mpi (the host communicator; with --device cuda the gradients are downloaded, summed and uploaded), or nccl (with --device cuda only: NCCL sums them in place on the GPUs; libnccl.so.2 from "+nccl.LibDirEnv+" or the loader's path); the bytes counted are the same")
+	f.device = fs.String("device", string(train.DeviceCPU), "where the minibatch step (forward, backward, Adam) runs: cpu, or cuda (--feature-format auto then means dense; the rank's NVIDIA GPU, ranks of a node dealt round-robin over its devices; GraphSAGE on dense features with Adam only; sampling, fetch, evaluation, checkpoints and, unless --grad-comm nccl, the gradient Allreduce stay on the CPU)")
 	f.overlap = fs.Bool("overlap", d.Overlap, "sample and fetch the next two minibatches on a loader goroutine while one computes (the same losses either way; false: one after another, for comparison)")
 	f.evalEvery = fs.Int("eval-every", d.EvalEvery, "evaluate every K epochs and after the last (0: no evaluation)")
 	f.sel = fs.String("select", string(d.Select), "model selection over evaluated epochs: val-acc (highest validation accuracy) or val-loss (lowest validation loss)")
@@ -226,6 +229,9 @@ func (f *trainFlags) minibatchConfig(env *Env, set map[string]bool) (train.Confi
 	cfg.CacheFrac, cfg.GPUFrac = *f.cacheFrac, *f.gpuFrac
 	cfg.EvalMemory = *f.evalMem << 20 / 4
 	cfg.Overlap = *f.overlap
+	if cfg.GradComm, err = train.ParseGradComm(*f.gradComm); err != nil {
+		return train.Config{}, err
+	}
 	if cfg.Device, err = train.ParseDevice(*f.device); err != nil {
 		return train.Config{}, err
 	}
@@ -336,7 +342,7 @@ func runTrain(env *Env, path string, lo train.LoadOptions, cfg train.Config) err
 		"replication": cfg.Replication, "cache": cfg.Cache, "cache_frac": cfg.CacheFrac, "feature_dtype": cfg.FeatureDType, "gpu_frac": cfg.GPUFrac,
 		"batch_size": cfg.BatchSize, "feature_norm": cfg.FeatureNorm, "feature_norm_flag": normFlag, "epochs": cfg.Epochs, "global_batch_size": globalBatch, "shuffle": cfg.Shuffle, "optimizer": cfg.Optimizer,
 		"lr": cfg.LR, "weight_decay": cfg.WeightDecay, "momentum": cfg.Momentum, "seed": cfg.Seed,
-		"eval_every": cfg.EvalEvery, "select": cfg.Select, "blas": env.BLASName, "overlap": cfg.Overlap, "device": cfg.Device,
+		"eval_every": cfg.EvalEvery, "select": cfg.Select, "blas": env.BLASName, "overlap": cfg.Overlap, "device": cfg.Device, "grad_comm": cfg.GradComm,
 		"symmetrize": lo.Symmetrize, "reciprocity": d.Reciprocity, "feature_format": featureFormatOf(d),
 	}
 	out := map[string]any{

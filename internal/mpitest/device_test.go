@@ -11,6 +11,8 @@ import (
 
 	"gnnmpi/gpu/cuda"
 	"gnnmpi/gpu/gputest"
+	"gnnmpi/internal/dl"
+	"gnnmpi/nccl"
 )
 
 // `train --device cuda` under mpirun at np 2 (both ranks on the one fake
@@ -82,4 +84,53 @@ func TestTrainDeviceMPI(t *testing.T) {
 	require.NotEqual(t, 0, r.code)
 	require.Contains(t, r.stderr, "libcuda")
 	require.Contains(t, r.stderr, "--device cuda")
+}
+
+// `train --device cuda --grad-comm nccl` under mpirun at np 2 (fake CUDA,
+// fake NCCL over MPI) sums the gradients on the device with NCCL and
+// follows the loss curve of --grad-comm mpi, with the same bytes by phase
+// in the metrics and the same per-rank communication summary; without
+// libnccl the job exits non-zero with an error naming it and the flag.
+func TestTrainDeviceNCCLMPI(t *testing.T) {
+	skipUnlessMPI(t)
+	fakes := t.TempDir()
+	if err := gputest.Build(fakes); errors.Is(err, gputest.ErrNoCompiler) || errors.Is(err, gputest.ErrNoOpenBLAS) {
+		t.Skip(err)
+	} else {
+		require.NoError(t, err)
+	}
+	t.Setenv("GNNMPI_CUDA_LIBDIR", fakes) // the ranks inherit mpirun's environment
+	t.Setenv(nccl.LibDirEnv, fakeNCCL(t))
+	const np = 2
+	dir := t.TempDir()
+	run := func(gc string) ([]epochLine, map[string]any, final) {
+		m := filepath.Join(dir, gc+".jsonl")
+		r := mpirun(t, 5*time.Minute, np, bin, "--json", "train", "--data", "data/cora", "--epochs", "3", "--device", "cuda", "--grad-comm", gc, "--metrics", m)
+		require.Equal(t, 0, r.code, "--grad-comm %s stderr:\n%s", gc, r.stderr)
+		e, f := readMetrics(t, m)
+		require.Len(t, e, 3, gc)
+		require.Equal(t, gc, f["config"].(map[string]any)["grad_comm"])
+		return e, f, decode(t, r)
+	}
+	a, fa, sa := run("mpi")
+	b, fb, sb := run("nccl")
+	for i := range a {
+		require.InEpsilon(t, a[i].Loss, b[i].Loss, 1e-4, "epoch %d", i+1)
+	}
+	wantBytes, gotBytes := fa["bytes_per_epoch"].(map[string]any), fb["bytes_per_epoch"].(map[string]any)
+	require.Positive(t, gotBytes["grad"])
+	require.Equal(t, wantBytes, gotBytes)
+	require.Len(t, sb.Comm.PerRank, np)
+	require.Equal(t, withoutTime(sa.Comm.PerRank), withoutTime(sb.Comm.PerRank))
+
+	if l, err := dl.Open(nccl.LibNames...); err == nil {
+		_ = l.Close()
+		t.Skip("a real libnccl is installed: cannot check the error without it")
+	}
+	t.Setenv(nccl.LibDirEnv, t.TempDir())
+	r := mpirun(t, time.Minute, np, bin, "train", "--data", "data/cora", "--epochs", "1", "--device", "cuda", "--grad-comm", "nccl")
+	require.NotEqual(t, 0, r.code)
+	// Every rank fails with the error (collective.Agree); the first to
+	// report it ends the job, so one line may be all there is.
+	require.Regexp(t, `rank \d: train: --grad-comm nccl: .*libnccl\.so\.2 not found`, r.stderr)
 }
