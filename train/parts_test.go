@@ -209,6 +209,14 @@ func TestPartitionedLoadErrors(t *testing.T) {
 	require.ErrorContains(t, err, "out of memory: training needs")
 	require.ErrorContains(t, err, "feature store")
 	require.ErrorContains(t, err, "train limit")
+	require.NotContains(t, err.Error(), "mapped host tier")
+
+	// On a GPU the tiers' mapped copy of the resident rows counts too
+	// (checked before the device opens: no GPU library is needed).
+	calls.Store(0)
+	cfg.Device, cfg.GPUFrac = DeviceCUDA, 0.25
+	_, err = runParts(2, dir, LoadOptions{}, cfg)
+	require.ErrorContains(t, err, "mapped host tier")
 }
 
 // A damaged part file fails every rank, the error naming the file.

@@ -343,7 +343,15 @@ func (t *trainer) checkFootprint(feat Features) error {
 	cache := int64(cacheRows(t.cfg.CacheFrac, t.d.Book.NumNodes(), t.d.Book.Parts)) * int64(feat.Cols()) * 4
 	infer := 2 * rows * width * 4
 	need := store + cache + infer
-	return fits(t.c, need, fmt.Sprintf("training needs %s more (feature store %s, cache %s, inference outputs %s)", gib(need), gib(store), gib(cache), gib(infer)))
+	what := fmt.Sprintf("feature store %s, cache %s, inference outputs %s", gib(store), gib(cache), gib(infer))
+	if t.cfg.Device == DeviceCUDA && feat.CSR == nil && t.cfg.FeatureDType != alltoall.F16 {
+		// The device tiers (gpu/tier) copy the resident rows not in device
+		// memory into mapped host memory beside the store.
+		host := int64(float64(store+cache) * (1 - t.cfg.GPUFrac))
+		need += host
+		what += ", mapped host tier " + gib(host)
+	}
+	return fits(t.c, need, fmt.Sprintf("training needs %s more (%s)", gib(need), what))
 }
 
 // topologyGrid returns the grid of the sampler's topology over c: (p/C)×C
