@@ -659,11 +659,7 @@ func predictFull(env *Env, o predictOptions, net, fitNet *perfmodel.Network, fit
 	}
 	env.Printf(" | source\n")
 	for _, r := range rows {
-		meas, rel := "-", "-"
-		if r.measured > 0 {
-			meas = fmt.Sprintf("%.4f", r.measured)
-			rel = fmt.Sprintf("%+.1f%%", 100*(r.pr.Epoch-r.measured)/r.measured)
-		}
+		meas, rel := measuredText(r.pr.Epoch, r.measured)
 		env.Printf("%6d %10.4f %10s %10s | %9.4f %9.4f", r.pr.P, r.pr.Epoch, meas, rel, r.pr.Compute, r.pr.Epoch-r.pr.Compute)
 		for _, ph := range perfmodel.FullPhases {
 			env.Printf(" %9.4f", r.pr.Comm[ph])
@@ -707,11 +703,7 @@ func printPredictions(env *Env, rows []predictRow) {
 	}
 	env.Printf(" | source\n")
 	for _, r := range rows {
-		meas, rel := "-", "-"
-		if r.measured > 0 {
-			meas = fmt.Sprintf("%.4f", r.measured)
-			rel = fmt.Sprintf("%+.1f%%", 100*(r.pr.Epoch-r.measured)/r.measured)
-		}
+		meas, rel := measuredText(r.pr.Epoch, r.measured)
 		env.Printf("%6d %10.4f %10s %10s |", r.pr.P, r.pr.Epoch, meas, rel)
 		for _, ph := range perfmodel.Phases {
 			t := r.pr.Phases[ph]
@@ -742,6 +734,15 @@ func writePredictCSV(path string, rows []predictRow) error {
 		recs = append(recs, append(rec, r.pr.Source))
 	}
 	return writeCSV(path, recs)
+}
+
+// measuredText returns the table's measured epoch and relative error, "-"
+// without a measurement.
+func measuredText(predicted, measured float64) (string, string) {
+	if measured <= 0 {
+		return "-", "-"
+	}
+	return fmt.Sprintf("%.4f", measured), fmt.Sprintf("%+.1f%%", 100*(predicted-measured)/measured)
 }
 
 // csvNum formats a number of the CSVs.
