@@ -1,11 +1,9 @@
 package train
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"os"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -19,37 +17,15 @@ import (
 	"gnnmpi/partition"
 )
 
-// The fake CUDA, cuBLAS and cuSPARSE (gpu/gputest), built on first use
-// into fakeDir, which TestMain removes.
-var (
-	fakeOnce sync.Once
-	fakeDir  string
-	fakeErr  error
-)
-
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if fakeDir != "" {
-		os.RemoveAll(fakeDir)
-	}
+	gputest.Remove()
 	os.Exit(code)
 }
 
 // useFakeGPU points GNNMPI_CUDA_LIBDIR at the fake libraries, skipping t
 // without gcc or OpenBLAS.
-func useFakeGPU(t *testing.T) {
-	t.Helper()
-	fakeOnce.Do(func() {
-		if fakeDir, fakeErr = os.MkdirTemp("", "gnnmpi-train-fakes-"); fakeErr == nil {
-			fakeErr = gputest.Build(fakeDir)
-		}
-	})
-	if errors.Is(fakeErr, gputest.ErrNoCompiler) || errors.Is(fakeErr, gputest.ErrNoOpenBLAS) {
-		t.Skip(fakeErr)
-	}
-	require.NoError(t, fakeErr)
-	t.Setenv("GNNMPI_CUDA_LIBDIR", fakeDir)
-}
+func useFakeGPU(t *testing.T) { gputest.Use(t) }
 
 // Training on the (fake) GPU follows the CPU's loss curve to float32
 // rounding, on one rank and on two sharing the device, with dropout on

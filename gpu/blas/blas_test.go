@@ -29,7 +29,7 @@ func randSlice(r *rand.Rand, n int) []float32 {
 // of the leading dimensions) equals dense.Gemm on the host for every
 // transpose combination, on odd shapes and the empty ones.
 func TestSgemm(t *testing.T) {
-	useFakes(t)
+	fakeDir := useFakes(t)
 	b, err := NewBLAS(0x1234) // the fake only records the stream
 	if err != nil {
 		t.Fatal(err)
@@ -134,7 +134,7 @@ func spmmRef(t *testing.T, opA *sparse.CSR, x []float32, n int, alpha, beta floa
 // the whole size it asked for; the allocator's canary shows an overrun),
 // grown once and freed by Close.
 func TestSpMM(t *testing.T) {
-	useFakes(t)
+	fakeDir := useFakes(t)
 	alloc := newHostAlloc(t)
 	s, err := NewSparse(alloc, 0)
 	if err != nil {
@@ -244,7 +244,7 @@ func TestMissingLibrary(t *testing.T) {
 // A library without a function gnnmpi needs is as good as missing: the
 // error names the function. The fake cuSPARSE stands in for an old cuBLAS.
 func TestMissingSymbol(t *testing.T) {
-	useFakes(t)
+	fakeDir := useFakes(t)
 	_, err := cublasdl.OpenCUBLAS(fakeDir + "/libcusparse.so.12")
 	if err == nil || !strings.Contains(err.Error(), "cuBLAS") || !strings.Contains(err.Error(), "has no symbol cublas") {
 		t.Errorf("got: %v want: an error naming a missing cuBLAS function", err)

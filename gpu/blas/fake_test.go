@@ -1,57 +1,25 @@
 package blas
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"runtime"
-	"sync"
 	"testing"
 	"unsafe"
 
 	"gnnmpi/gpu/gputest"
-	"gnnmpi/internal/cublasdl"
-)
-
-// The fake libraries are built once per test binary by gputest.Build
-// into fakeDir, which TestMain removes.
-var (
-	fakeOnce sync.Once
-	fakeDir  string
-	fakeErr  error
 )
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if fakeDir != "" {
-		os.RemoveAll(fakeDir)
-	}
+	gputest.Remove()
 	os.Exit(code)
 }
 
-func buildFakes() {
-	if fakeDir, fakeErr = os.MkdirTemp("", "gnnmpi-fake-cublas-"); fakeErr != nil {
-		return
-	}
-	fakeErr = gputest.Build(fakeDir)
-}
-
 // useFakes points $GNNMPI_CUDA_LIBDIR at the fake libraries for the rest
-// of the test, skipping it without gcc or OpenBLAS.
-func useFakes(t *testing.T) {
-	t.Helper()
-	fakeOnce.Do(buildFakes)
-	if errors.Is(fakeErr, gputest.ErrNoCompiler) {
-		t.Skipf("no gcc to build the fake cuBLAS/cuSPARSE: %v", fakeErr)
-	}
-	if errors.Is(fakeErr, gputest.ErrNoOpenBLAS) {
-		t.Skipf("no OpenBLAS (libopenblas-dev) to link the fake cuBLAS: %v", fakeErr)
-	}
-	if fakeErr != nil {
-		t.Fatal(fakeErr)
-	}
-	t.Setenv(cublasdl.LibDirEnv, fakeDir)
-}
+// of the test and returns their directory, skipping it without gcc or
+// OpenBLAS.
+func useFakes(t *testing.T) string { return gputest.Use(t) }
 
 // dev returns the address of s as a "device pointer" for the fakes,
 // pinned until the test ends (0 for an empty s).

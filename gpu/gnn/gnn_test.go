@@ -20,31 +20,16 @@ import (
 
 // The tests run on the fake CUDA, cuBLAS and cuSPARSE (gpu/gputest),
 // built once per test binary into a temporary directory.
-var fakeErr error
-
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "gnnmpi-gnn-fakes-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	if fakeErr = gputest.Build(dir); fakeErr == nil {
-		os.Setenv("GNNMPI_CUDA_LIBDIR", dir)
-	}
 	code := m.Run()
-	os.RemoveAll(dir)
+	gputest.Remove()
 	os.Exit(code)
 }
 
 // open opens the fake device, skipping without gcc or OpenBLAS.
 func open(t *testing.T) *cuda.Context {
 	t.Helper()
-	if errors.Is(fakeErr, gputest.ErrNoCompiler) || errors.Is(fakeErr, gputest.ErrNoOpenBLAS) {
-		t.Skip(fakeErr)
-	}
-	if fakeErr != nil {
-		t.Fatal(fakeErr)
-	}
+	gputest.Use(t)
 	c, err := cuda.Open(0)
 	if err != nil {
 		t.Fatal(err)

@@ -10,10 +10,13 @@ package gputest
 import (
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
+	"testing"
 )
 
 // ErrNoCompiler is wrapped by Build's error when gcc is missing, and
@@ -78,4 +81,50 @@ func Build(dir string) error {
 		}
 	}
 	return noBLAS
+}
+
+// The fakes of Use and UseCUDA, built once per process.
+var (
+	once     sync.Once
+	fakeDir  string
+	buildErr error
+)
+
+// Use points GNNMPI_CUDA_LIBDIR at the four fake libraries for the rest
+// of t and returns their directory, building them on the first call of
+// the process into a temporary directory (Remove deletes it). It skips t
+// without gcc or OpenBLAS and fails it when they do not build.
+func Use(t testing.TB) string { return use(t, true) }
+
+// UseCUDA is Use for tests that need only the fake libcuda and libnvrtc:
+// it does not skip without OpenBLAS (Build makes those two first).
+func UseCUDA(t testing.TB) string { return use(t, false) }
+
+func use(t testing.TB, blas bool) string {
+	t.Helper()
+	once.Do(func() {
+		if fakeDir, buildErr = os.MkdirTemp("", "gnnmpi-fakes-"); buildErr == nil {
+			buildErr = Build(fakeDir)
+		}
+	})
+	err := buildErr
+	if !blas && errors.Is(err, ErrNoOpenBLAS) {
+		err = nil
+	}
+	if errors.Is(err, ErrNoCompiler) || errors.Is(err, ErrNoOpenBLAS) {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("GNNMPI_CUDA_LIBDIR", fakeDir)
+	return fakeDir
+}
+
+// Remove deletes the fakes Use built, if any: call it from TestMain
+// after the tests ran.
+func Remove() {
+	if fakeDir != "" {
+		os.RemoveAll(fakeDir)
+	}
 }

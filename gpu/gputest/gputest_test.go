@@ -43,3 +43,17 @@ func TestBuild(t *testing.T) {
 		l.Close()
 	}
 }
+
+// Use builds the fakes once and points GNNMPI_CUDA_LIBDIR at them.
+func TestUse(t *testing.T) {
+	dir := UseCUDA(t)
+	if got := os.Getenv("GNNMPI_CUDA_LIBDIR"); got != dir {
+		t.Fatalf("GNNMPI_CUDA_LIBDIR = %q, want %q", got, dir)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "libcuda.so.1")); err != nil {
+		t.Fatal(err)
+	}
+	if again := UseCUDA(t); again != dir {
+		t.Fatalf("a second call built again into %s (first %s)", again, dir)
+	}
+}

@@ -19,33 +19,15 @@ import (
 	"gnnmpi/sparse"
 )
 
-var fakeErr error // why the fake CUDA could not be built
-
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "gnnmpi-tier-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	fakeErr = gputest.Build(dir)
-	if errors.Is(fakeErr, gputest.ErrNoOpenBLAS) {
-		fakeErr = nil // the CUDA fakes come first; only cuBLAS is missing
-	}
-	os.Setenv("GNNMPI_CUDA_LIBDIR", dir)
 	code := m.Run()
-	os.RemoveAll(dir)
+	gputest.Remove()
 	os.Exit(code)
 }
 
-func needFake(t *testing.T) {
-	t.Helper()
-	if errors.Is(fakeErr, gputest.ErrNoCompiler) {
-		t.Skip("gcc not found: cannot build the fake CUDA libraries")
-	}
-	if fakeErr != nil {
-		t.Fatal(fakeErr)
-	}
-}
+// needFake points GNNMPI_CUDA_LIBDIR at the fake CUDA, skipping t without
+// gcc.
+func needFake(t *testing.T) { gputest.UseCUDA(t) }
 
 // run builds, on each of q in-process ranks, the feature store of x over a
 // random q-part book with a cache and hotness scores, and its tier store
