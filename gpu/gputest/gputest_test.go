@@ -57,3 +57,9 @@ func TestUse(t *testing.T) {
 		t.Fatalf("a second call built again into %s (first %s)", again, dir)
 	}
 }
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	Remove()
+	os.Exit(code)
+}
