@@ -154,34 +154,62 @@ func ExtrapolateFull(runs []FullRun, p int, units, steps float64) (*FullWorkload
 		ps[i] = r.P
 	}
 	w := &FullWorkload{P: p, Units: units, Steps: steps, Comm: map[string]map[Kind]Traffic{}, Source: fmt.Sprintf("extrapolated from p=%v", sortedCopy(ps))}
-	for _, ph := range FullPhases {
+	comms := make([]map[string]map[Kind]Traffic, len(runs))
+	per := make([]float64, len(runs))
+	for i, r := range runs {
+		comms[i], per[i] = r.Comm, 1
+	}
+	var err error
+	if w.Comm, err = extrapolateComm(FullPhases, comms, ps, per, p, 1, nil); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// extrapolateComm fits, for every phase of phases and kind of call in
+// comms (one per run, at ps), the calls and bytes divided by per[i] on
+// Basis (lawAt) and returns their values at p times scale. exact, when
+// not nil, may give a kind's bytes from its extrapolated calls instead.
+func extrapolateComm(phases []string, comms []map[string]map[Kind]Traffic, ps []int, per []float64, p int, scale float64,
+	exact func(ph string, k Kind, calls float64) (float64, bool)) (map[string]map[Kind]Traffic, error) {
+	out := map[string]map[Kind]Traffic{}
+	law := func(q func(c map[string]map[Kind]Traffic) float64) (float64, error) {
+		ys := make([]float64, len(comms))
+		for i, c := range comms {
+			ys[i] = q(c) / per[i]
+		}
+		v, err := lawAt(ps, ys, p)
+		return v * scale, err
+	}
+	for _, ph := range phases {
 		kinds := map[Kind]bool{}
-		for _, r := range runs {
-			for k := range r.Comm[ph] {
+		for _, c := range comms {
+			for k := range c[ph] {
 				kinds[k] = true
 			}
 		}
 		for k := range kinds {
-			calls := make([]float64, len(runs))
-			bytes := make([]float64, len(runs))
-			for i, r := range runs {
-				calls[i], bytes[i] = r.Comm[ph][k].Calls, r.Comm[ph][k].Bytes
-			}
 			var t Traffic
 			var err error
-			if t.Calls, err = lawAt(ps, calls, p); err != nil {
+			if t.Calls, err = law(func(c map[string]map[Kind]Traffic) float64 { return c[ph][k].Calls }); err != nil {
 				return nil, err
 			}
-			if t.Bytes, err = lawAt(ps, bytes, p); err != nil {
-				return nil, err
+			var ok bool
+			if exact != nil {
+				t.Bytes, ok = exact(ph, k, t.Calls)
 			}
-			if w.Comm[ph] == nil {
-				w.Comm[ph] = map[Kind]Traffic{}
+			if !ok {
+				if t.Bytes, err = law(func(c map[string]map[Kind]Traffic) float64 { return c[ph][k].Bytes }); err != nil {
+					return nil, err
+				}
 			}
-			w.Comm[ph][k] = t
+			if out[ph] == nil {
+				out[ph] = map[Kind]Traffic{}
+			}
+			out[ph][k] = t
 		}
 	}
-	return w, nil
+	return out, nil
 }
 
 // lawAt fits ys (one per ps) on Basis, as many terms as distinct p, and

@@ -268,43 +268,28 @@ func Extrapolate(runs []Run, p, batches int, seeds float64, params int) (*Worklo
 	for i, r := range runs {
 		ps[i] = r.P
 	}
-	law := func(q func(r *Run) float64) (float64, error) {
-		ys := make([]float64, len(runs))
-		for i := range runs {
-			ys[i] = q(&runs[i]) / math.Max(runs[i].Batches, 1)
-		}
-		v, err := lawAt(ps, ys, p)
-		return v * float64(batches), err
+	comms := make([]map[string]map[Kind]Traffic, len(runs))
+	per := make([]float64, len(runs))
+	rows := make([]float64, len(runs))
+	for i, r := range runs {
+		comms[i], per[i] = r.Comm, math.Max(r.Batches, 1)
+		rows[i] = r.FetchRows / per[i]
 	}
-	w := &Workload{P: p, Batches: float64(batches), Seeds: seeds, Comm: map[string]map[Kind]Traffic{},
-		Source: fmt.Sprintf("extrapolated from p=%v", sortedCopy(ps))}
-	var err error
-	if w.FetchRows, err = law(func(r *Run) float64 { return r.FetchRows }); err != nil {
+	w := &Workload{P: p, Batches: float64(batches), Seeds: seeds, Source: fmt.Sprintf("extrapolated from p=%v", sortedCopy(ps))}
+	fetched, err := lawAt(ps, rows, p)
+	if err != nil {
 		return nil, err
 	}
-	for _, ph := range Phases {
-		kinds := map[Kind]bool{}
-		for _, r := range runs {
-			for k := range r.Comm[ph] {
-				kinds[k] = true
-			}
+	w.FetchRows = fetched * float64(batches)
+	w.Comm, err = extrapolateComm(Phases, comms, ps, per, p, float64(batches), func(ph string, k Kind, calls float64) (float64, bool) {
+		if ph != PhaseGrad || k != Allreduce || params <= 0 {
+			return 0, false
 		}
-		for k := range kinds {
-			var t Traffic
-			if t.Calls, err = law(func(r *Run) float64 { return r.Comm[ph][k].Calls }); err != nil {
-				return nil, err
-			}
-			if ph == PhaseGrad && k == Allreduce && params > 0 {
-				v, _ := collective.AllreduceVolume(0, p, params, 4)
-				t.Bytes = t.Calls * float64(v)
-			} else if t.Bytes, err = law(func(r *Run) float64 { return r.Comm[ph][k].Bytes }); err != nil {
-				return nil, err
-			}
-			if w.Comm[ph] == nil {
-				w.Comm[ph] = map[Kind]Traffic{}
-			}
-			w.Comm[ph][k] = t
-		}
+		v, _ := collective.AllreduceVolume(0, p, params, 4)
+		return calls * float64(v), true
+	})
+	if err != nil {
+		return nil, err
 	}
 	return w, nil
 }
