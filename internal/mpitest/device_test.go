@@ -1,7 +1,6 @@
 package mpitest
 
 import (
-	"errors"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -23,12 +22,7 @@ import (
 // error naming libcuda.
 func TestTrainDeviceMPI(t *testing.T) {
 	skipUnlessMPI(t)
-	fakes := t.TempDir()
-	if err := gputest.Build(fakes); errors.Is(err, gputest.ErrNoCompiler) || errors.Is(err, gputest.ErrNoOpenBLAS) {
-		t.Skip(err)
-	} else {
-		require.NoError(t, err)
-	}
+	gputest.Use(t) // the ranks inherit mpirun's environment
 	const np = 2
 	dir := t.TempDir()
 	args := []string{"train", "--data", "data/cora", "--epochs", "3"}
@@ -40,7 +34,6 @@ func TestTrainDeviceMPI(t *testing.T) {
 	a, fa := readMetrics(t, mc)
 	require.Len(t, a, 3)
 	require.Nil(t, fa["gpu_reads"])
-	t.Setenv("GNNMPI_CUDA_LIBDIR", fakes) // the ranks inherit mpirun's environment
 	for _, overlap := range []bool{false, true} {
 		for _, frac := range []string{"0", "0.5", "1"} {
 			name := fmt.Sprintf("overlap=%v gpu-frac=%s", overlap, frac)
@@ -93,13 +86,7 @@ func TestTrainDeviceMPI(t *testing.T) {
 // libnccl the job exits non-zero with an error naming it and the flag.
 func TestTrainDeviceNCCLMPI(t *testing.T) {
 	skipUnlessMPI(t)
-	fakes := t.TempDir()
-	if err := gputest.Build(fakes); errors.Is(err, gputest.ErrNoCompiler) || errors.Is(err, gputest.ErrNoOpenBLAS) {
-		t.Skip(err)
-	} else {
-		require.NoError(t, err)
-	}
-	t.Setenv("GNNMPI_CUDA_LIBDIR", fakes) // the ranks inherit mpirun's environment
+	gputest.Use(t) // the ranks inherit mpirun's environment
 	t.Setenv(nccl.LibDirEnv, fakeNCCL(t))
 	const np = 2
 	dir := t.TempDir()

@@ -2,7 +2,6 @@ package mpitest
 
 import (
 	"encoding/json"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,13 +19,7 @@ import (
 // GPU-vs-CPU training on Cora.
 func TestGPUCheckFakeNCCL(t *testing.T) {
 	skipUnlessMPI(t)
-	dir := t.TempDir()
-	err := gputest.Build(dir)
-	if errors.Is(err, gputest.ErrNoCompiler) || errors.Is(err, gputest.ErrNoOpenBLAS) {
-		t.Skip(err)
-	}
-	require.NoError(t, err)
-	t.Setenv("GNNMPI_CUDA_LIBDIR", dir) // the ranks inherit mpirun's environment
+	gputest.Use(t) // the ranks inherit mpirun's environment
 	t.Setenv(nccl.LibDirEnv, fakeNCCL(t))
 	report := filepath.Join(t.TempDir(), "gpucheck.json")
 	r := mpirun(t, 3*time.Minute, 2, bin, "gpucheck", "--rows", "200", "--width", "40", "--iters", "1", "--report", report,

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"gnnmpi/collective"
+	"gnnmpi/gpu/gputest"
 )
 
 var bin, binNompi, root string
@@ -97,6 +98,7 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
+	gputest.Remove()
 	os.Exit(code)
 }
 
