@@ -30,7 +30,7 @@ import (
 	"gnnmpi/collective"
 	"gnnmpi/collective/inproc"
 	"gnnmpi/collective/mpi"
-	"gnnmpi/internal/cli"
+	"gnnmpi/cli"
 	"gnnmpi/internal/memlimit"
 	"gnnmpi/internal/openblas"
 )

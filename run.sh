@@ -152,13 +152,13 @@ run_tests() {
 	go build -tags nompi,noblas -o /dev/null .
 	go vet -tags nompi,noblas ./...
 	echo "== MPI suites under $MPIRUN ($MPI; np = 1, 2, 3, 4)" >&2
-	GNNMPI_MPI=$MPI GNNMPI_MPI_TESTS=1 go test -count=1 -v -timeout 15m ./internal/mpitest/
+	GNNMPI_MPI=$MPI GNNMPI_MPI_TESTS=1 go test -count=1 -v -timeout 15m ./cli/mpitest/
 	if [ "$MPI" != mpich ] && mpich_installed; then
 		# The whole suite, selftest included, takes about 2 minutes under
 		# MPICH; the PT-Scotch cases skip (Debian's PT-Scotch links Open MPI).
 		echo "== MPICH build and MPI suites under mpirun.mpich" >&2
 		go vet -tags mpich ./...
-		GNNMPI_MPI=mpich GNNMPI_MPI_TESTS=1 go test -count=1 -v -timeout 15m ./internal/mpitest/
+		GNNMPI_MPI=mpich GNNMPI_MPI_TESTS=1 go test -count=1 -v -timeout 15m ./cli/mpitest/
 	fi
 	if [ "$(id -u)" = 0 ]; then
 		cluster_tests

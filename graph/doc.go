@@ -20,7 +20,7 @@
 //
 // Generators make R-MAT graphs with Graph500 parameters and planted-partition
 // stochastic block models with class-correlated features. MetisPartition
-// partitions a Dataset with METIS (through the cgo leaf graph/metis),
+// partitions a Dataset with METIS (through the cgo leaf partition/metis),
 // balancing the split's train/valid/test vertices, and returns a
 // *partition.Book; the book itself, the block and random partitioners and
 // the book file live in the pure-Go package partition, so that packages

@@ -4,17 +4,17 @@ import (
 	"fmt"
 	"math"
 
-	"gnnmpi/graph/metis"
+	"gnnmpi/partition/metis"
 	"gnnmpi/internal/rng"
 	"gnnmpi/partition"
 	"gnnmpi/sparse"
 )
 
 // The partition book and its file format live in package partition, which
-// is pure Go; the partitioners here call METIS through package graph/metis.
+// is pure Go; the partitioners here call METIS through package partition/metis.
 
 // MetisPartition partitions the whole dataset d into parts with METIS k-way
-// (package graph/metis), minimising the edge cut of its adjacency made
+// (package partition/metis), minimising the edge cut of its adjacency made
 // symmetric and free of self-loops. Method is "metis".
 //
 // When split names one of d.Splits, the partition balances four constraints
@@ -25,7 +25,7 @@ import (
 //
 // MetisPartition returns an error if d holds only some rows (Rows != nil) or
 // no adjacency, if the split does not exist, if parts < 1, or if METIS fails
-// (wrapping the graph/metis error).
+// (wrapping the partition/metis error).
 func MetisPartition(d *Dataset, parts int, split string, seed int) (*partition.Book, error) {
 	return MetisPartitionOpts(d, parts, MetisOptions{Split: split, Seed: seed})
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"gnnmpi/graph/metis"
+	"gnnmpi/partition/metis"
 	"gnnmpi/partition"
 	"gnnmpi/sparse"
 )

@@ -1,5 +1,5 @@
 // Package nccl implements collective.Comm over NCCL, loaded at run time
-// (libnccl.so.2, through the cgo leaf internal/nccldl), so that no build
+// (libnccl.so.2, through the cgo leaf nccl/internal/nccldl), so that no build
 // needs CUDA or NCCL.
 //
 // New(world, dev) creates a communicator over the ranks of an existing

@@ -7,7 +7,7 @@ import (
 	"runtime"
 
 	"gnnmpi/collective"
-	"gnnmpi/internal/nccldl"
+	"gnnmpi/nccl/internal/nccldl"
 )
 
 // ErrNoNCCL is wrapped by New when libnccl.so.2 cannot be loaded (on the

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"testing"
 
-	"gnnmpi/internal/nccldl"
+	"gnnmpi/nccl/internal/nccldl"
 )
 
 // HostMemory copies in and out of interior addresses of its allocations and

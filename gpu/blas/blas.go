@@ -6,7 +6,7 @@ import (
 
 	"gonum.org/v1/gonum/blas"
 
-	"gnnmpi/internal/cublasdl"
+	"gnnmpi/gpu/internal/cublasdl"
 )
 
 // ErrNoCUBLAS is wrapped by NewBLAS when cuBLAS cannot be loaded.

@@ -10,7 +10,7 @@ import (
 	"gonum.org/v1/gonum/blas"
 
 	"gnnmpi/dense"
-	"gnnmpi/internal/cublasdl"
+	"gnnmpi/gpu/internal/cublasdl"
 	"gnnmpi/internal/dl"
 	"gnnmpi/internal/testutil"
 	"gnnmpi/sparse"

@@ -24,7 +24,7 @@
 //
 // # Libraries
 //
-// The C side is the cgo leaf gnnmpi/internal/cublasdl, which dlopens
+// The C side is the cgo leaf gnnmpi/gpu/internal/cublasdl, which dlopens
 // libcublas.so.12 (or .11, or unversioned) and libcusparse.so.12 (or .11,
 // or unversioned), looking first in the directory $GNNMPI_CUDA_LIBDIR when
 // it is set. Without them NewBLAS and NewSparse return an error naming

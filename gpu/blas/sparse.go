@@ -6,7 +6,7 @@ import (
 
 	"gonum.org/v1/gonum/blas"
 
-	"gnnmpi/internal/cublasdl"
+	"gnnmpi/gpu/internal/cublasdl"
 )
 
 // Allocator allocates device memory for the workspaces of cuSPARSE:

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"unsafe"
 
-	"gnnmpi/internal/cudadl"
+	"gnnmpi/gpu/internal/cudadl"
 	"gnnmpi/internal/dl"
 )
 

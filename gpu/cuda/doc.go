@@ -4,7 +4,7 @@
 //
 // # Overview
 //
-// The package is pure Go over the cgo leaf gnnmpi/internal/cudadl, which
+// The package is pure Go over the cgo leaf gnnmpi/gpu/internal/cudadl, which
 // dlopens libcuda.so.1 and libnvrtc (GNNMPI_CUDA_LIBDIR names a directory
 // searched first). Open(device) retains the device's primary context;
 // every method makes it current on a locked OS thread for the duration of

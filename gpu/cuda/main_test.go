@@ -12,7 +12,7 @@ import (
 
 // The tests run on fake libraries built from testdata/ with gcc
 // (gputest.Build) into a temporary directory, which GNNMPI_CUDA_LIBDIR then names (see
-// internal/cudadl). Tests that need the real driver run the test binary
+// gpu/internal/cudadl). Tests that need the real driver run the test binary
 // again in a child process without it.
 
 var fakeErr error // why the fakes could not be built; nil when they were

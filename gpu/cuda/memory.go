@@ -1,6 +1,6 @@
 package cuda
 
-import "gnnmpi/internal/cudadl"
+import "gnnmpi/gpu/internal/cudadl"
 
 // Memory is a context's device memory and default stream behind the
 // small interfaces of the packages that take device memory without

@@ -8,7 +8,7 @@ import (
 	"math"
 	"sync"
 
-	"gnnmpi/internal/cudadl"
+	"gnnmpi/gpu/internal/cudadl"
 	"gnnmpi/internal/dl"
 )
 

@@ -1,7 +1,7 @@
 /*
  * A fake NCCL over MPI, for testing package nccl without a GPU: the tests
  * build it into libnccl.so.2 and point GNNMPI_NCCL_LIBDIR at it. It exports
- * the functions gnnmpi's NCCL leaf (internal/nccldl) looks up, with NCCL's
+ * the functions gnnmpi's NCCL leaf (nccl/internal/nccldl) looks up, with NCCL's
  * signatures and enum values, and implements them with MPI on host memory:
  * "device" pointers are host pointers and streams are ignored (every call
  * completes before it returns). The process must have initialised MPI with

@@ -16,7 +16,7 @@
 //   - Partition symmetrizes and calls an Engine, which returns the part of
 //     each row of the block. The engine is injected, since the only
 //     engine so far, PT-Scotch, needs the MPI communicator beneath c: main
-//     builds it from collective/mpi and internal/ptscotch, which this
+//     builds it from collective/mpi and partition/ptscotch, which this
 //     package does not import, so that it stays pure Go and runs on the
 //     in-process backend in tests.
 //   - EdgeCut counts the block's edges whose endpoints lie in different

@@ -20,7 +20,7 @@ import (
 func distInputs(t *testing.T) map[string]string {
 	t.Helper()
 	dir := t.TempDir()
-	cora, err := graph.Load(filepath.Join("..", "..", "data", "cora"), graph.ReadOptions{FeatureFormat: graph.FeatureCSR})
+	cora, err := graph.Load(filepath.Join("..", "data", "cora"), graph.ReadOptions{FeatureFormat: graph.FeatureCSR})
 	require.NoError(t, err)
 	sbm, err := graph.SBM(graph.DefaultSBM(400))
 	require.NoError(t, err)

@@ -23,29 +23,29 @@ func TestImportDirection(t *testing.T) {
 		"gnnmpi/collective/mpi":    {"gnnmpi/collective/inproc", "gnnmpi/graph"},
 		"gnnmpi/gpu":               {"gnnmpi/collective", "gnnmpi/graph", "gnnmpi/sparse"},
 		"gnnmpi/graph":             {"gnnmpi/collective", "gnnmpi/gpu", "gnnmpi/model"},
-		"gnnmpi/graph/metis":       {"gnnmpi/graph", "gnnmpi/sparse", "gnnmpi/partition"},
+		"gnnmpi/partition/metis":       {"gnnmpi/graph", "gnnmpi/sparse", "gnnmpi/partition"},
 		// Partitioning is a leaf: the book and its file format are pure
 		// Go, and METIS (cgo) is reached only through graph.
-		"gnnmpi/partition":           {"gnnmpi/graph", "gnnmpi/graph/metis", "gnnmpi/collective", "gnnmpi/dense", "runtime/cgo"},
-		"gnnmpi/model":               {"gnnmpi/collective", "gnnmpi/graph", "gnnmpi/graph/metis", "gnnmpi/sampling", "gnnmpi/internal/openblas", "gonum.org/v1/netlib/blas/netlib", "runtime/cgo"},
-		"gnnmpi/sampling":            {"gnnmpi/graph", "gnnmpi/graph/metis", "gnnmpi/dense", "gnnmpi/model", "gnnmpi/alltoall", "runtime/cgo"},
-		"gnnmpi/alltoall":            {"gnnmpi/sampling", "gnnmpi/model", "gnnmpi/graph", "gnnmpi/graph/metis", "runtime/cgo"},
-		"gnnmpi/pipe":                {"gnnmpi/graph", "gnnmpi/graph/metis", "runtime/cgo", "gnnmpi/sampling", "gnnmpi/alltoall", "gnnmpi/train", "gnnmpi/collective/mpi", "gnnmpi/collective/inproc"},
-		"gnnmpi/train":               {"gnnmpi/collective/mpi", "gnnmpi/collective/inproc", "gnnmpi/internal/openblas", "gnnmpi/internal/cli"},
+		"gnnmpi/partition":           {"gnnmpi/graph", "gnnmpi/partition/metis", "gnnmpi/collective", "gnnmpi/dense", "runtime/cgo"},
+		"gnnmpi/model":               {"gnnmpi/collective", "gnnmpi/graph", "gnnmpi/partition/metis", "gnnmpi/sampling", "gnnmpi/internal/openblas", "gonum.org/v1/netlib/blas/netlib", "runtime/cgo"},
+		"gnnmpi/sampling":            {"gnnmpi/graph", "gnnmpi/partition/metis", "gnnmpi/dense", "gnnmpi/model", "gnnmpi/alltoall", "runtime/cgo"},
+		"gnnmpi/alltoall":            {"gnnmpi/sampling", "gnnmpi/model", "gnnmpi/graph", "gnnmpi/partition/metis", "runtime/cgo"},
+		"gnnmpi/pipe":                {"gnnmpi/graph", "gnnmpi/partition/metis", "runtime/cgo", "gnnmpi/sampling", "gnnmpi/alltoall", "gnnmpi/train", "gnnmpi/collective/mpi", "gnnmpi/collective/inproc"},
+		"gnnmpi/train":               {"gnnmpi/collective/mpi", "gnnmpi/collective/inproc", "gnnmpi/internal/openblas", "gnnmpi/cli"},
 		"gnnmpi/internal/openblas":   {"gnnmpi/collective", "gnnmpi/graph", "gnnmpi/model"},
 		"gnnmpi/internal/rng":        {"gnnmpi/collective", "gnnmpi/graph"},
 		"gnnmpi/internal/atomicfile": {"gnnmpi/collective", "gnnmpi/graph", "gnnmpi/train", "runtime/cgo"},
 		"gnnmpi/internal/textfile":   {"gnnmpi/collective", "gnnmpi/graph", "gnnmpi/partition", "gnnmpi/sparse", "runtime/cgo"},
 		// The distributed partitioner is pure Go; PT-Scotch is injected.
-		"gnnmpi/partition/dist":            {"gnnmpi/graph", "gnnmpi/graph/metis", "gnnmpi/internal/ptscotch", "gnnmpi/collective/mpi", "gnnmpi/collective/inproc", "runtime/cgo"},
+		"gnnmpi/partition/dist":            {"gnnmpi/graph", "gnnmpi/partition/metis", "gnnmpi/partition/ptscotch", "gnnmpi/collective/mpi", "gnnmpi/collective/inproc", "runtime/cgo"},
 		"gnnmpi/collective/collectivetest": {"gnnmpi/collective/mpi", "gnnmpi/collective/inproc"},
 		// spgemm → sparse, collective only (STYLE.md §2).
-		"gnnmpi/spgemm": {"gnnmpi/graph", "gnnmpi/graph/metis", "runtime/cgo", "gnnmpi/dense", "gnnmpi/model", "gnnmpi/sampling", "gnnmpi/alltoall", "gnnmpi/train", "gnnmpi/collective/mpi", "gnnmpi/collective/inproc", "gnnmpi/gpu"},
+		"gnnmpi/spgemm": {"gnnmpi/graph", "gnnmpi/partition/metis", "runtime/cgo", "gnnmpi/dense", "gnnmpi/model", "gnnmpi/sampling", "gnnmpi/alltoall", "gnnmpi/train", "gnnmpi/collective/mpi", "gnnmpi/collective/inproc", "gnnmpi/gpu"},
 		// The CUDA driver's package serves NCCL and cuBLAS/cuSPARSE with
 		// its device memory (cuda.Memory) without importing them.
 		"gnnmpi/gpu/cuda": {"gnnmpi/nccl", "gnnmpi/gpu/blas", "gnnmpi/gpu/gnn", "gnnmpi/gpu/tier"},
 		// NCCL needs no GPU package to build or test.
-		"gnnmpi/nccl":              {"gnnmpi/collective/mpi", "gnnmpi/collective/inproc", "gnnmpi/graph", "gnnmpi/gpu", "gnnmpi/gpu/cuda", "gnnmpi/internal/cudadl", "gnnmpi/model", "gnnmpi/train"},
+		"gnnmpi/nccl":              {"gnnmpi/collective/mpi", "gnnmpi/collective/inproc", "gnnmpi/graph", "gnnmpi/gpu", "gnnmpi/gpu/cuda", "gnnmpi/gpu/internal/cudadl", "gnnmpi/model", "gnnmpi/train"},
 		"gnnmpi/nccl/nccltest":     {"gnnmpi/collective/mpi", "gnnmpi/nccl", "runtime/cgo"},
 		"gnnmpi/spgemm/spgemmtest": {"gnnmpi/collective/mpi", "gnnmpi/collective/inproc", "gnnmpi/graph", "gnnmpi/model", "gnnmpi/train"},
 		// The device products sit beside gpu: no host kernels, no
@@ -80,8 +80,8 @@ func TestImportDirection(t *testing.T) {
 func TestLeafDependencies(t *testing.T) {
 	// These reach C: go-nvml, the cgo leaves (PT-Scotch, the dlopen
 	// leaves of the GPU libraries), and what is built on them.
-	cgoLeaves := []string{"gnnmpi/gpu", "gnnmpi/internal/ptscotch", "gnnmpi/internal/dl", "gnnmpi/internal/nccldl",
-		"gnnmpi/internal/cudadl", "gnnmpi/internal/cublasdl"}
+	cgoLeaves := []string{"gnnmpi/gpu", "gnnmpi/partition/ptscotch", "gnnmpi/internal/dl", "gnnmpi/nccl/internal/nccldl",
+		"gnnmpi/gpu/internal/cudadl", "gnnmpi/gpu/internal/cublasdl"}
 	// These are pure Go over a cgo leaf.
 	overLeaves := []string{"gnnmpi/gpu/cuda", "gnnmpi/gpu/blas", "gnnmpi/gpu/gnn", "gnnmpi/nccl", "gnnmpi/gpu/tier"}
 	allowed := map[string][]string{
@@ -95,23 +95,23 @@ func TestLeafDependencies(t *testing.T) {
 		// memlimit reads /proc and /sys for the loaders: nothing else.
 		"gnnmpi/internal/memlimit": {"gnnmpi/internal/memlimit"},
 		// The PT-Scotch binding is a cgo leaf: slices in, slices out.
-		"gnnmpi/internal/ptscotch": {"gnnmpi/internal/ptscotch"},
+		"gnnmpi/partition/ptscotch": {"gnnmpi/partition/ptscotch"},
 		// dlopen/dlsym for the GPU libraries: nothing else.
 		"gnnmpi/internal/dl": {"gnnmpi/internal/dl"},
 		// The NCCL leaf: dl only.
-		"gnnmpi/internal/nccldl": {"gnnmpi/internal/nccldl", "gnnmpi/internal/dl"},
+		"gnnmpi/nccl/internal/nccldl": {"gnnmpi/nccl/internal/nccldl", "gnnmpi/internal/dl"},
 		// cuBLAS/cuSPARSE: a cgo leaf over dl; the device products over it.
-		"gnnmpi/internal/cublasdl": {"gnnmpi/internal/cublasdl", "gnnmpi/internal/dl"},
-		"gnnmpi/gpu/blas":          {"gnnmpi/gpu/blas", "gnnmpi/internal/cublasdl", "gnnmpi/internal/dl", "gonum.org/v1/gonum/blas"},
+		"gnnmpi/gpu/internal/cublasdl": {"gnnmpi/gpu/internal/cublasdl", "gnnmpi/internal/dl"},
+		"gnnmpi/gpu/blas":          {"gnnmpi/gpu/blas", "gnnmpi/gpu/internal/cublasdl", "gnnmpi/internal/dl", "gonum.org/v1/gonum/blas"},
 		// The CUDA driver/NVRTC binding: a cgo leaf over internal/dl.
-		"gnnmpi/internal/cudadl": {"gnnmpi/internal/cudadl", "gnnmpi/internal/dl"},
+		"gnnmpi/gpu/internal/cudadl": {"gnnmpi/gpu/internal/cudadl", "gnnmpi/internal/dl"},
 		// The CUDA API (pure Go over cudadl) and the embedded kernels.
-		"gnnmpi/gpu/cuda":    {"gnnmpi/gpu/cuda", "gnnmpi/internal/cudadl", "gnnmpi/internal/dl"},
+		"gnnmpi/gpu/cuda":    {"gnnmpi/gpu/cuda", "gnnmpi/gpu/internal/cudadl", "gnnmpi/internal/dl"},
 		"gnnmpi/gpu/kernels": {"gnnmpi/gpu/kernels"},
 		// The device GraphSAGE step: pure Go over the device packages.
 		"gnnmpi/gpu/gnn": {"gnnmpi/gpu/gnn", "gnnmpi/gpu/cuda", "gnnmpi/gpu/blas", "gnnmpi/gpu/kernels", "gnnmpi/model", "gnnmpi/dense", "gnnmpi/sparse",
-			"gnnmpi/internal/cudadl", "gnnmpi/internal/cublasdl", "gnnmpi/internal/dl", "gonum.org/v1/gonum/"},
-		"gnnmpi/gpu/tier": {"gnnmpi/gpu/tier", "gnnmpi/gpu/cuda", "gnnmpi/gpu/kernels", "gnnmpi/internal/cudadl", "gnnmpi/internal/dl",
+			"gnnmpi/gpu/internal/cudadl", "gnnmpi/gpu/internal/cublasdl", "gnnmpi/internal/dl", "gonum.org/v1/gonum/"},
+		"gnnmpi/gpu/tier": {"gnnmpi/gpu/tier", "gnnmpi/gpu/cuda", "gnnmpi/gpu/kernels", "gnnmpi/gpu/internal/cudadl", "gnnmpi/internal/dl",
 			"gnnmpi/alltoall", "gnnmpi/collective", "gnnmpi/dense", "gnnmpi/sparse", "gnnmpi/partition", "gnnmpi/internal/", "gonum.org/v1/gonum/"},
 	}
 	for pkg, ok := range allowed {

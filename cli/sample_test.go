@@ -27,7 +27,7 @@ func sampleJSON(t *testing.T, p int, args ...string) SampleResult {
 // the bulk size, the topology and its replication factor, for both
 // samplers; the report counts them all.
 func TestSampleCommand(t *testing.T) {
-	data := filepath.Join("..", "..", "data", "cora")
+	data := filepath.Join("..", "data", "cora")
 	for _, sampler := range []struct{ name, fanouts string }{{"sage", "10,5"}, {"ladies", "64,64"}} {
 		var want map[string]string
 		for _, run := range []struct {
@@ -63,7 +63,7 @@ func TestSampleCommand(t *testing.T) {
 }
 
 func TestSampleErrors(t *testing.T) {
-	data := filepath.Join("..", "..", "data", "cora")
+	data := filepath.Join("..", "data", "cora")
 	for _, tc := range []struct {
 		args []string
 		msg  string
@@ -86,7 +86,7 @@ func TestSampleErrors(t *testing.T) {
 // whole (replicated); the dumps name the original ids, so Cora's seeds are
 // its planetoid training vertices 0…139.
 func TestSamplePartitioned(t *testing.T) {
-	data := filepath.Join("..", "..", "data", "cora")
+	data := filepath.Join("..", "data", "cora")
 	parts := filepath.Join(t.TempDir(), "cora.parts")
 	_, err := runCmd(t, 1, "partition", "--data", data, "--parts", "4", "--method", "metis", "--out", parts)
 	require.NoError(t, err)

@@ -16,7 +16,7 @@ import (
 // every reachable vertex fits; replication 2 at 4 ranks fetches less than
 // none at the same α = 0; f16 halves the dense row bytes.
 func TestFetchCommand(t *testing.T) {
-	data := filepath.Join("..", "..", "data", "cora")
+	data := filepath.Join("..", "data", "cora")
 	run := func(p int, args ...string) []train.SweepPoint {
 		out, err := runCmd(t, p, "fetch", append([]string{"--data", data, "--batch-size", "32", "--partition", "metis"}, args...)...)
 		require.NoError(t, err)
@@ -55,7 +55,7 @@ func TestFetchCommand(t *testing.T) {
 // fetch and train share their sampling and feature-store flags and their
 // defaults: without --fanouts, fetch samples train's 25,10.
 func TestFetchSharesTrainDefaults(t *testing.T) {
-	data := filepath.Join("..", "..", "data", "cora")
+	data := filepath.Join("..", "data", "cora")
 	out, err := runCmd(t, 2, "fetch", "--data", data, "--cache", "none", "--cache-frac", "0", "--global-batch-size", "64")
 	require.NoError(t, err)
 	var obj struct {

@@ -7,7 +7,7 @@ import (
 
 // TestPartBadInput checks the arguments Part rejects before any
 // communication (so without an MPI communicator): each error wraps
-// ErrInput. PT-Scotch itself runs under mpirun in internal/mpitest
+// ErrInput. PT-Scotch itself runs under mpirun in cli/mpitest
 // (TestPartitionPTScotch).
 func TestPartBadInput(t *testing.T) {
 	ring := []int64{0, 2, 4, 6}

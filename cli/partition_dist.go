@@ -12,7 +12,7 @@ import (
 
 	"gnnmpi/collective"
 	"gnnmpi/graph"
-	"gnnmpi/internal/ptscotch"
+	"gnnmpi/partition/ptscotch"
 	"gnnmpi/partition"
 	"gnnmpi/partition/dist"
 	"gnnmpi/sparse"
@@ -43,7 +43,7 @@ func ptscotchEngine(m *MPIAccess, imbalance float64, check bool) dist.Engine {
 			return nil, errors.New("ptscotch: the communicator is not an MPI communicator")
 		}
 		if g.N > ptscotch.MaxNum || g.NNZ > ptscotch.MaxNum || int64(parts) > ptscotch.MaxNum {
-			return nil, fmt.Errorf("ptscotch: %d vertices and %d stored edges exceed this PT-Scotch build's SCOTCH_Num (max %d); link the 64-bit variant (internal/ptscotch doc)",
+			return nil, fmt.Errorf("ptscotch: %d vertices and %d stored edges exceed this PT-Scotch build's SCOTCH_Num (max %d); link the 64-bit variant (partition/ptscotch doc)",
 				g.N, g.NNZ, ptscotch.MaxNum)
 		}
 		var part []int32

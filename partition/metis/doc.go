@@ -14,7 +14,7 @@
 // Package graph builds vertex weights from a Dataset (vertex count and
 // train/valid/test membership, as SALIENT++ does) and turns the result into
 // a partition.Book; see graph.MetisPartition. Only package graph imports
-// this package, and only train and internal/cli reach it through graph.
+// this package, and only train and cli reach it through graph.
 //
 // # Threads and signals
 //

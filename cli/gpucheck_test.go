@@ -48,7 +48,7 @@ func TestGPUCheckFake(t *testing.T) {
 	for _, p := range []int{1, 2} {
 		report := filepath.Join(t.TempDir(), "gpucheck.json")
 		out, err := runCmd(t, p, "gpucheck", "--rows", "300", "--width", "45", "--iters", "1", "--report", report,
-			"--data", filepath.Join("..", "..", "data", "cora"))
+			"--data", filepath.Join("..", "data", "cora"))
 		require.NoError(t, err, out)
 		b, err := os.ReadFile(report)
 		require.NoError(t, err)

@@ -3,7 +3,7 @@ package metis_test
 import (
 	"fmt"
 
-	"gnnmpi/graph/metis"
+	"gnnmpi/partition/metis"
 )
 
 func ExamplePartGraph() {

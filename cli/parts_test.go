@@ -17,7 +17,7 @@ import (
 // which info reads on any rank count that divides its parts, each rank
 // loading only its parts.
 func TestPartitionDirInfo(t *testing.T) {
-	data := filepath.Join("..", "..", "data", "cora")
+	data := filepath.Join("..", "data", "cora")
 	dir := filepath.Join(t.TempDir(), "cora.parts")
 	book := filepath.Join(t.TempDir(), "cora.book")
 	_, se, err := runCmdErr(t, 1, "partition", "--data", data, "--parts", "4", "--method", "metis", "--out", dir, "--book", book)

@@ -188,7 +188,7 @@ func trainResult(t *testing.T, args ...string) trainOut {
 func TestFeatureNormAuto(t *testing.T) {
 	sbm := filepath.Join(t.TempDir(), "sbm.gnn")
 	require.NoError(t, graph.WriteBinary(sbm, testSBM(t)))
-	cora := filepath.Join("..", "..", "data", "cora")
+	cora := filepath.Join("..", "data", "cora")
 	quick := []string{"--epochs", "1", "--hidden", "8", "--fanouts", "3,3", "--eval-every", "0"}
 	for _, tc := range []struct {
 		data, flag, want string
@@ -236,7 +236,7 @@ func TestEmptyClassesWarning(t *testing.T) {
 	for _, p := range []int{1, 2} {
 		assert.Equal(t, []int{2, 8}, infoOf(t, p, "--data", path).EmptyClasses)
 	}
-	assert.Empty(t, infoOf(t, 2, "--data", filepath.Join("..", "..", "data", "cora")).EmptyClasses)
+	assert.Empty(t, infoOf(t, 2, "--data", filepath.Join("..", "data", "cora")).EmptyClasses)
 }
 
 // TestHugeLabel: a label near 2³¹ is refused with the file and line, on

@@ -15,7 +15,7 @@ import (
 // of the bytes: on Cora (0/1 features, 18 nonzeros of 1433 a row on
 // average) a row is 4 + 4·nnz bytes instead of 4·1433.
 func TestFetchFeatureFormat(t *testing.T) {
-	data := filepath.Join("..", "..", "data", "cora")
+	data := filepath.Join("..", "data", "cora")
 	run := func(format string) (train.SweepPoint, string) {
 		out, err := runCmd(t, 2, "fetch", "--data", data, "--batch-size", "64", "--partition", "block",
 			"--cache", "none", "--cache-frac", "0", "--feature-format", format)
@@ -47,7 +47,7 @@ func TestFetchFeatureFormat(t *testing.T) {
 // info reports the feature format and density, the same under every
 // format and rank count.
 func TestInfoFeatureFormat(t *testing.T) {
-	data := filepath.Join("..", "..", "data", "cora")
+	data := filepath.Join("..", "data", "cora")
 	for _, tc := range []struct {
 		p      int
 		format string
@@ -69,7 +69,7 @@ func TestInfoFeatureFormat(t *testing.T) {
 // convert writes a sparse feature section for sparse data (auto or csr)
 // and a dense one for --feature-format dense; either loads back alike.
 func TestConvertFeatureFormat(t *testing.T) {
-	data := filepath.Join("..", "..", "data", "cora")
+	data := filepath.Join("..", "data", "cora")
 	want, err := graph.ReadOGB(data, graph.ReadOptions{FeatureFormat: graph.FeatureCSR})
 	require.NoError(t, err)
 	for _, format := range []string{"auto", "csr", "dense"} {

@@ -17,7 +17,7 @@ import (
 // every bad input.
 func TestPredictCommand(t *testing.T) {
 	dir := t.TempDir()
-	data := filepath.Join("..", "..", "data", "cora")
+	data := filepath.Join("..", "data", "cora")
 	trainRun := func(p int, name string, args ...string) string {
 		out, err := runCmd(t, p, "train", append([]string{"--data", data, "--epochs", "2", "--eval-every", "0"}, args...)...)
 		require.NoError(t, err)
@@ -89,7 +89,7 @@ func TestPredictCommand(t *testing.T) {
 // mix modes.
 func TestPredictFullGraph(t *testing.T) {
 	dir := t.TempDir()
-	data := filepath.Join("..", "..", "data", "cora")
+	data := filepath.Join("..", "data", "cora")
 	run := func(p int, name, mode string) string {
 		out, err := runCmd(t, p, "train", "--data", data, "--mode", mode, "--model", "gcnii", "--layers", "8",
 			"--hidden", "16", "--epochs", "2", "--eval-every", "0")
