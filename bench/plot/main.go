@@ -41,6 +41,7 @@ import (
 	"encoding/csv"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -181,13 +182,7 @@ func phases(rows []map[string]string, out string) error {
 		}
 		plots[i] = []*plot.Plot{tp, bp}
 	}
-	canvases := plot.Align(plots, tiles, dc)
-	for i := range plots {
-		for j := range plots[i] {
-			plots[i][j].Draw(canvases[i][j])
-		}
-	}
-	return save(img, out)
+	return drawAll(img, dc, tiles, plots, out)
 }
 
 func stacked(title string, names []string, rows []map[string]string, cols []string, scale float64) (*plot.Plot, error) {
@@ -300,13 +295,7 @@ func spgemm(rows []map[string]string, out string) error {
 		}
 		plots[i] = pair
 	}
-	canvases := plot.Align(plots, tiles, dc)
-	for i := range plots {
-		for j := range plots[i] {
-			plots[i][j].Draw(canvases[i][j])
-		}
-	}
-	return save(img, out)
+	return drawAll(img, dc, tiles, plots, out)
 }
 
 // spgemmLabel names a configuration: "local t2", "1.5d np4", "graphblas t1".
@@ -318,6 +307,46 @@ func spgemmLabel(r map[string]string) string {
 		return "scipy"
 	}
 	return r["algo"] + " np" + r["np"]
+}
+
+// drawAll aligns plots on the tiles of img's canvas dc, draws them and
+// writes img to out as PNG.
+func drawAll(img *vgimg.Canvas, dc draw.Canvas, tiles draw.Tiles, plots [][]*plot.Plot, out string) error {
+	canvases := plot.Align(plots, tiles, dc)
+	for i := range plots {
+		for j := range plots[i] {
+			plots[i][j].Draw(canvases[i][j])
+		}
+	}
+	return save(img, out)
+}
+
+// addLine adds a line with points through xy to p, in the n-th colour of
+// plotutil's palette, with a legend entry; dashed draws the line dashed.
+func addLine(p *plot.Plot, name string, xy plotter.XYs, n int, dashed bool) (*plotter.Line, *plotter.Scatter, error) {
+	l, s, err := plotter.NewLinePoints(xy)
+	if err != nil {
+		return nil, nil, err
+	}
+	l.Color, s.Color = plotutil.Color(n), plotutil.Color(n)
+	if dashed {
+		l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+	}
+	p.Add(l, s)
+	p.Legend.Add(name, l, s)
+	return l, s, nil
+}
+
+// addIdeal adds the dashed reference line through xy to p, named name.
+func addIdeal(p *plot.Plot, name string, xy plotter.XYs) error {
+	l, err := plotter.NewLine(xy)
+	if err != nil {
+		return err
+	}
+	l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+	p.Add(l)
+	p.Legend.Add(name, l)
+	return nil
 }
 
 func save(img *vgimg.Canvas, out string) error {
@@ -390,28 +419,15 @@ func sample(rows []map[string]string, out string) error {
 					pts = append(pts, plotter.XY{X: num(r, "bulk"), Y: y})
 				}
 				sort.Slice(pts, func(a, b int) bool { return pts[a].X < pts[b].X })
-				l, s, err := plotter.NewLinePoints(pts)
-				if err != nil {
+				if _, _, err := addLine(p, line, pts, n, strings.HasPrefix(line, "plain")); err != nil {
 					return err
 				}
-				l.Color, s.Color = plotutil.Color(n), plotutil.Color(n)
-				if strings.HasPrefix(line, "plain") {
-					l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
-				}
-				p.Add(l, s)
-				p.Legend.Add(line, l, s)
 			}
 			pair = append(pair, p)
 		}
 		plots[i] = pair
 	}
-	canvases := plot.Align(plots, tiles, dc)
-	for i := range plots {
-		for j := range plots[i] {
-			plots[i][j].Draw(canvases[i][j])
-		}
-	}
-	return save(img, out)
+	return drawAll(img, dc, tiles, plots, out)
 }
 
 // fetch draws bench/fetch.sh's CSV: for every dataset and rank count, the
@@ -469,23 +485,12 @@ func fetch(rows []map[string]string, out string) error {
 				continue
 			}
 			sort.Slice(pts, func(a, b int) bool { return pts[a].X < pts[b].X })
-			l, s, err := plotter.NewLinePoints(pts)
+			n := max(slices.Index(policies, policy), 0)
+			_, sc, err := addLine(p, line, pts, n, part != "metis")
 			if err != nil {
 				return err
 			}
-			n := 0
-			for k, pol := range policies {
-				if pol == policy {
-					n = k
-				}
-			}
-			l.Color, s.Color = plotutil.Color(n), plotutil.Color(n)
-			s.Shape = plotutil.Shape(n)
-			if part != "metis" {
-				l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
-			}
-			p.Add(l, s)
-			p.Legend.Add(line, l, s)
+			sc.Shape = plotutil.Shape(n)
 		}
 		plots[i/cols][i%cols] = p
 	}
@@ -496,13 +501,7 @@ func fetch(rows []map[string]string, out string) error {
 			}
 		}
 	}
-	canvases := plot.Align(plots, tiles, dc)
-	for i := range plots {
-		for j := range plots[i] {
-			plots[i][j].Draw(canvases[i][j])
-		}
-	}
-	return save(img, out)
+	return drawAll(img, dc, tiles, plots, out)
 }
 
 // pipeChart draws bench/pipe.sh's CSV: one row of panels per dataset and
@@ -577,13 +576,7 @@ func pipeChart(rows []map[string]string, out string) error {
 		rotate(row)
 		plots[i] = row
 	}
-	canvases := plot.Align(plots, tiles, dc)
-	for i := range plots {
-		for j := range plots[i] {
-			plots[i][j].Draw(canvases[i][j])
-		}
-	}
-	return save(img, out)
+	return drawAll(img, dc, tiles, plots, out)
 }
 
 // rotate slants the category labels of ps so long names do not overlap.

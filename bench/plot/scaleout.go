@@ -8,7 +8,6 @@ import (
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 )
 
@@ -90,15 +89,9 @@ func scaleout(rows []map[string]string, out string) error {
 				xy = append(xy, plotter.XY{X: float64(pt.np), Y: y(pt) / y(pts[0])})
 				maxNP = max(maxNP, pt.np)
 			}
-			l, s, err := plotter.NewLinePoints(xy)
-			if err != nil {
-				return err
-			}
-			l.Color, s.Color = plotutil.Color(n), plotutil.Color(n)
+			_, _, err := addLine(p, name, xy, n, false)
 			n++
-			p.Add(l, s)
-			p.Legend.Add(name, l, s)
-			return nil
+			return err
 		}
 		for _, cmd := range []string{"train", "sample"} {
 			pts := runs[g+" "+cmd]
@@ -112,20 +105,12 @@ func scaleout(rows []map[string]string, out string) error {
 			}
 		}
 		ideal := plotter.XYs{{X: 1, Y: 1}, {X: float64(maxNP), Y: 1 / float64(maxNP)}}
-		l, err := plotter.NewLine(ideal)
-		if err != nil {
+		if err := addIdeal(p, "ideal 1/p", ideal); err != nil {
 			return err
 		}
-		l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
-		p.Add(l)
-		p.Legend.Add("ideal 1/p", l)
 		plots[0][i] = p
 	}
-	canvases := plot.Align(plots, tiles, dc)
-	for j := range plots[0] {
-		plots[0][j].Draw(canvases[0][j])
-	}
-	return save(img, out)
+	return drawAll(img, dc, tiles, plots, out)
 }
 
 // powerTicks marks the powers of two from lo to hi (the rank counts, and

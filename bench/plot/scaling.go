@@ -113,14 +113,11 @@ func scaling(rows []map[string]string, out string) error {
 				maxNP = max(maxNP, pt.np)
 				lo, hi = min(lo, v), max(hi, v)
 			}
-			l, s, err := plotter.NewLinePoints(xy)
+			_, sc, err := addLine(p, net, xy, n, false)
 			if err != nil {
 				return err
 			}
-			l.Color, s.Color = plotutil.Color(n), plotutil.Color(n)
-			s.Shape = plotutil.Shape(n)
-			p.Add(l, s)
-			p.Legend.Add(net, l, s)
+			sc.Shape = plotutil.Shape(n)
 		}
 		ideal := plotter.XYs{{X: 1, Y: 1}, {X: float64(maxNP), Y: float64(maxNP)}}
 		p.Y.Label.Text = "speedup over np 1"
@@ -129,13 +126,9 @@ func scaling(rows []map[string]string, out string) error {
 			p.Y.Label.Text = "efficiency t₁/t_p"
 		}
 		hi = max(hi, ideal[1].Y)
-		l, err := plotter.NewLine(ideal)
-		if err != nil {
+		if err := addIdeal(p, "ideal", ideal); err != nil {
 			return err
 		}
-		l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
-		p.Add(l)
-		p.Legend.Add("ideal", l)
 		p.X.Tick.Marker = powerTicks(1, float64(maxNP))
 		p.Y.Min, p.Y.Max = lo/1.3, hi*1.3
 		p.Y.Tick.Marker = ratioTicks(p.Y.Min, p.Y.Max)
@@ -145,13 +138,7 @@ func scaling(rows []map[string]string, out string) error {
 		plots[j/cols][j%cols] = plot.New()
 		plots[j/cols][j%cols].HideAxes()
 	}
-	canvases := plot.Align(plots, tiles, dc)
-	for i := range plots {
-		for j := range plots[i] {
-			plots[i][j].Draw(canvases[i][j])
-		}
-	}
-	return save(img, out)
+	return drawAll(img, dc, tiles, plots, out)
 }
 
 // ratioTicks marks the powers of two between lo and hi, and a few

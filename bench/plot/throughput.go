@@ -108,11 +108,5 @@ func throughput(rows []map[string]string, out string) error {
 		rotate([]*plot.Plot{tp, ap})
 		plots[i] = []*plot.Plot{tp, ap}
 	}
-	canvases := plot.Align(plots, tiles, dc)
-	for i := range plots {
-		for j := range plots[i] {
-			plots[i][j].Draw(canvases[i][j])
-		}
-	}
-	return save(img, out)
+	return drawAll(img, dc, tiles, plots, out)
 }
