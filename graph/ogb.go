@@ -181,14 +181,7 @@ func readCount(path, what string) (int64, error) {
 	}
 	defer lr.Close()
 	v := int64(-1)
-	for {
-		line, err := lr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return 0, err
-		}
+	for line := range lr.All() {
 		line = bytes.TrimSpace(line)
 		if len(line) == 0 {
 			continue
@@ -204,6 +197,9 @@ func readCount(path, what string) (int64, error) {
 			return 0, lr.Errorf("negative %s %d", what, x)
 		}
 		v = x
+	}
+	if err := lr.Err(); err != nil {
+		return 0, err
 	}
 	if v < 0 {
 		return 0, parseErr(path, 0, "empty file, want the "+what)
@@ -596,14 +592,7 @@ func readEdges(path string, n int64, rows []int64, m int64) (*sparse.CSR, int64,
 	b := newEdgeBuilder(held, edgeHint(path, n, held, rows != nil, m))
 	row := rowFinder{rows: rows, prevSrc: -1}
 	var lines int64
-	for {
-		line, err := lr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, 0, err
-		}
+	for line := range lr.All() {
 		lines++
 		src, dst, err := parseEdge(lr, line, n)
 		if err != nil {
@@ -612,6 +601,9 @@ func readEdges(path string, n int64, rows []int64, m int64) (*sparse.CSR, int64,
 		if lid, ok := row.find(src); ok {
 			b.add(lid, dst)
 		}
+	}
+	if err := lr.Err(); err != nil {
+		return nil, 0, err
 	}
 	a, err := b.csr(n)
 	if err != nil {
@@ -802,14 +794,7 @@ func readIDs(path string, n int64) ([]int64, error) {
 	defer lr.Close()
 	ids := []int64{}
 	ascending := true
-	for {
-		line, err := lr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
+	for line := range lr.All() {
 		v, ok := textfile.ParseInt(line)
 		if !ok {
 			return nil, lr.Errorf("malformed vertex id %s: want one integer", textfile.Quote(line))
@@ -824,6 +809,9 @@ func readIDs(path string, n int64) ([]int64, error) {
 			ascending = ascending && ids[k-1] < v
 		}
 		ids = append(ids, v)
+	}
+	if err := lr.Err(); err != nil {
+		return nil, err
 	}
 	if !ascending {
 		slices.Sort(ids)

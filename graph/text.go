@@ -50,14 +50,7 @@ func ReadEdgeList(path string) (*sparse.CSR, error) {
 	}
 	defer lr.Close()
 	e := edgeList{declared: -1, weighted: -1, maxID: -1}
-	for {
-		line, err := lr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
+	for line := range lr.All() {
 		t := bytes.TrimLeft(line, " \t\v\f\r")
 		switch {
 		case len(t) == 0:
@@ -69,6 +62,9 @@ func ReadEdgeList(path string) (*sparse.CSR, error) {
 		if err != nil {
 			return nil, err
 		}
+	}
+	if err := lr.Err(); err != nil {
+		return nil, err
 	}
 	return e.matrix(path)
 }
@@ -345,14 +341,7 @@ func mmEntries(lr *textfile.Lines, field string, symmetric bool, m, n, nnz int64
 		vals = make([]float64, 0, hint)
 	}
 	var found int64
-	for {
-		line, err := lr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, nil, nil, err
-		}
+	for line := range lr.All() {
 		t := bytes.TrimLeft(line, " \t\v\f\r")
 		if len(t) == 0 || t[0] == '%' {
 			continue
@@ -401,6 +390,9 @@ func mmEntries(lr *textfile.Lines, field string, symmetric bool, m, n, nnz int64
 				vals = append(vals, v)
 			}
 		}
+	}
+	if err := lr.Err(); err != nil {
+		return nil, nil, nil, err
 	}
 	if found < nnz {
 		return nil, nil, nil, parseErr(path, 0, fmt.Sprintf("%d entries, but line %d declares %d", found, sizeLine, nnz))

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"iter"
 	"math"
 	"os"
 	"strconv"
@@ -81,6 +82,7 @@ type Lines struct {
 	ra   *readAhead
 	br   *bufio.Reader
 	long []byte // holds lines longer than the bufio buffer
+	err  error  // the error that ended All
 }
 
 // Open opens path for reading, decompressing it when its name ends in
@@ -158,6 +160,30 @@ func (lr *Lines) Next() ([]byte, error) {
 	}
 	return b, nil
 }
+
+// All returns an iterator over the remaining lines, as Next returns them
+// (each valid until the next iteration). It stops at the end of the input
+// or at the first error, which Err then returns.
+func (lr *Lines) All() iter.Seq[[]byte] {
+	return func(yield func([]byte) bool) {
+		for {
+			b, err := lr.Next()
+			if err != nil {
+				if err != io.EOF {
+					lr.err = err
+				}
+				return
+			}
+			if !yield(b) {
+				return
+			}
+		}
+	}
+}
+
+// Err returns the error that ended All's iteration early, or nil if it
+// reached the end of the input.
+func (lr *Lines) Err() error { return lr.err }
 
 // Path returns the file's path.
 func (lr *Lines) Path() string { return lr.path }

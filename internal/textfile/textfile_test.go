@@ -27,7 +27,8 @@ func writeGzip(t *testing.T, path string, data []byte) {
 }
 
 // readAll returns every line of path and the error that ended the reading
-// (nil at the end of the input).
+// (nil at the end of the input). It reads the file twice, by Next and by
+// All, and checks that both give the same lines and error.
 func readAll(t *testing.T, path string) ([]string, error) {
 	t.Helper()
 	lr, err := Open(path)
@@ -39,14 +40,34 @@ func readAll(t *testing.T, path string) ([]string, error) {
 	for {
 		b, err := lr.Next()
 		if err == io.EOF {
-			return lines, nil
+			break
 		}
 		if err != nil {
+			iterLines, iterErr := readAllIter(t, path)
+			assert.Equal(t, lines, iterLines)
+			assert.Equal(t, err, iterErr)
 			return lines, err
 		}
 		lines = append(lines, string(b))
 		assert.Equal(t, len(lines), lr.Line())
 	}
+	iterLines, iterErr := readAllIter(t, path)
+	assert.Equal(t, lines, iterLines)
+	assert.NoError(t, iterErr)
+	return lines, nil
+}
+
+// readAllIter reads path with All and Err.
+func readAllIter(t *testing.T, path string) ([]string, error) {
+	t.Helper()
+	lr, err := Open(path)
+	require.NoError(t, err)
+	defer lr.Close()
+	var lines []string
+	for b := range lr.All() {
+		lines = append(lines, string(b))
+	}
+	return lines, lr.Err()
 }
 
 // Lines strips "\n" and "\r\n", keeps the last line without a newline,
