@@ -251,8 +251,6 @@ func (t *trainer) deviceBackward(ep *epochState, epoch, i int, seeds []int64, mb
 	if err != nil {
 		return err
 	}
-	ep.lossSum += res.Loss * float64(len(seeds))
-	ep.correct += float64(model.Correct(res.Logits, labels))
-	ep.seen += float64(len(seeds))
+	ep.count(res.Loss, model.Correct(res.Logits, labels), len(seeds))
 	return nil
 }

@@ -25,6 +25,14 @@ type epochState struct {
 	batches                int
 }
 
+// count adds a minibatch of n seeds to the epoch's sums: its mean loss
+// and the number of seeds predicted correctly.
+func (ep *epochState) count(loss float64, correct, n int) {
+	ep.lossSum += loss * float64(n)
+	ep.correct += float64(correct)
+	ep.seen += float64(n)
+}
+
 // train trains one epoch: every minibatch is sampled (Bulk at a time),
 // its inputs fetched, and one optimizer step taken on the gradients summed
 // over the ranks. The minibatches come from a source (loader.go): with
@@ -159,9 +167,7 @@ func (t *trainer) backward(ep *epochState, epoch, i int, seeds []int64, mb *samp
 		dl.Data[k] *= scale
 	}
 	t.m.Backward(dl)
-	ep.lossSum += loss * float64(len(seeds))
-	ep.correct += float64(model.Correct(logits, labels))
-	ep.seen += float64(len(seeds))
+	ep.count(loss, model.Correct(logits, labels), len(seeds))
 }
 
 // summarize reduces the epoch that train ran (and the evaluation ev, if not
@@ -240,6 +246,3 @@ func (t *trainer) summarize(epoch int, ev *evaluation, evalSecs float64) (EpochS
 	}
 	return st, nil
 }
-
-// flatWeights appends the model's parameters to dst (weightKeeper).
-func (t *trainer) flatWeights(dst []float32) []float32 { return t.m.FlattenWeights(dst) }

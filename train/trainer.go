@@ -36,41 +36,77 @@ func sharesIndices(a, b *sparse.CSR) bool {
 var _ stepper = (*trainer)(nil)
 var _ weightKeeper = (*trainer)(nil)
 
-// trainer is one rank's training state.
+// trainer is one rank's training state. Its parts are the model and
+// optimiser (learner), the communicators (comms), the data side that
+// feeds the step (feed), layer-wise inference (evaluator), the GPU step
+// (dev) and the counters of the last epoch (ep); their fields and
+// methods are promoted, so t.m, t.store or t.flatWeights read as before.
 type trainer struct {
-	c       collective.Comm
-	d       *Data
-	cfg     Config
-	m       *model.Model
-	opt     model.Optimizer
-	sampler sampling.Sampler
-	grid    *collective.Grid // the 1.5D topology's grid, nil when replicated
-	fgrid   *collective.Grid // the feature replication's grid, when it is not grid
-	fcomm   collective.Comm  // the rank's feature replica group (one rank per part)
-	store   *alltoall.Store  // the rank's feature rows and cache
-	stores  []StoreStats
-	owned   []int64         // the training vertices this rank draws seeds from
-	ebook   *partition.Book // who computes which vertex in layer-wise inference
-	sched   *schedule
-	deg     []int64 // full-graph degree of every vertex (GCN normalisation), when the rank holds the graph
-	// featDeg and evalDeg are the degrees of the rows the rank owns under
-	// d.Book and ebook, for the degree exchanges of GCN on a partitioned
-	// dataset (needDegrees); nil otherwise.
-	featDeg, evalDeg *dense.Matrix
-	grads            []float32
-	// lc is the loader's communicator, a duplicate of c (collective.Dup):
-	// sampling (grid) and the feature fetch (fcomm, store) communicate on
-	// it and its splits, the compute loop on c (see loader.go).
-	lc    collective.Comm
-	slots []*slot // the minibatches' input rows in flight (loader.go); slot 0 also serves inference
+	cfg         Config
+	d           *Data   // the rank's graph rows and labels; its features have moved into feed.store
+	deg         []int64 // full-graph degree of every vertex (GCN normalisation), when the rank holds the graph
+	fingerprint string  // the run's identity in checkpoints (makeFingerprint)
+	comms
+	learner
+	feed
+	evaluator
+	dev *device    // the GPU step (Config.Device cuda), else nil
+	ep  epochState // the epoch that train ran, for summarize
+}
 
-	ep                epochState // the epoch that train ran, for summarize
-	fingerprint       string
+// comms are a trainer's communicators. The compute loop (gradients,
+// metrics, inference) talks on c; the loader on lc, a duplicate of c
+// (collective.Dup), and its splits: sampling on grid and the feature
+// fetch on fcomm (see loader.go), so that the two never interleave their
+// calls on one communicator.
+type comms struct {
+	c     collective.Comm
+	lc    collective.Comm
+	grid  *collective.Grid // the 1.5D topology's grid, nil when replicated
+	fgrid *collective.Grid // the feature replication's grid, when it is not grid
+	fcomm collective.Comm  // the rank's feature replica group (one rank per part)
+}
+
+// learner is the model a trainer trains and its optimiser, on the host.
+// With Config.Device cuda the device model (trainer.dev) steps instead
+// and hands its weights and moments back to these after every epoch.
+type learner struct {
+	m     *model.Model
+	opt   model.Optimizer
+	grads []float32 // the flat gradients, staged for their Allreduce
+}
+
+// flatWeights appends the model's parameters to dst (weightKeeper).
+func (l *learner) flatWeights(dst []float32) []float32 { return l.m.FlattenWeights(dst) }
+
+// feed is the data side of a trainer's step: the seeds it draws, the
+// sampler that expands them into minibatches and the feature store that
+// serves their input rows, through the slots the loader fills.
+type feed struct {
+	sampler sampling.Sampler
+	owned   []int64         // the training vertices this rank draws seeds from
+	sched   *schedule       // the seeds of every minibatch of an epoch
+	store   *alltoall.Store // the rank's feature rows and cache
+	stores  []StoreStats    // every rank's store, for Result.Stores
+	slots   []*slot         // the minibatches' input rows in flight (loader.go); slot 0 also serves inference
+	// featDeg is the degrees of the rows the rank owns under d.Book, for
+	// the degree exchanges of GCN on a partitioned dataset
+	// (needDegrees); nil otherwise.
+	featDeg *dense.Matrix
+}
+
+// evaluator is the state of a trainer's layer-wise inference (infer.go):
+// who computes which vertex, the chunks each layer is computed in, and
+// which of the rank's rows are validation and test vertices.
+type evaluator struct {
+	ebook *partition.Book // who computes which vertex in layer-wise inference
+	// evalDeg is the degrees of the rows the rank owns under ebook, for
+	// GCN on a partitioned dataset (needDegrees); nil otherwise.
+	evalDeg           *dense.Matrix
 	evalChunks        [][]int // per layer: this rank's chunk boundaries, padded to the ranks' maximum count
 	chunkCache        map[[2]int]*evalChunk
-	chunkCached       int64   // entries and sources of the cached chunks
-	valMask, testMask []bool  // of rows [d.RowLo, d.RowHi)
-	dev               *device // the GPU step (Config.Device cuda), else nil
+	chunkCached       int64  // entries and sources of the cached chunks
+	valMask, testMask []bool // of rows [d.RowLo, d.RowHi)
 }
 
 func newTrainer(c collective.Comm, d *Data, cfg Config) (*trainer, error) {
@@ -86,7 +122,7 @@ func newTrainer(c collective.Comm, d *Data, cfg Config) (*trainer, error) {
 	d.Feat, d.FeatCSR = nil, nil
 	dd := *d
 	d = &dd
-	t := &trainer{c: c, d: d, cfg: cfg, m: m}
+	t := &trainer{cfg: cfg, d: d, comms: comms{c: c}, learner: learner{m: m}}
 	if t.opt, err = cfg.newOptimizer(); err != nil {
 		return nil, err
 	}
