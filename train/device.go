@@ -18,8 +18,9 @@ import (
 	"gnnmpi/sampling"
 )
 
-// The minibatch step on a GPU (Config.Device DeviceCUDA). Each rank opens
-// the CUDA device of its local rank (round-robin over the devices the
+// The minibatch step on a GPU (Config.Device DeviceCUDA). Each rank opens,
+// with the openers main hands down (Backends), the CUDA device of its
+// local rank (round-robin over the devices the
 // driver sees: ranks may share one, as CUDA allows) and builds a gpu/gnn
 // model from the host model's weights. In train, the device replaces the
 // host model's forward, backward and optimizer step: the gradients are
