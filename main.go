@@ -27,12 +27,15 @@ import (
 	"gonum.org/v1/gonum/blas"
 	gonumblas "gonum.org/v1/gonum/blas/gonum"
 
+	"gnnmpi/cli"
 	"gnnmpi/collective"
 	"gnnmpi/collective/inproc"
 	"gnnmpi/collective/mpi"
-	"gnnmpi/cli"
+	"gnnmpi/gpu/cuda"
 	"gnnmpi/internal/memlimit"
 	"gnnmpi/internal/openblas"
+	"gnnmpi/nccl"
+	"gnnmpi/train"
 )
 
 func main() {
@@ -73,7 +76,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "gnnmpi: %v\n", err)
 		return 2
 	}
-	setBLAS := func(env *cli.Env) { env.BLAS, env.BLASName = impl, blasName }
+	// The backends every command gets: the dense products, and the CUDA
+	// and NCCL libraries, loaded at run time when --device cuda needs them.
+	gpu := train.Backends{CUDADeviceCount: cuda.DeviceCount, OpenCUDA: cuda.Open, NewNCCL: nccl.New}
+	setBackends := func(env *cli.Env) { env.BLAS, env.BLASName, env.GPU = impl, blasName, gpu }
 	if _, err := mpi.ParseThreading(g.mpiThread); err != nil {
 		fmt.Fprintf(stderr, "gnnmpi: --mpi-thread: %v\n", err)
 		return 2
@@ -114,12 +120,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "gnnmpi: %v\n", mpi.ErrNoMPI)
 			return 1
 		}
-		return runMPI(cmd.Name, runCmd, setBLAS, g, metrics, stdout, stderr)
+		return runMPI(cmd.Name, runCmd, setBackends, g, metrics, stdout, stderr)
 	}
 	p := max(g.ranks, 1)
 	err = inproc.Run(p, inproc.Options{Timeout: g.commTimeout}, func(c collective.Comm) error {
 		env := cli.NewEnv(collective.WithStats(c, nil), "inproc", cmd.Name, stdout, stderr, metrics, g.json)
-		setBLAS(env)
+		setBackends(env)
 		return runCmd(env)
 	})
 	if err != nil {
@@ -226,7 +232,7 @@ func writeHeapProfile(path string) error {
 
 // runMPI runs the command on this MPI rank. Any error or panic after MPI
 // starts ends the whole job through MPI_Abort, so no rank is left waiting.
-func runMPI(name string, runCmd func(*cli.Env) error, setBLAS func(*cli.Env), g globalFlags, metrics io.Writer, stdout, stderr io.Writer) (code int) {
+func runMPI(name string, runCmd func(*cli.Env) error, setBackends func(*cli.Env), g globalFlags, metrics io.Writer, stdout, stderr io.Writer) (code int) {
 	th, _ := mpi.ParseThreading(g.mpiThread) // checked by run
 	world, err := mpi.InitThreading(th)
 	if err != nil {
@@ -263,7 +269,7 @@ func runMPI(name string, runCmd func(*cli.Env) error, setBLAS func(*cli.Env), g 
 		}
 	}()
 	env := cli.NewEnv(comm, "mpi", name, stdout, stderr, metrics, g.json)
-	setBLAS(env)
+	setBackends(env)
 	env.MPI = &cli.MPIAccess{Handle: mpi.FortranHandle, Call: mpi.Call}
 	if err := runCmd(env); err != nil {
 		fail(err)

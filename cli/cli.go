@@ -24,6 +24,7 @@ import (
 	"gonum.org/v1/gonum/blas"
 
 	"gnnmpi/collective"
+	"gnnmpi/train"
 )
 
 // Command is one subcommand.
@@ -78,6 +79,9 @@ type Env struct {
 	// through gonum's netlib, or gonum's pure Go); nil means pure Go.
 	BLAS     blas.Float32Level3
 	BLASName string
+	// GPU opens the CUDA device and NCCL for training with --device
+	// cuda (main picks them); a zero value leaves training to the CPU.
+	GPU train.Backends
 	// MPI gives access to the MPI communicator beneath Comm, for
 	// libraries that communicate themselves (PT-Scotch); main sets it
 	// under the MPI backend, nil otherwise.

@@ -20,9 +20,16 @@ import (
 
 	"gnnmpi/collective"
 	"gnnmpi/collective/inproc"
+	"gnnmpi/gpu/cuda"
 	"gnnmpi/graph"
+	"gnnmpi/nccl"
 	"gnnmpi/sparse"
+	"gnnmpi/train"
 )
+
+// testGPU are the GPU backends the commands' tests hand down, as main
+// does; the GPU tests point them at the fake libraries (gputest).
+var testGPU = train.Backends{CUDADeviceCount: cuda.DeviceCount, OpenCUDA: cuda.Open, NewNCCL: nccl.New}
 
 // lockedBuffer is a bytes.Buffer that several ranks may write.
 type lockedBuffer struct {
@@ -56,7 +63,9 @@ func runCmdErr(t *testing.T, p int, name string, args ...string) (stdout, stderr
 		if err := fs.Parse(args); err != nil {
 			return err
 		}
-		return fn(NewEnv(collective.WithStats(c, nil), "inproc", name, &out, &se, nil, true))
+		env := NewEnv(collective.WithStats(c, nil), "inproc", name, &out, &se, nil, true)
+		env.GPU = testGPU
+		return fn(env)
 	})
 	if errs[0] != nil {
 		err = errs[0]

@@ -933,6 +933,7 @@ func trainCheck(env *Env, o gpucheckOptions) (map[string]float64, error) {
 	run := func(dev train.Device) (*train.Result, error) {
 		cfg := train.Defaults("sage")
 		cfg.Epochs, cfg.Device, cfg.Seed = o.trainEpochs, dev, o.seed
+		cfg.Backends = env.GPU
 		cfg, err := cfg.Resolve(c.Size())
 		if err != nil {
 			return nil, err

@@ -35,6 +35,7 @@ func runCmd(t *testing.T, p int, name string, args ...string) (string, error) {
 			return err
 		}
 		env := NewEnv(collective.WithStats(c, nil), "inproc", name, &out, io.Discard, nil, true)
+		env.GPU = testGPU
 		return fn(env)
 	})
 	if errs[0] != nil {

@@ -332,6 +332,7 @@ func runTrain(env *Env, path string, lo train.LoadOptions, cfg train.Config) err
 			return env.Record(epochRecord(st))
 		},
 	}
+	cfg.Backends = env.GPU
 	res, err := train.Run(c, d, cfg, hooks)
 	if err != nil {
 		return err

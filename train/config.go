@@ -158,6 +158,11 @@ type Config struct {
 	// (Device cuda only; see device.go). Both count the same bytes.
 	GradComm GradComm `json:",omitempty"`
 
+	// Backends open the GPU libraries that Device and GradComm need
+	// (device.go); main picks them. They are not part of the run's
+	// identity.
+	Backends Backends `json:"-"`
+
 	// EvalMemory bounds the input rows one chunk of layer-wise inference
 	// gathers, in float32 values (the destinations' rows plus all their
 	// neighbours' rows times the layer's input width).

@@ -18,8 +18,9 @@ import (
 	"gnnmpi/sampling"
 )
 
-// The minibatch step on a GPU (Config.Device DeviceCUDA). Each rank opens
-// the CUDA device of its local rank (round-robin over the devices the
+// The minibatch step on a GPU (Config.Device DeviceCUDA). Each rank opens,
+// with the openers main hands down (Backends), the CUDA device of its
+// local rank (round-robin over the devices the
 // driver sees: ranks may share one, as CUDA allows) and builds a gpu/gnn
 // model from the host model's weights. In train, the device replaces the
 // host model's forward, backward and optimizer step: the gradients are
@@ -85,6 +86,27 @@ func (c *Config) validateDevice() error {
 	return nil
 }
 
+// Backends are the GPU libraries that training opens with Config.Device
+// DeviceCUDA and Config.GradComm GradCommNCCL. Only main picks concrete
+// backends (STYLE.md §2): it hands down cuda.DeviceCount, cuda.Open and
+// nccl.New, through cli, in Config.Backends, and train opens nothing of
+// its own. Tests pass the same functions, which load the fake libraries
+// of gpu/gputest and nccl/nccltest when pointed at them. A field left nil
+// makes the run that needs it fail on every rank.
+type Backends struct {
+	// CUDADeviceCount returns the number of CUDA devices the driver sees,
+	// or the error of loading the driver (cuda.DeviceCount's names
+	// libcuda.so.1).
+	CUDADeviceCount func() (int, error)
+	// OpenCUDA opens CUDA device i, 0 ≤ i < CUDADeviceCount(), and returns
+	// its context, which the caller closes (cuda.Open).
+	OpenCUDA func(i int) (*cuda.Context, error)
+	// NewNCCL creates an NCCL communicator over the ranks of world whose
+	// buffers live in dev, which the caller frees (nccl.New). It is
+	// collective over world; every rank gets the same error.
+	NewNCCL func(world collective.Comm, dev nccl.DeviceMemory) (*nccl.Comm, error)
+}
+
 // device is a rank's GPU state.
 type device struct {
 	ctx  *cuda.Context
@@ -122,7 +144,11 @@ func (t *trainer) openDevice(sparseFeatures bool) error {
 // error. Its setup traffic goes over t.c undecorated, uncounted, as
 // nccl.New's does.
 func (t *trainer) openNCCL() error {
-	nc, err := nccl.New(t.c, cuda.Memory{Ctx: t.dev.ctx})
+	var nc *nccl.Comm
+	err := errors.New("no NCCL backend was handed down (Config.Backends.NewNCCL is nil)")
+	if open := t.cfg.Backends.NewNCCL; open != nil {
+		nc, err = open(t.c, cuda.Memory{Ctx: t.dev.ctx})
+	}
 	err = collective.Agree(collective.Unwrap(t.c), err)
 	if err != nil {
 		if nc != nil {
@@ -158,14 +184,18 @@ func (t *trainer) newDevice(local int, sparseFeatures bool) error {
 	if !ok {
 		return fmt.Errorf("train: the device runs Adam, not %T", t.opt)
 	}
-	n, err := cuda.DeviceCount()
+	be := t.cfg.Backends
+	if be.CUDADeviceCount == nil || be.OpenCUDA == nil {
+		return errors.New("train: --device cuda: no CUDA backend was handed down (Config.Backends.CUDADeviceCount or OpenCUDA is nil)")
+	}
+	n, err := be.CUDADeviceCount()
 	if err != nil {
 		return fmt.Errorf("train: --device cuda: %w", err)
 	}
 	if n < 1 {
 		return errors.New("train: --device cuda: the CUDA driver sees no device")
 	}
-	ctx, err := cuda.Open(local % n)
+	ctx, err := be.OpenCUDA(local % n)
 	if err != nil {
 		return fmt.Errorf("train: --device cuda: %w", err)
 	}
@@ -251,8 +281,6 @@ func (t *trainer) deviceBackward(ep *epochState, epoch, i int, seeds []int64, mb
 	if err != nil {
 		return err
 	}
-	ep.lossSum += res.Loss * float64(len(seeds))
-	ep.correct += float64(model.Correct(res.Logits, labels))
-	ep.seen += float64(len(seeds))
+	ep.count(res.Loss, model.Correct(res.Logits, labels), len(seeds))
 	return nil
 }

@@ -5,10 +5,14 @@ import (
 	"math"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"gnnmpi/alltoall"
+	"gnnmpi/collective"
+	"gnnmpi/collective/inproc"
+	"gnnmpi/gpu/cuda"
 	"gnnmpi/gpu/gnn"
 	"gnnmpi/gpu/gputest"
 	"gnnmpi/gpu/tier"
@@ -16,6 +20,10 @@ import (
 	"gnnmpi/nccl"
 	"gnnmpi/partition"
 )
+
+// gpuBackends are the real openers, which main hands down; useFakeGPU
+// points them at the fake libraries.
+var gpuBackends = Backends{CUDADeviceCount: cuda.DeviceCount, OpenCUDA: cuda.Open, NewNCCL: nccl.New}
 
 func TestMain(m *testing.M) {
 	code := m.Run()
@@ -171,4 +179,43 @@ func TestGradCommNCCLMissing(t *testing.T) {
 	_, err := runRanks(2, cfg, partition.Random(sbm().NumNodes, 2, 5))
 	require.ErrorContains(t, err, "libnccl.so.2 not found") // the rank that reports carries rank 0's ErrNoNCCL
 	require.ErrorContains(t, err, "--grad-comm nccl")
+}
+
+// Training opens only the GPU backends it is handed: without them,
+// --device cuda (or, with the device open, --grad-comm nccl) fails on
+// every rank with an error naming the missing Config.Backends field.
+func TestDeviceWithoutBackends(t *testing.T) {
+	useFakeGPU(t)
+	for _, tc := range []struct {
+		name     string
+		gradComm GradComm
+		backends Backends
+		want     string
+		flag     string
+	}{
+		{"no CUDA", GradCommMPI, Backends{NewNCCL: nccl.New}, "Config.Backends.CUDADeviceCount or OpenCUDA is nil", "--device cuda"},
+		{"no open", GradCommMPI, Backends{CUDADeviceCount: cuda.DeviceCount}, "Config.Backends.CUDADeviceCount or OpenCUDA is nil", "--device cuda"},
+		{"no NCCL", GradCommNCCL, Backends{CUDADeviceCount: cuda.DeviceCount, OpenCUDA: cuda.Open}, "Config.Backends.NewNCCL is nil", "--grad-comm nccl"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testConfig("sage")
+			cfg.Epochs = 1
+			cfg.Device, cfg.GradComm, cfg.Backends = DeviceCUDA, tc.gradComm, tc.backends
+			const p = 2
+			book := partition.Random(sbm().NumNodes, p, 5)
+			errs := make([]error, p)
+			_ = inproc.Run(p, inproc.Options{Timeout: time.Minute}, func(c collective.Comm) error {
+				d, err := Distribute(sbm(), "random", book, c.Rank())
+				if err != nil {
+					return err
+				}
+				_, errs[c.Rank()] = Run(collective.WithStats(c, nil), d, cfg, Hooks{})
+				return errs[c.Rank()]
+			})
+			for r, err := range errs {
+				require.ErrorContains(t, err, tc.want, "rank %d", r)
+				require.ErrorContains(t, err, tc.flag, "rank %d", r)
+			}
+		})
+	}
 }

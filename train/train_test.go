@@ -38,6 +38,7 @@ func testConfig(kind string) Config {
 	}
 	cfg.EvalMemory = 50 * 11 * 32 // several inference chunks per rank
 	cfg.FeatureNorm = "none"      // SBM features are signed
+	cfg.Backends = gpuBackends    // as main hands them down
 	return cfg
 }
 

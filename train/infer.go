@@ -1,0 +1,280 @@
+package train
+
+import (
+	"gnnmpi/alltoall"
+	"gnnmpi/collective"
+	"gnnmpi/dense"
+	"gnnmpi/model"
+	"gnnmpi/partition"
+	"gnnmpi/sampling"
+	"gnnmpi/sparse"
+)
+
+// mask returns the membership of ids among the vertices [lo, hi), indexed
+// from lo: ids outside the range are left out.
+func mask(lo, hi int64, ids []int64) []bool {
+	m := make([]bool, hi-lo)
+	for _, g := range ids {
+		if g >= lo && g < hi {
+			m[g-lo] = true
+		}
+	}
+	return m
+}
+
+// planChunks cuts the owned vertices, for every layer, into chunks whose
+// gathered input (the distinct rows of the destinations and all their
+// neighbours, times the layer's input width) stays within EvalMemory
+// values; every rank then takes as many exchange rounds as the rank with
+// the most chunks. It returns the boundaries: chunk k of layer l is
+// owned[b[l][k]:b[l][k+1]].
+func (t *trainer) planChunks() ([][]int, error) {
+	owned := t.ebook.Owned(t.c.Rank())
+	L := t.cfg.Model.Layers
+	bounds := make([][]int, L)
+	counts := make([]int64, L)
+	seen := newStamps(t.d) // chunk number + 1 that last counted the vertex
+	for l := range L {
+		fin := int64(t.store.Cols())
+		if l > 0 {
+			fin = int64(t.m.Layers[l-1].OutDim())
+		}
+		seen.clear()
+		b := []int{0}
+		chunk := int32(1)
+		var rows int64
+		// fresh counts the rows vertex g adds to the current chunk and
+		// marks them.
+		fresh := func(g int64) (add int64) {
+			if seen.swap(g, chunk) != chunk {
+				add++
+			}
+			for _, v := range t.d.Row(g) {
+				if seen.swap(v, chunk) != chunk {
+					add++
+				}
+			}
+			return add
+		}
+		for k, g := range owned {
+			add := fresh(g)
+			// A chunk's gathered inputs stay within EvalMemory values, on
+			// one rank too (a hidden layer in one chunk reads the rank's
+			// rows in place, but its block and the layer's intermediate
+			// rows would grow with the graph).
+			if rows > 0 && (rows+add)*fin > t.cfg.EvalMemory {
+				b = append(b, k) // start a new chunk with g
+				chunk++
+				rows, add = 0, fresh(g)
+			}
+			rows += add
+		}
+		if len(owned) > 0 {
+			b = append(b, len(owned))
+		}
+		bounds[l] = b
+		counts[l] = int64(len(b) - 1)
+	}
+	if err := collective.AllreduceSlice(t.c, counts, collective.Max); err != nil {
+		return nil, err
+	}
+	for l := range L {
+		for int64(len(bounds[l])-1) < max(counts[l], 1) {
+			bounds[l] = append(bounds[l], len(owned)) // empty rounds
+		}
+	}
+	return bounds, nil
+}
+
+// stamps marks vertices with a small number: an array over the vertices
+// when the rank holds the whole graph, a map over those stamped when it
+// holds a part (no array of n).
+type stamps struct {
+	dense []int32
+	m     map[int64]int32
+}
+
+func newStamps(d *Data) *stamps {
+	if d.Partitioned() {
+		return &stamps{m: map[int64]int32{}}
+	}
+	return &stamps{dense: make([]int32, d.NumNodes())}
+}
+
+func (s *stamps) clear() {
+	clear(s.dense)
+	clear(s.m)
+}
+
+// swap stamps v with x and returns its previous stamp (0 if none).
+func (s *stamps) swap(v int64, x int32) int32 {
+	if s.m != nil {
+		old := s.m[v]
+		s.m[v] = x
+		return old
+	}
+	old := s.dense[v]
+	s.dense[v] = x
+	return old
+}
+
+// evaluate runs exact layer-wise full-neighbour inference over every vertex
+// (infer) and returns the validation and test accuracy and the mean
+// validation loss.
+func (t *trainer) evaluate() (evaluation, error) {
+	c := t.c
+	defer collective.SetPhase(c, PhaseEval)()
+	defer collective.SetPhase(t.lc, PhaseEval)() // the input layer's fetch
+	owned := t.ebook.Owned(c.Rank())
+	h, err := t.infer(owned)
+	if err != nil {
+		return evaluation{}, err
+	}
+	var valHits, val, testHits, test, valLoss float64
+	for k, pred := range model.Argmax(h) {
+		g := owned[k]
+		hit := 0.0
+		if pred == t.d.Label(g) {
+			hit = 1
+		}
+		if t.valMask[g-t.d.RowLo] {
+			valHits += hit
+			val++
+			valLoss += model.CrossEntropy(h.Data[k*h.Cols:(k+1)*h.Cols], t.d.Label(g))
+		}
+		if t.testMask[g-t.d.RowLo] {
+			testHits += hit
+			test++
+		}
+	}
+	if err := collective.AllreduceVars(c, collective.Sum, &valHits, &val, &testHits, &test, &valLoss); err != nil {
+		return evaluation{}, err
+	}
+	return evaluation{
+		ValAcc:  valHits / max(val, 1),
+		ValLoss: valLoss / max(val, 1),
+		TestAcc: testHits / max(test, 1),
+	}, nil
+}
+
+// infer computes the model's output rows of the vertices this rank owns in
+// layer-wise inference (owned, ebook order): each rank computes a layer's
+// output for its vertices, fetching the inputs of their neighbours from
+// the owners (phase "eval"), chunk by chunk.
+func (t *trainer) infer(owned []int64) (*dense.Matrix, error) {
+	var h *dense.Matrix
+	for l := range t.cfg.Model.Layers {
+		var out *dense.Matrix
+		b := t.evalChunks[l]
+		for k := range len(b) - 1 {
+			lo, hi := b[k], b[k+1]
+			dst := owned[lo:hi]
+			ch := t.chunk(owned, lo, hi)
+			if err := t.normalize(ch); err != nil {
+				return nil, err
+			}
+			x := h
+			var err error
+			buf := t.spare()
+			switch {
+			case l == 0: // the input rows, from the feature store
+				if _, err = t.fetch(&buf.x, ch.src); err != nil {
+					return nil, err
+				}
+				x = buf.x.dense
+			case !ch.inPlace:
+				if x, err = alltoall.ExchangeTo(t.c, buf.x.dense, ch.plan, t.ebook, h); err != nil {
+					return nil, err
+				}
+				buf.x.dense = x
+			}
+			if len(dst) == 0 {
+				continue
+			}
+			var y *dense.Matrix
+			if l == 0 && t.store.Sparse() {
+				y = t.m.ForwardLayerSparse(0, ch.adj, buf.x.csr)
+			} else {
+				y = t.m.ForwardLayer(l, ch.adj, x)
+			}
+			if out == nil {
+				out = dense.New(len(owned), y.Cols)
+			}
+			copy(out.Data[lo*y.Cols:], y.Data)
+		}
+		if out == nil {
+			out = dense.New(0, t.m.Layers[l].OutDim())
+		}
+		h = out
+	}
+	return h, nil
+}
+
+// identity reports whether src lists exactly the n rows of rank r under
+// book, local ids 0..n−1, in order.
+func identity(src []int64, book *partition.Book, r, n int) bool {
+	if len(src) != n {
+		return false
+	}
+	for i, g := range src {
+		if q, lid := book.Locate(g); q != r || lid != int64(i) {
+			return false
+		}
+	}
+	return true
+}
+
+// normalize makes ch's adjacency from its block (adjacency). On a
+// partitioned dataset GCN needs the degrees of the sources, which it
+// fetches from their owners in every round, built or not, so that every
+// rank makes the same collective calls whatever its chunks are.
+func (t *trainer) normalize(ch *evalChunk) error {
+	var deg []int64
+	if t.evalDeg != nil {
+		var err error
+		if deg, err = fetchDegrees(t.c, t.ebook, t.evalDeg, ch.plan, ch.src); err != nil {
+			return err
+		}
+	}
+	if ch.adj == nil {
+		ch.adj, ch.blk = t.adjacency(ch.blk, deg), sampling.Block{}
+	}
+	return nil
+}
+
+// evalChunk is one chunk of layer-wise inference: the destinations'
+// full-neighbour adjacency (normalised for GCN) and the plan that gathers
+// its sources. The same chunks recur in every evaluation and, where the
+// boundaries agree, in every layer, so they are kept while their entries
+// fit EvalMemory; beyond that (a graph whose blocks would double the
+// rank's topology) they are built again each time.
+type evalChunk struct {
+	blk     sampling.Block // the destinations' full-neighbour block, until adj is made from it
+	adj     *sparse.CSR
+	src     []int64 // the sources' global ids
+	plan    *alltoall.Plan
+	inPlace bool // the sources are this rank's rows in order: a hidden layer reads them in place
+}
+
+// chunk returns the chunk owned[lo:hi], building it on first use.
+func (t *trainer) chunk(owned []int64, lo, hi int) *evalChunk {
+	key := [2]int{lo, hi}
+	if ch, ok := t.chunkCache[key]; ok {
+		return ch
+	}
+	blk := sampling.FullBlockRows(t.d.Adj, t.d.RowLo, owned[lo:hi])
+	ch := &evalChunk{blk: blk, src: blk.Src}
+	// One rank, one chunk: the sources are this rank's rows in order, so
+	// nothing is exchanged.
+	if ch.inPlace = identity(blk.Src, t.ebook, t.c.Rank(), len(owned)); !ch.inPlace || t.evalDeg != nil {
+		ch.plan = alltoall.NewPlan(blk.Src, t.ebook, t.c.Rank())
+	}
+	if size := int64(len(blk.Adj.Indices) + len(blk.Src)); t.chunkCached+size <= t.cfg.EvalMemory {
+		if t.chunkCache == nil {
+			t.chunkCache = map[[2]int]*evalChunk{}
+		}
+		t.chunkCache[key] = ch
+		t.chunkCached += size
+	}
+	return ch
+}

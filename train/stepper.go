@@ -1,0 +1,248 @@
+package train
+
+import (
+	"time"
+
+	"gnnmpi/alltoall"
+	"gnnmpi/collective"
+	"gnnmpi/dense"
+	"gnnmpi/gpu/tier"
+	"gnnmpi/internal/rng"
+	"gnnmpi/model"
+	"gnnmpi/sampling"
+)
+
+// epochState is what train keeps on this rank for summarize: the
+// communication counts at the epoch's start, the times by phase, the loss
+// and accuracy sums and the feature fetches.
+type epochState struct {
+	before                 collective.Snapshot
+	secs                   map[string]float64
+	trainSecs              float64
+	lossSum, correct, seen float64
+	fetched                alltoall.Counts
+	reads                  tier.Reads // of the device gathers
+	batches                int
+}
+
+// count adds a minibatch of n seeds to the epoch's sums: its mean loss
+// and the number of seeds predicted correctly.
+func (ep *epochState) count(loss float64, correct, n int) {
+	ep.lossSum += loss * float64(n)
+	ep.correct += float64(correct)
+	ep.seen += float64(n)
+}
+
+// train trains one epoch: every minibatch is sampled (Bulk at a time),
+// its inputs fetched, and one optimizer step taken on the gradients summed
+// over the ranks. The minibatches come from a source (loader.go): with
+// Config.Overlap a loader goroutine prepares the next ones while one
+// computes. The time the compute loop waits for a minibatch is counted as
+// PhaseWait; the loader's sample and fetch times are its own.
+func (t *trainer) train(epoch int, progress func(epoch, batch, batches int)) error {
+	c, r := t.c, t.c.Rank()
+	ep := epochState{before: collective.SnapshotOf(c), secs: map[string]float64{}}
+	lap := func(phase string, t0 time.Time) time.Time {
+		now := time.Now()
+		ep.secs[phase] += now.Sub(t0).Seconds()
+		return now
+	}
+	batches := t.sched.batches(t.cfg.Seed, epoch, r)
+	ep.batches = len(batches)
+	start := time.Now()
+	if t.dev != nil {
+		if err := t.dev.upload(t.m); err != nil {
+			return err
+		}
+	}
+	src := t.newSource(epoch, batches)
+	for i := range batches {
+		if progress != nil {
+			progress(epoch, i, len(batches))
+		}
+		t0 := time.Now()
+		b, err := src.next()
+		if err != nil {
+			src.stop()
+			return err
+		}
+		t0 = lap(PhaseWait, t0)
+		if t.dev != nil {
+			err = t.deviceBackward(&ep, epoch, b.i, b.seeds, b.mb, b.x)
+		} else {
+			t.backward(&ep, epoch, b.i, b.seeds, b.mb, b.x)
+		}
+		src.release(b)
+		if err != nil {
+			src.stop()
+			return err
+		}
+		t0 = lap(PhaseCompute, t0)
+		if err := t.sumGrads(); err != nil {
+			src.stop()
+			return err
+		}
+		t0 = lap(PhaseGrad, t0)
+		if t.dev != nil {
+			err = t.dev.m.AdamStep(t.dev.adam)
+		} else {
+			t.opt.Step(t.m.Params())
+		}
+		lap(PhaseCompute, t0)
+		if err != nil {
+			src.stop()
+			return err
+		}
+	}
+	if t.dev != nil {
+		if err := t.dev.download(t.m); err != nil {
+			src.stop()
+			return err
+		}
+	}
+	ls := src.finish()
+	for p, s := range ls.secs {
+		ep.secs[p] += s
+	}
+	ep.fetched, ep.reads = ls.fetched, ls.reads
+	ep.trainSecs = time.Since(start).Seconds()
+	t.ep = ep
+	return nil
+}
+
+// sumGrads sums the step's gradients over the ranks (one Allreduce of
+// the flat vector, phase PhaseGrad): the host model's, the device's
+// staged through host memory, or with GradComm nccl the device's in place
+// (allreduceDevice).
+func (t *trainer) sumGrads() error {
+	if t.dev != nil && t.dev.nccl != nil {
+		defer collective.SetPhase(t.c, PhaseGrad)()
+		return t.allreduceDevice()
+	}
+	if t.dev != nil {
+		t.grads = dense.Grow(t.grads, t.dev.m.NumParams())
+		if err := t.dev.m.Grads(t.grads); err != nil {
+			return err
+		}
+	} else {
+		t.grads = t.m.FlattenGrads(t.grads[:0])
+	}
+	restore := collective.SetPhase(t.c, PhaseGrad)
+	err := collective.AllreduceSlice(t.c, t.grads, collective.Sum)
+	restore()
+	if err != nil {
+		return err
+	}
+	if t.dev != nil {
+		return t.dev.m.SetGrads(t.grads)
+	}
+	t.m.SetGrads(t.grads)
+	return nil
+}
+
+// backward computes the gradients of minibatch i of epoch (seeds, sampled
+// as mb, input rows x) on this rank and adds its loss and accuracy to ep.
+func (t *trainer) backward(ep *epochState, epoch, i int, seeds []int64, mb *sampling.MiniBatch, x inputs) {
+	t.m.ZeroGrad()
+	if len(seeds) == 0 {
+		return
+	}
+	drops := rng.New(t.cfg.Seed, streamDropout, uint64(epoch), uint64(i), uint64(t.c.Rank()))
+	var logits *dense.Matrix
+	if x.csr != nil {
+		logits = t.m.ForwardSparse(t.blocks(mb, x.deg), x.csr, true, drops)
+	} else {
+		logits = t.m.Forward(t.blocks(mb, x.deg), x.dense, true, drops)
+	}
+	labels := make([]int32, len(seeds))
+	for k, g := range seeds {
+		labels[k] = t.d.Label(g)
+	}
+	loss, dl := model.SoftmaxCrossEntropy(logits, labels)
+	// dl is the gradient of this rank's mean loss; rescale it to this
+	// rank's share of the global mean over the step's seeds, so that
+	// summing over ranks gives the global gradient.
+	scale := float32(float64(len(seeds)) / float64(t.sched.sizes[i]))
+	for k := range dl.Data {
+		dl.Data[k] *= scale
+	}
+	t.m.Backward(dl)
+	ep.count(loss, model.Correct(logits, labels), len(seeds))
+}
+
+// summarize reduces the epoch that train ran (and the evaluation ev, if not
+// nil) over the ranks: sums of loss and accuracy counts, maxima of times,
+// sums of the epoch's bytes by phase and of the feature fetches.
+func (t *trainer) summarize(epoch int, ev *evaluation, evalSecs float64) (EpochStats, error) {
+	c, ep := t.c, &t.ep
+	st := EpochStats{Epoch: epoch, Batches: ep.batches}
+	if ev != nil {
+		ep.secs[PhaseEval] += evalSecs
+		st.Evaluated, st.ValAcc, st.TestAcc, st.ValLoss = true, ev.ValAcc, ev.TestAcc, ev.ValLoss
+	}
+	defer collective.SetPhase(c, PhaseMetrics)()
+	lossSum, correct, seen := ep.lossSum, ep.correct, ep.seen
+	if err := collective.AllreduceVars(c, collective.Sum, &lossSum, &correct, &seen); err != nil {
+		return EpochStats{}, err
+	}
+	// Every rank's times in its own slot of one vector (a sum with zeros
+	// elsewhere is exact): the slowest rank per phase, and the phases of
+	// the rank whose epoch was the slowest.
+	w := 1 + len(timePhases)
+	all := make([]float64, w*c.Size())
+	own := all[w*c.Rank():]
+	own[0] = ep.trainSecs
+	for k, p := range timePhases {
+		own[k+1] = ep.secs[p]
+	}
+	if err := collective.AllreduceSlice(c, all, collective.Sum); err != nil {
+		return EpochStats{}, err
+	}
+	times, critical := make([]float64, w), 0
+	for r := 0; r < c.Size(); r++ {
+		v := all[w*r : w*(r+1)]
+		for k := range times {
+			times[k] = max(times[k], v[k])
+		}
+		if v[0] > all[w*critical] {
+			critical = r
+		}
+	}
+	delta := collective.SnapshotOf(c).Sub(ep.before)
+	bytes := make([]int64, len(bytePhases), len(bytePhases)+9)
+	for k, p := range bytePhases {
+		bytes[k] = delta.Phase(p).SentBytes
+	}
+	bytes = append(bytes, ep.fetched.Rows, ep.fetched.Hits, ep.fetched.Remote)
+	gpu := t.dev != nil && t.dev.tier != nil // the same on every rank: the same dtype
+	if gpu {
+		r := ep.reads
+		bytes = append(bytes, r.DeviceRows, r.HostRows, r.RemoteRows, r.DeviceBytes, r.HostBytes, r.RemoteBytes)
+	}
+	if err := collective.AllreduceSlice(c, bytes, collective.Sum); err != nil {
+		return EpochStats{}, err
+	}
+	st.Loss = lossSum / max(seen, 1)
+	st.TrainAcc = correct / max(seen, 1)
+	st.Seconds = times[0]
+	st.PhaseSeconds = map[string]float64{}
+	for k, p := range timePhases {
+		st.PhaseSeconds[p] = times[k+1]
+	}
+	st.WaitSeconds = st.PhaseSeconds[PhaseWait]
+	st.CriticalPhaseSeconds = map[string]float64{}
+	for k, p := range timePhases {
+		st.CriticalPhaseSeconds[p] = all[w*critical+k+1]
+	}
+	st.Bytes = map[string]int64{}
+	for k, p := range bytePhases {
+		st.Bytes[p] = bytes[k]
+	}
+	k := len(bytePhases)
+	st.FetchRows, st.CacheHits, st.RemoteRows = bytes[k], bytes[k+1], bytes[k+2]
+	if gpu {
+		g := bytes[k+3:]
+		st.GPUReads = &tier.Reads{DeviceRows: g[0], HostRows: g[1], RemoteRows: g[2], DeviceBytes: g[3], HostBytes: g[4], RemoteBytes: g[5]}
+	}
+	return st, nil
+}
