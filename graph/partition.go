@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"math"
 
-	"gnnmpi/partition/metis"
 	"gnnmpi/internal/rng"
 	"gnnmpi/partition"
+	"gnnmpi/partition/metis"
 	"gnnmpi/sparse"
 )
 

@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"gnnmpi/partition/metis"
 	"gnnmpi/partition"
+	"gnnmpi/partition/metis"
 	"gnnmpi/sparse"
 )
 
