@@ -51,7 +51,7 @@ var layers = map[string]int{
 	"gnnmpi/internal/textfile":         1,
 	"gnnmpi/model":                     1,
 	"gnnmpi/partition/dist":            1,
-	"gnnmpi/perfmodel":                 1,
+	"gnnmpi/metrics":                   1,
 	"gnnmpi/spgemm":                    1,
 	"gnnmpi/spgemm/spgemmtest":         1,
 	// Layer 2: algorithms over a Comm or a book; device APIs.
@@ -59,12 +59,14 @@ var layers = map[string]int{
 	"gnnmpi/gpu/cuda":  2,
 	"gnnmpi/nccl":      2,
 	"gnnmpi/partition": 2,
+	"gnnmpi/perfmodel": 2,
 	"gnnmpi/pipe":      2,
 	"gnnmpi/sampling":  2,
 	// Layer 3: datasets, the feature store, the device model.
-	"gnnmpi/alltoall": 3,
-	"gnnmpi/gpu/gnn":  3,
-	"gnnmpi/graph":    3,
+	"gnnmpi/alltoall":            3,
+	"gnnmpi/gpu/gnn":             3,
+	"gnnmpi/graph":               3,
+	"gnnmpi/perfmodel/calibrate": 3,
 	// Layer 4: the device feature store (tiers over the host store).
 	"gnnmpi/gpu/tier": 4,
 	// Layer 5: the application.

@@ -24,6 +24,7 @@ import (
 	"gonum.org/v1/gonum/blas"
 
 	"gnnmpi/collective"
+	"gnnmpi/metrics"
 	"gnnmpi/train"
 )
 
@@ -115,13 +116,13 @@ func (e *Env) Printf(format string, args ...any) {
 	}
 }
 
-// Record writes one JSONL metrics record (rank 0), such as a per-epoch
-// line. It is not collective.
-func (e *Env) Record(obj map[string]any) error {
+// Record writes one JSONL metrics record (rank 0), such as a
+// metrics.Epoch. It is not collective.
+func (e *Env) Record(rec any) error {
 	if e.Metrics == nil {
 		return nil
 	}
-	b, err := json.Marshal(obj)
+	b, err := json.Marshal(rec)
 	if err != nil {
 		return err
 	}
@@ -129,86 +130,41 @@ func (e *Env) Record(obj map[string]any) error {
 	return err
 }
 
-// CommSummary is the byte accounting of a run over all ranks.
-type CommSummary struct {
-	PerRank      []collective.Snapshot `json:"per_rank"`
-	MaxSentBytes int64                 `json:"max_sent_bytes"`
-	MaxRecvBytes int64                 `json:"max_recv_bytes"`
-	TotalBytes   int64                 `json:"total_sent_bytes"`
-	ByPhase      map[string]PhaseBytes `json:"by_phase"`
-}
-
-// PhaseBytes is one phase's traffic over all ranks.
-type PhaseBytes struct {
-	TotalSent int64 `json:"total_sent_bytes"`
-	MaxSent   int64 `json:"max_sent_bytes"`
-	MaxRecv   int64 `json:"max_recv_bytes"`
-}
-
-// GatherComm collects every rank's byte counts, as they were when it was
-// called, onto every rank. It is collective; its own traffic is counted
-// under the phase "metrics" after the snapshot is taken.
-func GatherComm(c collective.Comm) (*CommSummary, error) {
-	snap := collective.SnapshotOf(c)
-	defer collective.SetPhase(c, "metrics")()
-	b, err := json.Marshal(snap)
-	if err != nil {
-		return nil, err
-	}
-	all, counts, err := collective.AllgatherSlice(c, b)
-	if err != nil {
-		return nil, err
-	}
-	s := &CommSummary{ByPhase: map[string]PhaseBytes{}}
-	off := 0
-	for _, n := range counts {
-		var sn collective.Snapshot
-		if err := json.Unmarshal(all[off:off+n], &sn); err != nil {
-			return nil, fmt.Errorf("cli: decoding byte counts: %w", err)
-		}
-		off += n
-		s.PerRank = append(s.PerRank, sn)
-		t := sn.Total()
-		s.MaxSentBytes = max(s.MaxSentBytes, t.SentBytes)
-		s.MaxRecvBytes = max(s.MaxRecvBytes, t.RecvBytes)
-		s.TotalBytes += t.SentBytes
-		for _, p := range sn.Phases() {
-			pc := sn.Phase(p)
-			pb := s.ByPhase[p]
-			pb.TotalSent += pc.SentBytes
-			pb.MaxSent = max(pb.MaxSent, pc.SentBytes)
-			pb.MaxRecv = max(pb.MaxRecv, pc.RecvBytes)
-			s.ByPhase[p] = pb
-		}
-	}
-	return s, nil
-}
-
 // Finish gathers the byte counts of every rank and writes the final metrics
-// object (result plus command, backend, ranks, seconds and comm, and the
-// warnings when there were any). It is collective.
-func (e *Env) Finish(result map[string]any) error {
-	cs, err := GatherComm(e.Comm)
+// object: result's fields, then what every command reports (metrics.Run:
+// command, backend, ranks, seconds and comm, and the warnings when there
+// were any). result is a record embedding metrics.Run (a metrics.Final),
+// or a map of a command whose record has no type yet. It is collective.
+func (e *Env) Finish(result any) error {
+	cs, err := metrics.GatherComm(e.Comm)
 	if err != nil {
 		return err
 	}
 	if e.Comm.Rank() != 0 {
 		return nil
 	}
-	obj := map[string]any{}
-	for k, v := range result {
-		obj[k] = v
-	}
-	obj["command"] = e.Command
-	obj["backend"] = e.Backend
-	obj["ranks"] = e.Comm.Size()
-	obj["seconds"] = time.Since(e.start).Seconds()
-	obj["comm"] = cs
-	if len(e.warnings) > 0 {
-		obj["warnings"] = e.warnings
+	run := metrics.Run{Command: e.Command, Backend: e.Backend, Ranks: e.Comm.Size(),
+		Seconds: time.Since(e.start).Seconds(), Comm: cs, Warnings: e.warnings}
+	var rec any
+	switch r := result.(type) {
+	case metrics.Final:
+		r.SetRun(run)
+		rec = r
+	case map[string]any:
+		obj := map[string]any{}
+		for k, v := range r {
+			obj[k] = v
+		}
+		obj["command"], obj["backend"], obj["ranks"], obj["seconds"], obj["comm"] = run.Command, run.Backend, run.Ranks, run.Seconds, run.Comm
+		if len(run.Warnings) > 0 {
+			obj["warnings"] = run.Warnings
+		}
+		rec = obj
+	default:
+		return fmt.Errorf("cli: final metrics of type %T, want a metrics.Final or a map", result)
 	}
 	if e.JSON {
-		b, err := json.MarshalIndent(obj, "", "  ")
+		b, err := json.MarshalIndent(rec, "", "  ")
 		if err != nil {
 			return err
 		}
@@ -224,8 +180,14 @@ func (e *Env) Finish(result map[string]any) error {
 		}
 		fmt.Fprintln(e.Out)
 	}
-	obj["type"] = "final"
-	return e.Record(obj)
+	switch r := rec.(type) {
+	case metrics.Final:
+		run.Type = metrics.TypeFinal
+		r.SetRun(run)
+	case map[string]any:
+		r["type"] = metrics.TypeFinal
+	}
+	return e.Record(rec)
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -3,7 +3,7 @@ package cli
 import (
 	"fmt"
 
-	"gnnmpi/pipe"
+	"gnnmpi/metrics"
 	"gnnmpi/train"
 )
 
@@ -29,7 +29,7 @@ func runFull(env *Env, path string, lo train.LoadOptions, cfg train.FullConfig) 
 		Log: env.Progress,
 		Epoch: func(st train.EpochStats) error {
 			printFullEpoch(env, st)
-			return env.Record(epochRecord(st))
+			return env.Record(st.Record())
 		},
 	}
 	res, err := train.RunFull(c, d, cfg, hooks)
@@ -38,25 +38,20 @@ func runFull(env *Env, path string, lo train.LoadOptions, cfg train.FullConfig) 
 	}
 	printBest(env, &res.Result)
 	env.Printf("bytes per epoch, measured (analytical): act %s (%s) act-grad %s (%s) halo %s (%s) grad %s (%s)\n",
-		human(res.BytesPerEpoch[pipe.PhaseAct]), human(res.Analytical[pipe.PhaseAct]),
-		human(res.BytesPerEpoch[pipe.PhaseActGrad]), human(res.Analytical[pipe.PhaseActGrad]),
-		human(res.BytesPerEpoch[pipe.PhaseHalo]), human(res.Analytical[pipe.PhaseHalo]),
-		human(res.BytesPerEpoch[pipe.PhaseGrad]), human(res.Analytical[pipe.PhaseGrad]))
-	cfgOut := map[string]any{
-		"data": path, "split": d.SplitName, "partition": lo.Partition, "mode": cfg.Mode,
-		"stages": res.Layout.Stages, "pipelines": res.Layout.Pipelines, "chunks": cfg.Chunks, "chunk_partition": cfg.ChunkMethod,
-		"model": mc, "shuffle_chunks": cfg.ShuffleChunks, "clear_grads": cfg.ClearGrads, "snapshot_every": cfg.SnapshotEvery,
-		"feature_norm": cfg.FeatureNorm, "feature_norm_flag": normFlag, "symmetrize": lo.Symmetrize, "reciprocity": d.Reciprocity, "feature_format": featureFormatOf(d), "epochs": cfg.Epochs, "optimizer": cfg.Optimizer, "lr": cfg.LR,
-		"weight_decay": cfg.WeightDecay, "momentum": cfg.Momentum, "seed": cfg.Seed,
-		"eval_every": cfg.EvalEvery, "select": cfg.Select, "blas": env.BLASName,
-	}
-	out := map[string]any{
-		"final": true, "best_epoch": res.BestEpoch, "best_val_acc": res.BestValAcc, "test_acc": res.TestAcc,
-		"median_epoch_s": res.MedianEpochS, "bytes_per_epoch": res.BytesPerEpoch, "config": cfgOut,
-		"params": res.NumParams, "epochs_run": len(res.Epochs),
-		"analytical_bytes_per_epoch": res.Analytical, "halo_rows": res.HaloRows,
-		"state_bytes": res.StateBytes, "peak_rss_bytes": res.PeakRSS,
-		"vertices": d.NumNodes(), "median_phase_s": medianPhases(res.Epochs),
+		human(res.BytesPerEpoch[metrics.PhaseAct]), human(res.Analytical[metrics.PhaseAct]),
+		human(res.BytesPerEpoch[metrics.PhaseActGrad]), human(res.Analytical[metrics.PhaseActGrad]),
+		human(res.BytesPerEpoch[metrics.PhaseHalo]), human(res.Analytical[metrics.PhaseHalo]),
+		human(res.BytesPerEpoch[metrics.PhaseGrad]), human(res.Analytical[metrics.PhaseGrad]))
+	out := &metrics.FullFinal{
+		Training: trainingOf(&res.Result),
+		Config: metrics.FullConfig{
+			Common: commonOf(env, path, lo, d, &cfg.Common, normFlag),
+			Model:  metrics.FullModel(mc), Mode: string(cfg.Mode), Stages: res.Layout.Stages, Pipelines: res.Layout.Pipelines,
+			Chunks: cfg.Chunks, ChunkPartition: string(cfg.ChunkMethod),
+			ShuffleChunks: cfg.ShuffleChunks, ClearGrads: cfg.ClearGrads, SnapshotEvery: cfg.SnapshotEvery,
+		},
+		AnalyticalBytesPerEpoch: res.Analytical, HaloRows: res.HaloRows, StateBytes: res.StateBytes,
+		Vertices: d.NumNodes(),
 	}
 	return env.Finish(out)
 }
@@ -68,6 +63,6 @@ func printFullEpoch(env *Env, st train.EpochStats) {
 	}
 	b, ps := st.Bytes, st.PhaseSeconds
 	env.Printf("epoch %3d  loss %.4f  train %.4f%s  | %.3fs (comm: act %.3f act-grad %.3f halo %.3f grad %.3f), eval %.3f | bytes act %s act-grad %s halo %s grad %s eval %s\n",
-		st.Epoch, st.Loss, st.TrainAcc, acc, st.Seconds, ps[pipe.PhaseAct], ps[pipe.PhaseActGrad], ps[pipe.PhaseHalo], ps[pipe.PhaseGrad], ps[train.PhaseEval],
-		human(b[pipe.PhaseAct]), human(b[pipe.PhaseActGrad]), human(b[pipe.PhaseHalo]), human(b[pipe.PhaseGrad]), human(b[pipe.PhaseEval]))
+		st.Epoch, st.Loss, st.TrainAcc, acc, st.Seconds, ps[metrics.PhaseAct], ps[metrics.PhaseActGrad], ps[metrics.PhaseHalo], ps[metrics.PhaseGrad], ps[metrics.PhaseEval],
+		human(b[metrics.PhaseAct]), human(b[metrics.PhaseActGrad]), human(b[metrics.PhaseHalo]), human(b[metrics.PhaseGrad]), human(b[metrics.PhaseEval]))
 }

@@ -12,9 +12,9 @@ import (
 
 	"gnnmpi/collective"
 	"gnnmpi/graph"
-	"gnnmpi/partition/ptscotch"
 	"gnnmpi/partition"
 	"gnnmpi/partition/dist"
+	"gnnmpi/partition/ptscotch"
 	"gnnmpi/sparse"
 )
 

@@ -19,7 +19,11 @@ import (
 
 	"gnnmpi/collective"
 	"gnnmpi/internal/atomicfile"
+	"gnnmpi/metrics"
 	"gnnmpi/perfmodel"
+	"gnnmpi/perfmodel/calibrate"
+	"gnnmpi/pipe"
+	"gnnmpi/train"
 )
 
 func predictCmd() *Command {
@@ -45,7 +49,7 @@ func predictCmd() *Command {
 			csvPath := fs.String("csv", "", "write the table as CSV to this file")
 			return func(env *Env) error {
 				if *calib {
-					return calibrate(env, *out, *maxBytes, *minTime, *minReps)
+					return runCalibrate(env, *out, calibrate.Options{MaxBytes: *maxBytes, MinTime: *minTime, MinReps: *minReps})
 				}
 				o := predictOptions{net: *net, fitNet: *fitNet, fit: splitList(*fit), workload: splitList(*workload), validate: splitList(*validate), csv: *csvPath,
 					fitNode: perfmodel.Node{CoresPerNode: *fitCores}, target: perfmodel.Node{CoresPerNode: *cores, RanksPerNode: *rpn}}
@@ -75,60 +79,15 @@ func splitList(s string) []string {
 	return out
 }
 
-// calibrate times every kind of the network model at message sizes 16 B
-// … maxBytes (powers of 4) on env's communicator, fits the model and writes
-// it to out on rank 0.
-func calibrate(env *Env, out string, maxBytes int64, minTime time.Duration, minReps int) error {
+// runCalibrate times every kind of the network model on env's communicator
+// (calibrate.Network), writes the fitted model to out on rank 0 and
+// prints it.
+func runCalibrate(env *Env, out string, o calibrate.Options) error {
 	c := env.Comm
-	p := c.Size()
-	if p == 1 {
-		// A single rank moves nothing: the fit would have nothing to go on.
-		return fmt.Errorf("predict --calibrate: needs at least 2 ranks (mpirun -np P, or --ranks P)")
-	}
-	defer collective.SetPhase(c, "calibrate")()
-	var samples []perfmodel.Sample
-	for _, k := range perfmodel.Kinds {
-		if k == perfmodel.Sendrecv && p < 2 {
-			continue
-		}
-		for size := int64(16); size <= maxBytes; size *= 4 {
-			call, moved := calibCall(c, k, int(size/4))
-			if err := call(); err != nil { // warm-up
-				return err
-			}
-			// Agree on the repetitions from the slowest warm-up.
-			t0 := time.Now()
-			if err := call(); err != nil {
-				return err
-			}
-			one, err := collective.AllreduceScalar(c, time.Since(t0).Seconds(), collective.Max)
-			if err != nil {
-				return err
-			}
-			reps := max(minReps, min(1000, int(math.Ceil(minTime.Seconds()/math.Max(one, 1e-7)))))
-			times := make([]float64, reps)
-			for i := range times {
-				t := time.Now()
-				if err := call(); err != nil {
-					return err
-				}
-				times[i] = time.Since(t).Seconds()
-			}
-			if err := collective.AllreduceSlice(c, times, collective.Max); err != nil {
-				return err
-			}
-			sort.Float64s(times)
-			samples = append(samples, perfmodel.Sample{Kind: k, P: p, Bytes: float64(moved), Seconds: times[len(times)/2]})
-			if k == perfmodel.Barrier {
-				break
-			}
-		}
-		env.Progress("calibrated %s", k)
-	}
-	// Every rank holds the same samples (the times are maxima over ranks).
-	net, err := perfmodel.FitNetwork(fmt.Sprintf("calibrated on %d ranks (%s)", p, env.Backend), samples)
+	o.Progress = func(k perfmodel.Kind) { env.Progress("calibrated %s", k) }
+	net, err := calibrate.Network(c, fmt.Sprintf("calibrated on %d ranks (%s)", c.Size(), env.Backend), o)
 	if err != nil {
-		return err
+		return fmt.Errorf("predict --calibrate: %w", err)
 	}
 	err = RankZero(c, func() error {
 		b, err := json.MarshalIndent(net, "", "  ")
@@ -159,66 +118,6 @@ func gbps(beta float64) string {
 	return fmt.Sprintf("%.3f", 1/beta/1e9)
 }
 
-// calibCall returns one call of kind k with n float32 per rank, and the
-// bytes it moves on the busiest rank (collective's volume functions).
-func calibCall(c collective.Comm, k perfmodel.Kind, n int) (func() error, int64) {
-	p, r := c.Size(), c.Rank()
-	n = max(n, p)
-	switch k {
-	case perfmodel.Allreduce:
-		x := make([]float32, n)
-		s, rv := collective.AllreduceVolume(0, p, n, 4)
-		return func() error { return collective.AllreduceSlice(c, x, collective.Sum) }, max(s, rv)
-	case perfmodel.Alltoallv:
-		per := n / p
-		counts := make([]int, p)
-		for i := range counts {
-			counts[i] = per
-		}
-		send := make([]float32, per*p)
-		s, rv := collective.AlltoallvVolume(0, counts, counts, 4)
-		return func() error { _, err := collective.AlltoallvFlat(c, send, counts, counts); return err }, max(s, rv)
-	case perfmodel.Allgatherv:
-		per := n / p
-		counts := make([]int, p)
-		for i := range counts {
-			counts[i] = per
-		}
-		x := make([]float32, per)
-		s, rv := collective.AllgathervVolume(0, counts, 4)
-		return func() error { _, _, err := collective.AllgatherSlice(c, x); return err }, max(s, rv)
-	case perfmodel.Bcast:
-		x := make([]float32, n)
-		s, rv := collective.BcastVolume(0, 0, p, int64(n)*4)
-		return func() error { return collective.BcastSlice(c, x, 0) }, max(s, rv)
-	case perfmodel.Sendrecv:
-		// Pairs (0,1), (2,3), ...: each sends n floats to its partner and
-		// receives as many; an odd last rank idles.
-		x := make([]float32, n)
-		y := make([]float32, n)
-		peer := r ^ 1
-		return func() error {
-			if peer >= p {
-				return nil
-			}
-			if r%2 == 0 {
-				if err := c.Send(collective.BufOf(x), peer, 7); err != nil {
-					return err
-				}
-				_, err := c.Recv(collective.BufOf(y), peer, 7)
-				return err
-			}
-			if _, err := c.Recv(collective.BufOf(y), peer, 7); err != nil {
-				return err
-			}
-			return c.Send(collective.BufOf(x), peer, 7)
-		}, 2 * int64(n) * 4
-	case perfmodel.Barrier:
-		return c.Barrier, 0
-	}
-	panic("predict: unknown kind " + string(k))
-}
-
 type predictOptions struct {
 	net, fitNet             string
 	fit, workload, validate []string
@@ -233,72 +132,57 @@ type runFile struct {
 	// Full is the run as a full-graph epoch (mode graph, pipe, hybrid);
 	// nil for minibatch training, whose model is Run.
 	Full          *perfmodel.FullRun
+	rec           metrics.TrainFinal
+	mode          string // full-graph: graph, pipe or hybrid
 	layers        int
 	vertices      int64
 	chunks        int
 	pipelines     int
-	config        map[string]any
 	params        int
 	trainVertices int
 	batchSize     int
 	globalBatch   int
 }
 
-// metricsFinal is what predict reads of a final train metrics object.
-type metricsFinal struct {
-	Command       string             `json:"command"`
-	Ranks         int                `json:"ranks"`
-	Config        map[string]any     `json:"config"`
-	Params        int                `json:"params"`
-	EpochsRun     int                `json:"epochs_run"`
-	MedianEpochS  *float64           `json:"median_epoch_s"`
-	MedianPhaseS  map[string]float64 `json:"median_phase_s"`
-	CriticalS     map[string]float64 `json:"median_critical_phase_s"`
-	Vertices      int64              `json:"vertices"`
-	Batches       *float64           `json:"batches_per_rank"`
-	FetchRows     float64            `json:"fetch_rows_per_epoch"`
-	TrainVertices int                `json:"train_vertices"`
-	Comm          struct {
-		PerRank []map[string]map[string]collective.Count `json:"per_rank"`
-	} `json:"comm"`
-}
-
-// readRun reads the final metrics object of a minibatch train run: a JSON
-// object (gnnmpi --json train) or the last line of a --metrics JSONL.
+// readRun reads the final metrics record of a train run: a JSON object
+// (gnnmpi --json train) or the last line of a --metrics JSONL.
 func readRun(path string) (*runFile, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("predict: %w", err)
 	}
 	b = bytes.TrimSpace(b)
-	line := 0
+	at := path
 	if i := bytes.LastIndexByte(b, '\n'); i >= 0 && !json.Valid(b) {
-		line = bytes.Count(b, []byte{'\n'}) + 1
+		at = fmt.Sprintf("%s:%d", path, bytes.Count(b, []byte{'\n'})+1)
 		b = b[i+1:]
 	}
-	var m metricsFinal
-	if err := json.Unmarshal(b, &m); err != nil {
-		if line > 0 {
-			return nil, fmt.Errorf("predict: %s:%d: %w", path, line, err)
-		}
-		return nil, fmt.Errorf("predict: %s: %w", path, err)
+	rec, err := metrics.DecodeTrainFinal(b)
+	if err != nil {
+		return nil, fmt.Errorf("predict: %s: %w", at, err)
 	}
-	switch {
-	case m.Command != "train":
-		return nil, fmt.Errorf("predict: %s: not the final metrics of gnnmpi train (command %q)", path, m.Command)
-	case m.Ranks < 1 || len(m.Comm.PerRank) != m.Ranks || m.EpochsRun < 1:
-		return nil, fmt.Errorf("predict: %s: %d ranks, %d byte counts, %d epochs", path, m.Ranks, len(m.Comm.PerRank), m.EpochsRun)
-	case m.Config["mode"] != nil && m.Config["mode"] != "minibatch":
-		return readFullRun(path, &m)
-	case m.MedianEpochS == nil || m.MedianPhaseS == nil || m.Batches == nil:
+	run, tr := rec.Run(), rec.Training()
+	if run.Ranks < 1 || run.Comm == nil || len(run.Comm.PerRank) != run.Ranks || tr.EpochsRun < 1 {
+		var counts int
+		if run.Comm != nil {
+			counts = len(run.Comm.PerRank)
+		}
+		return nil, fmt.Errorf("predict: %s: %d ranks, %d byte counts, %d epochs", path, run.Ranks, counts, tr.EpochsRun)
+	}
+	if rec.Full != nil {
+		return readFullRun(path, rec)
+	}
+	m := rec.Minibatch
+	if m.MedianEpochS <= 0 || m.MedianPhaseS == nil || m.BatchesPerRank == nil {
 		return nil, fmt.Errorf("predict: %s: no median_epoch_s, median_phase_s or batches_per_rank (a run from before predict)", path)
 	}
-	rf := &runFile{config: m.Config, params: m.Params, trainVertices: m.TrainVertices}
-	rf.batchSize = intOf(m.Config["batch_size"])
-	rf.globalBatch = intOf(m.Config["global_batch_size"])
-	overlap, _ := m.Config["overlap"].(bool)
-	w := perfmodel.Workload{P: m.Ranks, Batches: *m.Batches, Seeds: float64(m.TrainVertices) / float64(m.Ranks),
-		FetchRows: m.FetchRows / float64(m.Ranks), Source: "measured " + path}
+	rf := &runFile{rec: rec, params: m.Params, trainVertices: m.TrainVertices,
+		batchSize: m.Config.BatchSize, globalBatch: m.Config.GlobalBatchSize}
+	w := perfmodel.Workload{P: m.Ranks, Batches: float64(*m.BatchesPerRank), Seeds: float64(m.TrainVertices) / float64(m.Ranks),
+		Source: "measured " + path}
+	if m.FetchRowsPerEpoch != nil {
+		w.FetchRows = *m.FetchRowsPerEpoch / float64(m.Ranks)
+	}
 	comm, commS, err := traffic(path, m.Comm.PerRank, perfmodel.Phases, float64(m.EpochsRun))
 	if err != nil {
 		return nil, err
@@ -307,11 +191,11 @@ func readRun(path string) (*runFile, error) {
 	// The phases of the rank with the slowest epoch add up to the epoch;
 	// the slowest rank per phase (older runs have only those) overcounts
 	// when one rank's wait is another's compute.
-	phases := m.CriticalS
+	phases := m.MedianCriticalPhaseS
 	if phases == nil {
 		phases = m.MedianPhaseS
 	}
-	rf.Run = perfmodel.Run{Name: path, Workload: w, Overlap: overlap, PhaseSeconds: phases, CommSeconds: commS, EpochSeconds: *m.MedianEpochS}
+	rf.Run = perfmodel.Run{Name: path, Workload: w, Overlap: m.Config.Overlap, PhaseSeconds: phases, CommSeconds: commS, EpochSeconds: m.MedianEpochS}
 	return rf, nil
 }
 
@@ -319,7 +203,7 @@ func readRun(path string) (*runFile, error) {
 // epoch of the busiest rank (send and recv count one message from either
 // side: their maximum), and per phase the slowest rank's seconds inside
 // collectives.
-func traffic(path string, perRank []map[string]map[string]collective.Count, phases []string, epochs float64) (map[string]map[perfmodel.Kind]perfmodel.Traffic, map[string]float64, error) {
+func traffic(path string, perRank []collective.Snapshot, phases []string, epochs float64) (map[string]map[perfmodel.Kind]perfmodel.Traffic, map[string]float64, error) {
 	comm := map[string]map[perfmodel.Kind]perfmodel.Traffic{}
 	commS := map[string]float64{}
 	for _, rank := range perRank {
@@ -355,25 +239,25 @@ func traffic(path string, perRank []map[string]map[string]collective.Count, phas
 
 // readFullRun reads the final metrics of a full-graph run (mode graph,
 // pipe or hybrid) as a perfmodel.FullRun.
-func readFullRun(path string, m *metricsFinal) (*runFile, error) {
-	if m.MedianEpochS == nil || m.Vertices < 1 {
+func readFullRun(path string, rec metrics.TrainFinal) (*runFile, error) {
+	m := rec.Full
+	if m.MedianEpochS <= 0 || m.Vertices < 1 {
 		return nil, fmt.Errorf("predict: %s: no median_epoch_s or vertices (a full-graph run from before predict)", path)
 	}
-	mc, _ := m.Config["model"].(map[string]any)
-	rf := &runFile{config: m.Config, params: m.Params, layers: intOf(mc["Layers"]), vertices: m.Vertices,
-		chunks: intOf(m.Config["chunks"]), pipelines: intOf(m.Config["pipelines"])}
-	stages := intOf(m.Config["stages"])
-	if rf.layers < 1 || stages < 1 || rf.pipelines < 1 {
+	cfg := &m.Config
+	rf := &runFile{rec: rec, mode: cfg.Mode, params: m.Params, layers: cfg.Model.Layers, vertices: m.Vertices,
+		chunks: cfg.Chunks, pipelines: cfg.Pipelines}
+	if rf.layers < 1 || cfg.Stages < 1 || rf.pipelines < 1 {
 		return nil, fmt.Errorf("predict: %s: no model layers, stages or pipelines in its config", path)
 	}
 	comm, _, err := traffic(path, m.Comm.PerRank, perfmodel.FullPhases, float64(m.EpochsRun))
 	if err != nil {
 		return nil, err
 	}
-	chunks := fullChunks(m.Config["mode"], rf.chunks)
-	units := perfmodel.FullUnits(rf.layers, m.Vertices, rf.pipelines, stages, chunks)
-	rf.Full = &perfmodel.FullRun{Name: path, EpochSeconds: *m.MedianEpochS,
-		FullWorkload: perfmodel.FullWorkload{P: m.Ranks, Units: units, Steps: perfmodel.FullSteps(stages, chunks), Comm: comm, Source: "measured " + path}}
+	chunks := fullChunks(rf.mode, rf.chunks)
+	units := perfmodel.FullUnits(rf.layers, m.Vertices, rf.pipelines, cfg.Stages, chunks)
+	rf.Full = &perfmodel.FullRun{Name: path, EpochSeconds: m.MedianEpochS,
+		FullWorkload: perfmodel.FullWorkload{P: m.Ranks, Units: units, Steps: perfmodel.FullSteps(cfg.Stages, chunks), Comm: comm, Source: "measured " + path}}
 	rf.Run.Name = path
 	rf.Run.P = m.Ranks
 	return rf, nil
@@ -381,56 +265,54 @@ func readFullRun(path string, m *metricsFinal) (*runFile, error) {
 
 // fullChunks is the chunks of a pipeline's schedule: 1 in graph mode
 // (each part whole; its config keeps the flag's default).
-func fullChunks(mode any, chunks int) int {
-	if mode == "graph" {
+func fullChunks(mode string, chunks int) int {
+	if mode == string(train.ModeGraph) {
 		return 1
 	}
 	return max(chunks, 1)
 }
 
-// fullLayout returns the pipelines and stages a full-graph run of mode at p
-// ranks has, given the fitted runs' pipelines (hybrid keeps them).
-func fullLayout(mode any, p, pipelines int) (int, int, error) {
-	switch mode {
-	case "graph":
-		return p, 1, nil
-	case "pipe":
-		return 1, p, nil
-	case "hybrid":
-		if p%pipelines != 0 {
-			return 0, 0, fmt.Errorf("%d ranks are not a multiple of the %d pipelines", p, pipelines)
+// comparable returns the configuration of r that must agree between runs
+// fitted together: all but the settings that may differ with p or do not
+// change an epoch's work, which are zeroed.
+func comparable(r *runFile) any {
+	if f := r.rec.Full; f != nil {
+		c := f.Config
+		c.Epochs, c.EvalEvery, c.Select, c.Stages = 0, 0, "", 0
+		if c.Mode == string(train.ModeGraph) {
+			c.Pipelines = 0 // a full-graph layout: p in graph mode
 		}
-		return pipelines, p / pipelines, nil
+		return c
 	}
-	return 0, 0, fmt.Errorf("unknown mode %v", mode)
+	c := r.rec.Minibatch.Config
+	c.Epochs, c.EvalEvery, c.Select = 0, 0, ""
+	if c.GlobalBatchSize > 0 {
+		c.BatchSize = 0
+	}
+	return c
 }
 
-func intOf(v any) int {
-	f, _ := v.(float64)
-	return int(f)
-}
-
-// comparable returns the configuration keys that must agree between runs
-// fitted together: all but those that may differ with p or do not change
-// an epoch's work.
-func comparable(cfg map[string]any) map[string]any {
-	out := map[string]any{}
-	for k, v := range cfg {
-		switch k {
-		case "epochs", "eval_every", "select", "checkpoint", "checkpoint_every", "stages":
-			continue
-		case "pipelines": // a full-graph layout: p in graph mode
-			if cfg["mode"] == "graph" {
-				continue
-			}
-		case "batch_size":
-			if intOf(cfg["global_batch_size"]) > 0 {
-				continue
-			}
+// configDiff returns the keys of two comparable configurations that
+// differ, with both values.
+func configDiff(a, b any) []string {
+	var ma, mb map[string]any
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	_ = json.Unmarshal(ja, &ma)
+	_ = json.Unmarshal(jb, &mb)
+	var diff []string
+	for k := range ma {
+		if !reflect.DeepEqual(ma[k], mb[k]) {
+			diff = append(diff, fmt.Sprintf("%s %v vs %v", k, ma[k], mb[k]))
 		}
-		out[k] = v
 	}
-	return out
+	for k := range mb {
+		if _, ok := ma[k]; !ok {
+			diff = append(diff, k)
+		}
+	}
+	sort.Strings(diff)
+	return diff
 }
 
 func readRuns(paths []string, what string) ([]*runFile, error) {
@@ -441,20 +323,8 @@ func readRuns(paths []string, what string) ([]*runFile, error) {
 			return nil, err
 		}
 		if len(runs) > 0 {
-			a, b := comparable(runs[0].config), comparable(r.config)
-			if !reflect.DeepEqual(a, b) {
-				var diff []string
-				for k := range a {
-					if !reflect.DeepEqual(a[k], b[k]) {
-						diff = append(diff, fmt.Sprintf("%s %v vs %v", k, a[k], b[k]))
-					}
-				}
-				for k := range b {
-					if _, ok := a[k]; !ok {
-						diff = append(diff, k)
-					}
-				}
-				sort.Strings(diff)
+			if a, b := comparable(runs[0]), comparable(r); !reflect.DeepEqual(a, b) {
+				diff := configDiff(a, b)
 				return nil, fmt.Errorf("predict: %s %s: a different configuration from %s (%s)", what, p, runs[0].Name, strings.Join(diff, "; "))
 			}
 		}
@@ -548,7 +418,7 @@ func predict(env *Env, o predictOptions) error {
 			return err
 		}
 		for _, v := range val {
-			if !reflect.DeepEqual(comparable(v.config), comparable(base.config)) {
+			if !reflect.DeepEqual(comparable(v), comparable(base)) {
 				return fmt.Errorf("predict: --validate %s: a different configuration from the --fit runs", v.Name)
 			}
 			pr := comp.Predict(net, &v.Workload, o.target, v.Overlap)
@@ -611,7 +481,7 @@ func predictFull(env *Env, o predictOptions, net, fitNet *perfmodel.Network, fit
 		return fmt.Errorf("predict: --fit %s: %w", strings.Join(o.fit, ","), err)
 	}
 	base := fit[0]
-	mode := base.config["mode"]
+	mode := base.mode
 	env.Printf("network %s (%s); %v-mode compute fitted on %d runs (%d cores per node): %.4g s + %.4g s per layer·vertex, contention exponent θ %.2f (R² %.3f)\n",
 		net.Name, net.Source, mode, len(fit), o.fitNode.CoresPerNode, comp.Gamma[0], comp.Gamma[1], comp.Theta, comp.R2)
 	var rows []fullRow
@@ -637,7 +507,13 @@ func predictFull(env *Env, o predictOptions, net, fitNet *perfmodel.Network, fit
 				}
 			}
 			if w == nil {
-				pl, st, err := fullLayout(mode, p, base.pipelines)
+				var lay pipe.Layout
+				m, err := train.ParseMode(mode)
+				if err == nil {
+					fc := train.FullConfig{Mode: m, Pipelines: base.pipelines}
+					lay, err = fc.Layout(p)
+				}
+				pl, st := lay.Pipelines, lay.Stages
 				if err == nil && st > base.layers {
 					err = fmt.Errorf("%d stages for %d layers: a stage needs a layer", st, base.layers)
 				}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"gnnmpi/metrics"
 	"gnnmpi/perfmodel"
 )
 
@@ -60,7 +61,7 @@ func TestPredictCommand(t *testing.T) {
 	// the grad allreduce moves the gradient volume once per minibatch.
 	run, err := readRun(r2)
 	require.NoError(t, err)
-	g := run.Comm[perfmodel.PhaseGrad][perfmodel.Allreduce]
+	g := run.Comm[metrics.PhaseGrad][perfmodel.Allreduce]
 	require.Equal(t, run.Batches, g.Calls)
 	require.Equal(t, float64(4*run.params)*g.Calls, g.Bytes) // p = 2: each rank sends n−b+b elements
 

@@ -13,6 +13,7 @@ import (
 	"gnnmpi/graph"
 	"gnnmpi/internal/memlimit"
 	"gnnmpi/internal/rng"
+	"gnnmpi/metrics"
 	"gnnmpi/sampling"
 	"gnnmpi/sparse"
 	"gnnmpi/spgemm"
@@ -117,7 +118,7 @@ func runSample(env *Env, cfg *sampleConfig) error {
 	if err := cfg.check(p); err != nil {
 		return err
 	}
-	restore := collective.SetPhase(c, "setup")
+	restore := collective.SetPhase(c, metrics.PhaseSetup)
 	var src *sampleSource
 	if graph.IsPartDir(cfg.data) && cfg.topology != "replicated" {
 		src, err = samplePartsSource(env, cfg, fo)
@@ -151,7 +152,7 @@ func runSample(env *Env, cfg *sampleConfig) error {
 	if err != nil {
 		return err
 	}
-	cs, err := GatherComm(c)
+	cs, err := metrics.GatherComm(c)
 	if err != nil {
 		return err
 	}
@@ -416,7 +417,7 @@ func sampleAll(env *Env, cfg *sampleConfig, src *sampleSource) (sampleTotals, er
 	p := c.Size()
 	defer collective.SetPhase(c, "sample")()
 	mine, orders, all := sampleSchedule(cfg, len(train), p, c.Rank())
-	restore := collective.SetPhase(c, "setup")
+	restore := collective.SetPhase(c, metrics.PhaseSetup)
 	mostMine, err := collective.AllreduceScalar(c, int64(len(mine)), collective.Max)
 	if err != nil {
 		return sampleTotals{}, err

@@ -1,16 +1,14 @@
 package cli
 
 import (
-	"cmp"
 	"flag"
 	"fmt"
-	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"gnnmpi/graph"
+	"gnnmpi/metrics"
 	"gnnmpi/model"
 	"gnnmpi/nccl"
 	"gnnmpi/train"
@@ -329,7 +327,7 @@ func runTrain(env *Env, path string, lo train.LoadOptions, cfg train.Config) err
 		Epoch: func(st train.EpochStats) error {
 			bar.clear()
 			printEpoch(env, st)
-			return env.Record(epochRecord(st))
+			return env.Record(st.Record())
 		},
 	}
 	cfg.Backends = env.GPU
@@ -338,86 +336,58 @@ func runTrain(env *Env, path string, lo train.LoadOptions, cfg train.Config) err
 		return err
 	}
 	printBest(env, res)
-	cfgOut := map[string]any{
-		"data": path, "split": d.SplitName, "partition": lo.Partition, "model": cfg.Model, "sampler": cfg.Sampler, "bulk": cfg.Bulk, "topology": cfg.Topology, "c": cfg.C, "fanouts": cfg.Fanouts,
-		"replication": cfg.Replication, "cache": cfg.Cache, "cache_frac": cfg.CacheFrac, "feature_dtype": cfg.FeatureDType, "gpu_frac": cfg.GPUFrac,
-		"batch_size": cfg.BatchSize, "feature_norm": cfg.FeatureNorm, "feature_norm_flag": normFlag, "epochs": cfg.Epochs, "global_batch_size": globalBatch, "shuffle": cfg.Shuffle, "optimizer": cfg.Optimizer,
-		"lr": cfg.LR, "weight_decay": cfg.WeightDecay, "momentum": cfg.Momentum, "seed": cfg.Seed,
-		"eval_every": cfg.EvalEvery, "select": cfg.Select, "blas": env.BLASName, "overlap": cfg.Overlap, "device": cfg.Device, "grad_comm": cfg.GradComm,
-		"symmetrize": lo.Symmetrize, "reciprocity": d.Reciprocity, "feature_format": featureFormatOf(d),
+	out := &metrics.MinibatchFinal{
+		Training: trainingOf(res),
+		Config: metrics.MinibatchConfig{
+			Common: commonOf(env, path, lo, d, &cfg.Common, normFlag),
+			Model:  metrics.MinibatchModel(cfg.Model), Sampler: string(cfg.Sampler), Bulk: cfg.Bulk,
+			Topology: string(cfg.Topology), C: cfg.C, Fanouts: cfg.Fanouts, Replication: cfg.Replication,
+			Cache: string(cfg.Cache), CacheFrac: cfg.CacheFrac, FeatureDType: string(cfg.FeatureDType), GPUFrac: cfg.GPUFrac,
+			BatchSize: cfg.BatchSize, GlobalBatchSize: globalBatch, Shuffle: string(cfg.Shuffle),
+			Overlap: cfg.Overlap, Device: string(cfg.Device), GradComm: string(cfg.GradComm),
+		},
+		RemoteRowsPerEpoch: res.RemoteRowsPerEpoch, StateBytes: res.Memory, TrainVertices: len(d.Split.Train),
+		MedianCriticalPhaseS: train.MedianCriticalPhaseSeconds(res.Epochs),
 	}
-	out := map[string]any{
-		"final": true, "best_epoch": res.BestEpoch, "best_val_acc": res.BestValAcc, "test_acc": res.TestAcc,
-		"median_epoch_s": res.MedianEpochS, "bytes_per_epoch": res.BytesPerEpoch, "config": cfgOut,
-		"params": res.NumParams, "epochs_run": len(res.Epochs),
-		"remote_rows_per_epoch": res.RemoteRowsPerEpoch, "feature_stores": res.Stores, "peak_rss_bytes": res.PeakRSS, "state_bytes": res.Memory,
-		"median_phase_s": medianPhases(res.Epochs), "train_vertices": len(d.Split.Train),
-		"median_critical_phase_s": medianCriticalPhases(res.Epochs),
+	for _, st := range res.Stores {
+		out.FeatureStores = append(out.FeatureStores, metrics.FeatureStore(st))
 	}
 	if n := len(res.Epochs); n > 0 {
-		out["batches_per_rank"] = res.Epochs[n-1].Batches
+		batches := res.Epochs[n-1].Batches
 		var rows float64
 		for _, e := range res.Epochs {
 			rows += float64(e.FetchRows) / float64(n)
 		}
-		out["fetch_rows_per_epoch"] = rows
+		out.BatchesPerRank, out.FetchRowsPerEpoch = &batches, &rows
 	}
 	if res.GPUReads != nil {
-		out["gpu_reads"] = res.GPUReads
+		g := metrics.GPUReads(*res.GPUReads)
+		out.GPUReads = &g
 	}
 	return env.Finish(out)
 }
 
-// medianCriticalPhases returns the critical rank's phases
-// (EpochStats.CriticalPhaseSeconds) of the median epoch by time (the lower
-// median), which add up to about median_epoch_s; nil without epochs.
-func medianCriticalPhases(epochs []train.EpochStats) map[string]float64 {
-	if len(epochs) == 0 {
-		return nil
+// trainingOf returns what the final record of either kind of training
+// reports of res.
+func trainingOf(res *train.Result) metrics.Training {
+	return metrics.Training{
+		Final: true, BestEpoch: res.BestEpoch, BestValAcc: res.BestValAcc, TestAcc: res.TestAcc,
+		MedianEpochS: res.MedianEpochS, BytesPerEpoch: res.BytesPerEpoch, Params: res.NumParams,
+		EpochsRun: len(res.Epochs), PeakRSSBytes: res.PeakRSS, MedianPhaseS: train.MedianPhaseSeconds(res.Epochs),
 	}
-	e := slices.Clone(epochs)
-	slices.SortStableFunc(e, func(a, b train.EpochStats) int { return cmp.Compare(a.Seconds, b.Seconds) })
-	return e[(len(e)-1)/2].CriticalPhaseSeconds
 }
 
-// medianPhases returns the median over the epochs of each phase's seconds
-// (EpochStats.PhaseSeconds; a phase missing from an epoch counts as 0).
-func medianPhases(epochs []train.EpochStats) map[string]float64 {
-	out := map[string]float64{}
-	if len(epochs) == 0 {
-		return out
+// commonOf returns the configuration both kinds of training report: the
+// data at path as loaded by lo, the settings c (its feature normalisation
+// as applied; normFlag as asked for) and env's BLAS.
+func commonOf(env *Env, path string, lo train.LoadOptions, d *train.Data, c *train.Common, normFlag train.FeatureNorm) metrics.Common {
+	return metrics.Common{
+		Data: path, Split: d.SplitName, Partition: lo.Partition,
+		FeatureNorm: string(c.FeatureNorm), FeatureNormFlag: string(normFlag),
+		Symmetrize: lo.Symmetrize, Reciprocity: d.Reciprocity, FeatureFormat: string(featureFormatOf(d)),
+		Epochs: c.Epochs, Optimizer: string(c.Optimizer), LR: c.LR, WeightDecay: c.WeightDecay, Momentum: c.Momentum,
+		Seed: c.Seed, EvalEvery: c.EvalEvery, Select: string(c.Select), BLAS: env.BLASName,
 	}
-	for _, e := range epochs {
-		for ph := range e.PhaseSeconds {
-			out[ph] = 0
-		}
-	}
-	s := make([]float64, len(epochs))
-	for ph := range out {
-		for i, e := range epochs {
-			s[i] = e.PhaseSeconds[ph]
-		}
-		sort.Float64s(s)
-		out[ph] = (s[(len(s)-1)/2] + s[len(s)/2]) / 2
-	}
-	return out
-}
-
-// epochRecord is the JSONL object of one epoch; its keys are documented in
-// the README and stay stable.
-func epochRecord(st train.EpochStats) map[string]any {
-	rec := map[string]any{
-		"epoch": st.Epoch, "loss": st.Loss, "train_acc": st.TrainAcc, "val_acc": nil, "test_acc": nil, "val_loss": nil,
-		"epoch_s": st.Seconds, "phase_s": st.PhaseSeconds, "critical_phase_s": st.CriticalPhaseSeconds, "wait_s": st.WaitSeconds, "bytes": st.Bytes, "batches": st.Batches,
-		"fetch_rows": st.FetchRows, "cache_hits": st.CacheHits, "remote_rows": st.RemoteRows,
-	}
-	if st.GPUReads != nil {
-		rec["gpu_reads"] = st.GPUReads
-	}
-	if st.Evaluated {
-		rec["val_acc"], rec["test_acc"], rec["val_loss"] = st.ValAcc, st.TestAcc, st.ValLoss
-	}
-	return rec
 }
 
 func printEpoch(env *Env, st train.EpochStats) {
@@ -427,8 +397,8 @@ func printEpoch(env *Env, st train.EpochStats) {
 	}
 	ps := st.PhaseSeconds
 	env.Printf("epoch %3d  loss %.4f  train %.4f%s  | %.3fs: sample %.3f fetch %.3f compute %.3f comm %.3f wait %.3f, eval %.3f | bytes fetch %s grad %s eval %s | rows %d hits %d remote %d\n",
-		st.Epoch, st.Loss, st.TrainAcc, acc, st.Seconds, ps[train.PhaseSample], ps[train.PhaseFetch], ps[train.PhaseCompute],
-		ps[train.PhaseGrad], st.WaitSeconds, ps[train.PhaseEval], human(st.Bytes[train.PhaseFetch]), human(st.Bytes[train.PhaseGrad]), human(st.Bytes[train.PhaseEval]),
+		st.Epoch, st.Loss, st.TrainAcc, acc, st.Seconds, ps[metrics.PhaseSample], ps[metrics.PhaseFetch], ps[metrics.PhaseCompute],
+		ps[metrics.PhaseGrad], st.WaitSeconds, ps[metrics.PhaseEval], human(st.Bytes[metrics.PhaseFetch]), human(st.Bytes[metrics.PhaseGrad]), human(st.Bytes[metrics.PhaseEval]),
 		st.FetchRows, st.CacheHits, st.RemoteRows)
 	if g := st.GPUReads; g != nil {
 		env.Printf("          gpu reads: device %d rows %s, host %d rows %s, remote %d rows %s\n",

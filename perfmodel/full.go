@@ -4,12 +4,14 @@ import (
 	"fmt"
 	"math"
 	"sort"
+
+	"gnnmpi/metrics"
 )
 
 // The phases of a full-graph epoch (pipe's TrainPhases): activations and
 // their gradients between stages, the halo exchange between graph parts,
 // and the weight-gradient Allreduce.
-var FullPhases = []string{"act", "act-grad", "halo", "grad"}
+var FullPhases = []string{metrics.PhaseAct, metrics.PhaseActGrad, metrics.PhaseHalo, metrics.PhaseGrad}
 
 // FullUnits is the compute on the critical path of a full-graph epoch, in
 // layer·vertex products: a pipeline of stages stages trains n/pipelines

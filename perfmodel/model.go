@@ -5,18 +5,11 @@ import (
 	"math"
 
 	"gnnmpi/collective"
+	"gnnmpi/metrics"
 )
 
-// The phases of a minibatch epoch the model predicts (train's names).
-const (
-	PhaseSample  = "sample"
-	PhaseFetch   = "fetch"
-	PhaseCompute = "compute"
-	PhaseGrad    = "grad"
-)
-
-// Phases lists the modelled phases in epoch order.
-var Phases = []string{PhaseSample, PhaseFetch, PhaseCompute, PhaseGrad}
+// Phases lists the modelled phases of a minibatch epoch, in epoch order.
+var Phases = []string{metrics.PhaseSample, metrics.PhaseFetch, metrics.PhaseCompute, metrics.PhaseGrad}
 
 // Node describes how ranks share a node's cores.
 type Node struct {
@@ -74,9 +67,9 @@ type Run struct {
 func units(ph string, w *Workload, share float64) []float64 {
 	var x float64
 	switch ph {
-	case PhaseFetch:
+	case metrics.PhaseFetch:
 		x = w.FetchRows
-	case PhaseGrad:
+	case metrics.PhaseGrad:
 		if w.P > 1 {
 			for _, t := range w.Comm[ph] {
 				x += t.Calls
@@ -91,9 +84,9 @@ func units(ph string, w *Workload, share float64) []float64 {
 // UnitNames names the coefficients of PhaseFit.Gamma per phase.
 func UnitNames(ph string) []string {
 	switch ph {
-	case PhaseFetch:
+	case metrics.PhaseFetch:
 		return []string{"const", "row"}
-	case PhaseGrad:
+	case metrics.PhaseGrad:
 		return []string{"const", "call"}
 	}
 	return []string{"const", "seed"}
@@ -224,7 +217,7 @@ func (c *Compute) Predict(net *Network, w *Workload, node Node, overlap bool) Pr
 		}
 		return s
 	}
-	pr.Loop, pr.Loader = sum(PhaseCompute, PhaseGrad), sum(PhaseSample, PhaseFetch)
+	pr.Loop, pr.Loader = sum(metrics.PhaseCompute, metrics.PhaseGrad), sum(metrics.PhaseSample, metrics.PhaseFetch)
 	if overlap {
 		pr.Epoch = pr.Loop + math.Max(0, pr.Loader-pr.Loop)
 	} else {
@@ -282,7 +275,7 @@ func Extrapolate(runs []Run, p, batches int, seeds float64, params int) (*Worklo
 	}
 	w.FetchRows = fetched * float64(batches)
 	w.Comm, err = extrapolateComm(Phases, comms, ps, per, p, float64(batches), func(ph string, k Kind, calls float64) (float64, bool) {
-		if ph != PhaseGrad || k != Allreduce || params <= 0 {
+		if ph != metrics.PhaseGrad || k != Allreduce || params <= 0 {
 			return 0, false
 		}
 		v, _ := collective.AllreduceVolume(0, p, params, 4)

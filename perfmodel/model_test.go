@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"gnnmpi/collective"
+	"gnnmpi/metrics"
 )
 
 func TestLatency(t *testing.T) {
@@ -112,12 +113,12 @@ func TestPresets(t *testing.T) {
 // exponent theta, and whose collectives take what net predicts.
 func synthRuns(node Node, net *Network, theta float64, ps []int, noise float64) []Run {
 	rng := rand.New(rand.NewPCG(3, 4))
-	gamma := map[string][]float64{PhaseSample: {0.001, 2e-5}, PhaseFetch: {0.0005, 2e-6}, PhaseCompute: {0.01, 1e-4}, PhaseGrad: {0, 0.0001}}
+	gamma := map[string][]float64{metrics.PhaseSample: {0.001, 2e-5}, metrics.PhaseFetch: {0.0005, 2e-6}, metrics.PhaseCompute: {0.01, 1e-4}, metrics.PhaseGrad: {0, 0.0001}}
 	var runs []Run
 	for _, p := range ps {
 		b := float64(Batches(p, 10000, 64, 0))
 		w := Workload{P: p, Batches: b, Seeds: 10000 / float64(p), FetchRows: b * (500 + 300*float64(p-1)/float64(p)),
-			Comm: map[string]map[Kind]Traffic{PhaseGrad: {Allreduce: {Calls: b, Bytes: b * 4e5}}, PhaseFetch: {Alltoallv: {Calls: b, Bytes: b * 1e5}}}}
+			Comm: map[string]map[Kind]Traffic{metrics.PhaseGrad: {Allreduce: {Calls: b, Bytes: b * 4e5}}, metrics.PhaseFetch: {Alltoallv: {Calls: b, Bytes: b * 1e5}}}}
 		r := Run{Workload: w, PhaseSeconds: map[string]float64{}, CommSeconds: map[string]float64{}}
 		share := math.Pow(node.Share(p), theta)
 		for ph, g := range gamma {
@@ -146,10 +147,10 @@ func TestFitCompute(t *testing.T) {
 	c, err := FitCompute(runs, node, net)
 	require.NoError(t, err)
 	require.Equal(t, 0.75, c.Theta)
-	require.InDelta(t, 1e-4, c.Phases[PhaseCompute].Gamma[1], 1e-12)
-	require.InDelta(t, 0.01, c.Phases[PhaseCompute].Gamma[0], 1e-12)
-	require.InDelta(t, 2e-6, c.Phases[PhaseFetch].Gamma[1], 1e-12)
-	require.InDelta(t, 1e-4, c.Phases[PhaseGrad].Gamma[1], 1e-12)
+	require.InDelta(t, 1e-4, c.Phases[metrics.PhaseCompute].Gamma[1], 1e-12)
+	require.InDelta(t, 0.01, c.Phases[metrics.PhaseCompute].Gamma[0], 1e-12)
+	require.InDelta(t, 2e-6, c.Phases[metrics.PhaseFetch].Gamma[1], 1e-12)
+	require.InDelta(t, 1e-4, c.Phases[metrics.PhaseGrad].Gamma[1], 1e-12)
 	// The fit reproduces every run's compute and epoch.
 	for _, r := range runs {
 		pr := c.Predict(net, &r.Workload, node, false)
@@ -160,7 +161,7 @@ func TestFitCompute(t *testing.T) {
 	}
 	noisy, err := FitCompute(synthRuns(node, net, 1, []int{1, 2, 3, 4, 6, 8, 12, 16}, 0.02), node, net)
 	require.NoError(t, err)
-	require.InEpsilon(t, 1e-4, noisy.Phases[PhaseCompute].Gamma[1], 0.1)
+	require.InEpsilon(t, 1e-4, noisy.Phases[metrics.PhaseCompute].Gamma[1], 0.1)
 	require.InDelta(t, 1, noisy.Theta, 0.1)
 
 	_, err = FitCompute(runs[:1], node, net)
@@ -169,11 +170,11 @@ func TestFitCompute(t *testing.T) {
 
 func TestPredictOverlap(t *testing.T) {
 	net, _ := Preset("25gbe")
-	c := &Compute{Theta: 1, Phases: map[string]PhaseFit{PhaseSample: {Gamma: []float64{1, 0}}, PhaseFetch: {Gamma: []float64{0, 0}}, PhaseCompute: {Gamma: []float64{3, 0}}, PhaseGrad: {Gamma: []float64{0, 0}}}}
-	w := &Workload{P: 4, Batches: 10, Comm: map[string]map[Kind]Traffic{PhaseGrad: {Allreduce: {Calls: 10, Bytes: 2.9e9}}}}
+	c := &Compute{Theta: 1, Phases: map[string]PhaseFit{metrics.PhaseSample: {Gamma: []float64{1, 0}}, metrics.PhaseFetch: {Gamma: []float64{0, 0}}, metrics.PhaseCompute: {Gamma: []float64{3, 0}}, metrics.PhaseGrad: {Gamma: []float64{0, 0}}}}
+	w := &Workload{P: 4, Batches: 10, Comm: map[string]map[Kind]Traffic{metrics.PhaseGrad: {Allreduce: {Calls: 10, Bytes: 2.9e9}}}}
 	pr := c.Predict(net, w, Node{}, true)
 	comm := 10*4*15e-6 + 1.0
-	require.InDelta(t, comm, pr.Phases[PhaseGrad].Comm, 1e-12)
+	require.InDelta(t, comm, pr.Phases[metrics.PhaseGrad].Comm, 1e-12)
 	require.InDelta(t, 3+comm, pr.Epoch, 1e-12) // loader (1 s) hidden
 	pr = c.Predict(net, w, Node{}, false)
 	require.InDelta(t, 4+comm, pr.Epoch, 1e-12)
@@ -187,8 +188,8 @@ func TestExtrapolate(t *testing.T) {
 	for _, p := range []int{1, 2, 4} {
 		b := float64(Batches(p, 10000, 64, 0))
 		w := Workload{P: p, Batches: b, FetchRows: b * (500 + 300/float64(p)), Comm: map[string]map[Kind]Traffic{
-			PhaseFetch: {Alltoallv: {Calls: 2 * b, Bytes: b * 1000 * float64(p-1) / float64(p)}},
-			PhaseGrad:  {Allreduce: {Calls: b, Bytes: 0}},
+			metrics.PhaseFetch: {Alltoallv: {Calls: 2 * b, Bytes: b * 1000 * float64(p-1) / float64(p)}},
+			metrics.PhaseGrad:  {Allreduce: {Calls: b, Bytes: 0}},
 		}}
 		runs = append(runs, Run{Workload: w})
 	}
@@ -199,10 +200,10 @@ func TestExtrapolate(t *testing.T) {
 	require.NoError(t, err)
 	b := float64(nb)
 	require.InEpsilon(t, b*(500+300/float64(p)), w.FetchRows, 1e-9)
-	require.InEpsilon(t, 2*b, w.Comm[PhaseFetch][Alltoallv].Calls, 1e-9)
-	require.InEpsilon(t, b*1000*float64(p-1)/float64(p), w.Comm[PhaseFetch][Alltoallv].Bytes, 1e-9)
+	require.InEpsilon(t, 2*b, w.Comm[metrics.PhaseFetch][Alltoallv].Calls, 1e-9)
+	require.InEpsilon(t, b*1000*float64(p-1)/float64(p), w.Comm[metrics.PhaseFetch][Alltoallv].Bytes, 1e-9)
 	v, _ := collective.AllreduceVolume(0, p, params, 4)
-	require.InEpsilon(t, b*float64(v), w.Comm[PhaseGrad][Allreduce].Bytes, 1e-9)
+	require.InEpsilon(t, b*float64(v), w.Comm[metrics.PhaseGrad][Allreduce].Bytes, 1e-9)
 	require.Equal(t, 1, Batches(1024, 10000, 64, 0))
 	require.Equal(t, 3, Batches(2, 140, 32, 0))
 	require.Equal(t, 3, Batches(4, 140, 0, 64)) // global 64: 16 per rank, 35 vertices

@@ -13,6 +13,7 @@ import (
 	"gnnmpi/collective"
 	"gnnmpi/collective/inproc"
 	"gnnmpi/graph"
+	"gnnmpi/metrics"
 	"gnnmpi/model"
 	"gnnmpi/partition"
 	"gnnmpi/sparse"
@@ -101,7 +102,7 @@ func TestBlockPlanTrainsLikeReplicated(t *testing.T) {
 				for _, ph := range TrainPhases() {
 					assert.Equal(t, vol.Train[ph], got.bytes[ph], ph)
 				}
-				assert.Equal(t, vol.Eval, got.bytes[PhaseEval])
+				assert.Equal(t, vol.Eval, got.bytes[metrics.PhaseEval])
 			})
 		}
 	}

@@ -5,26 +5,17 @@ import (
 
 	"gnnmpi/collective"
 	"gnnmpi/dense"
+	"gnnmpi/metrics"
 	"gnnmpi/model"
 )
 
-// Phases of the byte counts (collective.SetPhase). Each name means one job
-// across the project: PhaseGrad, PhaseEval and PhaseMetrics name the same
-// jobs as the minibatch trainer's phases of those names.
-const (
-	PhaseAct     = "act"      // stage-to-stage activations, forward (Send/Recv)
-	PhaseActGrad = "act-grad" // stage-to-stage activation gradients, backward (Send/Recv)
-	PhaseHalo    = "halo"     // rows between pipelines (graph parts), both directions
-	PhaseGrad    = "grad"     // weight-gradient Allreduce
-	PhaseEval    = "eval"     // exact inference: activations and halos
-	PhaseMetrics = "metrics"  // loss and accuracy reductions
-)
-
 // TrainPhases returns the phases of a training epoch's traffic, each once:
-// PhaseAct, PhaseActGrad, PhaseHalo and PhaseGrad (the keys of
-// Volume.Train). Evaluate's traffic is PhaseEval, and the reductions of
-// Stats and Eval are PhaseMetrics.
-func TrainPhases() []string { return []string{PhaseAct, PhaseActGrad, PhaseHalo, PhaseGrad} }
+// metrics.PhaseAct, PhaseActGrad, PhaseHalo and PhaseGrad (the keys of
+// Volume.Train). Evaluate's traffic is metrics.PhaseEval, and the
+// reductions of Stats and Eval are metrics.PhaseMetrics.
+func TrainPhases() []string {
+	return []string{metrics.PhaseAct, metrics.PhaseActGrad, metrics.PhaseHalo, metrics.PhaseGrad}
+}
 
 // Message tags of the stage-to-stage transfers.
 const (
@@ -102,9 +93,9 @@ func (t *Trainer) haloForward(ps *pass, mb int, b *Block, x, h *dense.Matrix) er
 	if t.cfg.Layout.Pipelines == 1 {
 		return nil
 	}
-	phase := PhaseHalo
+	phase := metrics.PhaseHalo
 	if !ps.train {
-		phase = PhaseEval
+		phase = metrics.PhaseEval
 	}
 	defer collective.SetPhase(t.c, phase)()
 	sendCounts, recvCounts, ids := t.haloRows(ps, mb, b)
@@ -120,7 +111,7 @@ func (t *Trainer) haloBackward(ps *pass, mb int, b *Block, dx, g *dense.Matrix) 
 	if t.cfg.Layout.Pipelines == 1 {
 		return nil
 	}
-	defer collective.SetPhase(t.c, PhaseHalo)()
+	defer collective.SetPhase(t.c, metrics.PhaseHalo)()
 	recvCounts, sendCounts, ids := t.haloRows(ps, mb, b)
 	t.halo = dense.Grow(t.halo, len(ids)*t.w)
 	send := dx.Data[(len(b.Dst)+len(b.Local))*t.w:]

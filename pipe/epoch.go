@@ -5,6 +5,7 @@ import (
 
 	"gnnmpi/collective"
 	"gnnmpi/dense"
+	"gnnmpi/metrics"
 )
 
 // pass is one sweep over a chunking: training (chunks, dropout, historical
@@ -55,7 +56,7 @@ func (t *Trainer) Epoch(epoch int) (Stats, error) {
 	if r := t.cfg.SnapshotEvery; r > 0 && epoch%r == 0 {
 		t.takeSnapshot()
 	}
-	defer collective.SetPhase(t.c, PhaseMetrics)()
+	defer collective.SetPhase(t.c, metrics.PhaseMetrics)()
 	if err := collective.AllreduceVars(t.c, collective.Sum, &sums.loss, &sums.correct); err != nil {
 		return Stats{}, err
 	}
@@ -75,7 +76,7 @@ func (t *Trainer) run(ps *pass) (trainSums, error) {
 		switch st.Kind {
 		case RecvAct:
 			fl.u = dense.Reuse(fl.u, len(b.Dst), t.w)
-			err = t.recv(fl.u, st.Peer, tagAct, PhaseAct)
+			err = t.recv(fl.u, st.Peer, tagAct, metrics.PhaseAct)
 		case Forward:
 			var l float64
 			var n int64
@@ -83,14 +84,14 @@ func (t *Trainer) run(ps *pass) (trainSums, error) {
 			loss += l
 			correct += n
 		case SendAct:
-			err = t.send(fl.y, st.Peer, tagAct, PhaseAct)
+			err = t.send(fl.y, st.Peer, tagAct, metrics.PhaseAct)
 		case RecvGrad:
 			fl.dy = dense.Reuse(fl.dy, len(b.Dst), t.w)
-			err = t.recv(fl.dy, st.Peer, tagActGrad, PhaseActGrad)
+			err = t.recv(fl.dy, st.Peer, tagActGrad, metrics.PhaseActGrad)
 		case Backward:
 			err = t.backward(ps, st.MB, fl)
 		case SendGrad:
-			err = t.send(fl.dx, st.Peer, tagActGrad, PhaseActGrad)
+			err = t.send(fl.dx, st.Peer, tagActGrad, metrics.PhaseActGrad)
 			fl.dx = nil
 		}
 		if err != nil {
@@ -117,7 +118,7 @@ func (t *Trainer) takeSnapshot() {
 // replicated input layer over every rank), applies the optimizer and zeroes
 // the gradients.
 func (t *Trainer) step() error {
-	defer collective.SetPhase(t.c, PhaseGrad)()
+	defer collective.SetPhase(t.c, metrics.PhaseGrad)()
 	if err := t.reduce(t.stageC, t.params); err != nil {
 		return err
 	}

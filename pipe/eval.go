@@ -3,6 +3,7 @@ package pipe
 import (
 	"gnnmpi/collective"
 	"gnnmpi/dense"
+	"gnnmpi/metrics"
 	"gnnmpi/model"
 )
 
@@ -16,7 +17,7 @@ type evalSums struct {
 // dropout, no historical embeddings) and returns validation and test
 // accuracy and the validation loss. It is collective.
 func (t *Trainer) Evaluate() (Eval, error) {
-	defer collective.SetPhase(t.c, PhaseEval)()
+	defer collective.SetPhase(t.c, metrics.PhaseEval)()
 	y, err := t.inferPart()
 	if err != nil {
 		return Eval{}, err
@@ -25,7 +26,7 @@ func (t *Trainer) Evaluate() (Eval, error) {
 	if t.last {
 		s = t.count(y)
 	}
-	restore := collective.SetPhase(t.c, PhaseMetrics)
+	restore := collective.SetPhase(t.c, metrics.PhaseMetrics)
 	err = collective.AllreduceVars(t.c, collective.Sum, &s.valCorrect, &s.valLoss, &s.val, &s.testCorrect, &s.test)
 	restore()
 	if err != nil {
@@ -59,7 +60,7 @@ func (t *Trainer) inferPart() (*dense.Matrix, error) {
 	fl := &flight{}
 	if !t.first {
 		fl.u = dense.New(nk, t.w)
-		if err := t.recv(fl.u, t.s-1, tagAct, PhaseEval); err != nil {
+		if err := t.recv(fl.u, t.s-1, tagAct, metrics.PhaseEval); err != nil {
 			return nil, err
 		}
 	}
@@ -67,7 +68,7 @@ func (t *Trainer) inferPart() (*dense.Matrix, error) {
 		return nil, err
 	}
 	if !t.last {
-		if err := t.send(fl.y, t.s+1, tagAct, PhaseEval); err != nil {
+		if err := t.send(fl.y, t.s+1, tagAct, metrics.PhaseEval); err != nil {
 			return nil, err
 		}
 	}

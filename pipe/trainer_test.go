@@ -16,6 +16,7 @@ import (
 	"gnnmpi/collective/inproc"
 	"gnnmpi/dense"
 	"gnnmpi/graph"
+	"gnnmpi/metrics"
 	"gnnmpi/model"
 	"gnnmpi/partition"
 	"gnnmpi/sparse"
@@ -159,7 +160,7 @@ func runPipeComm(t *testing.T, cfg Config, epochs int, data func(c collective.Co
 		}
 	}
 	for ph := range res.bytes {
-		if ph != PhaseEval && ph != PhaseMetrics {
+		if ph != metrics.PhaseEval && ph != metrics.PhaseMetrics {
 			res.bytes[ph] /= int64(epochs)
 		}
 	}
@@ -264,15 +265,15 @@ func TestBytesMatchAnalyticalVolume(t *testing.T) {
 					assert.Equal(t, want.Train[ph], got.bytes[ph], ph)
 				}
 				for ph := range got.bytes {
-					assert.Contains(t, append(TrainPhases(), PhaseEval, PhaseMetrics), ph, "every phase is listed")
+					assert.Contains(t, append(TrainPhases(), metrics.PhaseEval, metrics.PhaseMetrics), ph, "every phase is listed")
 				}
-				assert.Equal(t, want.Eval, got.bytes[PhaseEval], "eval")
+				assert.Equal(t, want.Eval, got.bytes[metrics.PhaseEval], "eval")
 				if tc.lay.Stages > 1 {
-					assert.Positive(t, got.bytes[PhaseAct])
-					assert.Positive(t, got.bytes[PhaseActGrad])
+					assert.Positive(t, got.bytes[metrics.PhaseAct])
+					assert.Positive(t, got.bytes[metrics.PhaseActGrad])
 				}
 				if tc.lay.Pipelines > 1 {
-					assert.Positive(t, got.bytes[PhaseHalo])
+					assert.Positive(t, got.bytes[metrics.PhaseHalo])
 				}
 			})
 		}

@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 
 	"gnnmpi/collective"
+	"gnnmpi/metrics"
 	"gnnmpi/model"
 )
 
@@ -36,9 +37,9 @@ func Analytical(plan *PartPlan, lay Layout, mc model.DeepConfig) Volume {
 	n := plan.N
 	S, P := lay.Stages, lay.Pipelines
 	bound := int64(S-1) * n * row
-	v := Volume{Train: map[string]int64{PhaseAct: bound, PhaseActGrad: bound}}
+	v := Volume{Train: map[string]int64{metrics.PhaseAct: bound, metrics.PhaseActGrad: bound}}
 	if P > 1 {
-		v.Train[PhaseHalo] = 2 * int64(mc.Layers) * plan.HaloRows(false) * row
+		v.Train[metrics.PhaseHalo] = 2 * int64(mc.Layers) * plan.HaloRows(false) * row
 		v.Eval = int64(mc.Layers) * plan.HaloRows(true) * row
 	}
 	v.Eval += bound
@@ -56,7 +57,7 @@ func Analytical(plan *PartPlan, lay Layout, mc model.DeepConfig) Volume {
 			}
 		}
 	}
-	v.Train[PhaseGrad] = ar
+	v.Train[metrics.PhaseGrad] = ar
 	return v
 }
 

@@ -8,6 +8,7 @@ import (
 	"gnnmpi/collective"
 	"gnnmpi/dense"
 	"gnnmpi/graph"
+	"gnnmpi/metrics"
 	"gnnmpi/partition"
 	"gnnmpi/sparse"
 )
@@ -168,7 +169,7 @@ type LoadOptions struct {
 // Load reads the dataset at path for rank c.Rank() of c.Size(): topology,
 // labels and splits on every rank, and the features of the vertices of the
 // rank's part (see LoadOptions). METIS and book files are computed or read
-// on rank 0 and broadcast (phase "setup").
+// on rank 0 and broadcast (metrics.PhaseSetup).
 //
 // With Symmetrize set, the reverse of every edge is added to the topology
 // (graph.Dataset.Symmetrized; nothing is done for a .gnn file recorded as
@@ -193,7 +194,7 @@ func Load(c collective.Comm, path string, o LoadOptions) (*Data, error) {
 		return nil, fmt.Errorf("train: feature replication %d does not divide the %d ranks", replication, c.Size())
 	}
 	p, r := c.Size()/replication, c.Rank()/replication
-	defer collective.SetPhase(c, "setup")()
+	defer collective.SetPhase(c, metrics.PhaseSetup)()
 	if graph.IsPartDir(path) {
 		return loadParts(c, path, o, replication, o.WholeTopology)
 	}

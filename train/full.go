@@ -10,6 +10,7 @@ import (
 	"gnnmpi/graph"
 	"gnnmpi/internal/memlimit"
 	"gnnmpi/internal/rng"
+	"gnnmpi/metrics"
 	"gnnmpi/model"
 	"gnnmpi/partition"
 	"gnnmpi/pipe"
@@ -115,7 +116,7 @@ type FullResult struct {
 	Result
 	Layout pipe.Layout
 	// Analytical is the analytical traffic (pipe.Analytical), bytes per
-	// epoch by phase, plus pipe.PhaseEval per evaluation.
+	// epoch by phase, plus metrics.PhaseEval per evaluation.
 	Analytical map[string]int64
 	// HaloRows is pipe.Plan.HaloRows of the training chunks.
 	HaloRows int64
@@ -152,7 +153,7 @@ func RunFull(c collective.Comm, d *Data, cfg FullConfig, h Hooks) (*FullResult, 
 	res.Result = rec.result()
 	// Evaluations do not run every epoch: the bytes per epoch are
 	// training's (FullResult.Analytical has an evaluation's).
-	delete(res.BytesPerEpoch, pipe.PhaseEval)
+	delete(res.BytesPerEpoch, metrics.PhaseEval)
 	res.NumParams = pipe.NumParams(s.model)
 	defer collective.SetPhase(c, PhaseMetrics)()
 	mem, _, err := collective.AllgatherSlice(c, []int64{s.tr.StateBytes(), memlimit.PeakRSS()})
@@ -167,7 +168,7 @@ func RunFull(c collective.Comm, d *Data, cfg FullConfig, h Hooks) (*FullResult, 
 }
 
 // fullCommPhases are the phases of package pipe's training traffic, whose
-// times and bytes every epoch reports (with those of pipe.PhaseEval).
+// times and bytes every epoch reports (with those of metrics.PhaseEval).
 var fullCommPhases = pipe.TrainPhases()
 
 // fullStepper is the full-graph trainer as the epoch loop drives it: one
@@ -217,12 +218,12 @@ func newFullStepper(c collective.Comm, d *Data, cfg FullConfig, log func(string,
 	}
 	res := &FullResult{Layout: lay, HaloRows: plan.HaloRows(false)}
 	vol := pipe.Analytical(plan, lay, pc.Model)
-	res.Analytical = map[string]int64{pipe.PhaseEval: vol.Eval}
+	res.Analytical = map[string]int64{metrics.PhaseEval: vol.Eval}
 	for ph, b := range vol.Train {
 		res.Analytical[ph] = b
 	}
 	log("%s mode: %d stages × %d pipelines, %d chunks per part; %d halo rows per layer; analytical bytes per epoch act %d act-grad %d halo %d grad %d",
-		cfg.Mode, lay.Stages, lay.Pipelines, cfg.Chunks, res.HaloRows, vol.Train[pipe.PhaseAct], vol.Train[pipe.PhaseActGrad], vol.Train[pipe.PhaseHalo], vol.Train[pipe.PhaseGrad])
+		cfg.Mode, lay.Stages, lay.Pipelines, cfg.Chunks, res.HaloRows, vol.Train[metrics.PhaseAct], vol.Train[metrics.PhaseActGrad], vol.Train[metrics.PhaseHalo], vol.Train[metrics.PhaseGrad])
 	s := &fullStepper{c: c, cfg: cfg, lay: lay, model: pc.Model, tr: tr, fp: fullFingerprint(cfg, lay, p, d, chunks)}
 	return s, res, nil
 }
@@ -352,7 +353,7 @@ func (s *fullStepper) summarize(epoch int, ev *evaluation, evalSecs float64) (Ep
 		es.Evaluated, es.ValAcc, es.ValLoss, es.TestAcc = true, ev.ValAcc, ev.ValLoss, ev.TestAcc
 	}
 	delta := collective.SnapshotOf(c).Sub(s.before)
-	phases := append(slices.Clone(fullCommPhases), pipe.PhaseEval)
+	phases := append(slices.Clone(fullCommPhases), metrics.PhaseEval)
 	restore := collective.SetPhase(c, PhaseMetrics)
 	times := []float64{s.trainSecs, evalSecs}
 	for _, ph := range fullCommPhases {

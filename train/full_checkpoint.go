@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"gnnmpi/collective"
+	"gnnmpi/metrics"
 	"gnnmpi/pipe"
 )
 
@@ -32,9 +33,6 @@ import (
 // the manifest names. Resume reads the manifest on rank 0 only and
 // broadcasts its epoch, so a directory on node-local disks works as well as
 // a shared one.
-
-// PhaseCheckpoint is the phase of the checkpoints' agreement collectives.
-const PhaseCheckpoint = "checkpoint"
 
 // FullManifestFile is the name, inside the checkpoint directory, of the
 // manifest of a full-graph checkpoint.
@@ -162,7 +160,7 @@ func fullSettingsOf(cfg FullConfig) fullSettings {
 //
 // saveFull is collective over c; every rank returns an error if any fails.
 func saveFull(c collective.Comm, dir string, h rankHeader, s pipe.State) error {
-	defer collective.SetPhase(c, PhaseCheckpoint)()
+	defer collective.SetPhase(c, metrics.PhaseCheckpoint)()
 	r, epoch := c.Rank(), h.Epoch
 	name := FullRankFile(r, epoch)
 	err := func() error {

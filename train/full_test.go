@@ -15,6 +15,7 @@ import (
 	"gnnmpi/collective"
 	"gnnmpi/collective/inproc"
 	"gnnmpi/graph"
+	"gnnmpi/metrics"
 	"gnnmpi/model"
 	"gnnmpi/partition"
 	"gnnmpi/pipe"
@@ -87,9 +88,9 @@ func TestRunFullModes(t *testing.T) {
 					assert.Equal(t, r0.Analytical[ph], e.Bytes[ph], "%s epoch %d", ph, e.Epoch)
 				}
 			}
-			assert.Equal(t, r0.Analytical[pipe.PhaseEval], r0.Epochs[0].Bytes[pipe.PhaseEval])
-			assert.Equal(t, tc.act, r0.BytesPerEpoch[pipe.PhaseAct] > 0)
-			assert.Equal(t, tc.halo, r0.BytesPerEpoch[pipe.PhaseHalo] > 0)
+			assert.Equal(t, r0.Analytical[metrics.PhaseEval], r0.Epochs[0].Bytes[metrics.PhaseEval])
+			assert.Equal(t, tc.act, r0.BytesPerEpoch[metrics.PhaseAct] > 0)
+			assert.Equal(t, tc.halo, r0.BytesPerEpoch[metrics.PhaseHalo] > 0)
 			assert.Positive(t, r0.BestEpoch)
 			assert.Len(t, r0.StateBytes, tc.p)
 			assert.Positive(t, r0.StateBytes[0])

@@ -74,7 +74,7 @@ func readFull(t *testing.T, path string) ([]fullEpoch, fullFinal) {
 
 // fullTrainPhases are the phases of a full-graph training epoch and
 // fullEvalPhase that of an evaluation, as the metrics name them (the
-// stable keys of README's Full-graph training; pipe.PhaseAct, …).
+// stable keys of README's Full-graph training; metrics.PhaseAct, …).
 var fullTrainPhases = []string{"act", "act-grad", "halo", "grad"}
 
 const fullEvalPhase = "eval"

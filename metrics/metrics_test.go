@@ -1,0 +1,83 @@
+package metrics
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"gnnmpi/collective"
+)
+
+// An epoch without evaluation writes null accuracies and validation loss;
+// an evaluated one their values.
+func TestEpochNulls(t *testing.T) {
+	acc := 0.5
+	for _, tc := range []struct {
+		name string
+		rec  Epoch
+		want string
+	}{
+		{"not evaluated", Epoch{Epoch: 1}, `null`},
+		{"evaluated", Epoch{Epoch: 1, ValAcc: &acc, TestAcc: &acc, ValLoss: &acc}, `0.5`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := json.Marshal(tc.rec)
+			require.NoError(t, err)
+			var m map[string]json.RawMessage
+			require.NoError(t, json.Unmarshal(b, &m))
+			for _, k := range []string{"val_acc", "test_acc", "val_loss"} {
+				require.JSONEq(t, tc.want, string(m[k]), k)
+			}
+			require.NotContains(t, m, "gpu_reads")
+		})
+	}
+}
+
+// Summarize sums the sent bytes and takes the maxima over ranks, overall
+// and per phase.
+func TestSummarize(t *testing.T) {
+	s := Summarize([]collective.Snapshot{
+		{PhaseGrad: {"allreduce": {Calls: 1, SentBytes: 10, RecvBytes: 10}}, PhaseFetch: {"alltoallv": {Calls: 1, SentBytes: 3, RecvBytes: 7}}},
+		{PhaseGrad: {"allreduce": {Calls: 1, SentBytes: 10, RecvBytes: 10}}, PhaseFetch: {"alltoallv": {Calls: 1, SentBytes: 7, RecvBytes: 3}}},
+	})
+	require.Len(t, s.PerRank, 2)
+	require.Equal(t, int64(30), s.TotalBytes)
+	require.Equal(t, int64(17), s.MaxSentBytes)
+	require.Equal(t, int64(17), s.MaxRecvBytes)
+	require.Equal(t, map[string]PhaseBytes{
+		PhaseGrad:  {TotalSent: 20, MaxSent: 10, MaxRecv: 10},
+		PhaseFetch: {TotalSent: 10, MaxSent: 7, MaxRecv: 7},
+	}, s.ByPhase)
+}
+
+// DecodeTrainFinal tells the kinds of training apart by config.mode and
+// refuses other commands' records.
+func TestDecodeTrainFinal(t *testing.T) {
+	for _, tc := range []struct {
+		name, in string
+		full     bool
+		err      string
+	}{
+		{"minibatch", `{"command":"train","config":{"batch_size":32},"ranks":2}`, false, ""},
+		{"minibatch mode", `{"command":"train","config":{"mode":"minibatch"}}`, false, ""},
+		{"pipe", `{"command":"train","config":{"mode":"pipe","stages":2},"ranks":2}`, true, ""},
+		{"other command", `{"command":"fetch"}`, false, `command "fetch"`},
+		{"not json", `{`, false, "unexpected end"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := DecodeTrainFinal([]byte(tc.in))
+			if tc.err != "" {
+				require.ErrorContains(t, err, tc.err)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tc.full, f.Full != nil)
+			require.Equal(t, !tc.full, f.Minibatch != nil)
+			require.Equal(t, "train", f.Run().Command)
+			if tc.full {
+				require.Equal(t, 2, f.Full.Config.Stages)
+			}
+		})
+	}
+}

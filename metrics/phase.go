@@ -1,0 +1,32 @@
+package metrics
+
+import "gnnmpi/collective"
+
+// Phases of the byte counts (collective.SetPhase) and of the epoch time
+// (Epoch.PhaseS). Each name means one job across the project: the
+// minibatch trainer and the full-graph trainer count their gradient
+// Allreduce, evaluation and metric reductions under the same names.
+const (
+	// Minibatch training.
+	PhaseSample  = "sample"  // neighbour sampling (replicated topology: none; 1.5D: frontier gathers and sampled rows)
+	PhaseSpGEMM  = "spgemm"  // distributed SpGEMM (spgemm.Phase): the 1.5D topology's products P = Q·A; time counts under sample
+	PhaseFetch   = "fetch"   // feature all-to-all of the minibatch inputs
+	PhaseCompute = "compute" // forward, backward, optimizer step
+	PhaseWait    = "wait"    // the compute loop waiting for its next minibatch (Epoch.WaitS)
+
+	// Full-graph training (package pipe).
+	PhaseAct     = "act"      // stage-to-stage activations, forward (Send/Recv)
+	PhaseActGrad = "act-grad" // stage-to-stage activation gradients, backward (Send/Recv)
+	PhaseHalo    = "halo"     // rows between pipelines (graph parts), both directions
+
+	// Both kinds of training.
+	PhaseGrad       = "grad"       // weight-gradient Allreduce
+	PhaseEval       = "eval"       // exact inference: layer-wise full-neighbour (minibatch), activations and halos (full-graph)
+	PhaseMetrics    = "metrics"    // reductions of losses, accuracies, times and bytes, and the final byte counts
+	PhaseSetup      = "setup"      // loading, partitioning, resuming
+	PhaseCheckpoint = "checkpoint" // agreeing on and writing checkpoints
+
+	// Every command.
+	PhaseDefault   = collective.DefaultPhase // traffic outside any named phase
+	PhaseCalibrate = "calibrate"             // the network microbenchmark of gnnmpi predict --calibrate
+)
