@@ -27,6 +27,8 @@ func TestBlockOf(t *testing.T) {
 		{"first row of a block", []int64{0, 3, 7}, 3, 1},
 		{"last row", []int64{0, 3, 7}, 6, 1},
 		{"empty blocks skipped", []int64{0, 2, 2, 2, 5}, 2, 3},
+		{"two empty blocks, first after", []int64{0, 2, 2, 5, 5, 6}, 2, 2},
+		{"two empty blocks, second after", []int64{0, 2, 2, 5, 5, 6}, 5, 4},
 		{"leading empty block", []int64{0, 0, 4}, 0, 1},
 		{"offset start", []int64{10, 12, 20}, 12, 1},
 	} {

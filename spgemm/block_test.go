@@ -40,13 +40,6 @@ func TestStages(t *testing.T) {
 	}
 }
 
-func TestBlockOf(t *testing.T) {
-	b := []int64{0, 2, 2, 5, 5, 6}
-	for x, want := range []int{0, 0, 2, 2, 2, 4} {
-		require.Equal(t, want, blockOf(b, int64(x)), "x=%d", x)
-	}
-}
-
 // mat builds a matrix from dense rows, 0 meaning absent.
 func mat(rows [][]float64, ncols int64) *sparse.CSR {
 	a := &sparse.CSR{NRows: int64(len(rows)), NCols: ncols, Indptr: []int64{0}, Indices: []int64{}, Values: []float64{}}

@@ -3,7 +3,6 @@ package spgemm
 import (
 	"errors"
 	"fmt"
-	"sort"
 
 	"gnnmpi/collective"
 	"gnnmpi/sparse"
@@ -366,10 +365,4 @@ func assembleBlocks[T sparse.Scalar](d *Dist[T], all []int64, owner []int, gdeg,
 		}
 	}
 	return out
-}
-
-// blockOf returns the block of bounds holding index x: the largest b with
-// bounds[b] <= x < bounds[b+1].
-func blockOf(bounds []int64, x int64) int {
-	return sort.Search(len(bounds), func(b int) bool { return bounds[b] > x }) - 1
 }

@@ -609,7 +609,7 @@ func Mul2D[T sparse.Scalar, S sparse.Semiring[T]](g *collective.Grid, sr S, a, b
 	var offs []int64
 	for _, st := range Stages(a.ColBounds, b.RowBounds) {
 		l, h := st[0], st[1]
-		ja, ib := blockOf(a.ColBounds, l), blockOf(b.RowBounds, l)
+		ja, ib := collective.BlockOf(a.ColBounds, l), collective.BlockOf(b.RowBounds, l)
 		var ap, bp *sparse.Matrix[T]
 		if j == ja {
 			ap = a.Local

@@ -177,7 +177,7 @@ func Mul2DStream[T sparse.Scalar, S sparse.Semiring[T]](g *collective.Grid, sr S
 	var spare *sparse.Matrix[T] // the last received slice of B's arrays, for the next
 	for t, st := range Stages(a.ColBounds, b.RowBounds) {
 		l, h := st[0], st[1]
-		ib := blockOf(b.RowBounds, l)
+		ib := collective.BlockOf(b.RowBounds, l)
 		var bp *sparse.Matrix[T]
 		if i == ib {
 			bp = b.Local
@@ -188,7 +188,7 @@ func Mul2DStream[T sparse.Scalar, S sparse.Semiring[T]](g *collective.Grid, sr S
 		ap, al := a.Local, l // A's columns from al meet B's rows from l
 		var err error
 		if !rowHeld {
-			ja := blockOf(a.ColBounds, l)
+			ja := collective.BlockOf(a.ColBounds, l)
 			ap = nil
 			if j == ja {
 				ap = a.Local
