@@ -273,7 +273,6 @@ func returnRows(rc collective.Comm, n int64, rs rowSet, from []int64, by func(x 
 	return out, nil
 }
 
-
 // frontier is a grid row's stacked frontier: Q_i (one row per frontier
 // vertex of the grid row's ranks, in rank order, a one in the vertex's
 // column), held whole by every rank of the grid row (the 1.5D layout of
