@@ -57,12 +57,12 @@ func mat(rows [][]float64, ncols int64) *sparse.CSR {
 
 func TestSliceConcat(t *testing.T) {
 	a := mat([][]float64{{1, 0, 2, 3}, {0, 0, 0, 0}, {4, 5, 0, 6}}, 4)
-	require.Equal(t, mat([][]float64{{0, 0, 0, 0}, {4, 5, 0, 6}}, 4), rowSlice(a, 1, 3))
-	left, right := colSlice(a, 0, 1), colSlice(a, 1, 4)
+	require.Equal(t, mat([][]float64{{0, 0, 0, 0}, {4, 5, 0, 6}}, 4), sparse.RowRange(a, 1, 3))
+	left, right := sparse.ColRange(a, 0, 1), sparse.ColRange(a, 1, 4)
 	require.Equal(t, mat([][]float64{{1}, {0}, {4}}, 1), left)
 	require.Equal(t, mat([][]float64{{0, 2, 3}, {0, 0, 0}, {5, 0, 6}}, 3), right)
 	require.Equal(t, a, hconcat([]*sparse.CSR{left, right}, []int64{0, 1}, 3, 4, true))
-	require.Equal(t, a, sparse.VStack([]*sparse.CSR{rowSlice(a, 0, 1), rowSlice(a, 1, 1), rowSlice(a, 1, 3)}, 4, true))
+	require.Equal(t, a, sparse.VStack([]*sparse.CSR{sparse.RowRange(a, 0, 1), sparse.RowRange(a, 1, 1), sparse.RowRange(a, 1, 3)}, 4, true))
 }
 
 func TestSum(t *testing.T) {

@@ -125,9 +125,9 @@ func Distribute[T sparse.Scalar](a *sparse.Matrix[T], rowBounds, colBounds []int
 	if i < 0 || i >= len(rowBounds)-1 || j < 0 || j >= len(colBounds)-1 {
 		panic("spgemm: Distribute: block outside the bounds")
 	}
-	blk := rowSlice(a, rowBounds[i], rowBounds[i+1])
+	blk := sparse.RowRange(a, rowBounds[i], rowBounds[i+1])
 	if lo, hi := colBounds[j], colBounds[j+1]; lo != 0 || hi != a.NCols {
-		blk = colSlice(blk, lo, hi)
+		blk = sparse.ColRange(blk, lo, hi)
 	}
 	return &Dist[T]{M: a.NRows, N: a.NCols, RowBounds: rowBounds, ColBounds: colBounds, I: i, J: j, Replica: replica, Local: blk}
 }
