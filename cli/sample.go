@@ -326,45 +326,8 @@ func samplePartsSource(env *Env, cfg *sampleConfig, fo []int) (*sampleSource, er
 	if err != nil {
 		return nil, err
 	}
-	orig := func(ids []int64) ([]int64, error) { return origIDs(c, bounds, rc, part, ids) }
+	orig := func(ids []int64) ([]int64, error) { return part.AskOrigIDs(c, bounds, rc, ids) }
 	return &sampleSource{smp: smp, train: train, name: m.Name, n: m.NumNodes, orig: orig, grid: grid}, nil
-}
-
-// origIDs returns the original ids of ids (new ids of a partitioned
-// dataset), asking the owners: vertex v of run part q is answered by rank
-// q·rc + this rank's replica index, from its part's OrigIDs. It is
-// collective over c.
-func origIDs(c collective.Comm, bounds []int64, rc int, part *graph.Part, ids []int64) ([]int64, error) {
-	p, col := c.Size(), c.Rank()%rc
-	ask := make([][]int64, p)
-	at := make([]int, len(ids))
-	for i, v := range ids {
-		q, _ := slices.BinarySearch(bounds, v+1)
-		r := (q-1)*rc + col
-		at[i] = len(ask[r])
-		ask[r] = append(ask[r], v)
-	}
-	got, err := collective.AlltoallvSlices(c, ask)
-	if err != nil {
-		return nil, err
-	}
-	answer := make([][]int64, p)
-	for r, vs := range got {
-		answer[r] = make([]int64, len(vs))
-		for k, v := range vs {
-			answer[r][k] = part.OrigIDs[v-part.Lo]
-		}
-	}
-	back, err := collective.AlltoallvSlices(c, answer)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]int64, len(ids))
-	for i, v := range ids {
-		q, _ := slices.BinarySearch(bounds, v+1)
-		out[i] = back[(q-1)*rc+col][at[i]]
-	}
-	return out, nil
 }
 
 // sampleSeeds returns the vertices whose minibatches the command samples:

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"unicode"
 
+	"gnnmpi/collective"
 	"gnnmpi/internal/rng"
 	"gnnmpi/sparse"
 )
@@ -180,23 +181,13 @@ func (b *Book) Owner(gid int64) int {
 	return int(b.Part[gid])
 }
 
-// rangeOf returns the part of a compact book whose range holds gid.
+// rangeOf returns the part of a compact book whose range holds gid (empty
+// parts, which end where they start, are skipped).
 func (b *Book) rangeOf(gid int64) int {
 	if gid < 0 || gid >= b.offsets[b.Parts] {
 		panic("partition: gid out of range")
 	}
-	// The first part whose range ends after gid (empty parts end where
-	// they start, so they are skipped).
-	lo, hi := 0, b.Parts-1
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if b.offsets[m+1] > gid {
-			hi = m
-		} else {
-			lo = m + 1
-		}
-	}
-	return lo
+	return collective.BlockOf(b.offsets, gid)
 }
 
 // LocalID returns the local id of global vertex gid on its owning rank.

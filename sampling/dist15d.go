@@ -126,7 +126,7 @@ func (t *dist15D) rows(v []int64, keys []uint64, pick picker) (*sparse.CSR, erro
 	// The return of the rows is the product's delivery (what Mul15D's
 	// reduce-scatter did): it counts under spgemm.Phase.
 	c := g.PC
-	by := func(x int64) int { return blockOfBounds(t.a.RowBounds, qv[x]) % c }
+	by := func(x int64) int { return collective.BlockOf(t.a.RowBounds, qv[x]) % c }
 	defer collective.SetPhase(g.Comm, spgemm.Phase)()
 	return returnRows(g.RowComm, n, kept.sorted(valued), f.from, by, valued)
 }
@@ -214,7 +214,7 @@ func returnRows(rc collective.Comm, n int64, rs rowSet, from []int64, by func(x 
 	rowsTo, rowsFrom := make([]int, c), make([]int, c)
 	entTo := make([]int, c)
 	for y, r := range rs.ids {
-		x := sort.Search(c, func(x int) bool { return from[x+1] > r })
+		x := collective.BlockOf(from, r)
 		rowsTo[x]++
 		entTo[x] += int(rs.m.Degree(int64(y)))
 	}
@@ -271,12 +271,6 @@ func returnRows(rc collective.Comm, n int64, rs rowSet, from []int64, by func(x 
 		out.Indptr[r-lo+1] = int64(len(out.Indices))
 	}
 	return out, nil
-}
-
-// blockOfBounds returns the block of bounds holding x: the largest b with
-// bounds[b] <= x (then x < bounds[b+1]).
-func blockOfBounds(bounds []int64, x int64) int {
-	return sort.Search(len(bounds), func(b int) bool { return bounds[b] > x }) - 1
 }
 
 // frontier is a grid row's stacked frontier: Q_i (one row per frontier

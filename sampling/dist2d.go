@@ -45,26 +45,7 @@ func Distributed2D(g *collective.Grid, bounds []int64, local *sparse.CSR) (Topol
 	}
 	n := local.NCols
 	lo, hi := bounds[g.Col], bounds[g.Col+1]
-	blk := &sparse.CSR{NRows: local.NRows, NCols: hi - lo, Indptr: make([]int64, local.NRows+1), Indices: []int64{}}
-	valued := local.Values != nil
-	if valued {
-		blk.Values = []float64{}
-	}
-	for r := range local.NRows {
-		for q := local.Indptr[r]; q < local.Indptr[r+1]; q++ {
-			if col := local.Indices[q]; col >= lo && col < hi {
-				blk.Indices = append(blk.Indices, col-lo)
-				if valued {
-					blk.Values = append(blk.Values, local.Values[q])
-				}
-			}
-		}
-		blk.Indptr[r+1] = int64(len(blk.Indices))
-	}
-	blk.Indices = slices.Clip(blk.Indices)
-	if valued {
-		blk.Values = slices.Clip(blk.Values)
-	}
+	blk := sparse.ColRange(local, lo, hi)
 	b := slices.Clone(bounds)
 	a := &spgemm.Dist[float64]{M: n, N: n, RowBounds: b, ColBounds: b, I: g.Row, J: g.Col, Local: blk}
 	return &dist2D{g: g, a: a}, nil

@@ -1,7 +1,6 @@
 package sampling
 
 import (
-	"fmt"
 	"slices"
 
 	"gnnmpi/collective"
@@ -18,9 +17,9 @@ import (
 // ranks of a grid row then compute the same rows).
 //
 // The degrees d_u of the columns outside the block are asked of their
-// owners (the block whose bounds hold u): an Alltoallv of the request
-// counts, one of the requested ids and one of the degrees (int64 each),
-// so c ranks exchange 16 bytes per distinct remote column. The result is
+// owners (the block whose bounds hold u) by collective.Halo: an Alltoallv
+// of the request counts, one of the requested ids and one of the degrees
+// (int64 each), so c ranks exchange 16 bytes per distinct remote column. The result is
 // bit for bit rows [rowBounds[r], rowBounds[r+1]) of GCNNormalized(A),
 // sorted, with values. It is collective over c, and returns an error if
 // rowBounds do not cut [0, n) into c.Size() blocks or local is not a valid
@@ -32,7 +31,7 @@ func GCNNormalizedBlock(c collective.Comm, rowBounds []int64, local *sparse.CSR)
 	}
 	lo, hi := rowBounds[me], rowBounds[me+1]
 	out := selfLooped(local, lo)
-	// The distinct remote columns, ascending, hence grouped by owner.
+	// The distinct remote columns, ascending, for a binary search below.
 	var remote []int64
 	for _, u := range out.Indices {
 		if u < lo || u >= hi {
@@ -41,30 +40,12 @@ func GCNNormalizedBlock(c collective.Comm, rowBounds []int64, local *sparse.CSR)
 	}
 	slices.Sort(remote)
 	remote = slices.Compact(remote)
-	req := make([][]int64, p)
-	for _, u := range remote {
-		q := blockOfBounds(rowBounds, u)
-		req[q] = append(req[q], u)
-	}
-	asked, err := collective.AlltoallvSlices(c, req)
-	if err != nil {
-		return nil, err
-	}
-	sendCounts, recvCounts := make([]int, p), make([]int, p)
-	var degs []int64
-	for q, ids := range asked {
-		sendCounts[q] = len(ids)
-		for _, u := range ids {
-			if u < lo || u >= hi {
-				return nil, fmt.Errorf("sampling: rank %d asked rank %d for the degree of %d, outside its rows [%d,%d)", q, me, u, lo, hi)
-			}
-			degs = append(degs, out.Degree(u-lo))
+	remoteDeg, err := collective.Halo(c, remote, func(u int64) int { return collective.BlockOf(rowBounds, u) }, func(u int64) (int64, bool) {
+		if u < lo || u >= hi {
+			return 0, false
 		}
-	}
-	for q := range req {
-		recvCounts[q] = len(req[q])
-	}
-	remoteDeg, err := collective.AlltoallvFlat(c, degs, sendCounts, recvCounts)
+		return out.Degree(u - lo), true
+	})
 	if err != nil {
 		return nil, err
 	}

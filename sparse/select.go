@@ -82,33 +82,77 @@ func RowRange[T Scalar](a *Matrix[T], lo, hi int64) *Matrix[T] {
 // new matrix of A's shape: the column ids are kept (not renumbered), and
 // so is the order of the entries within each row. Values are copied when A
 // has them. A is not modified and the result shares no memory with it.
+// ColRange is the same selection with the columns renumbered.
 // It will panic if lo > hi.
 func SelectCols[T Scalar](a *Matrix[T], lo, hi int64) *Matrix[T] {
+	return selectBlock(a, nil, true, lo, hi, 0, a.NCols)
+}
+
+// ColRange returns columns [lo, hi) of A as a new A.NRows×(hi−lo) matrix:
+// column j of A becomes column j−lo, and the entries within each row keep
+// their order. It is the column twin of RowRange, but copies: values are
+// copied when A has them (a pattern stays a pattern), A is not modified
+// and the result shares no memory with it. The result's Indices (and
+// Values, when A has them) are never nil, even when empty.
+// It will panic if lo > hi.
+func ColRange[T Scalar](a *Matrix[T], lo, hi int64) *Matrix[T] {
+	return selectBlock(a, nil, true, lo, hi, lo, hi-lo)
+}
+
+// SelectBlock returns the block A(rows, lo:hi) as a new
+// len(rows)×(hi−lo) matrix: row x of the result holds the entries of row
+// rows[x] of A whose columns lie in [lo, hi), renumbered from 0 (column j
+// becomes j−lo), in A's order. rows may repeat and need not be sorted; an
+// empty rows gives an empty matrix. It equals ColRange(SelectRows(A,
+// rows), lo, hi) without the intermediate copy, and takes time in
+// proportion to len(rows) and the entries of the rows selected. Values,
+// ownership and nil-ness are as for ColRange.
+// It will panic if lo > hi or an entry of rows lies outside [0, A.NRows).
+func SelectBlock[T Scalar](a *Matrix[T], rows []int64, lo, hi int64) *Matrix[T] {
+	return selectBlock(a, rows, false, lo, hi, lo, hi-lo)
+}
+
+// selectBlock returns the entries of rows (every row of a when all) whose
+// columns lie in [lo, hi), their columns less shift, as a matrix of ncols
+// columns.
+func selectBlock[T Scalar](a *Matrix[T], rows []int64, all bool, lo, hi, shift, ncols int64) *Matrix[T] {
 	if lo > hi {
 		panic("sparse: column range with lo > hi")
 	}
-	ptr := make([]int64, a.NRows+1)
-	for i := range a.NRows {
-		n := ptr[i]
+	nr := int64(len(rows))
+	row := func(x int64) int64 { return rows[x] }
+	if all {
+		nr, row = a.NRows, func(x int64) int64 { return x }
+	}
+	ptr := make([]int64, nr+1)
+	for x := range nr {
+		i := row(x)
+		if i < 0 || i >= a.NRows {
+			panic("sparse: selected row out of range")
+		}
+		n := ptr[x]
 		for _, j := range a.Row(i) {
 			if j >= lo && j < hi {
 				n++
 			}
 		}
-		ptr[i+1] = n
+		ptr[x+1] = n
 	}
-	out := &Matrix[T]{NRows: a.NRows, NCols: a.NCols, Indptr: ptr, Indices: make([]int64, ptr[a.NRows])}
+	out := &Matrix[T]{NRows: nr, NCols: ncols, Indptr: ptr, Indices: make([]int64, ptr[nr])}
 	if a.Values != nil {
-		out.Values = make([]T, ptr[a.NRows])
+		out.Values = make([]T, ptr[nr])
 	}
-	o := 0
-	for k, j := range a.Indices[a.Indptr[0]:a.Indptr[a.NRows]] {
-		if j >= lo && j < hi {
-			out.Indices[o] = j
-			if a.Values != nil {
-				out.Values[o] = a.Values[a.Indptr[0]+int64(k)]
+	for x := range nr {
+		i := row(x)
+		o := ptr[x]
+		for q := a.Indptr[i]; q < a.Indptr[i+1]; q++ {
+			if j := a.Indices[q]; j >= lo && j < hi {
+				out.Indices[o] = j - shift
+				if a.Values != nil {
+					out.Values[o] = a.Values[q]
+				}
+				o++
 			}
-			o++
 		}
 	}
 	return out

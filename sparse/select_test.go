@@ -163,3 +163,43 @@ func TestSelectCols(t *testing.T) {
 	assert.Equal(t, &Matrix[float32]{NRows: 1, NCols: 3, Indptr: []int64{0, 1}, Indices: []int64{2}}, SelectCols(p, 1, 3), "a pattern stays a pattern")
 	assert.Panics(t, func() { SelectCols(a, 3, 2) })
 }
+
+// ColRange renumbers the columns kept from 0 and narrows the matrix to
+// them; SelectBlock does the same on chosen rows. The fixture's rows are
+// 0: (3,1) (1,2) (3,4); 1: empty; 2: (0,8) (4,16); 3: (2,32).
+func TestColRangeSelectBlock(t *testing.T) {
+	a := selectFixture()
+	for _, tc := range []struct {
+		name   string
+		rows   []int64 // nil: ColRange, every row
+		lo, hi int64
+		want   *CSR
+	}{
+		{"middle", nil, 1, 4, &CSR{NRows: 4, NCols: 3, Indptr: []int64{0, 3, 3, 3, 4}, Indices: []int64{2, 0, 2, 1}, Values: []float64{1, 2, 4, 32}}},
+		{"all", nil, 0, 5, a},
+		{"last column", nil, 4, 5, &CSR{NRows: 4, NCols: 1, Indptr: []int64{0, 0, 0, 1, 1}, Indices: []int64{0}, Values: []float64{16}}},
+		{"none", nil, 2, 2, &CSR{NRows: 4, NCols: 0, Indptr: []int64{0, 0, 0, 0, 0}, Indices: []int64{}, Values: []float64{}}},
+		// Row 3 twice, row 0 keeps its order and repeat.
+		{"rows repeated", []int64{3, 0, 3}, 2, 5, &CSR{NRows: 3, NCols: 3, Indptr: []int64{0, 1, 3, 4}, Indices: []int64{0, 1, 1, 0}, Values: []float64{32, 1, 4, 32}}},
+		{"empty row kept", []int64{1, 2}, 0, 1, &CSR{NRows: 2, NCols: 1, Indptr: []int64{0, 0, 1}, Indices: []int64{0}, Values: []float64{8}}},
+		{"no rows", []int64{}, 0, 5, &CSR{NRows: 0, NCols: 5, Indptr: []int64{0}, Indices: []int64{}, Values: []float64{}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got *CSR
+			if tc.rows == nil {
+				got = ColRange(a, tc.lo, tc.hi)
+			} else {
+				got = SelectBlock(a, tc.rows, tc.lo, tc.hi)
+				assert.Equal(t, ColRange(SelectRows(a, tc.rows), tc.lo, tc.hi), got, "SelectBlock is ColRange of SelectRows")
+			}
+			assert.Equal(t, tc.want, got)
+			assert.Equal(t, selectFixture(), a, "input unchanged")
+		})
+	}
+	p := &Matrix[float32]{NRows: 1, NCols: 3, Indptr: []int64{0, 2}, Indices: []int64{0, 2}}
+	assert.Equal(t, &Matrix[float32]{NRows: 1, NCols: 2, Indptr: []int64{0, 1}, Indices: []int64{1}}, ColRange(p, 1, 3), "a pattern stays a pattern")
+	assert.Panics(t, func() { ColRange(a, 3, 2) })
+	assert.Panics(t, func() { SelectBlock(a, []int64{0}, 3, 2) })
+	assert.Panics(t, func() { SelectBlock(a, []int64{4}, 0, 1) })
+	assert.Panics(t, func() { SelectBlock(a, []int64{-1}, 0, 1) })
+}

@@ -9,51 +9,6 @@ import (
 // Local block manipulation: the slicing, concatenation and sparse sums the
 // distributed products need around the local kernel of package sparse.
 
-// rowSlice returns rows [lo, hi) of a. It shares Indices and Values with a
-// (a valued a gives non-nil Values, even when empty).
-func rowSlice[T sparse.Scalar](a *sparse.Matrix[T], lo, hi int64) *sparse.Matrix[T] {
-	s, e := a.Indptr[lo], a.Indptr[hi]
-	ptr := make([]int64, hi-lo+1)
-	for i := range ptr {
-		ptr[i] = a.Indptr[lo+int64(i)] - s
-	}
-	out := &sparse.Matrix[T]{NRows: hi - lo, NCols: a.NCols, Indptr: ptr, Indices: a.Indices[s:e:e]}
-	if a.Values != nil {
-		out.Values = a.Values[s:e:e]
-	}
-	return out
-}
-
-// colSlice returns the columns [lo, hi) of a, renumbered from 0, keeping the
-// order of the entries within each row. It copies.
-func colSlice[T sparse.Scalar](a *sparse.Matrix[T], lo, hi int64) *sparse.Matrix[T] {
-	ptr := make([]int64, a.NRows+1)
-	var n int64
-	for i := range a.NRows {
-		for _, j := range a.Row(i) {
-			if j >= lo && j < hi {
-				n++
-			}
-		}
-		ptr[i+1] = n
-	}
-	out := &sparse.Matrix[T]{NRows: a.NRows, NCols: hi - lo, Indptr: ptr, Indices: make([]int64, n)}
-	if a.Values != nil {
-		out.Values = make([]T, n)
-	}
-	o := 0
-	for q, j := range a.Indices {
-		if j >= lo && j < hi {
-			out.Indices[o] = j - lo
-			if a.Values != nil {
-				out.Values[o] = a.Values[q]
-			}
-			o++
-		}
-	}
-	return out
-}
-
 // rowLengths returns the lengths of rows [lo, hi) of a.
 func rowLengths[T sparse.Scalar](a *sparse.Matrix[T], lo, hi int64) []int64 {
 	d := make([]int64, hi-lo)

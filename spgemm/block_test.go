@@ -40,13 +40,6 @@ func TestStages(t *testing.T) {
 	}
 }
 
-func TestBlockOf(t *testing.T) {
-	b := []int64{0, 2, 2, 5, 5, 6}
-	for x, want := range []int{0, 0, 2, 2, 2, 4} {
-		require.Equal(t, want, blockOf(b, int64(x)), "x=%d", x)
-	}
-}
-
 // mat builds a matrix from dense rows, 0 meaning absent.
 func mat(rows [][]float64, ncols int64) *sparse.CSR {
 	a := &sparse.CSR{NRows: int64(len(rows)), NCols: ncols, Indptr: []int64{0}, Indices: []int64{}, Values: []float64{}}
@@ -64,12 +57,12 @@ func mat(rows [][]float64, ncols int64) *sparse.CSR {
 
 func TestSliceConcat(t *testing.T) {
 	a := mat([][]float64{{1, 0, 2, 3}, {0, 0, 0, 0}, {4, 5, 0, 6}}, 4)
-	require.Equal(t, mat([][]float64{{0, 0, 0, 0}, {4, 5, 0, 6}}, 4), rowSlice(a, 1, 3))
-	left, right := colSlice(a, 0, 1), colSlice(a, 1, 4)
+	require.Equal(t, mat([][]float64{{0, 0, 0, 0}, {4, 5, 0, 6}}, 4), sparse.RowRange(a, 1, 3))
+	left, right := sparse.ColRange(a, 0, 1), sparse.ColRange(a, 1, 4)
 	require.Equal(t, mat([][]float64{{1}, {0}, {4}}, 1), left)
 	require.Equal(t, mat([][]float64{{0, 2, 3}, {0, 0, 0}, {5, 0, 6}}, 3), right)
 	require.Equal(t, a, hconcat([]*sparse.CSR{left, right}, []int64{0, 1}, 3, 4, true))
-	require.Equal(t, a, sparse.VStack([]*sparse.CSR{rowSlice(a, 0, 1), rowSlice(a, 1, 1), rowSlice(a, 1, 3)}, 4, true))
+	require.Equal(t, a, sparse.VStack([]*sparse.CSR{sparse.RowRange(a, 0, 1), sparse.RowRange(a, 1, 1), sparse.RowRange(a, 1, 3)}, 4, true))
 }
 
 func TestSum(t *testing.T) {

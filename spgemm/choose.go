@@ -1,6 +1,7 @@
 package spgemm
 
 import (
+	"gnnmpi/collective"
 	"gnnmpi/sparse"
 )
 
@@ -66,9 +67,9 @@ func Predict15D[T sparse.Scalar](a, b *sparse.Matrix[T], p, valSize, sample int)
 			ab := Bounds(m, q)
 			var sampled, entries, rowsSent float64
 			for r := int64(0); r < m; r += step {
-				i := blockOf(ab, r)
+				i := collective.BlockOf(ab, r)
 				sub := Bounds(ab[i+1]-ab[i], c)
-				own := blockOf(sub, r-ab[i])
+				own := collective.BlockOf(sub, r-ab[i])
 				sampled++
 				for rep := range c {
 					if rep == own {
@@ -77,7 +78,7 @@ func Predict15D[T sparse.Scalar](a, b *sparse.Matrix[T], p, valSize, sample int)
 					mark++
 					var n int64
 					for _, t := range a.Indices[a.Indptr[r]:a.Indptr[r+1]] {
-						if blockOf(rb, t)%c != rep {
+						if collective.BlockOf(rb, t)%c != rep {
 							continue
 						}
 						for _, j := range b.Indices[b.Indptr[t]:b.Indptr[t+1]] {

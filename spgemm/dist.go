@@ -3,7 +3,6 @@ package spgemm
 import (
 	"errors"
 	"fmt"
-	"sort"
 
 	"gnnmpi/collective"
 	"gnnmpi/sparse"
@@ -126,9 +125,9 @@ func Distribute[T sparse.Scalar](a *sparse.Matrix[T], rowBounds, colBounds []int
 	if i < 0 || i >= len(rowBounds)-1 || j < 0 || j >= len(colBounds)-1 {
 		panic("spgemm: Distribute: block outside the bounds")
 	}
-	blk := rowSlice(a, rowBounds[i], rowBounds[i+1])
+	blk := sparse.RowRange(a, rowBounds[i], rowBounds[i+1])
 	if lo, hi := colBounds[j], colBounds[j+1]; lo != 0 || hi != a.NCols {
-		blk = colSlice(blk, lo, hi)
+		blk = sparse.ColRange(blk, lo, hi)
 	}
 	return &Dist[T]{M: a.NRows, N: a.NCols, RowBounds: rowBounds, ColBounds: colBounds, I: i, J: j, Replica: replica, Local: blk}
 }
@@ -366,10 +365,4 @@ func assembleBlocks[T sparse.Scalar](d *Dist[T], all []int64, owner []int, gdeg,
 		}
 	}
 	return out
-}
-
-// blockOf returns the block of bounds holding index x: the largest b with
-// bounds[b] <= x < bounds[b+1].
-func blockOf(bounds []int64, x int64) int {
-	return sort.Search(len(bounds), func(b int) bool { return bounds[b] > x }) - 1
 }

@@ -323,7 +323,7 @@ func Mul15D[T sparse.Scalar, S sparse.Semiring[T]](g *collective.Grid, sr S, a, 
 			blocks, at = append(blocks, blk), append(at, j)
 			continue
 		}
-		aj := colSlice(a.Local, b.RowBounds[j], b.RowBounds[j+1])
+		aj := sparse.ColRange(a.Local, b.RowBounds[j], b.RowBounds[j+1])
 		pj, err := sparse.MulSR(sr, aj, blk, lo)
 		if err != nil {
 			return nil, err
@@ -388,7 +388,7 @@ func reduceRows15D[T sparse.Scalar, S sparse.Semiring[T]](c collective.Comm, sr 
 	m, kk := a.NRows, bl.NRows
 	lo, hi := sub[me], sub[me+1]
 	h := hi - lo
-	own := rowSlice(a, lo, hi)
+	own := sparse.RowRange(a, lo, hi)
 	if p == 1 {
 		return sparse.MulSR(sr, own, bl, o)
 	}
@@ -609,18 +609,18 @@ func Mul2D[T sparse.Scalar, S sparse.Semiring[T]](g *collective.Grid, sr S, a, b
 	var offs []int64
 	for _, st := range Stages(a.ColBounds, b.RowBounds) {
 		l, h := st[0], st[1]
-		ja, ib := blockOf(a.ColBounds, l), blockOf(b.RowBounds, l)
+		ja, ib := collective.BlockOf(a.ColBounds, l), collective.BlockOf(b.RowBounds, l)
 		var ap, bp *sparse.Matrix[T]
 		if j == ja {
 			ap = a.Local
 			if base := a.ColBounds[ja]; l != base || h != a.ColBounds[ja+1] {
-				ap = colSlice(ap, l-base, h-base)
+				ap = sparse.ColRange(ap, l-base, h-base)
 			}
 		}
 		if i == ib {
 			bp = b.Local
 			if base := b.RowBounds[ib]; l != base || h != b.RowBounds[ib+1] {
-				bp = rowSlice(bp, l-base, h-base)
+				bp = sparse.RowRange(bp, l-base, h-base)
 			}
 		}
 		ap, err := bcastBlock(g.RowComm, ja, ap, m, h-l, aValued)

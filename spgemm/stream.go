@@ -177,23 +177,23 @@ func Mul2DStream[T sparse.Scalar, S sparse.Semiring[T]](g *collective.Grid, sr S
 	var spare *sparse.Matrix[T] // the last received slice of B's arrays, for the next
 	for t, st := range Stages(a.ColBounds, b.RowBounds) {
 		l, h := st[0], st[1]
-		ib := blockOf(b.RowBounds, l)
+		ib := collective.BlockOf(b.RowBounds, l)
 		var bp *sparse.Matrix[T]
 		if i == ib {
 			bp = b.Local
 			if base := b.RowBounds[ib]; l != base || h != b.RowBounds[ib+1] {
-				bp = rowSlice(bp, l-base, h-base)
+				bp = sparse.RowRange(bp, l-base, h-base)
 			}
 		}
 		ap, al := a.Local, l // A's columns from al meet B's rows from l
 		var err error
 		if !rowHeld {
-			ja := blockOf(a.ColBounds, l)
+			ja := collective.BlockOf(a.ColBounds, l)
 			ap = nil
 			if j == ja {
 				ap = a.Local
 				if base := a.ColBounds[ja]; l != base || h != a.ColBounds[ja+1] {
-					ap = colSlice(ap, l-base, h-base)
+					ap = sparse.ColRange(ap, l-base, h-base)
 				}
 			}
 			if ap, err = bcastBlock(g.RowComm, ja, ap, m, h-l, aValued); err != nil {
@@ -228,38 +228,22 @@ func streamStage[T sparse.Scalar, S sparse.Semiring[T]](sr S, stage int, a *spar
 		panic("spgemm: stage block does not match the inner range")
 	}
 	limit, o := s.work(), s.local()
-	valued := a.Values != nil
 	var rows []int64
-	var work, nnz int64
+	var work int64
 	flush := func() error {
 		if len(rows) == 0 {
 			return nil
 		}
-		sub := &sparse.Matrix[T]{NRows: int64(len(rows)), NCols: hi - lo, Indptr: make([]int64, len(rows)+1), Indices: make([]int64, 0, nnz)}
-		if valued {
-			sub.Values = make([]T, 0, nnz)
-		}
-		for x, r := range rows {
-			for q := a.Indptr[r]; q < a.Indptr[r+1]; q++ {
-				if col := a.Indices[q]; col >= lo && col < hi {
-					sub.Indices = append(sub.Indices, col-lo)
-					if valued {
-						sub.Values = append(sub.Values, a.Values[q])
-					}
-				}
-			}
-			sub.Indptr[x+1] = int64(len(sub.Indices))
-		}
-		c, err := sparse.MulSR(sr, sub, blk, o)
+		c, err := sparse.MulSR(sr, sparse.SelectBlock(a, rows, lo, hi), blk, o)
 		if err != nil {
 			return fmt.Errorf("spgemm: stream: %w", err)
 		}
 		out := rows
-		rows, work, nnz = nil, 0, 0
+		rows, work = nil, 0
 		return s.Chunk(stage, out, c)
 	}
 	for r := range a.NRows {
-		var w, e int64
+		var w, e int64 // the work and the entries of row r in [lo, hi)
 		for q := a.Indptr[r]; q < a.Indptr[r+1]; q++ {
 			if col := a.Indices[q]; col >= lo && col < hi {
 				w += blk.Degree(col - lo)
@@ -276,7 +260,6 @@ func streamStage[T sparse.Scalar, S sparse.Semiring[T]](sr S, stage int, a *spar
 		}
 		rows = append(rows, r)
 		work += w + 1
-		nnz += e
 	}
 	return flush()
 }

@@ -161,7 +161,7 @@ func exchangeRows[T sparse.Scalar](c collective.Comm, a *sparse.Matrix[T], bound
 	rd, re := 0, 0
 	for q := range p {
 		if q == me {
-			out[q] = rowSlice(a, lo, hi)
+			out[q] = sparse.RowRange(a, lo, hi)
 			continue
 		}
 		pc := &sparse.Matrix[T]{NRows: mine, NCols: a.NCols, Indptr: make([]int64, mine+1)}
@@ -230,7 +230,7 @@ func bcastPieces[T sparse.Scalar](c collective.Comm, root int, blk *sparse.Matri
 		hi = min(hi, nrows)
 		var piece *sparse.Matrix[T]
 		if me {
-			piece = rowSlice(blk, lo, hi)
+			piece = sparse.RowRange(blk, lo, hi)
 		} else {
 			n := ptr[hi] - ptr[lo]
 			piece = &sparse.Matrix[T]{NRows: hi - lo, NCols: ncols, Indptr: make([]int64, hi-lo+1)}

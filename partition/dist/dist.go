@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sort"
 
 	"gnnmpi/collective"
 	"gnnmpi/sparse"
@@ -58,11 +57,6 @@ func Bounds(c collective.Comm, n, lo int64, adj *sparse.CSR) ([]int64, error) {
 	return b, nil
 }
 
-// owner returns the rank whose block holds row g.
-func owner(b []int64, g int64) int {
-	return sort.Search(len(b)-1, func(q int) bool { return b[q+1] > g })
-}
-
 // Symmetrize returns this rank's rows of the pattern of A ∪ Aᵀ without
 // self-loops, where A is the n×n matrix whose rows [lo, lo+adj.NRows) are
 // adj on this rank: row i holds j when (i, j) or (j, i) is in A and i ≠ j,
@@ -84,7 +78,7 @@ func Symmetrize(c collective.Comm, n, lo int64, adj *sparse.CSR) (*sparse.CSR, e
 				panic("dist: column out of range")
 			}
 			if j != g {
-				q := owner(b, j)
+				q := collective.BlockOf(b, j)
 				send[q] = append(send[q], j, g)
 			}
 		}
@@ -209,45 +203,6 @@ func Partition(c collective.Comm, n, lo int64, adj *sparse.CSR, parts int, seed 
 	return part, nil
 }
 
-// halo returns the part of every column of adj that lies outside this
-// rank's rows [b[rank], b[rank+1]), fetched from the owners, keyed by
-// vertex. Collective over c.
-func halo(c collective.Comm, b []int64, adj *sparse.CSR, part []int32) (map[int64]int32, error) {
-	p, me := c.Size(), c.Rank()
-	lo, hi := b[me], b[me+1]
-	seen := map[int64]bool{}
-	want := make([][]int64, p)
-	for _, j := range adj.Indices {
-		if (j < lo || j >= hi) && !seen[j] {
-			seen[j] = true
-			q := owner(b, j)
-			want[q] = append(want[q], j)
-		}
-	}
-	asked, err := collective.AlltoallvSlices(c, want)
-	if err != nil {
-		return nil, err
-	}
-	reply := make([][]int32, p)
-	for q, ids := range asked {
-		reply[q] = make([]int32, len(ids))
-		for k, g := range ids {
-			reply[q][k] = part[g-lo]
-		}
-	}
-	got, err := collective.AlltoallvSlices(c, reply)
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[int64]int32, len(seen))
-	for q := range p {
-		for k, g := range want[q] {
-			out[g] = got[q][k]
-		}
-	}
-	return out, nil
-}
-
 // EdgeCut returns the number of stored (directed) edges of the whole graph
 // whose endpoints lie in different parts, where this rank holds rows
 // [lo, lo+adj.NRows) of the n-vertex graph and part[i] is the part of its
@@ -263,7 +218,7 @@ func EdgeCut(c collective.Comm, n, lo int64, adj *sparse.CSR, part []int32) (int
 	if err != nil {
 		return 0, err
 	}
-	remote, err := halo(c, b, adj, part)
+	ids, remote, err := fetch(c, b, adj, part)
 	if err != nil {
 		return 0, err
 	}
@@ -271,12 +226,15 @@ func EdgeCut(c collective.Comm, n, lo int64, adj *sparse.CSR, part []int32) (int
 	var cut int64
 	for i := range adj.NRows {
 		for _, j := range adj.Indices[adj.Indptr[i]:adj.Indptr[i+1]] {
-			pj, ok := remote[j]
+			var pj int32
 			if j >= lo && j < hi {
-				pj, ok = part[j-lo], true
-			}
-			if !ok {
-				panic("dist: internal error: missing halo vertex")
+				pj = part[j-lo]
+			} else {
+				k, ok := slices.BinarySearch(ids, j)
+				if !ok {
+					panic("dist: internal error: missing halo vertex")
+				}
+				pj = remote[k]
 			}
 			if pj != part[i] {
 				cut++

@@ -2,7 +2,6 @@ package dist
 
 import (
 	"slices"
-	"sort"
 
 	"gnnmpi/collective"
 	"gnnmpi/dense"
@@ -104,10 +103,11 @@ func NewIDs(c collective.Comm, part []int32, parts int) (newID, offsets []int64,
 
 // fetch returns, for the sorted distinct columns of adj outside this
 // rank's rows [b[rank], b[rank+1]), the values val of their owners (each
-// owner answers with val[j−lo] for its row j): a halo exchange of two
-// Alltoallv. The caller looks a column up by binary search in ids.
+// owner answers with val[j−lo] for its row j): collective.Halo, whose
+// traffic it is. The caller looks a column up by binary search in ids.
+// fetch is collective over c.
 func fetch[T collective.Elem](c collective.Comm, b []int64, adj *sparse.CSR, val []T) (ids []int64, vals []T, err error) {
-	p, me := c.Size(), c.Rank()
+	me := c.Rank()
 	lo, hi := b[me], b[me+1]
 	for _, j := range adj.Indices {
 		if j < lo || j >= hi {
@@ -116,34 +116,15 @@ func fetch[T collective.Elem](c collective.Comm, b []int64, adj *sparse.CSR, val
 	}
 	slices.Sort(ids)
 	ids = slices.Compact(ids)
-	want := make([][]int64, p)
-	for _, j := range ids {
-		q := owner(b, j)
-		want[q] = append(want[q], j)
-	}
-	asked, err := collective.AlltoallvSlices(c, want)
-	if err != nil {
-		return nil, nil, err
-	}
-	reply := make([][]T, p)
-	for q, js := range asked {
-		reply[q] = make([]T, len(js))
-		for k, j := range js {
-			if j < lo || j >= hi {
-				panic("dist: internal error: asked for a row not held")
-			}
-			reply[q][k] = val[j-lo]
+	vals, err = collective.Halo(c, ids, func(j int64) int { return collective.BlockOf(b, j) }, func(j int64) (T, bool) {
+		if j < lo || j >= hi {
+			var zero T
+			return zero, false
 		}
-	}
-	got, err := collective.AlltoallvSlices(c, reply)
+		return val[j-lo], true
+	})
 	if err != nil {
 		return nil, nil, err
-	}
-	// ids is sorted and the owners' ranges ascend, so want concatenated
-	// in rank order is ids again.
-	vals = make([]T, 0, len(ids))
-	for q := range p {
-		vals = append(vals, got[q]...)
 	}
 	return ids, vals, nil
 }
@@ -300,7 +281,7 @@ func Redistribute(c collective.Comm, n int64, b *Block, part []int32, parts int)
 		out = append(out, pr)
 	}
 	partOf := func(v int64) *PartRows {
-		q := sort.Search(parts, func(q int) bool { return offsets[q+1] > v })
+		q := collective.BlockOf(offsets, v)
 		pr := mine[q]
 		if pr == nil || v < pr.Lo || v >= pr.Hi {
 			panic("dist: internal error: a row for a part this rank does not write")
@@ -409,6 +390,6 @@ func Reciprocal(c collective.Comm, n, lo int64, adj *sparse.CSR) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	found, edges, err := Reciprocity(c, Rows{Adj: adj, Lo: lo}, func(j int64) int { return owner(b, j) })
+	found, edges, err := Reciprocity(c, Rows{Adj: adj, Lo: lo}, func(j int64) int { return collective.BlockOf(b, j) })
 	return found == edges, err
 }
