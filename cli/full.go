@@ -43,7 +43,7 @@ func runFull(env *Env, path string, lo train.LoadOptions, cfg train.FullConfig) 
 		human(res.BytesPerEpoch[pipe.PhaseHalo]), human(res.Analytical[pipe.PhaseHalo]),
 		human(res.BytesPerEpoch[pipe.PhaseGrad]), human(res.Analytical[pipe.PhaseGrad]))
 	cfgOut := map[string]any{
-		"data": path, "split": d.SplitName, "partition": lo.Partition, "mode": cfg.Mode,
+		"data": path, "split": d.SplitName, "partition": lo.PartitionSpec(), "mode": cfg.Mode,
 		"stages": res.Layout.Stages, "pipelines": res.Layout.Pipelines, "chunks": cfg.Chunks, "chunk_partition": cfg.ChunkMethod,
 		"model": mc, "shuffle_chunks": cfg.ShuffleChunks, "clear_grads": cfg.ClearGrads, "snapshot_every": cfg.SnapshotEvery,
 		"feature_norm": cfg.FeatureNorm, "feature_norm_flag": normFlag, "symmetrize": lo.Symmetrize, "reciprocity": d.Reciprocity, "feature_format": featureFormatOf(d), "epochs": cfg.Epochs, "optimizer": cfg.Optimizer, "lr": cfg.LR,

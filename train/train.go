@@ -391,7 +391,7 @@ func isqrt(n int) int {
 // even split of the rows.
 func (t *trainer) newSampler() (sampling.Sampler, error) {
 	d, cfg := t.d, t.cfg
-	kind := string(cfg.Sampler)
+	kind := cfg.Sampler
 	if cfg.Topology == TopologyReplicated {
 		if d.Partitioned() {
 			return nil, fmt.Errorf("train: a partitioned dataset's ranks hold only their parts' rows: use --topology 1.5d or 2d (or load it with a replicated topology)")
@@ -407,7 +407,7 @@ func (t *trainer) newSampler() (sampling.Sampler, error) {
 		return nil, fmt.Errorf("train: the %s topology's %d grid rows must be the data's %d parts: with a partitioned dataset set the topology's replication (--c for 1.5d, √p for 2d) equal to the feature replication %d",
 			cfg.Topology, g.PR, len(bounds)-1, cfg.Replication)
 	}
-	return sampling.NewBlock(kind, string(cfg.Topology), g, bounds, local, cfg.Fanouts)
+	return sampling.NewBlock(kind, cfg.Topology, g, bounds, local, cfg.Fanouts)
 }
 
 // mask returns the membership of ids among the vertices [lo, hi), indexed
@@ -536,7 +536,7 @@ func (t *trainer) blocks(mb *sampling.MiniBatch, deg []int64) []*sparse.CSR {
 // nil reads them from the whole graph's degrees, which a rank holding the
 // whole graph keeps.
 func (t *trainer) adjacency(b sampling.Block, deg []int64) *sparse.CSR {
-	if t.cfg.Model.Kind != "gcn" || b.Adj.Values != nil {
+	if t.cfg.Model.Kind != model.KindGCN || b.Adj.Values != nil {
 		return b.Adj // LADIES blocks carry their propagation weights
 	}
 	if deg == nil {
@@ -552,7 +552,7 @@ func (t *trainer) adjacency(b sampling.Block, deg []int64) *sparse.CSR {
 // does not hold: a partitioned dataset with a GCN model. Training blocks
 // of LADIES carry their weights and need none.
 func (t *trainer) needDegrees(training bool) bool {
-	return t.d.Partitioned() && t.cfg.Model.Kind == "gcn" && !(training && t.cfg.Sampler == SamplerLADIES)
+	return t.d.Partitioned() && t.cfg.Model.Kind == model.KindGCN && !(training && t.cfg.Sampler == SamplerLADIES)
 }
 
 // ownDegrees returns the degrees of the vertices rank r owns under book
