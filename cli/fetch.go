@@ -8,6 +8,7 @@ import (
 
 	"gnnmpi/alltoall"
 	"gnnmpi/graph"
+	"gnnmpi/model"
 	"gnnmpi/train"
 )
 
@@ -17,7 +18,7 @@ func fetchCmd() *Command {
 		Summary: "measure the feature traffic of the training minibatches under cache policies and sizes, without training",
 		Usage:   "--data PATH [--cache none,degree,vip,sim] [--cache-frac 0,0.1,1] [flags]",
 		Flags: func(fs *flag.FlagSet) func(*Env) error {
-			d := train.Defaults("sage")
+			d := train.Defaults(model.KindSAGE, train.ModeMinibatch).Minibatch
 			// The sweep's one default of its own: minibatches of the size
 			// the fetch benchmarks use (bench/fetch.sh).
 			d.BatchSize = 1024
@@ -26,13 +27,13 @@ func fetchCmd() *Command {
 			policies := fs.String("cache", "none,degree,vip,sim", "cache policies, comma-separated: none, degree, vip, vip-recurrence, sim")
 			fracs := fs.String("cache-frac", "0,0.01,0.05,0.1,0.2,0.5,1", "cache sizes α, comma-separated: each rank caches ⌊α·n/parts⌋ remote rows")
 			return func(env *Env) error {
-				cfg := train.Defaults("sage")
+				cfg := train.Defaults(model.KindSAGE, train.ModeMinibatch).Minibatch
 				if err := sf.config(&cfg, setFlags(fs)); err != nil {
 					return fmt.Errorf("fetch: %w", err)
 				}
 				cfg.Model.Layers = len(cfg.Fanouts)
 				if cfg.Sampler == train.SamplerLADIES {
-					cfg.Model.Kind = "gcn" // the blocks carry GCN's LADIES weights; nothing is trained
+					cfg.Model.Kind = model.KindGCN // the blocks carry GCN's LADIES weights; nothing is trained
 				}
 				cfg.FeatureNorm = train.FeatureNormNone // the bytes do not depend on it; saves a copy of the features
 				cfg.EvalEvery = 0
@@ -102,7 +103,7 @@ func runFetch(env *Env, path string, lo train.LoadOptions, cfg train.Config, epo
 		return err
 	}
 	return env.Finish(map[string]any{"final": true, "points": points, "config": map[string]any{
-		"data": path, "split": d.SplitName, "partition": lo.Partition, "parts": d.Book.Parts, "fanouts": cfg.Fanouts, "batch_size": cfg.BatchSize,
+		"data": path, "split": d.SplitName, "partition": lo.PartitionSpec(), "parts": d.Book.Parts, "fanouts": cfg.Fanouts, "batch_size": cfg.BatchSize,
 		"replication": cfg.Replication, "feature_dtype": cfg.FeatureDType, "epochs": epochs, "seed": cfg.Seed, "features": features, "nodes": d.NumNodes(),
 		"symmetrize": lo.Symmetrize, "reciprocity": d.Reciprocity, "feature_format": format,
 	}})

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"gnnmpi/alltoall"
+	"gnnmpi/model"
 	"gnnmpi/train"
 )
 
@@ -65,7 +66,7 @@ func TestFetchSharesTrainDefaults(t *testing.T) {
 		} `json:"config"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(out), &obj), out)
-	require.Equal(t, train.Defaults("sage").Fanouts, obj.Config.Fanouts)
+	require.Equal(t, train.Defaults(model.KindSAGE, train.ModeMinibatch).Minibatch.Fanouts, obj.Config.Fanouts)
 	require.Equal(t, 32, obj.Config.BatchSize, "--global-batch-size 64 on 2 ranks")
 	_, err = runCmd(t, 2, "fetch", "--data", data, "--sampler", "fastgcn")
 	require.ErrorContains(t, err, `unknown sampler "fastgcn" (want sage or ladies)`)

@@ -3,9 +3,13 @@ package cli
 import (
 	"flag"
 	"fmt"
+	"slices"
+	"strings"
 
 	"gnnmpi/alltoall"
 	"gnnmpi/graph"
+	"gnnmpi/partition"
+	"gnnmpi/sampling"
 	"gnnmpi/train"
 )
 
@@ -27,7 +31,7 @@ func addSampleFlags(fs *flag.FlagSet, d train.Config) *sampleFlags {
 	return &sampleFlags{
 		data:        fs.String("data", "data/cora", "dataset: OGB raw-layout directory or .gnn binary file"),
 		split:       fs.String("split", "", "split whose training vertices are the seeds (default: the dataset's first)"),
-		partition:   fs.String("partition", train.PartitionMetis, "vertex partition over the ranks: block, random, metis, or a book file from `gnnmpi partition`"),
+		partition:   fs.String("partition", string(train.PartitionMetis), "vertex partition over the ranks: "+methodList(train.PartitionMethods)+", or a book file from `gnnmpi partition`"),
 		fanouts:     fs.String("fanouts", joinInts(d.Fanouts), "neighbours sampled per hop, from the seeds outwards (-1: all); one per layer"),
 		sampler:     fs.String("sampler", string(d.Sampler), "sage (node-wise: --fanouts neighbours per vertex) or ladies (layer-wise: --fanouts vertices per minibatch and layer; --model gcn)"),
 		topology:    fs.String("topology", string(d.Topology), "where the sampler's graph lives: replicated (no communication), 1.5d (rows over p/c grid rows, c copies; P = Q·A by 1.5D SpGEMM) or 2d (√p×√p blocks, SUMMA); a partitioned dataset (a directory) needs 1.5d with --c equal to --replication, or 2d with --replication √p"),
@@ -55,7 +59,7 @@ func (f *sampleFlags) config(cfg *train.Config, set map[string]bool) error {
 	if cfg.Sampler, err = train.ParseSampler(*f.sampler); err != nil {
 		return err
 	}
-	if cfg.Topology, err = train.ParseTopology(*f.topology); err != nil {
+	if cfg.Topology, err = sampling.ParseLayout(*f.topology); err != nil {
 		return err
 	}
 	if cfg.FeatureDType, err = train.ParseFeatureDType(*f.dtype); err != nil {
@@ -94,8 +98,24 @@ func (f *sampleFlags) loadOptions(env *Env, replication int) (train.LoadOptions,
 	if err != nil {
 		return train.LoadOptions{}, err
 	}
-	return train.LoadOptions{Split: *f.split, Partition: *f.partition, Symmetrize: *f.symmetrize,
-		Replication: replication, Format: format, Seed: *f.seed, Progress: env.Progress}, nil
+	lo := train.LoadOptions{Split: *f.split, Symmetrize: *f.symmetrize,
+		Replication: replication, Format: format, Seed: *f.seed, Progress: env.Progress}
+	// A value that is not a method Load runs is a book file's path.
+	if m := partition.Method(*f.partition); slices.Contains(train.PartitionMethods, m) {
+		lo.Partition = m
+	} else {
+		lo.Book = *f.partition
+	}
+	return lo, nil
+}
+
+// methodList spells methods as "a, b, c" (for help texts).
+func methodList(methods []partition.Method) string {
+	s := make([]string, len(methods))
+	for i, m := range methods {
+		s[i] = string(m)
+	}
+	return strings.Join(s, ", ")
 }
 
 // joinInts spells xs as parseInts reads them: "25,10".

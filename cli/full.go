@@ -46,7 +46,7 @@ func runFull(env *Env, path string, lo train.LoadOptions, cfg train.FullConfig) 
 		Training: trainingOf(&res.Result),
 		Config: metrics.FullConfig{
 			Common: commonOf(env, path, lo, d, &cfg.Common, normFlag),
-			Model:  metrics.FullModel(mc), Mode: string(cfg.Mode), Stages: res.Layout.Stages, Pipelines: res.Layout.Pipelines,
+			Model:  fullModelOf(mc), Mode: string(cfg.Mode), Stages: res.Layout.Stages, Pipelines: res.Layout.Pipelines,
 			Chunks: cfg.Chunks, ChunkPartition: string(cfg.ChunkMethod),
 			ShuffleChunks: cfg.ShuffleChunks, ClearGrads: cfg.ClearGrads, SnapshotEvery: cfg.SnapshotEvery,
 		},

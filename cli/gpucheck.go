@@ -931,7 +931,7 @@ func linkGBps(ordinal int) float64 {
 func trainCheck(env *Env, o gpucheckOptions) (map[string]float64, error) {
 	c := env.Comm
 	run := func(dev train.Device) (*train.Result, error) {
-		cfg := train.Defaults("sage")
+		cfg := train.Defaults(model.KindSAGE, train.ModeMinibatch).Minibatch
 		cfg.Epochs, cfg.Device, cfg.Seed = o.trainEpochs, dev, o.seed
 		cfg.Backends = env.GPU
 		cfg, err := cfg.Resolve(c.Size())

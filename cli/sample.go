@@ -34,14 +34,15 @@ func sampleCmd() *Command {
 			cfg := &sampleConfig{}
 			fs.StringVar(&cfg.data, "data", "data/cora", "dataset: OGB raw-layout directory or .gnn binary file")
 			fs.StringVar(&cfg.split, "split", "", "split whose training vertices are the seeds (default: the dataset's first; all: every vertex)")
-			fs.StringVar(&cfg.sampler, "sampler", "sage", "sage (node-wise: --fanouts neighbours per vertex), ladies (layer-wise: --fanouts vertices per minibatch and layer) or plain (node-wise, per batch without matrices: the baseline)")
+			cfg.sampler, cfg.topology = sampling.KindSAGE, sampling.LayoutReplicated
+			fs.Var(&cfg.sampler, "sampler", "sage (node-wise: --fanouts neighbours per vertex), ladies (layer-wise: --fanouts vertices per minibatch and layer) or plain (node-wise, per batch without matrices: the baseline)")
 			fs.StringVar(&cfg.fanouts, "fanouts", "25,10", "per hop from the seeds outwards; sage: -1 takes all neighbours")
 			fs.IntVar(&cfg.batch, "batch-size", 1024, "seeds per minibatch (at most)")
 			fs.IntVar(&cfg.bulk, "bulk", 1, "minibatches sampled together (one sparse product per layer for all)")
 			fs.IntVar(&cfg.epochs, "epochs", 1, "passes over the training vertices")
 			fs.IntVar(&cfg.maxBatches, "max-batches", 0, "stop each epoch after this many minibatches over all ranks (0: all)")
 			fs.Uint64Var(&cfg.seed, "seed", 1, "random seed (shuffle and sampling)")
-			fs.StringVar(&cfg.topology, "topology", "replicated", "replicated (every rank holds the graph; no communication), 1.5d (rows over p/c grid rows, c copies; P = Q·A by 1.5D SpGEMM) or 2d (√p×√p blocks); with a partitioned dataset (a directory from partition --out) a rank of 1.5d or 2d reads only its grid row's parts")
+			fs.Var(&cfg.topology, "topology", "replicated (every rank holds the graph; no communication), 1.5d (rows over p/c grid rows, c copies; P = Q·A by 1.5D SpGEMM) or 2d (√p×√p blocks); with a partitioned dataset (a directory from partition --out) a rank of 1.5d or 2d reads only its grid row's parts")
 			fs.IntVar(&cfg.c, "c", 1, "replication factor of the 1.5d topology (divides the number of ranks)")
 			fs.BoolVar(&cfg.symmetrize, "symmetrize", false, symmetrizeUsage)
 			fs.StringVar(&cfg.dump, "dump", "", "write every minibatch to DIR/e<epoch>-b<batch>.txt (format: README, Data formats)")
@@ -51,21 +52,22 @@ func sampleCmd() *Command {
 }
 
 type sampleConfig struct {
-	data, split, sampler, fanouts, dump string
-	topology                            string
-	batch, bulk, epochs, maxBatches, c  int
-	seed                                uint64
-	symmetrize                          bool
+	data, split, fanouts, dump         string
+	sampler                            sampling.Kind
+	topology                           sampling.Layout
+	batch, bulk, epochs, maxBatches, c int
+	seed                               uint64
+	symmetrize                         bool
 }
 
 // SampleResult is the sample command's final metrics object (key "sample").
 type SampleResult struct {
-	Sampler   string `json:"sampler"`
-	Fanouts   []int  `json:"fanouts"`
-	BatchSize int    `json:"batch_size"`
-	Bulk      int    `json:"bulk"`
-	Topology  string `json:"topology"`
-	C         int    `json:"c"` // replication factor (1.5d)
+	Sampler   sampling.Kind   `json:"sampler"`
+	Fanouts   []int           `json:"fanouts"`
+	BatchSize int             `json:"batch_size"`
+	Bulk      int             `json:"bulk"`
+	Topology  sampling.Layout `json:"topology"`
+	C         int             `json:"c"` // replication factor (1.5d)
 	// PeakRSS is every rank's peak resident memory (VmHWM).
 	PeakRSS         []int64 `json:"peak_rss_bytes"`
 	Minibatches     int64   `json:"minibatches"`
@@ -90,8 +92,6 @@ func (cfg *sampleConfig) check(p int) error {
 		return fmt.Errorf("sample: --epochs %d < 1", cfg.epochs)
 	case cfg.maxBatches < 0:
 		return fmt.Errorf("sample: --max-batches %d < 0", cfg.maxBatches)
-	case cfg.topology != "replicated" && cfg.topology != "1.5d" && cfg.topology != "2d":
-		return fmt.Errorf("sample: --topology %q (want replicated, 1.5d or 2d)", cfg.topology)
 	case cfg.c < 1 || p%cfg.c != 0:
 		return fmt.Errorf("sample: --c %d does not divide the %d ranks", cfg.c, p)
 	}
@@ -120,7 +120,7 @@ func runSample(env *Env, cfg *sampleConfig) error {
 	}
 	restore := collective.SetPhase(c, metrics.PhaseSetup)
 	var src *sampleSource
-	if graph.IsPartDir(cfg.data) && cfg.topology != "replicated" {
+	if graph.IsPartDir(cfg.data) && cfg.topology != sampling.LayoutReplicated {
 		src, err = samplePartsSource(env, cfg, fo)
 	} else {
 		src, err = sampleWholeSource(env, cfg, fo)
@@ -208,19 +208,19 @@ func sampleWholeSource(env *Env, cfg *sampleConfig, fo []int) (*sampleSource, er
 	var smp sampling.Sampler
 	var grid *collective.Grid
 	switch cfg.topology {
-	case "replicated":
+	case sampling.LayoutReplicated:
 		smp, err = sampling.New(cfg.sampler, g.Adj, fo, nil)
-	case "1.5d":
+	case sampling.Layout15D:
 		if grid, err = collective.NewGrid(c, c.Size()/cfg.c, cfg.c); err != nil {
 			return nil, fmt.Errorf("sample: %w", err)
 		}
 		smp, err = sampling.New(cfg.sampler, g.Adj, fo, grid)
-	case "2d":
+	case sampling.Layout2D:
 		if grid, err = squareGrid(c); err != nil {
 			return nil, err
 		}
 		b := spgemm.Bounds(g.NumNodes, grid.PR)
-		smp, err = sampling.NewBlock(cfg.sampler, "2d", grid, b, sparse.RowRange(g.Adj, b[grid.Row], b[grid.Row+1]), fo)
+		smp, err = sampling.NewBlock(cfg.sampler, sampling.Layout2D, grid, b, sparse.RowRange(g.Adj, b[grid.Row], b[grid.Row+1]), fo)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("sample: %w", err)
@@ -277,7 +277,7 @@ func samplePartsSource(env *Env, cfg *sampleConfig, fo []int) (*sampleSource, er
 	}
 	var rc int
 	var grid *collective.Grid
-	if cfg.topology == "2d" {
+	if cfg.topology == sampling.Layout2D {
 		if grid, err = squareGrid(c); err != nil {
 			return nil, err
 		}
@@ -420,7 +420,7 @@ func sampleAll(env *Env, cfg *sampleConfig, src *sampleSource) (sampleTotals, er
 			if cfg.dump != "" {
 				it := chunk[x]
 				path := filepath.Join(cfg.dump, fmt.Sprintf("e%d-b%d.txt", it.epoch, it.b))
-				if err := dumpMiniBatch(path, m, it.epoch, it.b, keys[x], cfg.sampler, name); err != nil {
+				if err := dumpMiniBatch(path, m, it.epoch, it.b, keys[x], string(cfg.sampler), name); err != nil {
 					return sampleTotals{}, err
 				}
 			}

@@ -40,7 +40,7 @@ func TestSampleCommand(t *testing.T) {
 			res := sampleJSON(t, run.p, "--data", data, "--sampler", sampler.name, "--fanouts", sampler.fanouts,
 				"--batch-size", "16", "--bulk", strconv.Itoa(run.bulk), "--epochs", "2", "--dump", dir,
 				"--topology", run.top, "--c", strconv.Itoa(run.c))
-			require.Equal(t, run.top, res.Topology)
+			require.Equal(t, run.top, string(res.Topology))
 			// Cora's split trains on 140 vertices: 9 minibatches per epoch.
 			require.Equal(t, int64(18), res.Minibatches)
 			require.Positive(t, res.Edges)

@@ -3,6 +3,8 @@ package cli
 import (
 	"flag"
 	"fmt"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -55,7 +57,7 @@ type trainFlags struct {
 	sample *sampleFlags
 
 	mode, kind                 *string
-	layers                     *int
+	layers                     optInt
 	hidden, epochs             optInt
 	lr, drop, attnDrop         optFloat
 	featNorm, optim, sel, ckpt *string
@@ -72,56 +74,156 @@ type trainFlags struct {
 	device             *string
 	gradComm           *string
 	// full-graph
-	chunks, pipelines, snapEvery *int
-	chunkPart                    *string
-	shuffleChunks, clearGrads    *bool
-	alpha, lambda                *float64
+	chunks                    optInt
+	pipelines, snapEvery      *int
+	chunkPart                 *string
+	shuffleChunks, clearGrads *bool
+	alpha, lambda             *float64
 }
 
-// minibatchOnly and fullOnly are the flags that apply to one kind of
-// training only.
-var (
-	minibatchOnly = []string{"fanouts", "sampler", "topology", "c", "replication", "cache", "cache-frac", "cache-sim-epochs",
-		"feature-dtype", "gpu-frac", "bulk", "batch-size", "global-batch-size", "shuffle", "heads", "out-heads", "attn-dropout",
-		"normalize", "eval-memory", "overlap", "grad-comm"}
-	fullOnly = []string{"chunks", "pipelines", "chunk-partition", "shuffle-chunks", "clear-grads", "snapshot-every", "alpha", "lambda"}
-)
+// flagModes are the flags of the train command that apply to one kind of
+// training only, and which: the one declaration that onlyFor reads.
+var flagModes = map[string]bool{ // true: minibatch only; false: full-graph only
+	"fanouts": true, "sampler": true, "topology": true, "c": true, "replication": true, "cache": true, "cache-frac": true, "cache-sim-epochs": true,
+	"feature-dtype": true, "gpu-frac": true, "bulk": true, "batch-size": true, "global-batch-size": true, "shuffle": true, "heads": true, "out-heads": true, "attn-dropout": true,
+	"normalize": true, "eval-memory": true, "overlap": true, "grad-comm": true, "device": true,
+	"chunks": false, "pipelines": false, "chunk-partition": false, "shuffle-chunks": false, "clear-grads": false, "snapshot-every": false, "alpha": false, "lambda": false,
+}
 
-// addTrainFlags registers the train command's flags on fs.
+// onlyFor returns the flags that apply to minibatch training only
+// (minibatch) or to full-graph training only (!minibatch), sorted.
+func onlyFor(minibatch bool) []string {
+	var names []string
+	for name, mb := range flagModes {
+		if mb == minibatch {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+// fullModes are the full-graph training modes, in the order help texts
+// list them.
+var fullModes = []train.Mode{train.ModeGraph, train.ModePipe, train.ModeHybrid}
+
+// defaultsHelp spells the defaults of a setting that depend on the model
+// kind or the mode, as get reads them from train.Defaults: per minibatch
+// kind, kinds of equal value joined ("sage/gcn 100, gat 200", or
+// "minibatch 2" when all agree), then per full-graph mode ("pipe/hybrid 4,
+// graph 1", or "full-graph 32" when all agree). minibatch and full say
+// which kinds of training the setting applies to. It panics if a
+// full-graph default depends on the model kind, which it does not spell.
+func defaultsHelp(minibatch, full bool, get func(train.Settings) string) string {
+	var parts []string
+	if minibatch {
+		parts = append(parts, groupDefaults("minibatch", model.MinibatchKinds, func(k model.Kind) string {
+			return get(train.Defaults(k, train.ModeMinibatch))
+		}))
+	}
+	if full {
+		parts = append(parts, groupDefaults("full-graph", fullModes, func(m train.Mode) string {
+			v := get(train.Defaults(model.DeepKinds[0], m))
+			for _, k := range model.DeepKinds[1:] {
+				if get(train.Defaults(k, m)) != v {
+					panic("cli: a full-graph default depends on the model kind")
+				}
+			}
+			return v
+		}))
+	}
+	sep := "; "
+	if len(parts) == 2 && !strings.Contains(parts[0], ",") {
+		sep = ", "
+	}
+	return "default " + strings.Join(parts, sep)
+}
+
+// groupDefaults spells the value of every key, keys of equal value joined
+// by "/" in the order of the first ("sage/gcn 100, gat 200"), or all as
+// "all V" when they agree.
+func groupDefaults[K ~string](all string, keys []K, value func(K) string) string {
+	var order []string
+	names := map[string][]string{}
+	for _, k := range keys {
+		v := value(k)
+		if _, ok := names[v]; !ok {
+			order = append(order, v)
+		}
+		names[v] = append(names[v], string(k))
+	}
+	if len(order) == 1 {
+		return all + " " + order[0]
+	}
+	parts := make([]string, len(order))
+	for i, v := range order {
+		parts[i] = strings.Join(names[v], "/") + " " + v
+	}
+	return strings.Join(parts, ", ")
+}
+
+// addTrainFlags registers the train command's flags on fs. Every default
+// comes from train.Defaults: a flag whose default is the same for every
+// model kind and mode it applies to shows it, the others (optInt,
+// optFloat) spell theirs in the help text (defaultsHelp).
 func addTrainFlags(fs *flag.FlagSet) *trainFlags {
-	d := train.Defaults("sage")
+	d := train.Defaults(model.KindSAGE, train.ModeMinibatch).Minibatch
+	fd := train.Defaults(model.KindGCNII, train.ModePipe).Full
+	hd := train.Defaults(model.KindGCNII, train.ModeHybrid).Full
 	f := &trainFlags{sample: addSampleFlags(fs, d)}
-	f.kind = fs.String("model", "sage", "minibatch: sage (GraphSAGE mean), gcn or gat; full-graph modes: gcnii, resgcn, gcn or sage")
-	f.layers = fs.Int("layers", d.Model.Layers, "GNN layers")
-	fs.Var(&f.hidden, "hidden", "hidden width (GAT: per head; default sage 128, gcn 64, gat 8)")
-	f.heads = fs.Int("heads", 8, "GAT attention heads of the hidden layers")
-	f.outHeads = fs.Int("out-heads", 1, "GAT attention heads of the output layer (averaged)")
+	f.kind = fs.String("model", string(d.Model.Kind), "minibatch: sage (GraphSAGE mean), gcn or gat; full-graph modes: gcnii, resgcn, gcn or sage")
+	both := func(get func(*train.Common) string) func(train.Settings) string {
+		return func(s train.Settings) string { return get(s.Common()) }
+	}
+	fs.Var(&f.layers, "layers", "GNN layers ("+defaultsHelp(true, true, func(s train.Settings) string {
+		if s.Mode == train.ModeMinibatch {
+			return fmt.Sprint(s.Minibatch.Model.Layers)
+		}
+		return fmt.Sprint(s.Full.Model.Layers)
+	})+")")
+	fs.Var(&f.hidden, "hidden", "hidden width (GAT: per head; "+defaultsHelp(true, true, func(s train.Settings) string {
+		if s.Mode == train.ModeMinibatch {
+			return fmt.Sprint(s.Minibatch.Model.Hidden)
+		}
+		return fmt.Sprint(s.Full.Model.Hidden)
+	})+")")
+	// The head counts apply to GAT only: their flags default to GAT's,
+	// which the other kinds ignore.
+	gat := train.Defaults(model.KindGAT, train.ModeMinibatch).Minibatch
+	f.heads = fs.Int("heads", gat.Model.Heads, "GAT attention heads of the hidden layers")
+	f.outHeads = fs.Int("out-heads", gat.Model.OutHeads, "GAT attention heads of the output layer (averaged)")
 	f.cache = fs.String("cache", string(d.Cache), "static feature cache of remote rows: none, degree (in-degree), vip (inclusion probability of the node-wise sampler), vip-recurrence (SALIENT++'s recurrence as written) or sim (access counts of simulated epochs)")
-	f.cacheFrac = fs.Float64("cache-frac", 0, "cache size α: each rank caches ⌊α·n/parts⌋ remote rows")
-	f.gpuFrac = fs.Float64("gpu-frac", 0, "fraction of the resident feature rows, hottest first, in the GPU tier: in device memory with --device cuda (the rest in mapped host memory), else only reported")
-	fs.Var(&f.epochs, "epochs", "epochs (default sage/gcn 100, gat 200)")
+	f.cacheFrac = fs.Float64("cache-frac", d.CacheFrac, "cache size α: each rank caches ⌊α·n/parts⌋ remote rows")
+	f.gpuFrac = fs.Float64("gpu-frac", d.GPUFrac, "fraction of the resident feature rows, hottest first, in the GPU tier: in device memory with --device cuda (the rest in mapped host memory), else only reported")
+	fs.Var(&f.epochs, "epochs", "epochs ("+defaultsHelp(true, true, both(func(c *train.Common) string { return fmt.Sprint(c.Epochs) }))+")")
 	f.shuffle = fs.String("shuffle", string(d.Shuffle), "local (each rank shuffles its own training vertices) or global (one shuffle split across ranks)")
 	f.optim = fs.String("optimizer", string(d.Optimizer), "adam or sgd")
-	fs.Var(&f.lr, "lr", "learning rate (default sage/gcn 0.01, gat 0.005)")
+	fs.Var(&f.lr, "lr", "learning rate ("+defaultsHelp(true, true, both(func(c *train.Common) string { return fmt.Sprint(c.LR) }))+")")
 	f.wd = fs.Float64("weight-decay", float64(d.WeightDecay), "L2 weight decay")
-	f.mom = fs.Float64("momentum", 0, "SGD momentum")
-	fs.Var(&f.drop, "dropout", "feature dropout (default sage/gcn 0.5, gat 0.6)")
+	f.mom = fs.Float64("momentum", float64(d.Momentum), "SGD momentum")
+	fs.Var(&f.drop, "dropout", "feature dropout ("+defaultsHelp(true, true, func(s train.Settings) string {
+		if s.Mode == train.ModeMinibatch {
+			return fmt.Sprint(s.Minibatch.Model.Dropout)
+		}
+		return fmt.Sprint(s.Full.Model.Dropout)
+	})+")")
 	f.featNorm = fs.String("feature-norm", string(d.FeatureNorm), "input features: row (each row scaled to sum 1), none, or auto (row when no feature is negative, none for real-valued features)")
-	fs.Var(&f.attnDrop, "attn-dropout", "GAT: dropout on attention coefficients (default 0.6)")
-	f.norm = fs.Bool("normalize", false, "GraphSAGE: L2-normalise hidden embeddings")
-	f.gradComm = fs.String("grad-comm", string(train.GradCommMPI), "how the ranks sum the gradients: mpi (the host communicator; with --device cuda the gradients are downloaded, summed and uploaded), or nccl (with --device cuda only: NCCL sums them in place on the GPUs; libnccl.so.2 from "+nccl.LibDirEnv+" or the loader's path); the bytes counted are the same")
-	f.device = fs.String("device", string(train.DeviceCPU), "where the minibatch step (forward, backward, Adam) runs: cpu, or cuda (--feature-format auto then means dense; the rank's NVIDIA GPU, ranks of a node dealt round-robin over its devices; GraphSAGE on dense features with Adam only; sampling, fetch, evaluation, checkpoints and, unless --grad-comm nccl, the gradient Allreduce stay on the CPU)")
+	fs.Var(&f.attnDrop, "attn-dropout", "GAT: dropout on attention coefficients ("+defaultsHelp(true, false, func(s train.Settings) string {
+		return fmt.Sprint(s.Minibatch.Model.AttnDropout)
+	})+")")
+	f.norm = fs.Bool("normalize", d.Model.Normalize, "GraphSAGE: L2-normalise hidden embeddings")
+	f.gradComm = fs.String("grad-comm", string(d.GradComm), "how the ranks sum the gradients: mpi (the host communicator; with --device cuda the gradients are downloaded, summed and uploaded), or nccl (with --device cuda only: NCCL sums them in place on the GPUs; libnccl.so.2 from "+nccl.LibDirEnv+" or the loader's path); the bytes counted are the same")
+	f.device = fs.String("device", string(d.Device), "where the minibatch step (forward, backward, Adam) runs: cpu, or cuda (--feature-format auto then means dense; the rank's NVIDIA GPU, ranks of a node dealt round-robin over its devices; GraphSAGE on dense features with Adam only; sampling, fetch, evaluation, checkpoints and, unless --grad-comm nccl, the gradient Allreduce stay on the CPU)")
 	f.overlap = fs.Bool("overlap", d.Overlap, "sample and fetch the next two minibatches on a loader goroutine while one computes (the same losses either way; false: one after another, for comparison)")
 	f.evalEvery = fs.Int("eval-every", d.EvalEvery, "evaluate every K epochs and after the last (0: no evaluation)")
 	f.sel = fs.String("select", string(d.Select), "model selection over evaluated epochs: val-acc (highest validation accuracy) or val-loss (lowest validation loss)")
 	f.evalMem = fs.Int64("eval-memory", d.EvalMemory*4>>20, "MiB of gathered inputs per chunk of layer-wise inference")
-	f.ckpt = fs.String("checkpoint", "", "checkpoint directory (written atomically; full-graph modes: one file per rank and a manifest)")
+	f.ckpt = fs.String("checkpoint", d.CheckpointDir, "checkpoint directory (written atomically; full-graph modes: one file per rank and a manifest)")
 	f.ckptEvery = fs.Int("checkpoint-every", d.CheckpointEvery, "epochs between checkpoints (and after the last)")
-	f.resume = fs.Bool("resume", false, "continue from the checkpoint in --checkpoint, with the losses of an uninterrupted run")
-	fd := train.FullDefaults(model.ConvGCNII)
+	f.resume = fs.Bool("resume", d.Resume, "continue from the checkpoint in --checkpoint, with the losses of an uninterrupted run")
 	f.mode = fs.String("mode", string(train.ModeMinibatch), "minibatch (data-parallel sampled minibatches), or full-graph training of a deep model: graph (graph parallelism, halo exchange per layer), pipe (GNNPipe: layers in stages over the ranks, chunks through the pipeline) or hybrid (--pipelines pipelines over graph parts)")
-	f.chunks = fs.Int("chunks", fd.Chunks, "pipe, hybrid: chunks each graph part is split into")
-	f.pipelines = fs.Int("pipelines", 2, "hybrid: pipelines (graph parts); the ranks of each are its stages")
+	fs.Var(&f.chunks, "chunks", "pipe, hybrid: chunks each graph part is split into ("+defaultsHelp(false, true, func(s train.Settings) string { return fmt.Sprint(s.Full.Chunks) })+")")
+	f.pipelines = fs.Int("pipelines", hd.Pipelines, "hybrid: pipelines (graph parts); the ranks of each are its stages")
 	f.chunkPart = fs.String("chunk-partition", string(fd.ChunkMethod), "pipe, hybrid: how parts are split into chunks: metis or random")
 	f.shuffleChunks = fs.Bool("shuffle-chunks", fd.ShuffleChunks, "pipe, hybrid: new chunk order every epoch (the same within a pipeline)")
 	f.clearGrads = fs.Bool("clear-grads", fd.ClearGrads, "pipe, hybrid: drop historical gradients left at the end of an epoch")
@@ -137,7 +239,7 @@ func (f *trainFlags) common(env *Env, c *train.Common) error {
 	if c.FeatureNorm, err = train.ParseFeatureNorm(*f.featNorm); err != nil {
 		return err
 	}
-	if c.Optimizer, err = train.ParseOptimizer(*f.optim); err != nil {
+	if c.Optimizer, err = model.ParseOptimizerKind(*f.optim); err != nil {
 		return err
 	}
 	if c.Select, err = train.ParseSelection(*f.sel); err != nil {
@@ -154,16 +256,16 @@ func (f *trainFlags) common(env *Env, c *train.Common) error {
 
 // fullConfig builds the configuration of full-graph training in mode.
 func (f *trainFlags) fullConfig(env *Env, mode train.Mode, set map[string]bool) (train.FullConfig, error) {
-	for _, name := range minibatchOnly {
-		if set[name] {
+	for _, name := range onlyFor(true) {
+		if set[name] && name != "device" {
 			return train.FullConfig{}, fmt.Errorf("train: --%s applies to minibatch training, not to --mode %s", name, mode)
 		}
 	}
 	if *f.device != string(train.DeviceCPU) {
 		return train.FullConfig{}, fmt.Errorf("train: --device %s applies to minibatch training only; --mode %s runs on the CPU (use --device cpu)", *f.device, mode)
 	}
-	fc := train.FullDefaults(*f.kind)
-	fc.Mode, fc.Chunks = mode, *f.chunks
+	fc := train.Defaults(model.Kind(*f.kind), mode).Full
+	f.chunks.apply(&fc.Chunks)
 	var err error
 	if fc.ChunkMethod, err = train.ParseChunkMethod(*f.chunkPart); err != nil {
 		return train.FullConfig{}, err
@@ -171,13 +273,8 @@ func (f *trainFlags) fullConfig(env *Env, mode train.Mode, set map[string]bool) 
 	if mode == train.ModeHybrid {
 		fc.Pipelines = *f.pipelines
 	}
-	if mode == train.ModeGraph && !set["chunks"] {
-		fc.Chunks = 1
-	}
 	mc := &fc.Model
-	if set["layers"] {
-		mc.Layers = *f.layers
-	}
+	f.layers.apply(&mc.Layers)
 	f.hidden.apply(&mc.Hidden)
 	f.drop.apply32(&mc.Dropout)
 	mc.Alpha, mc.Lambda = *f.alpha, *f.lambda
@@ -187,35 +284,30 @@ func (f *trainFlags) fullConfig(env *Env, mode train.Mode, set map[string]bool) 
 
 // minibatchConfig builds the configuration of minibatch training.
 func (f *trainFlags) minibatchConfig(env *Env, set map[string]bool) (train.Config, error) {
-	for _, name := range fullOnly {
+	for _, name := range onlyFor(false) {
 		if set[name] {
 			return train.Config{}, fmt.Errorf("train: --%s applies to full-graph training (--mode graph, pipe or hybrid), not to minibatch training", name)
 		}
 	}
-	switch *f.kind {
-	case "sage", "gcn", "gat":
-	default:
-		return train.Config{}, fmt.Errorf("train: unknown --model %q (want sage, gcn or gat)", *f.kind)
+	kind := model.Kind(*f.kind)
+	if !slices.Contains(model.MinibatchKinds, kind) {
+		return train.Config{}, fmt.Errorf("train: unknown --model %q (want %s)", *f.kind, kindList(model.MinibatchKinds))
 	}
-	cfg := train.Defaults(*f.kind)
+	cfg := train.Defaults(kind, train.ModeMinibatch).Minibatch
 	if err := f.sample.config(&cfg, set); err != nil {
 		return train.Config{}, fmt.Errorf("train: %w", err)
 	}
 	if err := f.common(env, &cfg.Common); err != nil {
 		return train.Config{}, err
 	}
-	layers := *f.layers
-	cfg.Model.Layers, cfg.Model.Heads, cfg.Model.OutHeads, cfg.Model.Normalize = layers, *f.heads, *f.outHeads, *f.norm
+	f.layers.apply(&cfg.Model.Layers)
+	layers := cfg.Model.Layers
+	cfg.Model.Heads, cfg.Model.OutHeads, cfg.Model.Normalize = *f.heads, *f.outHeads, *f.norm
 	f.hidden.apply(&cfg.Model.Hidden)
 	f.drop.apply32(&cfg.Model.Dropout)
 	f.attnDrop.apply32(&cfg.Model.AttnDropout)
 	if !set["fanouts"] && layers != len(cfg.Fanouts) {
-		// The default fanouts follow --layers: 25,10 then 10 for further hops.
-		fo := cfg.Fanouts[:min(len(cfg.Fanouts), layers)]
-		for len(fo) < layers {
-			fo = append(fo, 10)
-		}
-		cfg.Fanouts = fo
+		cfg.Fanouts = train.DefaultFanouts(layers)
 	}
 	var err error
 	if cfg.Shuffle, err = train.ParseShuffle(*f.shuffle); err != nil {
@@ -234,6 +326,15 @@ func (f *trainFlags) minibatchConfig(env *Env, set map[string]bool) (train.Confi
 		return train.Config{}, err
 	}
 	return cfg, nil
+}
+
+// kindList spells kinds as "a, b or c".
+func kindList(kinds []model.Kind) string {
+	s := make([]string, len(kinds))
+	for i, k := range kinds {
+		s[i] = string(k)
+	}
+	return strings.Join(s[:len(s)-1], ", ") + " or " + s[len(s)-1]
 }
 
 // optInt and optFloat are flags whose default depends on other flags (the
@@ -340,7 +441,7 @@ func runTrain(env *Env, path string, lo train.LoadOptions, cfg train.Config) err
 		Training: trainingOf(res),
 		Config: metrics.MinibatchConfig{
 			Common: commonOf(env, path, lo, d, &cfg.Common, normFlag),
-			Model:  metrics.MinibatchModel(cfg.Model), Sampler: string(cfg.Sampler), Bulk: cfg.Bulk,
+			Model:  minibatchModelOf(cfg.Model), Sampler: string(cfg.Sampler), Bulk: cfg.Bulk,
 			Topology: string(cfg.Topology), C: cfg.C, Fanouts: cfg.Fanouts, Replication: cfg.Replication,
 			Cache: string(cfg.Cache), CacheFrac: cfg.CacheFrac, FeatureDType: string(cfg.FeatureDType), GPUFrac: cfg.GPUFrac,
 			BatchSize: cfg.BatchSize, GlobalBatchSize: globalBatch, Shuffle: string(cfg.Shuffle),
@@ -382,7 +483,7 @@ func trainingOf(res *train.Result) metrics.Training {
 // as applied; normFlag as asked for) and env's BLAS.
 func commonOf(env *Env, path string, lo train.LoadOptions, d *train.Data, c *train.Common, normFlag train.FeatureNorm) metrics.Common {
 	return metrics.Common{
-		Data: path, Split: d.SplitName, Partition: lo.Partition,
+		Data: path, Split: d.SplitName, Partition: lo.PartitionSpec(),
 		FeatureNorm: string(c.FeatureNorm), FeatureNormFlag: string(normFlag),
 		Symmetrize: lo.Symmetrize, Reciprocity: d.Reciprocity, FeatureFormat: string(featureFormatOf(d)),
 		Epochs: c.Epochs, Optimizer: string(c.Optimizer), LR: c.LR, WeightDecay: c.WeightDecay, Momentum: c.Momentum,
@@ -486,4 +587,16 @@ func printBest(env *Env, res *train.Result) {
 	} else {
 		env.Printf("no evaluation (--eval-every 0); median epoch %.3fs\n", res.MedianEpochS)
 	}
+}
+
+// minibatchModelOf returns m as the metrics record reports it.
+func minibatchModelOf(m model.Config) metrics.MinibatchModel {
+	return metrics.MinibatchModel{Kind: string(m.Kind), In: m.In, Hidden: m.Hidden, Out: m.Out, Layers: m.Layers,
+		Heads: m.Heads, OutHeads: m.OutHeads, Dropout: m.Dropout, Normalize: m.Normalize, AttnDropout: m.AttnDropout}
+}
+
+// fullModelOf returns m as the metrics record reports it.
+func fullModelOf(m model.DeepConfig) metrics.FullModel {
+	return metrics.FullModel{Kind: string(m.Kind), In: m.In, Hidden: m.Hidden, Out: m.Out, Layers: m.Layers,
+		Dropout: m.Dropout, Alpha: m.Alpha, Lambda: m.Lambda}
 }

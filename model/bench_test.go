@@ -102,12 +102,12 @@ type deepRun struct {
 	convs      []Conv
 	h0, halo   *dense.Matrix
 	dy         *dense.Matrix
-	kind       string
+	kind       Kind
 	nd, ns, w  int
 	lastOutput *dense.Matrix
 }
 
-func newDeepRun(kind string) *deepRun {
+func newDeepRun(kind Kind) *deepRun {
 	rnd := testRNG(400)
 	cfg := DeepConfig{Kind: kind, Hidden: deepW, Layers: deepLayers, Alpha: 0.1, Lambda: 0.5}
 	r := &deepRun{kind: kind, nd: deepND, ns: deepNS, w: deepW}

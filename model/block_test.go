@@ -37,7 +37,7 @@ func runConv(c Conv, b *Block, x, aux, dy *dense.Matrix) convPass {
 // pass on a Block of its own.
 func TestBlockSharesDerivedArrays(t *testing.T) {
 	for ki, kind := range convKinds {
-		t.Run(kind, func(t *testing.T) {
+		t.Run(string(kind), func(t *testing.T) {
 			rnd := testRNG(uint64(500 + ki))
 			cfg := convCfg(kind)
 			w := cfg.Hidden
@@ -176,7 +176,7 @@ func cacheBytes(v reflect.Value) int64 {
 func TestConvCacheBytes(t *testing.T) {
 	const nd, ns int64 = 200, 500
 	for ki, kind := range convKinds {
-		t.Run(kind, func(t *testing.T) {
+		t.Run(string(kind), func(t *testing.T) {
 			rnd := testRNG(uint64(530 + ki))
 			cfg := convCfg(kind)
 			c := NewConv(cfg, 1, rnd, nil)
@@ -186,7 +186,7 @@ func TestConvCacheBytes(t *testing.T) {
 			dy := randMatrix(rnd, int(nd), cfg.Hidden)
 			w := int64(cfg.Hidden)
 			mask := (nd*w + 63) / 64 * 8
-			want := map[string]int64{
+			want := map[Kind]int64{
 				ConvGCN:    nd*w*4 + mask,
 				ConvSAGE:   2*nd*w*4 + mask,
 				ConvResGCN: ns*w*4 + ns*4 + nd*w*4,

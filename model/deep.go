@@ -14,20 +14,20 @@ import (
 // Kinds of the Hidden→Hidden layers of a deep model (DeepConfig.Kind).
 const (
 	// ConvGCN is out = ReLU(Â·x·W + b) (Kipf and Welling 2017).
-	ConvGCN = "gcn"
+	ConvGCN = KindGCN
 	// ConvSAGE is out = ReLU(SAGE_mean(x)), GraphSAGE with the mean
 	// aggregator and no normalisation.
-	ConvSAGE = "sage"
+	ConvSAGE = KindSAGE
 	// ConvResGCN is the pre-activation residual GCN block of DeeperGCN
 	// ("res+", Li et al. 2020): out = aux + Â·ReLU(LayerNorm(x))·W + b,
 	// aux being the destinations' undropped input and the LayerNorm
 	// applied to every source row of the (dropped-out) input x. There is
 	// no activation after the addition, so the residual stream is not
 	// amplified layer after layer.
-	ConvResGCN = "resgcn"
+	ConvResGCN = KindResGCN
 	// ConvGCNII is GCNII (Chen et al. 2020) with initial residual and
 	// identity mapping; see NewConv.
-	ConvGCNII = "gcnii"
+	ConvGCNII = KindGCNII
 )
 
 // DeepConfig describes a deep full-graph GNN:
@@ -44,7 +44,7 @@ const (
 // of DeeperGCN, LN a learnable per-row LayerNorm (see NewConv).
 type DeepConfig struct {
 	// Kind is ConvGCN, ConvSAGE, ConvResGCN or ConvGCNII.
-	Kind string
+	Kind Kind
 	// In is the number of input features, Hidden the width of every
 	// Conv, Out the number of classes.
 	In, Hidden, Out int
@@ -62,7 +62,7 @@ type DeepConfig struct {
 // DefaultDeep returns the configuration of kind with the GCNII paper's
 // defaults: 32 layers of width 100, dropout 0.5, α = 0.1 and λ = 0.5.
 // In and Out are zero and must be set before use.
-func DefaultDeep(kind string) DeepConfig {
+func DefaultDeep(kind Kind) DeepConfig {
 	return DeepConfig{Kind: kind, Hidden: 100, Layers: 32, Dropout: 0.5, Alpha: 0.1, Lambda: 0.5}
 }
 
@@ -74,7 +74,7 @@ func (c DeepConfig) Validate() error {
 	switch c.Kind {
 	case ConvGCN, ConvSAGE, ConvResGCN, ConvGCNII:
 	default:
-		return fmt.Errorf("%w: deep kind %q, want %s, %s, %s or %s", ErrConfig, c.Kind, ConvGCN, ConvSAGE, ConvResGCN, ConvGCNII)
+		return fmt.Errorf("%w: deep kind %q, want %s", ErrConfig, c.Kind, orNames(DeepKinds))
 	}
 	switch {
 	case c.Layers < 1:

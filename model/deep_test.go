@@ -18,18 +18,18 @@ import (
 )
 
 // convKinds are the Conv kinds every deep test runs.
-var convKinds = []string{ConvGCN, ConvSAGE, ConvResGCN, ConvGCNII}
+var convKinds = []Kind{ConvGCN, ConvSAGE, ConvResGCN, ConvGCNII}
 
 // convCfg returns a small configuration of kind for the Conv tests (α and λ
 // large enough that both residual terms matter).
-func convCfg(kind string) DeepConfig {
+func convCfg(kind Kind) DeepConfig {
 	return DeepConfig{Kind: kind, In: 4, Hidden: 5, Out: 3, Layers: 4, Alpha: 0.3, Lambda: 0.5}
 }
 
 // convBlock returns an nd×ns block of uneven degrees for kind: GCNNorm of a
 // random block, or the random block itself (no Values, an empty row) for
 // sage.
-func convBlock(rnd *rand.Rand, kind string, nd, ns int) *sparse.CSR {
+func convBlock(rnd *rand.Rand, kind Kind, nd, ns int) *sparse.CSR {
 	if kind == ConvSAGE {
 		return randBlock(rnd, nd, ns, tdeg)
 	}
@@ -113,7 +113,7 @@ func reluPositive(c Conv) []bool {
 func TestConvGradients(t *testing.T) {
 	for ki, kind := range convKinds {
 		for _, bi := range blasImpls {
-			t.Run(kind+"/"+bi.name, func(t *testing.T) {
+			t.Run(string(kind)+"/"+bi.name, func(t *testing.T) {
 				rnd := testRNG(uint64(200 + ki))
 				cfg := convCfg(kind)
 				w := cfg.Hidden
@@ -350,7 +350,7 @@ func TestDeepStackGradients(t *testing.T) {
 	norm := GCNNorm(g, deg, deg)
 	for ki, kind := range convKinds {
 		for _, bi := range blasImpls {
-			t.Run(kind+"/"+bi.name, func(t *testing.T) {
+			t.Run(string(kind)+"/"+bi.name, func(t *testing.T) {
 				a := norm
 				if kind == ConvSAGE {
 					a = g
@@ -447,7 +447,7 @@ func maxAbs(v []float32) float64 {
 func TestConvShared(t *testing.T) {
 	for ki, kind := range convKinds {
 		for _, bi := range blasImpls {
-			t.Run(kind+"/"+bi.name, func(t *testing.T) {
+			t.Run(string(kind)+"/"+bi.name, func(t *testing.T) {
 				rnd := testRNG(uint64(230 + ki))
 				cfg := convCfg(kind)
 				w := cfg.Hidden
@@ -687,7 +687,7 @@ func f64(v []float32) []float64 {
 // LayerNorm computed here in float64, γ = 1 and β = 0 as initialised) and
 // ReLU of SAGE without normalisation.
 func TestConvForward(t *testing.T) {
-	for ki, kind := range []string{ConvGCN, ConvResGCN, ConvSAGE} {
+	for ki, kind := range []Kind{ConvGCN, ConvResGCN, ConvSAGE} {
 		rnd := testRNG(uint64(250 + ki))
 		cfg := convCfg(kind)
 		a := convBlock(rnd, kind, tnd, tns)
@@ -761,7 +761,7 @@ func TestConvForward(t *testing.T) {
 func TestConvGOMAXPROCS(t *testing.T) {
 	const n, w = 3000, 24
 	for ki, kind := range convKinds {
-		t.Run(kind, func(t *testing.T) {
+		t.Run(string(kind), func(t *testing.T) {
 			rnd := testRNG(uint64(260 + ki))
 			a := convBlock(rnd, kind, n, n)
 			x := randMatrix(rnd, n, w)

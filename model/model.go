@@ -16,8 +16,8 @@ var ErrConfig = errors.New("model: invalid config")
 
 // Config describes a stack of GNN layers.
 type Config struct {
-	// Kind is "sage", "gcn" or "gat".
-	Kind string
+	// Kind is KindSAGE, KindGCN or KindGAT.
+	Kind Kind
 	// In is the number of input features, Out the number of classes.
 	// Hidden is the width of hidden layers; for GAT it is the width of one
 	// head, so hidden layers output Heads·Hidden features.
@@ -43,9 +43,9 @@ type Config struct {
 // wrapping ErrConfig.
 func (c Config) withDefaults() (Config, error) {
 	switch c.Kind {
-	case "sage", "gcn", "gat":
+	case KindSAGE, KindGCN, KindGAT:
 	default:
-		return c, fmt.Errorf("%w: kind %q, want sage, gcn or gat", ErrConfig, c.Kind)
+		return c, fmt.Errorf("%w: kind %q, want %s", ErrConfig, c.Kind, orNames(MinibatchKinds))
 	}
 	if c.Heads == 0 {
 		c.Heads = 1
@@ -115,19 +115,19 @@ func New(cfg Config, rng *rand.Rand, impl blas.Float32Level3) (*Model, error) {
 		last := l == cfg.Layers-1
 		var layer Layer
 		switch cfg.Kind {
-		case "sage":
+		case KindSAGE:
 			fout := cfg.Hidden
 			if last {
 				fout = cfg.Out
 			}
 			layer = NewSAGE(fin, fout, cfg.Normalize && !last, rng, impl)
-		case "gcn":
+		case KindGCN:
 			fout := cfg.Hidden
 			if last {
 				fout = cfg.Out
 			}
 			layer = NewGCN(fin, fout, rng, impl)
-		case "gat":
+		case KindGAT:
 			if last {
 				layer = NewGAT(fin, cfg.Out, cfg.OutHeads, false, rng, impl)
 			} else {
@@ -138,7 +138,7 @@ func New(cfg Config, rng *rand.Rand, impl blas.Float32Level3) (*Model, error) {
 		var act activation
 		if !last {
 			act = &ReLU{}
-			if cfg.Kind == "gat" {
+			if cfg.Kind == KindGAT {
 				act = &ELU{}
 			}
 		}

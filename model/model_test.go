@@ -16,7 +16,7 @@ import (
 // chainBlocks returns blocks for len(sizes)−1 layers: block l is
 // sizes[l+1]×sizes[l] (so sizes[0] is the input's NSrc), GCN-normalised for
 // kind "gcn".
-func chainBlocks(rnd *rand.Rand, kind string, sizes []int) []*sparse.CSR {
+func chainBlocks(rnd *rand.Rand, kind Kind, sizes []int) []*sparse.CSR {
 	var blocks []*sparse.CSR
 	for l := 0; l+1 < len(sizes); l++ {
 		if kind == "gcn" {

@@ -22,18 +22,18 @@ type Optimizer interface {
 	SetState(state []float32) error
 }
 
-// NewOptimizer returns the optimizer named kind: "adam" (NewAdam(lr, wd))
-// or "sgd" (NewSGD(lr, momentum, wd)). It is the one place a name becomes
+// NewOptimizer returns the optimizer of kind: OptimizerAdam
+// (NewAdam(lr, wd)) or OptimizerSGD (NewSGD(lr, momentum, wd)). It is the one place a name becomes
 // an optimizer, for every trainer; any other name is an error listing the
 // two.
-func NewOptimizer(kind string, lr, momentum, wd float32) (Optimizer, error) {
+func NewOptimizer(kind OptimizerKind, lr, momentum, wd float32) (Optimizer, error) {
 	switch kind {
-	case "adam":
+	case OptimizerAdam:
 		return NewAdam(lr, wd), nil
-	case "sgd":
+	case OptimizerSGD:
 		return NewSGD(lr, momentum, wd), nil
 	}
-	return nil, fmt.Errorf("model: unknown optimizer %q (want adam or sgd)", kind)
+	return nil, fmt.Errorf("model: unknown optimizer %q (want %s)", kind, orNames(OptimizerKinds))
 }
 
 // State headers: the first word names the optimizer.

@@ -337,7 +337,7 @@ func Block(n int64, parts int) *Book {
 		}
 		lo = hi
 	}
-	return newBook(part, parts, "block")
+	return newBook(part, parts, string(MethodBlock))
 }
 
 // Random returns a balanced random book for n vertices: a seeded random
@@ -359,5 +359,5 @@ func Random(n int64, parts int, seed uint64) *Book {
 		j := r.Int64N(i + 1)
 		part[i], part[j] = part[j], part[i]
 	}
-	return newBook(part, parts, "random")
+	return newBook(part, parts, string(MethodRandom))
 }

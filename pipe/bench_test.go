@@ -34,7 +34,7 @@ func BenchmarkEpoch(b *testing.B) {
 	for _, v := range d.Splits["random"].Train {
 		train[v] = true
 	}
-	for _, kind := range []string{model.ConvGCNII, model.ConvResGCN} {
+	for _, kind := range []model.Kind{model.ConvGCNII, model.ConvResGCN} {
 		for _, chunks := range []int{1, 4} {
 			b.Run(fmt.Sprintf("kind=%s/n=%d/layers=32/w=16/chunks=%d", kind, p.Nodes, chunks), func(b *testing.B) {
 				book := partition.Block(d.NumNodes, 1)

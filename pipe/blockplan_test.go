@@ -78,7 +78,7 @@ func TestBlockPlanEqualsPartPlan(t *testing.T) {
 // plan, bytes included, in every mode.
 func TestBlockPlanTrainsLikeReplicated(t *testing.T) {
 	g := sbm()
-	for _, kind := range []string{model.ConvGCN, model.ConvSAGE, model.ConvGCNII} {
+	for _, kind := range []model.Kind{model.ConvGCN, model.ConvSAGE, model.ConvGCNII} {
 		for _, tc := range []struct {
 			lay    Layout
 			chunks int

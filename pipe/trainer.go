@@ -40,7 +40,7 @@ type Config struct {
 	// start of every later epoch; 0 disables it.
 	SnapshotEvery int
 
-	Optimizer   string // "adam" or "sgd"
+	Optimizer   model.OptimizerKind // model.OptimizerAdam or model.OptimizerSGD
 	LR          float32
 	WeightDecay float32
 	Momentum    float32

@@ -35,7 +35,7 @@ var sbm = sync.OnceValue(func() *graph.Dataset {
 })
 
 // testConfig is a small deep model of kind.
-func testConfig(kind string, lay Layout) Config {
+func testConfig(kind model.Kind, lay Layout) Config {
 	mc := model.DefaultDeep(kind)
 	mc.Layers, mc.Hidden, mc.In, mc.Out = 4, 8, sbm().Feat.Cols, sbm().NumClasses
 	mc.Dropout = 0.2
@@ -180,14 +180,14 @@ func near(t *testing.T, want, got run, tol float64, msg string) {
 	assert.InDelta(t, want.eval.TestAcc, got.eval.TestAcc, 0.01, "%s: test acc", msg)
 }
 
-var kinds = []string{model.ConvGCN, model.ConvSAGE, model.ConvResGCN, model.ConvGCNII}
+var kinds = []model.Kind{model.ConvGCN, model.ConvSAGE, model.ConvResGCN, model.ConvGCNII}
 
 // With one chunk per part nothing is historical, so graph parallelism,
 // GNNPipe and the hybrid all compute full-graph training exactly: they
 // equal one rank up to the order of float32 sums.
 func TestOneChunkIsExactFullGraph(t *testing.T) {
 	for _, kind := range kinds {
-		t.Run(kind, func(t *testing.T) {
+		t.Run(string(kind), func(t *testing.T) {
 			ref := runPipe(t, testConfig(kind, Layout{1, 1}), testPlan(t, 1, 1), 3)
 			for _, lay := range []Layout{{1, 2}, {1, 4}, {2, 1}, {4, 1}, {2, 2}} {
 				got := runPipe(t, testConfig(kind, lay), testPlan(t, lay.Pipelines, 1), 3)
@@ -219,8 +219,8 @@ func TestOneChunkIsTheWholePart(t *testing.T) {
 // same order whether the layers run on one stage or are split over several:
 // pipelining changes where the work runs, not what it computes.
 func TestStagesDoNotChangeTheComputation(t *testing.T) {
-	for _, kind := range []string{model.ConvGCNII, model.ConvResGCN} {
-		t.Run(kind, func(t *testing.T) {
+	for _, kind := range []model.Kind{model.ConvGCNII, model.ConvResGCN} {
+		t.Run(string(kind), func(t *testing.T) {
 			for _, parts := range []int{1, 2} {
 				plan := testPlan(t, parts, 3)
 				ref := runPipe(t, testConfig(kind, Layout{1, parts}), plan, 3)
@@ -250,7 +250,7 @@ func TestPipeLearnsAndIsDeterministic(t *testing.T) {
 
 // Measured bytes equal the analytical volumes, for every mode.
 func TestBytesMatchAnalyticalVolume(t *testing.T) {
-	for _, kind := range []string{model.ConvGCN, model.ConvGCNII} {
+	for _, kind := range []model.Kind{model.ConvGCN, model.ConvGCNII} {
 		for _, tc := range []struct {
 			lay    Layout
 			chunks int
@@ -449,13 +449,13 @@ func TestFeatCSRInput(t *testing.T) {
 
 func TestSparseInputLayer(t *testing.T) {
 	defer func(d float64) { sparseDensity = d }(sparseDensity)
-	for _, kind := range []string{model.ConvGCNII, model.ConvGCN} {
+	for _, kind := range []model.Kind{model.ConvGCNII, model.ConvGCN} {
 		plan := testPlan(t, 2, 2)
 		cfg := testConfig(kind, Layout{2, 2})
 		sparseDensity = 0 // never sparse
 		dense := runPipe(t, cfg, plan, 3)
 		sparseDensity = 2 // always sparse
 		sparse := runPipe(t, cfg, plan, 3)
-		near(t, dense, sparse, 1e-4, kind+" sparse input")
+		near(t, dense, sparse, 1e-4, string(kind)+" sparse input")
 	}
 }

@@ -19,7 +19,7 @@ import (
 
 // blockLayout is a distributed topology built from row blocks.
 type blockLayout struct {
-	algo   string // "1.5d" or "2d"
+	algo   Layout // "1.5d" or "2d"
 	pr, pc int
 }
 
@@ -56,7 +56,7 @@ func unevenRowBounds(n int64, nb int) []int64 {
 // own row block of adj (and, for ladies, its rows of Â by
 // GCNNormalizedBlock), and returns the minibatches in order and the
 // topologies.
-func sampleBlocks(t *testing.T, l blockLayout, kind string, fanouts []int, adj *sparse.CSR, bulk int, batches [][]int64, keys []uint64) ([]*MiniBatch, []Topology) {
+func sampleBlocks(t *testing.T, l blockLayout, kind Kind, fanouts []int, adj *sparse.CSR, bulk int, batches [][]int64, keys []uint64) ([]*MiniBatch, []Topology) {
 	t.Helper()
 	p := l.pr * l.pc
 	out := make([]*MiniBatch, len(batches))
@@ -135,7 +135,7 @@ func blockGraphs(t *testing.T) []struct {
 // field, for sage and ladies, with uneven row bounds.
 func TestBlockTopologiesSameMinibatches(t *testing.T) {
 	samplers := []struct {
-		kind    string
+		kind    Kind
 		fanouts []int
 	}{{"sage", []int{4, 3}}, {"sage", []int{-1, 2}}, {"ladies", []int{25, 12}}}
 	for _, gr := range blockGraphs(t) {
@@ -150,7 +150,7 @@ func TestBlockTopologiesSameMinibatches(t *testing.T) {
 				name := fmt.Sprintf("%s/%s%v/%s", gr.name, sm.kind, sm.fanouts, l)
 				t.Run(name, func(t *testing.T) {
 					got, tops := sampleBlocks(t, l, sm.kind, sm.fanouts, gr.adj, 2, batches, keys)
-					require.Equal(t, l.algo, tops[0].Name())
+					require.Equal(t, string(l.algo), tops[0].Name())
 					for b := range want {
 						sameMiniBatch(t, want[b], got[b], fmt.Sprintf("minibatch %d", b))
 					}
@@ -167,7 +167,7 @@ func TestBlockTopologiesSmallChunks(t *testing.T) {
 	r := rand.New(rand.NewPCG(41, 42))
 	adj := randomAdj(t, r, 200, 10, true)
 	batches, keys := testBatches(r, adj.NRows, 6, 15)
-	for _, kind := range []string{"sage", "ladies"} {
+	for _, kind := range []Kind{KindSAGE, KindLADIES} {
 		fanouts := []int{3, 2}
 		if kind == "ladies" {
 			fanouts = []int{20, 10}

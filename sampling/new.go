@@ -7,19 +7,19 @@ import (
 	"gnnmpi/sparse"
 )
 
-// New returns the sampler of the given kind over the graph adj: "sage"
-// (NodeWise, fanouts per vertex), "ladies" (LayerWise, fanouts per
-// minibatch and layer) or "plain" (Plain, the per-batch baseline),
+// New returns the sampler of the given kind over the graph adj: KindSAGE
+// (NodeWise, fanouts per vertex), KindLADIES (LayerWise, fanouts per
+// minibatch and layer) or KindPlain (Plain, the per-batch baseline),
 // replicated when g is nil, else distributed in the 1.5D layout of g
 // (Distributed15D, collective over g.Comm). adj is the whole graph on
 // every rank; a distributed sampler keeps only its block of it. For a
 // topology built from a row block, use NewOn.
-func New(kind string, adj *sparse.CSR, fanouts []int, g *collective.Grid) (Sampler, error) {
+func New(kind Kind, adj *sparse.CSR, fanouts []int, g *collective.Grid) (Sampler, error) {
 	if err := checkAdj(adj); err != nil {
 		return nil, err
 	}
 	switch kind {
-	case "sage":
+	case KindSAGE:
 		if g == nil {
 			return NewNodeWise(adj, fanouts)
 		}
@@ -28,7 +28,7 @@ func New(kind string, adj *sparse.CSR, fanouts []int, g *collective.Grid) (Sampl
 			return nil, err
 		}
 		return NewNodeWiseOn(top, fanouts)
-	case "ladies":
+	case KindLADIES:
 		if g == nil {
 			return NewLayerWise(adj, fanouts)
 		}
@@ -40,44 +40,44 @@ func New(kind string, adj *sparse.CSR, fanouts []int, g *collective.Grid) (Sampl
 			return nil, err
 		}
 		return NewLayerWiseOn(top, fanouts)
-	case "plain":
+	case KindPlain:
 		if g != nil {
 			return nil, fmt.Errorf("sampling: the plain sampler reads a replicated graph only")
 		}
 		return NewPlain(adj, fanouts)
 	}
-	return nil, fmt.Errorf("sampling: unknown sampler %q (want sage, ladies or plain)", kind)
+	return nil, fmt.Errorf("sampling: unknown sampler %q (want %s)", kind, orNames(Kinds))
 }
 
 // NewOn returns the sampler of the given kind over the matrix held by top,
 // which may come from a row block (Distributed15DBlock, Distributed2D):
-// "sage" (NodeWiseOn; top holds the adjacency A) or "ladies"
+// KindSAGE (NodeWiseOn; top holds the adjacency A) or KindLADIES
 // (LayerWiseOn; top must hold Â = GCNNormalized(A), which
 // GCNNormalizedBlock computes block by block). The plain sampler reads a
 // replicated graph only: use New. It returns an error for an unknown or
 // plain kind or bad fanouts; it does not communicate.
-func NewOn(kind string, top Topology, fanouts []int) (Sampler, error) {
+func NewOn(kind Kind, top Topology, fanouts []int) (Sampler, error) {
 	switch kind {
-	case "sage":
+	case KindSAGE:
 		return NewNodeWiseOn(top, fanouts)
-	case "ladies":
+	case KindLADIES:
 		return NewLayerWiseOn(top, fanouts)
-	case "plain":
+	case KindPlain:
 		return nil, fmt.Errorf("sampling: the plain sampler reads a replicated graph only (use New)")
 	}
 	return nil, fmt.Errorf("sampling: unknown sampler %q (want sage or ladies)", kind)
 }
 
-// NewBlock returns the sampler of kind ("sage" or "ladies") over a
+// NewBlock returns the sampler of kind (KindSAGE or KindLADIES) over a
 // distributed adjacency that no rank holds whole: this rank's row block
 // local (rows [bounds[g.Row], bounds[g.Row+1]) of the n×n adjacency,
 // global column ids; bounds has g.PR+1 entries, the same on every rank)
-// in the layout "1.5d" (Distributed15DBlock) or "2d" (Distributed2D, a
+// in the layout Layout15D (Distributed15DBlock) or Layout2D (Distributed2D, a
 // square grid). For ladies the block is first normalised
 // (GCNNormalizedBlock over g.ColComm, one rank per block). It is
 // collective over g.
-func NewBlock(kind, layout string, g *collective.Grid, bounds []int64, local *sparse.CSR, fanouts []int) (Sampler, error) {
-	if kind == "ladies" {
+func NewBlock(kind Kind, layout Layout, g *collective.Grid, bounds []int64, local *sparse.CSR, fanouts []int) (Sampler, error) {
+	if kind == KindLADIES {
 		if err := checkSizes(fanouts); err != nil {
 			return nil, err
 		}
@@ -89,9 +89,9 @@ func NewBlock(kind, layout string, g *collective.Grid, bounds []int64, local *sp
 	var top Topology
 	var err error
 	switch layout {
-	case "1.5d":
+	case Layout15D:
 		top, err = Distributed15DBlock(g, bounds, local)
-	case "2d":
+	case Layout2D:
 		top, err = Distributed2D(g, bounds, local)
 	default:
 		return nil, fmt.Errorf("sampling: unknown distributed layout %q (want 1.5d or 2d)", layout)

@@ -9,6 +9,7 @@ import (
 
 	"gnnmpi/alltoall"
 	"gnnmpi/model"
+	"gnnmpi/sampling"
 )
 
 // Common holds the settings that both kinds of training share: minibatch
@@ -48,7 +49,7 @@ type Common struct {
 func (c *Common) Validate() error {
 	if err := firstErr(
 		errorOf(ParseFeatureNorm(string(c.FeatureNorm))),
-		errorOf(ParseOptimizer(string(c.Optimizer))),
+		errorOf(model.ParseOptimizerKind(string(c.Optimizer))),
 		errorOf(ParseSelection(string(c.Select))),
 	); err != nil {
 		return err
@@ -73,10 +74,7 @@ func (c *Common) Validate() error {
 // newOptimizer builds the optimizer the settings name (model.NewOptimizer,
 // which package pipe calls too).
 func (c *Common) newOptimizer() (model.Optimizer, error) {
-	if _, err := ParseOptimizer(string(c.Optimizer)); err != nil {
-		return nil, err
-	}
-	return model.NewOptimizer(string(c.Optimizer), c.LR, c.Momentum, c.WeightDecay)
+	return model.NewOptimizer(c.Optimizer, c.LR, c.Momentum, c.WeightDecay)
 }
 
 // evalDue reports whether the loop evaluates after epoch: every EvalEvery
@@ -177,7 +175,7 @@ func (c *Config) Validate() error {
 	}
 	if err := firstErr(
 		errorOf(ParseSampler(string(c.Sampler))),
-		errorOf(ParseTopology(string(c.Topology))),
+		errorOf(sampling.ParseLayout(string(c.Topology))),
 		errorOf(ParseCache(string(c.Cache))),
 		errorOf(ParseFeatureDType(string(c.FeatureDType))),
 		errorOf(ParseShuffle(string(c.Shuffle))),
@@ -212,7 +210,7 @@ func (c *Config) validateSampling() error {
 		return fmt.Errorf("train: bulk %d < 1 (minibatches sampled together)", c.Bulk)
 	case c.C < 1:
 		return fmt.Errorf("train: replication factor %d < 1", c.C)
-	case c.Sampler == SamplerLADIES && c.Model.Kind != "gcn":
+	case c.Sampler == SamplerLADIES && c.Model.Kind != model.KindGCN:
 		return fmt.Errorf("train: the ladies sampler weights GCN's propagation matrix; use --model gcn (not %s)", c.Model.Kind)
 	case c.EvalMemory < 1:
 		return fmt.Errorf("train: eval memory %d < 1", c.EvalMemory)
@@ -273,39 +271,4 @@ func firstErr(errs ...error) error {
 		}
 	}
 	return nil
-}
-
-// Defaults returns the defaults of a model kind: the settings with which
-// `gnnmpi train --data data/cora --model KIND` reaches the published
-// accuracy (README, results).
-func Defaults(kind string) Config {
-	c := Config{
-		Model: model.Config{Kind: kind, Layers: 2, Hidden: 128, Heads: 1, OutHeads: 1, Dropout: 0.5},
-		Common: Common{
-			FeatureNorm: FeatureNormAuto, Epochs: 100,
-			Optimizer: OptimizerAdam, LR: 0.01, WeightDecay: 5e-4,
-			Seed: 1, EvalEvery: 1, Select: SelectAcc, CheckpointEvery: 10,
-		},
-		Sampler:     SamplerSAGE,
-		Fanouts:     []int{25, 10},
-		BatchSize:   32,
-		Bulk:        1,
-		Topology:    TopologyReplicated,
-		C:           1,
-		Replication: 1,
-		Cache:       alltoall.CacheNone, CacheSimEpochs: 2, FeatureDType: alltoall.F32,
-		Shuffle:    ShuffleLocal,
-		Overlap:    true,
-		EvalMemory: 256 << 20,
-	}
-	switch kind {
-	case "gcn":
-		c.Model.Hidden = 64
-	case "gat":
-		c.Model.Hidden, c.Model.Heads, c.Model.OutHeads = 8, 8, 1
-		c.Model.Dropout, c.Model.AttnDropout = 0.6, 0.6
-		c.LR = 0.005
-		c.Epochs = 200
-	}
-	return c
 }

@@ -128,21 +128,30 @@ func (f Features) Cols() int {
 	return f.Dense.Cols
 }
 
-// Partitioning methods accepted by Load besides a book file.
+// Partitioning methods Load runs (LoadOptions.Partition).
 const (
-	PartitionBlock  = "block"
-	PartitionRandom = "random"
-	PartitionMetis  = "metis"
+	PartitionBlock  = partition.MethodBlock
+	PartitionRandom = partition.MethodRandom
+	PartitionMetis  = partition.MethodMetis
 )
+
+// PartitionMethods lists the partitioning methods Load runs, in the order
+// flags and errors list them.
+var PartitionMethods = []partition.Method{PartitionBlock, PartitionRandom, PartitionMetis}
 
 // LoadOptions are Load's settings.
 type LoadOptions struct {
 	// Split names the split ("": the dataset's default).
 	Split string
-	// Partition is block, random, metis (multi-constraint: balances the
-	// split's train, valid and test vertices) or the path of a partition
-	// book written by `gnnmpi partition` (with p/Replication parts).
-	Partition string
+	// Partition is how Load partitions the vertices when Book is empty:
+	// PartitionBlock, PartitionRandom or PartitionMetis (multi-constraint:
+	// balances the split's train, valid and test vertices; "" means it
+	// too).
+	Partition partition.Method
+	// Book, if not empty, is the path of a partition book written by
+	// `gnnmpi partition` (with p/Replication parts), read in place of
+	// partitioning; Partition must then be "".
+	Book string
 	// Symmetrize adds the reverse of every edge to the topology.
 	Symmetrize bool
 	// Replication is the feature replication factor c (Config.Replication;
@@ -180,7 +189,7 @@ type LoadOptions struct {
 //
 // Load is collective over c.
 func Load(c collective.Comm, path string, o LoadOptions) (*Data, error) {
-	split, partition, symmetrize, replication, format, seed, progress := o.Split, o.Partition, o.Symmetrize, o.Replication, o.Format, o.Seed, o.Progress
+	split, symmetrize, replication, format, progress := o.Split, o.Symmetrize, o.Replication, o.Format, o.Progress
 	if replication == 0 {
 		replication = 1
 	}
@@ -221,7 +230,7 @@ func Load(c collective.Comm, path string, o LoadOptions) (*Data, error) {
 	if len(s.Train) == 0 {
 		return nil, fmt.Errorf("train: split %q of %s has no training vertices", split, path)
 	}
-	book, err := partitionBook(c, g, split, partition, p, seed, progress)
+	book, err := partitionBook(c, g, split, o, p, progress)
 	if err != nil {
 		return nil, err
 	}
@@ -317,11 +326,33 @@ func nonNegative(x *dense.Matrix) bool {
 	return true
 }
 
-// partitionBook makes or reads the book of p parts and gives every rank of
-// c the same one.
-func partitionBook(c collective.Comm, g *graph.Dataset, split, method string, p int, seed uint64, progress func(string, ...any)) (*partition.Book, error) {
+// PartitionSpec returns the partition as the --partition flag spells it:
+// the book's path, else the method (PartitionMetis when unset).
+func (o *LoadOptions) PartitionSpec() string {
+	switch {
+	case o.Book != "":
+		return o.Book
+	case o.Partition == "":
+		return string(PartitionMetis)
+	}
+	return string(o.Partition)
+}
+
+// partitionBook makes or reads the book of p parts that o asks for and
+// gives every rank of c the same one.
+func partitionBook(c collective.Comm, g *graph.Dataset, split string, o LoadOptions, p int, progress func(string, ...any)) (*partition.Book, error) {
+	method, path, seed := o.Partition, o.Book, o.Seed
+	if method == "" && path == "" {
+		method = PartitionMetis
+	}
+	switch {
+	case method != "" && path != "":
+		return nil, fmt.Errorf("train: partition method %s and book %s; give one", method, path)
+	case path == "" && !slices.Contains(PartitionMethods, method):
+		return nil, fmt.Errorf("train: partition method %q is not one Load runs (want %s, or a book file)", method, partition.OrList(PartitionMethods))
+	}
 	if p == 1 && (method == PartitionMetis || method == PartitionRandom) {
-		return partition.New(make([]int32, g.NumNodes), 1, method)
+		return partition.New(make([]int32, g.NumNodes), 1, string(method))
 	}
 	switch method {
 	case PartitionBlock:
@@ -329,9 +360,9 @@ func partitionBook(c collective.Comm, g *graph.Dataset, split, method string, p 
 	case PartitionRandom:
 		return partition.Random(g.NumNodes, p, seed), nil
 	}
-	if method != PartitionMetis {
-		if _, err := os.Stat(method); err != nil {
-			return nil, fmt.Errorf("train: --partition %q is neither block, random, metis nor a readable book: %w", method, err)
+	if path != "" {
+		if _, err := os.Stat(path); err != nil {
+			return nil, fmt.Errorf("train: --partition %q is neither block, random, metis nor a readable book: %w", path, err)
 		}
 	}
 	// METIS runs and book files are read on rank 0 only, then broadcast.
@@ -339,13 +370,13 @@ func partitionBook(c collective.Comm, g *graph.Dataset, split, method string, p 
 	err := onRoot(c, func() error {
 		var b *partition.Book
 		var err error
-		if method == PartitionMetis {
+		if path == "" {
 			progress("partitioning with METIS into %d parts, balancing split %s", p, split)
 			b, err = graph.MetisPartition(g, p, split, int(seed))
 		} else {
-			b, err = partition.Read(method)
+			b, err = partition.Read(path)
 			if err == nil && (b.Parts != p || b.NumNodes() != g.NumNodes) {
-				err = fmt.Errorf("train: partition book %s has %d parts over %d vertices; the run has %d parts (ranks / feature replication) and %d vertices", method, b.Parts, b.NumNodes(), p, g.NumNodes)
+				err = fmt.Errorf("train: partition book %s has %d parts over %d vertices; the run has %d parts (ranks / feature replication) and %d vertices", path, b.Parts, b.NumNodes(), p, g.NumNodes)
 			}
 		}
 		if err == nil {
@@ -358,8 +389,8 @@ func partitionBook(c collective.Comm, g *graph.Dataset, split, method string, p 
 	if err != nil {
 		return nil, err
 	}
-	name := method
-	if method != PartitionMetis {
+	name := string(method)
+	if path != "" {
 		name = "file"
 	}
 	return partition.New(slices.Clip(part), p, name)

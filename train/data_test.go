@@ -12,6 +12,7 @@ import (
 	"gnnmpi/collective"
 	"gnnmpi/collective/inproc"
 	"gnnmpi/graph"
+	"gnnmpi/model"
 	"gnnmpi/partition"
 	"gnnmpi/sparse"
 )
@@ -23,8 +24,8 @@ func TestFeatureNormResolve(t *testing.T) {
 		assert.Equal(t, FeatureNormRow, FeatureNormRow.Resolve(nn))
 		assert.Equal(t, FeatureNormNone, FeatureNormNone.Resolve(nn))
 	}
-	assert.Equal(t, FeatureNormAuto, Defaults("sage").FeatureNorm)
-	assert.Equal(t, FeatureNormAuto, FullDefaults("gcnii").FeatureNorm)
+	assert.Equal(t, FeatureNormAuto, Defaults(model.KindSAGE, ModeMinibatch).Minibatch.FeatureNorm)
+	assert.Equal(t, FeatureNormAuto, Defaults(model.KindGCNII, ModePipe).Full.FeatureNorm)
 }
 
 // oneWay returns a copy of g with each undirected edge stored once (i < j,

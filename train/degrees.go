@@ -30,7 +30,7 @@ func (t *trainer) blocks(mb *sampling.MiniBatch, deg []int64) []*sparse.CSR {
 // nil reads them from the whole graph's degrees, which a rank holding the
 // whole graph keeps.
 func (t *trainer) adjacency(b sampling.Block, deg []int64) *sparse.CSR {
-	if t.cfg.Model.Kind != "gcn" || b.Adj.Values != nil {
+	if t.cfg.Model.Kind != model.KindGCN || b.Adj.Values != nil {
 		return b.Adj // LADIES blocks carry their propagation weights
 	}
 	if deg == nil {
@@ -46,7 +46,7 @@ func (t *trainer) adjacency(b sampling.Block, deg []int64) *sparse.CSR {
 // does not hold: a partitioned dataset with a GCN model. Training blocks
 // of LADIES carry their weights and need none.
 func (t *trainer) needDegrees(training bool) bool {
-	return t.d.Partitioned() && t.cfg.Model.Kind == "gcn" && !(training && t.cfg.Sampler == SamplerLADIES)
+	return t.d.Partitioned() && t.cfg.Model.Kind == model.KindGCN && !(training && t.cfg.Sampler == SamplerLADIES)
 }
 
 // ownDegrees returns the degrees of the vertices rank r owns under book

@@ -11,6 +11,7 @@ import (
 	"gnnmpi/alltoall"
 	"gnnmpi/collective"
 	"gnnmpi/collective/inproc"
+	"gnnmpi/model"
 	"gnnmpi/partition"
 )
 
@@ -188,7 +189,7 @@ func TestFeatureConfigErrors(t *testing.T) {
 		{func(c *Config) { c.GPUFrac = 2 }, "GPU fraction 2"},
 		{func(c *Config) { c.Replication = 0 }, "feature replication 0"},
 	} {
-		cfg := Defaults("sage")
+		cfg := Defaults(model.KindSAGE, ModeMinibatch).Minibatch
 		tc.mod(&cfg)
 		require.ErrorContains(t, cfg.Validate(), tc.want)
 	}

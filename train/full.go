@@ -41,24 +41,11 @@ type FullConfig struct {
 	SnapshotEvery             int
 }
 
-// FullDefaults returns the defaults of full-graph training with a deep
-// model of kind (model.ConvGCN, ConvSAGE, ConvResGCN or ConvGCNII): 32
-// layers of width 100, Adam, all of GNNPipe's staleness remedies on
-// (snapshot every 23 epochs, as in the original).
-func FullDefaults(kind string) FullConfig {
-	return FullConfig{
-		Common: Common{FeatureNorm: FeatureNormAuto, Epochs: 100, Optimizer: OptimizerAdam, LR: 0.01, WeightDecay: 5e-4,
-			Seed: 1, EvalEvery: 1, Select: SelectAcc, CheckpointEvery: 10},
-		Mode: ModePipe, Pipelines: 1, Chunks: 4, ChunkMethod: ChunkMetis,
-		Model: model.DefaultDeep(kind), ShuffleChunks: true, ClearGrads: true, SnapshotEvery: 23,
-	}
-}
-
 // pipeConfig returns the configuration of package pipe's trainer (with a
 // zero Layout, which RunFull sets).
 func (c *FullConfig) pipeConfig() pipe.Config {
 	return pipe.Config{Model: c.Model, ShuffleChunks: c.ShuffleChunks, ClearGrads: c.ClearGrads, SnapshotEvery: c.SnapshotEvery,
-		Optimizer: string(c.Optimizer), LR: c.LR, WeightDecay: c.WeightDecay, Momentum: c.Momentum, Seed: c.Seed, BLAS: c.BLAS}
+		Optimizer: c.Optimizer, LR: c.LR, WeightDecay: c.WeightDecay, Momentum: c.Momentum, Seed: c.Seed, BLAS: c.BLAS}
 }
 
 // Layout returns the layout of the mode on p ranks.

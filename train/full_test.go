@@ -22,7 +22,7 @@ import (
 )
 
 func fullConfig(mode Mode) FullConfig {
-	cfg := FullDefaults(model.ConvGCNII)
+	cfg := Defaults(model.KindGCNII, ModePipe).Full
 	cfg.Mode, cfg.Epochs, cfg.Chunks = mode, 3, 2
 	if mode == ModeGraph {
 		cfg.Chunks = 1

@@ -16,6 +16,7 @@ import (
 	"gnnmpi/model"
 	"gnnmpi/partition"
 	"gnnmpi/pipe"
+	"gnnmpi/sampling"
 )
 
 // fakeStepper records what the epoch loop asks of it; its losses and
@@ -176,10 +177,10 @@ func TestParsers(t *testing.T) {
 		names []string
 		want  string
 	}{
-		{"optimizer", asString(ParseOptimizer), []string{"adam", "sgd"}, `train: unknown optimizer "bogus" (want adam or sgd)`},
+		{"optimizer", asString(model.ParseOptimizerKind), []string{"adam", "sgd"}, `model: unknown optimizer "bogus" (want adam or sgd)`},
 		{"mode", asString(ParseMode), []string{"minibatch", "graph", "pipe", "hybrid"}, `train: unknown mode "bogus" (want minibatch, graph, pipe or hybrid)`},
 		{"sampler", asString(ParseSampler), []string{"sage", "ladies"}, `train: unknown sampler "bogus" (want sage or ladies)`},
-		{"topology", asString(ParseTopology), []string{"replicated", "1.5d"}, `train: unknown topology "bogus" (want replicated, 1.5d or 2d)`},
+		{"topology", asString(sampling.ParseLayout), []string{"replicated", "1.5d"}, `sampling: unknown topology "bogus" (want replicated, 1.5d or 2d)`},
 		{"shuffle", asString(ParseShuffle), []string{"local", "global"}, `train: unknown shuffle "bogus" (want local or global)`},
 		{"selection", asString(ParseSelection), []string{"val-acc", "val-loss"}, `train: unknown model selection "bogus" (want val-acc or val-loss)`},
 		{"feature norm", asString(ParseFeatureNorm), []string{"auto", "row", "none"}, `train: unknown feature normalisation "bogus" (want auto, row or none)`},
@@ -197,7 +198,7 @@ func TestParsers(t *testing.T) {
 // minibatch trainer used to fall back to Adam), and so is any typed value
 // set to a name outside its constants.
 func TestUnknownValues(t *testing.T) {
-	mb := Defaults("sage")
+	mb := Defaults(model.KindSAGE, ModeMinibatch).Minibatch
 	mb.Optimizer = "rmsprop"
 	require.ErrorContains(t, mb.Validate(), `unknown optimizer "rmsprop" (want adam or sgd)`)
 	_, err := mb.Common.newOptimizer()
@@ -212,7 +213,7 @@ func TestUnknownValues(t *testing.T) {
 	})
 	require.ErrorContains(t, err, `unknown optimizer "rmsprop"`)
 
-	full := FullDefaults(model.ConvGCNII)
+	full := Defaults(model.KindGCNII, ModePipe).Full
 	full.Optimizer = "rmsprop"
 	require.ErrorContains(t, full.Validate(2), `unknown optimizer "rmsprop" (want adam or sgd)`)
 	full.Optimizer = OptimizerSGD
@@ -231,11 +232,11 @@ func TestUnknownValues(t *testing.T) {
 		{func(c *Config) { c.FeatureDType = "bf16" }, `unknown feature dtype "bf16"`},
 		{func(c *Config) { c.WeightDecay = -1 }, "weight decay -1 < 0"},
 	} {
-		cfg := Defaults("sage")
+		cfg := Defaults(model.KindSAGE, ModeMinibatch).Minibatch
 		tc.edit(&cfg)
 		require.ErrorContains(t, cfg.Validate(), tc.want)
 	}
-	fc := FullDefaults(model.ConvGCNII)
+	fc := Defaults(model.KindGCNII, ModePipe).Full
 	fc.Mode = ModeMinibatch
 	require.ErrorContains(t, fc.Validate(2), `unknown mode "minibatch" for full-graph training (want graph, pipe or hybrid)`)
 }

@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"gnnmpi/alltoall"
+	"gnnmpi/model"
+	"gnnmpi/sampling"
 )
 
 // The settings that take one of a few names are named string types: their
@@ -12,19 +14,15 @@ import (
 // function turns a name into a value with an error that lists the
 // choices, and Validate checks values set directly.
 
-// Optimizer names an optimizer (Common.Optimizer).
-type Optimizer string
+// Optimizer names an optimizer (Common.Optimizer): package model's
+// optimizer kinds, which model.ParseOptimizerKind parses.
+type Optimizer = model.OptimizerKind
 
 // Optimizers.
 const (
-	OptimizerAdam Optimizer = "adam"
-	OptimizerSGD  Optimizer = "sgd" // with Common.Momentum
+	OptimizerAdam = model.OptimizerAdam
+	OptimizerSGD  = model.OptimizerSGD // with Common.Momentum
 )
-
-// ParseOptimizer returns the optimizer named s.
-func ParseOptimizer(s string) (Optimizer, error) {
-	return parseChoice("optimizer", s, OptimizerAdam, OptimizerSGD)
-}
 
 // Device names where minibatch training computes (Config.Device).
 type Device string
@@ -86,34 +84,35 @@ func ParseChunkMethod(s string) (ChunkMethod, error) {
 	return parseChoice("chunk partition", s, ChunkMetis, ChunkRandom)
 }
 
-// Sampler names a minibatch sampler (Config.Sampler).
-type Sampler string
+// Sampler names a minibatch sampler (Config.Sampler): one of package
+// sampling's kinds that minibatch training takes (Samplers).
+type Sampler = sampling.Kind
 
 // Samplers.
 const (
-	SamplerSAGE   Sampler = "sage"   // node-wise: Fanouts[h] neighbours per vertex
-	SamplerLADIES Sampler = "ladies" // layer-wise: Fanouts[h] vertices per minibatch and layer
+	SamplerSAGE   = sampling.KindSAGE   // node-wise: Fanouts[h] neighbours per vertex
+	SamplerLADIES = sampling.KindLADIES // layer-wise: Fanouts[h] vertices per minibatch and layer
 )
 
-// ParseSampler returns the sampler named s.
+// Samplers lists the samplers minibatch training takes (not
+// sampling.KindPlain, the baseline of `gnnmpi sample`).
+var Samplers = []Sampler{SamplerSAGE, SamplerLADIES}
+
+// ParseSampler returns the sampler named s (Samplers).
 func ParseSampler(s string) (Sampler, error) {
-	return parseChoice("sampler", s, SamplerSAGE, SamplerLADIES)
+	return parseChoice("sampler", s, Samplers...)
 }
 
-// Topology names where the sampler's graph lives (Config.Topology).
-type Topology string
+// Topology names where the sampler's graph lives (Config.Topology):
+// package sampling's layouts, which sampling.ParseLayout parses.
+type Topology = sampling.Layout
 
 // Topologies of the sampler's graph.
 const (
-	TopologyReplicated Topology = "replicated" // every rank holds it
-	Topology15D        Topology = "1.5d"       // rows over p/C grid rows, C copies
-	Topology2D         Topology = "2d"         // √p×√p blocks
+	TopologyReplicated = sampling.LayoutReplicated // every rank holds it
+	Topology15D        = sampling.Layout15D        // rows over p/C grid rows, C copies
+	Topology2D         = sampling.Layout2D         // √p×√p blocks
 )
-
-// ParseTopology returns the topology named s.
-func ParseTopology(s string) (Topology, error) {
-	return parseChoice("topology", s, TopologyReplicated, Topology15D, Topology2D)
-}
 
 // Shuffle names how an epoch's training vertices are shuffled over the
 // ranks (Config.Shuffle).
@@ -203,6 +202,57 @@ func ParseCache(s string) (alltoall.CachePolicy, error) {
 // ParseFeatureDType returns the feature storage type named s.
 func ParseFeatureDType(s string) (alltoall.DType, error) {
 	return parseChoice("feature dtype", s, alltoall.F32, alltoall.F16)
+}
+
+// String returns the device's name.
+func (d Device) String() string { return string(d) }
+
+// Set sets d to the device named s (flag.Value).
+func (d *Device) Set(s string) error { return setChoice(d, ParseDevice, s) }
+
+// String returns the gradient transport's name.
+func (g GradComm) String() string { return string(g) }
+
+// Set sets g to the gradient transport named s (flag.Value).
+func (g *GradComm) Set(s string) error { return setChoice(g, ParseGradComm, s) }
+
+// String returns the mode's name.
+func (m Mode) String() string { return string(m) }
+
+// Set sets m to the mode named s (flag.Value).
+func (m *Mode) Set(s string) error { return setChoice(m, ParseMode, s) }
+
+// String returns the chunk method's name.
+func (m ChunkMethod) String() string { return string(m) }
+
+// Set sets m to the chunk method named s (flag.Value).
+func (m *ChunkMethod) Set(s string) error { return setChoice(m, ParseChunkMethod, s) }
+
+// String returns the shuffle mode's name.
+func (s Shuffle) String() string { return string(s) }
+
+// Set sets s to the shuffle mode named v (flag.Value).
+func (s *Shuffle) Set(v string) error { return setChoice(s, ParseShuffle, v) }
+
+// String returns the model-selection rule's name.
+func (s Selection) String() string { return string(s) }
+
+// Set sets s to the model-selection rule named v (flag.Value).
+func (s *Selection) Set(v string) error { return setChoice(s, ParseSelection, v) }
+
+// String returns the feature normalisation's name.
+func (n FeatureNorm) String() string { return string(n) }
+
+// Set sets n to the feature normalisation named s (flag.Value).
+func (n *FeatureNorm) Set(s string) error { return setChoice(n, ParseFeatureNorm, s) }
+
+// setChoice sets *dst to parse(s) if s parses, else leaves it alone.
+func setChoice[T any](dst *T, parse func(string) (T, error), s string) error {
+	v, err := parse(s)
+	if err == nil {
+		*dst = v
+	}
+	return err
 }
 
 // parseChoice returns the choice whose name is s, or an error naming what

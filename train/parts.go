@@ -33,7 +33,7 @@ func loadParts(c collective.Comm, dir string, o LoadOptions, rc int, whole bool)
 	if o.Symmetrize && !m.Symmetric {
 		return nil, fmt.Errorf("train: %s is partitioned: symmetrize when partitioning (gnnmpi partition --symmetrize), not when loading", dir)
 	}
-	if o.Partition != "" && o.Partition != PartitionMetis { // metis: the flags' default
+	if o.Book != "" || (o.Partition != "" && o.Partition != PartitionMetis) { // metis: the flags' default
 		return nil, fmt.Errorf("train: %s is partitioned already (%s, %d parts); --partition does not apply", dir, m.Method, m.Parts)
 	}
 	p := c.Size()

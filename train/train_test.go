@@ -10,6 +10,7 @@ import (
 	"gnnmpi/collective"
 	"gnnmpi/collective/inproc"
 	"gnnmpi/graph"
+	"gnnmpi/model"
 	"gnnmpi/partition"
 	"gnnmpi/spgemm"
 )
@@ -27,8 +28,8 @@ var sbm = sync.OnceValue(func() *graph.Dataset {
 	return d
 })
 
-func testConfig(kind string) Config {
-	cfg := Defaults(kind)
+func testConfig(kind model.Kind) Config {
+	cfg := Defaults(kind, ModeMinibatch).Minibatch
 	cfg.Epochs = 4
 	cfg.BatchSize = 40
 	cfg.Fanouts = []int{5, 5}
@@ -97,9 +98,9 @@ func losses(res *Result) []float64 {
 }
 
 func TestTrainLearns(t *testing.T) {
-	for _, kind := range []string{"sage", "gcn", "gat"} {
+	for _, kind := range []model.Kind{model.KindSAGE, model.KindGCN, model.KindGAT} {
 		for _, p := range []int{1, 3} {
-			t.Run(kind+"/p="+string(rune('0'+p)), func(t *testing.T) {
+			t.Run(string(kind)+"/p="+string(rune('0'+p)), func(t *testing.T) {
 				cfg := testConfig(kind)
 				cfg.Epochs, cfg.LR, cfg.Model.Dropout, cfg.Model.AttnDropout = 30, 0.02, 0.1, 0
 				res := runP(t, p, cfg, nil)
@@ -229,7 +230,7 @@ func TestEvaluationIndependentOfRanks(t *testing.T) {
 	// Training differs with p (each rank's minibatches differ), so this
 	// evaluates the initial model, which every p builds identically.
 	g := sbm()
-	for _, kind := range []string{"sage", "gcn", "gat"} {
+	for _, kind := range []model.Kind{model.KindSAGE, model.KindGCN, model.KindGAT} {
 		var evs []evaluation
 		for _, p := range []int{1, 2, 4} {
 			book := partition.Random(g.NumNodes, p, 9)
@@ -307,7 +308,7 @@ func TestSelectionRules(t *testing.T) {
 	}
 	require.Equal(t, []int{1, 2, 2, 4, 5}, []int{pick(SelectAcc, 1), pick(SelectAcc, 2), pick(SelectAcc, 3), pick(SelectAcc, 4), pick(SelectAcc, 5)})
 	require.Equal(t, []int{1, 2, 3, 3, 5}, []int{pick(SelectLoss, 1), pick(SelectLoss, 2), pick(SelectLoss, 3), pick(SelectLoss, 4), pick(SelectLoss, 5)})
-	cfg := Defaults("sage")
+	cfg := Defaults(model.KindSAGE, ModeMinibatch).Minibatch
 	cfg.Select = "best"
 	require.ErrorContains(t, cfg.Validate(), "model selection")
 }

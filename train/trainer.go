@@ -268,7 +268,7 @@ func isqrt(n int) int {
 // even split of the rows.
 func (t *trainer) newSampler() (sampling.Sampler, error) {
 	d, cfg := t.d, t.cfg
-	kind := string(cfg.Sampler)
+	kind := cfg.Sampler
 	if cfg.Topology == TopologyReplicated {
 		if d.Partitioned() {
 			return nil, fmt.Errorf("train: a partitioned dataset's ranks hold only their parts' rows: use --topology 1.5d or 2d (or load it with a replicated topology)")
@@ -284,5 +284,5 @@ func (t *trainer) newSampler() (sampling.Sampler, error) {
 		return nil, fmt.Errorf("train: the %s topology's %d grid rows must be the data's %d parts: with a partitioned dataset set the topology's replication (--c for 1.5d, √p for 2d) equal to the feature replication %d",
 			cfg.Topology, g.PR, len(bounds)-1, cfg.Replication)
 	}
-	return sampling.NewBlock(kind, string(cfg.Topology), g, bounds, local, cfg.Fanouts)
+	return sampling.NewBlock(kind, cfg.Topology, g, bounds, local, cfg.Fanouts)
 }

@@ -25,7 +25,7 @@ var ErrUnsupported = errors.New("not supported with --device cuda")
 // names the flag.
 func Check(cfg model.Config) error {
 	switch {
-	case cfg.Kind != "sage":
+	case cfg.Kind != model.KindSAGE:
 		return fmt.Errorf("gpu/gnn: --model %s is %w (only sage runs on the device; use --device cpu)", cfg.Kind, ErrUnsupported)
 	case cfg.Normalize:
 		return fmt.Errorf("gpu/gnn: --normalize is %w (use --device cpu)", ErrUnsupported)

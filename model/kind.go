@@ -1,0 +1,96 @@
+package model
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Kind names a kind of GNN layer: the layers of a minibatch model
+// (Config.Kind: KindSAGE, KindGCN or KindGAT) or the Hidden→Hidden Convs of
+// a deep full-graph model (DeepConfig.Kind: KindGCN, KindSAGE, KindResGCN
+// or KindGCNII). Its value is the name flags, configs and metrics spell.
+// It implements flag.Value.
+type Kind string
+
+// Kinds of layers.
+const (
+	KindSAGE   Kind = "sage"   // GraphSAGE with the mean aggregator
+	KindGCN    Kind = "gcn"    // GCN (Kipf and Welling 2017)
+	KindGAT    Kind = "gat"    // GAT (minibatch models only)
+	KindResGCN Kind = "resgcn" // DeeperGCN's residual GCN block (deep models only)
+	KindGCNII  Kind = "gcnii"  // GCNII (deep models only)
+)
+
+// Kinds lists every kind, in the order flags and errors list them.
+var Kinds = []Kind{KindSAGE, KindGCN, KindGAT, KindResGCN, KindGCNII}
+
+// MinibatchKinds lists the kinds of Config (minibatch models).
+var MinibatchKinds = []Kind{KindSAGE, KindGCN, KindGAT}
+
+// DeepKinds lists the kinds of DeepConfig (deep full-graph models).
+var DeepKinds = []Kind{ConvGCN, ConvSAGE, ConvResGCN, ConvGCNII}
+
+// ParseKind returns the kind named s, or an error listing the kinds.
+func ParseKind(s string) (Kind, error) {
+	return parseName("model", s, Kinds)
+}
+
+// String returns the kind's name.
+func (k Kind) String() string { return string(k) }
+
+// Set sets k to the kind named s (flag.Value).
+func (k *Kind) Set(s string) (err error) {
+	*k, err = ParseKind(s)
+	return err
+}
+
+// OptimizerKind names an optimizer that NewOptimizer builds. It implements
+// flag.Value.
+type OptimizerKind string
+
+// Optimizer kinds.
+const (
+	OptimizerAdam OptimizerKind = "adam" // NewAdam
+	OptimizerSGD  OptimizerKind = "sgd"  // NewSGD, with momentum
+)
+
+// OptimizerKinds lists the optimizer kinds.
+var OptimizerKinds = []OptimizerKind{OptimizerAdam, OptimizerSGD}
+
+// ParseOptimizerKind returns the optimizer kind named s, or an error listing
+// the kinds.
+func ParseOptimizerKind(s string) (OptimizerKind, error) {
+	return parseName("optimizer", s, OptimizerKinds)
+}
+
+// String returns the optimizer's name.
+func (k OptimizerKind) String() string { return string(k) }
+
+// Set sets k to the optimizer kind named s (flag.Value).
+func (k *OptimizerKind) Set(s string) (err error) {
+	*k, err = ParseOptimizerKind(s)
+	return err
+}
+
+// parseName returns the choice whose name is s, or an error naming what
+// and listing the choices.
+func parseName[T ~string](what, s string, choices []T) (T, error) {
+	for _, c := range choices {
+		if string(c) == s {
+			return c, nil
+		}
+	}
+	return "", fmt.Errorf("model: unknown %s %q (want %s)", what, s, orNames(choices))
+}
+
+// orNames spells choices as "a, b or c".
+func orNames[T ~string](choices []T) string {
+	s := make([]string, len(choices))
+	for i, c := range choices {
+		s[i] = string(c)
+	}
+	if len(s) < 2 {
+		return strings.Join(s, "")
+	}
+	return strings.Join(s[:len(s)-1], ", ") + " or " + s[len(s)-1]
+}
