@@ -62,9 +62,10 @@ var layers = map[string]int{
 	"gnnmpi/pipe":      2,
 	"gnnmpi/sampling":  2,
 	// Layer 3: datasets, the feature store, the device model.
-	"gnnmpi/alltoall": 3,
-	"gnnmpi/gpu/gnn":  3,
-	"gnnmpi/graph":    3,
+	"gnnmpi/alltoall":     3,
+	"gnnmpi/gpu/gnn":      3,
+	"gnnmpi/gpu/gpucheck": 3,
+	"gnnmpi/graph":        3,
 	// Layer 4: the device feature store (tiers over the host store).
 	"gnnmpi/gpu/tier": 4,
 	// Layer 5: the application.
