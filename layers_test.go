@@ -65,10 +65,13 @@ var layers = map[string]int{
 	// Layer 3: datasets, the feature store, the device model.
 	"gnnmpi/alltoall":            3,
 	"gnnmpi/gpu/gnn":             3,
+	"gnnmpi/gpu/gpucheck":        3,
 	"gnnmpi/graph":               3,
 	"gnnmpi/perfmodel/calibrate": 3,
-	// Layer 4: the device feature store (tiers over the host store).
-	"gnnmpi/gpu/tier": 4,
+	// Layer 4: the device feature store (tiers over the host store); the
+	// distributed dataset writer.
+	"gnnmpi/gpu/tier":           4,
+	"gnnmpi/partition/distpart": 4,
 	// Layer 5: the application.
 	"gnnmpi/train": 5,
 	// Layer 6: the commands; 7: main, which picks the backends.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"gnnmpi/gpu/gpucheck"
 	"gnnmpi/gpu/gputest"
 	"gnnmpi/gpu/kernels"
 	"gnnmpi/internal/dl"
@@ -52,21 +53,21 @@ func TestGPUCheckFake(t *testing.T) {
 		require.NoError(t, err, out)
 		b, err := os.ReadFile(report)
 		require.NoError(t, err)
-		var res GPUCheckResult
+		var res gpucheck.Report
 		require.NoError(t, json.Unmarshal(b, &res))
 		require.Equal(t, "gnnmpi fake device", res.Device)
 		require.Equal(t, p, res.Ranks)
-		byName := map[string]GPUCheck{}
+		byName := map[string]gpucheck.Row{}
 		for _, c := range res.Checks {
 			byName[c.Name] = c
 		}
 		for _, k := range kernels.Names {
-			require.Equal(t, checkPass, byName["kernel/"+k].Result, "kernel %s: %+v", k, byName["kernel/"+k])
+			require.Equal(t, gpucheck.Pass, byName["kernel/"+k].Result, "kernel %s: %+v", k, byName["kernel/"+k])
 		}
 		for _, name := range []string{"cublas/sgemm", "cusparse/spmm", "bench/zero-copy-gather", "train/gpu-vs-cpu"} {
-			require.Equal(t, checkPass, byName[name].Result, "%s: %+v", name, byName[name])
+			require.Equal(t, gpucheck.Pass, byName[name].Result, "%s: %+v", name, byName[name])
 		}
-		require.Equal(t, checkSkip, byName["nccl"].Result)
+		require.Equal(t, gpucheck.Skip, byName["nccl"].Result)
 		require.Equal(t, float64(3), byName["train/gpu-vs-cpu"].Numbers["epochs"])
 		bench := byName["bench/zero-copy-gather"].Numbers
 		for _, k := range []string{"rows", "width", "bytes", "zero_copy_ms", "cpu_gather_copy_ms", "zero_copy_gbps", "cpu_gather_copy_gbps", "link_gbps"} {
@@ -78,7 +79,7 @@ func TestGPUCheckFake(t *testing.T) {
 		require.Zero(t, res.Failed)
 		require.Equal(t, 1, res.Skipped)
 		require.Contains(t, out, `"gpucheck"`) // the --json metrics object carries the report
-		require.Contains(t, byName["bench/zero-copy-gather"].summary(), "link bandwidth unknown")
+		require.Contains(t, byName["bench/zero-copy-gather"].Summary(), "link bandwidth unknown")
 	}
 }
 

@@ -3,7 +3,6 @@ package cli
 import (
 	"flag"
 	"fmt"
-	"math"
 	"slices"
 	"time"
 
@@ -35,35 +34,8 @@ func infoCmd() *Command {
 	}
 }
 
-// DatasetInfo is the summary `gnnmpi info` prints.
-type DatasetInfo struct {
-	Path     string `json:"path"`
-	Name     string `json:"name"`
-	Nodes    int64  `json:"nodes"`
-	Edges    int64  `json:"edges"`
-	Features int    `json:"features"`
-	// FeatureFormat is how the features were loaded (dense or csr; empty
-	// without features), Density the fraction of nonzero feature entries
-	// over the whole graph and FeatureNNZ their number.
-	FeatureFormat graph.FeatureFormat `json:"feature_format"`
-	Density       float64             `json:"feature_density"`
-	FeatureNNZ    int64               `json:"feature_nnz"`
-	Classes       int                 `json:"classes"`
-	Splits        map[string][]int    `json:"splits"` // name → train, valid, test sizes
-	MinDegree     int64               `json:"min_degree"`
-	MaxDegree     int64               `json:"max_degree"`
-	MeanDegree    float64             `json:"mean_degree"`
-	StdDegree     float64             `json:"std_degree"`
-	Isolated      int64               `json:"isolated"`
-	SelfLoops     int64               `json:"self_loops"`
-	RowsPerRank   []int64             `json:"rows_per_rank"`
-	LoadSeconds   float64             `json:"load_seconds_max"`
-	// Reciprocity is the fraction of edges whose reverse edge is in the
-	// graph (1 when symmetrized or recorded as symmetric).
-	Reciprocity  float64 `json:"reciprocity"`
-	Symmetrized  bool    `json:"symmetrized"`
-	EmptyClasses []int   `json:"empty_classes"` // classes below Classes without a vertex
-}
+// DatasetInfo is the summary `gnnmpi info` prints (graph.Info).
+type DatasetInfo = graph.Info
 
 func info(env *Env, path, bookPath string, symmetrize bool, format graph.FeatureFormat, showGPU bool) error {
 	c := env.Comm
@@ -96,7 +68,7 @@ func info(env *Env, path, bookPath string, symmetrize bool, format graph.Feature
 	if d, err = infoDirection(c, d, owner, symmetrize); err != nil {
 		return err
 	}
-	in, err := datasetInfo(c, d, path, load)
+	in, err := graph.DistInfo(c, d, path, load)
 	if err != nil {
 		return err
 	}
@@ -293,81 +265,6 @@ func infoEmptyClasses(c collective.Comm, d *graph.Dataset) ([]int, error) {
 		return nil, err
 	}
 	return graph.EmptyClasses(counts), nil
-}
-
-// datasetInfo returns the statistics of the dataset whose rows d holds on
-// each rank (loaded from path in load seconds): degree statistics of the
-// rows over all ranks, sizes, rows per rank and the slowest load.
-//
-// datasetInfo is collective over c.
-func datasetInfo(c collective.Comm, d *graph.Dataset, path string, load float64) (DatasetInfo, error) {
-	held := int64(len(d.Rows))
-	if d.Rows == nil {
-		held = d.NumNodes
-	}
-	var edges, selfLoops, isolated int64
-	nnz := d.FeatureNNZ()
-	var sumSq float64
-	minDeg, maxDeg := int64(math.MaxInt64), int64(0)
-	for i := int64(0); i < held; i++ {
-		deg := d.Adj.Degree(i)
-		g := i
-		if d.Rows != nil {
-			g = d.Rows[i]
-		}
-		edges += deg
-		sumSq += float64(deg) * float64(deg)
-		minDeg, maxDeg = min(minDeg, deg), max(maxDeg, deg)
-		if deg == 0 {
-			isolated++
-		}
-		for _, j := range d.Adj.Row(i) {
-			if j == g {
-				selfLoops++
-			}
-		}
-	}
-	total := held // rows over all ranks
-	if err := collective.AllreduceVars(c, collective.Sum, &edges, &selfLoops, &isolated, &total, &nnz); err != nil {
-		return DatasetInfo{}, err
-	}
-	// Minima as maxima of negations: one Allreduce for all.
-	negMinDeg, features, classes, nodes, negNodes := -minDeg, int64(d.NumFeatures()), int64(d.NumClasses), d.NumNodes, -d.NumNodes
-	if err := collective.AllreduceVars(c, collective.Max, &maxDeg, &negMinDeg, &features, &classes, &nodes, &negNodes); err != nil {
-		return DatasetInfo{}, err
-	}
-	if err := collective.AllreduceVars(c, collective.Sum, &sumSq); err != nil {
-		return DatasetInfo{}, err
-	}
-	if err := collective.AllreduceVars(c, collective.Max, &load); err != nil {
-		return DatasetInfo{}, err
-	}
-	rows, _, err := collective.AllgatherSlice(c, []int64{held})
-	if err != nil {
-		return DatasetInfo{}, err
-	}
-	if nodes != -negNodes {
-		return DatasetInfo{}, fmt.Errorf("info: ranks disagree on the number of vertices of %s", path)
-	}
-	n := nodes
-	if total != n {
-		return DatasetInfo{}, fmt.Errorf("info: ranks hold %d rows of %d vertices", total, n)
-	}
-	mean := float64(edges) / float64(max(n, 1))
-	in := DatasetInfo{
-		Path: path, Name: d.Name, Nodes: n, Edges: edges, Features: int(features), Classes: int(classes),
-		Splits: map[string][]int{}, MinDegree: -negMinDeg, MaxDegree: maxDeg, MeanDegree: mean,
-		StdDegree: math.Sqrt(math.Max(sumSq/float64(max(n, 1))-mean*mean, 0)),
-		Isolated:  isolated, SelfLoops: selfLoops, RowsPerRank: rows, LoadSeconds: load,
-	}
-	if n == 0 {
-		in.MinDegree = 0
-	}
-	if features > 0 {
-		in.FeatureFormat, in.FeatureNNZ = d.FeatureFormat(), nnz
-		in.Density = float64(nnz) / (float64(n) * float64(features))
-	}
-	return in, nil
 }
 
 // gpuInfo discovers the GPUs on every rank and binds each rank to one by

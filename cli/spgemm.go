@@ -4,16 +4,12 @@ import (
 	"flag"
 	"fmt"
 	"runtime"
-	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
-	"unsafe"
 
 	"gnnmpi/collective"
 	"gnnmpi/graph"
-	"gnnmpi/internal/rng"
 	"gnnmpi/sparse"
 	"gnnmpi/spgemm"
 )
@@ -184,144 +180,22 @@ func boolean(a *sparse.CSR) *sparse.Matrix[bool] {
 	return out
 }
 
-// sampleRows returns k distinct rows of [0, m), sorted, from the rank-free
-// stream (seed, "spgemm rows"), so every rank draws the same.
-func sampleRows(m int64, k int, seed uint64) []int64 {
-	r := rng.New(seed, 0x5367656d6d) // "Sgemm"
-	picked := map[int64]bool{}
-	out := make([]int64, 0, k)
-	if int64(k) > m/2 { // dense: a partial shuffle
-		perm := make([]int64, m)
-		for i := range perm {
-			perm[i] = int64(i)
-		}
-		for i := range k {
-			j := int64(i) + r.Int64N(m-int64(i))
-			perm[i], perm[j] = perm[j], perm[i]
-		}
-		out = append(out, perm[:k]...)
-	} else {
-		for len(out) < k {
-			i := r.Int64N(m)
-			if !picked[i] {
-				picked[i] = true
-				out = append(out, i)
-			}
-		}
-	}
-	slices.Sort(out)
-	return out
-}
-
-// flopsOf returns the scalar products of A·B: Σ over the entries (i, k) of
-// A of the length of row k of B.
-func flopsOf[T sparse.Scalar](a, b *sparse.Matrix[T]) int64 {
-	var f int64
-	for _, k := range a.Indices {
-		f += b.Indptr[k+1] - b.Indptr[k]
-	}
-	return f
-}
-
-// SpGEMMResult is the outcome of `gnnmpi spgemm`.
-type SpGEMMResult struct {
-	Algo       string    `json:"algo"`
-	Semiring   string    `json:"semiring"`
-	Threads    int       `json:"threads"`
-	Grid       []int     `json:"grid,omitempty"` // 1.5d: (p/c, c); 2d: (pr, pc)
-	Staged     bool      `json:"staged"`
-	A          string    `json:"a"`
-	B          string    `json:"b"`
-	Rows       int       `json:"rows,omitempty"`
-	M          int64     `json:"m"`
-	K          int64     `json:"k"`
-	N          int64     `json:"n"`
-	NNZA       int64     `json:"nnz_a"`
-	NNZB       int64     `json:"nnz_b"`
-	NNZC       int64     `json:"nnz_c"`
-	Flops      int64     `json:"flops"`
-	Seconds    float64   `json:"seconds"` // median over reps of the slowest rank's time
-	SecondsMin float64   `json:"min_seconds"`
-	Times      []float64 `json:"times"` // every rep's slowest-rank time
-	MFLOPS     float64   `json:"mflops"`
-	SumC       float64   `json:"sum_c"`    // sum of the values of C (true entries for or-and)
-	Checksum   string    `json:"checksum"` // spgemm.Checksum of C, hex
-	Verified   *bool     `json:"verified,omitempty"`
-	Load       float64   `json:"load_seconds"`
-	C          int       `json:"c,omitempty"` // 1.5d: the replication factor used
-	// 1.5d with --c 0: the predicted bytes sent per rank for every c
-	// (spgemm.Predict15D), of which the least chose C.
-	Predicted []PredictedVolume `json:"predicted,omitempty"`
-	// Bytes of one product (phase spgemm), per rank and over ranks.
-	SentPerRank []int64 `json:"sent_bytes_per_rank"`
-	RecvPerRank []int64 `json:"recv_bytes_per_rank"`
-	MaxSent     int64   `json:"max_sent_bytes"`
-	MaxRecv     int64   `json:"max_recv_bytes"`
-	TotalSent   int64   `json:"total_sent_bytes"`
-}
-
-// PredictedVolume is spgemm.Volume15D in the JSON output.
-type PredictedVolume struct {
-	C           int     `json:"c"`
-	BcastBytes  float64 `json:"bcast_bytes"`
-	ReduceBytes float64 `json:"reduce_bytes"`
-}
-
-// valueSize returns the bytes of a T.
-func valueSize[T sparse.Scalar]() int {
-	var z T
-	return int(unsafe.Sizeof(z))
-}
-
 func spgemmSR[T sparse.Scalar, S sparse.Semiring[T]](env *Env, cfg *spgemmConfig, sr S, a, b *sparse.Matrix[T], load float64) error {
 	c := env.Comm
-	p, me := c.Size(), c.Rank()
-	var rows []int64 // the rows of A multiplied, nil for all
-	if cfg.rows > 0 {
-		rows = sampleRows(a.NRows, cfg.rows, cfg.seed)
-	}
-	aa := a
-	if rows != nil {
-		aa = sparse.SelectRows(a, rows)
-	}
-	res := SpGEMMResult{
-		Algo: cfg.algo, Semiring: cfg.semiring, Threads: cfg.threads, Staged: cfg.staged, A: cfg.a, B: cfg.b,
-		Rows: cfg.rows, M: aa.NRows, K: a.NCols, N: b.NCols, NNZA: a.NNZ(), NNZB: b.NNZ(), Flops: flopsOf(aa, b), Load: load,
-	}
-	if cfg.square {
-		res.B = cfg.a
-	}
-	mul, free, err := layoutProduct(env, cfg, sr, a, aa, b, rows, &res)
+	res, cd, free, err := spgemm.Bench(c, sr, a, b, spgemm.BenchOptions{Algo: cfg.algo, Threads: cfg.threads, Staged: cfg.staged,
+		C: cfg.c, Pr: cfg.pr, Pc: cfg.pc, Reps: cfg.reps, Rows: cfg.rows, Seed: cfg.seed, Verify: cfg.verify,
+		Progress: env.Progress, Log: env.Err})
 	if err != nil {
 		return err
 	}
 	defer free()
-	cd, first, err := timeProducts(env, cfg, mul, &res)
-	if err != nil {
-		return err
-	}
-
-	// Summaries of C, and the bytes of one product.
 	defer collective.SetPhase(c, "verify")()
-	if err := summarizeProduct(c, cd, first, &res); err != nil {
-		return err
+	res.Semiring, res.A, res.B, res.Load = cfg.semiring, cfg.a, cfg.b, load
+	if cfg.square {
+		res.B = cfg.a
 	}
-	if cfg.verify {
-		env.Progress("verifying against the local product")
-		bad := int64(0)
-		msg := verifyBlock(sr, cd, a, b, rows, cfg.threads)
-		if msg != "" {
-			bad = 1
-			fmt.Fprintf(env.Err, "gnnmpi: rank %d: spgemm --verify: %s\n", me, msg)
-		}
-		if bad, err = collective.AllreduceScalar(c, bad, collective.Sum); err != nil {
-			return err
-		}
-		ok := bad == 0
-		res.Verified = &ok
-		if !ok {
-			return fmt.Errorf("spgemm: --verify: %d of %d ranks hold a block that differs from the local product", bad, p)
-		}
+	for _, v := range res.Predicted {
+		env.Printf("1.5d c=%d: predicted bytes sent per rank: broadcasts %s, reduction %s\n", v.C, human(int64(v.BcastBytes)), human(int64(v.ReduceBytes)))
 	}
 	if cfg.out != "" {
 		full, err := spgemm.Gather(c, cd, 0)
@@ -332,170 +206,21 @@ func spgemmSR[T sparse.Scalar, S sparse.Semiring[T]](env *Env, cfg *spgemmConfig
 			return err
 		}
 	}
-	printSpGEMM(env, cfg, &res, aa.NNZ(), p, load)
-	return env.Finish(map[string]any{"spgemm": res})
+	printSpGEMM(env, cfg, res, c.Size(), load)
+	return env.Finish(map[string]any{"spgemm": *res})
 }
 
-// layoutProduct distributes the operands for cfg.algo (the grid's splits
-// count under phase setup) and returns the product to time and what frees
-// the grid. aa is a, or its rows when rows is not nil. For 1.5d without
-// --c it chooses c by predicted traffic and records the predictions in res.
-func layoutProduct[T sparse.Scalar, S sparse.Semiring[T]](env *Env, cfg *spgemmConfig, sr S, a, aa, b *sparse.Matrix[T], rows []int64, res *SpGEMMResult) (mul func() (*spgemm.Dist[T], error), free func() error, err error) {
-	c := env.Comm
-	p, me := c.Size(), c.Rank()
-	o := &spgemm.Options{Threads: cfg.threads, Staged: cfg.staged}
-	free = func() error { return nil }
-	defer collective.SetPhase(c, "setup")()
-	switch cfg.algo {
-	case "local":
-		mul = func() (*spgemm.Dist[T], error) {
-			// Rank 0 holds every row; the others hold empty blocks.
-			rb := make([]int64, p+1)
-			for x := 1; x <= p; x++ {
-				rb[x] = aa.NRows
-			}
-			d := &spgemm.Dist[T]{M: aa.NRows, N: b.NCols, RowBounds: rb, ColBounds: []int64{0, b.NCols}, I: me}
-			if me != 0 {
-				d.Local = &sparse.Matrix[T]{NCols: b.NCols, Indptr: []int64{0}, Indices: []int64{}, Values: []T{}}
-				return d, nil
-			}
-			var err error
-			lo := &sparse.Options{Threads: cfg.threads}
-			if rows != nil {
-				d.Local, err = sparse.MulRowsSR(sr, rows, a, b, lo)
-			} else {
-				d.Local, err = sparse.MulSR(sr, a, b, lo)
-			}
-			return d, err
-		}
-	case "1d":
-		da, db := spgemm.Distribute1D(c, aa), spgemm.Distribute1D(c, b)
-		mul = func() (*spgemm.Dist[T], error) { return spgemm.Mul1D(c, sr, da, db, o) }
-	case "1.5d", "2d":
-		if cfg.algo == "1.5d" && cfg.c == 0 {
-			// Every rank holds the same operands, so all choose alike.
-			var pred []spgemm.Volume15D
-			cfg.c, pred = spgemm.Choose15D(aa, b, p, valueSize[T]())
-			cfg.pr, cfg.pc = p/cfg.c, cfg.c
-			for _, v := range pred {
-				res.Predicted = append(res.Predicted, PredictedVolume{C: v.C, BcastBytes: v.Bcast, ReduceBytes: v.Reduce})
-				env.Printf("1.5d c=%d: predicted bytes sent per rank: broadcasts %s, reduction %s\n", v.C, human(int64(v.Bcast)), human(int64(v.Reduce)))
-			}
-		}
-		g, err := collective.NewGrid(c, cfg.pr, cfg.pc)
-		if err != nil {
-			return nil, nil, err
-		}
-		free = g.Free
-		res.Grid = []int{cfg.pr, cfg.pc}
-		if cfg.algo == "1.5d" {
-			res.C = cfg.c
-			da, db := spgemm.Distribute15D(g, aa), spgemm.Distribute15D(g, b)
-			mul = func() (*spgemm.Dist[T], error) { return spgemm.Mul15D(g, sr, da, db, o) }
-		} else {
-			da, db := spgemm.Distribute2D(g, aa), spgemm.Distribute2D(g, b)
-			mul = func() (*spgemm.Dist[T], error) { return spgemm.Mul2D(g, sr, da, db, o) }
-		}
-	}
-	return mul, free, nil
-}
-
-// timeProducts runs mul cfg.reps times between barriers and records in res
-// the slowest rank's time of each, their median and minimum, and the
-// MFLOP/s. It returns the last product and the bytes of the first.
-func timeProducts[T sparse.Scalar](env *Env, cfg *spgemmConfig, mul func() (*spgemm.Dist[T], error), res *SpGEMMResult) (*spgemm.Dist[T], collective.Snapshot, error) {
-	c := env.Comm
-	var cd *spgemm.Dist[T]
-	var first collective.Snapshot
-	for rep := range cfg.reps {
-		cd = nil // let the previous product go before the next
-		restore := collective.SetPhase(c, "timing")
-		if err := c.Barrier(); err != nil {
-			return nil, first, err
-		}
-		restore()
-		before := collective.SnapshotOf(c)
-		t := time.Now()
-		var err error
-		if cd, err = mul(); err != nil {
-			return nil, first, err
-		}
-		dt := time.Since(t).Seconds()
-		if rep == 0 {
-			first = collective.SnapshotOf(c).Sub(before)
-		}
-		restore = collective.SetPhase(c, "timing")
-		if dt, err = collective.AllreduceScalar(c, dt, collective.Max); err != nil {
-			return nil, first, err
-		}
-		restore()
-		res.Times = append(res.Times, dt)
-		env.Progress("rep %d: %.3fs", rep+1, dt)
-	}
-	sorted := slices.Clone(res.Times)
-	sort.Float64s(sorted)
-	res.Seconds, res.SecondsMin = sorted[len(sorted)/2], sorted[0]
-	if len(sorted)%2 == 0 {
-		res.Seconds = (sorted[len(sorted)/2-1] + sorted[len(sorted)/2]) / 2
-	}
-	if res.Seconds > 0 {
-		res.MFLOPS = float64(res.Flops) / res.Seconds / 1e6
-	}
-	return cd, first, nil
-}
-
-// summarizeProduct records in res C's entries, value sum and checksum, and
-// every rank's bytes of one product (first, the snapshot of the first).
-func summarizeProduct[T sparse.Scalar](c collective.Comm, cd *spgemm.Dist[T], first collective.Snapshot, res *SpGEMMResult) error {
-	var nnz int64
-	var vsum float64
-	if cd.Replica == 0 {
-		nnz = cd.Local.NNZ()
-		for _, v := range cd.Local.Values {
-			vsum += toFloat(v)
-		}
-	}
-	var err error
-	if res.NNZC, err = collective.AllreduceScalar(c, nnz, collective.Sum); err != nil {
-		return err
-	}
-	if res.SumC, err = collective.AllreduceScalar(c, vsum, collective.Sum); err != nil {
-		return err
-	}
-	h, err := spgemm.Checksum(c, cd)
-	if err != nil {
-		return err
-	}
-	res.Checksum = fmt.Sprintf("%016x", h)
-	ph := first.Phase(spgemm.Phase)
-	sent, _, err := collective.AllgatherSlice(c, []int64{ph.SentBytes})
-	if err != nil {
-		return err
-	}
-	recv, _, err := collective.AllgatherSlice(c, []int64{ph.RecvBytes})
-	if err != nil {
-		return err
-	}
-	res.SentPerRank, res.RecvPerRank = sent, recv
-	for r := range c.Size() {
-		res.MaxSent, res.MaxRecv = max(res.MaxSent, sent[r]), max(res.MaxRecv, recv[r])
-		res.TotalSent += sent[r]
-	}
-	return nil
-}
-
-// printSpGEMM prints the human-readable summary of a product (nnzA: the
-// entries of the rows of A multiplied).
-func printSpGEMM(env *Env, cfg *spgemmConfig, res *SpGEMMResult, nnzA int64, p int, load float64) {
+// printSpGEMM prints the human-readable summary of a product.
+func printSpGEMM(env *Env, cfg *spgemmConfig, res *spgemm.BenchResult, p int, load float64) {
 	desc := cfg.algo
 	switch cfg.algo {
 	case "1.5d":
-		desc += fmt.Sprintf(" (c=%d, %d×%d grid)", cfg.c, cfg.pr, cfg.pc)
+		desc += fmt.Sprintf(" (c=%d, %d×%d grid)", res.C, res.Grid[0], res.Grid[1])
 	case "2d":
-		desc += fmt.Sprintf(" (%d×%d grid)", cfg.pr, cfg.pc)
+		desc += fmt.Sprintf(" (%d×%d grid)", res.Grid[0], res.Grid[1])
 	}
 	env.Printf("spgemm %s, %s, %d ranks × %d threads: C = A·B is %d×%d (A %d×%d, %d entries; B %d entries)\n",
-		desc, cfg.semiring, p, cfg.threads, res.M, res.N, res.M, res.K, nnzA, res.NNZB)
+		desc, cfg.semiring, p, cfg.threads, res.M, res.N, res.M, res.K, res.NNZARows, res.NNZB)
 	env.Printf("time      %.4fs median of %d (min %.4fs), slowest rank; load %.2fs\n", res.Seconds, cfg.reps, res.SecondsMin, load)
 	env.Printf("flops     %d, %.1f MFLOP/s\n", res.Flops, res.MFLOPS)
 	env.Printf("nnz(C)    %d, sum %.17g, checksum %s\n", res.NNZC, res.SumC, res.Checksum)
@@ -506,59 +231,6 @@ func printSpGEMM(env *Env, cfg *spgemmConfig, res *SpGEMMResult, nnzA int64, p i
 	}
 }
 
-// verifyBlock compares this rank's block of C with the same block of the
-// local product of a and b (its rows: rows[RowOff:…] when rows is not nil),
-// exactly, and describes the first difference ("" if none).
-func verifyBlock[T sparse.Scalar, S sparse.Semiring[T]](sr S, cd *spgemm.Dist[T], a, b *sparse.Matrix[T], rows []int64, threads int) string {
-	m := cd.Local.NRows
-	sel := make([]int64, m)
-	for x := range sel {
-		sel[x] = cd.RowOff() + int64(x)
-		if rows != nil {
-			sel[x] = rows[sel[x]]
-		}
-	}
-	ref, err := sparse.MulRowsSR(sr, sel, a, b, &sparse.Options{Threads: threads})
-	if err != nil {
-		return err.Error()
-	}
-	if cd.ColBounds[cd.J] != 0 || cd.ColBounds[cd.J+1] != cd.N {
-		ref = spgemm.Distribute(ref, []int64{0, m}, cd.ColBounds, 0, cd.J, 0).Local
-	}
-	got := cd.Local
-	if got.NRows != ref.NRows || got.NCols != ref.NCols {
-		return fmt.Sprintf("block (%d,%d) is %d×%d, want %d×%d", cd.I, cd.J, got.NRows, got.NCols, ref.NRows, ref.NCols)
-	}
-	for i := range m {
-		gr, wr := got.Row(i), ref.Row(i)
-		if len(gr) != len(wr) {
-			return fmt.Sprintf("row %d has %d entries, want %d", cd.RowOff()+i, len(gr), len(wr))
-		}
-		for x := range wr {
-			g, w := got.Indptr[i]+int64(x), ref.Indptr[i]+int64(x)
-			if got.Indices[g] != ref.Indices[w] || got.Values[g] != ref.Values[w] {
-				return fmt.Sprintf("row %d entry %d: got (%d, %v), want (%d, %v)", cd.RowOff()+i, x,
-					cd.ColOff()+got.Indices[g], got.Values[g], cd.ColOff()+ref.Indices[w], ref.Values[w])
-			}
-		}
-	}
-	return ""
-}
-
-// toFloat converts a value of C to float64 (true is 1).
-func toFloat[T sparse.Scalar](v T) float64 {
-	switch x := any(v).(type) {
-	case float64:
-		return x
-	case bool:
-		if x {
-			return 1
-		}
-		return 0
-	}
-	return 0
-}
-
 // toCSR converts C to float64 for writing.
 func toCSR[T sparse.Scalar](a *sparse.Matrix[T]) *sparse.CSR {
 	if x, ok := any(a).(*sparse.CSR); ok {
@@ -566,7 +238,7 @@ func toCSR[T sparse.Scalar](a *sparse.Matrix[T]) *sparse.CSR {
 	}
 	out := &sparse.CSR{NRows: a.NRows, NCols: a.NCols, Indptr: a.Indptr, Indices: a.Indices, Values: make([]float64, a.NNZ())}
 	for q, v := range a.Values {
-		out.Values[q] = toFloat(v)
+		out.Values[q] = spgemm.Float(v)
 	}
 	return out
 }

@@ -17,6 +17,7 @@ import (
 	"gnnmpi/collective/inproc"
 	"gnnmpi/graph"
 	"gnnmpi/sparse"
+	"gnnmpi/spgemm"
 )
 
 // runCmd runs command name with args on p in-process ranks and returns rank
@@ -44,12 +45,12 @@ func runCmd(t *testing.T, p int, name string, args ...string) (string, error) {
 	return out.String(), err
 }
 
-func spgemmJSON(t *testing.T, p int, args ...string) SpGEMMResult {
+func spgemmJSON(t *testing.T, p int, args ...string) spgemm.BenchResult {
 	t.Helper()
 	out, err := runCmd(t, p, "spgemm", args...)
 	require.NoError(t, err)
 	var obj struct {
-		SpGEMM SpGEMMResult `json:"spgemm"`
+		SpGEMM spgemm.BenchResult `json:"spgemm"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(out), &obj), out)
 	return obj.SpGEMM

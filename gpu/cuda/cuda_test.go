@@ -8,10 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"gnnmpi/dense"
 	"gnnmpi/gpu/kernels"
 	"gnnmpi/internal/dl"
-	"gnnmpi/model"
 )
 
 func open(t *testing.T) *Context {
@@ -185,7 +183,7 @@ func TestRealCUDA(t *testing.T) {
 		t.Skip("no libcuda.so.1 on this machine")
 	}
 	l.Close()
-	out := child(t, "TestOpenAllocCopy|TestMappedStreamEvent|TestGatherRows|TestElementwise|TestMemory", envChild+"=real", envDir+"=")
+	out := child(t, "TestOpenAllocCopy|TestMappedStreamEvent|TestGatherRows|TestSuiteKernels|TestMemory", envChild+"=real", envDir+"=")
 	t.Log(out)
 }
 
@@ -288,160 +286,4 @@ func TestGatherRows(t *testing.T) {
 			}
 		}
 	}
-}
-
-// upload copies s to new device memory, freed at the end of the test.
-func upload[T Elem](t *testing.T, c *Context, s []T) DevicePtr {
-	t.Helper()
-	p, err := c.Alloc(Bytes[T](len(s)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Free(p) })
-	if err := CopyHtoD(c, p, s); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
-func download[T Elem](t *testing.T, c *Context, p DevicePtr, n int) []T {
-	t.Helper()
-	s := make([]T, n)
-	if err := CopyDtoH(c, s, p); err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
-func near(t *testing.T, what string, got, want []float32, tol float64) {
-	t.Helper()
-	for k := range want {
-		if d := math.Abs(float64(got[k]) - float64(want[k])); d > tol*(1+math.Abs(float64(want[k]))) || math.IsNaN(float64(got[k])) {
-			t.Fatalf("%s[%d] got: %v want: %v", what, k, got[k], want[k])
-		}
-	}
-}
-
-// Each elementwise kernel matches its Go reference (model's loss and Adam
-// where they exist).
-func TestElementwise(t *testing.T) {
-	c := open(t)
-	mod, err := c.Compile(kernels.Source(), "kernels.cu")
-	if err != nil {
-		t.Fatal(err)
-	}
-	fns := map[string]*Function{}
-	for _, name := range kernels.Names {
-		if fns[name], err = mod.Function(name); err != nil {
-			t.Fatal(err)
-		}
-	}
-	r := rand.New(rand.NewPCG(2, 22))
-	randn := func(n int) []float32 {
-		s := make([]float32, n)
-		for k := range s {
-			s[k] = float32(r.NormFloat64())
-		}
-		return s
-	}
-	launch := func(name string, n int, args ...any) {
-		t.Helper()
-		grid, block := launchDims(n, 128)
-		if err := fns[name].Launch(grid, block, 0, nil, args...); err != nil {
-			t.Fatal(err)
-		}
-	}
-	const n = 1000
-
-	x, dy := randn(n), randn(n)
-	px, pdy, py := upload(t, c, x), upload(t, c, dy), upload(t, c, make([]float32, n))
-	launch("relu_forward", n, py, px, int64(n))
-	launch("relu_backward", n, pdy, pdy, px, int64(n))
-	y, dx := download[float32](t, c, py, n), download[float32](t, c, pdy, n)
-	for k := range x {
-		wy, wdx := max(x[k], 0), float32(0)
-		if x[k] > 0 {
-			wdx = dy[k]
-		}
-		if y[k] != wy || dx[k] != wdx {
-			t.Fatalf("relu[%d] of %v got: %v, %v want: %v, %v", k, x[k], y[k], dx[k], wy, wdx)
-		}
-	}
-
-	const rows, cols = 37, 7
-	m, b := randn(rows*cols), randn(cols)
-	pm := upload(t, c, m)
-	launch("add_bias", rows*cols, pm, upload(t, c, b), int64(rows), int32(cols))
-	want := append([]float32(nil), m...)
-	for k := range want {
-		want[k] += b[k%cols]
-	}
-	near(t, "add_bias", download[float32](t, c, pm, rows*cols), want, 0)
-
-	z := randn(n)
-	pz := upload(t, c, z)
-	launch("scale_add", n, pz, float32(-0.25), px, int64(n))
-	for k := range z {
-		z[k] += -0.25 * x[k]
-	}
-	near(t, "scale_add", download[float32](t, c, pz, n), z, 1e-6)
-
-	labels := make([]int32, rows)
-	for i := range labels {
-		labels[i] = int32(r.IntN(cols))
-	}
-	logits := dense.New(rows, cols)
-	copy(logits.Data, randn(rows*cols))
-	_, wantGrad := model.SoftmaxCrossEntropy(logits, labels)
-	masked := append([]int32(nil), labels...)
-	masked[3] = -1
-	pg, pl := upload(t, c, make([]float32, rows*cols)), upload(t, c, make([]float32, rows))
-	launch("softmax_xent", rows, pg, pl, upload(t, c, logits.Data), upload(t, c, masked), int32(rows), int32(cols), float32(1)/rows)
-	grad, loss := download[float32](t, c, pg, rows*cols), download[float32](t, c, pl, rows)
-	for j := range cols {
-		wantGrad.Data[3*cols+j] = 0
-	}
-	near(t, "softmax_xent grad", grad, wantGrad.Data, 1e-5)
-	wantLoss := make([]float32, rows)
-	for i := range rows {
-		if masked[i] >= 0 {
-			wantLoss[i] = float32(model.CrossEntropy(logits.Data[i*cols:(i+1)*cols], labels[i]))
-		}
-	}
-	near(t, "softmax_xent loss", loss, wantLoss, 1e-5)
-
-	w, g := randn(n), randn(n)
-	opt := model.NewAdam(0.01, 5e-4)
-	param := &model.Param{Rows: 1, Cols: n, W: append([]float32(nil), w...), G: g}
-	pw, pgr := upload(t, c, w), upload(t, c, g)
-	pmom, pvel := upload(t, c, make([]float32, n)), upload(t, c, make([]float32, n))
-	for step := 1; step <= 3; step++ {
-		opt.Step([]*model.Param{param})
-		bc1, bc2 := 1-math.Pow(float64(opt.Beta1), float64(step)), 1-math.Pow(float64(opt.Beta2), float64(step))
-		launch("adam_step", n, pw, pgr, pmom, pvel, int64(n), float32(float64(opt.LR)/bc1), float32(math.Sqrt(bc2)),
-			opt.Beta1, opt.Beta2, opt.Eps, opt.WeightDecay)
-	}
-	near(t, "adam_step", download[float32](t, c, pw, n), param.W, 1e-5)
-
-	mask := randn(n)
-	for k := range mask {
-		if mask[k] < 0 {
-			mask[k] = 0
-		}
-	}
-	pmask := upload(t, c, mask)
-	launch("mul_mask", n, py, px, pmask, int64(n))
-	prod := make([]float32, n)
-	for k := range prod {
-		prod[k] = x[k] * mask[k]
-	}
-	near(t, "mul_mask", download[float32](t, c, py, n), prod, 0)
-
-	pcol := upload(t, c, make([]float32, cols))
-	launch("col_sum", cols, pcol, pm, int64(rows), int32(cols))
-	sums := make([]float32, cols)
-	for k, v := range want { // add_bias's output, still in pm
-		sums[k%cols] += v
-	}
-	near(t, "col_sum", download[float32](t, c, pcol, cols), sums, 1e-5)
 }

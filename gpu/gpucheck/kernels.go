@@ -1,0 +1,348 @@
+package gpucheck
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"gnnmpi/dense"
+	"gnnmpi/gpu/cuda"
+	"gnnmpi/model"
+)
+
+// launch1D launches fn over n threads' worth of work (the kernels loop
+// grid-stride) on the default stream.
+func launch1D(fn *cuda.Function, n int, args ...any) error {
+	const block = 128
+	grid := uint32(min(max((n+block-1)/block, 1), 1<<12))
+	return fn.Launch([3]uint32{grid, 1, 1}, [3]uint32{block, 1, 1}, 0, nil, args...)
+}
+
+// devBufs allocates device buffers for a check and frees them all.
+type devBufs struct {
+	c    *cuda.Context
+	ptrs []cuda.DevicePtr
+	err  error // the first error of up
+}
+
+// up uploads s like devUpload; the first error is kept in d.err, to be
+// checked before the buffers are used.
+func up[T cuda.Elem](d *devBufs, s []T) cuda.DevicePtr {
+	if d.err != nil {
+		return 0
+	}
+	p, err := devUpload(d, s)
+	d.err = err
+	return p
+}
+
+func devUpload[T cuda.Elem](d *devBufs, s []T) (cuda.DevicePtr, error) {
+	size := cuda.Bytes[T](max(len(s), 1))
+	p, err := d.c.Alloc(size)
+	if err != nil {
+		return 0, err
+	}
+	d.ptrs = append(d.ptrs, p)
+	return p, cuda.CopyHtoD(d.c, p, s)
+}
+
+func devDownload[T cuda.Elem](c *cuda.Context, p cuda.DevicePtr, n int) ([]T, error) {
+	s := make([]T, n)
+	return s, cuda.CopyDtoH(c, s, p)
+}
+
+func (d *devBufs) free() {
+	for _, p := range d.ptrs {
+		d.c.Free(p)
+	}
+}
+
+func randNormal(r *rand.Rand, n int) []float32 {
+	s := make([]float32, n)
+	for k := range s {
+		s[k] = float32(r.NormFloat64())
+	}
+	return s
+}
+
+// closeTo returns an error naming the first element of got farther than tol
+// (relative, plus absolute for small values) from want; tol 0 asks for
+// identical bits.
+func closeTo(what string, got, want []float32, tol float64) error {
+	for k := range want {
+		g, w := float64(got[k]), float64(want[k])
+		if tol == 0 && math.Float32bits(got[k]) != math.Float32bits(want[k]) ||
+			math.Abs(g-w) > tol*(1+math.Abs(w)) || math.IsNaN(g) {
+			return fmt.Errorf("%s[%d] got: %v want: %v", what, k, got[k], want[k])
+		}
+	}
+	return nil
+}
+
+type kernelCheck func(c *cuda.Context, fn *cuda.Function, r *rand.Rand) error
+
+// kernelChecks returns the check of each kernel: random inputs, the kernel
+// on the device, its reference on the CPU (model's loss and Adam where
+// they exist).
+func kernelChecks() map[string]kernelCheck {
+	const n = 4099
+	return map[string]kernelCheck{
+		"gather_rows": func(c *cuda.Context, fn *cuda.Function, r *rand.Rand) error {
+			// Three tiers of rows of a ragged width, at unaligned bases.
+			const width, nDev, nHost, nRemote, rows = 37, 50, 70, 20, 500
+			d := &devBufs{c: c}
+			defer d.free()
+			devRows := randNormal(r, 1+nDev*width)
+			host, err := cuda.HostMapped[float32](c, 1+nHost*width)
+			if err != nil {
+				return err
+			}
+			defer host.Free()
+			remote, err := cuda.HostMapped[float32](c, nRemote*width)
+			if err != nil {
+				return err
+			}
+			defer remote.Free()
+			copy(host.Host, randNormal(r, len(host.Host)))
+			copy(remote.Host, randNormal(r, len(remote.Host)))
+			tier, slot := make([]int32, rows), make([]int32, rows)
+			want := make([]float32, 0, rows*width)
+			for i := range tier {
+				tier[i] = int32(r.IntN(3))
+				slot[i] = int32(r.IntN([]int{nDev, nHost, nRemote}[tier[i]]))
+				src := [][]float32{devRows[1:], host.Host[1:], remote.Host}[tier[i]]
+				want = append(want, src[int(slot[i])*width:][:width]...)
+			}
+			pd := up(d, devRows)
+			pt := up(d, tier)
+			ps := up(d, slot)
+			out := up(d, make([]float32, rows*width))
+			if d.err != nil {
+				return d.err
+			}
+			w := int64(width)
+			if err := fn.Launch([3]uint32{uint32(rows/4 + 1), 1, 1}, [3]uint32{128, 1, 1}, 0, nil,
+				out, pd+4, w, host.Dev+4, w, remote.Dev, w, pt, ps, int32(rows), int32(width)); err != nil {
+				return err
+			}
+			got, err := devDownload[float32](c, out, rows*width)
+			if err != nil {
+				return err
+			}
+			return closeTo("gather_rows", got, want, 0)
+		},
+		"relu_forward": func(c *cuda.Context, fn *cuda.Function, r *rand.Rand) error {
+			d := &devBufs{c: c}
+			defer d.free()
+			x := randNormal(r, n)
+			px := up(d, x)
+			py := up(d, make([]float32, n))
+			if d.err != nil {
+				return d.err
+			}
+			if err := launch1D(fn, n, py, px, int64(n)); err != nil {
+				return err
+			}
+			got, err := devDownload[float32](c, py, n)
+			if err != nil {
+				return err
+			}
+			want := make([]float32, n)
+			for k, v := range x {
+				want[k] = max(v, 0)
+			}
+			return closeTo("relu_forward", got, want, 0)
+		},
+		"relu_backward": func(c *cuda.Context, fn *cuda.Function, r *rand.Rand) error {
+			d := &devBufs{c: c}
+			defer d.free()
+			x, dy := randNormal(r, n), randNormal(r, n)
+			px := up(d, x)
+			pdy := up(d, dy)
+			pdx := up(d, make([]float32, n))
+			if d.err != nil {
+				return d.err
+			}
+			if err := launch1D(fn, n, pdx, pdy, px, int64(n)); err != nil {
+				return err
+			}
+			got, err := devDownload[float32](c, pdx, n)
+			if err != nil {
+				return err
+			}
+			want := make([]float32, n)
+			for k := range x {
+				if x[k] > 0 {
+					want[k] = dy[k]
+				}
+			}
+			return closeTo("relu_backward", got, want, 0)
+		},
+		"add_bias": func(c *cuda.Context, fn *cuda.Function, r *rand.Rand) error {
+			const rows, cols = 97, 13
+			d := &devBufs{c: c}
+			defer d.free()
+			m, b := randNormal(r, rows*cols), randNormal(r, cols)
+			pm := up(d, m)
+			pb := up(d, b)
+			if d.err != nil {
+				return d.err
+			}
+			if err := launch1D(fn, rows*cols, pm, pb, int64(rows), int32(cols)); err != nil {
+				return err
+			}
+			got, err := devDownload[float32](c, pm, rows*cols)
+			if err != nil {
+				return err
+			}
+			for k := range m {
+				m[k] += b[k%cols]
+			}
+			return closeTo("add_bias", got, m, 0)
+		},
+		"scale_add": func(c *cuda.Context, fn *cuda.Function, r *rand.Rand) error {
+			d := &devBufs{c: c}
+			defer d.free()
+			x, y := randNormal(r, n), randNormal(r, n)
+			px := up(d, x)
+			py := up(d, y)
+			if d.err != nil {
+				return d.err
+			}
+			const a = -0.375
+			if err := launch1D(fn, n, py, float32(a), px, int64(n)); err != nil {
+				return err
+			}
+			got, err := devDownload[float32](c, py, n)
+			if err != nil {
+				return err
+			}
+			for k := range y {
+				y[k] += a * x[k]
+			}
+			return closeTo("scale_add", got, y, 1e-6) // the GPU may fuse the multiply-add
+		},
+		"softmax_xent": func(c *cuda.Context, fn *cuda.Function, r *rand.Rand) error {
+			const rows, cols = 61, 9
+			d := &devBufs{c: c}
+			defer d.free()
+			logits := dense.New(rows, cols)
+			copy(logits.Data, randNormal(r, rows*cols))
+			labels := make([]int32, rows)
+			for i := range labels {
+				labels[i] = int32(r.IntN(cols))
+			}
+			_, wantGrad := model.SoftmaxCrossEntropy(logits, labels)
+			masked := append([]int32(nil), labels...)
+			masked[5] = -1 // an unlabelled row: no loss, no gradient
+			for j := range cols {
+				wantGrad.Data[5*cols+j] = 0
+			}
+			wantLoss := make([]float32, rows)
+			for i := range rows {
+				if masked[i] >= 0 {
+					wantLoss[i] = float32(model.CrossEntropy(logits.Row(i), labels[i]))
+				}
+			}
+			pg := up(d, make([]float32, rows*cols))
+			pl := up(d, make([]float32, rows))
+			px := up(d, logits.Data)
+			py := up(d, masked)
+			if d.err != nil {
+				return d.err
+			}
+			if err := launch1D(fn, rows, pg, pl, px, py, int32(rows), int32(cols), float32(1)/rows); err != nil {
+				return err
+			}
+			grad, err := devDownload[float32](c, pg, rows*cols)
+			if err != nil {
+				return err
+			}
+			loss, err := devDownload[float32](c, pl, rows)
+			if err != nil {
+				return err
+			}
+			return errors.Join(closeTo("softmax_xent grad", grad, wantGrad.Data, 1e-5), closeTo("softmax_xent loss", loss, wantLoss, 1e-5))
+		},
+		"mul_mask": func(c *cuda.Context, fn *cuda.Function, r *rand.Rand) error {
+			d := &devBufs{c: c}
+			defer d.free()
+			x, mask := randNormal(r, n), make([]float32, n)
+			for k := range mask {
+				if r.IntN(2) == 0 {
+					mask[k] = 2 // kept, scaled by 1/(1-p) for p = 0.5
+				}
+			}
+			px := up(d, x)
+			pm := up(d, mask)
+			py := up(d, make([]float32, n))
+			if d.err != nil {
+				return d.err
+			}
+			if err := launch1D(fn, n, py, px, pm, int64(n)); err != nil {
+				return err
+			}
+			got, err := devDownload[float32](c, py, n)
+			if err != nil {
+				return err
+			}
+			for k := range x {
+				x[k] *= mask[k]
+			}
+			return closeTo("mul_mask", got, x, 0)
+		},
+		"col_sum": func(c *cuda.Context, fn *cuda.Function, r *rand.Rand) error {
+			const rows, cols = 301, 23
+			d := &devBufs{c: c}
+			defer d.free()
+			x := randNormal(r, rows*cols)
+			px := up(d, x)
+			py := up(d, make([]float32, cols))
+			if d.err != nil {
+				return d.err
+			}
+			if err := launch1D(fn, cols, py, px, int64(rows), int32(cols)); err != nil {
+				return err
+			}
+			got, err := devDownload[float32](c, py, cols)
+			if err != nil {
+				return err
+			}
+			want := make([]float32, cols)
+			for i := range rows { // in row order, as the kernel sums
+				for j := range cols {
+					want[j] += x[i*cols+j]
+				}
+			}
+			return closeTo("col_sum", got, want, 1e-6)
+		},
+		"adam_step": func(c *cuda.Context, fn *cuda.Function, r *rand.Rand) error {
+			d := &devBufs{c: c}
+			defer d.free()
+			w, g := randNormal(r, n), randNormal(r, n)
+			opt := model.NewAdam(0.01, 5e-4)
+			param := &model.Param{Rows: 1, Cols: n, W: append([]float32(nil), w...), G: g}
+			pw := up(d, w)
+			pg := up(d, g)
+			pm := up(d, make([]float32, n))
+			pv := up(d, make([]float32, n))
+			if d.err != nil {
+				return d.err
+			}
+			for step := 1; step <= 3; step++ {
+				opt.Step([]*model.Param{param})
+				bc1, bc2 := 1-math.Pow(float64(opt.Beta1), float64(step)), 1-math.Pow(float64(opt.Beta2), float64(step))
+				if err := launch1D(fn, n, pw, pg, pm, pv, int64(n), float32(float64(opt.LR)/bc1), float32(math.Sqrt(bc2)),
+					opt.Beta1, opt.Beta2, opt.Eps, opt.WeightDecay); err != nil {
+					return err
+				}
+			}
+			got, err := devDownload[float32](c, pw, n)
+			if err != nil {
+				return err
+			}
+			return closeTo("adam_step", got, param.W, 1e-5)
+		},
+	}
+}
