@@ -66,10 +66,12 @@
 //
 // The resident rows, own and cached, sit in one table ordered hottest
 // first, so the hot rows are contiguous. Tiers reports how the first
-// GPUFrac of them would form a device tier; today that is only a count: the
-// rows stay in host memory and nothing reads them from a GPU. A GPU path
-// that keeps the device tier in GPU memory and reads the rest zero-copy
-// from pinned host memory (PyTorch-Direct) is planned (issue 22). With F16
+// GPUFrac of them form a device tier. This package keeps every row in host
+// memory; the feature store on a GPU is package gpu/tier, which copies the
+// first Tiers()[0].Rows rows to device memory, maps the rest zero-copy from
+// page-locked host memory (PyTorch-Direct) and receives remote rows
+// through FetchSlots (it sits under gpu/ because it needs the CUDA
+// libraries, which this pure-Go package never links). With F16
 // the table and the wire hold IEEE half-precision words (internal/f16),
 // converted to float32 on gather: half the memory and half the row bytes.
 //

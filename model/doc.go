@@ -68,6 +68,11 @@
 // bit-identical results. Types in this package are not safe for concurrent
 // use, but for Block.
 //
+// The GraphSAGE step on a GPU (forward, backward and Adam in device memory,
+// with this package's shapes, initialisation and dropout masks) is package
+// gpu/gnn; it sits under gpu/ because it needs the CUDA libraries, which
+// this pure-Go package never links.
+//
 // How to add a layer is described in docs/architecture.md of the
 // repository; the minibatch models in docs/training.md, the deep ones in
 // docs/full-graph.md.
