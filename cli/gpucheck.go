@@ -9,6 +9,7 @@ import (
 	"gnnmpi/gpu"
 	"gnnmpi/gpu/gpucheck"
 	"gnnmpi/graph"
+	"gnnmpi/metrics"
 	"gnnmpi/model"
 	"gnnmpi/train"
 )
@@ -63,7 +64,7 @@ func gpucheckRun(env *Env, o gpucheck.Options, jsonFile string) error {
 			return fmt.Errorf("gpucheck: %w", err)
 		}
 	}
-	if err := env.Finish(map[string]any{"gpucheck": *res}); err != nil {
+	if err := env.Finish(&metrics.GPUCheck{GPUCheck: *res}); err != nil {
 		return err
 	}
 	if res.Failed > 0 {

@@ -83,7 +83,7 @@ func runDistPartition(env *Env, o distOptions) error {
 	if o.imbalance < 0 || o.imbalance >= 1 {
 		return fmt.Errorf("partition: --imbalance %g outside [0,1)", o.imbalance)
 	}
-	if method == "ptscotch" {
+	if method == partition.MethodPTScotch {
 		if env.MPI == nil {
 			return fmt.Errorf("partition: --method %s needs the MPI backend: run under mpirun (in-process ranks cannot reach PT-Scotch)", method)
 		}
@@ -109,7 +109,7 @@ func runDistPartition(env *Env, o distOptions) error {
 		return fmt.Errorf("partition: --symmetrize with --out and --method %s: %s is not symmetric; write a symmetrized copy first (gnnmpi convert --symmetrize) and partition that", method, data)
 	}
 	var engine dist.Engine
-	if method == "ptscotch" {
+	if method == partition.MethodPTScotch {
 		engine = ptscotchEngine(env.MPI, o.imbalance, o.check)
 	}
 	res, err := distpart.Partition(c, r, distpart.Options{Parts: k, Engine: engine, Seed: int64(o.seed), Symmetrize: o.symmetrize,
@@ -130,7 +130,7 @@ func runDistPartition(env *Env, o distOptions) error {
 		env.Warn("partition: %d of %d parts are empty", empty, k)
 	}
 	if o.book != "" {
-		b, err := distpart.Book(c, res, method)
+		b, err := distpart.Book(c, res, string(method))
 		if err != nil {
 			return err
 		}
@@ -148,7 +148,7 @@ func runDistPartition(env *Env, o distOptions) error {
 	if o.out == "" {
 		return nil
 	}
-	m, err := distpart.WriteParts(c, r, res, distpart.WriteOptions{Dir: o.out, Method: method, Format: o.format, Progress: env.Progress})
+	m, err := distpart.WriteParts(c, r, res, distpart.WriteOptions{Dir: o.out, Method: string(method), Format: o.format, Progress: env.Progress})
 	if err != nil {
 		return err
 	}
