@@ -7,6 +7,7 @@ import (
 	"gnnmpi/gpu/gpucheck"
 	"gnnmpi/graph"
 	"gnnmpi/metrics"
+	"gnnmpi/partition/distpart"
 )
 
 func infoCmd() *Command {
@@ -25,14 +26,14 @@ func infoCmd() *Command {
 					return err
 				}
 				env.Progress("loading %s on %d ranks", *df.data, env.Comm.Size())
-				return info(env, *df.data, graph.DescribeOptions{Book: *book, Symmetrize: *df.symmetrize, FeatureFormat: ff}, *showGPU)
+				return info(env, *df.data, distpart.DescribeOptions{Book: *book, Symmetrize: *df.symmetrize, FeatureFormat: ff}, *showGPU)
 			}
 		},
 	}
 }
 
-func info(env *Env, path string, o graph.DescribeOptions, showGPU bool) error {
-	desc, err := graph.Describe(env.Comm, path, o)
+func info(env *Env, path string, o distpart.DescribeOptions, showGPU bool) error {
+	desc, err := distpart.Describe(env.Comm, path, o)
 	if err != nil {
 		return err
 	}
@@ -83,7 +84,7 @@ func printManifest(env *Env, m *graph.PartManifest) {
 // its local rank on the node (gpucheck.Bind); it prints and returns rank
 // 0's binding.
 func gpuInfo(env *Env) (*metrics.GPUBinding, error) {
-	b, err := gpucheck.Bind(env.Comm, getenv, graph.PhaseInfo)
+	b, err := gpucheck.Bind(env.Comm, getenv, distpart.PhaseInfo)
 	if err != nil {
 		return nil, err
 	}

@@ -4,12 +4,10 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"slices"
 	"time"
 
 	"gnnmpi/graph"
 	"gnnmpi/partition"
-	"gnnmpi/sparse"
 )
 
 func partitionCmd() *Command {
@@ -120,9 +118,9 @@ func runPartition(env *Env, o partitionOptions) error {
 	cut := b.EdgeCut(d.Adj)
 	env.Printf("partitioned %s into %d parts with %s in %.2fs: edge cut %d of %d (%.1f%%), sizes %v\n",
 		o.data, k, o.method, took.Seconds(), cut, d.NumEdges(), 100*float64(cut)/float64(max(d.NumEdges(), 1)), b.Sizes())
-	env.Printf("edges per part (max/mean) %.3f%s\n", edgeBalance(d.Adj, b), map[bool]string{true: " (balanced with --balance-edges)"}[o.edges])
+	env.Printf("edges per part (max/mean) %.3f%s\n", b.EdgeBalance(d.Adj), map[bool]string{true: " (balanced with --balance-edges)"}[o.edges])
 	if s, ok := d.Splits[split]; ok && split != "" {
-		bal := b.Balance(mask(d.NumNodes, s.Train), mask(d.NumNodes, s.Valid), mask(d.NumNodes, s.Test))
+		bal := b.Balance(partition.Mask(d.NumNodes, s.Train), partition.Mask(d.NumNodes, s.Valid), partition.Mask(d.NumNodes, s.Test))
 		env.Printf("balance (max/mean) of split %s: train %.3f, valid %.3f, test %.3f\n", split, bal[0], bal[1], bal[2])
 	}
 	if o.book != "" {
@@ -140,19 +138,6 @@ func runPartition(env *Env, o partitionOptions) error {
 		reportParts(env, o.out, m)
 	}
 	return nil
-}
-
-// edgeBalance returns the largest part's stored edges over the mean.
-func edgeBalance(adj *sparse.CSR, b *partition.Book) float64 {
-	edges := make([]int64, b.Parts)
-	for v := range adj.NRows {
-		edges[b.Owner(v)] += adj.Degree(v)
-	}
-	mean := float64(adj.NNZ()) / float64(b.Parts)
-	if mean == 0 {
-		return 1
-	}
-	return float64(slices.Max(edges)) / mean
 }
 
 // reportParts prints what a partitioned dataset written to dir holds.
@@ -175,12 +160,4 @@ func featureFormatName(f graph.FeatureFormat) string {
 		return "no"
 	}
 	return string(f)
-}
-
-func mask(n int64, ids []int64) []bool {
-	m := make([]bool, n)
-	for _, v := range ids {
-		m[v] = true
-	}
-	return m
 }

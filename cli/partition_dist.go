@@ -16,38 +16,13 @@ import (
 // MPIAccess reaches the MPI communicator beneath a collective.Comm, for
 // libraries that make MPI calls themselves; main fills it from
 // collective/mpi (FortranHandle and Call), so that this package picks no
-// backend.
+// backend (see distpart.PTScotch).
 type MPIAccess struct {
 	// Handle returns the Fortran handle of c's MPI communicator, or false
 	// when c has none.
 	Handle func(c collective.Comm) (int, bool)
 	// Call runs f where MPI calls may be made.
 	Call func(f func())
-}
-
-// ptscotchEngine returns a dist.Engine partitioning with PT-Scotch over
-// the MPI communicator beneath c, allowing imbalance (0: PT-Scotch's
-// package default, 3%); check verifies the graph with SCOTCH_dgraphCheck
-// first.
-func ptscotchEngine(m *MPIAccess, imbalance float64, check bool) dist.Engine {
-	return func(c collective.Comm, g *dist.Graph, parts int, seed int64) ([]int32, error) {
-		// These checks see the same values on every rank, so they fail
-		// every rank alike before PT-Scotch communicates.
-		h, ok := m.Handle(c)
-		if !ok {
-			return nil, errors.New("ptscotch: the communicator is not an MPI communicator")
-		}
-		if g.N > ptscotch.MaxNum || g.NNZ > ptscotch.MaxNum || int64(parts) > ptscotch.MaxNum {
-			return nil, fmt.Errorf("ptscotch: %d vertices and %d stored edges exceed this PT-Scotch build's SCOTCH_Num (max %d); link the 64-bit variant (partition/ptscotch doc)",
-				g.N, g.NNZ, ptscotch.MaxNum)
-		}
-		var part []int32
-		var err error
-		m.Call(func() {
-			part, err = ptscotch.Part(h, g.Adj.Indptr, g.Adj.Indices, parts, ptscotch.Options{Imbalance: imbalance, Seed: seed}, check)
-		})
-		return part, err
-	}
 }
 
 // distOptions are the flags of a distributed `gnnmpi partition`.
@@ -110,7 +85,7 @@ func runDistPartition(env *Env, o distOptions) error {
 	}
 	var engine dist.Engine
 	if method == partition.MethodPTScotch {
-		engine = ptscotchEngine(env.MPI, o.imbalance, o.check)
+		engine = distpart.PTScotch(env.MPI.Handle, env.MPI.Call, o.imbalance, o.check)
 	}
 	res, err := distpart.Partition(c, r, distpart.Options{Parts: k, Engine: engine, Seed: int64(o.seed), Symmetrize: o.symmetrize,
 		Progress: env.Progress})

@@ -1,4 +1,4 @@
-package graph
+package distpart
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"gnnmpi/collective"
+	"gnnmpi/graph"
 	"gnnmpi/partition"
 	"gnnmpi/partition/dist"
 	"gnnmpi/sparse"
@@ -23,22 +24,22 @@ type DescribeOptions struct {
 	Book string
 	// Symmetrize adds the reverse of every edge before the statistics.
 	Symmetrize bool
-	// FeatureFormat is how to hold the features (ReadOptions).
-	FeatureFormat FeatureFormat
+	// FeatureFormat is how to hold the features (graph.ReadOptions).
+	FeatureFormat graph.FeatureFormat
 }
 
 // Description is what Describe returns: the statistics of a dataset, and
 // the manifest of a partitioned dataset (nil otherwise).
 type Description struct {
-	Info     Info
-	Manifest *PartManifest
+	Info     graph.Info
+	Manifest *graph.PartManifest
 }
 
 // Describe loads the dataset at path spread over the ranks of c (a
 // partitioned dataset by its parts, PartManifest.RunParts without
 // replication; any other by the rows o.Book gives each rank, else vertex
 // v on rank v mod p; a single rank without a book maps the whole file)
-// and returns its statistics (DistInfo), with the fraction of edges that
+// and returns its statistics (graph.DistInfo), with the fraction of edges that
 // have a reverse edge over all ranks (Info.Reciprocity), the classes no
 // vertex has (Info.EmptyClasses) and the sizes of its splits. With
 // o.Symmetrize the statistics are those of the symmetrized graph.
@@ -52,12 +53,12 @@ type Description struct {
 func Describe(c collective.Comm, path string, o DescribeOptions) (Description, error) {
 	t0 := time.Now()
 	var (
-		d     *Dataset
+		d     *graph.Dataset
 		owner func(int64) int
-		m     *PartManifest
+		m     *graph.PartManifest
 		err   error
 	)
-	if IsPartDir(path) {
+	if graph.IsPartDir(path) {
 		if o.Book != "" {
 			return Description{}, fmt.Errorf("info: %s is a partitioned dataset, whose parts place the rows: --partition does not apply", path)
 		}
@@ -79,7 +80,7 @@ func Describe(c collective.Comm, path string, o DescribeOptions) (Description, e
 			return Description{}, err
 		}
 	}
-	in, err := DistInfo(c, d, path, load)
+	in, err := graph.DistInfo(c, d, path, load)
 	if err != nil {
 		return Description{}, err
 	}
@@ -87,11 +88,11 @@ func Describe(c collective.Comm, path string, o DescribeOptions) (Description, e
 	if in.Reciprocity, err = DistReciprocity(c, d, owner); err != nil {
 		return Description{}, err
 	}
-	counts := ClassCounts(d.Labels, d.NumClasses)
+	counts := graph.ClassCounts(d.Labels, d.NumClasses)
 	if err := collective.AllreduceSlice(c, counts, collective.Sum); err != nil {
 		return Description{}, err
 	}
-	in.EmptyClasses = EmptyClasses(counts)
+	in.EmptyClasses = graph.EmptyClasses(counts)
 	for name, s := range d.Splits {
 		in.Splits[name] = []int{len(s.Train), len(s.Valid), len(s.Test)}
 	}
@@ -107,7 +108,7 @@ func Describe(c collective.Comm, path string, o DescribeOptions) (Description, e
 // at bookPath gives it, else vertex v on rank v mod p (all rows on a
 // single rank). owner is the rank of each row, nil when every rank holds
 // all.
-func loadHeld(c collective.Comm, path, bookPath string, format FeatureFormat) (*Dataset, func(int64) int, error) {
+func loadHeld(c collective.Comm, path, bookPath string, format graph.FeatureFormat) (*graph.Dataset, func(int64) int, error) {
 	owner, books, err := heldOwner(c.Size(), bookPath)
 	if err != nil {
 		return nil, nil, err
@@ -116,7 +117,7 @@ func loadHeld(c collective.Comm, path, bookPath string, format FeatureFormat) (*
 	if owner != nil {
 		keep = func(g int64) bool { return owner(g) == c.Rank() }
 	}
-	d, err := Load(path, ReadOptions{Keep: keep, FeatureFormat: format})
+	d, err := graph.Load(path, graph.ReadOptions{Keep: keep, FeatureFormat: format})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -160,8 +161,8 @@ func heldOwner(p int, bookPath string) (owner func(int64) int, books int64, err 
 // (PartManifest.RunParts with no replication): the Dataset holds their
 // rows, in the relabelled ids. owner is the rank of each row, nil on a
 // single rank.
-func loadHeldParts(c collective.Comm, dir string, format FeatureFormat) (*Dataset, func(int64) int, *PartManifest, error) {
-	m, err := ReadPartManifest(dir)
+func loadHeldParts(c collective.Comm, dir string, format graph.FeatureFormat) (*graph.Dataset, func(int64) int, *graph.PartManifest, error) {
+	m, err := graph.ReadPartManifest(dir)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -170,7 +171,7 @@ func loadHeldParts(c collective.Comm, dir string, format FeatureFormat) (*Datase
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	part, err := LoadParts(dir, m, first, last, PartReadOptions{FeatureFormat: format})
+	part, err := graph.LoadParts(dir, m, first, last, graph.PartReadOptions{FeatureFormat: format})
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -191,20 +192,6 @@ func loadHeldParts(c collective.Comm, dir string, format FeatureFormat) (*Datase
 	return part.Dataset(), owner, m, nil
 }
 
-// ReciprocityFraction returns the fraction of the edges of d, a whole
-// graph, whose reverse edge is in d (Reciprocity): 1 for a graph recorded
-// as symmetric or without edges.
-func (d *Dataset) ReciprocityFraction() float64 {
-	if d.Symmetric {
-		return 1
-	}
-	r, m := Reciprocity(d.Adj)
-	if m == 0 {
-		return 1
-	}
-	return float64(r) / float64(m)
-}
-
 // DistReciprocity returns the fraction of the edges of a graph whose
 // reverse edge is in the graph (1 without edges or when d is recorded as
 // symmetric). d holds every row when d.Rows is nil; otherwise the ranks of
@@ -214,7 +201,7 @@ func (d *Dataset) ReciprocityFraction() float64 {
 //
 // DistReciprocity is collective over c when the rows are spread: it sends
 // the reverse of every held edge (two int64 each) to the owner of its row.
-func DistReciprocity(c collective.Comm, d *Dataset, owner func(int64) int) (float64, error) {
+func DistReciprocity(c collective.Comm, d *graph.Dataset, owner func(int64) int) (float64, error) {
 	if d.Symmetric || d.Rows == nil {
 		return d.ReciprocityFraction(), nil
 	}
@@ -230,13 +217,13 @@ func DistReciprocity(c collective.Comm, d *Dataset, owner func(int64) int) (floa
 // symmetric, d.Symmetrized() when d holds every row (d.Rows nil).
 // Otherwise the ranks of c hold the graph by rows, d those of this rank
 // and owner(g) the rank holding row g, and each rank's rows gain the
-// reverses of the edges held anywhere (as Symmetrize, but without edge
+// reverses of the edges held anywhere (as graph.Symmetrize, but without edge
 // values). d is not modified.
 //
 // DistSymmetrized is collective over c when the rows are spread and d is
 // not symmetric: it sends the reverse of every held edge (two int64 each)
 // to the owner of its row (partition/dist.ReverseEdges).
-func DistSymmetrized(c collective.Comm, d *Dataset, owner func(int64) int) (*Dataset, error) {
+func DistSymmetrized(c collective.Comm, d *graph.Dataset, owner func(int64) int) (*graph.Dataset, error) {
 	switch {
 	case d.Rows == nil:
 		return d.Symmetrized(), nil
@@ -268,6 +255,6 @@ func DistSymmetrized(c collective.Comm, d *Dataset, owner func(int64) int) (*Dat
 		return nil, err
 	}
 	s := *d
-	s.Adj, s.Symmetric = Dedupe(a), true
+	s.Adj, s.Symmetric = graph.Dedupe(a), true
 	return &s, nil
 }
