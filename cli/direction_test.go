@@ -22,6 +22,7 @@ import (
 	"gnnmpi/collective/inproc"
 	"gnnmpi/gpu/cuda"
 	"gnnmpi/graph"
+	"gnnmpi/metrics"
 	"gnnmpi/nccl"
 	"gnnmpi/sparse"
 	"gnnmpi/train"
@@ -164,12 +165,12 @@ func TestSymmetrizeFlag(t *testing.T) {
 }
 
 // infoOf runs info on p ranks and returns its dataset summary.
-func infoOf(t *testing.T, p int, args ...string) DatasetInfo {
+func infoOf(t *testing.T, p int, args ...string) metrics.DatasetInfo {
 	t.Helper()
 	so, err := runCmd(t, p, "info", args...)
 	require.NoError(t, err)
 	var obj struct {
-		Dataset DatasetInfo `json:"dataset"`
+		Dataset metrics.DatasetInfo `json:"dataset"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(so), &obj), so)
 	return obj.Dataset

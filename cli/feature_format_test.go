@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"gnnmpi/graph"
+	"gnnmpi/metrics"
 	"gnnmpi/train"
 )
 
@@ -56,11 +57,11 @@ func TestInfoFeatureFormat(t *testing.T) {
 		out, err := runCmd(t, tc.p, "info", "--data", data, "--feature-format", tc.format)
 		require.NoError(t, err)
 		var obj struct {
-			Dataset DatasetInfo `json:"dataset"`
+			Dataset metrics.DatasetInfo `json:"dataset"`
 		}
 		require.NoError(t, json.Unmarshal([]byte(out), &obj), out)
 		in := obj.Dataset
-		require.Equal(t, tc.want, in.FeatureFormat)
+		require.Equal(t, string(tc.want), in.FeatureFormat)
 		require.Equal(t, int64(49216), in.FeatureNNZ) // Planetoid Cora's nonzeros
 		require.InDelta(t, 49216.0/(2708*1433), in.Density, 1e-12)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"gnnmpi/alltoall"
 	"gnnmpi/graph"
+	"gnnmpi/metrics"
 	"gnnmpi/model"
 	"gnnmpi/train"
 )
@@ -93,18 +94,21 @@ func runFetch(env *Env, path string, lo train.LoadOptions, cfg train.Config, epo
 	// The sweep's trainers take the feature rows: describe them first.
 	features, format := d.NumFeatures(), featureFormatOf(d)
 	env.Printf("%-15s %6s %10s %12s %12s %12s %12s %9s\n", "cache", "α", "rows/rank", "fetched", "hits", "remote", "bytes", "fetch s")
-	var points []train.SweepPoint
+	rec := &metrics.FetchFinal{Final: true, Config: metrics.FetchConfig{
+		Data: path, Split: d.SplitName, Partition: lo.PartitionSpec(), Parts: d.Book.Parts, Fanouts: cfg.Fanouts, BatchSize: cfg.BatchSize,
+		Replication: cfg.Replication, FeatureDType: string(cfg.FeatureDType), Epochs: epochs, Seed: cfg.Seed, Features: features, Nodes: d.NumNodes(),
+		Symmetrize: lo.Symmetrize, Reciprocity: d.Reciprocity, FeatureFormat: string(format),
+	}}
 	err = train.FetchSweep(c, d, cfg, epochs, policies, fracs, func(pt train.SweepPoint) error {
-		points = append(points, pt)
 		env.Printf("%-15s %6g %10d %12.0f %12.0f %12.0f %12s %9.3f\n", pt.Cache, pt.CacheFrac, pt.CacheRows, pt.FetchRows, pt.CacheHits, pt.RemoteRows, human(int64(pt.FetchBytes)), pt.FetchSeconds)
-		return env.Record(map[string]any{"fetch": pt})
+		r := metrics.SweepPoint{Cache: string(pt.Cache), CacheFrac: pt.CacheFrac, CacheRows: pt.CacheRows, FetchRows: pt.FetchRows, CacheHits: pt.CacheHits,
+			RemoteRows: pt.RemoteRows, FetchBytes: pt.FetchBytes, FetchSeconds: pt.FetchSeconds, ScoreSeconds: pt.ScoreSeconds, FillSeconds: pt.FillSeconds,
+			StoreBytesMax: pt.StoreBytesMax, CachedRowsMax: pt.CachedRowsMax}
+		rec.Points = append(rec.Points, r)
+		return env.Record(metrics.FetchPoint{Fetch: r})
 	})
 	if err != nil {
 		return err
 	}
-	return env.Finish(map[string]any{"final": true, "points": points, "config": map[string]any{
-		"data": path, "split": d.SplitName, "partition": lo.PartitionSpec(), "parts": d.Book.Parts, "fanouts": cfg.Fanouts, "batch_size": cfg.BatchSize,
-		"replication": cfg.Replication, "feature_dtype": cfg.FeatureDType, "epochs": epochs, "seed": cfg.Seed, "features": features, "nodes": d.NumNodes(),
-		"symmetrize": lo.Symmetrize, "reciprocity": d.Reciprocity, "feature_format": format,
-	}})
+	return env.Finish(rec)
 }

@@ -8,8 +8,7 @@ import (
 
 	"gnnmpi/gpu"
 	"gnnmpi/gpu/gpucheck"
-	"gnnmpi/graph"
-	"gnnmpi/model"
+	"gnnmpi/metrics"
 	"gnnmpi/train"
 )
 
@@ -35,7 +34,7 @@ func gpucheckCmd() *Command {
 					o.LocalRank = local
 				}
 				if *epochs > 0 {
-					o.Train = gpucheckTrain(env, *data, *epochs, *seed)
+					o.Train = train.GPUCheckTrain(env.Comm, env.GPU, *data, *epochs, *seed)
 				}
 				return gpucheckRun(env, o, *jsonFile)
 			}
@@ -63,48 +62,11 @@ func gpucheckRun(env *Env, o gpucheck.Options, jsonFile string) error {
 			return fmt.Errorf("gpucheck: %w", err)
 		}
 	}
-	if err := env.Finish(map[string]any{"gpucheck": *res}); err != nil {
+	if err := env.Finish(&metrics.GPUCheck{GPUCheck: *res}); err != nil {
 		return err
 	}
 	if res.Failed > 0 {
 		return fmt.Errorf("gpucheck: %d check(s) failed", res.Failed)
 	}
 	return nil
-}
-
-// gpucheckTrain returns the suite's training: GraphSAGE (train.Defaults,
-// epochs epochs, dense features, random partition) on data, on the CPU or
-// with the minibatch step on the GPU (train.DeviceCUDA). It lives here
-// rather than in gpu/gpucheck because it needs package train, which sits
-// above the GPU packages. A dataset that cannot be loaded skips the check.
-func gpucheckTrain(env *Env, data string, epochs int, seed uint64) func(onGPU bool) (gpucheck.Curve, error) {
-	return func(onGPU bool) (gpucheck.Curve, error) {
-		c := env.Comm
-		cfg := train.Defaults(model.KindSAGE, train.ModeMinibatch).Minibatch
-		cfg.Backends = env.GPU
-		cfg.Epochs, cfg.Device, cfg.Seed = epochs, train.DeviceCPU, seed
-		if onGPU {
-			cfg.Device = train.DeviceCUDA
-		}
-		cfg, err := cfg.Resolve(c.Size())
-		if err != nil {
-			return gpucheck.Curve{}, err
-		}
-		lo := train.LoadOptions{Format: graph.FeatureDense, Partition: train.PartitionRandom, Seed: seed, Replication: cfg.Replication,
-			WholeTopology: cfg.Topology == train.TopologyReplicated}
-		d, err := train.Load(c, data, lo) // loaded again: a run may normalise the features in place
-		if err != nil {
-			return gpucheck.Curve{}, gpucheck.Skipped(fmt.Sprintf("dataset %s: %v", data, err))
-		}
-		cfg.FeatureNorm = cfg.FeatureNorm.Resolve(d.NonNegative)
-		res, err := train.Run(c, d, cfg, train.Hooks{})
-		if err != nil {
-			return gpucheck.Curve{}, err
-		}
-		curve := gpucheck.Curve{MedianEpochS: res.MedianEpochS}
-		for _, e := range res.Epochs {
-			curve.Losses = append(curve.Losses, e.Loss)
-		}
-		return curve, nil
-	}
 }

@@ -4,12 +4,10 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"slices"
 	"time"
 
 	"gnnmpi/graph"
 	"gnnmpi/partition"
-	"gnnmpi/sparse"
 )
 
 func partitionCmd() *Command {
@@ -18,9 +16,10 @@ func partitionCmd() *Command {
 		Summary: "partition a dataset's vertices (block, random, METIS, or PT-Scotch over all ranks); write a partitioned dataset and/or the partition book",
 		Usage:   "--data PATH --parts K --out DIR | --book FILE",
 		Flags: func(fs *flag.FlagSet) func(*Env) error {
-			data := fs.String("data", "data/cora", "dataset")
+			df := addDatasetFlags(fs, "data/cora", "dataset", symmetrizeUsage+"; METIS partitions the symmetrized graph either way, but the edge cut reported counts the edges loaded",
+				featureFormatUsage+"; how the part files store the features")
 			parts := fs.Int("parts", 0, "number of parts (default: number of ranks)")
-			method := fs.String("method", "metis", "block, random, metis (rank 0, whole graph in memory), ptscotch (distributed under mpirun: every rank reads 1/p of the rows of a binary dataset, and --out writes the parts from them), or a partition book file; block on more than one rank with a binary dataset is distributed like ptscotch")
+			method := fs.String("method", string(partition.MethodMetis), "block, random, metis (rank 0, whole graph in memory), ptscotch (distributed under mpirun: every rank reads 1/p of the rows of a binary dataset, and --out writes the parts from them), or a partition book file; block on more than one rank with a binary dataset is distributed like ptscotch")
 			imbalance := fs.Float64("imbalance", 0, "ptscotch: allowed part size over the mean, minus 1 (0: 0.03)")
 			checkGraph := fs.Bool("check-graph", false, "ptscotch: verify the symmetrized graph with SCOTCH_dgraphCheck before partitioning")
 			split := fs.String("split", "", "split whose train/valid/test vertices METIS balances (default: the dataset's first; \"none\" balances vertices only)")
@@ -28,8 +27,6 @@ func partitionCmd() *Command {
 			seed := fs.Uint64("seed", 1, "random seed")
 			out := fs.String("out", "", "directory to write the partitioned dataset to: relabelled vertices, one .gnn file per part and manifest.json")
 			bookPath := fs.String("book", "", "partition book to write (.gz for gzip), for --partition of train, info and fetch")
-			sym := fs.Bool("symmetrize", false, symmetrizeUsage+"; METIS partitions the symmetrized graph either way, but the edge cut reported counts the edges loaded")
-			format := fs.String("feature-format", string(graph.FeatureAuto), featureFormatUsage+"; how the part files store the features")
 			return func(env *Env) error {
 				k := *parts
 				if k == 0 {
@@ -38,17 +35,17 @@ func partitionCmd() *Command {
 				if *out == "" && *bookPath == "" {
 					return fmt.Errorf("partition: --out DIR or --book FILE is required")
 				}
-				ff, err := graph.ParseFeatureFormat(*format)
+				ff, err := df.featureFormat("partition")
 				if err != nil {
-					return fmt.Errorf("partition: %w", err)
+					return err
 				}
-				o := partitionOptions{data: *data, parts: k, method: *method, split: *split, seed: *seed, symmetrize: *sym,
+				o := partitionOptions{data: *df.data, parts: k, method: partition.Method(*method), split: *split, seed: *seed, symmetrize: *df.symmetrize,
 					edges: *edges, out: *out, book: *bookPath, format: ff}
 				// PT-Scotch, and blocks of a binary dataset on more than
 				// one rank, partition and write from the ranks' row
 				// blocks: no rank holds the whole graph.
-				if *method == "ptscotch" || (*method == "block" && env.Comm.Size() > 1 && binaryFile(*data)) {
-					if *method == "ptscotch" && *split != "" && *split != "none" {
+				if o.method == partition.MethodPTScotch || (o.method == partition.MethodBlock && env.Comm.Size() > 1 && binaryFile(o.data)) {
+					if o.method == partition.MethodPTScotch && *split != "" && *split != "none" {
 						return fmt.Errorf("partition: --method ptscotch balances vertex counts only; --split %q needs --method metis", *split)
 					}
 					return runDistPartition(env, distOptions{partitionOptions: o, imbalance: *imbalance, check: *checkGraph})
@@ -63,7 +60,7 @@ func partitionCmd() *Command {
 type partitionOptions struct {
 	data       string
 	parts      int
-	method     string
+	method     partition.Method // or a book file's path
 	split      string
 	seed       uint64
 	symmetrize bool
@@ -98,19 +95,19 @@ func runPartition(env *Env, o partitionOptions) error {
 	t0 := time.Now()
 	var b *partition.Book
 	switch o.method {
-	case "block":
+	case partition.MethodBlock:
 		b = partition.Block(d.NumNodes, k)
-	case "random":
+	case partition.MethodRandom:
 		b = partition.Random(d.NumNodes, k, o.seed)
-	case "metis":
+	case partition.MethodMetis:
 		if b, err = graph.MetisPartitionOpts(d, k, graph.MetisOptions{Split: split, Edges: o.edges, Seed: int(o.seed)}); err != nil {
 			return err
 		}
 	default:
-		if _, err := os.Stat(o.method); err != nil {
+		if _, err := os.Stat(string(o.method)); err != nil {
 			return fmt.Errorf("partition: --method %q is neither block, random, metis, ptscotch nor a readable partition book: %w", o.method, err)
 		}
-		if b, err = partition.Read(o.method); err != nil {
+		if b, err = partition.Read(string(o.method)); err != nil {
 			return err
 		}
 		if b.Parts != k || b.NumNodes() != d.NumNodes {
@@ -121,9 +118,9 @@ func runPartition(env *Env, o partitionOptions) error {
 	cut := b.EdgeCut(d.Adj)
 	env.Printf("partitioned %s into %d parts with %s in %.2fs: edge cut %d of %d (%.1f%%), sizes %v\n",
 		o.data, k, o.method, took.Seconds(), cut, d.NumEdges(), 100*float64(cut)/float64(max(d.NumEdges(), 1)), b.Sizes())
-	env.Printf("edges per part (max/mean) %.3f%s\n", edgeBalance(d.Adj, b), map[bool]string{true: " (balanced with --balance-edges)"}[o.edges])
+	env.Printf("edges per part (max/mean) %.3f%s\n", b.EdgeBalance(d.Adj), map[bool]string{true: " (balanced with --balance-edges)"}[o.edges])
 	if s, ok := d.Splits[split]; ok && split != "" {
-		bal := b.Balance(mask(d.NumNodes, s.Train), mask(d.NumNodes, s.Valid), mask(d.NumNodes, s.Test))
+		bal := b.Balance(partition.Mask(d.NumNodes, s.Train), partition.Mask(d.NumNodes, s.Valid), partition.Mask(d.NumNodes, s.Test))
 		env.Printf("balance (max/mean) of split %s: train %.3f, valid %.3f, test %.3f\n", split, bal[0], bal[1], bal[2])
 	}
 	if o.book != "" {
@@ -134,7 +131,7 @@ func runPartition(env *Env, o partitionOptions) error {
 	}
 	if o.out != "" {
 		env.Progress("writing the %d parts of %s to %s", k, o.data, o.out)
-		m, err := graph.WriteParts(o.out, d, b, o.method, env.Progress)
+		m, err := graph.WriteParts(o.out, d, b, string(o.method), env.Progress)
 		if err != nil {
 			return err
 		}
@@ -143,26 +140,18 @@ func runPartition(env *Env, o partitionOptions) error {
 	return nil
 }
 
-// edgeBalance returns the largest part's stored edges over the mean.
-func edgeBalance(adj *sparse.CSR, b *partition.Book) float64 {
-	edges := make([]int64, b.Parts)
-	for v := range adj.NRows {
-		edges[b.Owner(v)] += adj.Degree(v)
-	}
-	mean := float64(adj.NNZ()) / float64(b.Parts)
-	if mean == 0 {
-		return 1
-	}
-	return float64(slices.Max(edges)) / mean
-}
-
 // reportParts prints what a partitioned dataset written to dir holds.
 func reportParts(env *Env, dir string, m *graph.PartManifest) {
+	env.Printf("wrote %s: %d parts, %d bytes, %s features\n", dir, m.Parts, manifestBytes(m), featureFormatName(m.FeatureFormat))
+}
+
+// manifestBytes returns the bytes of a partitioned dataset's part files.
+func manifestBytes(m *graph.PartManifest) int64 {
 	var bytes int64
 	for _, f := range m.Files {
 		bytes += f.Bytes
 	}
-	env.Printf("wrote %s: %d parts, %d bytes, %s features\n", dir, m.Parts, bytes, featureFormatName(m.FeatureFormat))
+	return bytes
 }
 
 // featureFormatName names a stored feature format, "no" without features.
@@ -171,12 +160,4 @@ func featureFormatName(f graph.FeatureFormat) string {
 		return "no"
 	}
 	return string(f)
-}
-
-func mask(n int64, ids []int64) []bool {
-	m := make([]bool, n)
-	for _, v := range ids {
-		m[v] = true
-	}
-	return m
 }

@@ -16,38 +16,13 @@ import (
 // MPIAccess reaches the MPI communicator beneath a collective.Comm, for
 // libraries that make MPI calls themselves; main fills it from
 // collective/mpi (FortranHandle and Call), so that this package picks no
-// backend.
+// backend (see distpart.PTScotch).
 type MPIAccess struct {
 	// Handle returns the Fortran handle of c's MPI communicator, or false
 	// when c has none.
 	Handle func(c collective.Comm) (int, bool)
 	// Call runs f where MPI calls may be made.
 	Call func(f func())
-}
-
-// ptscotchEngine returns a dist.Engine partitioning with PT-Scotch over
-// the MPI communicator beneath c, allowing imbalance (0: PT-Scotch's
-// package default, 3%); check verifies the graph with SCOTCH_dgraphCheck
-// first.
-func ptscotchEngine(m *MPIAccess, imbalance float64, check bool) dist.Engine {
-	return func(c collective.Comm, g *dist.Graph, parts int, seed int64) ([]int32, error) {
-		// These checks see the same values on every rank, so they fail
-		// every rank alike before PT-Scotch communicates.
-		h, ok := m.Handle(c)
-		if !ok {
-			return nil, errors.New("ptscotch: the communicator is not an MPI communicator")
-		}
-		if g.N > ptscotch.MaxNum || g.NNZ > ptscotch.MaxNum || int64(parts) > ptscotch.MaxNum {
-			return nil, fmt.Errorf("ptscotch: %d vertices and %d stored edges exceed this PT-Scotch build's SCOTCH_Num (max %d); link the 64-bit variant (partition/ptscotch doc)",
-				g.N, g.NNZ, ptscotch.MaxNum)
-		}
-		var part []int32
-		var err error
-		m.Call(func() {
-			part, err = ptscotch.Part(h, g.Adj.Indptr, g.Adj.Indices, parts, ptscotch.Options{Imbalance: imbalance, Seed: seed}, check)
-		})
-		return part, err
-	}
 }
 
 // distOptions are the flags of a distributed `gnnmpi partition`.
@@ -83,7 +58,7 @@ func runDistPartition(env *Env, o distOptions) error {
 	if o.imbalance < 0 || o.imbalance >= 1 {
 		return fmt.Errorf("partition: --imbalance %g outside [0,1)", o.imbalance)
 	}
-	if method == "ptscotch" {
+	if method == partition.MethodPTScotch {
 		if env.MPI == nil {
 			return fmt.Errorf("partition: --method %s needs the MPI backend: run under mpirun (in-process ranks cannot reach PT-Scotch)", method)
 		}
@@ -109,8 +84,8 @@ func runDistPartition(env *Env, o distOptions) error {
 		return fmt.Errorf("partition: --symmetrize with --out and --method %s: %s is not symmetric; write a symmetrized copy first (gnnmpi convert --symmetrize) and partition that", method, data)
 	}
 	var engine dist.Engine
-	if method == "ptscotch" {
-		engine = ptscotchEngine(env.MPI, o.imbalance, o.check)
+	if method == partition.MethodPTScotch {
+		engine = distpart.PTScotch(env.MPI.Handle, env.MPI.Call, o.imbalance, o.check)
 	}
 	res, err := distpart.Partition(c, r, distpart.Options{Parts: k, Engine: engine, Seed: int64(o.seed), Symmetrize: o.symmetrize,
 		Progress: env.Progress})
@@ -130,7 +105,7 @@ func runDistPartition(env *Env, o distOptions) error {
 		env.Warn("partition: %d of %d parts are empty", empty, k)
 	}
 	if o.book != "" {
-		b, err := distpart.Book(c, res, method)
+		b, err := distpart.Book(c, res, string(method))
 		if err != nil {
 			return err
 		}
@@ -148,7 +123,7 @@ func runDistPartition(env *Env, o distOptions) error {
 	if o.out == "" {
 		return nil
 	}
-	m, err := distpart.WriteParts(c, r, res, distpart.WriteOptions{Dir: o.out, Method: method, Format: o.format, Progress: env.Progress})
+	m, err := distpart.WriteParts(c, r, res, distpart.WriteOptions{Dir: o.out, Method: string(method), Format: o.format, Progress: env.Progress})
 	if err != nil {
 		return err
 	}

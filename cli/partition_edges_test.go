@@ -24,7 +24,7 @@ func TestPartitionBalanceEdges(t *testing.T) {
 		require.NoError(t, err)
 		b, err := partition.Read(book)
 		require.NoError(t, err)
-		return edgeBalance(d.Adj, b)
+		return b.EdgeBalance(d.Adj)
 	}
 	plain := balance(filepath.Join(dir, "plain.book"))
 	even := balance(filepath.Join(dir, "even.book"), "--balance-edges")

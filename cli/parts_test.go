@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"gnnmpi/graph"
+	"gnnmpi/metrics"
 	"gnnmpi/partition"
 )
 
@@ -36,8 +37,8 @@ func TestPartitionDirInfo(t *testing.T) {
 		out, err := runCmd(t, p, "info", "--data", dir)
 		require.NoError(t, err)
 		var obj struct {
-			Dataset DatasetInfo        `json:"dataset"`
-			Parts   graph.PartManifest `json:"parts"`
+			Dataset metrics.DatasetInfo `json:"dataset"`
+			Parts   graph.PartManifest  `json:"parts"`
 		}
 		require.NoError(t, json.Unmarshal([]byte(out), &obj), out)
 		in := obj.Dataset

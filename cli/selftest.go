@@ -7,8 +7,8 @@ import (
 	"syscall"
 	"time"
 
-	"gnnmpi/collective"
 	"gnnmpi/collective/collectivetest"
+	"gnnmpi/metrics"
 	"gnnmpi/nccl"
 )
 
@@ -28,12 +28,11 @@ func selftestCmd() *Command {
 					if env.Backend != "mpi" {
 						return fmt.Errorf("selftest --backend nccl: runs under mpirun (the MPI backend), not %s", env.Backend)
 					}
-					nc, err := nccl.New(env.Comm, nccl.NewHostMemory())
+					nc, err := nccl.NewCounted(env.Comm, nccl.NewHostMemory())
 					if err != nil {
 						return fmt.Errorf("selftest --backend nccl: %w", err)
 					}
-					env.Comm = collective.WithStats(nc, collective.StatsOf(env.Comm))
-					env.Backend = "nccl"
+					env.Comm, env.Backend = nc, "nccl"
 				default:
 					return fmt.Errorf("selftest: unknown --backend %q (want nccl)", *backend)
 				}
@@ -50,16 +49,15 @@ func selftest(env *Env, failRank int, failMode string, failAfter int) error {
 	default:
 		return fmt.Errorf("selftest: unknown --fail-mode %q (want error, panic, exit, kill or hang)", failMode)
 	}
-	cases := collectivetest.Cases()
-	failed := make([]int64, len(cases))
-	ran := make([]bool, len(cases))
-	for i, tc := range cases {
-		if i == failAfter && c.Rank() == failRank {
+	var injected error
+	outcomes, err := collectivetest.Verdict(c, collectivetest.Hooks{
+		Before: func(i int, tc collectivetest.Case) error {
+			if i != failAfter || c.Rank() != failRank {
+				return nil
+			}
 			env.Progress("rank %d: injected failure (%s)", failRank, failMode)
 			fmt.Fprintf(env.Err, "gnnmpi: rank %d: injected failure (%s) before case %s\n", c.Rank(), failMode, tc.Name)
 			switch failMode {
-			case "error":
-				return fmt.Errorf("selftest: injected failure on rank %d", c.Rank())
 			case "panic":
 				panic("selftest: injected panic")
 			case "exit":
@@ -71,49 +69,40 @@ func selftest(env *Env, failRank int, failMode string, failAfter int) error {
 					time.Sleep(time.Hour)
 				}
 			}
-		}
-		if c.Size() < tc.MinRanks {
-			continue
-		}
-		ran[i] = true
-		restore := collective.SetPhase(c, tc.Name)
-		err := tc.Fn(c)
-		restore()
-		if err != nil {
-			if collectivetest.IsCommError(err) {
-				return fmt.Errorf("selftest %s: %w", tc.Name, err)
-			}
+			injected = fmt.Errorf("selftest: injected failure on rank %d", c.Rank())
+			return injected
+		},
+		Failed: func(tc collectivetest.Case, err error) {
 			fmt.Fprintf(env.Err, "gnnmpi: rank %d: selftest %s: %v\n", c.Rank(), tc.Name, err)
-			failed[i] = 1
-		}
+		},
+	})
+	switch {
+	case injected != nil:
+		return injected
+	case err != nil:
+		return fmt.Errorf("selftest %w", err)
 	}
-	restore := collective.SetPhase(c, "verdict")
-	if err := collective.AllreduceSlice(c, failed, collective.Sum); err != nil {
-		return err
-	}
-	restore()
-	nfail := 0
-	results := map[string]string{}
-	for i, tc := range cases {
+	rec := &metrics.Selftest{Cases: map[string]string{}}
+	for _, o := range outcomes {
 		switch {
-		case !ran[i]:
-			results[tc.Name] = "skip"
-			env.Printf("  %-24s skip (needs %d ranks)\n", tc.Name, tc.MinRanks)
-		case failed[i] > 0:
-			nfail++
-			results[tc.Name] = "fail"
-			env.Printf("  %-24s FAIL on %d rank(s)\n", tc.Name, failed[i])
+		case !o.Ran:
+			rec.Cases[o.Name] = "skip"
+			env.Printf("  %-24s skip (needs %d ranks)\n", o.Name, o.MinRanks)
+		case o.FailedRanks > 0:
+			rec.Failed++
+			rec.Cases[o.Name] = "fail"
+			env.Printf("  %-24s FAIL on %d rank(s)\n", o.Name, o.FailedRanks)
 		default:
-			results[tc.Name] = "pass"
-			env.Printf("  %-24s ok\n", tc.Name)
+			rec.Cases[o.Name] = "pass"
+			env.Printf("  %-24s ok\n", o.Name)
 		}
 	}
-	env.Printf("selftest: %d ranks, backend %s: %d of %d cases failed\n", c.Size(), env.Backend, nfail, len(cases))
-	if err := env.Finish(map[string]any{"cases": results, "failed": nfail}); err != nil {
+	env.Printf("selftest: %d ranks, backend %s: %d of %d cases failed\n", c.Size(), env.Backend, rec.Failed, len(outcomes))
+	if err := env.Finish(rec); err != nil {
 		return err
 	}
-	if nfail > 0 {
-		return fmt.Errorf("selftest: %d cases failed", nfail)
+	if rec.Failed > 0 {
+		return fmt.Errorf("selftest: %d cases failed", rec.Failed)
 	}
 	return nil
 }

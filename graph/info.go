@@ -5,37 +5,12 @@ import (
 	"math"
 
 	"gnnmpi/collective"
+	"gnnmpi/metrics"
 )
 
-// Info is the summary of a dataset, as `gnnmpi info` prints it.
-type Info struct {
-	Path     string `json:"path"`
-	Name     string `json:"name"`
-	Nodes    int64  `json:"nodes"`
-	Edges    int64  `json:"edges"`
-	Features int    `json:"features"`
-	// FeatureFormat is how the features were loaded (dense or csr; empty
-	// without features), Density the fraction of nonzero feature entries
-	// over the whole graph and FeatureNNZ their number.
-	FeatureFormat FeatureFormat    `json:"feature_format"`
-	Density       float64          `json:"feature_density"`
-	FeatureNNZ    int64            `json:"feature_nnz"`
-	Classes       int              `json:"classes"`
-	Splits        map[string][]int `json:"splits"` // name → train, valid, test sizes
-	MinDegree     int64            `json:"min_degree"`
-	MaxDegree     int64            `json:"max_degree"`
-	MeanDegree    float64          `json:"mean_degree"`
-	StdDegree     float64          `json:"std_degree"`
-	Isolated      int64            `json:"isolated"`
-	SelfLoops     int64            `json:"self_loops"`
-	RowsPerRank   []int64          `json:"rows_per_rank"`
-	LoadSeconds   float64          `json:"load_seconds_max"`
-	// Reciprocity is the fraction of edges whose reverse edge is in the
-	// graph (1 when symmetrized or recorded as symmetric).
-	Reciprocity  float64 `json:"reciprocity"`
-	Symmetrized  bool    `json:"symmetrized"`
-	EmptyClasses []int   `json:"empty_classes"` // classes below Classes without a vertex
-}
+// Info is the summary of a dataset, as `gnnmpi info` prints it: the
+// metrics record, whose keys package metrics spells.
+type Info = metrics.DatasetInfo
 
 // DistInfo returns the statistics of the dataset whose rows d holds on
 // each rank (loaded from path in load seconds): degree statistics of the
@@ -108,7 +83,7 @@ func DistInfo(c collective.Comm, d *Dataset, path string, load float64) (Info, e
 		in.MinDegree = 0
 	}
 	if features > 0 {
-		in.FeatureFormat, in.FeatureNNZ = d.FeatureFormat(), nnz
+		in.FeatureFormat, in.FeatureNNZ = string(d.FeatureFormat()), nnz
 		in.Density = float64(nnz) / (float64(n) * float64(features))
 	}
 	return in, nil
