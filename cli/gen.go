@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"gnnmpi/collective"
 	"gnnmpi/graph"
 )
 
@@ -35,7 +36,7 @@ func genCmd() *Command {
 				if *out == "" {
 					return fmt.Errorf("gen: --out is required")
 				}
-				return RankZero(env.Comm, func() error {
+				return collective.RankZero(env.Comm, func() error {
 					t0 := time.Now()
 					var d *graph.Dataset
 					switch args[0] {
@@ -119,7 +120,7 @@ func convertCmd() *Command {
 				if err != nil {
 					return fmt.Errorf("convert: %w", err)
 				}
-				return RankZero(env.Comm, func() error {
+				return collective.RankZero(env.Comm, func() error {
 					t0 := time.Now()
 					d, err := graph.Load(*in, graph.ReadOptions{FeatureFormat: ff})
 					if err != nil {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"gnnmpi/collective"
 	"gnnmpi/graph"
 	"gnnmpi/partition"
 	"gnnmpi/sparse"
@@ -53,7 +54,7 @@ func partitionCmd() *Command {
 					}
 					return runDistPartition(env, distOptions{partitionOptions: o, imbalance: *imbalance, check: *checkGraph})
 				}
-				return RankZero(env.Comm, func() error { return runPartition(env, o) })
+				return collective.RankZero(env.Comm, func() error { return runPartition(env, o) })
 			}
 		},
 	}

@@ -63,7 +63,7 @@ func predictCmd() *Command {
 					}
 					o.nps = v
 				}
-				return RankZero(env.Comm, func() error { return predict(env, o) })
+				return collective.RankZero(env.Comm, func() error { return predict(env, o) })
 			}
 		},
 	}
@@ -89,7 +89,7 @@ func runCalibrate(env *Env, out string, o calibrate.Options) error {
 	if err != nil {
 		return fmt.Errorf("predict --calibrate: %w", err)
 	}
-	err = RankZero(c, func() error {
+	err = collective.RankZero(c, func() error {
 		b, err := json.MarshalIndent(net, "", "  ")
 		if err != nil {
 			return err

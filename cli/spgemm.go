@@ -112,7 +112,7 @@ func runSpGEMM(env *Env, cfg *spgemmConfig) error {
 	// Rank 0 reads, then broadcasts (phase load).
 	t0 := time.Now()
 	var a, b *sparse.CSR
-	err := RankZero(c, func() error {
+	err := collective.RankZero(c, func() error {
 		var err error
 		env.Progress("reading %s", cfg.a)
 		if a, err = graph.ReadMatrixMarket(cfg.a); err != nil {
@@ -202,7 +202,7 @@ func spgemmSR[T sparse.Scalar, S sparse.Semiring[T]](env *Env, cfg *spgemmConfig
 		if err != nil {
 			return err
 		}
-		if err := RankZero(c, func() error { return graph.WriteMatrixMarket(cfg.out, toCSR(full)) }); err != nil {
+		if err := collective.RankZero(c, func() error { return graph.WriteMatrixMarket(cfg.out, toCSR(full)) }); err != nil {
 			return err
 		}
 	}
