@@ -16,8 +16,8 @@ import (
 	"gnnmpi/collective"
 	"gnnmpi/collective/inproc"
 	"gnnmpi/graph"
-	"gnnmpi/sparse"
 	"gnnmpi/metrics"
+	"gnnmpi/sparse"
 )
 
 // runCmd runs command name with args on p in-process ranks and returns rank
