@@ -211,28 +211,3 @@ func human(b int64) string {
 	}
 	return fmt.Sprintf("%d B", b)
 }
-
-// RankZero runs fn on rank 0 only and makes every rank return its outcome:
-// the other ranks wait at a broadcast of rank 0's status, so an error on rank
-// 0 fails every rank: rank 0 returns its error, the others
-// collective.ErrAborted (and package main aborts the job).
-func RankZero(c collective.Comm, fn func() error) error {
-	var err error
-	if c.Rank() == 0 {
-		err = fn()
-	}
-	status := []int32{0}
-	if err != nil {
-		status[0] = 1
-	}
-	if berr := collective.BcastSlice(c, status, 0); berr != nil {
-		return berr
-	}
-	if err != nil {
-		return err
-	}
-	if status[0] != 0 {
-		return collective.ErrAborted
-	}
-	return nil
-}

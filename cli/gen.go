@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"gnnmpi/collective"
 	"gnnmpi/graph"
 )
 
@@ -36,7 +37,7 @@ func genCmd() *Command {
 					return fmt.Errorf("gen: --out is required")
 				}
 				o.Progress = env.Progress
-				return RankZero(env.Comm, func() error {
+				return collective.RankZero(env.Comm, func() error {
 					t0 := time.Now()
 					d, err := graph.Generate(args[0], o)
 					if err != nil {
@@ -77,7 +78,7 @@ func convertCmd() *Command {
 				if err != nil {
 					return err
 				}
-				return RankZero(env.Comm, func() error {
+				return collective.RankZero(env.Comm, func() error {
 					t0 := time.Now()
 					d, err := graph.Load(*in, graph.ReadOptions{FeatureFormat: ff})
 					if err != nil {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"time"
 
+	"gnnmpi/collective"
 	"gnnmpi/graph"
 	"gnnmpi/partition"
 )
@@ -50,7 +51,7 @@ func partitionCmd() *Command {
 					}
 					return runDistPartition(env, distOptions{partitionOptions: o, imbalance: *imbalance, check: *checkGraph})
 				}
-				return RankZero(env.Comm, func() error { return runPartition(env, o) })
+				return collective.RankZero(env.Comm, func() error { return runPartition(env, o) })
 			}
 		},
 	}

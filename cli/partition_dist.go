@@ -109,7 +109,7 @@ func runDistPartition(env *Env, o distOptions) error {
 		if err != nil {
 			return err
 		}
-		err = RankZero(c, func() error {
+		err = collective.RankZero(c, func() error {
 			if err := partition.Write(o.book, b); err != nil {
 				return err
 			}

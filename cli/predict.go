@@ -7,13 +7,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"math"
 	"os"
-	"reflect"
 	"runtime"
 	"slices"
-	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -22,7 +18,6 @@ import (
 	"gnnmpi/metrics"
 	"gnnmpi/perfmodel"
 	"gnnmpi/perfmodel/calibrate"
-	"gnnmpi/pipe"
 	"gnnmpi/train"
 )
 
@@ -63,7 +58,7 @@ func predictCmd() *Command {
 					}
 					o.nps = v
 				}
-				return RankZero(env.Comm, func() error { return predict(env, o) })
+				return collective.RankZero(env.Comm, func() error { return predict(env, o) })
 			}
 		},
 	}
@@ -89,7 +84,7 @@ func runCalibrate(env *Env, out string, o calibrate.Options) error {
 	if err != nil {
 		return fmt.Errorf("predict --calibrate: %w", err)
 	}
-	err = RankZero(c, func() error {
+	err = collective.RankZero(c, func() error {
 		b, err := json.MarshalIndent(net, "", "  ")
 		if err != nil {
 			return err
@@ -108,7 +103,11 @@ func runCalibrate(env *Env, out string, o calibrate.Options) error {
 	if err != nil {
 		return err
 	}
-	return env.Finish(map[string]any{"network": net.Links, "out": out})
+	rec := &metrics.Calibration{Network: map[string]metrics.Link{}, Out: out}
+	for k, l := range net.Links {
+		rec.Network[string(k)] = metrics.Link(l)
+	}
+	return env.Finish(rec)
 }
 
 func gbps(beta float64) string {
@@ -126,209 +125,11 @@ type predictOptions struct {
 	fitNode, target         perfmodel.Node
 }
 
-// runFile is a fitting or measured run read from a metrics file.
-type runFile struct {
-	perfmodel.Run
-	// Full is the run as a full-graph epoch (mode graph, pipe, hybrid);
-	// nil for minibatch training, whose model is Run.
-	Full          *perfmodel.FullRun
-	rec           metrics.TrainFinal
-	mode          string // full-graph: graph, pipe or hybrid
-	layers        int
-	vertices      int64
-	chunks        int
-	pipelines     int
-	params        int
-	trainVertices int
-	batchSize     int
-	globalBatch   int
-}
-
-// readRun reads the final metrics record of a train run: a JSON object
-// (gnnmpi --json train) or the last line of a --metrics JSONL.
-func readRun(path string) (*runFile, error) {
-	b, err := os.ReadFile(path)
+// readRuns reads the final metrics of train runs (perfmodel.ReadMeasured).
+func readRuns(paths []string, what string) ([]*perfmodel.Measured, error) {
+	runs, err := perfmodel.ReadMeasured(paths, what, os.ReadFile)
 	if err != nil {
 		return nil, fmt.Errorf("predict: %w", err)
-	}
-	b = bytes.TrimSpace(b)
-	at := path
-	if i := bytes.LastIndexByte(b, '\n'); i >= 0 && !json.Valid(b) {
-		at = fmt.Sprintf("%s:%d", path, bytes.Count(b, []byte{'\n'})+1)
-		b = b[i+1:]
-	}
-	rec, err := metrics.DecodeTrainFinal(b)
-	if err != nil {
-		return nil, fmt.Errorf("predict: %s: %w", at, err)
-	}
-	run, tr := rec.Run(), rec.Training()
-	if run.Ranks < 1 || run.Comm == nil || len(run.Comm.PerRank) != run.Ranks || tr.EpochsRun < 1 {
-		var counts int
-		if run.Comm != nil {
-			counts = len(run.Comm.PerRank)
-		}
-		return nil, fmt.Errorf("predict: %s: %d ranks, %d byte counts, %d epochs", path, run.Ranks, counts, tr.EpochsRun)
-	}
-	if rec.Full != nil {
-		return readFullRun(path, rec)
-	}
-	m := rec.Minibatch
-	if m.MedianEpochS <= 0 || m.MedianPhaseS == nil || m.BatchesPerRank == nil {
-		return nil, fmt.Errorf("predict: %s: no median_epoch_s, median_phase_s or batches_per_rank (a run from before predict)", path)
-	}
-	rf := &runFile{rec: rec, params: m.Params, trainVertices: m.TrainVertices,
-		batchSize: m.Config.BatchSize, globalBatch: m.Config.GlobalBatchSize}
-	w := perfmodel.Workload{P: m.Ranks, Batches: float64(*m.BatchesPerRank), Seeds: float64(m.TrainVertices) / float64(m.Ranks),
-		Source: "measured " + path}
-	if m.FetchRowsPerEpoch != nil {
-		w.FetchRows = *m.FetchRowsPerEpoch / float64(m.Ranks)
-	}
-	comm, commS, err := traffic(path, m.Comm.PerRank, perfmodel.Phases, float64(m.EpochsRun))
-	if err != nil {
-		return nil, err
-	}
-	w.Comm = comm
-	// The phases of the rank with the slowest epoch add up to the epoch;
-	// the slowest rank per phase (older runs have only those) overcounts
-	// when one rank's wait is another's compute.
-	phases := m.MedianCriticalPhaseS
-	if phases == nil {
-		phases = m.MedianPhaseS
-	}
-	rf.Run = perfmodel.Run{Name: path, Workload: w, Overlap: m.Config.Overlap, PhaseSeconds: phases, CommSeconds: commS, EpochSeconds: m.MedianEpochS}
-	return rf, nil
-}
-
-// traffic returns, per phase and kind of call, the calls and bytes per
-// epoch of the busiest rank (send and recv count one message from either
-// side: their maximum), and per phase the slowest rank's seconds inside
-// collectives.
-func traffic(path string, perRank []collective.Snapshot, phases []string, epochs float64) (map[string]map[perfmodel.Kind]perfmodel.Traffic, map[string]float64, error) {
-	comm := map[string]map[perfmodel.Kind]perfmodel.Traffic{}
-	commS := map[string]float64{}
-	for _, rank := range perRank {
-		for _, ph := range phases {
-			sec := 0.0
-			per := map[perfmodel.Kind]perfmodel.Traffic{}
-			for op, cnt := range rank[ph] {
-				k, ok := perfmodel.KindOf(op)
-				if !ok {
-					return nil, nil, fmt.Errorf("predict: %s: unknown kind of call %q", path, op)
-				}
-				t := per[k]
-				t.Calls = math.Max(t.Calls, float64(cnt.Calls)/epochs)
-				t.Bytes += float64(max(cnt.SentBytes, cnt.RecvBytes)) / epochs
-				if k == perfmodel.Sendrecv {
-					t.Bytes = math.Max(per[k].Bytes, float64(max(cnt.SentBytes, cnt.RecvBytes))/epochs)
-				}
-				per[k] = t
-				sec += cnt.Seconds / epochs
-			}
-			commS[ph] = math.Max(commS[ph], sec)
-			for k, t := range per {
-				if comm[ph] == nil {
-					comm[ph] = map[perfmodel.Kind]perfmodel.Traffic{}
-				}
-				old := comm[ph][k]
-				comm[ph][k] = perfmodel.Traffic{Calls: math.Max(old.Calls, t.Calls), Bytes: math.Max(old.Bytes, t.Bytes)}
-			}
-		}
-	}
-	return comm, commS, nil
-}
-
-// readFullRun reads the final metrics of a full-graph run (mode graph,
-// pipe or hybrid) as a perfmodel.FullRun.
-func readFullRun(path string, rec metrics.TrainFinal) (*runFile, error) {
-	m := rec.Full
-	if m.MedianEpochS <= 0 || m.Vertices < 1 {
-		return nil, fmt.Errorf("predict: %s: no median_epoch_s or vertices (a full-graph run from before predict)", path)
-	}
-	cfg := &m.Config
-	rf := &runFile{rec: rec, mode: cfg.Mode, params: m.Params, layers: cfg.Model.Layers, vertices: m.Vertices,
-		chunks: cfg.Chunks, pipelines: cfg.Pipelines}
-	if rf.layers < 1 || cfg.Stages < 1 || rf.pipelines < 1 {
-		return nil, fmt.Errorf("predict: %s: no model layers, stages or pipelines in its config", path)
-	}
-	comm, _, err := traffic(path, m.Comm.PerRank, perfmodel.FullPhases, float64(m.EpochsRun))
-	if err != nil {
-		return nil, err
-	}
-	chunks := fullChunks(rf.mode, rf.chunks)
-	units := perfmodel.FullUnits(rf.layers, m.Vertices, rf.pipelines, cfg.Stages, chunks)
-	rf.Full = &perfmodel.FullRun{Name: path, EpochSeconds: m.MedianEpochS,
-		FullWorkload: perfmodel.FullWorkload{P: m.Ranks, Units: units, Steps: perfmodel.FullSteps(cfg.Stages, chunks), Comm: comm, Source: "measured " + path}}
-	rf.Run.Name = path
-	rf.Run.P = m.Ranks
-	return rf, nil
-}
-
-// fullChunks is the chunks of a pipeline's schedule: 1 in graph mode
-// (each part whole; its config keeps the flag's default).
-func fullChunks(mode string, chunks int) int {
-	if mode == string(train.ModeGraph) {
-		return 1
-	}
-	return max(chunks, 1)
-}
-
-// comparable returns the configuration of r that must agree between runs
-// fitted together: all but the settings that may differ with p or do not
-// change an epoch's work, which are zeroed.
-func comparable(r *runFile) any {
-	if f := r.rec.Full; f != nil {
-		c := f.Config
-		c.Epochs, c.EvalEvery, c.Select, c.Stages = 0, 0, "", 0
-		if c.Mode == string(train.ModeGraph) {
-			c.Pipelines = 0 // a full-graph layout: p in graph mode
-		}
-		return c
-	}
-	c := r.rec.Minibatch.Config
-	c.Epochs, c.EvalEvery, c.Select = 0, 0, ""
-	if c.GlobalBatchSize > 0 {
-		c.BatchSize = 0
-	}
-	return c
-}
-
-// configDiff returns the keys of two comparable configurations that
-// differ, with both values.
-func configDiff(a, b any) []string {
-	var ma, mb map[string]any
-	ja, _ := json.Marshal(a)
-	jb, _ := json.Marshal(b)
-	_ = json.Unmarshal(ja, &ma)
-	_ = json.Unmarshal(jb, &mb)
-	var diff []string
-	for k := range ma {
-		if !reflect.DeepEqual(ma[k], mb[k]) {
-			diff = append(diff, fmt.Sprintf("%s %v vs %v", k, ma[k], mb[k]))
-		}
-	}
-	for k := range mb {
-		if _, ok := ma[k]; !ok {
-			diff = append(diff, k)
-		}
-	}
-	sort.Strings(diff)
-	return diff
-}
-
-func readRuns(paths []string, what string) ([]*runFile, error) {
-	var runs []*runFile
-	for _, p := range paths {
-		r, err := readRun(p)
-		if err != nil {
-			return nil, err
-		}
-		if len(runs) > 0 {
-			if a, b := comparable(runs[0]), comparable(r); !reflect.DeepEqual(a, b) {
-				diff := configDiff(a, b)
-				return nil, fmt.Errorf("predict: %s %s: a different configuration from %s (%s)", what, p, runs[0].Name, strings.Join(diff, "; "))
-			}
-		}
-		runs = append(runs, r)
 	}
 	return runs, nil
 }
@@ -358,21 +159,26 @@ func loadNetwork(s string) (*perfmodel.Network, error) {
 	return &n, nil
 }
 
-// predictRow is one line of the table.
-type predictRow struct {
-	pr       perfmodel.Prediction
-	measured float64 // 0: none
-	name     string
+// fullLayout is perfmodel.Inputs.Layout: train's layout of a full-graph
+// mode.
+func fullLayout(mode string, pipelines, p int) (int, int, error) {
+	m, err := train.ParseMode(mode)
+	if err != nil {
+		return 0, 0, err
+	}
+	fc := train.FullConfig{Mode: m, Pipelines: pipelines}
+	lay, err := fc.Layout(p)
+	return lay.Pipelines, lay.Stages, err
 }
 
 func predict(env *Env, o predictOptions) error {
-	net, err := loadNetwork(o.net)
-	if err != nil {
+	in := perfmodel.Inputs{NPs: o.nps, FitNode: o.fitNode, Target: o.target, Layout: fullLayout}
+	var err error
+	if in.Net, err = loadNetwork(o.net); err != nil {
 		return err
 	}
-	fitNet := net
 	if o.fitNet != "" {
-		if fitNet, err = loadNetwork(o.fitNet); err != nil {
+		if in.FitNet, err = loadNetwork(o.fitNet); err != nil {
 			return err
 		}
 	}
@@ -382,25 +188,69 @@ func predict(env *Env, o predictOptions) error {
 	if len(o.nps) == 0 && len(o.validate) == 0 {
 		return fmt.Errorf("predict: give --np or --validate")
 	}
-	fit, err := readRuns(o.fit, "--fit")
-	if err != nil {
+	if in.Fit, err = readRuns(o.fit, "--fit"); err != nil {
 		return err
 	}
-	if fit[0].Full != nil {
-		return predictFull(env, o, net, fitNet, fit)
+	if in.Validate, err = readRuns(o.validate, "--validate"); err != nil {
+		return err
 	}
-	runs := make([]perfmodel.Run, len(fit))
-	for i, r := range fit {
-		runs[i] = r.Run
+	if len(o.nps) > 0 {
+		if in.Workload, err = readRuns(o.workload, "--workload"); err != nil {
+			return err
+		}
 	}
-	comp, err := perfmodel.FitCompute(runs, o.fitNode, fitNet)
+	t, err := perfmodel.Tabulate(in)
 	if err != nil {
-		return fmt.Errorf("predict: --fit %s: %w", strings.Join(o.fit, ","), err)
+		return fmt.Errorf("predict: %w", err)
 	}
-	if fitNet != net {
-		env.Printf("fitting runs' network %s (%s)\n", fitNet.Name, fitNet.Source)
+	if t.FullCompute != nil {
+		printFull(env, o, in.Net, t)
+	} else {
+		printPredictions(env, o, in, t)
 	}
-	env.Printf("network %s (%s); compute fitted on %d runs (%d cores per node, contention exponent θ %.2f):\n", net.Name, net.Source, len(fit), o.fitNode.CoresPerNode, comp.Theta)
+	if o.csv == "" {
+		return nil
+	}
+	var buf bytes.Buffer
+	if err := csv.NewWriter(&buf).WriteAll(t.Records()); err != nil {
+		return err
+	}
+	if err := atomicfile.WriteFile(o.csv, buf.Bytes()); err != nil {
+		return fmt.Errorf("predict: writing %s: %w", o.csv, err)
+	}
+	env.Printf("wrote %s\n", o.csv)
+	return nil
+}
+
+// printFull prints the fit and the table of full-graph runs.
+func printFull(env *Env, o predictOptions, net *perfmodel.Network, t *perfmodel.Table) {
+	comp := t.FullCompute
+	env.Printf("network %s (%s); %v-mode compute fitted on %d runs (%d cores per node): %.4g s + %.4g s per layer·vertex, contention exponent θ %.2f (R² %.3f)\n",
+		net.Name, net.Source, t.Mode, len(o.fit), o.fitNode.CoresPerNode, comp.Gamma[0], comp.Gamma[1], comp.Theta, comp.R2)
+	env.Printf("%6s %10s %10s %10s | %9s %9s", "p", "epoch_s", "measured", "error", "compute", "comm")
+	for _, ph := range perfmodel.FullPhases {
+		env.Printf(" %9s", ph)
+	}
+	env.Printf(" | source\n")
+	for _, r := range t.Rows {
+		pr := r.Full
+		meas, rel := measuredText(pr.Epoch, r.Measured)
+		env.Printf("%6d %10.4f %10s %10s | %9.4f %9.4f", pr.P, pr.Epoch, meas, rel, pr.Compute, pr.Epoch-pr.Compute)
+		for _, ph := range perfmodel.FullPhases {
+			env.Printf(" %9.4f", pr.Comm[ph])
+		}
+		env.Printf(" | %s\n", pr.Source)
+	}
+	env.Printf("(seconds per epoch: compute on the critical path, and the collectives by phase on the busiest rank)\n")
+}
+
+// printPredictions prints the fit and the table of minibatch runs.
+func printPredictions(env *Env, o predictOptions, in perfmodel.Inputs, t *perfmodel.Table) {
+	comp := t.Compute
+	if in.FitNet != nil && in.FitNet != in.Net {
+		env.Printf("fitting runs' network %s (%s)\n", in.FitNet.Name, in.FitNet.Source)
+	}
+	env.Printf("network %s (%s); compute fitted on %d runs (%d cores per node, contention exponent θ %.2f):\n", in.Net.Name, in.Net.Source, len(o.fit), o.fitNode.CoresPerNode, comp.Theta)
 	for _, ph := range perfmodel.Phases {
 		f := comp.Phases[ph]
 		var parts []string
@@ -409,207 +259,21 @@ func predict(env *Env, o predictOptions) error {
 		}
 		env.Printf("  %-8s %s (R² %.3f)\n", ph, strings.Join(parts, ", "), f.R2)
 	}
-	base := fit[0]
-	var rows []predictRow
-	overlap := base.Overlap
-	if len(o.validate) > 0 {
-		val, err := readRuns(o.validate, "--validate")
-		if err != nil {
-			return err
-		}
-		for _, v := range val {
-			if !reflect.DeepEqual(comparable(v), comparable(base)) {
-				return fmt.Errorf("predict: --validate %s: a different configuration from the --fit runs", v.Name)
-			}
-			pr := comp.Predict(net, &v.Workload, o.target, v.Overlap)
-			rows = append(rows, predictRow{pr: pr, measured: v.EpochSeconds, name: v.Name})
-		}
-	}
-	if len(o.nps) > 0 {
-		wl, err := readRuns(o.workload, "--workload")
-		if err != nil {
-			return err
-		}
-		for _, p := range o.nps {
-			if p < 1 {
-				return fmt.Errorf("predict: --np %d < 1", p)
-			}
-			var w *perfmodel.Workload
-			for _, r := range wl {
-				if r.P == p {
-					w = &r.Workload
-				}
-			}
-			for _, r := range fit {
-				if w == nil && r.P == p {
-					w = &r.Workload
-				}
-			}
-			if w == nil {
-				if base.trainVertices < 1 {
-					return fmt.Errorf("predict: %s: no train_vertices to extrapolate the minibatches from", base.Name)
-				}
-				nb := perfmodel.Batches(p, base.trainVertices, base.batchSize, base.globalBatch)
-				seeds := float64(base.trainVertices) / float64(p)
-				if w, err = perfmodel.Extrapolate(runs, p, nb, seeds, base.params); err != nil {
-					return fmt.Errorf("predict: extrapolating to p=%d: %w", p, err)
-				}
-			}
-			rows = append(rows, predictRow{pr: comp.Predict(net, w, o.target, overlap)})
-		}
-	}
-	printPredictions(env, rows)
-	if o.csv != "" {
-		if err := writePredictCSV(o.csv, rows); err != nil {
-			return err
-		}
-		env.Printf("wrote %s\n", o.csv)
-	}
-	return nil
-}
-
-// predictFull is predict for full-graph runs (graph, pipe, hybrid):
-// perfmodel.FitFull on the --fit runs, then the --validate runs and the
-// --np rank counts.
-func predictFull(env *Env, o predictOptions, net, fitNet *perfmodel.Network, fit []*runFile) error {
-	runs := make([]perfmodel.FullRun, len(fit))
-	for i, r := range fit {
-		runs[i] = *r.Full
-	}
-	comp, err := perfmodel.FitFull(runs, o.fitNode, fitNet)
-	if err != nil {
-		return fmt.Errorf("predict: --fit %s: %w", strings.Join(o.fit, ","), err)
-	}
-	base := fit[0]
-	mode := base.mode
-	env.Printf("network %s (%s); %v-mode compute fitted on %d runs (%d cores per node): %.4g s + %.4g s per layer·vertex, contention exponent θ %.2f (R² %.3f)\n",
-		net.Name, net.Source, mode, len(fit), o.fitNode.CoresPerNode, comp.Gamma[0], comp.Gamma[1], comp.Theta, comp.R2)
-	var rows []fullRow
-	if len(o.validate) > 0 {
-		val, err := readRuns(append([]string{base.Name}, o.validate...), "--validate")
-		if err != nil {
-			return err
-		}
-		for _, v := range val[1:] {
-			rows = append(rows, fullRow{pr: comp.Predict(net, &v.Full.FullWorkload, o.target), measured: v.Full.EpochSeconds})
-		}
-	}
-	if len(o.nps) > 0 {
-		wl, err := readRuns(o.workload, "--workload")
-		if err != nil {
-			return err
-		}
-		for _, p := range o.nps {
-			var w *perfmodel.FullWorkload
-			for _, r := range append(wl, fit...) {
-				if w == nil && r.Full != nil && r.Full.P == p {
-					w = &r.Full.FullWorkload
-				}
-			}
-			if w == nil {
-				var lay pipe.Layout
-				m, err := train.ParseMode(mode)
-				if err == nil {
-					fc := train.FullConfig{Mode: m, Pipelines: base.pipelines}
-					lay, err = fc.Layout(p)
-				}
-				pl, st := lay.Pipelines, lay.Stages
-				if err == nil && st > base.layers {
-					err = fmt.Errorf("%d stages for %d layers: a stage needs a layer", st, base.layers)
-				}
-				if err != nil {
-					return fmt.Errorf("predict: --np %d: %w", p, err)
-				}
-				ch := fullChunks(mode, base.chunks)
-				units := perfmodel.FullUnits(base.layers, base.vertices, pl, st, ch)
-				if w, err = perfmodel.ExtrapolateFull(runs, p, units, perfmodel.FullSteps(st, ch)); err != nil {
-					return fmt.Errorf("predict: extrapolating to p=%d: %w", p, err)
-				}
-			}
-			rows = append(rows, fullRow{pr: comp.Predict(net, w, o.target)})
-		}
-	}
-	env.Printf("%6s %10s %10s %10s | %9s %9s", "p", "epoch_s", "measured", "error", "compute", "comm")
-	for _, ph := range perfmodel.FullPhases {
-		env.Printf(" %9s", ph)
-	}
-	env.Printf(" | source\n")
-	for _, r := range rows {
-		meas, rel := measuredText(r.pr.Epoch, r.measured)
-		env.Printf("%6d %10.4f %10s %10s | %9.4f %9.4f", r.pr.P, r.pr.Epoch, meas, rel, r.pr.Compute, r.pr.Epoch-r.pr.Compute)
-		for _, ph := range perfmodel.FullPhases {
-			env.Printf(" %9.4f", r.pr.Comm[ph])
-		}
-		env.Printf(" | %s\n", r.pr.Source)
-	}
-	env.Printf("(seconds per epoch: compute on the critical path, and the collectives by phase on the busiest rank)\n")
-	if o.csv == "" {
-		return nil
-	}
-	header := []string{"p", "predicted_epoch_s", "measured_epoch_s", "rel_error", "compute_s", "comm_s"}
-	for _, ph := range perfmodel.FullPhases {
-		header = append(header, ph+"_comm_s")
-	}
-	recs := [][]string{append(header, "source")}
-	for _, r := range rows {
-		rec := append([]string{strconv.Itoa(r.pr.P)}, epochCells(r.pr.Epoch, r.measured)...)
-		rec = append(rec, csvNum(r.pr.Compute), csvNum(r.pr.Epoch-r.pr.Compute))
-		for _, ph := range perfmodel.FullPhases {
-			rec = append(rec, csvNum(r.pr.Comm[ph]))
-		}
-		recs = append(recs, append(rec, r.pr.Source))
-	}
-	if err := writeCSV(o.csv, recs); err != nil {
-		return err
-	}
-	env.Printf("wrote %s\n", o.csv)
-	return nil
-}
-
-// fullRow is one line of predictFull's table.
-type fullRow struct {
-	pr       perfmodel.FullPrediction
-	measured float64 // 0: none
-}
-
-func printPredictions(env *Env, rows []predictRow) {
 	env.Printf("%6s %10s %10s %10s |", "p", "epoch_s", "measured", "error")
 	for _, ph := range perfmodel.Phases {
 		env.Printf(" %9s %9s", ph+"_co", ph+"_cp")
 	}
 	env.Printf(" | source\n")
-	for _, r := range rows {
-		meas, rel := measuredText(r.pr.Epoch, r.measured)
-		env.Printf("%6d %10.4f %10s %10s |", r.pr.P, r.pr.Epoch, meas, rel)
+	for _, r := range t.Rows {
+		meas, rel := measuredText(r.Epoch(), r.Measured)
+		env.Printf("%6d %10.4f %10s %10s |", r.P, r.Epoch(), meas, rel)
 		for _, ph := range perfmodel.Phases {
-			t := r.pr.Phases[ph]
+			t := r.Phases[ph]
 			env.Printf(" %9.4f %9.4f", t.Comm, t.Compute)
 		}
-		env.Printf(" | %s\n", r.pr.Source)
+		env.Printf(" | %s\n", r.Source)
 	}
 	env.Printf("(phase_co: communication, phase_cp: compute, seconds per epoch on the slowest rank)\n")
-}
-
-// predictCSVHeader is the CSV's columns (docs/training.md).
-var predictCSVHeader = func() []string {
-	h := []string{"p", "predicted_epoch_s", "measured_epoch_s", "rel_error", "loop_s", "loader_s"}
-	for _, ph := range perfmodel.Phases {
-		h = append(h, ph+"_comm_s", ph+"_compute_s")
-	}
-	return append(h, "source")
-}()
-
-func writePredictCSV(path string, rows []predictRow) error {
-	recs := [][]string{predictCSVHeader}
-	for _, r := range rows {
-		rec := append([]string{strconv.Itoa(r.pr.P)}, epochCells(r.pr.Epoch, r.measured)...)
-		rec = append(rec, csvNum(r.pr.Loop), csvNum(r.pr.Loader))
-		for _, ph := range perfmodel.Phases {
-			rec = append(rec, csvNum(r.pr.Phases[ph].Comm), csvNum(r.pr.Phases[ph].Compute))
-		}
-		recs = append(recs, append(rec, r.pr.Source))
-	}
-	return writeCSV(path, recs)
 }
 
 // measuredText returns the table's measured epoch and relative error, "-"
@@ -619,29 +283,4 @@ func measuredText(predicted, measured float64) (string, string) {
 		return "-", "-"
 	}
 	return fmt.Sprintf("%.4f", measured), fmt.Sprintf("%+.1f%%", 100*(predicted-measured)/measured)
-}
-
-// csvNum formats a number of the CSVs.
-func csvNum(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
-
-// epochCells returns the predicted epoch, the measured one and the relative
-// error (both empty without a measurement).
-func epochCells(predicted, measured float64) []string {
-	if measured <= 0 {
-		return []string{csvNum(predicted), "", ""}
-	}
-	return []string{csvNum(predicted), csvNum(measured), csvNum((predicted - measured) / measured)}
-}
-
-// writeCSV writes recs to path atomically.
-func writeCSV(path string, recs [][]string) error {
-	var buf bytes.Buffer
-	w := csv.NewWriter(&buf)
-	if err := w.WriteAll(recs); err != nil {
-		return err
-	}
-	if err := atomicfile.WriteFile(path, buf.Bytes()); err != nil {
-		return fmt.Errorf("predict: writing %s: %w", path, err)
-	}
-	return nil
 }

@@ -49,7 +49,10 @@ func TestPredictCommand(t *testing.T) {
 	recs, err := csv.NewReader(f).ReadAll()
 	f.Close()
 	require.NoError(t, err)
-	require.Equal(t, predictCSVHeader, recs[0])
+	// The columns of docs/training.md.
+	require.Equal(t, []string{"p", "predicted_epoch_s", "measured_epoch_s", "rel_error", "loop_s", "loader_s",
+		"sample_comm_s", "sample_compute_s", "fetch_comm_s", "fetch_compute_s", "compute_comm_s", "compute_compute_s",
+		"grad_comm_s", "grad_compute_s", "source"}, recs[0])
 	require.Len(t, recs, 4)
 	require.Equal(t, "4", recs[1][0])
 	require.NotEmpty(t, recs[1][2], "validation row has a measurement")
@@ -63,7 +66,7 @@ func TestPredictCommand(t *testing.T) {
 	require.NoError(t, err)
 	g := run.Comm[metrics.PhaseGrad][perfmodel.Allreduce]
 	require.Equal(t, run.Batches, g.Calls)
-	require.Equal(t, float64(4*run.params)*g.Calls, g.Bytes) // p = 2: each rank sends n−b+b elements
+	require.Equal(t, float64(4*run.Params)*g.Calls, g.Bytes) // p = 2: each rank sends n−b+b elements
 
 	bad := filepath.Join(dir, "bad.json")
 	require.NoError(t, os.WriteFile(bad, []byte("{not json"), 0o644))
@@ -105,7 +108,7 @@ func TestPredictFullGraph(t *testing.T) {
 	r, err := readRun(p4)
 	require.NoError(t, err)
 	require.NotNil(t, r.Full)
-	require.Equal(t, perfmodel.FullUnits(8, 2708, 1, 4, r.chunks), r.Full.Units)
+	require.Equal(t, perfmodel.FullUnits(8, 2708, 1, 4, r.Chunks), r.Full.Units)
 	require.Positive(t, r.Full.Comm["act"][perfmodel.Sendrecv].Bytes)
 	g, err := readRun(g2)
 	require.NoError(t, err)
@@ -130,4 +133,13 @@ func TestPredictFullGraph(t *testing.T) {
 
 	_, err = runCmd(t, 1, "predict", "--net", "25gbe", "--fit", p1+","+g2, "--np", "8")
 	require.ErrorContains(t, err, g2)
+}
+
+// readRun decodes the final metrics of the train run in path.
+func readRun(path string) (*perfmodel.Measured, error) {
+	runs, err := readRuns([]string{path}, "--fit")
+	if err != nil {
+		return nil, err
+	}
+	return runs[0], nil
 }

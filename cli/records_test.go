@@ -46,10 +46,3 @@ func TestFinalRecordKeys(t *testing.T) {
 	}
 }
 
-func keysOf(m map[string]json.RawMessage) []string {
-	var ks []string
-	for k := range m {
-		ks = append(ks, k)
-	}
-	return ks
-}

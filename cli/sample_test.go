@@ -10,14 +10,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"gnnmpi/internal/testutil"
+	"gnnmpi/metrics"
 )
 
-func sampleJSON(t *testing.T, p int, args ...string) SampleResult {
+func sampleJSON(t *testing.T, p int, args ...string) metrics.Sample {
 	t.Helper()
 	out, err := runCmd(t, p, "sample", args...)
 	require.NoError(t, err)
 	var obj struct {
-		Sample SampleResult `json:"sample"`
+		Sample metrics.Sample `json:"sample"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(out), &obj), out)
 	return obj.Sample

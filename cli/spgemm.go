@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"gnnmpi/collective"
 	"gnnmpi/graph"
+	"gnnmpi/metrics"
 	"gnnmpi/sparse"
 	"gnnmpi/spgemm"
 )
@@ -82,8 +82,7 @@ func (cfg *spgemmConfig) check(p int) error {
 		}
 		cfg.pr, cfg.pc = p/cfg.c, cfg.c
 	case "2d":
-		cfg.pr, cfg.pc = collective.GridDims(p)
-		if cfg.grid != "" {
+		if cfg.grid != "" { // else Bench takes collective.GridDims
 			x, y, ok := strings.Cut(cfg.grid, "x")
 			pr, err1 := strconv.Atoi(x)
 			pc, err2 := strconv.Atoi(y)
@@ -111,41 +110,25 @@ func runSpGEMM(env *Env, cfg *spgemmConfig) error {
 	}
 	// Rank 0 reads, then broadcasts (phase load).
 	t0 := time.Now()
-	var a, b *sparse.CSR
-	err := RankZero(c, func() error {
-		var err error
-		env.Progress("reading %s", cfg.a)
-		if a, err = graph.ReadMatrixMarket(cfg.a); err != nil {
-			return err
-		}
-		if cfg.b != "" {
-			env.Progress("reading %s", cfg.b)
-			if b, err = graph.ReadMatrixMarket(cfg.b); err != nil {
-				return err
-			}
-			if a.NCols != b.NRows {
-				return fmt.Errorf("spgemm: %s is %d×%d and %s is %d×%d: A·B needs A's columns = B's rows",
-					cfg.a, a.NRows, a.NCols, cfg.b, b.NRows, b.NCols)
-			}
+	paths := []string{cfg.a}
+	if cfg.b != "" {
+		paths = append(paths, cfg.b)
+	}
+	ms, err := graph.BcastMatrixMarket(c, paths, func(ms []*sparse.CSR) error {
+		a := ms[0]
+		if len(ms) > 1 && a.NCols != ms[1].NRows {
+			return fmt.Errorf("spgemm: %s is %d×%d and %s is %d×%d: A·B needs A's columns = B's rows",
+				cfg.a, a.NRows, a.NCols, cfg.b, ms[1].NRows, ms[1].NCols)
 		}
 		if cfg.rows > int(a.NRows) {
 			return fmt.Errorf("spgemm: --rows %d exceeds the %d rows of %s", cfg.rows, a.NRows, cfg.a)
 		}
 		return nil
-	})
+	}, env.Progress)
 	if err != nil {
 		return err
 	}
-	restore := collective.SetPhase(c, "load")
-	if a, err = spgemm.BcastMatrix(c, a, 0); err != nil {
-		return err
-	}
-	if cfg.square {
-		b = a
-	} else if b, err = spgemm.BcastMatrix(c, b, 0); err != nil {
-		return err
-	}
-	restore()
+	a, b := ms[0], ms[len(ms)-1]
 	load := time.Since(t0).Seconds()
 	switch cfg.semiring {
 	case "min-plus":
@@ -181,15 +164,17 @@ func boolean(a *sparse.CSR) *sparse.Matrix[bool] {
 }
 
 func spgemmSR[T sparse.Scalar, S sparse.Semiring[T]](env *Env, cfg *spgemmConfig, sr S, a, b *sparse.Matrix[T], load float64) error {
-	c := env.Comm
-	res, cd, free, err := spgemm.Bench(c, sr, a, b, spgemm.BenchOptions{Algo: cfg.algo, Threads: cfg.threads, Staged: cfg.staged,
+	o := spgemm.BenchOptions{Algo: cfg.algo, Threads: cfg.threads, Staged: cfg.staged,
 		C: cfg.c, Pr: cfg.pr, Pc: cfg.pc, Reps: cfg.reps, Rows: cfg.rows, Seed: cfg.seed, Verify: cfg.verify,
-		Progress: env.Progress, Log: env.Err})
+		Progress: env.Progress, Log: env.Err}
+	if cfg.out != "" {
+		o.Write = func(c *sparse.CSR) error { return graph.WriteMatrixMarket(cfg.out, c) }
+	}
+	res, _, free, err := spgemm.Bench(env.Comm, sr, a, b, o)
 	if err != nil {
 		return err
 	}
 	defer free()
-	defer collective.SetPhase(c, "verify")()
 	res.Semiring, res.A, res.B, res.Load = cfg.semiring, cfg.a, cfg.b, load
 	if cfg.square {
 		res.B = cfg.a
@@ -197,17 +182,8 @@ func spgemmSR[T sparse.Scalar, S sparse.Semiring[T]](env *Env, cfg *spgemmConfig
 	for _, v := range res.Predicted {
 		env.Printf("1.5d c=%d: predicted bytes sent per rank: broadcasts %s, reduction %s\n", v.C, human(int64(v.BcastBytes)), human(int64(v.ReduceBytes)))
 	}
-	if cfg.out != "" {
-		full, err := spgemm.Gather(c, cd, 0)
-		if err != nil {
-			return err
-		}
-		if err := RankZero(c, func() error { return graph.WriteMatrixMarket(cfg.out, toCSR(full)) }); err != nil {
-			return err
-		}
-	}
-	printSpGEMM(env, cfg, res, c.Size(), load)
-	return env.Finish(map[string]any{"spgemm": *res})
+	printSpGEMM(env, cfg, res, env.Comm.Size(), load)
+	return env.Finish(&metrics.SpGEMMFinal{SpGEMM: metrics.SpGEMM(*res)})
 }
 
 // printSpGEMM prints the human-readable summary of a product.
@@ -229,16 +205,4 @@ func printSpGEMM(env *Env, cfg *spgemmConfig, res *spgemm.BenchResult, p int, lo
 	if res.Verified != nil {
 		env.Printf("verified  every block equals the local product\n")
 	}
-}
-
-// toCSR converts C to float64 for writing.
-func toCSR[T sparse.Scalar](a *sparse.Matrix[T]) *sparse.CSR {
-	if x, ok := any(a).(*sparse.CSR); ok {
-		return x
-	}
-	out := &sparse.CSR{NRows: a.NRows, NCols: a.NCols, Indptr: a.Indptr, Indices: a.Indices, Values: make([]float64, a.NNZ())}
-	for q, v := range a.Values {
-		out.Values[q] = spgemm.Float(v)
-	}
-	return out
 }

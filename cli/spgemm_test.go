@@ -16,8 +16,8 @@ import (
 	"gnnmpi/collective"
 	"gnnmpi/collective/inproc"
 	"gnnmpi/graph"
+	"gnnmpi/metrics"
 	"gnnmpi/sparse"
-	"gnnmpi/spgemm"
 )
 
 // runCmd runs command name with args on p in-process ranks and returns rank
@@ -45,12 +45,12 @@ func runCmd(t *testing.T, p int, name string, args ...string) (string, error) {
 	return out.String(), err
 }
 
-func spgemmJSON(t *testing.T, p int, args ...string) spgemm.BenchResult {
+func spgemmJSON(t *testing.T, p int, args ...string) metrics.SpGEMM {
 	t.Helper()
 	out, err := runCmd(t, p, "spgemm", args...)
 	require.NoError(t, err)
 	var obj struct {
-		SpGEMM spgemm.BenchResult `json:"spgemm"`
+		SpGEMM metrics.SpGEMM `json:"spgemm"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(out), &obj), out)
 	return obj.SpGEMM

@@ -52,49 +52,51 @@ func Flops[T sparse.Scalar](a, b *sparse.Matrix[T]) int64 {
 	return f
 }
 
-// BenchResult is the outcome of Bench, the record of `gnnmpi spgemm`.
+// BenchResult is the outcome of Bench; metrics.SpGEMM is its record in
+// gnnmpi spgemm's output, field for field.
 type BenchResult struct {
-	Algo       string    `json:"algo"`
-	Semiring   string    `json:"semiring"`
-	Threads    int       `json:"threads"`
-	Grid       []int     `json:"grid,omitempty"` // 1.5d: (p/c, c); 2d: (pr, pc)
-	Staged     bool      `json:"staged"`
-	A          string    `json:"a"`
-	B          string    `json:"b"`
-	Rows       int       `json:"rows,omitempty"`
-	M          int64     `json:"m"`
-	K          int64     `json:"k"`
-	N          int64     `json:"n"`
-	NNZA       int64     `json:"nnz_a"`
-	NNZARows   int64     `json:"-"` // the entries of the rows of A multiplied
-	NNZB       int64     `json:"nnz_b"`
-	NNZC       int64     `json:"nnz_c"`
-	Flops      int64     `json:"flops"`
-	Seconds    float64   `json:"seconds"` // median over reps of the slowest rank's time
-	SecondsMin float64   `json:"min_seconds"`
-	Times      []float64 `json:"times"` // every rep's slowest-rank time
-	MFLOPS     float64   `json:"mflops"`
-	SumC       float64   `json:"sum_c"`    // sum of the values of C (true entries for or-and)
-	Checksum   string    `json:"checksum"` // spgemm.Checksum of C, hex
-	Verified   *bool     `json:"verified,omitempty"`
-	Load       float64   `json:"load_seconds"`
-	C          int       `json:"c,omitempty"` // 1.5d: the replication factor used
+	Algo       string
+	Semiring   string
+	Threads    int
+	Grid       []int // 1.5d: (p/c, c); 2d: (pr, pc)
+	Staged     bool
+	A          string
+	B          string
+	Rows       int
+	M          int64
+	K          int64
+	N          int64
+	NNZA       int64
+	NNZARows   int64 // the entries of the rows of A multiplied
+	NNZB       int64
+	NNZC       int64
+	Flops      int64
+	Seconds    float64 // median over reps of the slowest rank's time
+	SecondsMin float64
+	Times      []float64 // every rep's slowest-rank time
+	MFLOPS     float64
+	SumC       float64 // sum of the values of C (true entries for or-and)
+	Checksum   string  // spgemm.Checksum of C, hex
+	Verified   *bool
+	Load       float64
+	C          int // 1.5d: the replication factor used
 	// 1.5d with --c 0: the predicted bytes sent per rank for every c
 	// (spgemm.Predict15D), of which the least chose C.
-	Predicted []PredictedVolume `json:"predicted,omitempty"`
+	Predicted []PredictedVolume
 	// Bytes of one product (phase spgemm), per rank and over ranks.
-	SentPerRank []int64 `json:"sent_bytes_per_rank"`
-	RecvPerRank []int64 `json:"recv_bytes_per_rank"`
-	MaxSent     int64   `json:"max_sent_bytes"`
-	MaxRecv     int64   `json:"max_recv_bytes"`
-	TotalSent   int64   `json:"total_sent_bytes"`
+	SentPerRank []int64
+	RecvPerRank []int64
+	MaxSent     int64
+	MaxRecv     int64
+	TotalSent   int64
 }
 
-// PredictedVolume is a Volume15D in BenchResult's JSON.
-type PredictedVolume struct {
-	C           int     `json:"c"`
-	BcastBytes  float64 `json:"bcast_bytes"`
-	ReduceBytes float64 `json:"reduce_bytes"`
+// PredictedVolume is a Volume15D in BenchResult (an alias of an unnamed
+// struct, as metrics.PredictedVolume is).
+type PredictedVolume = struct {
+	C           int
+	BcastBytes  float64
+	ReduceBytes float64
 }
 
 // valueSize returns the bytes of a T.
@@ -130,6 +132,10 @@ type BenchOptions struct {
 	// Log, when not nil, receives a line from each rank whose block
 	// fails the verification.
 	Log io.Writer
+	// Write, when not nil, receives C in float64 on rank 0 (gathered
+	// there by Gather, after the verification), to write it; its error
+	// fails every rank (collective.RankZero).
+	Write func(c *sparse.CSR) error
 }
 
 // Bench times the product C = A·B over sr with the layout o.Algo, as
@@ -138,7 +144,8 @@ type BenchOptions struct {
 // collective over c. The grid's splits count under phase "setup", the
 // barriers and time reductions under "timing", the products under Phase,
 // and the summaries of C (scalar Allreduces, Checksum, two Allgathers of
-// one int64) and the verification under "verify". The record's byte
+// one int64), the verification and o.Write's Gather and status broadcast
+// under "verify". 2d without a grid (Pr = 0) takes collective.GridDims. The record's byte
 // counts are those of the first product's phase Phase. With o.Verify, a
 // block that differs from the local product makes Bench return an error
 // after the record is complete.
@@ -194,6 +201,16 @@ func Bench[T sparse.Scalar, S sparse.Semiring[T]](c collective.Comm, sr S, a, b 
 			return res, nil, nil, fmt.Errorf("spgemm: --verify: %d of %d ranks hold a block that differs from the local product", bad, c.Size())
 		}
 	}
+	if o.Write != nil {
+		full, err := Gather(c, cd, 0)
+		if err == nil {
+			err = collective.RankZero(c, func() error { return o.Write(toCSR(full)) })
+		}
+		if err != nil {
+			free()
+			return nil, nil, nil, err
+		}
+	}
 	return res, cd, free, nil
 }
 
@@ -240,6 +257,9 @@ func layoutProduct[T sparse.Scalar, S sparse.Semiring[T]](c collective.Comm, cfg
 			for _, v := range pred {
 				res.Predicted = append(res.Predicted, PredictedVolume{C: v.C, BcastBytes: v.Bcast, ReduceBytes: v.Reduce})
 			}
+		}
+		if cfg.Algo == "2d" && cfg.Pr == 0 {
+			cfg.Pr, cfg.Pc = collective.GridDims(p)
 		}
 		g, err := collective.NewGrid(c, cfg.Pr, cfg.Pc)
 		if err != nil {
@@ -395,4 +415,17 @@ func Float[T sparse.Scalar](v T) float64 {
 		return 0
 	}
 	return 0
+}
+
+// toCSR returns a in float64 (Float of every value); a float64 matrix
+// itself.
+func toCSR[T sparse.Scalar](a *sparse.Matrix[T]) *sparse.CSR {
+	if x, ok := any(a).(*sparse.CSR); ok {
+		return x
+	}
+	out := &sparse.CSR{NRows: a.NRows, NCols: a.NCols, Indptr: a.Indptr, Indices: a.Indices, Values: make([]float64, a.NNZ())}
+	for q, v := range a.Values {
+		out.Values[q] = Float(v)
+	}
+	return out
 }

@@ -164,7 +164,7 @@ func WriteParts(c collective.Comm, r *graph.BinaryRows, res *Result, o WriteOpti
 	}
 	// Rank 0 makes the directory and removes an old manifest first, so
 	// that a failed run leaves none.
-	err = rankZero(c, func() error {
+	err = collective.RankZero(c, func() error {
 		if err := os.MkdirAll(o.Dir, 0o755); err != nil {
 			return fmt.Errorf("partition: cannot make %s: %w", o.Dir, err)
 		}
@@ -278,7 +278,7 @@ func WriteParts(c collective.Comm, r *graph.BinaryRows, res *Result, o WriteOpti
 		return nil, err
 	}
 	var m *graph.PartManifest
-	err = rankZero(c, func() error {
+	err = collective.RankZero(c, func() error {
 		m = &graph.PartManifest{Format: graph.PartFormat, Version: graph.PartVersion, Name: r.Name(), NumNodes: n, NumEdges: nnz,
 			NumFeatures: r.NumFeatures(), HasLabels: r.HasLabels(), NumClasses: numClasses, Symmetric: symmetric,
 			Weighted: r.Weighted(), Method: o.Method, Parts: parts, Offsets: offsets, EdgeCut: res.Cut,
@@ -295,31 +295,6 @@ func WriteParts(c collective.Comm, r *graph.BinaryRows, res *Result, o WriteOpti
 		return nil, err
 	}
 	return m, nil
-}
-
-// rankZero runs fn on rank 0 only and makes every rank return its
-// outcome, as the command layer's RankZero does: rank 0 broadcasts its
-// status, so an error there fails every rank (rank 0 returns it, the
-// others collective.ErrAborted).
-func rankZero(c collective.Comm, fn func() error) error {
-	var err error
-	if c.Rank() == 0 {
-		err = fn()
-	}
-	status := []int32{0}
-	if err != nil {
-		status[0] = 1
-	}
-	if berr := collective.BcastSlice(c, status, 0); berr != nil {
-		return berr
-	}
-	if err != nil {
-		return err
-	}
-	if status[0] != 0 {
-		return collective.ErrAborted
-	}
-	return nil
 }
 
 // gatherPartFiles returns the manifest entries of the parts parts, in part
