@@ -8,6 +8,7 @@ import (
 	"gonum.org/v1/gonum/blas"
 
 	"gnnmpi/dense"
+	"gnnmpi/internal/enum"
 	"gnnmpi/sparse"
 )
 
@@ -74,7 +75,7 @@ func (c DeepConfig) Validate() error {
 	switch c.Kind {
 	case ConvGCN, ConvSAGE, ConvResGCN, ConvGCNII:
 	default:
-		return fmt.Errorf("%w: deep kind %q, want %s", ErrConfig, c.Kind, orNames(DeepKinds))
+		return fmt.Errorf("%w: deep kind %q, want %s", ErrConfig, c.Kind, enum.Or(DeepKinds))
 	}
 	switch {
 	case c.Layers < 1:
