@@ -216,10 +216,7 @@ func readLabels(path string, n int64, rows []int64) ([]int32, int, error) {
 		return nil, 0, err
 	}
 	defer lr.Close()
-	held := n
-	if rows != nil {
-		held = int64(len(rows))
-	}
+	held := heldRows(n, rows)
 	labels := make([]int32, held)
 	maxLabel := int64(-1)
 	next := 0 // index into rows of the next held vertex
@@ -270,10 +267,7 @@ func readFeatures(path string, n int64, rows []int64, format FeatureFormat) (*de
 		return nil, nil, err
 	}
 	defer lr.Close()
-	b := &featBuilder{format: format, n: n, held: n, rows: rows, ones: true}
-	if rows != nil {
-		b.held = int64(len(rows))
-	}
+	b := &featBuilder{format: format, n: n, held: heldRows(n, rows), rows: rows, ones: true}
 	var g int64
 	for ; ; g++ {
 		line, err := lr.Next()
@@ -585,10 +579,7 @@ func readEdges(path string, n int64, rows []int64, m int64) (*sparse.CSR, int64,
 		return nil, 0, err
 	}
 	defer lr.Close()
-	held := n
-	if rows != nil {
-		held = int64(len(rows))
-	}
+	held := heldRows(n, rows)
 	b := newEdgeBuilder(held, edgeHint(path, n, held, rows != nil, m))
 	row := rowFinder{rows: rows, prevSrc: -1}
 	var lines int64
@@ -715,6 +706,15 @@ func (b *edgeBuilder) csr(n int64) (*sparse.CSR, error) {
 		b.counts[i] += b.counts[i-1]
 	}
 	return &sparse.CSR{NRows: b.held, NCols: n, Indptr: b.counts, Indices: b.dsts}, nil
+}
+
+// heldRows returns how many rows a reader holds of n: len(rows), or all n
+// when rows is nil.
+func heldRows(n int64, rows []int64) int64 {
+	if rows == nil {
+		return n
+	}
+	return int64(len(rows))
 }
 
 // searchRow returns the index of g in the ascending rows and
