@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"gnnmpi/internal/textfile"
 	"io"
 	"io/fs"
 	"math"
@@ -15,6 +14,7 @@ import (
 	"strings"
 
 	"gnnmpi/dense"
+	"gnnmpi/internal/textfile"
 	"gnnmpi/sparse"
 )
 
