@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"math"
 	"os"
@@ -221,14 +220,7 @@ func readLabels(path string, n int64, rows []int64) ([]int32, int, error) {
 	maxLabel := int64(-1)
 	next := 0 // index into rows of the next held vertex
 	var g int64
-	for ; ; g++ {
-		line, err := lr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, 0, err
-		}
+	for line := range lr.All() {
 		if g >= n {
 			return nil, 0, lr.Errorf("more labels than the %d nodes of num-node-list", n)
 		}
@@ -248,6 +240,10 @@ func readLabels(path string, n int64, rows []int64) ([]int32, int, error) {
 			labels[next] = int32(v)
 			next++
 		}
+		g++
+	}
+	if err := lr.Err(); err != nil {
+		return nil, 0, err
 	}
 	if g != n {
 		return nil, 0, parseErr(path, 0, fmt.Sprintf("%d labels, but num-node-list declares %d nodes", g, n))
@@ -269,14 +265,7 @@ func readFeatures(path string, n int64, rows []int64, format FeatureFormat) (*de
 	defer lr.Close()
 	b := &featBuilder{format: format, n: n, held: heldRows(n, rows), rows: rows, ones: true}
 	var g int64
-	for ; ; g++ {
-		line, err := lr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, nil, err
-		}
+	for line := range lr.All() {
 		if g >= n {
 			return nil, nil, lr.Errorf("more feature rows than the %d nodes of num-node-list", n)
 		}
@@ -291,6 +280,10 @@ func readFeatures(path string, n int64, rows []int64, format FeatureFormat) (*de
 		if err := b.line(lr, g, line); err != nil {
 			return nil, nil, err
 		}
+		g++
+	}
+	if err := lr.Err(); err != nil {
+		return nil, nil, err
 	}
 	if g != n {
 		return nil, nil, parseErr(path, 0, fmt.Sprintf("%d feature rows, but num-node-list declares %d nodes", g, n))
