@@ -33,6 +33,7 @@ var layers = map[string]int{
 	"gnnmpi/nccl/nccltest":       0,
 	"gnnmpi/internal/atomicfile": 0,
 	"gnnmpi/internal/dl":         0,
+	"gnnmpi/internal/enum":       0,
 	"gnnmpi/internal/f16":        0,
 	"gnnmpi/internal/memlimit":   0,
 	"gnnmpi/internal/openblas":   0,
@@ -86,7 +87,7 @@ var layers = map[string]int{
 var pureGo = []string{
 	"gnnmpi/sparse", "gnnmpi/dense", "gnnmpi/collective", "gnnmpi/model", "gnnmpi/spgemm", "gnnmpi/sampling",
 	"gnnmpi/pipe", "gnnmpi/alltoall", "gnnmpi/partition", "gnnmpi/partition/dist", "gnnmpi/perfmodel",
-	"gnnmpi/internal/rng", "gnnmpi/internal/textfile", "gnnmpi/internal/atomicfile", "gnnmpi/internal/memlimit",
+	"gnnmpi/internal/rng", "gnnmpi/internal/enum", "gnnmpi/internal/textfile", "gnnmpi/internal/atomicfile", "gnnmpi/internal/memlimit",
 }
 
 // cgoLeaves are the only packages with cgo files (STYLE.md §5): thin

@@ -174,10 +174,7 @@ func (s *featSource) rows(rows []int64, n int64, format FeatureFormat) (*dense.M
 			format = FeatureCSR
 		}
 	}
-	held := n
-	if rows != nil {
-		held = int64(len(rows))
-	}
+	held := heldRows(n, rows)
 	gid := func(k int64) int64 {
 		if rows == nil {
 			return k

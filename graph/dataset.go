@@ -140,15 +140,8 @@ func (d *Dataset) Validate() error {
 			return err
 		}
 	}
-	if d.Labels != nil {
-		if int64(len(d.Labels)) != held {
-			return fmt.Errorf("graph: %d labels, want %d", len(d.Labels), held)
-		}
-		for i, l := range d.Labels {
-			if l < 0 || int(l) >= d.NumClasses {
-				return fmt.Errorf("graph: label %d of row %d outside [0,%d)", l, i, d.NumClasses)
-			}
-		}
+	if err := validateLabels(d.Labels, held, d.NumClasses); err != nil {
+		return fmt.Errorf("graph: %w", err)
 	}
 	for name, s := range d.Splits {
 		for _, part := range [][]int64{s.Train, s.Valid, s.Test} {
@@ -157,6 +150,23 @@ func (d *Dataset) Validate() error {
 					return fmt.Errorf("graph: split %s has vertex %d outside [0,%d)", name, v, d.NumNodes)
 				}
 			}
+		}
+	}
+	return nil
+}
+
+// validateLabels checks labels, if not nil: one per row of rows, each in
+// [0, numClasses). Its errors have no package prefix.
+func validateLabels(labels []int32, rows int64, numClasses int) error {
+	if labels == nil {
+		return nil
+	}
+	if int64(len(labels)) != rows {
+		return fmt.Errorf("%d labels, want %d", len(labels), rows)
+	}
+	for i, l := range labels {
+		if l < 0 || int(l) >= numClasses {
+			return fmt.Errorf("label %d of row %d outside [0,%d)", l, i, numClasses)
 		}
 	}
 	return nil

@@ -2,6 +2,7 @@ package graph
 
 import (
 	"fmt"
+	"slices"
 
 	"gnnmpi/dense"
 	"gnnmpi/sparse"
@@ -44,10 +45,8 @@ func ParseFeatureFormat(s string) (FeatureFormat, error) {
 	if s == "" {
 		return FeatureAuto, nil
 	}
-	for _, f := range FeatureFormats {
-		if FeatureFormat(s) == f {
-			return f, nil
-		}
+	if f := FeatureFormat(s); slices.Contains(FeatureFormats, f) {
+		return f, nil
 	}
 	return "", fmt.Errorf("graph: unknown feature format %q (want one of %v)", s, FeatureFormats)
 }

@@ -503,17 +503,7 @@ func genPoissonSmall(r *rand.Rand, lambda float64) int64 {
 func genPairsToCSR[T uint32 | uint64](n int64, chunks [][]T, symmetric bool) *sparse.CSR {
 	indptr := make([]int64, n+1)
 	genParallel(len(chunks), func(c int) {
-		e := chunks[c]
-		for k := 0; k+1 < len(e); k += 2 {
-			u, v := int64(e[k]), int64(e[k+1])
-			if u == v {
-				continue
-			}
-			atomic.AddInt64(&indptr[u+1], 1)
-			if symmetric {
-				atomic.AddInt64(&indptr[v+1], 1)
-			}
-		}
+		genEdges(chunks[c], symmetric, func(u, _ int64) { atomic.AddInt64(&indptr[u+1], 1) })
 	})
 	for i := range n {
 		indptr[i+1] += indptr[i]
@@ -522,21 +512,27 @@ func genPairsToCSR[T uint32 | uint64](n int64, chunks [][]T, symmetric bool) *sp
 	indices := make([]int64, nnz)
 	next := slices.Clone(indptr[:n])
 	genParallel(len(chunks), func(c int) {
-		e := chunks[c]
-		for k := 0; k+1 < len(e); k += 2 {
-			u, v := int64(e[k]), int64(e[k+1])
-			if u == v {
-				continue
-			}
-			indices[atomic.AddInt64(&next[u], 1)-1] = v
-			if symmetric {
-				indices[atomic.AddInt64(&next[v], 1)-1] = u
-			}
-		}
+		genEdges(chunks[c], symmetric, func(u, v int64) { indices[atomic.AddInt64(&next[u], 1)-1] = v })
 		chunks[c] = nil
 	})
 
 	return genSortDedupRows(n, indptr, indices, next)
+}
+
+// genEdges calls edge(u, v) for each pair (u, v) of the consecutive
+// (src, dst) pairs in e but self-loops, in order, and edge(v, u) right
+// after it when symmetric.
+func genEdges[T uint32 | uint64](e []T, symmetric bool, edge func(u, v int64)) {
+	for k := 1; k < len(e); k += 2 {
+		u, v := int64(e[k-1]), int64(e[k])
+		if u == v {
+			continue
+		}
+		edge(u, v)
+		if symmetric {
+			edge(v, u)
+		}
+	}
 }
 
 // genSortDedupRows sorts the columns of each row of the n-row CSR

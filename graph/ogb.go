@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"gnnmpi/internal/textfile"
-	"io"
 	"io/fs"
 	"math"
 	"os"
@@ -15,6 +13,7 @@ import (
 	"strings"
 
 	"gnnmpi/dense"
+	"gnnmpi/internal/textfile"
 	"gnnmpi/sparse"
 )
 
@@ -216,22 +215,12 @@ func readLabels(path string, n int64, rows []int64) ([]int32, int, error) {
 		return nil, 0, err
 	}
 	defer lr.Close()
-	held := n
-	if rows != nil {
-		held = int64(len(rows))
-	}
+	held := heldRows(n, rows)
 	labels := make([]int32, held)
 	maxLabel := int64(-1)
 	next := 0 // index into rows of the next held vertex
 	var g int64
-	for ; ; g++ {
-		line, err := lr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, 0, err
-		}
+	for line := range lr.All() {
 		if g >= n {
 			return nil, 0, lr.Errorf("more labels than the %d nodes of num-node-list", n)
 		}
@@ -251,6 +240,10 @@ func readLabels(path string, n int64, rows []int64) ([]int32, int, error) {
 			labels[next] = int32(v)
 			next++
 		}
+		g++
+	}
+	if err := lr.Err(); err != nil {
+		return nil, 0, err
 	}
 	if g != n {
 		return nil, 0, parseErr(path, 0, fmt.Sprintf("%d labels, but num-node-list declares %d nodes", g, n))
@@ -270,19 +263,9 @@ func readFeatures(path string, n int64, rows []int64, format FeatureFormat) (*de
 		return nil, nil, err
 	}
 	defer lr.Close()
-	b := &featBuilder{format: format, n: n, held: n, rows: rows, ones: true}
-	if rows != nil {
-		b.held = int64(len(rows))
-	}
+	b := &featBuilder{format: format, n: n, held: heldRows(n, rows), rows: rows, ones: true}
 	var g int64
-	for ; ; g++ {
-		line, err := lr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, nil, err
-		}
+	for line := range lr.All() {
 		if g >= n {
 			return nil, nil, lr.Errorf("more feature rows than the %d nodes of num-node-list", n)
 		}
@@ -297,6 +280,10 @@ func readFeatures(path string, n int64, rows []int64, format FeatureFormat) (*de
 		if err := b.line(lr, g, line); err != nil {
 			return nil, nil, err
 		}
+		g++
+	}
+	if err := lr.Err(); err != nil {
+		return nil, nil, err
 	}
 	if g != n {
 		return nil, nil, parseErr(path, 0, fmt.Sprintf("%d feature rows, but num-node-list declares %d nodes", g, n))
@@ -585,10 +572,7 @@ func readEdges(path string, n int64, rows []int64, m int64) (*sparse.CSR, int64,
 		return nil, 0, err
 	}
 	defer lr.Close()
-	held := n
-	if rows != nil {
-		held = int64(len(rows))
-	}
+	held := heldRows(n, rows)
 	b := newEdgeBuilder(held, edgeHint(path, n, held, rows != nil, m))
 	row := rowFinder{rows: rows, prevSrc: -1}
 	var lines int64
@@ -715,6 +699,15 @@ func (b *edgeBuilder) csr(n int64) (*sparse.CSR, error) {
 		b.counts[i] += b.counts[i-1]
 	}
 	return &sparse.CSR{NRows: b.held, NCols: n, Indptr: b.counts, Indices: b.dsts}, nil
+}
+
+// heldRows returns how many rows a reader holds of n: len(rows), or all n
+// when rows is nil.
+func heldRows(n int64, rows []int64) int64 {
+	if rows == nil {
+		return n
+	}
+	return int64(len(rows))
 }
 
 // searchRow returns the index of g in the ascending rows and

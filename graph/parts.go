@@ -204,22 +204,7 @@ func MakePart(g *Dataset, book *partition.Book, q int) (*Part, error) {
 		p.Adj.Indices[k] = newID(j)
 	}
 	p.Adj.SortRows()
-	switch {
-	case g.Feat != nil:
-		f := g.Feat.Cols
-		p.Feat = dense.New(len(own), f)
-		for i, v := range own {
-			copy(p.Feat.Row(i), g.Feat.Row(int(v)))
-		}
-	case g.FeatCSR != nil:
-		p.FeatCSR = sparse.SelectRows(g.FeatCSR, own)
-	}
-	if g.Labels != nil {
-		p.Labels = make([]int32, len(own))
-		for i, v := range own {
-			p.Labels[i] = g.Labels[v]
-		}
-	}
+	p.Feat, p.FeatCSR, p.Labels = selectRowData(g.Feat, g.FeatCSR, g.Labels, own)
 	member := func(ids []int64) []int64 {
 		out := []int64{}
 		for _, v := range ids {
@@ -278,6 +263,31 @@ func WritePart(path string, p *Part, index, parts int) (PartFile, error) {
 	return PartFile{Name: filepath.Base(path), Bytes: size, Checksum: c.meta.crc, Edges: p.Adj.NNZ()}, nil
 }
 
+// selectRowData returns copies of the rows idx of a part's or dataset's
+// row data: of the dense features feat or else the sparse ones featCSR
+// (nil results for those absent), and of the labels (nil if absent).
+func selectRowData(feat *dense.Matrix, featCSR *sparse.Matrix[float32], labels []int32, idx []int64) (*dense.Matrix, *sparse.Matrix[float32], []int32) {
+	var f *dense.Matrix
+	var fc *sparse.Matrix[float32]
+	switch {
+	case feat != nil:
+		f = dense.New(len(idx), feat.Cols)
+		for i, r := range idx {
+			copy(f.Row(i), feat.Row(int(r)))
+		}
+	case featCSR != nil:
+		fc = sparse.SelectRows(featCSR, idx)
+	}
+	var l []int32
+	if labels != nil {
+		l = make([]int32, len(idx))
+		for i, r := range idx {
+			l[i] = labels[r]
+		}
+	}
+	return f, fc, l
+}
+
 // check verifies that p is a consistent part index of parts.
 func (p *Part) check(index, parts int) error {
 	rows := p.Rows()
@@ -306,15 +316,8 @@ func (p *Part) check(index, parts int) error {
 			return err
 		}
 	}
-	if p.Labels != nil {
-		if int64(len(p.Labels)) != rows {
-			return fmt.Errorf("%d labels, want %d", len(p.Labels), rows)
-		}
-		for i, l := range p.Labels {
-			if l < 0 || int(l) >= p.NumClasses {
-				return fmt.Errorf("label %d of row %d outside [0,%d)", l, i, p.NumClasses)
-			}
-		}
+	if err := validateLabels(p.Labels, rows, p.NumClasses); err != nil {
+		return err
 	}
 	for name, s := range p.Splits {
 		for _, ids := range [...][]int64{s.Train, s.Valid, s.Test} {

@@ -361,21 +361,7 @@ func (p *Part) selectRows(ids []int64) *Part {
 	}
 	out := &Part{Name: p.Name, NumNodes: p.NumNodes, Lo: p.Lo, Hi: p.Hi, NumClasses: p.NumClasses, Splits: map[string]Split{},
 		Symmetric: p.Symmetric, Weighted: p.Weighted, Adj: sparse.SelectRows(p.Adj, local)}
-	switch {
-	case p.Feat != nil:
-		out.Feat = dense.New(len(ids), p.Feat.Cols)
-		for i, r := range local {
-			copy(out.Feat.Row(i), p.Feat.Row(int(r)))
-		}
-	case p.FeatCSR != nil:
-		out.FeatCSR = sparse.SelectRows(p.FeatCSR, local)
-	}
-	if p.Labels != nil {
-		out.Labels = make([]int32, len(ids))
-		for i, r := range local {
-			out.Labels[i] = p.Labels[r]
-		}
-	}
+	out.Feat, out.FeatCSR, out.Labels = selectRowData(p.Feat, p.FeatCSR, p.Labels, local)
 	out.OrigIDs = make([]int64, len(ids))
 	for i, r := range local {
 		out.OrigIDs[i] = p.OrigIDs[r]

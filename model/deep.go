@@ -8,6 +8,7 @@ import (
 	"gonum.org/v1/gonum/blas"
 
 	"gnnmpi/dense"
+	"gnnmpi/internal/enum"
 	"gnnmpi/sparse"
 )
 
@@ -74,7 +75,7 @@ func (c DeepConfig) Validate() error {
 	switch c.Kind {
 	case ConvGCN, ConvSAGE, ConvResGCN, ConvGCNII:
 	default:
-		return fmt.Errorf("%w: deep kind %q, want %s", ErrConfig, c.Kind, orNames(DeepKinds))
+		return fmt.Errorf("%w: deep kind %q, want %s", ErrConfig, c.Kind, enum.Or(DeepKinds))
 	}
 	switch {
 	case c.Layers < 1:
@@ -122,12 +123,8 @@ type Linear struct {
 // or gonum's pure Go BLAS if impl is nil. It will panic if fin or fout is
 // not positive.
 func NewLinear(fin, fout int, rng *rand.Rand, impl blas.Float32Level3) *Linear {
-	if fin <= 0 || fout <= 0 {
-		panic("model: non-positive layer width")
-	}
-	l := &Linear{w: newParam("w", fin, fout), b: newParam("b", 1, fout), fin: fin, fout: fout, impl: dense.BLASOrDefault(impl)}
-	glorot(l.w, fin, fout, rng)
-	return l
+	w, b := newAffine(fin, fout, rng)
+	return &Linear{w: w, b: b, fin: fin, fout: fout, impl: dense.BLASOrDefault(impl)}
 }
 
 // Forward returns x·W + b as a new n×fout matrix and caches x.
@@ -364,10 +361,7 @@ func lnPre(gain, bias float32, xh float32) float32 { return gain*xh + bias }
 func (c *resConv) Forward(b *Block, x, aux *dense.Matrix) *dense.Matrix {
 	w := c.width
 	a := b.CSR()
-	checkBlock(a, x, w)
-	if a.Values == nil {
-		panic("model: GCN block has no Values (see GCNNorm)")
-	}
+	checkNormBlock(a, x, w, "model: GCN block has no Values (see GCNNorm)")
 	checkAux(a, aux, w)
 	ns := x.Rows
 	c.ns = ns
@@ -485,10 +479,7 @@ type gcniiConv struct {
 func (c *gcniiConv) Forward(b *Block, x, aux *dense.Matrix) *dense.Matrix {
 	w := c.width
 	a := b.CSR()
-	checkBlock(a, x, w)
-	if a.Values == nil {
-		panic("model: GCNII block has no Values (see GCNNorm)")
-	}
+	checkNormBlock(a, x, w, "model: GCNII block has no Values (see GCNNorm)")
 	checkAux(a, aux, w)
 	nd := int(a.NRows)
 	c.wt = b.scaledValues(1 - c.alpha)

@@ -47,12 +47,8 @@ var _ Layer = (*GCN)(nil)
 // weights drawn from rng and a zero bias. Dense products use impl, or gonum's
 // pure Go BLAS if impl is nil. It will panic if fin or fout is not positive.
 func NewGCN(fin, fout int, rng *rand.Rand, impl blas.Float32Level3) *GCN {
-	if fin <= 0 || fout <= 0 {
-		panic("model: non-positive layer width")
-	}
-	g := &GCN{w: newParam("w", fin, fout), b: newParam("b", 1, fout), fin: fin, fout: fout, impl: dense.BLASOrDefault(impl)}
-	glorot(g.w, fin, fout, rng)
-	return g
+	w, b := newAffine(fin, fout, rng)
+	return &GCN{w: w, b: b, fin: fin, fout: fout, impl: dense.BLASOrDefault(impl)}
 }
 
 // shared returns a GCN with g's Params (gradients accumulate into the same
@@ -80,10 +76,7 @@ func (g *GCN) Forward(a *sparse.CSR, x *dense.Matrix, train bool, rng *rand.Rand
 // order needs it in Backward (multiply first).
 func (g *GCN) forward(b *Block, x *dense.Matrix) *dense.Matrix {
 	a := b.CSR()
-	checkBlock(a, x, g.fin)
-	if a.Values == nil {
-		panic("model: GCN block has no Values (see GCNNorm)")
-	}
+	checkNormBlock(a, x, g.fin, "model: GCN block has no Values (see GCNNorm)")
 	g.blk, g.x, g.xs = b, nil, nil
 	g.wt = b.scaledValues(1)
 	nd, ns, fin, fout := int64(a.NRows), int64(a.NCols), int64(g.fin), int64(g.fout)

@@ -1,9 +1,6 @@
 package model
 
-import (
-	"fmt"
-	"strings"
-)
+import "gnnmpi/internal/enum"
 
 // Kind names a kind of GNN layer: the layers of a minibatch model
 // (Config.Kind: KindSAGE, KindGCN or KindGAT) or the Hidden→Hidden Convs of
@@ -32,17 +29,14 @@ var DeepKinds = []Kind{ConvGCN, ConvSAGE, ConvResGCN, ConvGCNII}
 
 // ParseKind returns the kind named s, or an error listing the kinds.
 func ParseKind(s string) (Kind, error) {
-	return parseName("model", s, Kinds)
+	return enum.Parse("model", "model", s, Kinds...)
 }
 
 // String returns the kind's name.
 func (k Kind) String() string { return string(k) }
 
-// Set sets k to the kind named s (flag.Value).
-func (k *Kind) Set(s string) (err error) {
-	*k, err = ParseKind(s)
-	return err
-}
+// Set sets k to the kind named s, leaving it alone when s names none (flag.Value).
+func (k *Kind) Set(s string) error { return enum.Set(k, ParseKind, s) }
 
 // OptimizerKind names an optimizer that NewOptimizer builds. It implements
 // flag.Value.
@@ -60,37 +54,11 @@ var OptimizerKinds = []OptimizerKind{OptimizerAdam, OptimizerSGD}
 // ParseOptimizerKind returns the optimizer kind named s, or an error listing
 // the kinds.
 func ParseOptimizerKind(s string) (OptimizerKind, error) {
-	return parseName("optimizer", s, OptimizerKinds)
+	return enum.Parse("model", "optimizer", s, OptimizerKinds...)
 }
 
 // String returns the optimizer's name.
 func (k OptimizerKind) String() string { return string(k) }
 
-// Set sets k to the optimizer kind named s (flag.Value).
-func (k *OptimizerKind) Set(s string) (err error) {
-	*k, err = ParseOptimizerKind(s)
-	return err
-}
-
-// parseName returns the choice whose name is s, or an error naming what
-// and listing the choices.
-func parseName[T ~string](what, s string, choices []T) (T, error) {
-	for _, c := range choices {
-		if string(c) == s {
-			return c, nil
-		}
-	}
-	return "", fmt.Errorf("model: unknown %s %q (want %s)", what, s, orNames(choices))
-}
-
-// orNames spells choices as "a, b or c".
-func orNames[T ~string](choices []T) string {
-	s := make([]string, len(choices))
-	for i, c := range choices {
-		s[i] = string(c)
-	}
-	if len(s) < 2 {
-		return strings.Join(s, "")
-	}
-	return strings.Join(s[:len(s)-1], ", ") + " or " + s[len(s)-1]
-}
+// Set sets k to the optimizer kind named s, leaving it alone when s names none (flag.Value).
+func (k *OptimizerKind) Set(s string) error { return enum.Set(k, ParseOptimizerKind, s) }

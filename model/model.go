@@ -8,6 +8,7 @@ import (
 	"gonum.org/v1/gonum/blas"
 
 	"gnnmpi/dense"
+	"gnnmpi/internal/enum"
 	"gnnmpi/sparse"
 )
 
@@ -45,7 +46,7 @@ func (c Config) withDefaults() (Config, error) {
 	switch c.Kind {
 	case KindSAGE, KindGCN, KindGAT:
 	default:
-		return c, fmt.Errorf("%w: kind %q, want %s", ErrConfig, c.Kind, orNames(MinibatchKinds))
+		return c, fmt.Errorf("%w: kind %q, want %s", ErrConfig, c.Kind, enum.Or(MinibatchKinds))
 	}
 	if c.Heads == 0 {
 		c.Heads = 1

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"gnnmpi/internal/enum"
 )
 
 // ErrState is wrapped by the errors SetState returns for a state that was
@@ -33,7 +35,7 @@ func NewOptimizer(kind OptimizerKind, lr, momentum, wd float32) (Optimizer, erro
 	case OptimizerSGD:
 		return NewSGD(lr, momentum, wd), nil
 	}
-	return nil, fmt.Errorf("model: unknown optimizer %q (want %s)", kind, orNames(OptimizerKinds))
+	return nil, fmt.Errorf("model: unknown optimizer %q (want %s)", kind, enum.Or(OptimizerKinds))
 }
 
 // State headers: the first word names the optimizer.

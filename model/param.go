@@ -31,6 +31,18 @@ func glorot(p *Param, fanIn, fanOut int, rng *rand.Rand) {
 	}
 }
 
+// newAffine returns the parameters of x·W + b from fin to fout features:
+// W (fin×fout) with Glorot uniform values drawn from rng, b (1×fout) zero.
+// It will panic if fin or fout is not positive.
+func newAffine(fin, fout int, rng *rand.Rand) (w, b *Param) {
+	if fin <= 0 || fout <= 0 {
+		panic("model: non-positive layer width")
+	}
+	w, b = newParam("w", fin, fout), newParam("b", 1, fout)
+	glorot(w, fin, fout, rng)
+	return w, b
+}
+
 // Layer is one message-passing layer on a bipartite block.
 //
 // A block a is an NDst×NSrc CSR matrix (a.NRows × a.NCols) whose row i lists
@@ -71,6 +83,16 @@ func checkBlock(a *sparse.CSR, x *dense.Matrix, fin int) {
 		panic("model: x.Cols != layer input width")
 	case int64(len(a.Indptr)) != a.NRows+1:
 		panic("model: malformed block Indptr")
+	}
+}
+
+// checkNormBlock is checkBlock for a layer that propagates with the
+// normalised Â: it also panics with noValues when a has no values
+// (GCNNorm gives them).
+func checkNormBlock(a *sparse.CSR, x *dense.Matrix, fin int, noValues string) {
+	checkBlock(a, x, fin)
+	if a.Values == nil {
+		panic(noValues)
 	}
 }
 

@@ -112,14 +112,7 @@ func Read(path string) (*Book, error) {
 	}
 
 	part := make([]int32, 0, nodes)
-	for {
-		b, err := lr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
+	for b := range lr.All() {
 		if int64(len(part)) == nodes {
 			return nil, lr.Errorf("more than nodes=%d part ids", nodes)
 		}
@@ -131,6 +124,9 @@ func Read(path string) (*Book, error) {
 			return nil, lr.Errorf("part id %d out of range [0,%d)", r, parts)
 		}
 		part = append(part, int32(r))
+	}
+	if err := lr.Err(); err != nil {
+		return nil, err
 	}
 	if int64(len(part)) != nodes {
 		return nil, &ParseError{Path: path, Line: lr.Line() + 1, Msg: fmt.Sprintf("unexpected end of file after %d of nodes=%d part ids", len(part), nodes)}
@@ -145,14 +141,7 @@ func readOffsets(lr *textfile.Lines, path string, nodes int64, parts int, method
 		return nil, lr.Errorf("parts=%d is more than the file can hold", parts)
 	}
 	offsets := make([]int64, 0, parts+1)
-	for {
-		b, err := lr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
+	for b := range lr.All() {
 		if len(offsets) == parts+1 {
 			return nil, lr.Errorf("more than parts+1 = %d offsets", parts+1)
 		}
@@ -168,6 +157,9 @@ func readOffsets(lr *textfile.Lines, path string, nodes int64, parts int, method
 			return nil, lr.Errorf("offset %d beyond nodes=%d", x, nodes)
 		}
 		offsets = append(offsets, x)
+	}
+	if err := lr.Err(); err != nil {
+		return nil, err
 	}
 	if len(offsets) != parts+1 {
 		return nil, &ParseError{Path: path, Line: lr.Line() + 1, Msg: fmt.Sprintf("unexpected end of file after %d of parts+1 = %d offsets", len(offsets), parts+1)}

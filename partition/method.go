@@ -1,9 +1,6 @@
 package partition
 
-import (
-	"fmt"
-	"strings"
-)
+import "gnnmpi/internal/enum"
 
 // Method names a way to make a Book. Its value is the name flags, book
 // files (Book.Method) and metrics spell. It implements flag.Value.
@@ -23,31 +20,15 @@ var Methods = []Method{MethodBlock, MethodRandom, MethodMetis, MethodPTScotch}
 // ParseMethod returns the method named s, or an error listing the
 // methods.
 func ParseMethod(s string) (Method, error) {
-	for _, m := range Methods {
-		if string(m) == s {
-			return m, nil
-		}
-	}
-	return "", fmt.Errorf("partition: unknown method %q (want %s)", s, OrList(Methods))
+	return enum.Parse("partition", "method", s, Methods...)
 }
 
 // String returns the method's name.
 func (m Method) String() string { return string(m) }
 
-// Set sets m to the method named s (flag.Value).
-func (m *Method) Set(s string) (err error) {
-	*m, err = ParseMethod(s)
-	return err
-}
+// Set sets m to the method named s, leaving it alone when s names none (flag.Value).
+func (m *Method) Set(s string) error { return enum.Set(m, ParseMethod, s) }
 
-// OrList spells methods as "a, b or c".
-func OrList(methods []Method) string {
-	s := make([]string, len(methods))
-	for i, m := range methods {
-		s[i] = string(m)
-	}
-	if len(s) < 2 {
-		return strings.Join(s, "")
-	}
-	return strings.Join(s[:len(s)-1], ", ") + " or " + s[len(s)-1]
-}
+// OrList spells methods as "a, b or c", for messages outside the package
+// that list methods.
+func OrList(methods []Method) string { return enum.Or(methods) }

@@ -58,7 +58,7 @@ func Distributed15DBlock(g *collective.Grid, rowBounds []int64, local *sparse.CS
 	}
 	n := local.NCols
 	a := &spgemm.Dist[float64]{M: n, N: n, RowBounds: slices.Clone(rowBounds), ColBounds: []int64{0, n}, I: g.Row, Replica: g.Col, Local: local}
-	return &dist15D{g: g, a: a}, nil
+	return &dist15D{distTop{g: g, a: a}}, nil
 }
 
 // checkRowBlock reports whether rowBounds cut [0, local.NCols) into nb blocks
@@ -85,10 +85,26 @@ func checkRowBlock(rowBounds []int64, nb, i int, local *sparse.CSR) error {
 	return nil
 }
 
-type dist15D struct {
+// dist15D is Layout15D: distTop.a is this rank's row block, with global
+// columns; peak is the largest chunk of unthinned rows.
+type dist15D struct{ distTop }
+
+// distTop is what the distributed topologies share: the grid, this rank's
+// block of the adjacency and the peak of what it held while sampling.
+type distTop struct {
 	g    *collective.Grid
-	a    *spgemm.Dist[float64] // this rank's row block, global columns
+	a    *spgemm.Dist[float64]
 	peak chunkPeak
+}
+
+func (t *distTop) N() int64           { return t.a.M }
+func (t *distTop) Local() *sparse.CSR { return t.a.Local }
+
+// frontier gathers the grid row's frontiers (gatherFrontier) and reports
+// whether the adjacency has values.
+func (t *distTop) frontier(v []int64, keys []uint64) (f *frontier, valued bool, err error) {
+	f, err = gatherFrontier(t.g, t.a.M, v, keys)
+	return f, t.a.Local.Values != nil, err
 }
 
 // chunkPeak records the largest chunk of unthinned rows a distributed
@@ -99,14 +115,11 @@ func (p *chunkPeak) note(rows, entries int64) {
 	p.rows, p.entries = max(p.rows, rows), max(p.entries, entries)
 }
 
-func (t *dist15D) N() int64           { return t.a.M }
-func (t *dist15D) Name() string       { return "1.5d" }
-func (t *dist15D) Local() *sparse.CSR { return t.a.Local }
+func (t *dist15D) Name() string { return "1.5d" }
 
 func (t *dist15D) rows(v []int64, keys []uint64, pick picker) (*sparse.CSR, error) {
 	g, n := t.g, t.a.M
-	valued := t.a.Local.Values != nil
-	f, err := gatherFrontier(g, n, v, keys)
+	f, valued, err := t.frontier(v, keys)
 	if err != nil {
 		return nil, err
 	}

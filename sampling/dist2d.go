@@ -48,23 +48,18 @@ func Distributed2D(g *collective.Grid, bounds []int64, local *sparse.CSR) (Topol
 	blk := sparse.ColRange(local, lo, hi)
 	b := slices.Clone(bounds)
 	a := &spgemm.Dist[float64]{M: n, N: n, RowBounds: b, ColBounds: b, I: g.Row, J: g.Col, Local: blk}
-	return &dist2D{g: g, a: a}, nil
+	return &dist2D{distTop{g: g, a: a}}, nil
 }
 
-type dist2D struct {
-	g    *collective.Grid
-	a    *spgemm.Dist[float64] // block (Row, Col), local columns
-	peak chunkPeak             // the largest stage's pieces held at once
-}
+// dist2D is Layout2D: distTop.a is block (Row, Col), with local columns;
+// peak is the largest stage's pieces held at once.
+type dist2D struct{ distTop }
 
-func (t *dist2D) N() int64           { return t.a.M }
-func (t *dist2D) Name() string       { return "2d" }
-func (t *dist2D) Local() *sparse.CSR { return t.a.Local }
+func (t *dist2D) Name() string { return "2d" }
 
 func (t *dist2D) rows(v []int64, keys []uint64, pick picker) (*sparse.CSR, error) {
 	g, n := t.g, t.a.M
-	valued := t.a.Local.Values != nil
-	f, err := gatherFrontier(g, n, v, keys)
+	f, valued, err := t.frontier(v, keys)
 	if err != nil {
 		return nil, err
 	}

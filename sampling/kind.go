@@ -1,9 +1,6 @@
 package sampling
 
-import (
-	"fmt"
-	"strings"
-)
+import "gnnmpi/internal/enum"
 
 // Kind names a sampler that New, NewOn and NewBlock build. Its value is
 // the name flags, configs and metrics spell. It implements flag.Value.
@@ -29,17 +26,14 @@ var Kinds = []Kind{KindSAGE, KindLADIES, KindPlain}
 // ParseKind returns the sampler kind named s, or an error listing the
 // kinds.
 func ParseKind(s string) (Kind, error) {
-	return parseName("sampler", s, Kinds)
+	return enum.Parse("sampling", "sampler", s, Kinds...)
 }
 
 // String returns the kind's name.
 func (k Kind) String() string { return string(k) }
 
-// Set sets k to the kind named s (flag.Value).
-func (k *Kind) Set(s string) (err error) {
-	*k, err = ParseKind(s)
-	return err
-}
+// Set sets k to the kind named s, leaving it alone when s names none (flag.Value).
+func (k *Kind) Set(s string) error { return enum.Set(k, ParseKind, s) }
 
 // Layout names where a sampler's graph lives: on every rank, or
 // distributed over a grid (NewBlock). It implements flag.Value.
@@ -64,37 +58,11 @@ var Layouts = []Layout{LayoutReplicated, Layout15D, Layout2D}
 // ParseLayout returns the layout named s, or an error listing the
 // layouts.
 func ParseLayout(s string) (Layout, error) {
-	return parseName("topology", s, Layouts)
+	return enum.Parse("sampling", "topology", s, Layouts...)
 }
 
 // String returns the layout's name.
 func (l Layout) String() string { return string(l) }
 
-// Set sets l to the layout named s (flag.Value).
-func (l *Layout) Set(s string) (err error) {
-	*l, err = ParseLayout(s)
-	return err
-}
-
-// parseName returns the choice whose name is s, or an error naming what
-// and listing the choices.
-func parseName[T ~string](what, s string, choices []T) (T, error) {
-	for _, c := range choices {
-		if string(c) == s {
-			return c, nil
-		}
-	}
-	return "", fmt.Errorf("sampling: unknown %s %q (want %s)", what, s, orNames(choices))
-}
-
-// orNames spells choices as "a, b or c".
-func orNames[T ~string](choices []T) string {
-	s := make([]string, len(choices))
-	for i, c := range choices {
-		s[i] = string(c)
-	}
-	if len(s) < 2 {
-		return strings.Join(s, "")
-	}
-	return strings.Join(s[:len(s)-1], ", ") + " or " + s[len(s)-1]
-}
+// Set sets l to the layout named s, leaving it alone when s names none (flag.Value).
+func (l *Layout) Set(s string) error { return enum.Set(l, ParseLayout, s) }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"gnnmpi/collective"
+	"gnnmpi/internal/enum"
 	"gnnmpi/sparse"
 )
 
@@ -46,7 +47,7 @@ func New(kind Kind, adj *sparse.CSR, fanouts []int, g *collective.Grid) (Sampler
 		}
 		return NewPlain(adj, fanouts)
 	}
-	return nil, fmt.Errorf("sampling: unknown sampler %q (want %s)", kind, orNames(Kinds))
+	return nil, fmt.Errorf("sampling: unknown sampler %q (want %s)", kind, enum.Or(Kinds))
 }
 
 // NewOn returns the sampler of the given kind over the matrix held by top,

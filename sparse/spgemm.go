@@ -388,6 +388,20 @@ func tableSize(n int64) int64 {
 // hashMul is the 64-bit golden-ratio constant of Fibonacci hashing.
 const hashMul = 0x9e3779b97f4a7c15
 
+// probe returns column j's slot in keys, an open-addressing table of
+// columns (-1: empty) whose length is a power of two, 1<<(64-shift)
+// (hashTable): the slot holding j, or else the first empty slot on j's
+// linear probe path from its Fibonacci hash, where j is to go. The table
+// must have an empty slot or hold j.
+func probe(keys []int64, j int64, shift uint) uint64 {
+	mask := uint64(len(keys) - 1)
+	s := uint64(j) * hashMul >> shift
+	for keys[s] >= 0 && keys[s] != j {
+		s = (s + 1) & mask
+	}
+	return s
+}
+
 // brow returns row k of B and its values, One for a pattern B.
 func (w *worker[T]) brow(k int64) ([]int64, []T) {
 	b := w.p.b
@@ -576,27 +590,16 @@ func (w *worker[T]) countHash(lo, hi, f int64) int64 {
 	a, b := w.p.a, w.p.b
 	size := tableSize(min(f, b.NCols, hashInitMax))
 	keys, shift := w.hashTable(size)
-	mask := uint64(size - 1)
 	var n int64
 	for _, k := range a.Indices[lo:hi] {
 		for _, j := range b.Indices[b.Indptr[k]:b.Indptr[k+1]] {
-			s := uint64(j) * hashMul >> shift
-			for {
-				kj := keys[s]
-				if kj == j {
-					break
+			if s := probe(keys, j, shift); keys[s] < 0 {
+				keys[s] = j
+				n++
+				if 2*n > size {
+					size *= 2
+					keys, shift = w.rehash(keys, size)
 				}
-				if kj < 0 {
-					keys[s] = j
-					n++
-					if 2*n > size {
-						size *= 2
-						keys, shift = w.rehash(keys, size)
-						mask = uint64(size - 1)
-					}
-					break
-				}
-				s = (s + 1) & mask
 			}
 		}
 	}
@@ -617,13 +620,8 @@ func (w *worker[T]) rehash(old []int64, size int64) ([]int64, uint) {
 		}
 	}
 	keys, shift := w.hashTable(size)
-	mask := uint64(size - 1)
 	for _, j := range tmp {
-		s := uint64(j) * hashMul >> shift
-		for keys[s] >= 0 {
-			s = (s + 1) & mask
-		}
-		keys[s] = j
+		keys[probe(keys, j, shift)] = j // the keys are distinct: an empty slot
 	}
 	w.tmp = tmp
 	return keys, shift
@@ -635,26 +633,17 @@ func (w *worker[T]) fillHash(lo, hi int64, ind []int64, val []T) {
 	a, k := w.p.a, w.p.k
 	size := tableSize(int64(len(ind)))
 	keys, shift := w.hashTable(size)
-	mask := uint64(size - 1)
 	hval := w.hval
 	o := 0
 	for q := lo; q < hi; q++ {
 		bi, bv := w.brow(a.Indices[q])
 		slots, _ := w.scratch(len(bi))
 		for r, j := range bi {
-			s := uint64(j) * hashMul >> shift
-			for {
-				kj := keys[s]
-				if kj == j {
-					break
-				}
-				if kj < 0 {
-					keys[s] = j
-					ind[o] = j
-					o++
-					break
-				}
-				s = (s + 1) & mask
+			s := probe(keys, j, shift)
+			if keys[s] < 0 {
+				keys[s] = j
+				ind[o] = j
+				o++
 			}
 			slots[r] = int64(s)
 		}
@@ -663,10 +652,7 @@ func (w *worker[T]) fillHash(lo, hi int64, ind []int64, val []T) {
 	w.sortColumns(ind)
 	ident := w.p.ident
 	for o, j := range ind {
-		s := uint64(j) * hashMul >> shift
-		for keys[s] != j {
-			s = (s + 1) & mask
-		}
+		s := probe(keys, j, shift) // j is in the table
 		val[o] = hval[s]
 		hval[s] = ident
 	}
@@ -754,13 +740,8 @@ func (w *worker[T]) fillDenseMasked(lo, hi int64, mrow, ind []int64, val []T) {
 func (w *worker[T]) maskTable(mrow []int64) ([]int64, uint) {
 	size := tableSize(int64(len(mrow)))
 	keys, shift := w.hashTable(size)
-	mask := uint64(size - 1)
 	for _, j := range mrow {
-		s := uint64(j) * hashMul >> shift
-		for keys[s] >= 0 && keys[s] != j {
-			s = (s + 1) & mask
-		}
-		keys[s] = j
+		keys[probe(keys, j, shift)] = j
 	}
 	return keys, shift
 }
@@ -769,21 +750,11 @@ func (w *worker[T]) maskTable(mrow []int64) ([]int64, uint) {
 func (w *worker[T]) countHashMasked(lo, hi int64, mrow []int64) int64 {
 	a, b := w.p.a, w.p.b
 	keys, shift := w.maskTable(mrow)
-	mask := uint64(len(keys) - 1)
 	hhit := w.hhit
 	for _, k := range a.Indices[lo:hi] {
 		for _, j := range b.Indices[b.Indptr[k]:b.Indptr[k+1]] {
-			s := uint64(j) * hashMul >> shift
-			for {
-				kj := keys[s]
-				if kj == j {
-					hhit[s] = true
-					break
-				}
-				if kj < 0 {
-					break
-				}
-				s = (s + 1) & mask
+			if s := probe(keys, j, shift); keys[s] == j {
+				hhit[s] = true
 			}
 		}
 	}
@@ -802,7 +773,6 @@ func (w *worker[T]) countHashMasked(lo, hi int64, mrow []int64) int64 {
 func (w *worker[T]) fillHashMasked(lo, hi int64, mrow, ind []int64, val []T) {
 	a, k := w.p.a, w.p.k
 	keys, shift := w.maskTable(mrow)
-	mask := uint64(len(keys) - 1)
 	hhit, hval := w.hhit, w.hval
 	for q := lo; q < hi; q++ {
 		bi, bv := w.brow(a.Indices[q])
@@ -810,30 +780,18 @@ func (w *worker[T]) fillHashMasked(lo, hi int64, mrow, ind []int64, val []T) {
 		bv = bv[:len(bi)]
 		n := 0
 		for r, j := range bi {
-			s := uint64(j) * hashMul >> shift
-			for {
-				kj := keys[s]
-				if kj == j {
-					hhit[s] = true
-					slots[n] = int64(s)
-					xs[n] = bv[r]
-					n++
-					break
-				}
-				if kj < 0 {
-					break
-				}
-				s = (s + 1) & mask
+			if s := probe(keys, j, shift); keys[s] == j {
+				hhit[s] = true
+				slots[n] = int64(s)
+				xs[n] = bv[r]
+				n++
 			}
 		}
 		k.axpy(hval, slots[:n], xs[:n], w.aval(q))
 	}
 	o := 0
 	for _, j := range mrow {
-		s := uint64(j) * hashMul >> shift
-		for keys[s] != j {
-			s = (s + 1) & mask
-		}
+		s := probe(keys, j, shift) // j is in the table
 		if hhit[s] {
 			hhit[s] = false // a repeated mask column is taken once
 			ind[o] = j

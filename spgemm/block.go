@@ -79,6 +79,19 @@ func withValues[T sparse.Scalar](a *sparse.Matrix[T], v T) *sparse.Matrix[T] {
 	return &sparse.Matrix[T]{NRows: a.NRows, NCols: a.NCols, Indptr: a.Indptr, Indices: a.Indices, Values: vals}
 }
 
+// mulAdd returns part ⊕ x⊗y over sr with the local options lo: the
+// product itself when part is nil (the first stage of a staged multiply).
+func mulAdd[T sparse.Scalar, S sparse.Semiring[T]](sr S, part, x, y *sparse.Matrix[T], lo *sparse.Options) (*sparse.Matrix[T], error) {
+	xy, err := sparse.MulSR(sr, x, y, lo)
+	if err != nil {
+		return nil, err
+	}
+	if part == nil {
+		return xy, nil
+	}
+	return add(sr, part, xy, lo.Threads), nil
+}
+
 // add returns a ⊕ b by merging rows; see sum. a has values.
 func add[T sparse.Scalar, S sparse.Semiring[T]](sr S, a, b *sparse.Matrix[T], threads int) *sparse.Matrix[T] {
 	if b.Values == nil {

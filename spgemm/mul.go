@@ -157,10 +157,6 @@ func fetchBRows[T sparse.Scalar](c collective.Comm, al *sparse.Matrix[T], b *Dis
 			sendNNZ[q] += int(e - s)
 		}
 	}
-	rdeg, err := collective.AlltoallvFlat(c, deg, sendRows, recvRows)
-	if err != nil {
-		return nil, err
-	}
 	ind = make([]int64, 0, sum64(deg))
 	if bValued {
 		val = make([]T, 0, cap(ind))
@@ -174,24 +170,9 @@ func fetchBRows[T sparse.Scalar](c collective.Comm, al *sparse.Matrix[T], b *Dis
 			}
 		}
 	}
-	recvNNZ := make([]int, p)
-	x := 0
-	for q := range p {
-		for range req[q] {
-			recvNNZ[q] += int(rdeg[x])
-			x++
-		}
-	}
-	rind, err := collective.AlltoallvFlat(c, ind, sendNNZ, recvNNZ)
+	rdeg, rind, rval, _, err := alltoallRows(c, deg, ind, val, sendRows, recvRows, sendNNZ, bValued)
 	if err != nil {
 		return nil, err
-	}
-	var rval []T
-	if bValued {
-		rval = make([]T, len(rind))
-		if err := c.Alltoallv(valBuf(val), sendNNZ, valBuf(rval), recvNNZ); err != nil {
-			return nil, err
-		}
 	}
 	if olo == 0 && ohi == b.M {
 		return own, nil
@@ -324,14 +305,8 @@ func Mul15D[T sparse.Scalar, S sparse.Semiring[T]](g *collective.Grid, sr S, a, 
 			continue
 		}
 		aj := sparse.ColRange(a.Local, b.RowBounds[j], b.RowBounds[j+1])
-		pj, err := sparse.MulSR(sr, aj, blk, lo)
-		if err != nil {
+		if part, err = mulAdd(sr, part, aj, blk, lo); err != nil {
 			return nil, err
-		}
-		if part == nil {
-			part = pj
-		} else {
-			part = add(sr, part, pj, lo.Threads)
 		}
 	}
 
@@ -635,14 +610,8 @@ func Mul2D[T sparse.Scalar, S sparse.Semiring[T]](g *collective.Grid, sr S, a, b
 			aps, bps, offs = append(aps, ap), append(bps, bp), append(offs, l)
 			continue
 		}
-		pt, err := sparse.MulSR(sr, ap, bp, lo)
-		if err != nil {
+		if part, err = mulAdd(sr, part, ap, bp, lo); err != nil {
 			return nil, err
-		}
-		if part == nil {
-			part = pt
-		} else {
-			part = add(sr, part, pt, lo.Threads)
 		}
 	}
 	if !o.staged() && len(aps) > 0 {

@@ -114,19 +114,9 @@ func Mul15DStream[T sparse.Scalar, S sparse.Semiring[T]](g *collective.Grid, sr 
 			mine = b.Local
 		}
 		l, h := b.RowBounds[j], b.RowBounds[j+1]
-		recv, err := bcastPieces(g.ColComm, j, mine, h-l, n, bValued, s.piece(), spare, func(lo, hi int64, piece *sparse.Matrix[T]) error {
-			return streamStage(sr, j, a.Local, l+lo, l+hi, piece, s)
-		})
-		if err != nil {
+		var err error
+		if spare, err = bcastStage(sr, s, j, g.ColComm, j, mine, h-l, n, bValued, spare, a.Local, l); err != nil {
 			return err
-		}
-		if recv != nil {
-			spare = recv
-		}
-		if s.StageDone != nil {
-			if err := s.StageDone(j); err != nil {
-				return err
-			}
 		}
 	}
 	return nil
@@ -201,22 +191,35 @@ func Mul2DStream[T sparse.Scalar, S sparse.Semiring[T]](g *collective.Grid, sr S
 			}
 			al = 0
 		}
-		recv, err := bcastPieces(g.ColComm, ib, bp, h-l, n, bValued, s.piece(), spare, func(lo, hi int64, piece *sparse.Matrix[T]) error {
-			return streamStage(sr, t, ap, al+lo, al+hi, piece, s)
-		})
-		if err != nil {
+		if spare, err = bcastStage(sr, s, t, g.ColComm, ib, bp, h-l, n, bValued, spare, ap, al); err != nil {
 			return err
-		}
-		if recv != nil {
-			spare = recv
-		}
-		if s.StageDone != nil {
-			if err := s.StageDone(t); err != nil {
-				return err
-			}
 		}
 	}
 	return nil
+}
+
+// bcastStage runs stage of a streamed multiply: it broadcasts root's
+// nrows×ncols block blk of B over c in pieces (bcastPieces, reusing spare),
+// streams a(:, off+lo : off+hi)·piece for each piece [lo, hi) of it to
+// s.Chunk (streamStage), and calls s.StageDone. It returns the arrays to
+// reuse for the next stage's pieces: those received, or spare when this
+// rank was root. It is collective over c.
+func bcastStage[T sparse.Scalar, S sparse.Semiring[T]](sr S, s *Stream[T], stage int, c collective.Comm, root int, blk *sparse.Matrix[T], nrows, ncols int64, valued bool, spare, a *sparse.Matrix[T], off int64) (*sparse.Matrix[T], error) {
+	recv, err := bcastPieces(c, root, blk, nrows, ncols, valued, s.piece(), spare, func(lo, hi int64, piece *sparse.Matrix[T]) error {
+		return streamStage(sr, stage, a, off+lo, off+hi, piece, s)
+	})
+	if err != nil {
+		return spare, err
+	}
+	if recv != nil {
+		spare = recv
+	}
+	if s.StageDone != nil {
+		if err := s.StageDone(stage); err != nil {
+			return spare, err
+		}
+	}
+	return spare, nil
 }
 
 // streamStage forms a(:, lo:hi)·blk (blk being the hi−lo rows of B that

@@ -134,28 +134,9 @@ func exchangeRows[T sparse.Scalar](c collective.Comm, a *sparse.Matrix[T], bound
 		}
 	}
 	deg := append(rowLengths(a, 0, lo), rowLengths(a, hi, a.NRows)...)
-	rdeg, err := collective.AlltoallvFlat(c, deg, sendRows, recvRows)
+	rdeg, rind, rval, recvNNZ, err := alltoallRows(c, deg, ind, val, sendRows, recvRows, sendNNZ, valued)
 	if err != nil {
 		return nil, err
-	}
-	recvNNZ := make([]int, p)
-	x := 0
-	for q := range p {
-		for _, d := range rdeg[x : x+recvRows[q]] {
-			recvNNZ[q] += int(d)
-		}
-		x += recvRows[q]
-	}
-	rind, err := collective.AlltoallvFlat(c, ind, sendNNZ, recvNNZ)
-	if err != nil {
-		return nil, err
-	}
-	var rval []T
-	if valued {
-		rval = make([]T, len(rind))
-		if err := c.Alltoallv(valBuf(val), sendNNZ, valBuf(rval), recvNNZ); err != nil {
-			return nil, err
-		}
 	}
 	out := make([]*sparse.Matrix[T], p)
 	rd, re := 0, 0
@@ -178,6 +159,40 @@ func exchangeRows[T sparse.Scalar](c collective.Comm, a *sparse.Matrix[T], bound
 		re += n
 	}
 	return out, nil
+}
+
+// alltoallRows sends rows in wire form to every rank and receives the rows
+// every rank sends to this one: their lengths deg, sendRows[q] of them to
+// rank q, then their column indices ind and, when valued, their values
+// val, sendNNZ[q] entries to rank q. It returns the lengths received
+// (recvRows[q] from rank q, in rank order), the entries they add up to,
+// and how many entries came from each rank. Two Alltoallv calls over c,
+// three when valued: 8 bytes a row and 8+s an entry, as the wire format
+// above. It is collective over c.
+func alltoallRows[T sparse.Scalar](c collective.Comm, deg, ind []int64, val []T, sendRows, recvRows, sendNNZ []int, valued bool) (rdeg, rind []int64, rval []T, recvNNZ []int, err error) {
+	rdeg, err = collective.AlltoallvFlat(c, deg, sendRows, recvRows)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	recvNNZ = make([]int, len(recvRows))
+	x := 0
+	for q, r := range recvRows {
+		for _, d := range rdeg[x : x+r] {
+			recvNNZ[q] += int(d)
+		}
+		x += r
+	}
+	rind, err = collective.AlltoallvFlat(c, ind, sendNNZ, recvNNZ)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	if valued {
+		rval = make([]T, len(rind))
+		if err := c.Alltoallv(valBuf(val), sendNNZ, valBuf(rval), recvNNZ); err != nil {
+			return nil, nil, nil, nil, err
+		}
+	}
+	return rdeg, rind, rval, recvNNZ, nil
 }
 
 // grow returns s resized to n elements, reusing its array when it is large

@@ -31,17 +31,36 @@ type checkpoint struct {
 }
 
 type ckptHeader struct {
-	Fingerprint string       `json:"fingerprint"` // the settings that must match to resume
-	Epoch       int          `json:"epoch"`       // last completed epoch
-	Seed        uint64       `json:"seed"`
-	Ranks       int          `json:"ranks"`
-	BestEpoch   int          `json:"best_epoch"`
-	BestVal     float64      `json:"best_val_acc"`
-	BestTest    float64      `json:"best_test_acc"`
-	History     []EpochStats `json:"history"`
-	Weights     int          `json:"weights"`
-	Opt         int          `json:"opt"`
-	Best        int          `json:"best"`
+	Fingerprint string `json:"fingerprint"` // the settings that must match to resume
+	Epoch       int    `json:"epoch"`       // last completed epoch
+	Seed        uint64 `json:"seed"`
+	Ranks       int    `json:"ranks"`
+	ckptRecord
+	Weights int `json:"weights"`
+	Opt     int `json:"opt"`
+	Best    int `json:"best"`
+}
+
+// ckptRecord is the loop's record (but the best parameters) as both kinds
+// of checkpoint header hold it: embedded, its fields stand in the header's
+// JSON object where it is embedded.
+type ckptRecord struct {
+	BestEpoch int          `json:"best_epoch"`
+	BestVal   float64      `json:"best_val_acc"`
+	BestTest  float64      `json:"best_test_acc"`
+	History   []EpochStats `json:"history"`
+}
+
+// ckptRecordOf returns what a checkpoint header keeps of rec (not a copy:
+// History is rec.history).
+func ckptRecordOf(rec *record) ckptRecord {
+	return ckptRecord{BestEpoch: rec.bestEpoch, BestVal: rec.bestVal, BestTest: rec.bestTest, History: rec.history}
+}
+
+// record returns the loop's record that r holds, without best parameters
+// (not a copy: history is r.History).
+func (r ckptRecord) record() record {
+	return record{history: r.History, bestEpoch: r.BestEpoch, bestVal: r.BestVal, bestTest: r.BestTest}
 }
 
 // encode serialises ck (encodeRecord).
@@ -146,7 +165,7 @@ func (t *trainer) save(epoch int, rec *record) error {
 	}
 	ck := &checkpoint{
 		Header: ckptHeader{Fingerprint: t.fingerprint, Epoch: epoch, Seed: t.cfg.Seed, Ranks: t.c.Size(),
-			BestEpoch: rec.bestEpoch, BestVal: rec.bestVal, BestTest: rec.bestTest, History: rec.history},
+			ckptRecord: ckptRecordOf(rec)},
 		Weights: t.m.FlattenWeights(nil),
 		Opt:     t.opt.State(),
 		Best:    rec.best,
@@ -179,7 +198,8 @@ func (t *trainer) resume() (resumed, error) {
 		return resumed{}, fmt.Errorf("train: checkpoint %s: %w", t.ckptPath(), err)
 	}
 	h := ck.Header
-	rec := record{history: slices.Clone(h.History), bestEpoch: h.BestEpoch, bestVal: h.BestVal, bestTest: h.BestTest, best: slices.Clone(ck.Best)}
+	rec := h.record()
+	rec.history, rec.best = slices.Clone(rec.history), slices.Clone(ck.Best)
 	return resumed{epoch: h.Epoch, rec: rec, from: t.ckptPath()}, nil
 }
 

@@ -1,6 +1,7 @@
 package train
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
@@ -10,7 +11,7 @@ import (
 
 func TestCheckpointRoundTrip(t *testing.T) {
 	ck := &checkpoint{
-		Header:  ckptHeader{Fingerprint: "fp", Epoch: 7, Seed: 3, Ranks: 2, BestEpoch: 5, BestVal: 0.8, BestTest: 0.79, History: []EpochStats{{Epoch: 1, Loss: 1.5}}},
+		Header:  ckptHeader{Fingerprint: "fp", Epoch: 7, Seed: 3, Ranks: 2, ckptRecord: ckptRecord{BestEpoch: 5, BestVal: 0.8, BestTest: 0.79, History: []EpochStats{{Epoch: 1, Loss: 1.5}}}},
 		Weights: []float32{1, -2, 3.5}, Opt: []float32{0.25, 9}, Best: []float32{4, 5, 6},
 	}
 	b, err := ck.encode()
@@ -60,4 +61,21 @@ func TestCheckpointCorruptionIsReported(t *testing.T) {
 	}
 	_, err = readCheckpoint(filepath.Join(t.TempDir(), "missing"))
 	require.ErrorIs(t, err, os.ErrNotExist)
+}
+
+// The loop's record, embedded in both kinds of header, keeps its fields'
+// place in the JSON object, so that files stay byte-identical to those
+// written when the headers spelled the fields out.
+func TestCheckpointHeaderJSON(t *testing.T) {
+	r := ckptRecord{BestEpoch: 5, BestVal: 0.5, BestTest: 0.25, History: []EpochStats{}}
+	b, err := json.Marshal(ckptHeader{Fingerprint: "fp", Epoch: 7, Seed: 3, Ranks: 2, ckptRecord: r, Weights: 1, Opt: 2, Best: 3})
+	require.NoError(t, err)
+	require.Equal(t, `{"fingerprint":"fp","epoch":7,"seed":3,"ranks":2,"best_epoch":5,"best_val_acc":0.5,"best_test_acc":0.25,"history":[],"weights":1,"opt":2,"best":3}`, string(b))
+	b, err = json.Marshal(rankHeader{Fingerprint: "fp", Epoch: 7, Rank: 1, Ranks: 2, Stage: 1, Pipeline: 0, ckptRecord: r, Weights: 1, Opt: 2, Hist: 3, HistGrad: 4, Snap: 5})
+	require.NoError(t, err)
+	require.Equal(t, `{"fingerprint":"fp","epoch":7,"rank":1,"ranks":2,"stage":1,"pipeline":0,"best_epoch":5,"best_val_acc":0.5,"best_test_acc":0.25,"history":[],"weights":1,"opt":2,"hist":3,"hist_grad":4,"snap":5}`, string(b))
+
+	rec := record{history: r.History, bestEpoch: 5, bestVal: 0.5, bestTest: 0.25}
+	require.Equal(t, r, ckptRecordOf(&rec))
+	require.Equal(t, rec, r.record())
 }

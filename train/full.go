@@ -375,7 +375,7 @@ func (s *fullStepper) summarize(epoch int, ev *evaluation, evalSecs float64) (Ep
 func (s *fullStepper) save(epoch int, rec *record) error {
 	r := s.c.Rank()
 	hdr := rankHeader{Fingerprint: s.fp, Epoch: epoch, Rank: r, Ranks: s.c.Size(), Stage: s.lay.Stage(r), Pipeline: s.lay.Pipeline(r),
-		BestEpoch: rec.bestEpoch, BestVal: rec.bestVal, BestTest: rec.bestTest, History: rec.history}
+		ckptRecord: ckptRecordOf(rec)}
 	return saveFull(s.c, s.cfg.CheckpointDir, hdr, s.tr.State())
 }
 
@@ -386,8 +386,7 @@ func (s *fullStepper) resume() (resumed, error) {
 	if err != nil {
 		return resumed{}, err
 	}
-	rec := record{history: ck.History, bestEpoch: ck.BestEpoch, bestVal: ck.BestVal, bestTest: ck.BestTest}
-	return resumed{epoch: ck.Epoch, rec: rec, from: s.cfg.CheckpointDir}, nil
+	return resumed{epoch: ck.Epoch, rec: ck.record(), from: s.cfg.CheckpointDir}, nil
 }
 
 // fullChunks returns every vertex's chunk within its part: computed on rank

@@ -63,16 +63,13 @@ type fullManifest struct {
 // epoch are the same on every rank; each rank keeps a copy so that it
 // resumes from its own file alone.
 type rankHeader struct {
-	Fingerprint string       `json:"fingerprint"`
-	Epoch       int          `json:"epoch"` // last completed epoch
-	Rank        int          `json:"rank"`
-	Ranks       int          `json:"ranks"`
-	Stage       int          `json:"stage"`
-	Pipeline    int          `json:"pipeline"`
-	BestEpoch   int          `json:"best_epoch"`
-	BestVal     float64      `json:"best_val_acc"`
-	BestTest    float64      `json:"best_test_acc"`
-	History     []EpochStats `json:"history"`
+	Fingerprint string `json:"fingerprint"`
+	Epoch       int    `json:"epoch"` // last completed epoch
+	Rank        int    `json:"rank"`
+	Ranks       int    `json:"ranks"`
+	Stage       int    `json:"stage"`
+	Pipeline    int    `json:"pipeline"`
+	ckptRecord
 	// Lengths of the arrays that follow, in this order (pipe.State).
 	Weights  int `json:"weights"`
 	Opt      int `json:"opt"`

@@ -190,8 +190,6 @@ func TestParsers(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) { check(t, tc.parse, tc.names, tc.want) })
 	}
-	require.Equal(t, "a", orList([]string{"a"}))
-	require.Equal(t, "a or b", orList([]string{"a", "b"}))
 }
 
 // An unknown optimizer is an error in both kinds of training (the

@@ -1,10 +1,8 @@
 package train
 
 import (
-	"fmt"
-	"strings"
-
 	"gnnmpi/alltoall"
+	"gnnmpi/internal/enum"
 	"gnnmpi/model"
 	"gnnmpi/sampling"
 )
@@ -35,7 +33,7 @@ const (
 
 // ParseDevice returns the device named s.
 func ParseDevice(s string) (Device, error) {
-	return parseChoice("device", s, DeviceCPU, DeviceCUDA)
+	return enum.Parse("train", "device", s, DeviceCPU, DeviceCUDA)
 }
 
 // GradComm names how the ranks sum the minibatch gradients (Config.GradComm).
@@ -49,7 +47,7 @@ const (
 
 // ParseGradComm returns the gradient transport named s.
 func ParseGradComm(s string) (GradComm, error) {
-	return parseChoice("grad-comm", s, GradCommMPI, GradCommNCCL)
+	return enum.Parse("train", "grad-comm", s, GradCommMPI, GradCommNCCL)
 }
 
 // Mode names a kind of training: data-parallel minibatches (Run) or one of
@@ -66,7 +64,7 @@ const (
 
 // ParseMode returns the training mode named s.
 func ParseMode(s string) (Mode, error) {
-	return parseChoice("mode", s, ModeMinibatch, ModeGraph, ModePipe, ModeHybrid)
+	return enum.Parse("train", "mode", s, ModeMinibatch, ModeGraph, ModePipe, ModeHybrid)
 }
 
 // ChunkMethod names how full-graph training splits each graph part into
@@ -81,7 +79,7 @@ const (
 
 // ParseChunkMethod returns the chunk method named s.
 func ParseChunkMethod(s string) (ChunkMethod, error) {
-	return parseChoice("chunk partition", s, ChunkMetis, ChunkRandom)
+	return enum.Parse("train", "chunk partition", s, ChunkMetis, ChunkRandom)
 }
 
 // Sampler names a minibatch sampler (Config.Sampler): one of package
@@ -100,7 +98,7 @@ var Samplers = []Sampler{SamplerSAGE, SamplerLADIES}
 
 // ParseSampler returns the sampler named s (Samplers).
 func ParseSampler(s string) (Sampler, error) {
-	return parseChoice("sampler", s, Samplers...)
+	return enum.Parse("train", "sampler", s, Samplers...)
 }
 
 // Topology names where the sampler's graph lives (Config.Topology):
@@ -126,7 +124,7 @@ const (
 
 // ParseShuffle returns the shuffle mode named s.
 func ParseShuffle(s string) (Shuffle, error) {
-	return parseChoice("shuffle", s, ShuffleLocal, ShuffleGlobal)
+	return enum.Parse("train", "shuffle", s, ShuffleLocal, ShuffleGlobal)
 }
 
 // Selection names the model-selection rule over the evaluated epochs
@@ -145,7 +143,7 @@ const (
 
 // ParseSelection returns the model-selection rule named s.
 func ParseSelection(s string) (Selection, error) {
-	return parseChoice("model selection", s, SelectAcc, SelectLoss)
+	return enum.Parse("train", "model selection", s, SelectAcc, SelectLoss)
 }
 
 // FeatureNorm names the preprocessing of the input features
@@ -169,7 +167,7 @@ const (
 
 // ParseFeatureNorm returns the feature normalisation named s.
 func ParseFeatureNorm(s string) (FeatureNorm, error) {
-	return parseChoice("feature normalisation", s, FeatureNormAuto, FeatureNormRow, FeatureNormNone)
+	return enum.Parse("train", "feature normalisation", s, FeatureNormAuto, FeatureNormRow, FeatureNormNone)
 }
 
 // Resolve returns the normalisation n applies to features that are
@@ -196,84 +194,52 @@ var CachePolicies = []alltoall.CachePolicy{alltoall.CacheNone, alltoall.CacheDeg
 
 // ParseCache returns the feature-cache policy named s (CachePolicies).
 func ParseCache(s string) (alltoall.CachePolicy, error) {
-	return parseChoice("cache policy", s, CachePolicies...)
+	return enum.Parse("train", "cache policy", s, CachePolicies...)
 }
 
 // ParseFeatureDType returns the feature storage type named s.
 func ParseFeatureDType(s string) (alltoall.DType, error) {
-	return parseChoice("feature dtype", s, alltoall.F32, alltoall.F16)
+	return enum.Parse("train", "feature dtype", s, alltoall.F32, alltoall.F16)
 }
 
 // String returns the device's name.
 func (d Device) String() string { return string(d) }
 
-// Set sets d to the device named s (flag.Value).
-func (d *Device) Set(s string) error { return setChoice(d, ParseDevice, s) }
+// Set sets d to the device named s, leaving it alone when s names none (flag.Value).
+func (d *Device) Set(s string) error { return enum.Set(d, ParseDevice, s) }
 
 // String returns the gradient transport's name.
 func (g GradComm) String() string { return string(g) }
 
-// Set sets g to the gradient transport named s (flag.Value).
-func (g *GradComm) Set(s string) error { return setChoice(g, ParseGradComm, s) }
+// Set sets g to the gradient transport named s, leaving it alone when s names none (flag.Value).
+func (g *GradComm) Set(s string) error { return enum.Set(g, ParseGradComm, s) }
 
 // String returns the mode's name.
 func (m Mode) String() string { return string(m) }
 
-// Set sets m to the mode named s (flag.Value).
-func (m *Mode) Set(s string) error { return setChoice(m, ParseMode, s) }
+// Set sets m to the mode named s, leaving it alone when s names none (flag.Value).
+func (m *Mode) Set(s string) error { return enum.Set(m, ParseMode, s) }
 
 // String returns the chunk method's name.
 func (m ChunkMethod) String() string { return string(m) }
 
-// Set sets m to the chunk method named s (flag.Value).
-func (m *ChunkMethod) Set(s string) error { return setChoice(m, ParseChunkMethod, s) }
+// Set sets m to the chunk method named s, leaving it alone when s names none (flag.Value).
+func (m *ChunkMethod) Set(s string) error { return enum.Set(m, ParseChunkMethod, s) }
 
 // String returns the shuffle mode's name.
 func (s Shuffle) String() string { return string(s) }
 
-// Set sets s to the shuffle mode named v (flag.Value).
-func (s *Shuffle) Set(v string) error { return setChoice(s, ParseShuffle, v) }
+// Set sets s to the shuffle mode named v, leaving it alone when v names none (flag.Value).
+func (s *Shuffle) Set(v string) error { return enum.Set(s, ParseShuffle, v) }
 
 // String returns the model-selection rule's name.
 func (s Selection) String() string { return string(s) }
 
-// Set sets s to the model-selection rule named v (flag.Value).
-func (s *Selection) Set(v string) error { return setChoice(s, ParseSelection, v) }
+// Set sets s to the model-selection rule named v, leaving it alone when v names none (flag.Value).
+func (s *Selection) Set(v string) error { return enum.Set(s, ParseSelection, v) }
 
 // String returns the feature normalisation's name.
 func (n FeatureNorm) String() string { return string(n) }
 
-// Set sets n to the feature normalisation named s (flag.Value).
-func (n *FeatureNorm) Set(s string) error { return setChoice(n, ParseFeatureNorm, s) }
-
-// setChoice sets *dst to parse(s) if s parses, else leaves it alone.
-func setChoice[T any](dst *T, parse func(string) (T, error), s string) error {
-	v, err := parse(s)
-	if err == nil {
-		*dst = v
-	}
-	return err
-}
-
-// parseChoice returns the choice whose name is s, or an error naming what
-// and listing the choices.
-func parseChoice[T ~string](what, s string, choices ...T) (T, error) {
-	for _, c := range choices {
-		if string(c) == s {
-			return c, nil
-		}
-	}
-	return "", fmt.Errorf("train: unknown %s %q (want %s)", what, s, orList(choices))
-}
-
-// orList spells choices as "a, b or c".
-func orList[T ~string](choices []T) string {
-	s := make([]string, len(choices))
-	for i, c := range choices {
-		s[i] = string(c)
-	}
-	if len(s) < 2 {
-		return strings.Join(s, "")
-	}
-	return strings.Join(s[:len(s)-1], ", ") + " or " + s[len(s)-1]
-}
+// Set sets n to the feature normalisation named s, leaving it alone when s names none (flag.Value).
+func (n *FeatureNorm) Set(s string) error { return enum.Set(n, ParseFeatureNorm, s) }
