@@ -45,4 +45,3 @@ func TestFinalRecordKeys(t *testing.T) {
 		})
 	}
 }
-
