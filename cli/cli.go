@@ -133,9 +133,9 @@ func (e *Env) Record(rec any) error {
 // Finish gathers the byte counts of every rank and writes the final metrics
 // object: result's fields, then what every command reports (metrics.Run:
 // command, backend, ranks, seconds and comm, and the warnings when there
-// were any). result is a record embedding metrics.Run (a metrics.Final),
-// or a map of a command whose record has no type yet. It is collective.
-func (e *Env) Finish(result any) error {
+// were any). result is the command's record, embedding metrics.Run. It is
+// collective.
+func (e *Env) Finish(result metrics.Final) error {
 	cs, err := metrics.GatherComm(e.Comm)
 	if err != nil {
 		return err
@@ -145,24 +145,8 @@ func (e *Env) Finish(result any) error {
 	}
 	run := metrics.Run{Command: e.Command, Backend: e.Backend, Ranks: e.Comm.Size(),
 		Seconds: time.Since(e.start).Seconds(), Comm: cs, Warnings: e.warnings}
-	var rec any
-	switch r := result.(type) {
-	case metrics.Final:
-		r.SetRun(run)
-		rec = r
-	case map[string]any:
-		obj := map[string]any{}
-		for k, v := range r {
-			obj[k] = v
-		}
-		obj["command"], obj["backend"], obj["ranks"], obj["seconds"], obj["comm"] = run.Command, run.Backend, run.Ranks, run.Seconds, run.Comm
-		if len(run.Warnings) > 0 {
-			obj["warnings"] = run.Warnings
-		}
-		rec = obj
-	default:
-		return fmt.Errorf("cli: final metrics of type %T, want a metrics.Final or a map", result)
-	}
+	result.SetRun(run)
+	rec := result
 	if e.JSON {
 		b, err := json.MarshalIndent(rec, "", "  ")
 		if err != nil {
@@ -180,13 +164,8 @@ func (e *Env) Finish(result any) error {
 		}
 		fmt.Fprintln(e.Out)
 	}
-	switch r := rec.(type) {
-	case metrics.Final:
-		run.Type = metrics.TypeFinal
-		r.SetRun(run)
-	case map[string]any:
-		r["type"] = metrics.TypeFinal
-	}
+	run.Type = metrics.TypeFinal
+	rec.SetRun(run)
 	return e.Record(rec)
 }
 
