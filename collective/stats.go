@@ -1,7 +1,6 @@
 package collective
 
 import (
-	"encoding/json"
 	"sort"
 	"sync"
 	"time"
@@ -37,10 +36,10 @@ const DefaultPhase = "default"
 
 // Count is the traffic of one kind of call in one phase on one rank.
 type Count struct {
-	Calls     int64   `json:"calls"`
-	SentBytes int64   `json:"sent_bytes"`
-	RecvBytes int64   `json:"recv_bytes"`
-	Seconds   float64 `json:"seconds"` // wall time spent inside the calls
+	Calls     int64
+	SentBytes int64
+	RecvBytes int64
+	Seconds   float64 // wall time spent inside the calls
 }
 
 func (c *Count) add(o Count) {
@@ -197,12 +196,6 @@ func (s Snapshot) WithoutTime() Snapshot {
 		}
 	}
 	return out
-}
-
-// MarshalJSON writes phases and kinds in sorted order (encoding/json sorts
-// map keys), so equal snapshots give equal bytes.
-func (s Snapshot) MarshalJSON() ([]byte, error) {
-	return json.Marshal(map[string]map[string]Count(s))
 }
 
 // SnapshotOf returns the byte counts of c, or an empty Snapshot when c does

@@ -9,7 +9,6 @@ import (
 	"sort"
 	"strings"
 
-	"gnnmpi/collective"
 	"gnnmpi/metrics"
 )
 
@@ -135,7 +134,7 @@ func newFullMeasured(name string, rec metrics.TrainFinal) (*Measured, error) {
 // epoch of the busiest rank (send and recv count one message from either
 // side: their maximum), and per phase the slowest rank's seconds inside
 // collectives, from every rank's counts of a run of epochs epochs.
-func traffic(name string, perRank []collective.Snapshot, phases []string, epochs float64) (map[string]map[Kind]Traffic, map[string]float64, error) {
+func traffic(name string, perRank []metrics.RankComm, phases []string, epochs float64) (map[string]map[Kind]Traffic, map[string]float64, error) {
 	comm := map[string]map[Kind]Traffic{}
 	commS := map[string]float64{}
 	for _, rank := range perRank {
