@@ -17,6 +17,7 @@ import (
 	"gnnmpi/gpu/gputest"
 	"gnnmpi/gpu/tier"
 	"gnnmpi/internal/dl"
+	"gnnmpi/metrics"
 	"gnnmpi/nccl"
 	"gnnmpi/partition"
 )
@@ -65,7 +66,7 @@ func TestDeviceMatchesCPU(t *testing.T) {
 				for e := range want {
 					require.InDelta(t, want[e], got[e], 1e-4*math.Abs(want[e]), "%s epoch %d loss: gpu %v cpu %v", name, e+1, got, want)
 					ce, ge := cpu.Epochs[e], gpu.Epochs[e]
-					for _, ph := range []string{PhaseSample, PhaseSpGEMM, PhaseFetch, PhaseGrad} {
+					for _, ph := range []string{metrics.PhaseSample, metrics.PhaseSpGEMM, metrics.PhaseFetch, metrics.PhaseGrad} {
 						require.Equal(t, ce.Bytes[ph], ge.Bytes[ph], "%s epoch %d: bytes of %s", name, e+1, ph)
 					}
 					require.Equal(t, [3]int64{ce.FetchRows, ce.CacheHits, ce.RemoteRows}, [3]int64{ge.FetchRows, ge.CacheHits, ge.RemoteRows}, name)

@@ -7,6 +7,7 @@ import (
 	"gnnmpi/collective"
 	"gnnmpi/dense"
 	"gnnmpi/internal/rng"
+	"gnnmpi/metrics"
 	"gnnmpi/model"
 	"gnnmpi/partition"
 	"gnnmpi/sampling"
@@ -126,9 +127,9 @@ func newTrainer(c collective.Comm, d *Data, cfg Config) (*trainer, error) {
 	if t.opt, err = cfg.newOptimizer(); err != nil {
 		return nil, err
 	}
-	// The loader's communicator counts under PhaseSetup until a phase is
+	// The loader's communicator counts under metrics.PhaseSetup until a phase is
 	// set on it.
-	restore := collective.SetPhase(c, PhaseSetup)
+	restore := collective.SetPhase(c, metrics.PhaseSetup)
 	t.lc, err = collective.Dup(c)
 	restore()
 	if err != nil {
@@ -158,7 +159,7 @@ func newTrainer(c collective.Comm, d *Data, cfg Config) (*trainer, error) {
 	if t.ebook, err = evalBook(d.Book, cfg.Replication); err != nil {
 		return nil, err
 	}
-	restore = collective.SetPhase(c, PhaseSetup)
+	restore = collective.SetPhase(c, metrics.PhaseSetup)
 	counts64, _, err := collective.AllgatherSlice(c, []int64{int64(len(t.owned))})
 	restore()
 	if err != nil {
@@ -187,7 +188,7 @@ func newTrainer(c collective.Comm, d *Data, cfg Config) (*trainer, error) {
 	if t.stores, err = t.storeStats(); err != nil {
 		return nil, err
 	}
-	defer collective.SetPhase(c, PhaseSetup)()
+	defer collective.SetPhase(c, metrics.PhaseSetup)()
 	if t.evalChunks, err = t.planChunks(); err != nil {
 		return nil, err
 	}
