@@ -48,6 +48,81 @@ func addSampleFlags(fs *flag.FlagSet, d train.Config) *sampleFlags {
 	}
 }
 
+// settingFlags names the flag that sets each setting of training that
+// package train's errors name (train.ErrorSettings, SettingError): the
+// commands report those errors with the flags' names (withFlagNames).
+var settingFlags = map[train.Setting]string{
+	train.SettingBatchSize: "batch-size", train.SettingC: "c", train.SettingCache: "cache",
+	train.SettingChunks: "chunks", train.SettingDevice: "device", train.SettingFanouts: "fanouts",
+	train.SettingFeatureFormat: "feature-format", train.SettingGlobalBatchSize: "global-batch-size",
+	train.SettingGradComm: "grad-comm", train.SettingLR: "lr", train.SettingMode: "mode",
+	train.SettingModel: "model", train.SettingOptimizer: "optimizer", train.SettingPartition: "partition",
+	train.SettingSampler: "sampler", train.SettingShuffle: "shuffle", train.SettingSymmetrize: "symmetrize",
+	train.SettingTopology: "topology",
+}
+
+// flagName returns the flag that sets s ("--topology"), or s's Go name
+// for a setting without a flag.
+func flagName(s train.Setting) string {
+	if f, ok := settingFlags[s]; ok {
+		return "--" + f
+	}
+	return string(s)
+}
+
+// flagNamed is an error whose message names flags where the error it
+// wraps names settings.
+type flagNamed struct {
+	msg string
+	err error
+}
+
+func (e *flagNamed) Error() string { return e.msg }
+func (e *flagNamed) Unwrap() error { return e.err }
+
+// withFlagNames returns err with every setting that a train.SettingError
+// in its tree names spelled as the flag that sets it (flagName); the
+// result wraps err. It returns err itself when no SettingError is in it.
+func withFlagNames(err error) error {
+	var found []*train.SettingError
+	var walk func(error)
+	walk = func(err error) {
+		if se, ok := err.(*train.SettingError); ok {
+			found = append(found, se)
+		}
+		switch u := err.(type) {
+		case interface{ Unwrap() error }:
+			if e := u.Unwrap(); e != nil {
+				walk(e)
+			}
+		case interface{ Unwrap() []error }:
+			for _, e := range u.Unwrap() {
+				walk(e)
+			}
+		}
+	}
+	walk(err)
+	if len(found) == 0 {
+		return err
+	}
+	// The outer errors' messages hold the inner ones': rewriting the
+	// outer first leaves the inner ones' text to rewrite.
+	msg := err.Error()
+	for _, se := range found {
+		msg = strings.ReplaceAll(msg, se.Error(), se.Message(flagName))
+	}
+	return &flagNamed{msg: msg, err: err}
+}
+
+// withFlagNamesRun returns the Flags function of a command that reports
+// its errors with withFlagNames.
+func withFlagNamesRun(flags func(*flag.FlagSet) func(*Env) error) func(*flag.FlagSet) func(*Env) error {
+	return func(fs *flag.FlagSet) func(*Env) error {
+		run := flags(fs)
+		return func(env *Env) error { return withFlagNames(run(env)) }
+	}
+}
+
 // config sets cfg's sampling and feature-store settings and seed from the
 // flags; set names the flags given on the command line. The fanouts are
 // set as given (cfg.Model.Layers is the caller's).

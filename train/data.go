@@ -362,7 +362,7 @@ func partitionBook(c collective.Comm, g *graph.Dataset, split string, o LoadOpti
 	}
 	if path != "" {
 		if _, err := os.Stat(path); err != nil {
-			return nil, fmt.Errorf("train: --partition %q is neither block, random, metis nor a readable book: %w", path, err)
+			return nil, settingErrorf("train: %s %q is neither a method (%s) nor a readable book: %w", SettingPartition, path, partition.OrList(PartitionMethods), err)
 		}
 	}
 	// METIS runs and book files are read on rank 0 only, then broadcast.

@@ -80,7 +80,7 @@ func (c *FullConfig) Validate(p int) error {
 	case c.Chunks < 1:
 		return fmt.Errorf("train: %d chunks < 1", c.Chunks)
 	case c.Mode == ModeGraph && c.Chunks != 1:
-		return fmt.Errorf("train: --mode graph processes each part whole; --chunks is for pipe and hybrid")
+		return settingErrorf("train: %s %s processes each part whole; %s is for %s and %s", SettingMode, ModeGraph, SettingChunks, ModePipe, ModeHybrid)
 	case c.ChunkMethod != ChunkMetis && c.ChunkMethod != ChunkRandom:
 		return errorOf(ParseChunkMethod(string(c.ChunkMethod)))
 	case c.SnapshotEvery < 0:

@@ -172,7 +172,7 @@ func TestLADIESLearns(t *testing.T) {
 func TestSamplerConfigErrors(t *testing.T) {
 	cfg := testConfig("sage")
 	cfg.Sampler = SamplerLADIES
-	require.ErrorContains(t, cfg.Validate(), "--model gcn")
+	requireSettings(t, cfg.Validate(), "use Model.Kind gcn", SettingModel)
 	cfg = testConfig("gcn")
 	cfg.Sampler, cfg.Fanouts = SamplerLADIES, []int{-1, 10}
 	require.ErrorContains(t, cfg.Validate(), "must be positive")
