@@ -437,58 +437,7 @@ func runTrain(env *Env, path string, lo train.LoadOptions, cfg train.Config) err
 		return err
 	}
 	printBest(env, res)
-	out := &metrics.MinibatchFinal{
-		Training: trainingOf(res),
-		Config: metrics.MinibatchConfig{
-			Common: commonOf(env, path, lo, d, &cfg.Common, normFlag),
-			Model:  minibatchModelOf(cfg.Model), Sampler: string(cfg.Sampler), Bulk: cfg.Bulk,
-			Topology: string(cfg.Topology), C: cfg.C, Fanouts: cfg.Fanouts, Replication: cfg.Replication,
-			Cache: string(cfg.Cache), CacheFrac: cfg.CacheFrac, FeatureDType: string(cfg.FeatureDType), GPUFrac: cfg.GPUFrac,
-			BatchSize: cfg.BatchSize, GlobalBatchSize: globalBatch, Shuffle: string(cfg.Shuffle),
-			Overlap: cfg.Overlap, Device: string(cfg.Device), GradComm: string(cfg.GradComm),
-		},
-		RemoteRowsPerEpoch: res.RemoteRowsPerEpoch, StateBytes: res.Memory, TrainVertices: len(d.Split.Train),
-		MedianCriticalPhaseS: train.MedianCriticalPhaseSeconds(res.Epochs),
-	}
-	for _, st := range res.Stores {
-		out.FeatureStores = append(out.FeatureStores, metrics.FeatureStore(st))
-	}
-	if n := len(res.Epochs); n > 0 {
-		batches := res.Epochs[n-1].Batches
-		var rows float64
-		for _, e := range res.Epochs {
-			rows += float64(e.FetchRows) / float64(n)
-		}
-		out.BatchesPerRank, out.FetchRowsPerEpoch = &batches, &rows
-	}
-	if res.GPUReads != nil {
-		g := metrics.GPUReads(*res.GPUReads)
-		out.GPUReads = &g
-	}
-	return env.Finish(out)
-}
-
-// trainingOf returns what the final record of either kind of training
-// reports of res.
-func trainingOf(res *train.Result) metrics.Training {
-	return metrics.Training{
-		Final: true, BestEpoch: res.BestEpoch, BestValAcc: res.BestValAcc, TestAcc: res.TestAcc,
-		MedianEpochS: res.MedianEpochS, BytesPerEpoch: res.BytesPerEpoch, Params: res.NumParams,
-		EpochsRun: len(res.Epochs), PeakRSSBytes: res.PeakRSS, MedianPhaseS: train.MedianPhaseSeconds(res.Epochs),
-	}
-}
-
-// commonOf returns the configuration both kinds of training report: the
-// data at path as loaded by lo, the settings c (its feature normalisation
-// as applied; normFlag as asked for) and env's BLAS.
-func commonOf(env *Env, path string, lo train.LoadOptions, d *train.Data, c *train.Common, normFlag train.FeatureNorm) metrics.Common {
-	return metrics.Common{
-		Data: path, Split: d.SplitName, Partition: lo.PartitionSpec(),
-		FeatureNorm: string(c.FeatureNorm), FeatureNormFlag: string(normFlag),
-		Symmetrize: lo.Symmetrize, Reciprocity: d.Reciprocity, FeatureFormat: string(featureFormatOf(d)),
-		Epochs: c.Epochs, Optimizer: string(c.Optimizer), LR: c.LR, WeightDecay: c.WeightDecay, Momentum: c.Momentum,
-		Seed: c.Seed, EvalEvery: c.EvalEvery, Select: string(c.Select), BLAS: env.BLASName,
-	}
+	return env.Finish(res.Final(cfg, d, train.RunInfo{Path: path, Load: lo, FeatureNorm: normFlag, GlobalBatchSize: globalBatch, BLAS: env.BLASName}))
 }
 
 func printEpoch(env *Env, st train.EpochStats) {
@@ -587,16 +536,4 @@ func printBest(env *Env, res *train.Result) {
 	} else {
 		env.Printf("no evaluation (--eval-every 0); median epoch %.3fs\n", res.MedianEpochS)
 	}
-}
-
-// minibatchModelOf returns m as the metrics record reports it.
-func minibatchModelOf(m model.Config) metrics.MinibatchModel {
-	return metrics.MinibatchModel{Kind: string(m.Kind), In: m.In, Hidden: m.Hidden, Out: m.Out, Layers: m.Layers,
-		Heads: m.Heads, OutHeads: m.OutHeads, Dropout: m.Dropout, Normalize: m.Normalize, AttnDropout: m.AttnDropout}
-}
-
-// fullModelOf returns m as the metrics record reports it.
-func fullModelOf(m model.DeepConfig) metrics.FullModel {
-	return metrics.FullModel{Kind: string(m.Kind), In: m.In, Hidden: m.Hidden, Out: m.Out, Layers: m.Layers,
-		Dropout: m.Dropout, Alpha: m.Alpha, Lambda: m.Lambda}
 }

@@ -326,8 +326,9 @@ func nonNegative(x *dense.Matrix) bool {
 	return true
 }
 
-// PartitionSpec returns the partition as the --partition flag spells it:
-// the book's path, else the method (PartitionMetis when unset).
+// PartitionSpec returns the partition as one string spells it (the
+// metrics records' partition): the book's path, else the method
+// (PartitionMetis when unset).
 func (o *LoadOptions) PartitionSpec() string {
 	switch {
 	case o.Book != "":

@@ -100,10 +100,10 @@ func (st *EpochStats) Record() metrics.Epoch {
 	return rec
 }
 
-// MedianPhaseSeconds returns the median over the epochs of each phase's
+// medianPhaseSeconds returns the median over the epochs of each phase's
 // seconds (EpochStats.PhaseSeconds; a phase missing from an epoch counts
 // as 0), the mean of the two middle epochs for an even count.
-func MedianPhaseSeconds(epochs []EpochStats) map[string]float64 {
+func medianPhaseSeconds(epochs []EpochStats) map[string]float64 {
 	out := map[string]float64{}
 	if len(epochs) == 0 {
 		return out
@@ -124,10 +124,10 @@ func MedianPhaseSeconds(epochs []EpochStats) map[string]float64 {
 	return out
 }
 
-// MedianCriticalPhaseSeconds returns the critical rank's phases
+// medianCriticalPhaseSeconds returns the critical rank's phases
 // (EpochStats.CriticalPhaseSeconds) of the median epoch by time (the lower
 // median), which add up to about its Seconds; nil without epochs.
-func MedianCriticalPhaseSeconds(epochs []EpochStats) map[string]float64 {
+func medianCriticalPhaseSeconds(epochs []EpochStats) map[string]float64 {
 	if len(epochs) == 0 {
 		return nil
 	}
