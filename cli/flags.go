@@ -4,10 +4,12 @@ import (
 	"flag"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"gnnmpi/alltoall"
 	"gnnmpi/graph"
+	"gnnmpi/model"
 	"gnnmpi/partition"
 	"gnnmpi/sampling"
 	"gnnmpi/train"
@@ -210,4 +212,75 @@ func setFlags(fs *flag.FlagSet) map[string]bool {
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	return set
+}
+
+// kindList spells kinds as "a, b or c".
+func kindList(kinds []model.Kind) string {
+	s := make([]string, len(kinds))
+	for i, k := range kinds {
+		s[i] = string(k)
+	}
+	return strings.Join(s[:len(s)-1], ", ") + " or " + s[len(s)-1]
+}
+
+// optInt and optFloat are flags whose default depends on other flags (the
+// model kind): unset, they leave the default alone and print none in -h.
+type optInt struct {
+	v   int
+	set bool
+}
+
+func (o *optInt) String() string {
+	if o == nil || !o.set {
+		return ""
+	}
+	return strconv.Itoa(o.v)
+}
+
+func (o *optInt) Set(s string) (err error) {
+	o.v, err = strconv.Atoi(s)
+	o.set = err == nil
+	return err
+}
+
+func (o *optInt) apply(dst *int) {
+	if o.set {
+		*dst = o.v
+	}
+}
+
+type optFloat struct {
+	v   float64
+	set bool
+}
+
+func (o *optFloat) String() string {
+	if o == nil || !o.set {
+		return ""
+	}
+	return strconv.FormatFloat(o.v, 'g', -1, 64)
+}
+
+func (o *optFloat) Set(s string) (err error) {
+	o.v, err = strconv.ParseFloat(s, 64)
+	o.set = err == nil
+	return err
+}
+
+func (o *optFloat) apply32(dst *float32) {
+	if o.set {
+		*dst = float32(o.v)
+	}
+}
+
+func parseInts(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		v, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
 }

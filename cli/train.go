@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -328,77 +327,6 @@ func (f *trainFlags) minibatchConfig(env *Env, set map[string]bool) (train.Confi
 	return cfg, nil
 }
 
-// kindList spells kinds as "a, b or c".
-func kindList(kinds []model.Kind) string {
-	s := make([]string, len(kinds))
-	for i, k := range kinds {
-		s[i] = string(k)
-	}
-	return strings.Join(s[:len(s)-1], ", ") + " or " + s[len(s)-1]
-}
-
-// optInt and optFloat are flags whose default depends on other flags (the
-// model kind): unset, they leave the default alone and print none in -h.
-type optInt struct {
-	v   int
-	set bool
-}
-
-func (o *optInt) String() string {
-	if o == nil || !o.set {
-		return ""
-	}
-	return strconv.Itoa(o.v)
-}
-
-func (o *optInt) Set(s string) (err error) {
-	o.v, err = strconv.Atoi(s)
-	o.set = err == nil
-	return err
-}
-
-func (o *optInt) apply(dst *int) {
-	if o.set {
-		*dst = o.v
-	}
-}
-
-type optFloat struct {
-	v   float64
-	set bool
-}
-
-func (o *optFloat) String() string {
-	if o == nil || !o.set {
-		return ""
-	}
-	return strconv.FormatFloat(o.v, 'g', -1, 64)
-}
-
-func (o *optFloat) Set(s string) (err error) {
-	o.v, err = strconv.ParseFloat(s, 64)
-	o.set = err == nil
-	return err
-}
-
-func (o *optFloat) apply32(dst *float32) {
-	if o.set {
-		*dst = float32(o.v)
-	}
-}
-
-func parseInts(s string) ([]int, error) {
-	var out []int
-	for _, f := range strings.Split(s, ",") {
-		v, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, v)
-	}
-	return out, nil
-}
-
 func runTrain(env *Env, path string, lo train.LoadOptions, cfg train.Config) error {
 	c := env.Comm
 	if cfg.Device == train.DeviceCUDA && lo.Format == graph.FeatureAuto {
@@ -490,41 +418,6 @@ func (b *progressBar) clear() {
 		fmt.Fprintf(b.env.Err, "\r%s\r", strings.Repeat(" ", 79))
 		b.shown = false
 	}
-}
-
-// loadData loads the dataset for training or the fetch sweep (train.Load:
-// the rank's parts, with lo's replication factor; symmetrized on request)
-// and reports it on rank 0, warning about a graph that looks directed and
-// about empty classes.
-func loadData(env *Env, path string, lo train.LoadOptions) (*train.Data, error) {
-	t0 := time.Now()
-	d, err := train.Load(env.Comm, path, lo)
-	if err != nil {
-		return nil, err
-	}
-	kind := "dense"
-	if d.FeatCSR != nil {
-		kind = fmt.Sprintf("csr, %d nonzeros on rank %d", d.FeatCSR.NNZ(), env.Comm.Rank())
-	}
-	env.Progress("loaded %s in %.2fs: %d vertices, %d features (%s), %d classes; split %s with %d training vertices; %d parts (%s) × replication %d",
-		d.Name, time.Since(t0).Seconds(), d.NumNodes(), d.NumFeatures(), kind, d.NumClasses, d.SplitName, len(d.Split.Train), d.Book.Parts, d.Book.Method, max(lo.Replication, 1))
-	warnDirection(env, path, d.Reciprocity, d.Symmetrized)
-	warnClasses(env, path, d.EmptyClasses, d.NumClasses)
-	return d, nil
-}
-
-// resolveFeatureNorm returns the normalisation norm applies to d's
-// features (train.FeatureNorm.Resolve) and logs the choice auto made.
-func resolveFeatureNorm(env *Env, norm train.FeatureNorm, d *train.Data) train.FeatureNorm {
-	r := norm.Resolve(d.NonNegative)
-	if norm == train.FeatureNormAuto {
-		why := "non-negative"
-		if !d.NonNegative {
-			why = "real-valued (some are negative)"
-		}
-		env.Progress("feature normalisation auto: %s, as the features are %s", r, why)
-	}
-	return r
 }
 
 // printBest prints the selected epoch's accuracies and the median epoch
