@@ -116,7 +116,7 @@ var fullModes = []train.Mode{train.ModeGraph, train.ModePipe, train.ModeHybrid}
 func defaultsHelp(minibatch, full bool, get func(train.Settings) string) string {
 	var parts []string
 	if minibatch {
-		parts = append(parts, groupDefaults("minibatch", model.MinibatchKinds, func(k model.Kind) string {
+		parts = append(parts, groupDefaults(string(train.ModeMinibatch), model.MinibatchKinds, func(k model.Kind) string {
 			return get(train.Defaults(k, train.ModeMinibatch))
 		}))
 	}
