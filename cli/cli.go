@@ -42,6 +42,9 @@ type Command struct {
 func Commands() []*Command {
 	cmds := []*Command{infoCmd(), selftestCmd(), gpucheckCmd(), genCmd(), convertCmd(), partitionCmd(), trainCmd(), spgemmCmd(), sampleCmd(), fetchCmd(), predictCmd()}
 	sort.Slice(cmds, func(i, j int) bool { return cmds[i].Name < cmds[j].Name })
+	for _, c := range cmds {
+		c.Flags = withFlagNamesRun(c.Flags) // train's errors name settings, the user sees flags
+	}
 	return cmds
 }
 

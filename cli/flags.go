@@ -4,10 +4,12 @@ import (
 	"flag"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"gnnmpi/alltoall"
 	"gnnmpi/graph"
+	"gnnmpi/model"
 	"gnnmpi/partition"
 	"gnnmpi/sampling"
 	"gnnmpi/train"
@@ -45,6 +47,81 @@ func addSampleFlags(fs *flag.FlagSet, d train.Config) *sampleFlags {
 		format:      fs.String("feature-format", string(graph.FeatureAuto), featureFormatUsage+"; auto means dense with --feature-dtype f16"),
 		seed:        fs.Uint64("seed", d.Seed, "random seed (weights, shuffles, sampling, dropout, METIS)"),
 		symmetrize:  fs.Bool("symmetrize", false, symmetrizeUsage),
+	}
+}
+
+// settingFlags names the flag that sets each setting of training that
+// package train's errors name (train.ErrorSettings, SettingError): the
+// commands report those errors with the flags' names (withFlagNames).
+var settingFlags = map[train.Setting]string{
+	train.SettingBatchSize: "batch-size", train.SettingC: "c", train.SettingCache: "cache",
+	train.SettingChunks: "chunks", train.SettingDevice: "device", train.SettingFanouts: "fanouts",
+	train.SettingFeatureFormat: "feature-format", train.SettingGlobalBatchSize: "global-batch-size",
+	train.SettingGradComm: "grad-comm", train.SettingLR: "lr", train.SettingMode: "mode",
+	train.SettingModel: "model", train.SettingOptimizer: "optimizer", train.SettingPartition: "partition",
+	train.SettingSampler: "sampler", train.SettingShuffle: "shuffle", train.SettingSymmetrize: "symmetrize",
+	train.SettingTopology: "topology",
+}
+
+// flagName returns the flag that sets s ("--topology"), or s's Go name
+// for a setting without a flag.
+func flagName(s train.Setting) string {
+	if f, ok := settingFlags[s]; ok {
+		return "--" + f
+	}
+	return string(s)
+}
+
+// flagNamed is an error whose message names flags where the error it
+// wraps names settings.
+type flagNamed struct {
+	msg string
+	err error
+}
+
+func (e *flagNamed) Error() string { return e.msg }
+func (e *flagNamed) Unwrap() error { return e.err }
+
+// withFlagNames returns err with every setting that a train.SettingError
+// in its tree names spelled as the flag that sets it (flagName); the
+// result wraps err. It returns err itself when no SettingError is in it.
+func withFlagNames(err error) error {
+	var found []*train.SettingError
+	var walk func(error)
+	walk = func(err error) {
+		if se, ok := err.(*train.SettingError); ok {
+			found = append(found, se)
+		}
+		switch u := err.(type) {
+		case interface{ Unwrap() error }:
+			if e := u.Unwrap(); e != nil {
+				walk(e)
+			}
+		case interface{ Unwrap() []error }:
+			for _, e := range u.Unwrap() {
+				walk(e)
+			}
+		}
+	}
+	walk(err)
+	if len(found) == 0 {
+		return err
+	}
+	// The outer errors' messages hold the inner ones': rewriting the
+	// outer first leaves the inner ones' text to rewrite.
+	msg := err.Error()
+	for _, se := range found {
+		msg = strings.ReplaceAll(msg, se.Error(), se.Message(flagName))
+	}
+	return &flagNamed{msg: msg, err: err}
+}
+
+// withFlagNamesRun returns the Flags function of a command that reports
+// its errors with withFlagNames.
+func withFlagNamesRun(flags func(*flag.FlagSet) func(*Env) error) func(*flag.FlagSet) func(*Env) error {
+	return func(fs *flag.FlagSet) func(*Env) error {
+		run := flags(fs)
+		return func(env *Env) error { return withFlagNames(run(env)) }
 	}
 }
 
@@ -135,4 +212,75 @@ func setFlags(fs *flag.FlagSet) map[string]bool {
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	return set
+}
+
+// kindList spells kinds as "a, b or c".
+func kindList(kinds []model.Kind) string {
+	s := make([]string, len(kinds))
+	for i, k := range kinds {
+		s[i] = string(k)
+	}
+	return strings.Join(s[:len(s)-1], ", ") + " or " + s[len(s)-1]
+}
+
+// optInt and optFloat are flags whose default depends on other flags (the
+// model kind): unset, they leave the default alone and print none in -h.
+type optInt struct {
+	v   int
+	set bool
+}
+
+func (o *optInt) String() string {
+	if o == nil || !o.set {
+		return ""
+	}
+	return strconv.Itoa(o.v)
+}
+
+func (o *optInt) Set(s string) (err error) {
+	o.v, err = strconv.Atoi(s)
+	o.set = err == nil
+	return err
+}
+
+func (o *optInt) apply(dst *int) {
+	if o.set {
+		*dst = o.v
+	}
+}
+
+type optFloat struct {
+	v   float64
+	set bool
+}
+
+func (o *optFloat) String() string {
+	if o == nil || !o.set {
+		return ""
+	}
+	return strconv.FormatFloat(o.v, 'g', -1, 64)
+}
+
+func (o *optFloat) Set(s string) (err error) {
+	o.v, err = strconv.ParseFloat(s, 64)
+	o.set = err == nil
+	return err
+}
+
+func (o *optFloat) apply32(dst *float32) {
+	if o.set {
+		*dst = float32(o.v)
+	}
+}
+
+func parseInts(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		v, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
 }

@@ -42,18 +42,7 @@ func runFull(env *Env, path string, lo train.LoadOptions, cfg train.FullConfig) 
 		human(res.BytesPerEpoch[metrics.PhaseActGrad]), human(res.Analytical[metrics.PhaseActGrad]),
 		human(res.BytesPerEpoch[metrics.PhaseHalo]), human(res.Analytical[metrics.PhaseHalo]),
 		human(res.BytesPerEpoch[metrics.PhaseGrad]), human(res.Analytical[metrics.PhaseGrad]))
-	out := &metrics.FullFinal{
-		Training: trainingOf(&res.Result),
-		Config: metrics.FullConfig{
-			Common: commonOf(env, path, lo, d, &cfg.Common, normFlag),
-			Model:  fullModelOf(mc), Mode: string(cfg.Mode), Stages: res.Layout.Stages, Pipelines: res.Layout.Pipelines,
-			Chunks: cfg.Chunks, ChunkPartition: string(cfg.ChunkMethod),
-			ShuffleChunks: cfg.ShuffleChunks, ClearGrads: cfg.ClearGrads, SnapshotEvery: cfg.SnapshotEvery,
-		},
-		AnalyticalBytesPerEpoch: res.Analytical, HaloRows: res.HaloRows, StateBytes: res.StateBytes,
-		Vertices: d.NumNodes(),
-	}
-	return env.Finish(out)
+	return env.Finish(res.Final(cfg, d, train.RunInfo{Path: path, Load: lo, FeatureNorm: normFlag, BLAS: env.BLASName}))
 }
 
 func printFullEpoch(env *Env, st train.EpochStats) {

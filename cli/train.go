@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -117,7 +116,7 @@ var fullModes = []train.Mode{train.ModeGraph, train.ModePipe, train.ModeHybrid}
 func defaultsHelp(minibatch, full bool, get func(train.Settings) string) string {
 	var parts []string
 	if minibatch {
-		parts = append(parts, groupDefaults("minibatch", model.MinibatchKinds, func(k model.Kind) string {
+		parts = append(parts, groupDefaults(string(train.ModeMinibatch), model.MinibatchKinds, func(k model.Kind) string {
 			return get(train.Defaults(k, train.ModeMinibatch))
 		}))
 	}
@@ -328,77 +327,6 @@ func (f *trainFlags) minibatchConfig(env *Env, set map[string]bool) (train.Confi
 	return cfg, nil
 }
 
-// kindList spells kinds as "a, b or c".
-func kindList(kinds []model.Kind) string {
-	s := make([]string, len(kinds))
-	for i, k := range kinds {
-		s[i] = string(k)
-	}
-	return strings.Join(s[:len(s)-1], ", ") + " or " + s[len(s)-1]
-}
-
-// optInt and optFloat are flags whose default depends on other flags (the
-// model kind): unset, they leave the default alone and print none in -h.
-type optInt struct {
-	v   int
-	set bool
-}
-
-func (o *optInt) String() string {
-	if o == nil || !o.set {
-		return ""
-	}
-	return strconv.Itoa(o.v)
-}
-
-func (o *optInt) Set(s string) (err error) {
-	o.v, err = strconv.Atoi(s)
-	o.set = err == nil
-	return err
-}
-
-func (o *optInt) apply(dst *int) {
-	if o.set {
-		*dst = o.v
-	}
-}
-
-type optFloat struct {
-	v   float64
-	set bool
-}
-
-func (o *optFloat) String() string {
-	if o == nil || !o.set {
-		return ""
-	}
-	return strconv.FormatFloat(o.v, 'g', -1, 64)
-}
-
-func (o *optFloat) Set(s string) (err error) {
-	o.v, err = strconv.ParseFloat(s, 64)
-	o.set = err == nil
-	return err
-}
-
-func (o *optFloat) apply32(dst *float32) {
-	if o.set {
-		*dst = float32(o.v)
-	}
-}
-
-func parseInts(s string) ([]int, error) {
-	var out []int
-	for _, f := range strings.Split(s, ",") {
-		v, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, v)
-	}
-	return out, nil
-}
-
 func runTrain(env *Env, path string, lo train.LoadOptions, cfg train.Config) error {
 	c := env.Comm
 	if cfg.Device == train.DeviceCUDA && lo.Format == graph.FeatureAuto {
@@ -437,58 +365,7 @@ func runTrain(env *Env, path string, lo train.LoadOptions, cfg train.Config) err
 		return err
 	}
 	printBest(env, res)
-	out := &metrics.MinibatchFinal{
-		Training: trainingOf(res),
-		Config: metrics.MinibatchConfig{
-			Common: commonOf(env, path, lo, d, &cfg.Common, normFlag),
-			Model:  minibatchModelOf(cfg.Model), Sampler: string(cfg.Sampler), Bulk: cfg.Bulk,
-			Topology: string(cfg.Topology), C: cfg.C, Fanouts: cfg.Fanouts, Replication: cfg.Replication,
-			Cache: string(cfg.Cache), CacheFrac: cfg.CacheFrac, FeatureDType: string(cfg.FeatureDType), GPUFrac: cfg.GPUFrac,
-			BatchSize: cfg.BatchSize, GlobalBatchSize: globalBatch, Shuffle: string(cfg.Shuffle),
-			Overlap: cfg.Overlap, Device: string(cfg.Device), GradComm: string(cfg.GradComm),
-		},
-		RemoteRowsPerEpoch: res.RemoteRowsPerEpoch, StateBytes: res.Memory, TrainVertices: len(d.Split.Train),
-		MedianCriticalPhaseS: train.MedianCriticalPhaseSeconds(res.Epochs),
-	}
-	for _, st := range res.Stores {
-		out.FeatureStores = append(out.FeatureStores, metrics.FeatureStore(st))
-	}
-	if n := len(res.Epochs); n > 0 {
-		batches := res.Epochs[n-1].Batches
-		var rows float64
-		for _, e := range res.Epochs {
-			rows += float64(e.FetchRows) / float64(n)
-		}
-		out.BatchesPerRank, out.FetchRowsPerEpoch = &batches, &rows
-	}
-	if res.GPUReads != nil {
-		g := metrics.GPUReads(*res.GPUReads)
-		out.GPUReads = &g
-	}
-	return env.Finish(out)
-}
-
-// trainingOf returns what the final record of either kind of training
-// reports of res.
-func trainingOf(res *train.Result) metrics.Training {
-	return metrics.Training{
-		Final: true, BestEpoch: res.BestEpoch, BestValAcc: res.BestValAcc, TestAcc: res.TestAcc,
-		MedianEpochS: res.MedianEpochS, BytesPerEpoch: res.BytesPerEpoch, Params: res.NumParams,
-		EpochsRun: len(res.Epochs), PeakRSSBytes: res.PeakRSS, MedianPhaseS: train.MedianPhaseSeconds(res.Epochs),
-	}
-}
-
-// commonOf returns the configuration both kinds of training report: the
-// data at path as loaded by lo, the settings c (its feature normalisation
-// as applied; normFlag as asked for) and env's BLAS.
-func commonOf(env *Env, path string, lo train.LoadOptions, d *train.Data, c *train.Common, normFlag train.FeatureNorm) metrics.Common {
-	return metrics.Common{
-		Data: path, Split: d.SplitName, Partition: lo.PartitionSpec(),
-		FeatureNorm: string(c.FeatureNorm), FeatureNormFlag: string(normFlag),
-		Symmetrize: lo.Symmetrize, Reciprocity: d.Reciprocity, FeatureFormat: string(featureFormatOf(d)),
-		Epochs: c.Epochs, Optimizer: string(c.Optimizer), LR: c.LR, WeightDecay: c.WeightDecay, Momentum: c.Momentum,
-		Seed: c.Seed, EvalEvery: c.EvalEvery, Select: string(c.Select), BLAS: env.BLASName,
-	}
+	return env.Finish(res.Final(cfg, d, train.RunInfo{Path: path, Load: lo, FeatureNorm: normFlag, GlobalBatchSize: globalBatch, BLAS: env.BLASName}))
 }
 
 func printEpoch(env *Env, st train.EpochStats) {
@@ -543,41 +420,6 @@ func (b *progressBar) clear() {
 	}
 }
 
-// loadData loads the dataset for training or the fetch sweep (train.Load:
-// the rank's parts, with lo's replication factor; symmetrized on request)
-// and reports it on rank 0, warning about a graph that looks directed and
-// about empty classes.
-func loadData(env *Env, path string, lo train.LoadOptions) (*train.Data, error) {
-	t0 := time.Now()
-	d, err := train.Load(env.Comm, path, lo)
-	if err != nil {
-		return nil, err
-	}
-	kind := "dense"
-	if d.FeatCSR != nil {
-		kind = fmt.Sprintf("csr, %d nonzeros on rank %d", d.FeatCSR.NNZ(), env.Comm.Rank())
-	}
-	env.Progress("loaded %s in %.2fs: %d vertices, %d features (%s), %d classes; split %s with %d training vertices; %d parts (%s) × replication %d",
-		d.Name, time.Since(t0).Seconds(), d.NumNodes(), d.NumFeatures(), kind, d.NumClasses, d.SplitName, len(d.Split.Train), d.Book.Parts, d.Book.Method, max(lo.Replication, 1))
-	warnDirection(env, path, d.Reciprocity, d.Symmetrized)
-	warnClasses(env, path, d.EmptyClasses, d.NumClasses)
-	return d, nil
-}
-
-// resolveFeatureNorm returns the normalisation norm applies to d's
-// features (train.FeatureNorm.Resolve) and logs the choice auto made.
-func resolveFeatureNorm(env *Env, norm train.FeatureNorm, d *train.Data) train.FeatureNorm {
-	r := norm.Resolve(d.NonNegative)
-	if norm == train.FeatureNormAuto {
-		why := "non-negative"
-		if !d.NonNegative {
-			why = "real-valued (some are negative)"
-		}
-		env.Progress("feature normalisation auto: %s, as the features are %s", r, why)
-	}
-	return r
-}
-
 // printBest prints the selected epoch's accuracies and the median epoch
 // time of a finished run.
 func printBest(env *Env, res *train.Result) {
@@ -587,16 +429,4 @@ func printBest(env *Env, res *train.Result) {
 	} else {
 		env.Printf("no evaluation (--eval-every 0); median epoch %.3fs\n", res.MedianEpochS)
 	}
-}
-
-// minibatchModelOf returns m as the metrics record reports it.
-func minibatchModelOf(m model.Config) metrics.MinibatchModel {
-	return metrics.MinibatchModel{Kind: string(m.Kind), In: m.In, Hidden: m.Hidden, Out: m.Out, Layers: m.Layers,
-		Heads: m.Heads, OutHeads: m.OutHeads, Dropout: m.Dropout, Normalize: m.Normalize, AttnDropout: m.AttnDropout}
-}
-
-// fullModelOf returns m as the metrics record reports it.
-func fullModelOf(m model.DeepConfig) metrics.FullModel {
-	return metrics.FullModel{Kind: string(m.Kind), In: m.In, Hidden: m.Hidden, Out: m.Out, Layers: m.Layers,
-		Dropout: m.Dropout, Alpha: m.Alpha, Lambda: m.Lambda}
 }

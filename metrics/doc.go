@@ -11,12 +11,12 @@
 // each embedding Run, which carries the command, backend, rank count, wall
 // time and the CommSummary of every rank's bytes by phase and kind of call.
 //
-// The writer (package cli) fills these types and the readers (gnnmpi
-// predict) decode them, so a key is spelled once, in a struct tag here: a
-// renamed field is a compile error on both sides rather than a silently
-// missing value. The nested model configurations mirror model.Config and
-// model.DeepConfig field for field, so the writer converts them with a Go
-// conversion, which fails to compile when either side changes.
+// The writers (package train builds training's records, package cli the
+// rest) fill these types and the readers (gnnmpi predict) decode them, so
+// a key is spelled once, in a struct tag here: a renamed field is a
+// compile error on both sides rather than a silently missing value. The
+// nested model configurations mirror model.Config and model.DeepConfig
+// field for field, and package train copies them field by field.
 //
 // The phase names (PhaseSample … PhaseCalibrate) are the values of
 // collective.SetPhase across the project and the keys of the records'

@@ -12,6 +12,7 @@ import (
 
 	"gnnmpi/collective"
 	"gnnmpi/internal/atomicfile"
+	"gnnmpi/metrics"
 )
 
 // checkpointMagic starts every checkpoint file.
@@ -210,7 +211,7 @@ func (t *trainer) resume() (resumed, error) {
 // bcastCheckpoint is collective over t.c.
 func (t *trainer) bcastCheckpoint() (*checkpoint, error) {
 	c := t.c
-	defer collective.SetPhase(c, PhaseSetup)()
+	defer collective.SetPhase(c, metrics.PhaseSetup)()
 	var data []byte
 	var rerr error
 	if c.Rank() == 0 {

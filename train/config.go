@@ -199,9 +199,9 @@ func (c *Config) validateSampling() error {
 	case c.Model.Layers < 1:
 		return fmt.Errorf("train: %d layers; want at least 1", c.Model.Layers)
 	case len(c.Fanouts) != c.Model.Layers:
-		return fmt.Errorf("train: %d fanouts for %d layers; give one per layer (e.g. --fanouts 25,10)", len(c.Fanouts), c.Model.Layers)
+		return settingErrorf("train: %d fanouts for %d layers; give one per layer (e.g. %s 25,10)", len(c.Fanouts), c.Model.Layers, SettingFanouts)
 	case c.GlobalBatchSize > 0 && c.BatchSize != 0:
-		return fmt.Errorf("train: give a batch size per rank (%d, --batch-size) or a global one (%d, --global-batch-size), not both", c.BatchSize, c.GlobalBatchSize)
+		return settingErrorf("train: give a batch size per rank (%d, %s) or a global one (%d, %s), not both", c.BatchSize, SettingBatchSize, c.GlobalBatchSize, SettingGlobalBatchSize)
 	case c.GlobalBatchSize < 0:
 		return fmt.Errorf("train: global batch size %d < 1", c.GlobalBatchSize)
 	case c.BatchSize < 1 && c.GlobalBatchSize == 0:
@@ -211,7 +211,7 @@ func (c *Config) validateSampling() error {
 	case c.C < 1:
 		return fmt.Errorf("train: replication factor %d < 1", c.C)
 	case c.Sampler == SamplerLADIES && c.Model.Kind != model.KindGCN:
-		return fmt.Errorf("train: the ladies sampler weights GCN's propagation matrix; use --model gcn (not %s)", c.Model.Kind)
+		return settingErrorf("train: the %s sampler weights GCN's propagation matrix; use %s %s (not %s)", SamplerLADIES, SettingModel, model.KindGCN, c.Model.Kind)
 	case c.EvalMemory < 1:
 		return fmt.Errorf("train: eval memory %d < 1", c.EvalMemory)
 	}
@@ -234,9 +234,9 @@ func (c *Config) validateFeatures() error {
 	case !(c.CacheFrac >= 0) || math.IsInf(c.CacheFrac, 0):
 		return fmt.Errorf("train: cache fraction %v must be a finite number ≥ 0", c.CacheFrac)
 	case c.Cache == alltoall.CacheNone && c.CacheFrac > 0:
-		return fmt.Errorf("train: cache fraction %v with cache policy none; choose --cache degree, vip or sim", c.CacheFrac)
+		return settingErrorf("train: cache fraction %v with cache policy %s; choose %s %s, %s or %s", c.CacheFrac, alltoall.CacheNone, SettingCache, alltoall.CacheDegree, alltoall.CacheVIP, alltoall.CacheSim)
 	case (c.Cache == alltoall.CacheVIP || c.Cache == CacheVIPRecurrence) && c.Sampler != SamplerSAGE:
-		return fmt.Errorf("train: the %s cache models the node-wise sampler; with --sampler %s use --cache sim or degree", c.Cache, c.Sampler)
+		return settingErrorf("train: the %s cache models the node-wise sampler; with %s %s use %s %s or %s", c.Cache, SettingSampler, c.Sampler, SettingCache, alltoall.CacheSim, alltoall.CacheDegree)
 	case c.Cache == alltoall.CacheSim && c.CacheSimEpochs < 1:
 		return fmt.Errorf("train: %d simulated epochs for the sim cache; want at least 1", c.CacheSimEpochs)
 	case !(c.GPUFrac >= 0 && c.GPUFrac <= 1):

@@ -326,8 +326,9 @@ func nonNegative(x *dense.Matrix) bool {
 	return true
 }
 
-// PartitionSpec returns the partition as the --partition flag spells it:
-// the book's path, else the method (PartitionMetis when unset).
+// PartitionSpec returns the partition as one string spells it (the
+// metrics records' partition): the book's path, else the method
+// (PartitionMetis when unset).
 func (o *LoadOptions) PartitionSpec() string {
 	switch {
 	case o.Book != "":
@@ -362,7 +363,7 @@ func partitionBook(c collective.Comm, g *graph.Dataset, split string, o LoadOpti
 	}
 	if path != "" {
 		if _, err := os.Stat(path); err != nil {
-			return nil, fmt.Errorf("train: --partition %q is neither block, random, metis nor a readable book: %w", path, err)
+			return nil, settingErrorf("train: %s %q is neither a method (%s) nor a readable book: %w", SettingPartition, path, partition.OrList(PartitionMethods), err)
 		}
 	}
 	// METIS runs and book files are read on rank 0 only, then broadcast.

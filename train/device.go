@@ -12,6 +12,7 @@ import (
 	"gnnmpi/gpu/cuda"
 	"gnnmpi/gpu/gnn"
 	"gnnmpi/gpu/tier"
+	"gnnmpi/graph"
 	"gnnmpi/internal/rng"
 	"gnnmpi/model"
 	"gnnmpi/nccl"
@@ -64,7 +65,8 @@ func (c *Config) validateGradComm() error {
 		return err
 	}
 	if g == GradCommNCCL && c.Device != DeviceCUDA {
-		return fmt.Errorf("train: --grad-comm nccl sums the gradients on the GPU and needs --device cuda (got --device %s; use --grad-comm mpi)", cmp.Or(c.Device, DeviceCPU))
+		return settingErrorf("train: %s %s sums the gradients on the GPU and needs %s %s (got %s %s; use %s %s)",
+			SettingGradComm, GradCommNCCL, SettingDevice, DeviceCUDA, SettingDevice, cmp.Or(c.Device, DeviceCPU), SettingGradComm, GradCommMPI)
 	}
 	return nil
 }
@@ -81,7 +83,7 @@ func (c *Config) validateDevice() error {
 		return fmt.Errorf("train: %w", err)
 	}
 	if c.Optimizer != OptimizerAdam {
-		return fmt.Errorf("train: --optimizer %s is %w (the device runs Adam; use --optimizer adam or --device cpu)", c.Optimizer, gnn.ErrUnsupported)
+		return settingErrorf("train: %s %s is %w (the device runs Adam; use %s %s or %s %s)", SettingOptimizer, c.Optimizer, gnn.ErrUnsupported, SettingOptimizer, OptimizerAdam, SettingDevice, DeviceCPU)
 	}
 	return nil
 }
@@ -154,7 +156,7 @@ func (t *trainer) openNCCL() error {
 		if nc != nil {
 			err = errors.Join(err, nc.Free())
 		}
-		return errors.Join(fmt.Errorf("train: --grad-comm nccl: %w", err), t.closeDevice())
+		return errors.Join(settingErrorf("train: %s %s: %w", SettingGradComm, GradCommNCCL, err), t.closeDevice())
 	}
 	t.dev.nccl = nc
 	return nil
@@ -178,7 +180,7 @@ func (t *trainer) allreduceDevice() error {
 // newDevice opens the device of local rank local and the model on it.
 func (t *trainer) newDevice(local int, sparseFeatures bool) error {
 	if sparseFeatures {
-		return fmt.Errorf("train: sparse (CSR) input features are %w (the device model takes dense rows; use --device cpu or --feature-format dense)", gnn.ErrUnsupported)
+		return settingErrorf("train: sparse (CSR) input features are %w (the device model takes dense rows; use %s %s or %s %s)", gnn.ErrUnsupported, SettingDevice, DeviceCPU, SettingFeatureFormat, graph.FeatureDense)
 	}
 	adam, ok := t.opt.(*model.Adam)
 	if !ok {
@@ -186,27 +188,27 @@ func (t *trainer) newDevice(local int, sparseFeatures bool) error {
 	}
 	be := t.cfg.Backends
 	if be.CUDADeviceCount == nil || be.OpenCUDA == nil {
-		return errors.New("train: --device cuda: no CUDA backend was handed down (Config.Backends.CUDADeviceCount or OpenCUDA is nil)")
+		return settingErrorf("train: %s %s: no CUDA backend was handed down (Config.Backends.CUDADeviceCount or OpenCUDA is nil)", SettingDevice, DeviceCUDA)
 	}
 	n, err := be.CUDADeviceCount()
 	if err != nil {
-		return fmt.Errorf("train: --device cuda: %w", err)
+		return settingErrorf("train: %s %s: %w", SettingDevice, DeviceCUDA, err)
 	}
 	if n < 1 {
-		return errors.New("train: --device cuda: the CUDA driver sees no device")
+		return settingErrorf("train: %s %s: the CUDA driver sees no device", SettingDevice, DeviceCUDA)
 	}
 	ctx, err := be.OpenCUDA(local % n)
 	if err != nil {
-		return fmt.Errorf("train: --device cuda: %w", err)
+		return settingErrorf("train: %s %s: %w", SettingDevice, DeviceCUDA, err)
 	}
 	t.dev = &device{ctx: ctx, adam: adam}
 	mc := t.m.Config()
 	if t.dev.m, err = gnn.New(ctx, mc); err != nil {
-		return fmt.Errorf("train: --device cuda: %w", err)
+		return settingErrorf("train: %s %s: %w", SettingDevice, DeviceCUDA, err)
 	}
 	if t.store.DType() == alltoall.F32 {
 		if t.dev.tier, err = tier.New(ctx, t.store); err != nil {
-			return fmt.Errorf("train: --device cuda: the feature tiers: %w", err)
+			return settingErrorf("train: %s %s: the feature tiers: %w", SettingDevice, DeviceCUDA, err)
 		}
 	}
 	return nil

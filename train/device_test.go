@@ -17,6 +17,7 @@ import (
 	"gnnmpi/gpu/gputest"
 	"gnnmpi/gpu/tier"
 	"gnnmpi/internal/dl"
+	"gnnmpi/metrics"
 	"gnnmpi/nccl"
 	"gnnmpi/partition"
 )
@@ -65,7 +66,7 @@ func TestDeviceMatchesCPU(t *testing.T) {
 				for e := range want {
 					require.InDelta(t, want[e], got[e], 1e-4*math.Abs(want[e]), "%s epoch %d loss: gpu %v cpu %v", name, e+1, got, want)
 					ce, ge := cpu.Epochs[e], gpu.Epochs[e]
-					for _, ph := range []string{PhaseSample, PhaseSpGEMM, PhaseFetch, PhaseGrad} {
+					for _, ph := range []string{metrics.PhaseSample, metrics.PhaseSpGEMM, metrics.PhaseFetch, metrics.PhaseGrad} {
 						require.Equal(t, ce.Bytes[ph], ge.Bytes[ph], "%s epoch %d: bytes of %s", name, e+1, ph)
 					}
 					require.Equal(t, [3]int64{ce.FetchRows, ce.CacheHits, ce.RemoteRows}, [3]int64{ge.FetchRows, ge.CacheHits, ge.RemoteRows}, name)
@@ -124,18 +125,18 @@ func TestDeviceF16(t *testing.T) {
 func TestDeviceConfigErrors(t *testing.T) {
 	for _, tc := range []struct {
 		edit func(*Config)
-		flag string
+		want string // gpu/gnn's errors name flags, train's the setting
 	}{
 		{func(c *Config) { c.Model.Kind, c.Model.Heads = "gat", 1 }, "--model gat"},
 		{func(c *Config) { c.Model.Normalize = true }, "--normalize"},
-		{func(c *Config) { c.Optimizer = OptimizerSGD }, "--optimizer sgd"},
+		{func(c *Config) { c.Optimizer = OptimizerSGD }, "Optimizer sgd"},
 	} {
 		cfg := testConfig("sage")
 		cfg.Device = DeviceCUDA
 		tc.edit(&cfg)
 		err := cfg.Validate()
 		require.ErrorIs(t, err, gnn.ErrUnsupported)
-		require.ErrorContains(t, err, tc.flag)
+		require.ErrorContains(t, err, tc.want)
 	}
 	cfg := testConfig("sage")
 	cfg.Device = "tpu"
@@ -150,10 +151,8 @@ func TestGradCommConfig(t *testing.T) {
 	cfg.GradComm = GradCommMPI
 	require.NoError(t, cfg.Validate())
 	cfg.GradComm = GradCommNCCL
-	err := cfg.Validate()
-	require.ErrorContains(t, err, "--grad-comm nccl")
-	require.ErrorContains(t, err, "--device cuda")
-	require.ErrorContains(t, err, "--device cpu")
+	requireSettings(t, cfg.Validate(), "GradComm nccl sums the gradients on the GPU and needs Device cuda (got Device cpu; use GradComm mpi)",
+		SettingGradComm, SettingDevice, SettingDevice, SettingGradComm)
 	cfg.Device = DeviceCUDA
 	require.NoError(t, cfg.Validate())
 	cfg.GradComm = "gloo"
@@ -178,7 +177,7 @@ func TestGradCommNCCLMissing(t *testing.T) {
 	cfg.Device, cfg.GradComm = DeviceCUDA, GradCommNCCL
 	_, err := runRanks(2, cfg, partition.Random(sbm().NumNodes, 2, 5))
 	require.ErrorContains(t, err, "libnccl.so.2 not found") // the rank that reports carries rank 0's ErrNoNCCL
-	require.ErrorContains(t, err, "--grad-comm nccl")
+	requireSettings(t, err, "GradComm nccl", SettingGradComm)
 }
 
 // Training opens only the GPU backends it is handed: without them,
@@ -191,11 +190,12 @@ func TestDeviceWithoutBackends(t *testing.T) {
 		gradComm GradComm
 		backends Backends
 		want     string
-		flag     string
+		setting  Setting
+		value    string
 	}{
-		{"no CUDA", GradCommMPI, Backends{NewNCCL: nccl.New}, "Config.Backends.CUDADeviceCount or OpenCUDA is nil", "--device cuda"},
-		{"no open", GradCommMPI, Backends{CUDADeviceCount: cuda.DeviceCount}, "Config.Backends.CUDADeviceCount or OpenCUDA is nil", "--device cuda"},
-		{"no NCCL", GradCommNCCL, Backends{CUDADeviceCount: cuda.DeviceCount, OpenCUDA: cuda.Open}, "Config.Backends.NewNCCL is nil", "--grad-comm nccl"},
+		{"no CUDA", GradCommMPI, Backends{NewNCCL: nccl.New}, "Config.Backends.CUDADeviceCount or OpenCUDA is nil", SettingDevice, "cuda"},
+		{"no open", GradCommMPI, Backends{CUDADeviceCount: cuda.DeviceCount}, "Config.Backends.CUDADeviceCount or OpenCUDA is nil", SettingDevice, "cuda"},
+		{"no NCCL", GradCommNCCL, Backends{CUDADeviceCount: cuda.DeviceCount, OpenCUDA: cuda.Open}, "Config.Backends.NewNCCL is nil", SettingGradComm, "nccl"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := testConfig("sage")
@@ -214,8 +214,10 @@ func TestDeviceWithoutBackends(t *testing.T) {
 			})
 			for r, err := range errs {
 				require.ErrorContains(t, err, tc.want, "rank %d", r)
-				require.ErrorContains(t, err, tc.flag, "rank %d", r)
+				require.ErrorContains(t, err, fmt.Sprintf("%s %s: ", tc.setting, tc.value), "rank %d", r)
 			}
+			// The other ranks carry rank 0's message (collective.Agree).
+			requireSettings(t, errs[0], fmt.Sprintf("%s %s: ", tc.setting, tc.value), tc.setting)
 		})
 	}
 }

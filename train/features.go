@@ -7,6 +7,7 @@ import (
 	"gnnmpi/alltoall"
 	"gnnmpi/collective"
 	"gnnmpi/internal/rng"
+	"gnnmpi/metrics"
 	"gnnmpi/partition"
 	"gnnmpi/sampling"
 	"gnnmpi/sparse"
@@ -40,7 +41,7 @@ func (t *trainer) featureComm() (collective.Comm, error) {
 	if t.grid != nil && t.grid.PC == rc {
 		return t.grid.ColComm, nil
 	}
-	defer collective.SetPhase(t.lc, PhaseSetup)()
+	defer collective.SetPhase(t.lc, metrics.PhaseSetup)()
 	g, err := collective.NewGrid(t.lc, p/rc, rc)
 	if err != nil {
 		return nil, err
@@ -137,7 +138,7 @@ func (t *trainer) scores(policy alltoall.CachePolicy) (*sparse.Vec, error) {
 // as it always has; a rank holding only its part's row block (global
 // column ids) gets the in-degree of its halo and own vertices summed over
 // the replica group (alltoall.InDegree, collective over t.fcomm, whose rank
-// q holds part q's rows), counted under PhaseSetup.
+// q holds part q's rows), counted under metrics.PhaseSetup.
 func (t *trainer) inDegree() (*sparse.Vec, error) {
 	adj, n := t.d.Adj, t.d.Book.NumNodes()
 	if adj.NRows == n {
@@ -147,7 +148,7 @@ func (t *trainer) inDegree() (*sparse.Vec, error) {
 		}
 		return sparse.VecFromDense(s), nil
 	}
-	defer collective.SetPhase(t.lc, PhaseSetup)()
+	defer collective.SetPhase(t.lc, metrics.PhaseSetup)()
 	return alltoall.InDegree(t.fcomm, t.d.Book, adj)
 }
 
@@ -232,7 +233,7 @@ func cacheRows(frac float64, n int64, parts int) int {
 
 // newStore builds this rank's feature store of feat (its part's rows,
 // dense or sparse) under a policy and cache fraction, with the run's dtype
-// and GPU fraction, counting the cache fill under PhaseSetup. It is
+// and GPU fraction, counting the cache fill under metrics.PhaseSetup. It is
 // collective.
 func (t *trainer) newStore(feat Features, policy alltoall.CachePolicy, frac float64) (*alltoall.Store, error) {
 	score, err := t.scores(policy)
@@ -246,7 +247,7 @@ func (t *trainer) newStore(feat Features, policy alltoall.CachePolicy, frac floa
 // alltoall.NewStore for dense rows, alltoall.NewSparseStore for sparse
 // ones (whose fetches move only the nonzeros). It is collective.
 func (t *trainer) storeOf(feat Features, score *sparse.Vec, rows int) (*alltoall.Store, error) {
-	defer collective.SetPhase(t.lc, PhaseSetup)() // the store's group is split from t.lc
+	defer collective.SetPhase(t.lc, metrics.PhaseSetup)() // the store's group is split from t.lc
 	o := alltoall.StoreOptions{DType: t.cfg.FeatureDType, Score: score, CacheRows: rows, GPUFrac: t.cfg.GPUFrac}
 	if feat.CSR != nil {
 		return alltoall.NewSparseStore(t.fcomm, t.d.Book, feat.CSR, o)
@@ -259,7 +260,7 @@ func (t *trainer) storeStats() ([]StoreStats, error) {
 	s := t.store
 	tiers := s.Tiers()
 	mine := []int64{s.Bytes(), int64(s.OwnRows()), int64(s.CachedRows()), int64(tiers[0].Rows), tiers[0].Bytes}
-	defer collective.SetPhase(t.c, PhaseSetup)()
+	defer collective.SetPhase(t.c, metrics.PhaseSetup)()
 	all, _, err := collective.AllgatherSlice(t.c, mine)
 	if err != nil {
 		return nil, err

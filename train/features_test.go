@@ -11,6 +11,7 @@ import (
 	"gnnmpi/alltoall"
 	"gnnmpi/collective"
 	"gnnmpi/collective/inproc"
+	"gnnmpi/metrics"
 	"gnnmpi/model"
 	"gnnmpi/partition"
 )
@@ -86,7 +87,7 @@ func TestFeatureF16(t *testing.T) {
 	f := int64(sbm().Feat.Cols)
 	for e := range a.Epochs {
 		require.Equal(t, a.Epochs[e].RemoteRows, b.Epochs[e].RemoteRows)
-		require.Equal(t, a.Epochs[e].Bytes[PhaseFetch]-2*f*a.Epochs[e].RemoteRows, b.Epochs[e].Bytes[PhaseFetch])
+		require.Equal(t, a.Epochs[e].Bytes[metrics.PhaseFetch]-2*f*a.Epochs[e].RemoteRows, b.Epochs[e].Bytes[metrics.PhaseFetch])
 	}
 	require.Equal(t, a.Stores[1].Bytes-2*f*a.Stores[1].OwnRows, b.Stores[1].Bytes)
 	cfg.Epochs, cfg.EvalEvery, cfg.LR = 20, 1, 0.02
@@ -227,7 +228,7 @@ func TestFetchSweepMatchesRun(t *testing.T) {
 			rows += float64(e.FetchRows) / 2
 			hits += float64(e.CacheHits) / 2
 			remote += float64(e.RemoteRows) / 2
-			bytes += float64(e.Bytes[PhaseFetch]) / 2
+			bytes += float64(e.Bytes[metrics.PhaseFetch]) / 2
 		}
 		require.Equal(t, []float64{rows, hits, remote, bytes}, []float64{pt.FetchRows, pt.CacheHits, pt.RemoteRows, pt.FetchBytes}, "%s %g", pt.Cache, pt.CacheFrac)
 	}

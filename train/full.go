@@ -80,7 +80,7 @@ func (c *FullConfig) Validate(p int) error {
 	case c.Chunks < 1:
 		return fmt.Errorf("train: %d chunks < 1", c.Chunks)
 	case c.Mode == ModeGraph && c.Chunks != 1:
-		return fmt.Errorf("train: --mode graph processes each part whole; --chunks is for pipe and hybrid")
+		return settingErrorf("train: %s %s processes each part whole; %s is for %s and %s", SettingMode, ModeGraph, SettingChunks, ModePipe, ModeHybrid)
 	case c.ChunkMethod != ChunkMetis && c.ChunkMethod != ChunkRandom:
 		return errorOf(ParseChunkMethod(string(c.ChunkMethod)))
 	case c.SnapshotEvery < 0:
@@ -142,7 +142,7 @@ func RunFull(c collective.Comm, d *Data, cfg FullConfig, h Hooks) (*FullResult, 
 	// training's (FullResult.Analytical has an evaluation's).
 	delete(res.BytesPerEpoch, metrics.PhaseEval)
 	res.NumParams = pipe.NumParams(s.model)
-	defer collective.SetPhase(c, PhaseMetrics)()
+	defer collective.SetPhase(c, metrics.PhaseMetrics)()
 	mem, _, err := collective.AllgatherSlice(c, []int64{s.tr.StateBytes(), memlimit.PeakRSS()})
 	if err != nil {
 		return nil, err
@@ -237,7 +237,7 @@ func fullPlan(c collective.Comm, d *Data, cfg FullConfig, lay pipe.Layout, log f
 		}
 		return plan.PartPlan(k), crc32.Checksum(int32Bytes(chunk), castagnoli), nil
 	}
-	defer collective.SetPhase(c, PhaseSetup)()
+	defer collective.SetPhase(c, metrics.PhaseSetup)()
 	var chunk []int32
 	err := checkRows(d, k)
 	if err == nil {
@@ -341,7 +341,7 @@ func (s *fullStepper) summarize(epoch int, ev *evaluation, evalSecs float64) (Ep
 	}
 	delta := collective.SnapshotOf(c).Sub(s.before)
 	phases := append(slices.Clone(fullCommPhases), metrics.PhaseEval)
-	restore := collective.SetPhase(c, PhaseMetrics)
+	restore := collective.SetPhase(c, metrics.PhaseMetrics)
 	times := []float64{s.trainSecs, evalSecs}
 	for _, ph := range fullCommPhases {
 		times = append(times, delta.Phase(ph).Seconds)
@@ -359,7 +359,7 @@ func (s *fullStepper) summarize(epoch int, ev *evaluation, evalSecs float64) (Ep
 		return EpochStats{}, err
 	}
 	es.Seconds = times[0]
-	es.PhaseSeconds = map[string]float64{PhaseEval: times[1]}
+	es.PhaseSeconds = map[string]float64{metrics.PhaseEval: times[1]}
 	for i, ph := range fullCommPhases {
 		es.PhaseSeconds[ph] = times[2+i]
 	}
@@ -392,7 +392,7 @@ func (s *fullStepper) resume() (resumed, error) {
 // fullChunks returns every vertex's chunk within its part: computed on rank
 // 0 (METIS) and broadcast (onRoot).
 func fullChunks(c collective.Comm, d *Data, cfg FullConfig, log func(string, ...any)) ([]int32, error) {
-	defer collective.SetPhase(c, PhaseSetup)()
+	defer collective.SetPhase(c, metrics.PhaseSetup)()
 	n := d.NumNodes()
 	chunk := make([]int32, n)
 	if cfg.Chunks == 1 {

@@ -209,7 +209,7 @@ func saveFull(c collective.Comm, dir string, h rankHeader, s pipe.State) error {
 // resumeFull is collective over c; every rank returns an error if any
 // fails.
 func resumeFull(c collective.Comm, dir, fp string, tr *pipe.Trainer) (*rankHeader, error) {
-	defer collective.SetPhase(c, PhaseSetup)()
+	defer collective.SetPhase(c, metrics.PhaseSetup)()
 	epoch := []int64{0}
 	var err error
 	if c.Rank() == 0 {

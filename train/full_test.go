@@ -108,7 +108,7 @@ func TestFullConfigErrors(t *testing.T) {
 		{func(c *FullConfig) { c.Mode = "tensor" }, 2, "unknown mode"},
 		{func(c *FullConfig) { c.Mode, c.Pipelines = ModeHybrid, 3 }, 4, "do not divide"},
 		{func(c *FullConfig) { c.Model.Layers = 2 }, 4, "every stage needs a layer"},
-		{func(c *FullConfig) { c.Mode, c.Chunks = ModeGraph, 3 }, 2, "--chunks is for pipe"},
+		{func(c *FullConfig) { c.Mode, c.Chunks = ModeGraph, 3 }, 2, "Chunks is for pipe"},
 		{func(c *FullConfig) { c.ChunkMethod = "block" }, 2, "chunk partition"},
 		{func(c *FullConfig) { c.Model.Kind = "gat" }, 2, "kind"},
 		{func(c *FullConfig) { c.CheckpointDir, c.CheckpointEvery = "ck", 0 }, 2, "checkpoint every 0 < 1"},

@@ -4,6 +4,7 @@ import (
 	"gnnmpi/alltoall"
 	"gnnmpi/collective"
 	"gnnmpi/dense"
+	"gnnmpi/metrics"
 	"gnnmpi/model"
 	"gnnmpi/partition"
 	"gnnmpi/sampling"
@@ -123,8 +124,8 @@ func (s *stamps) swap(v int64, x int32) int32 {
 // validation loss.
 func (t *trainer) evaluate() (evaluation, error) {
 	c := t.c
-	defer collective.SetPhase(c, PhaseEval)()
-	defer collective.SetPhase(t.lc, PhaseEval)() // the input layer's fetch
+	defer collective.SetPhase(c, metrics.PhaseEval)()
+	defer collective.SetPhase(t.lc, metrics.PhaseEval)() // the input layer's fetch
 	owned := t.ebook.Owned(c.Rank())
 	h, err := t.infer(owned)
 	if err != nil {

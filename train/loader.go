@@ -9,6 +9,7 @@ import (
 	"gnnmpi/collective"
 	"gnnmpi/dense"
 	"gnnmpi/gpu/tier"
+	"gnnmpi/metrics"
 	"gnnmpi/sampling"
 	"gnnmpi/sparse"
 )
@@ -78,7 +79,7 @@ type loadState struct {
 	epoch   int
 	batches [][]int64
 	sampled []*sampling.MiniBatch
-	secs    map[string]float64 // PhaseSample, PhaseFetch
+	secs    map[string]float64 // metrics.PhaseSample, metrics.PhaseFetch
 	fetched alltoall.Counts
 	reads   tier.Reads // the tiers the device gathers read from
 }
@@ -95,8 +96,8 @@ func (t *trainer) prepare(ls *loadState, i int, s *slot) (*batch, error) {
 	}
 	mb := ls.sampled[i%t.cfg.Bulk]
 	t1 := time.Now()
-	ls.secs[PhaseSample] += t1.Sub(t0).Seconds()
-	restore := collective.SetPhase(t.lc, PhaseFetch)
+	ls.secs[metrics.PhaseSample] += t1.Sub(t0).Seconds()
+	restore := collective.SetPhase(t.lc, metrics.PhaseFetch)
 	var cnt alltoall.Counts
 	var err error
 	if t.dev != nil && t.dev.tier != nil {
@@ -110,24 +111,24 @@ func (t *trainer) prepare(ls *loadState, i int, s *slot) (*batch, error) {
 	}
 	ls.fetched = ls.fetched.Add(cnt)
 	if t.needDegrees(true) {
-		restore := collective.SetPhase(t.lc, PhaseFetch)
+		restore := collective.SetPhase(t.lc, metrics.PhaseFetch)
 		s.x.deg, err = fetchDegrees(t.fcomm, t.d.Book, t.featDeg, nil, mb.Input())
 		restore()
 		if err != nil {
 			return nil, err
 		}
 	}
-	ls.secs[PhaseFetch] += time.Since(t1).Seconds()
+	ls.secs[metrics.PhaseFetch] += time.Since(t1).Seconds()
 	return &batch{i: i, seeds: ls.batches[i], mb: mb, x: s.x, s: s}, nil
 }
 
 // sampleBulk samples the minibatches of steps i … i+Bulk−1 of epoch
-// together, with the training loop's keys, under the phase PhaseSample of
+// together, with the training loop's keys, under the phase metrics.PhaseSample of
 // the loader communicator (the 1.5D topology's products count under
-// PhaseSpGEMM). It is collective over t.lc when the topology is
+// metrics.PhaseSpGEMM). It is collective over t.lc when the topology is
 // distributed.
 func (t *trainer) sampleBulk(epoch int, batches [][]int64, i int) ([]*sampling.MiniBatch, error) {
-	defer collective.SetPhase(t.lc, PhaseSample)()
+	defer collective.SetPhase(t.lc, metrics.PhaseSample)()
 	bulk := batches[i:min(i+t.cfg.Bulk, len(batches))]
 	return t.sampler.Sample(bulk, sampleKeys(t.cfg.Seed, epoch, i, len(bulk), t.c.Rank()))
 }
@@ -135,8 +136,8 @@ func (t *trainer) sampleBulk(epoch int, batches [][]int64, i int) ([]*sampling.M
 // fetch gathers the feature rows of ids from the feature store into x,
 // reusing its storage when it is large enough (sparse rows from a sparse
 // store, dense ones otherwise), and returns the fetch's counts. It counts
-// under the current phase of the loader communicator (PhaseFetch in
-// training, PhaseEval in inference) and is collective over the store's
+// under the current phase of the loader communicator (metrics.PhaseFetch in
+// training, metrics.PhaseEval in inference) and is collective over the store's
 // group (split from t.lc).
 func (t *trainer) fetch(x *inputs, ids []int64) (alltoall.Counts, error) {
 	var cnt alltoall.Counts

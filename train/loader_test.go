@@ -11,6 +11,7 @@ import (
 	"gnnmpi/alltoall"
 	"gnnmpi/collective"
 	"gnnmpi/collective/inproc"
+	"gnnmpi/metrics"
 	"gnnmpi/partition"
 )
 
@@ -65,15 +66,15 @@ func TestOverlapSameLosses(t *testing.T) {
 			require.Equal(t, seq[0].Stores, ovl[0].Stores)
 			for _, e := range ovl[0].Epochs {
 				if tc.p > 1 {
-					require.Positive(t, e.Bytes[PhaseGrad], "grad bytes")
+					require.Positive(t, e.Bytes[metrics.PhaseGrad], "grad bytes")
 				}
-				require.Equal(t, e.PhaseSeconds[PhaseWait], e.WaitSeconds)
+				require.Equal(t, e.PhaseSeconds[metrics.PhaseWait], e.WaitSeconds)
 				require.GreaterOrEqual(t, e.WaitSeconds, 0.0)
 				if tc.p > 1 && cfg.Replication < tc.p {
-					require.Positive(t, e.Bytes[PhaseFetch], "fetch bytes")
+					require.Positive(t, e.Bytes[metrics.PhaseFetch], "fetch bytes")
 				}
 				if cfg.Topology == Topology15D {
-					require.Positive(t, e.Bytes[PhaseSpGEMM], "1.5d products")
+					require.Positive(t, e.Bytes[metrics.PhaseSpGEMM], "1.5d products")
 				}
 			}
 			// Without overlap the compute loop waits for every preparation.
@@ -113,7 +114,7 @@ func TestOverlapPhasesPerRank(t *testing.T) {
 	}
 	seq, ovl := snaps(false), snaps(true)
 	require.Equal(t, seq, ovl)
-	for _, ph := range []string{PhaseSample, PhaseSpGEMM, PhaseFetch, PhaseGrad, PhaseMetrics} {
+	for _, ph := range []string{metrics.PhaseSample, metrics.PhaseSpGEMM, metrics.PhaseFetch, metrics.PhaseGrad, metrics.PhaseMetrics} {
 		require.Positive(t, ovl[1].Phase(ph).SentBytes, ph)
 	}
 }
@@ -209,7 +210,7 @@ func TestCriticalPhases(t *testing.T) {
 		for _, ph := range timePhases {
 			require.Contains(t, e.CriticalPhaseSeconds, ph)
 			require.LessOrEqual(t, e.CriticalPhaseSeconds[ph], e.PhaseSeconds[ph], ph)
-			if ph != PhaseEval && ph != PhaseWait {
+			if ph != metrics.PhaseEval && ph != metrics.PhaseWait {
 				sum += e.CriticalPhaseSeconds[ph]
 			}
 		}

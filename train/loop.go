@@ -1,7 +1,6 @@
 package train
 
 import (
-	"fmt"
 	"math"
 	"sort"
 	"time"
@@ -89,7 +88,7 @@ func runLoop(s stepper, cc *Common, h Hooks) (*record, error) {
 		}
 		if math.IsNaN(st.Loss) || math.IsInf(st.Loss, 0) {
 			// A diverged run is an error, not a silent NaN curve.
-			return nil, fmt.Errorf("train: epoch %d: loss is %v (diverged; lower --lr?)", epoch, st.Loss)
+			return nil, settingErrorf("train: epoch %d: loss is %v (diverged; lower %s?)", epoch, st.Loss, SettingLR)
 		}
 		rec.add(st, cc.Select, s)
 		if cc.checkpointDue(epoch) {

@@ -31,10 +31,10 @@ func loadParts(c collective.Comm, dir string, o LoadOptions, rc int, whole bool)
 		return nil, err
 	}
 	if o.Symmetrize && !m.Symmetric {
-		return nil, fmt.Errorf("train: %s is partitioned: symmetrize when partitioning (gnnmpi partition --symmetrize), not when loading", dir)
+		return nil, settingErrorf("train: %s is partitioned: symmetrize when partitioning, not when loading (%s)", dir, SettingSymmetrize)
 	}
 	if o.Book != "" || (o.Partition != "" && o.Partition != PartitionMetis) { // metis: the flags' default
-		return nil, fmt.Errorf("train: %s is partitioned already (%s, %d parts); --partition does not apply", dir, m.Method, m.Parts)
+		return nil, settingErrorf("train: %s is partitioned already (%s, %d parts); %s does not apply", dir, m.Method, m.Parts, SettingPartition)
 	}
 	p := c.Size()
 	first, last, err := m.RunParts(c.Rank(), p, rc)

@@ -179,7 +179,7 @@ func TestPartitionedLoadErrors(t *testing.T) {
 	cfg := testConfig("sage")
 	cfg.Shuffle, cfg.Topology = ShuffleGlobal, Topology15D
 	_, err := runParts(2, dir, LoadOptions{}, cfg)
-	require.ErrorContains(t, err, "--shuffle local")
+	requireSettings(t, err, "use Shuffle local", SettingShuffle, SettingShuffle)
 
 	defer func(f func() memlimit.Budget) { available = f }(available)
 	available = func() memlimit.Budget { return memlimit.Budget{Bytes: 1 << 10, Source: "test limit"} }

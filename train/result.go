@@ -9,30 +9,15 @@ import (
 	"gnnmpi/metrics"
 )
 
-// Phases of the epoch time (EpochStats.PhaseSeconds) and of the byte
-// counts (EpochStats.Bytes; collective.SetPhase): the names package
-// metrics defines, under which the minibatch epoch code counts.
-const (
-	PhaseSample  = metrics.PhaseSample
-	PhaseSpGEMM  = metrics.PhaseSpGEMM
-	PhaseFetch   = metrics.PhaseFetch
-	PhaseCompute = metrics.PhaseCompute
-	PhaseGrad    = metrics.PhaseGrad
-	PhaseWait    = metrics.PhaseWait
-	PhaseEval    = metrics.PhaseEval
-	PhaseMetrics = metrics.PhaseMetrics
-	PhaseSetup   = metrics.PhaseSetup
-)
-
 // timePhases are the phases of EpochStats.PhaseSeconds. With Config.Overlap
 // sample and fetch are the loader goroutine's times, which overlap the
 // compute loop's compute, grad and wait.
-var timePhases = []string{PhaseSample, PhaseFetch, PhaseCompute, PhaseGrad, PhaseEval, PhaseWait}
+var timePhases = []string{metrics.PhaseSample, metrics.PhaseFetch, metrics.PhaseCompute, metrics.PhaseGrad, metrics.PhaseEval, metrics.PhaseWait}
 
 // bytePhases are the phases of EpochStats.Bytes. The per-epoch reductions
 // themselves (phase "metrics", a few hundred bytes) and the setup appear in
 // the run's final communication summary only.
-var bytePhases = []string{PhaseSample, PhaseSpGEMM, PhaseFetch, PhaseGrad, PhaseEval}
+var bytePhases = []string{metrics.PhaseSample, metrics.PhaseSpGEMM, metrics.PhaseFetch, metrics.PhaseGrad, metrics.PhaseEval}
 
 // EpochStats is one epoch's summary over all ranks. Its JSON form is the
 // checkpoints' history; the metrics file has Record's.
@@ -115,10 +100,10 @@ func (st *EpochStats) Record() metrics.Epoch {
 	return rec
 }
 
-// MedianPhaseSeconds returns the median over the epochs of each phase's
+// medianPhaseSeconds returns the median over the epochs of each phase's
 // seconds (EpochStats.PhaseSeconds; a phase missing from an epoch counts
 // as 0), the mean of the two middle epochs for an even count.
-func MedianPhaseSeconds(epochs []EpochStats) map[string]float64 {
+func medianPhaseSeconds(epochs []EpochStats) map[string]float64 {
 	out := map[string]float64{}
 	if len(epochs) == 0 {
 		return out
@@ -139,10 +124,10 @@ func MedianPhaseSeconds(epochs []EpochStats) map[string]float64 {
 	return out
 }
 
-// MedianCriticalPhaseSeconds returns the critical rank's phases
+// medianCriticalPhaseSeconds returns the critical rank's phases
 // (EpochStats.CriticalPhaseSeconds) of the median epoch by time (the lower
 // median), which add up to about its Seconds; nil without epochs.
-func MedianCriticalPhaseSeconds(epochs []EpochStats) map[string]float64 {
+func medianCriticalPhaseSeconds(epochs []EpochStats) map[string]float64 {
 	if len(epochs) == 0 {
 		return nil
 	}

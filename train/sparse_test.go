@@ -12,6 +12,7 @@ import (
 	"gnnmpi/collective/inproc"
 	"gnnmpi/dense"
 	"gnnmpi/graph"
+	"gnnmpi/metrics"
 	"gnnmpi/partition"
 )
 
@@ -117,7 +118,7 @@ func TestSparseSameLosses(t *testing.T) {
 				require.Positive(t, sp.Epochs[e].RemoteRows)
 				// Cora: 18 nonzeros of 1433 a row on average; pairs when
 				// normalised, columns only for the pattern.
-				require.Less(t, 20*sp.Epochs[e].Bytes[PhaseFetch], dn.Epochs[e].Bytes[PhaseFetch])
+				require.Less(t, 20*sp.Epochs[e].Bytes[metrics.PhaseFetch], dn.Epochs[e].Bytes[metrics.PhaseFetch])
 			}
 			require.Less(t, 20*sp.Stores[0].Bytes, dn.Stores[0].Bytes)
 		})

@@ -8,6 +8,7 @@ import (
 	"gnnmpi/dense"
 	"gnnmpi/gpu/tier"
 	"gnnmpi/internal/rng"
+	"gnnmpi/metrics"
 	"gnnmpi/model"
 	"gnnmpi/sampling"
 )
@@ -38,7 +39,7 @@ func (ep *epochState) count(loss float64, correct, n int) {
 // over the ranks. The minibatches come from a source (loader.go): with
 // Config.Overlap a loader goroutine prepares the next ones while one
 // computes. The time the compute loop waits for a minibatch is counted as
-// PhaseWait; the loader's sample and fetch times are its own.
+// metrics.PhaseWait; the loader's sample and fetch times are its own.
 func (t *trainer) train(epoch int, progress func(epoch, batch, batches int)) error {
 	c, r := t.c, t.c.Rank()
 	ep := epochState{before: collective.SnapshotOf(c), secs: map[string]float64{}}
@@ -66,7 +67,7 @@ func (t *trainer) train(epoch int, progress func(epoch, batch, batches int)) err
 			src.stop()
 			return err
 		}
-		t0 = lap(PhaseWait, t0)
+		t0 = lap(metrics.PhaseWait, t0)
 		if t.dev != nil {
 			err = t.deviceBackward(&ep, epoch, b.i, b.seeds, b.mb, b.x)
 		} else {
@@ -77,18 +78,18 @@ func (t *trainer) train(epoch int, progress func(epoch, batch, batches int)) err
 			src.stop()
 			return err
 		}
-		t0 = lap(PhaseCompute, t0)
+		t0 = lap(metrics.PhaseCompute, t0)
 		if err := t.sumGrads(); err != nil {
 			src.stop()
 			return err
 		}
-		t0 = lap(PhaseGrad, t0)
+		t0 = lap(metrics.PhaseGrad, t0)
 		if t.dev != nil {
 			err = t.dev.m.AdamStep(t.dev.adam)
 		} else {
 			t.opt.Step(t.m.Params())
 		}
-		lap(PhaseCompute, t0)
+		lap(metrics.PhaseCompute, t0)
 		if err != nil {
 			src.stop()
 			return err
@@ -111,12 +112,12 @@ func (t *trainer) train(epoch int, progress func(epoch, batch, batches int)) err
 }
 
 // sumGrads sums the step's gradients over the ranks (one Allreduce of
-// the flat vector, phase PhaseGrad): the host model's, the device's
+// the flat vector, phase metrics.PhaseGrad): the host model's, the device's
 // staged through host memory, or with GradComm nccl the device's in place
 // (allreduceDevice).
 func (t *trainer) sumGrads() error {
 	if t.dev != nil && t.dev.nccl != nil {
-		defer collective.SetPhase(t.c, PhaseGrad)()
+		defer collective.SetPhase(t.c, metrics.PhaseGrad)()
 		return t.allreduceDevice()
 	}
 	if t.dev != nil {
@@ -127,7 +128,7 @@ func (t *trainer) sumGrads() error {
 	} else {
 		t.grads = t.m.FlattenGrads(t.grads[:0])
 	}
-	restore := collective.SetPhase(t.c, PhaseGrad)
+	restore := collective.SetPhase(t.c, metrics.PhaseGrad)
 	err := collective.AllreduceSlice(t.c, t.grads, collective.Sum)
 	restore()
 	if err != nil {
@@ -177,10 +178,10 @@ func (t *trainer) summarize(epoch int, ev *evaluation, evalSecs float64) (EpochS
 	c, ep := t.c, &t.ep
 	st := EpochStats{Epoch: epoch, Batches: ep.batches}
 	if ev != nil {
-		ep.secs[PhaseEval] += evalSecs
+		ep.secs[metrics.PhaseEval] += evalSecs
 		st.Evaluated, st.ValAcc, st.TestAcc, st.ValLoss = true, ev.ValAcc, ev.TestAcc, ev.ValLoss
 	}
-	defer collective.SetPhase(c, PhaseMetrics)()
+	defer collective.SetPhase(c, metrics.PhaseMetrics)()
 	lossSum, correct, seen := ep.lossSum, ep.correct, ep.seen
 	if err := collective.AllreduceVars(c, collective.Sum, &lossSum, &correct, &seen); err != nil {
 		return EpochStats{}, err
@@ -229,7 +230,7 @@ func (t *trainer) summarize(epoch int, ev *evaluation, evalSecs float64) (EpochS
 	for k, p := range timePhases {
 		st.PhaseSeconds[p] = times[k+1]
 	}
-	st.WaitSeconds = st.PhaseSeconds[PhaseWait]
+	st.WaitSeconds = st.PhaseSeconds[metrics.PhaseWait]
 	st.CriticalPhaseSeconds = map[string]float64{}
 	for k, p := range timePhases {
 		st.CriticalPhaseSeconds[p] = all[w*critical+k+1]

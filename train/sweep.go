@@ -8,6 +8,7 @@ import (
 	"gnnmpi/alltoall"
 	"gnnmpi/collective"
 	"gnnmpi/dense"
+	"gnnmpi/metrics"
 	"gnnmpi/sparse"
 )
 
@@ -145,7 +146,7 @@ func (t *trainer) sweepPoint(pt *SweepPoint, feat Features, score *sparse.Vec, i
 	before := collective.SnapshotOf(c)
 	var cnt alltoall.Counts
 	t0 = time.Now()
-	restore := collective.SetPhase(t.lc, PhaseFetch) // the store's group is split from t.lc
+	restore := collective.SetPhase(t.lc, metrics.PhaseFetch) // the store's group is split from t.lc
 	var sbuf *sparse.Matrix[float32]
 	for _, ids := range inputs {
 		var got alltoall.Counts
@@ -162,8 +163,8 @@ func (t *trainer) sweepPoint(pt *SweepPoint, feat Features, score *sparse.Vec, i
 	}
 	restore()
 	secs := time.Since(t0).Seconds()
-	sent := collective.SnapshotOf(c).Sub(before).Phase(PhaseFetch).SentBytes
-	restore = collective.SetPhase(c, PhaseMetrics)
+	sent := collective.SnapshotOf(c).Sub(before).Phase(metrics.PhaseFetch).SentBytes
+	restore = collective.SetPhase(c, metrics.PhaseMetrics)
 	err = collective.AllreduceVars(c, collective.Sum, &cnt.Rows, &cnt.Hits, &cnt.Remote, &sent)
 	storeBytes, cached := t.store.Bytes(), int64(t.store.CachedRows())
 	if err == nil {

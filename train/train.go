@@ -3,6 +3,7 @@ package train
 import (
 	"gnnmpi/collective"
 	"gnnmpi/internal/memlimit"
+	"gnnmpi/metrics"
 )
 
 // The categories of Result.Memory: the adjacency rows and the sampler's
@@ -57,7 +58,7 @@ func Run(c collective.Comm, d *Data, cfg Config, h Hooks) (*Result, error) {
 	}
 	res := rec.result()
 	res.NumParams, res.Stores = t.m.NumParams(), t.stores
-	defer collective.SetPhase(c, PhaseMetrics)()
+	defer collective.SetPhase(c, metrics.PhaseMetrics)()
 	mine := append(t.memory(), memlimit.PeakRSS())
 	all, _, err := collective.AllgatherSlice(c, mine)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"gnnmpi/collective"
 	"gnnmpi/collective/inproc"
 	"gnnmpi/graph"
+	"gnnmpi/metrics"
 	"gnnmpi/model"
 	"gnnmpi/partition"
 	"gnnmpi/spgemm"
@@ -149,7 +150,7 @@ func TestBulkSameLosses(t *testing.T) {
 			cfg.Bulk, cfg.C = kc[0], kc[1]
 			res := runP(t, 2, cfg, nil)
 			require.Equal(t, want, losses(res), "%s 1.5d bulk %d c %d", sampler, kc[0], kc[1])
-			require.Positive(t, res.BytesPerEpoch[PhaseSpGEMM], "1.5d samples by distributed products")
+			require.Positive(t, res.BytesPerEpoch[metrics.PhaseSpGEMM], "1.5d samples by distributed products")
 		}
 	}
 }
@@ -171,7 +172,7 @@ func TestLADIESLearns(t *testing.T) {
 func TestSamplerConfigErrors(t *testing.T) {
 	cfg := testConfig("sage")
 	cfg.Sampler = SamplerLADIES
-	require.ErrorContains(t, cfg.Validate(), "--model gcn")
+	requireSettings(t, cfg.Validate(), "use Model.Kind gcn", SettingModel)
 	cfg = testConfig("gcn")
 	cfg.Sampler, cfg.Fanouts = SamplerLADIES, []int{-1, 10}
 	require.ErrorContains(t, cfg.Validate(), "must be positive")
@@ -278,13 +279,13 @@ func TestGradBytesMatchFormula(t *testing.T) {
 			want += s
 		}
 		for _, e := range res.Epochs {
-			require.Equal(t, want*int64(e.Batches), e.Bytes[PhaseGrad], "p=%d", p)
+			require.Equal(t, want*int64(e.Batches), e.Bytes[metrics.PhaseGrad], "p=%d", p)
 			if p == 1 {
-				require.Zero(t, e.Bytes[PhaseFetch])
+				require.Zero(t, e.Bytes[metrics.PhaseFetch])
 			} else {
-				require.Positive(t, e.Bytes[PhaseFetch])
+				require.Positive(t, e.Bytes[metrics.PhaseFetch])
 			}
-			require.Zero(t, e.Bytes[PhaseEval])
+			require.Zero(t, e.Bytes[metrics.PhaseEval])
 		}
 	}
 }
@@ -314,5 +315,5 @@ func TestSelectionRules(t *testing.T) {
 }
 
 func TestPhaseSpGEMMIsSpgemmPhase(t *testing.T) {
-	require.Equal(t, spgemm.Phase, PhaseSpGEMM)
+	require.Equal(t, spgemm.Phase, metrics.PhaseSpGEMM)
 }

@@ -7,6 +7,7 @@ import (
 	"gnnmpi/collective"
 	"gnnmpi/dense"
 	"gnnmpi/internal/rng"
+	"gnnmpi/metrics"
 	"gnnmpi/model"
 	"gnnmpi/partition"
 	"gnnmpi/sampling"
@@ -126,16 +127,17 @@ func newTrainer(c collective.Comm, d *Data, cfg Config) (*trainer, error) {
 	if t.opt, err = cfg.newOptimizer(); err != nil {
 		return nil, err
 	}
-	// The loader's communicator counts under PhaseSetup until a phase is
+	// The loader's communicator counts under metrics.PhaseSetup until a phase is
 	// set on it.
-	restore := collective.SetPhase(c, PhaseSetup)
+	restore := collective.SetPhase(c, metrics.PhaseSetup)
 	t.lc, err = collective.Dup(c)
 	restore()
 	if err != nil {
 		return nil, err
 	}
 	if d.Partitioned() && cfg.Shuffle == ShuffleGlobal {
-		return nil, fmt.Errorf("train: --shuffle global deals every training vertex to any rank, but a rank of a partitioned dataset holds only its part's labels: use --shuffle local (the default)")
+		return nil, settingErrorf("train: %s %s deals every training vertex to any rank, but a rank of a partitioned dataset holds only its part's labels: use %s %s (the default)",
+			SettingShuffle, ShuffleGlobal, SettingShuffle, ShuffleLocal)
 	}
 	if t.grid, err = topologyGrid(t.lc, cfg); err != nil {
 		return nil, err
@@ -158,7 +160,7 @@ func newTrainer(c collective.Comm, d *Data, cfg Config) (*trainer, error) {
 	if t.ebook, err = evalBook(d.Book, cfg.Replication); err != nil {
 		return nil, err
 	}
-	restore = collective.SetPhase(c, PhaseSetup)
+	restore = collective.SetPhase(c, metrics.PhaseSetup)
 	counts64, _, err := collective.AllgatherSlice(c, []int64{int64(len(t.owned))})
 	restore()
 	if err != nil {
@@ -187,7 +189,7 @@ func newTrainer(c collective.Comm, d *Data, cfg Config) (*trainer, error) {
 	if t.stores, err = t.storeStats(); err != nil {
 		return nil, err
 	}
-	defer collective.SetPhase(c, PhaseSetup)()
+	defer collective.SetPhase(c, metrics.PhaseSetup)()
 	if t.evalChunks, err = t.planChunks(); err != nil {
 		return nil, err
 	}
@@ -244,7 +246,7 @@ func topologyGrid(c collective.Comm, cfg Config) (*collective.Grid, error) {
 	case Topology2D:
 		s := isqrt(p)
 		if s*s != p {
-			return nil, fmt.Errorf("train: --topology 2d needs a square number of ranks, not %d", p)
+			return nil, settingErrorf("train: %s %s needs a square number of ranks, not %d", SettingTopology, Topology2D, p)
 		}
 		return collective.NewGrid(c, s, s)
 	}
@@ -271,7 +273,7 @@ func (t *trainer) newSampler() (sampling.Sampler, error) {
 	kind := cfg.Sampler
 	if cfg.Topology == TopologyReplicated {
 		if d.Partitioned() {
-			return nil, fmt.Errorf("train: a partitioned dataset's ranks hold only their parts' rows: use --topology 1.5d or 2d (or load it with a replicated topology)")
+			return nil, settingErrorf("train: a partitioned dataset's ranks hold only their parts' rows: use %s %s or %s (or load it with a replicated topology)", SettingTopology, Topology15D, Topology2D)
 		}
 		return sampling.New(kind, d.Adj, cfg.Fanouts, nil)
 	}
@@ -281,8 +283,8 @@ func (t *trainer) newSampler() (sampling.Sampler, error) {
 		bounds = spgemm.Bounds(d.NumNodes(), g.PR)
 		local = sparse.RowRange(d.Adj, bounds[g.Row], bounds[g.Row+1])
 	} else if len(bounds) != g.PR+1 || d.RowLo != bounds[g.Row] || d.RowHi != bounds[g.Row+1] {
-		return nil, fmt.Errorf("train: the %s topology's %d grid rows must be the data's %d parts: with a partitioned dataset set the topology's replication (--c for 1.5d, √p for 2d) equal to the feature replication %d",
-			cfg.Topology, g.PR, len(bounds)-1, cfg.Replication)
+		return nil, settingErrorf("train: the %s topology's %d grid rows must be the data's %d parts: with a partitioned dataset set the topology's replication (%s for %s, √p for %s) equal to the feature replication %d",
+			cfg.Topology, g.PR, len(bounds)-1, SettingC, Topology15D, Topology2D, cfg.Replication)
 	}
 	return sampling.NewBlock(kind, cfg.Topology, g, bounds, local, cfg.Fanouts)
 }
