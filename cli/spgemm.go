@@ -20,14 +20,14 @@ func spgemmCmd() *Command {
 		Summary: "distributed sparse matrix product C = A·B (local, 1D, 1.5D, 2D SUMMA) of Matrix Market files",
 		Usage:   "--a A.mtx [--b B.mtx | --square] --algo local|1d|1.5d|2d",
 		Flags: func(fs *flag.FlagSet) func(*Env) error {
-			cfg := &spgemmConfig{}
+			cfg := &spgemmConfig{algo: spgemm.Algo1D, semiring: spgemm.SemiringPlusTimes}
 			fs.StringVar(&cfg.a, "a", "", "A: Matrix Market file (.mtx or .mtx.gz)")
 			fs.StringVar(&cfg.b, "b", "", "B: Matrix Market file")
 			fs.BoolVar(&cfg.square, "square", false, "B = A (computes A·A)")
-			fs.StringVar(&cfg.algo, "algo", "1d", "algorithm: local (rank 0 alone), 1d, 1.5d or 2d")
+			fs.Var(&cfg.algo, "algo", "algorithm: local (rank 0 alone), 1d, 1.5d or 2d")
 			fs.IntVar(&cfg.c, "c", 0, "1.5d: replication factor c, dividing the rank count (0: the c with the least predicted traffic, see spgemm.Choose15D)")
 			fs.StringVar(&cfg.grid, "grid", "", "2d: grid PRxPC with PR·PC ranks (default: the most nearly square, e.g. 2x3 for 6)")
-			fs.StringVar(&cfg.semiring, "semiring", "plus-times", "plus-times, min-plus (pattern entries weigh 1) or or-and")
+			fs.Var(&cfg.semiring, "semiring", "plus-times, min-plus (pattern entries weigh 1) or or-and")
 			fs.IntVar(&cfg.threads, "threads", 0, "goroutines of each local product (0: all cores for local, 1 per rank otherwise)")
 			fs.BoolVar(&cfg.staged, "staged", false, "1.5d/2d: multiply every stage as it arrives and sum (default: one product after the stages)")
 			fs.IntVar(&cfg.rows, "rows", 0, "multiply only K random rows of A (the sampler's Q·A shape; 0: all rows)")
@@ -41,11 +41,13 @@ func spgemmCmd() *Command {
 }
 
 type spgemmConfig struct {
-	a, b, algo, grid, semiring, out string
-	square, staged, verify          bool
-	c, threads, rows, reps          int
-	seed                            uint64
-	pr, pc                          int // resolved grid
+	a, b, grid, out        string
+	algo                   spgemm.Algo
+	semiring               spgemm.Semiring
+	square, staged, verify bool
+	c, threads, rows, reps int
+	seed                   uint64
+	pr, pc                 int // resolved grid
 }
 
 // check validates the flags on every rank, before any communication, and
@@ -57,17 +59,11 @@ func (cfg *spgemmConfig) check(p int) error {
 	if (cfg.b == "") == !cfg.square {
 		return fmt.Errorf("spgemm: give exactly one of --b and --square")
 	}
-	switch cfg.semiring {
-	case "plus-times", "min-plus", "or-and":
-	default:
-		return fmt.Errorf("spgemm: unknown --semiring %q (want plus-times, min-plus or or-and)", cfg.semiring)
-	}
 	if cfg.reps < 1 || cfg.rows < 0 {
 		return fmt.Errorf("spgemm: --reps must be ≥ 1 and --rows ≥ 0")
 	}
 	switch cfg.algo {
-	case "local", "1d":
-	case "1.5d":
+	case spgemm.Algo15D:
 		if cfg.c == 0 {
 			break // chosen from the operands, in spgemmSR
 		}
@@ -81,7 +77,7 @@ func (cfg *spgemmConfig) check(p int) error {
 			return fmt.Errorf("spgemm: --c %d does not divide the %d ranks (1.5d needs a (p/c)×c grid; valid c: %s)", cfg.c, p, strings.Join(ok, ", "))
 		}
 		cfg.pr, cfg.pc = p/cfg.c, cfg.c
-	case "2d":
+	case spgemm.Algo2D:
 		if cfg.grid != "" { // else Bench takes collective.GridDims
 			x, y, ok := strings.Cut(cfg.grid, "x")
 			pr, err1 := strconv.Atoi(x)
@@ -91,12 +87,10 @@ func (cfg *spgemmConfig) check(p int) error {
 			}
 			cfg.pr, cfg.pc = pr, pc
 		}
-	default:
-		return fmt.Errorf("spgemm: unknown --algo %q (want local, 1d, 1.5d or 2d)", cfg.algo)
 	}
 	if cfg.threads <= 0 {
 		cfg.threads = 1
-		if cfg.algo == "local" {
+		if cfg.algo == spgemm.AlgoLocal {
 			cfg.threads = runtime.GOMAXPROCS(0)
 		}
 	}
@@ -131,9 +125,9 @@ func runSpGEMM(env *Env, cfg *spgemmConfig) error {
 	a, b := ms[0], ms[len(ms)-1]
 	load := time.Since(t0).Seconds()
 	switch cfg.semiring {
-	case "min-plus":
+	case spgemm.SemiringMinPlus:
 		return spgemmSR(env, cfg, sparse.MinPlus[float64]{}, weighted(a), weighted(b), load)
-	case "or-and":
+	case spgemm.SemiringOrAnd:
 		return spgemmSR(env, cfg, sparse.OrAnd{}, boolean(a), boolean(b), load)
 	}
 	return spgemmSR(env, cfg, sparse.PlusTimes[float64]{}, a, b, load)
@@ -164,7 +158,7 @@ func boolean(a *sparse.CSR) *sparse.Matrix[bool] {
 }
 
 func spgemmSR[T sparse.Scalar, S sparse.Semiring[T]](env *Env, cfg *spgemmConfig, sr S, a, b *sparse.Matrix[T], load float64) error {
-	o := spgemm.BenchOptions{Algo: cfg.algo, Threads: cfg.threads, Staged: cfg.staged,
+	o := spgemm.BenchOptions{Algo: string(cfg.algo), Threads: cfg.threads, Staged: cfg.staged,
 		C: cfg.c, Pr: cfg.pr, Pc: cfg.pc, Reps: cfg.reps, Rows: cfg.rows, Seed: cfg.seed, Verify: cfg.verify,
 		Progress: env.Progress, Log: env.Err}
 	if cfg.out != "" {
@@ -175,7 +169,7 @@ func spgemmSR[T sparse.Scalar, S sparse.Semiring[T]](env *Env, cfg *spgemmConfig
 		return err
 	}
 	defer free()
-	res.Semiring, res.A, res.B, res.Load = cfg.semiring, cfg.a, cfg.b, load
+	res.Semiring, res.A, res.B, res.Load = string(cfg.semiring), cfg.a, cfg.b, load
 	if cfg.square {
 		res.B = cfg.a
 	}
@@ -188,11 +182,11 @@ func spgemmSR[T sparse.Scalar, S sparse.Semiring[T]](env *Env, cfg *spgemmConfig
 
 // printSpGEMM prints the human-readable summary of a product.
 func printSpGEMM(env *Env, cfg *spgemmConfig, res *spgemm.BenchResult, p int, load float64) {
-	desc := cfg.algo
+	desc := string(cfg.algo)
 	switch cfg.algo {
-	case "1.5d":
+	case spgemm.Algo15D:
 		desc += fmt.Sprintf(" (c=%d, %d×%d grid)", res.C, res.Grid[0], res.Grid[1])
-	case "2d":
+	case spgemm.Algo2D:
 		desc += fmt.Sprintf(" (%d×%d grid)", res.Grid[0], res.Grid[1])
 	}
 	env.Printf("spgemm %s, %s, %d ranks × %d threads: C = A·B is %d×%d (A %d×%d, %d entries; B %d entries)\n",

@@ -168,8 +168,8 @@ func TestSpGEMMErrors(t *testing.T) {
 		{6, []string{"--a", good, "--b", good, "--algo", "1.5d", "--c", "4"}, "valid c: 1, 2, 3, 6"},
 		{6, []string{"--a", good, "--square", "--algo", "2d", "--grid", "2x2"}, "PR·PC = 6"},
 		{1, []string{"--a", good}, "exactly one of --b and --square"},
-		{1, []string{"--a", good, "--square", "--algo", "3d"}, "unknown --algo"},
-		{1, []string{"--a", good, "--square", "--semiring", "max"}, "unknown --semiring"},
+		{1, []string{"--a", good, "--square", "--algo", "3d"}, "unknown algorithm"},
+		{1, []string{"--a", good, "--square", "--semiring", "max"}, "unknown semiring"},
 	} {
 		_, err := runCmd(t, tc.p, "spgemm", tc.args...)
 		require.ErrorContains(t, err, tc.want, "%v", tc.args)

@@ -106,7 +106,7 @@ func MetisPartitionOpts(d *Dataset, parts int, o MetisOptions) (*partition.Book,
 	if err != nil {
 		return nil, fmt.Errorf("graph: METIS partition of %s into %d parts: %w", d.Name, parts, err)
 	}
-	return partition.New(part, parts, "metis")
+	return partition.New(part, parts, string(partition.MethodMetis))
 }
 
 // genStreamSubRandom is the stream id of SubPartition's random chunks.
@@ -122,7 +122,7 @@ const genStreamSubRandom = 102
 //
 // It returns an error if k < 1, if a part has fewer than k vertices, if
 // method is unknown or if METIS fails.
-func SubPartition(adj *sparse.CSR, book *partition.Book, k int, method string, seed int) ([]int32, error) {
+func SubPartition(adj *sparse.CSR, book *partition.Book, k int, method partition.Method, seed int) ([]int32, error) {
 	n := book.NumNodes()
 	if adj.NRows != n || adj.NCols != n {
 		return nil, fmt.Errorf("graph: SubPartition: adjacency is %d×%d for a book of %d vertices", adj.NRows, adj.NCols, n)
@@ -130,12 +130,12 @@ func SubPartition(adj *sparse.CSR, book *partition.Book, k int, method string, s
 	if k < 1 || k > math.MaxInt32 {
 		return nil, fmt.Errorf("graph: SubPartition into %d chunks", k)
 	}
-	if method != "metis" && method != "random" {
+	if method != partition.MethodMetis && method != partition.MethodRandom {
 		return nil, fmt.Errorf("graph: SubPartition method %q; want metis or random", method)
 	}
 	chunk := make([]int32, n)
 	sym := adj
-	if method == "metis" {
+	if method == partition.MethodMetis {
 		sym = Symmetrize(adj)
 	}
 	for r := range book.Parts {
@@ -146,7 +146,7 @@ func SubPartition(adj *sparse.CSR, book *partition.Book, k int, method string, s
 		if k == 1 {
 			continue
 		}
-		if method == "random" {
+		if method == partition.MethodRandom {
 			rnd := rng.New(uint64(seed), genStreamSubRandom, uint64(r))
 			perm := rnd.Perm(len(own))
 			for i, j := range perm {

@@ -204,7 +204,7 @@ func TestSubPartition(t *testing.T) {
 	d, err := SBM(DefaultSBM(2000))
 	require.NoError(t, err)
 	book := partition.Block(d.NumNodes, 3)
-	for _, method := range []string{"metis", "random"} {
+	for _, method := range []partition.Method{partition.MethodMetis, partition.MethodRandom} {
 		chunk, err := SubPartition(d.Adj, book, 4, method, 7)
 		require.NoError(t, err, method)
 		// Every part is split into 4 non-empty chunks.

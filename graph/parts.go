@@ -549,7 +549,7 @@ func (m *PartManifest) RunParts(rank, p, c int) (first, last int, err error) {
 	}
 	run := p / c
 	if m.Parts%run != 0 {
-		return 0, 0, fmt.Errorf("graph: the %d parts of %s cannot be spread over %d ranks (%d ranks / replication %d): the parts must be a multiple of the ranks; repartition with --parts a multiple of %d",
+		return 0, 0, fmt.Errorf("graph: the %d parts of %s cannot be spread over %d ranks (%d ranks / replication %d): the parts must be a multiple of the ranks; repartition into a multiple of %d parts",
 			m.Parts, path, run, p, c, run)
 	}
 	per := m.Parts / run

@@ -21,7 +21,7 @@ import (
 
 // blockInputs returns the contiguous (block) book of g into parts, every
 // vertex's chunk (method, seed 1) and the book's offsets.
-func blockInputs(t *testing.T, g *graph.Dataset, parts, chunks int, method string) (*partition.Book, []int32, []int64) {
+func blockInputs(t *testing.T, g *graph.Dataset, parts, chunks int, method partition.Method) (*partition.Book, []int32, []int64) {
 	t.Helper()
 	book := partition.Block(g.NumNodes, parts)
 	chunk, err := graph.SubPartition(g.Adj, book, chunks, method, 1)

@@ -115,7 +115,7 @@ func (p *chunkPeak) note(rows, entries int64) {
 	p.rows, p.entries = max(p.rows, rows), max(p.entries, entries)
 }
 
-func (t *dist15D) Name() string { return "1.5d" }
+func (t *dist15D) Name() string { return string(Layout15D) }
 
 func (t *dist15D) rows(v []int64, keys []uint64, pick picker) (*sparse.CSR, error) {
 	g, n := t.g, t.a.M

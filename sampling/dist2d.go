@@ -55,7 +55,7 @@ func Distributed2D(g *collective.Grid, bounds []int64, local *sparse.CSR) (Topol
 // peak is the largest stage's pieces held at once.
 type dist2D struct{ distTop }
 
-func (t *dist2D) Name() string { return "2d" }
+func (t *dist2D) Name() string { return string(Layout2D) }
 
 func (t *dist2D) rows(v []int64, keys []uint64, pick picker) (*sparse.CSR, error) {
 	g, n := t.g, t.a.M

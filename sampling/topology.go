@@ -107,7 +107,7 @@ type replicated struct {
 }
 
 func (t *replicated) N() int64           { return t.m.NRows }
-func (t *replicated) Name() string       { return "replicated" }
+func (t *replicated) Name() string       { return string(LayoutReplicated) }
 func (t *replicated) Local() *sparse.CSR { return t.m }
 
 func (t *replicated) rows(v []int64, keys []uint64, pick picker) (*sparse.CSR, error) {

@@ -80,6 +80,13 @@ func (c *Config) validateDevice() error {
 		return err
 	}
 	if err := gnn.Check(c.Model); err != nil {
+		// gpu/gnn names model.Config's fields; say which setting it is.
+		switch {
+		case c.Model.Kind != model.KindSAGE:
+			return settingErrorf("train: %s %s is %w (only %s runs on the device; use %s %s)", SettingModel, c.Model.Kind, gnn.ErrUnsupported, model.KindSAGE, SettingDevice, DeviceCPU)
+		case c.Model.Normalize:
+			return settingErrorf("train: %s is %w (use %s %s)", SettingNormalize, gnn.ErrUnsupported, SettingDevice, DeviceCPU)
+		}
 		return fmt.Errorf("train: %w", err)
 	}
 	if c.Optimizer != OptimizerAdam {

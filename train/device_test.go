@@ -125,10 +125,10 @@ func TestDeviceF16(t *testing.T) {
 func TestDeviceConfigErrors(t *testing.T) {
 	for _, tc := range []struct {
 		edit func(*Config)
-		want string // gpu/gnn's errors name flags, train's the setting
+		want string // the setting
 	}{
-		{func(c *Config) { c.Model.Kind, c.Model.Heads = "gat", 1 }, "--model gat"},
-		{func(c *Config) { c.Model.Normalize = true }, "--normalize"},
+		{func(c *Config) { c.Model.Kind, c.Model.Heads = "gat", 1 }, "Model.Kind gat"},
+		{func(c *Config) { c.Model.Normalize = true }, "Model.Normalize"},
 		{func(c *Config) { c.Optimizer = OptimizerSGD }, "Optimizer sgd"},
 	} {
 		cfg := testConfig("sage")
@@ -156,7 +156,7 @@ func TestGradCommConfig(t *testing.T) {
 	cfg.Device = DeviceCUDA
 	require.NoError(t, cfg.Validate())
 	cfg.GradComm = "gloo"
-	require.ErrorContains(t, cfg.Validate(), "grad-comm")
+	require.ErrorContains(t, cfg.Validate(), "gradient transport")
 	g, err := ParseGradComm("nccl")
 	require.NoError(t, err)
 	require.Equal(t, GradCommNCCL, g)

@@ -400,7 +400,7 @@ func fullChunks(c collective.Comm, d *Data, cfg FullConfig, log func(string, ...
 	}
 	err := onRoot(c, func() error {
 		log("splitting each of %d parts into %d chunks (%s)", d.Book.Parts, cfg.Chunks, cfg.ChunkMethod)
-		ch, err := graph.SubPartition(d.Adj, d.Book, cfg.Chunks, string(cfg.ChunkMethod), int(cfg.Seed))
+		ch, err := graph.SubPartition(d.Adj, d.Book, cfg.Chunks, partition.Method(cfg.ChunkMethod), int(cfg.Seed))
 		copy(chunk, ch)
 		return err
 	}, chunk)
@@ -444,7 +444,7 @@ func partChunks(d *Data, k int, cfg FullConfig) ([]int32, error) {
 		}
 		sub.Indptr[i+1] = int64(len(sub.Indices))
 	}
-	chunk, err := graph.SubPartition(sub, partition.Block(rows, 1), n, string(cfg.ChunkMethod), int(cfg.Seed))
+	chunk, err := graph.SubPartition(sub, partition.Block(rows, 1), n, partition.Method(cfg.ChunkMethod), int(cfg.Seed))
 	if err != nil {
 		return nil, fmt.Errorf("train: %s: part %d: %w", d.Name, k, err)
 	}

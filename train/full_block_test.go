@@ -121,7 +121,7 @@ func TestPartChunksEqualSubPartition(t *testing.T) {
 		for _, parts := range []int{1, 3} {
 			cfg := fullConfig(ModePipe)
 			cfg.Chunks, cfg.ChunkMethod = 4, method
-			want, err := graph.SubPartition(g.Adj, partition.Block(g.NumNodes, parts), 4, string(method), int(cfg.Seed))
+			want, err := graph.SubPartition(g.Adj, partition.Block(g.NumNodes, parts), 4, partition.Method(method), int(cfg.Seed))
 			require.NoError(t, err)
 			for k := range parts {
 				d, err := distributeRows(g, "random", parts, k)

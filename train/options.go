@@ -47,7 +47,7 @@ const (
 
 // ParseGradComm returns the gradient transport named s.
 func ParseGradComm(s string) (GradComm, error) {
-	return enum.Parse("train", "grad-comm", s, GradCommMPI, GradCommNCCL)
+	return enum.Parse("train", "gradient transport", s, GradCommMPI, GradCommNCCL)
 }
 
 // Mode names a kind of training: data-parallel minibatches (Run) or one of

@@ -25,6 +25,7 @@ const (
 	SettingLR              Setting = "LR"              // Common.LR
 	SettingMode            Setting = "Mode"            // FullConfig.Mode
 	SettingModel           Setting = "Model.Kind"      // Config.Model.Kind, FullConfig.Model.Kind
+	SettingNormalize       Setting = "Model.Normalize" // Config.Model.Normalize
 	SettingOptimizer       Setting = "Optimizer"       // Common.Optimizer
 	SettingPartition       Setting = "Partition"       // LoadOptions.Partition or LoadOptions.Book
 	SettingSampler         Setting = "Sampler"         // Config.Sampler
@@ -39,7 +40,7 @@ const (
 var ErrorSettings = []Setting{
 	SettingBatchSize, SettingC, SettingCache, SettingChunks, SettingDevice, SettingFanouts,
 	SettingFeatureFormat, SettingGlobalBatchSize, SettingGradComm, SettingLR, SettingMode, SettingModel,
-	SettingOptimizer, SettingPartition, SettingSampler, SettingShuffle, SettingSymmetrize, SettingTopology,
+	SettingNormalize, SettingOptimizer, SettingPartition, SettingSampler, SettingShuffle, SettingSymmetrize, SettingTopology,
 }
 
 // SettingError is an error of training that names settings: an invalid or

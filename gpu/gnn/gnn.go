@@ -17,18 +17,18 @@ import (
 )
 
 // ErrUnsupported is wrapped by the errors for what does not run on the
-// device; the message names the flag.
-var ErrUnsupported = errors.New("not supported with --device cuda")
+// device.
+var ErrUnsupported = errors.New("not supported on the GPU")
 
 // Check reports whether a model of cfg runs on the device: GraphSAGE
 // without normalised hidden layers. The error wraps ErrUnsupported and
-// names the flag.
+// names the model.Config field.
 func Check(cfg model.Config) error {
 	switch {
 	case cfg.Kind != model.KindSAGE:
-		return fmt.Errorf("gpu/gnn: --model %s is %w (only sage runs on the device; use --device cpu)", cfg.Kind, ErrUnsupported)
+		return fmt.Errorf("gpu/gnn: Kind %s is %w (only %s runs on the device)", cfg.Kind, ErrUnsupported, model.KindSAGE)
 	case cfg.Normalize:
-		return fmt.Errorf("gpu/gnn: --normalize is %w (use --device cpu)", ErrUnsupported)
+		return fmt.Errorf("gpu/gnn: Normalize is %w", ErrUnsupported)
 	}
 	return nil
 }

@@ -179,16 +179,16 @@ func TestStepMatchesHost(t *testing.T) {
 	}
 }
 
-// What does not run on the device is an error naming the flag; a length
+// What does not run on the device is an error naming the field; a length
 // mismatch is an error, not a crash.
 func TestErrors(t *testing.T) {
 	for _, tc := range []struct {
 		cfg  model.Config
 		flag string
 	}{
-		{model.Config{Kind: "gcn", In: 3, Hidden: 2, Out: 2, Layers: 2}, "--model gcn"},
-		{model.Config{Kind: "gat", In: 3, Hidden: 2, Out: 2, Layers: 2}, "--model gat"},
-		{model.Config{Kind: "sage", In: 3, Hidden: 2, Out: 2, Layers: 2, Normalize: true}, "--normalize"},
+		{model.Config{Kind: "gcn", In: 3, Hidden: 2, Out: 2, Layers: 2}, "Kind gcn"},
+		{model.Config{Kind: "gat", In: 3, Hidden: 2, Out: 2, Layers: 2}, "Kind gat"},
+		{model.Config{Kind: "sage", In: 3, Hidden: 2, Out: 2, Layers: 2, Normalize: true}, "Normalize"},
 	} {
 		err := Check(tc.cfg)
 		if !errors.Is(err, ErrUnsupported) || !contains(err.Error(), tc.flag) {
