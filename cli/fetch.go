@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"gnnmpi/alltoall"
-	"gnnmpi/graph"
 	"gnnmpi/metrics"
 	"gnnmpi/model"
 	"gnnmpi/train"
@@ -61,14 +60,6 @@ func fetchCmd() *Command {
 	}
 }
 
-// featureFormatOf returns how d holds its features: dense or csr.
-func featureFormatOf(d *train.Data) graph.FeatureFormat {
-	if d.FeatCSR != nil {
-		return graph.FeatureCSR
-	}
-	return graph.FeatureDense
-}
-
 func parseFloats(s string) ([]float64, error) {
 	var out []float64
 	for _, f := range strings.Split(s, ",") {
@@ -92,7 +83,7 @@ func runFetch(env *Env, path string, lo train.LoadOptions, cfg train.Config, epo
 		return err
 	}
 	// The sweep's trainers take the feature rows: describe them first.
-	features, format := d.NumFeatures(), featureFormatOf(d)
+	features, format := d.NumFeatures(), d.FeatureFormat()
 	env.Printf("%-15s %6s %10s %12s %12s %12s %12s %9s\n", "cache", "α", "rows/rank", "fetched", "hits", "remote", "bytes", "fetch s")
 	rec := &metrics.FetchFinal{Final: true, Config: metrics.FetchConfig{
 		Data: path, Split: d.SplitName, Partition: lo.PartitionSpec(), Parts: d.Book.Parts, Fanouts: cfg.Fanouts, BatchSize: cfg.BatchSize,
