@@ -4,12 +4,10 @@ import (
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"runtime"
-	"slices"
 	"strings"
 	"time"
 
@@ -134,29 +132,14 @@ func readRuns(paths []string, what string) ([]*perfmodel.Measured, error) {
 	return runs, nil
 }
 
-// loadNetwork reads a calibration file or names a preset.
-func loadNetwork(s string) (*perfmodel.Network, error) {
-	if s == "" {
-		return nil, fmt.Errorf("predict: give --net (a calibration file or a preset: %s)", strings.Join(perfmodel.PresetNames(), ", "))
-	}
-	if slices.Contains(perfmodel.PresetNames(), s) {
-		return perfmodel.Preset(s)
-	}
-	b, err := os.ReadFile(s)
+// loadNetwork reads the calibration file or preset named by the flag
+// --flag (perfmodel.LoadNetwork).
+func loadNetwork(flag, s string) (*perfmodel.Network, error) {
+	n, err := perfmodel.LoadNetwork(s, os.ReadFile)
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("predict: --net %s: neither a file nor a preset (%s)", s, strings.Join(perfmodel.PresetNames(), ", "))
-		}
-		return nil, fmt.Errorf("predict: %w", err)
+		return nil, fmt.Errorf("predict: --%s: %w", flag, err)
 	}
-	var n perfmodel.Network
-	if err := json.Unmarshal(b, &n); err != nil {
-		return nil, fmt.Errorf("predict: %s: %w", s, err)
-	}
-	if err := n.Validate(); err != nil {
-		return nil, fmt.Errorf("predict: %s: %w", s, err)
-	}
-	return &n, nil
+	return n, nil
 }
 
 // fullLayout is perfmodel.Inputs.Layout: train's layout of a full-graph
@@ -174,11 +157,11 @@ func fullLayout(mode string, pipelines, p int) (int, int, error) {
 func predict(env *Env, o predictOptions) error {
 	in := perfmodel.Inputs{NPs: o.nps, FitNode: o.fitNode, Target: o.target, Layout: fullLayout}
 	var err error
-	if in.Net, err = loadNetwork(o.net); err != nil {
+	if in.Net, err = loadNetwork("net", o.net); err != nil {
 		return err
 	}
 	if o.fitNet != "" {
-		if in.FitNet, err = loadNetwork(o.fitNet); err != nil {
+		if in.FitNet, err = loadNetwork("fit-net", o.fitNet); err != nil {
 			return err
 		}
 	}

@@ -32,7 +32,7 @@ func TestPredictCommand(t *testing.T) {
 	netPath := filepath.Join(dir, "net.json")
 	_, err := runCmd(t, 2, "predict", "--calibrate", "--out", netPath, "--max-bytes", "4096", "--min-time", "1ms", "--min-reps", "2")
 	require.NoError(t, err)
-	net, err := loadNetwork(netPath)
+	net, err := loadNetwork("net", netPath)
 	require.NoError(t, err)
 	require.Equal(t, "calibration", net.Source)
 	require.NotEmpty(t, net.Samples)
