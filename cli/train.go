@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -198,8 +199,8 @@ func addTrainFlags(fs *flag.FlagSet) *trainFlags {
 	f.shuffle = fs.String("shuffle", string(d.Shuffle), "local (each rank shuffles its own training vertices) or global (one shuffle split across ranks)")
 	f.optim = fs.String("optimizer", string(d.Optimizer), "adam or sgd")
 	fs.Var(&f.lr, "lr", "learning rate ("+defaultsHelp(true, true, both(func(c *train.Common) string { return fmt.Sprint(c.LR) }))+")")
-	f.wd = fs.Float64("weight-decay", float64(d.WeightDecay), "L2 weight decay")
-	f.mom = fs.Float64("momentum", float64(d.Momentum), "SGD momentum")
+	f.wd = fs.Float64("weight-decay", decimal(d.WeightDecay), "L2 weight decay")
+	f.mom = fs.Float64("momentum", decimal(d.Momentum), "SGD momentum")
 	fs.Var(&f.drop, "dropout", "feature dropout ("+defaultsHelp(true, true, func(s train.Settings) string {
 		if s.Mode == train.ModeMinibatch {
 			return fmt.Sprint(s.Minibatch.Model.Dropout)
@@ -429,4 +430,12 @@ func printBest(env *Env, res *train.Result) {
 	} else {
 		env.Printf("no evaluation (--eval-every 0); median epoch %.3fs\n", res.MedianEpochS)
 	}
+}
+
+// decimal returns the float64 nearest the shortest decimal of x (0.0005
+// for float32(0.0005), not 0.0005000000237…), so that help texts show the
+// default as written; float32(decimal(x)) == x.
+func decimal(x float32) float64 {
+	v, _ := strconv.ParseFloat(strconv.FormatFloat(float64(x), 'g', -1, 32), 64)
+	return v
 }

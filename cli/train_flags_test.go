@@ -3,6 +3,7 @@ package cli
 import (
 	"flag"
 	"io"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -75,5 +76,14 @@ func TestTrainFlagModes(t *testing.T) {
 	require.Len(t, append(mb, full...), len(flagModes))
 	for _, name := range append(mb, full...) {
 		require.NotNil(t, fs.Lookup(name), name)
+	}
+}
+
+// decimal shows a float32 default as written and converts back exactly.
+func TestDecimal(t *testing.T) {
+	for _, x := range []float32{0, 0.0005, 0.01, 0.9, 1e-7, 3} {
+		d := decimal(x)
+		require.Equal(t, x, float32(d), "%v", x)
+		require.Equal(t, strconv.FormatFloat(float64(x), 'g', -1, 32), strconv.FormatFloat(d, 'g', -1, 64))
 	}
 }
