@@ -12,6 +12,7 @@ import (
 	"gnnmpi/collective/collectivetest"
 	"gnnmpi/gpu/cuda"
 	"gnnmpi/gpu/kernels"
+	"gnnmpi/metrics"
 	"gnnmpi/nccl"
 )
 
@@ -308,7 +309,7 @@ func ncclRows(c collective.Comm, backend string, ctx *cuda.Context) []Row {
 			if c.Size() < tc.MinRanks {
 				row.Result, row.Detail = Skip, fmt.Sprintf("needs %d ranks", tc.MinRanks)
 			} else {
-				restore := collective.SetPhase(nccl, "gpucheck-"+tc.Name)
+				restore := collective.SetPhase(nccl, metrics.PhaseGPUCheck+tc.Name)
 				err := tc.Fn(nccl)
 				restore()
 				if err != nil {
