@@ -1,9 +1,10 @@
 package metrics
 
 // SweepPoint is the feature traffic of the training minibatches under
-// one cache policy and size (train.FetchSweep; train.SweepPoint).
+// one cache policy and size, per epoch and summed over ranks unless said
+// otherwise (train.FetchSweep; train.SweepPoint is this type).
 type SweepPoint struct {
-	Cache      string  `json:"cache"` // the cache policy
+	Cache      string  `json:"cache"` // the cache policy (alltoall.CachePolicy)
 	CacheFrac  float64 `json:"cache_frac"`
 	CacheRows  int     `json:"cache_rows"` // the cache's capacity per rank, ⌊α·n/parts⌋
 	FetchRows  float64 `json:"fetch_rows"`
