@@ -56,11 +56,3 @@ type FetchConfig struct {
 	Reciprocity   float64 `json:"reciprocity"`
 	FeatureFormat string  `json:"feature_format"`
 }
-
-// GPUCheck is the final record of gnnmpi gpucheck.
-type GPUCheck struct {
-	Run
-	// GPUCheck is the suite's report (gpucheck.Result, as its --report
-	// file spells it).
-	GPUCheck any `json:"gpucheck"`
-}
