@@ -8,6 +8,7 @@ import (
 
 	"gnnmpi/collective"
 	"gnnmpi/dense"
+	"gnnmpi/metrics"
 	"gnnmpi/partition"
 )
 
@@ -132,7 +133,7 @@ func (p *Plan) Remote() int { return len(p.req) }
 // sends only rows others asked for and copies its own rows locally, so rank
 // r sends 8(p−1) + 8·p.Remote() + 4F·(rows it serves) bytes and receives
 // 8(p−1) + 8·(rows it serves) + 4F·p.Remote() bytes. Exchange does not set
-// a phase for byte accounting; the caller chooses one (Fetch uses "fetch").
+// a phase for byte accounting; the caller chooses one (Fetch uses metrics.PhaseFetch).
 //
 // The result is a new matrix that shares no memory with local.
 // It returns an error if communication fails or another rank asks for a
@@ -317,7 +318,7 @@ func scatter[W collective.Elem](p *Plan, put func(i int, row []W)) func(k int, r
 
 // Fetch returns the feature rows of ids, in order, from the ranks that own
 // them: NewPlan followed by Exchange, with the traffic counted under the
-// phase "fetch" (the previous phase is restored on return).
+// phase metrics.PhaseFetch (the previous phase is restored on return).
 //
 // Fetch is collective over c, under the conditions of Exchange.
 // It will panic if an id is out of range or local lacks a row this rank
@@ -331,7 +332,7 @@ func Fetch(c collective.Comm, ids []int64, book *partition.Book, local *dense.Ma
 //
 // FetchTo is collective over c, under the conditions of Exchange.
 func FetchTo(c collective.Comm, dst *dense.Matrix, ids []int64, book *partition.Book, local *dense.Matrix) (*dense.Matrix, error) {
-	defer collective.SetPhase(c, "fetch")()
+	defer collective.SetPhase(c, metrics.PhaseFetch)()
 	return ExchangeTo(c, dst, NewPlan(ids, book, c.Rank()), book, local)
 }
 

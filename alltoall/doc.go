@@ -15,7 +15,7 @@
 // sent), and where each received row goes; Exchange carries a plan out with
 // Alltoallv calls over a collective.Comm (request counts, requested ids,
 // then the rows). Fetch does both, counting the traffic under the phase
-// "fetch"; inference calls NewPlan and Exchange itself under its own phase.
+// metrics.PhaseFetch; inference calls NewPlan and Exchange itself under its own phase.
 //
 // # Volume
 //

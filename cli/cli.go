@@ -139,7 +139,7 @@ func (e *Env) Record(rec any) error {
 // were any). result is the command's record, embedding metrics.Run. It is
 // collective.
 func (e *Env) Finish(result metrics.Final) error {
-	cs, err := metrics.GatherComm(e.Comm)
+	cs, err := collective.GatherComm(e.Comm)
 	if err != nil {
 		return err
 	}

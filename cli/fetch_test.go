@@ -30,7 +30,7 @@ func TestFetchCommand(t *testing.T) {
 	pts := run(4, "--cache", "none,degree,vip", "--cache-frac", "0,0.1,0.5,4")
 	require.Len(t, pts, 1+4+4)
 	none := pts[0]
-	require.Equal(t, alltoall.CacheNone, none.Cache)
+	require.Equal(t, string(alltoall.CacheNone), none.Cache)
 	require.Positive(t, none.RemoteRows)
 	for k := range 4 {
 		deg, vip := pts[1+k], pts[5+k]

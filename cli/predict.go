@@ -103,7 +103,7 @@ func runCalibrate(env *Env, out string, o calibrate.Options) error {
 	}
 	rec := &metrics.Calibration{Network: map[string]metrics.Link{}, Out: out}
 	for k, l := range net.Links {
-		rec.Network[string(k)] = metrics.Link(l)
+		rec.Network[string(k)] = l
 	}
 	return env.Finish(rec)
 }

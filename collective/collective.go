@@ -276,7 +276,7 @@ func StatsOf(c Comm) *Stats {
 
 // SetPhase makes phase the current phase of c's traffic and returns a
 // function restoring the previous one, for use as
-// `defer collective.SetPhase(c, "fetch")()`. The phase belongs to c's lane:
+// `defer collective.SetPhase(c, metrics.PhaseFetch)()`. The phase belongs to c's lane:
 // the Stats' own, shared by every communicator split from a WithStats one,
 // or that of a duplicate made by Dup and of the communicators split from it.
 // It does nothing when c does not count.

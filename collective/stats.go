@@ -1,9 +1,12 @@
 package collective
 
 import (
-	"sort"
+	"encoding/json"
+	"fmt"
 	"sync"
 	"time"
+
+	"gnnmpi/metrics"
 )
 
 // OpKind names a kind of communication call for accounting.
@@ -32,22 +35,11 @@ func (k OpKind) String() string {
 }
 
 // DefaultPhase is the phase of traffic counted before any SetPhase.
-const DefaultPhase = "default"
+const DefaultPhase = metrics.PhaseDefault
 
-// Count is the traffic of one kind of call in one phase on one rank.
-type Count struct {
-	Calls     int64
-	SentBytes int64
-	RecvBytes int64
-	Seconds   float64 // wall time spent inside the calls
-}
-
-func (c *Count) add(o Count) {
-	c.Calls += o.Calls
-	c.SentBytes += o.SentBytes
-	c.RecvBytes += o.RecvBytes
-	c.Seconds += o.Seconds
-}
+// Count is the traffic of one kind of call in one phase on one rank: the
+// metrics' Count.
+type Count = metrics.Count
 
 // Stats counts one rank's traffic per phase and per kind of call. It is safe
 // for concurrent use. Sub-communicators made by Split share their parent's
@@ -104,7 +96,7 @@ func (s *Stats) add(l *lane, k OpKind, sent, recv int64, d time.Duration) {
 		a = new([numOps]Count)
 		s.m[l.phase] = a
 	}
-	a[k].add(Count{Calls: 1, SentBytes: sent, RecvBytes: recv, Seconds: d.Seconds()})
+	a[k].Add(Count{Calls: 1, SentBytes: sent, RecvBytes: recv, Seconds: d.Seconds()})
 }
 
 // Reset forgets all counts; the current phase is kept.
@@ -132,71 +124,9 @@ func (s *Stats) Snapshot() Snapshot {
 	return out
 }
 
-// Snapshot is a copy of Stats: phase → kind of call → Count.
-type Snapshot map[string]map[string]Count
-
-// Phase returns the total over all kinds of call in phase p.
-func (s Snapshot) Phase(p string) Count {
-	var t Count
-	for _, c := range s[p] {
-		t.add(c)
-	}
-	return t
-}
-
-// Total returns the total over all phases and kinds of call.
-func (s Snapshot) Total() Count {
-	var t Count
-	for p := range s {
-		t.add(s.Phase(p))
-	}
-	return t
-}
-
-// Phases returns the phase names in sorted order.
-func (s Snapshot) Phases() []string {
-	out := make([]string, 0, len(s))
-	for p := range s {
-		out = append(out, p)
-	}
-	sort.Strings(out)
-	return out
-}
-
-// Sub returns s − o, the traffic counted between two snapshots. Entries that
-// become all zero are dropped.
-func (s Snapshot) Sub(o Snapshot) Snapshot {
-	out := Snapshot{}
-	for p, ops := range s {
-		for k, c := range ops {
-			d := o[p][k]
-			r := Count{Calls: c.Calls - d.Calls, SentBytes: c.SentBytes - d.SentBytes,
-				RecvBytes: c.RecvBytes - d.RecvBytes, Seconds: c.Seconds - d.Seconds}
-			if r.Calls == 0 && r.SentBytes == 0 && r.RecvBytes == 0 {
-				continue
-			}
-			if out[p] == nil {
-				out[p] = map[string]Count{}
-			}
-			out[p][k] = r
-		}
-	}
-	return out
-}
-
-// WithoutTime returns a copy with the Seconds fields zeroed: the part of a
-// snapshot that is deterministic and identical across backends.
-func (s Snapshot) WithoutTime() Snapshot {
-	out := Snapshot{}
-	for p, ops := range s {
-		out[p] = map[string]Count{}
-		for k, c := range ops {
-			c.Seconds = 0
-			out[p][k] = c
-		}
-	}
-	return out
-}
+// Snapshot is a copy of Stats: phase → kind of call → Count. It is the
+// metrics' RankComm, whose methods total it by phase and subtract two.
+type Snapshot = metrics.RankComm
 
 // SnapshotOf returns the byte counts of c, or an empty Snapshot when c does
 // not count.
@@ -205,4 +135,30 @@ func SnapshotOf(c Comm) Snapshot {
 		return s.Snapshot()
 	}
 	return Snapshot{}
+}
+
+// GatherComm collects every rank's byte counts, as they were when it was
+// called, onto every rank and summarizes them (metrics.Summarize). It is
+// collective; its own traffic is counted under metrics.PhaseMetrics after
+// the snapshot is taken.
+func GatherComm(c Comm) (*metrics.CommSummary, error) {
+	snap := SnapshotOf(c)
+	defer SetPhase(c, metrics.PhaseMetrics)()
+	b, err := json.Marshal(snap) // encoding/json sorts the map keys
+	if err != nil {
+		return nil, err
+	}
+	all, counts, err := AllgatherSlice(c, b)
+	if err != nil {
+		return nil, err
+	}
+	perRank := make([]metrics.RankComm, len(counts))
+	off := 0
+	for r, n := range counts {
+		if err := json.Unmarshal(all[off:off+n], &perRank[r]); err != nil {
+			return nil, fmt.Errorf("collective: decoding rank %d's byte counts: %w", r, err)
+		}
+		off += n
+	}
+	return metrics.Summarize(perRank), nil
 }

@@ -2,6 +2,7 @@ package graph
 
 import (
 	"gnnmpi/collective"
+	"gnnmpi/metrics"
 	"gnnmpi/sparse"
 	"gnnmpi/spgemm"
 )
@@ -14,7 +15,7 @@ import (
 //
 // BcastMatrixMarket is collective over c: the status broadcast of
 // collective.RankZero, then each matrix broadcast from rank 0
-// (spgemm.BcastMatrix) under phase "load".
+// (spgemm.BcastMatrix) under phase metrics.PhaseLoad.
 func BcastMatrixMarket(c collective.Comm, paths []string, check func(ms []*sparse.CSR) error, progress func(format string, args ...any)) ([]*sparse.CSR, error) {
 	ms := make([]*sparse.CSR, len(paths))
 	err := collective.RankZero(c, func() error {
@@ -35,7 +36,7 @@ func BcastMatrixMarket(c collective.Comm, paths []string, check func(ms []*spars
 	if err != nil {
 		return nil, err
 	}
-	defer collective.SetPhase(c, "load")()
+	defer collective.SetPhase(c, metrics.PhaseLoad)()
 	for i := range ms {
 		if ms[i], err = spgemm.BcastMatrix(c, ms[i], 0); err != nil {
 			return nil, err

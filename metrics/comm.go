@@ -1,14 +1,9 @@
 package metrics
 
-import (
-	"encoding/json"
-	"fmt"
+import "sort"
 
-	"gnnmpi/collective"
-)
-
-// Count is the traffic of one kind of call in one phase on one rank
-// (collective.Count as the metrics write it).
+// Count is the traffic of one kind of call in one phase on one rank.
+// Package collective counts in it (collective.Count is this type).
 type Count struct {
 	Calls     int64   `json:"calls"`
 	SentBytes int64   `json:"sent_bytes"`
@@ -16,29 +11,78 @@ type Count struct {
 	Seconds   float64 `json:"seconds"` // wall time spent inside the calls
 }
 
-// RankComm is one rank's traffic by phase and kind of call (a
-// collective.Snapshot as the metrics write it).
+// Add adds o to c, field by field.
+func (c *Count) Add(o Count) {
+	c.Calls += o.Calls
+	c.SentBytes += o.SentBytes
+	c.RecvBytes += o.RecvBytes
+	c.Seconds += o.Seconds
+}
+
+// RankComm is one rank's traffic by phase and kind of call: phase → kind
+// of call → Count. It is the copy that collective.Stats.Snapshot returns
+// (collective.Snapshot is this type); kinds never called in a phase are
+// absent.
 type RankComm map[string]map[string]Count
 
-// RankCommOf returns s as the metrics write it.
-func RankCommOf(s collective.Snapshot) RankComm {
+// Phase returns the total over all kinds of call in phase p.
+func (r RankComm) Phase(p string) Count {
+	var t Count
+	for _, c := range r[p] {
+		t.Add(c)
+	}
+	return t
+}
+
+// Total returns the total over all phases and kinds of call.
+func (r RankComm) Total() Count {
+	var t Count
+	for p := range r {
+		t.Add(r.Phase(p))
+	}
+	return t
+}
+
+// Phases returns the phase names in sorted order.
+func (r RankComm) Phases() []string {
+	out := make([]string, 0, len(r))
+	for p := range r {
+		out = append(out, p)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Sub returns r − o, the traffic counted between two snapshots. Entries
+// that become all zero are dropped.
+func (r RankComm) Sub(o RankComm) RankComm {
 	out := RankComm{}
-	for p, ops := range s {
-		out[p] = map[string]Count{}
+	for p, ops := range r {
 		for k, c := range ops {
-			out[p][k] = Count(c)
+			d := o[p][k]
+			s := Count{Calls: c.Calls - d.Calls, SentBytes: c.SentBytes - d.SentBytes,
+				RecvBytes: c.RecvBytes - d.RecvBytes, Seconds: c.Seconds - d.Seconds}
+			if s.Calls == 0 && s.SentBytes == 0 && s.RecvBytes == 0 {
+				continue
+			}
+			if out[p] == nil {
+				out[p] = map[string]Count{}
+			}
+			out[p][k] = s
 		}
 	}
 	return out
 }
 
-// Snapshot returns r as a collective.Snapshot.
-func (r RankComm) Snapshot() collective.Snapshot {
-	out := collective.Snapshot{}
+// WithoutTime returns a copy with the Seconds fields zeroed: the part of a
+// snapshot that is deterministic and identical across backends.
+func (r RankComm) WithoutTime() RankComm {
+	out := RankComm{}
 	for p, ops := range r {
-		out[p] = map[string]collective.Count{}
+		out[p] = map[string]Count{}
 		for k, c := range ops {
-			out[p][k] = collective.Count(c)
+			c.Seconds = 0
+			out[p][k] = c
 		}
 	}
 	return out
@@ -46,6 +90,7 @@ func (r RankComm) Snapshot() collective.Snapshot {
 
 // CommSummary is the byte accounting of a run over all ranks: every rank's
 // counts by phase and kind of call, and their maxima and sums.
+// collective.GatherComm gathers it.
 type CommSummary struct {
 	PerRank      []RankComm            `json:"per_rank"`
 	MaxSentBytes int64                 `json:"max_sent_bytes"`
@@ -62,17 +107,17 @@ type PhaseBytes struct {
 }
 
 // Summarize returns the summary of every rank's byte counts, perRank[r]
-// being rank r's.
-func Summarize(perRank []collective.Snapshot) *CommSummary {
+// being rank r's. The summary holds perRank's maps themselves, not copies.
+func Summarize(perRank []RankComm) *CommSummary {
 	s := &CommSummary{ByPhase: map[string]PhaseBytes{}}
-	for _, sn := range perRank {
-		s.PerRank = append(s.PerRank, RankCommOf(sn))
-		t := sn.Total()
+	for _, rc := range perRank {
+		s.PerRank = append(s.PerRank, rc)
+		t := rc.Total()
 		s.MaxSentBytes = max(s.MaxSentBytes, t.SentBytes)
 		s.MaxRecvBytes = max(s.MaxRecvBytes, t.RecvBytes)
 		s.TotalBytes += t.SentBytes
-		for _, p := range sn.Phases() {
-			pc := sn.Phase(p)
+		for _, p := range rc.Phases() {
+			pc := rc.Phase(p)
 			pb := s.ByPhase[p]
 			pb.TotalSent += pc.SentBytes
 			pb.MaxSent = max(pb.MaxSent, pc.SentBytes)
@@ -81,31 +126,4 @@ func Summarize(perRank []collective.Snapshot) *CommSummary {
 		}
 	}
 	return s
-}
-
-// GatherComm collects every rank's byte counts, as they were when it was
-// called, onto every rank and summarizes them. It is collective; its own
-// traffic is counted under PhaseMetrics after the snapshot is taken.
-func GatherComm(c collective.Comm) (*CommSummary, error) {
-	snap := collective.SnapshotOf(c)
-	defer collective.SetPhase(c, PhaseMetrics)()
-	b, err := json.Marshal(RankCommOf(snap)) // encoding/json sorts the map keys
-	if err != nil {
-		return nil, err
-	}
-	all, counts, err := collective.AllgatherSlice(c, b)
-	if err != nil {
-		return nil, err
-	}
-	perRank := make([]collective.Snapshot, len(counts))
-	off := 0
-	for r, n := range counts {
-		var rc RankComm
-		if err := json.Unmarshal(all[off:off+n], &rc); err != nil {
-			return nil, fmt.Errorf("metrics: decoding rank %d's byte counts: %w", r, err)
-		}
-		perRank[r] = rc.Snapshot()
-		off += n
-	}
-	return Summarize(perRank), nil
 }

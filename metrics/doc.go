@@ -18,7 +18,18 @@
 // nested model configurations mirror model.Config and model.DeepConfig
 // field for field, and package train copies them field by field.
 //
-// The phase names (PhaseSample … PhaseCalibrate) are the values of
+// The phase names (PhaseSample … PhaseGPUCheck) are the values of
 // collective.SetPhase across the project and the keys of the records'
 // per-phase maps (phase_s, bytes, by_phase).
+//
+// Metrics is a leaf: it imports no gnnmpi package, so that every package
+// may name a phase or fill a record. The byte counts that package
+// collective keeps are its Count and RankComm (collective.Count and
+// collective.Snapshot are these types), and the types of other packages
+// that end up in a record (tier.Reads, train.EpochStats, the gpucheck
+// report, perfmodel's links, traffic and fits) are aliases of types here.
+// No other package spells a metrics key or a phase name. The project's
+// other JSON formats are not metrics and keep their keys beside their
+// readers: the .gnn header and the partition manifest (package graph) and
+// the checkpoint headers (package train).
 package metrics

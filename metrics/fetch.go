@@ -1,9 +1,10 @@
 package metrics
 
 // SweepPoint is the feature traffic of the training minibatches under
-// one cache policy and size (train.FetchSweep; train.SweepPoint).
+// one cache policy and size, per epoch and summed over ranks unless said
+// otherwise (train.FetchSweep; train.SweepPoint is this type).
 type SweepPoint struct {
-	Cache      string  `json:"cache"` // the cache policy
+	Cache      string  `json:"cache"` // the cache policy (alltoall.CachePolicy)
 	CacheFrac  float64 `json:"cache_frac"`
 	CacheRows  int     `json:"cache_rows"` // the cache's capacity per rank, ⌊α·n/parts⌋
 	FetchRows  float64 `json:"fetch_rows"`
@@ -54,12 +55,4 @@ type FetchConfig struct {
 	Symmetrize    bool    `json:"symmetrize"`
 	Reciprocity   float64 `json:"reciprocity"`
 	FeatureFormat string  `json:"feature_format"`
-}
-
-// GPUCheck is the final record of gnnmpi gpucheck.
-type GPUCheck struct {
-	Run
-	// GPUCheck is the suite's report (gpucheck.Result, as its --report
-	// file spells it).
-	GPUCheck any `json:"gpucheck"`
 }

@@ -5,8 +5,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-
-	"gnnmpi/collective"
 )
 
 // An epoch without evaluation writes null accuracies and validation loss;
@@ -37,7 +35,7 @@ func TestEpochNulls(t *testing.T) {
 // Summarize sums the sent bytes and takes the maxima over ranks, overall
 // and per phase.
 func TestSummarize(t *testing.T) {
-	s := Summarize([]collective.Snapshot{
+	s := Summarize([]RankComm{
 		{PhaseGrad: {"allreduce": {Calls: 1, SentBytes: 10, RecvBytes: 10}}, PhaseFetch: {"alltoallv": {Calls: 1, SentBytes: 3, RecvBytes: 7}}},
 		{PhaseGrad: {"allreduce": {Calls: 1, SentBytes: 10, RecvBytes: 10}}, PhaseFetch: {"alltoallv": {Calls: 1, SentBytes: 7, RecvBytes: 3}}},
 	})

@@ -1,7 +1,5 @@
 package metrics
 
-import "gnnmpi/collective"
-
 // Phases of the byte counts (collective.SetPhase) and of the epoch time
 // (Epoch.PhaseS). Each name means one job across the project: the
 // minibatch trainer and the full-graph trainer count their gradient
@@ -9,7 +7,7 @@ import "gnnmpi/collective"
 const (
 	// Minibatch training.
 	PhaseSample  = "sample"  // neighbour sampling (replicated topology: none; 1.5D: frontier gathers and sampled rows)
-	PhaseSpGEMM  = "spgemm"  // distributed SpGEMM (spgemm.Phase): the 1.5D topology's products P = Q·A; time counts under sample
+	PhaseSpGEMM  = "spgemm"  // every distributed SpGEMM product (package spgemm); in training the 1.5D topology's P = Q·A, whose time counts under sample
 	PhaseFetch   = "fetch"   // feature all-to-all of the minibatch inputs
 	PhaseCompute = "compute" // forward, backward, optimizer step
 	PhaseWait    = "wait"    // the compute loop waiting for its next minibatch (Epoch.WaitS)
@@ -27,6 +25,16 @@ const (
 	PhaseCheckpoint = "checkpoint" // agreeing on and writing checkpoints
 
 	// Every command.
-	PhaseDefault   = collective.DefaultPhase // traffic outside any named phase
-	PhaseCalibrate = "calibrate"             // the network microbenchmark of gnnmpi predict --calibrate
+	PhaseDefault   = "default"   // traffic outside any named phase: collective.Stats' phase before any SetPhase
+	PhaseLoad      = "load"      // broadcasting a Matrix Market matrix from rank 0 (graph.BcastMatrixMarket)
+	PhaseCalibrate = "calibrate" // the network microbenchmark of gnnmpi predict --calibrate
+
+	// gnnmpi spgemm (spgemm.Bench); its grid's splits count under
+	// PhaseSetup and its products under PhaseSpGEMM.
+	PhaseTiming = "timing" // the barriers and time reductions around the timed products
+	PhaseVerify = "verify" // checking every rank's block of C against the local product
+
+	// PhaseGPUCheck is the prefix of the phase of each NCCL check of
+	// gnnmpi gpucheck: PhaseGPUCheck + the check's name.
+	PhaseGPUCheck = "gpucheck-"
 )

@@ -31,7 +31,8 @@ type Epoch struct {
 }
 
 // GPUReads are the rows and bytes the device gathers read from each
-// feature tier; its fields are those of tier.Reads, in order.
+// feature tier (device memory, mapped host memory, the mapped buffer of
+// remote rows). Package gpu/tier counts in it (tier.Reads is this type).
 type GPUReads struct {
 	DeviceRows  int64 `json:"device_rows"`
 	HostRows    int64 `json:"host_rows"`
@@ -41,8 +42,14 @@ type GPUReads struct {
 	RemoteBytes int64 `json:"remote_bytes"`
 }
 
-// FeatureStore is one rank's feature store; its fields are those of
-// train.StoreStats, in order.
+// Add returns the element-wise sum of a and b.
+func (a GPUReads) Add(b GPUReads) GPUReads {
+	return GPUReads{a.DeviceRows + b.DeviceRows, a.HostRows + b.HostRows, a.RemoteRows + b.RemoteRows,
+		a.DeviceBytes + b.DeviceBytes, a.HostBytes + b.HostBytes, a.RemoteBytes + b.RemoteBytes}
+}
+
+// FeatureStore is one rank's feature store (train.StoreStats is this
+// type).
 type FeatureStore struct {
 	Bytes      int64 `json:"bytes"`       // resident rows and their indexes
 	OwnRows    int64 `json:"own_rows"`    // rows of the rank's part

@@ -71,7 +71,7 @@ func (w *FullWorkload) commTime(net *Network) map[string]float64 {
 	out := map[string]float64{}
 	for ph, kinds := range w.Comm {
 		f := 1.0
-		if (ph == "act" || ph == "act-grad") && w.Steps > 0 {
+		if (ph == metrics.PhaseAct || ph == metrics.PhaseActGrad) && w.Steps > 0 {
 			f = w.Steps
 		}
 		for k, t := range kinds {

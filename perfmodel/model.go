@@ -32,11 +32,8 @@ func (n Node) Share(p int) float64 {
 }
 
 // Traffic is the calls and bytes (max of sent and received) of one kind of
-// call on one rank in one epoch.
-type Traffic struct {
-	Calls float64 `json:"calls"`
-	Bytes float64 `json:"bytes"`
-}
+// call on one rank in one epoch: the metrics' Traffic.
+type Traffic = metrics.Traffic
 
 // Workload is what one epoch does at P ranks, on the slowest rank: calls
 // and bytes by phase and kind, and the units of compute.
@@ -92,12 +89,8 @@ func UnitNames(ph string) []string {
 	return []string{"const", "seed"}
 }
 
-// PhaseFit is the fitted compute of one phase: Gamma[0] seconds per epoch,
-// then seconds per unit (UnitNames).
-type PhaseFit struct {
-	Gamma []float64 `json:"gamma"`
-	R2    float64   `json:"r2"`
-}
+// PhaseFit is the fitted compute of one phase: the metrics' PhaseFit.
+type PhaseFit = metrics.PhaseFit
 
 // Compute is the fitted compute model.
 type Compute struct {
@@ -177,11 +170,8 @@ func fitAt(runs []Run, node Node, net *Network, theta float64) (*Compute, error)
 	return c, nil
 }
 
-// PhaseTime is one phase's predicted seconds.
-type PhaseTime struct {
-	Comm    float64 `json:"comm_s"`
-	Compute float64 `json:"compute_s"`
-}
+// PhaseTime is one phase's predicted seconds: the metrics' PhaseTime.
+type PhaseTime = metrics.PhaseTime
 
 // Prediction is the predicted epoch at P ranks.
 type Prediction struct {

@@ -1,12 +1,15 @@
 package perfmodel
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/bits"
 	"slices"
 	"sort"
 	"strings"
+
+	"gnnmpi/metrics"
 )
 
 // Kind is a kind of communication call as the network model sees it.
@@ -73,31 +76,61 @@ func Latency(k Kind, p int) float64 {
 	panic("perfmodel: unknown kind " + string(k))
 }
 
-// Link is the fitted (or nominal) cost of one kind of call.
-type Link struct {
-	Alpha   float64 `json:"alpha_s"`         // seconds per latency step
-	Beta    float64 `json:"beta_s_per_byte"` // seconds per byte moved by a rank
-	R2      float64 `json:"r2"`              // of the fit; 0 for a preset
-	Samples int     `json:"samples"`         // calibration samples fitted; 0 for a preset
-}
+// Link is the fitted (or nominal) cost of one kind of call: the metrics'
+// Link.
+type Link = metrics.Link
 
-// Network is a network model: a Link per kind. It is also the JSON format
-// of `gnnmpi predict --calibrate --out FILE`.
+// Network is a network model: a Link per kind. Its JSON form, the file of
+// `gnnmpi predict --calibrate --out FILE`, is the metrics' Network.
 type Network struct {
-	Name   string        `json:"name"`
-	Source string        `json:"source"` // "preset" or "calibration"
-	Links  map[Kind]Link `json:"links"`
+	Name   string
+	Source string // "preset" or "calibration"
+	Links  map[Kind]Link
 	// Samples are the calibration measurements (absent for a preset).
-	Samples []Sample `json:"samples,omitempty"`
+	Samples []Sample
 }
 
 // Sample is one calibration measurement: a call of Kind among P ranks that
 // moved Bytes on the busiest rank took Seconds (the slowest rank's median).
 type Sample struct {
-	Kind    Kind    `json:"kind"`
-	P       int     `json:"p"`
-	Bytes   float64 `json:"bytes"`
-	Seconds float64 `json:"seconds"`
+	Kind    Kind
+	P       int
+	Bytes   float64
+	Seconds float64
+}
+
+// MarshalJSON writes n as a metrics.Network.
+func (n Network) MarshalJSON() ([]byte, error) {
+	r := metrics.Network{Name: n.Name, Source: n.Source}
+	if n.Links != nil {
+		r.Links = make(map[string]Link, len(n.Links))
+		for k, l := range n.Links {
+			r.Links[string(k)] = l
+		}
+	}
+	for _, s := range n.Samples {
+		r.Samples = append(r.Samples, metrics.NetworkSample{Kind: string(s.Kind), P: s.P, Bytes: s.Bytes, Seconds: s.Seconds})
+	}
+	return json.Marshal(r)
+}
+
+// UnmarshalJSON reads n from a metrics.Network.
+func (n *Network) UnmarshalJSON(b []byte) error {
+	var r metrics.Network
+	if err := json.Unmarshal(b, &r); err != nil {
+		return err
+	}
+	*n = Network{Name: r.Name, Source: r.Source}
+	if r.Links != nil {
+		n.Links = make(map[Kind]Link, len(r.Links))
+		for k, l := range r.Links {
+			n.Links[Kind(k)] = l
+		}
+	}
+	for _, s := range r.Samples {
+		n.Samples = append(n.Samples, Sample{Kind: Kind(s.Kind), P: s.P, Bytes: s.Bytes, Seconds: s.Seconds})
+	}
+	return nil
 }
 
 // Time returns the seconds of calls calls of kind k among p ranks that move

@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"gnnmpi/collective"
+	"gnnmpi/metrics"
 	"gnnmpi/sparse"
 	"gnnmpi/spgemm"
 )
@@ -51,7 +52,7 @@ func Distributed15D(g *collective.Grid, m *sparse.CSR) (Topology, error) {
 // (spgemm.Stream.PieceEntries), one chunk of P and
 // the thinned rows: memory that does not grow with the bulk's P. The
 // gathers count under the current phase of g.Comm, the broadcasts and the
-// return of the rows under spgemm.Phase.
+// return of the rows under metrics.PhaseSpGEMM.
 func Distributed15DBlock(g *collective.Grid, rowBounds []int64, local *sparse.CSR) (Topology, error) {
 	if err := checkRowBlock(rowBounds, g.PR, g.Row, local); err != nil {
 		return nil, err
@@ -137,10 +138,10 @@ func (t *dist15D) rows(v []int64, keys []uint64, pick picker) (*sparse.CSR, erro
 	}
 	// Row x of Q_i was computed by replica (block of its vertex) mod c.
 	// The return of the rows is the product's delivery (what Mul15D's
-	// reduce-scatter did): it counts under spgemm.Phase.
+	// reduce-scatter did): it counts under metrics.PhaseSpGEMM.
 	c := g.PC
 	by := func(x int64) int { return collective.BlockOf(t.a.RowBounds, qv[x]) % c }
-	defer collective.SetPhase(g.Comm, spgemm.Phase)()
+	defer collective.SetPhase(g.Comm, metrics.PhaseSpGEMM)()
 	return returnRows(g.RowComm, n, kept.sorted(valued), f.from, by, valued)
 }
 

@@ -35,7 +35,7 @@ import (
 // piece of M_{k,j}, one stage's pieces (about |Q_i|·d/p entries for mean degree d)
 // and the thinned rows. The gathers count under the current phase of
 // g.Comm, the broadcasts and the exchange of the pieces under
-// spgemm.Phase.
+// metrics.PhaseSpGEMM.
 func Distributed2D(g *collective.Grid, bounds []int64, local *sparse.CSR) (Topology, error) {
 	if g.PR != g.PC {
 		return nil, fmt.Errorf("sampling: the 2D topology needs a square grid, not %d×%d", g.PR, g.PC)

@@ -12,6 +12,7 @@ import (
 
 	"gnnmpi/collective"
 	"gnnmpi/collective/inproc"
+	"gnnmpi/metrics"
 	"gnnmpi/sparse"
 	"gnnmpi/spgemm"
 )
@@ -158,7 +159,7 @@ func TestDistributed15DSameMinibatches(t *testing.T) {
 
 // The bytes of a distributed hop are the analytical ones: for the sampler's
 // own messages (phase "sample") the gathers of the frontiers, and for the
-// streamed product (spgemm.Phase) the 1.5D broadcasts of the blocks of A
+// streamed product (metrics.PhaseSpGEMM) the 1.5D broadcasts of the blocks of A
 // and the return of the sampled rows from the replica whose stages hold
 // the row's vertex to the rank that asked for it.
 func TestDistributed15DVolume(t *testing.T) {
@@ -256,7 +257,7 @@ func TestDistributed15DVolume(t *testing.T) {
 					return err
 				}
 				d := collective.SnapshotOf(cc).Sub(before)
-				sp, mp := d.Phase("sample"), d.Phase(spgemm.Phase)
+				sp, mp := d.Phase("sample"), d.Phase(metrics.PhaseSpGEMM)
 				got[me] = [2]traffic{{sp.SentBytes, sp.RecvBytes}, {mp.SentBytes, mp.RecvBytes}}
 				return g.Free()
 			})

@@ -10,6 +10,7 @@ import (
 
 	"gnnmpi/collective"
 	"gnnmpi/internal/rng"
+	"gnnmpi/metrics"
 	"gnnmpi/sparse"
 )
 
@@ -141,12 +142,12 @@ type BenchOptions struct {
 // Bench times the product C = A·B over sr with the layout o.Algo, as
 // `gnnmpi spgemm` does, and returns its record and the last product.
 // Every rank must call it with the same a, b and options: it is
-// collective over c. The grid's splits count under phase "setup", the
-// barriers and time reductions under "timing", the products under Phase,
-// and the summaries of C (scalar Allreduces, Checksum, two Allgathers of
-// one int64), the verification and o.Write's Gather and status broadcast
-// under "verify". 2d without a grid (Pr = 0) takes collective.GridDims. The record's byte
-// counts are those of the first product's phase Phase. With o.Verify, a
+// collective over c. The grid's splits count under phase metrics.PhaseSetup,
+// the barriers and time reductions under metrics.PhaseTiming, the products
+// under metrics.PhaseSpGEMM, and the summaries of C (scalar Allreduces,
+// Checksum, two Allgathers of one int64), the verification and o.Write's
+// Gather and status broadcast under metrics.PhaseVerify. 2d without a grid (Pr = 0) takes collective.GridDims. The record's byte
+// counts are those of the first product's phase metrics.PhaseSpGEMM. With o.Verify, a
 // block that differs from the local product makes Bench return an error
 // after the record is complete.
 //
@@ -174,7 +175,7 @@ func Bench[T sparse.Scalar, S sparse.Semiring[T]](c collective.Comm, sr S, a, b 
 		free()
 		return nil, nil, nil, err
 	}
-	defer collective.SetPhase(c, "verify")()
+	defer collective.SetPhase(c, metrics.PhaseVerify)()
 	if err := summarizeProduct(c, cd, first, res); err != nil {
 		free()
 		return nil, nil, nil, err
@@ -222,7 +223,7 @@ func layoutProduct[T sparse.Scalar, S sparse.Semiring[T]](c collective.Comm, cfg
 	p, me := c.Size(), c.Rank()
 	o := &Options{Threads: cfg.Threads, Staged: cfg.Staged}
 	free = func() error { return nil }
-	defer collective.SetPhase(c, "setup")()
+	defer collective.SetPhase(c, metrics.PhaseSetup)()
 	switch cfg.Algo {
 	case "local":
 		mul = func() (*Dist[T], error) {
@@ -287,7 +288,7 @@ func timeProducts[T sparse.Scalar](c collective.Comm, cfg *BenchOptions, mul fun
 	var first collective.Snapshot
 	for rep := range cfg.Reps {
 		cd = nil // let the previous product go before the next
-		restore := collective.SetPhase(c, "timing")
+		restore := collective.SetPhase(c, metrics.PhaseTiming)
 		if err := c.Barrier(); err != nil {
 			return nil, first, err
 		}
@@ -302,7 +303,7 @@ func timeProducts[T sparse.Scalar](c collective.Comm, cfg *BenchOptions, mul fun
 		if rep == 0 {
 			first = collective.SnapshotOf(c).Sub(before)
 		}
-		restore = collective.SetPhase(c, "timing")
+		restore = collective.SetPhase(c, metrics.PhaseTiming)
 		if dt, err = collective.AllreduceScalar(c, dt, collective.Max); err != nil {
 			return nil, first, err
 		}
@@ -347,7 +348,7 @@ func summarizeProduct[T sparse.Scalar](c collective.Comm, cd *Dist[T], first col
 		return err
 	}
 	res.Checksum = fmt.Sprintf("%016x", h)
-	ph := first.Phase(Phase)
+	ph := first.Phase(metrics.PhaseSpGEMM)
 	sent, _, err := collective.AllgatherSlice(c, []int64{ph.SentBytes})
 	if err != nil {
 		return err

@@ -7,8 +7,8 @@ import (
 	"gnnmpi/collective"
 	"gnnmpi/collective/inproc"
 	"gnnmpi/graph"
+	"gnnmpi/metrics"
 	"gnnmpi/sparse"
-	"gnnmpi/spgemm"
 )
 
 // BenchmarkMul times A·A of a Graph500 R-MAT graph (edge factor 16, as in
@@ -59,7 +59,7 @@ func benchVariant(b *testing.B, p int, v variant, a *sparse.CSR) {
 		if _, err := s.mul(); err != nil {
 			return err
 		}
-		bytes[c.Rank()] = collective.SnapshotOf(cc).Phase(spgemm.Phase).SentBytes
+		bytes[c.Rank()] = collective.SnapshotOf(cc).Phase(metrics.PhaseSpGEMM).SentBytes
 		return nil
 	})
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"gnnmpi/collective"
+	"gnnmpi/metrics"
 	"gnnmpi/sparse"
 	"gnnmpi/spgemm"
 	"gnnmpi/spgemm/spgemmtest"
@@ -40,7 +41,7 @@ func TestPredict15DExact(t *testing.T) {
 							return err
 						}
 						// Broadcasts are Bcast calls, the reduction Alltoallv.
-						ph := collective.SnapshotOf(cc)[spgemm.Phase]
+						ph := collective.SnapshotOf(cc)[metrics.PhaseSpGEMM]
 						bcast[c.Rank()] = ph[collective.OpBcast.String()].SentBytes
 						reduce[c.Rank()] = ph[collective.OpAlltoallv.String()].SentBytes
 						return s.free()

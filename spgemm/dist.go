@@ -8,10 +8,6 @@ import (
 	"gnnmpi/sparse"
 )
 
-// Phase is the phase of collective.Stats under which the products count
-// their traffic.
-const Phase = "spgemm"
-
 // ErrLayout is wrapped by the errors returned for distributed operands whose
 // layout does not fit the product or the communicator.
 var ErrLayout = errors.New("spgemm: layout does not fit")

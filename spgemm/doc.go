@@ -62,8 +62,8 @@
 //
 // # Communication volume
 //
-// The products count their traffic in the collective.Stats phase "spgemm"
-// (Phase); measured times and bytes are in bench/results/README.md of the
+// The products count their traffic in the collective.Stats phase
+// metrics.PhaseSpGEMM; measured times and bytes are in bench/results/README.md of the
 // repository. A sparse block of r rows and e entries travels as r int64 row
 // offsets or lengths, e int64 column indices and e values of s bytes
 // (s = 8 for float64, 1 for bool, 0 for a pattern, which sends no values):

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"gnnmpi/collective"
+	"gnnmpi/metrics"
 	"gnnmpi/sparse"
 )
 
@@ -93,7 +94,7 @@ func Mul1D[T sparse.Scalar, S sparse.Semiring[T]](c collective.Comm, sr S, a, b 
 	if err := shapeErr(a, b); err != nil {
 		return nil, err
 	}
-	defer collective.SetPhase(c, Phase)()
+	defer collective.SetPhase(c, metrics.PhaseSpGEMM)()
 	n := b.N
 	bl, err := fetchBRows(c, a.Local, b)
 	if err != nil {
@@ -282,7 +283,7 @@ func Mul15D[T sparse.Scalar, S sparse.Semiring[T]](g *collective.Grid, sr S, a, 
 	if err := shapeErr(a, b); err != nil {
 		return nil, err
 	}
-	defer collective.SetPhase(g.Comm, Phase)()
+	defer collective.SetPhase(g.Comm, metrics.PhaseSpGEMM)()
 	kk, n := b.M, b.N
 	m := a.Local.NRows
 	bValued := b.Local.Values != nil
@@ -574,7 +575,7 @@ func Mul2D[T sparse.Scalar, S sparse.Semiring[T]](g *collective.Grid, sr S, a, b
 	if err := shapeErr(a, b); err != nil {
 		return nil, err
 	}
-	defer collective.SetPhase(g.Comm, Phase)()
+	defer collective.SetPhase(g.Comm, metrics.PhaseSpGEMM)()
 	m, n := a.Local.NRows, b.Local.NCols
 	aValued, bValued := a.Local.Values != nil, b.Local.Values != nil
 	lo := o.local()

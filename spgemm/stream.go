@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"gnnmpi/collective"
+	"gnnmpi/metrics"
 	"gnnmpi/sparse"
 )
 
@@ -105,7 +106,7 @@ func Mul15DStream[T sparse.Scalar, S sparse.Semiring[T]](g *collective.Grid, sr 
 	if err := shapeErr(a, b); err != nil {
 		return err
 	}
-	defer collective.SetPhase(g.Comm, Phase)()
+	defer collective.SetPhase(g.Comm, metrics.PhaseSpGEMM)()
 	n, bValued := b.N, b.Local.Values != nil
 	var spare *sparse.Matrix[T] // the last received block's arrays, for the next
 	for j := k; j < q; j += c {
@@ -161,7 +162,7 @@ func Mul2DStream[T sparse.Scalar, S sparse.Semiring[T]](g *collective.Grid, sr S
 	if err := shapeErr(a, b); err != nil {
 		return err
 	}
-	defer collective.SetPhase(g.Comm, Phase)()
+	defer collective.SetPhase(g.Comm, metrics.PhaseSpGEMM)()
 	m, n := a.Local.NRows, b.Local.NCols
 	aValued, bValued := a.Local.Values != nil, b.Local.Values != nil
 	var spare *sparse.Matrix[T] // the last received slice of B's arrays, for the next

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"gnnmpi/collective"
+	"gnnmpi/metrics"
 	"gnnmpi/sparse"
 	"gnnmpi/spgemm"
 	"gnnmpi/spgemm/spgemmtest"
@@ -245,7 +246,7 @@ func TestVolume(t *testing.T) {
 						if _, err := s.mul(); err != nil {
 							return err
 						}
-						ph := collective.SnapshotOf(cc).Phase(spgemm.Phase)
+						ph := collective.SnapshotOf(cc).Phase(metrics.PhaseSpGEMM)
 						got[c.Rank()] = traffic{ph.SentBytes, ph.RecvBytes}
 						return s.free()
 					})

@@ -13,14 +13,9 @@ import (
 	"gnnmpi/sparse"
 )
 
-// StoreStats describe one rank's feature store (Result.Stores).
-type StoreStats struct {
-	Bytes      int64 `json:"bytes"`       // resident rows and their indexes
-	OwnRows    int64 `json:"own_rows"`    // rows of the rank's part
-	CachedRows int64 `json:"cached_rows"` // remote rows cached
-	GPURows    int64 `json:"gpu_rows"`    // resident rows in the device tier
-	GPUBytes   int64 `json:"gpu_bytes"`
-}
+// StoreStats describe one rank's feature store (Result.Stores): the
+// metrics' FeatureStore.
+type StoreStats = metrics.FeatureStore
 
 // featureComm returns the communicator of rank's replica group for
 // feature replication c: the loader communicator t.lc itself for 1, else

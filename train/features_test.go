@@ -221,7 +221,7 @@ func TestFetchSweepMatchesRun(t *testing.T) {
 	require.Len(t, pts, 3) // none 0, vip 0, vip 0.3
 	for _, pt := range pts {
 		c := cfg
-		c.Cache, c.CacheFrac = pt.Cache, pt.CacheFrac
+		c.Cache, c.CacheFrac = alltoall.CachePolicy(pt.Cache), pt.CacheFrac
 		res := runP(t, p, c, nil)
 		var rows, hits, remote, bytes float64
 		for _, e := range res.Epochs {

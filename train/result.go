@@ -19,43 +19,10 @@ var timePhases = []string{metrics.PhaseSample, metrics.PhaseFetch, metrics.Phase
 // the run's final communication summary only.
 var bytePhases = []string{metrics.PhaseSample, metrics.PhaseSpGEMM, metrics.PhaseFetch, metrics.PhaseGrad, metrics.PhaseEval}
 
-// EpochStats is one epoch's summary over all ranks. Its JSON form is the
-// checkpoints' history; the metrics file has Record's.
-type EpochStats struct {
-	Epoch        int                `json:"epoch"`
-	Loss         float64            `json:"loss"`      // mean training loss per seed
-	TrainAcc     float64            `json:"train_acc"` // accuracy on the epoch's minibatch seeds (training mode)
-	Evaluated    bool               `json:"evaluated"`
-	ValAcc       float64            `json:"val_acc"`  // exact inference; 0 unless Evaluated
-	ValLoss      float64            `json:"val_loss"` // mean cross-entropy on the validation vertices; 0 unless Evaluated
-	TestAcc      float64            `json:"test_acc"` // exact inference; 0 unless Evaluated
-	Seconds      float64            `json:"epoch_s"`  // training time of the slowest rank, evaluation excluded
-	PhaseSeconds map[string]float64 `json:"phase_s"`  // slowest rank per phase
-	// CriticalPhaseSeconds is the phases of the rank with the slowest
-	// epoch (Seconds): they add up to its time, where PhaseSeconds may
-	// take every phase from another rank (one rank's wait in a collective
-	// is another's compute). Minibatch training only.
-	CriticalPhaseSeconds map[string]float64 `json:"critical_phase_s,omitempty"`
-	// WaitSeconds is the time the compute loop waited for its minibatches
-	// to be sampled and fetched, on the slowest rank (PhaseSeconds["wait"]):
-	// all of the preparation without Config.Overlap, what the loader did
-	// not hide behind the computation with it. Minibatch training only.
-	WaitSeconds float64          `json:"wait_s"`
-	Bytes       map[string]int64 `json:"bytes"`   // bytes sent by phase, summed over ranks
-	Batches     int              `json:"batches"` // minibatches per rank
-	// Feature fetches of the training minibatches, summed over ranks: rows
-	// asked for, rows served by a rank's cache, and distinct rows fetched
-	// from other ranks (alltoall.Counts).
-	FetchRows  int64 `json:"fetch_rows"`
-	CacheHits  int64 `json:"cache_hits"`
-	RemoteRows int64 `json:"remote_rows"`
-	// GPUReads are the rows and bytes the device gathers of the training
-	// minibatches read from each feature tier (device memory, mapped host
-	// memory, the mapped buffer of remote rows), summed over ranks; nil
-	// unless the inputs were gathered on the device (Config.Device cuda
-	// with dense float32 features).
-	GPUReads *tier.Reads `json:"gpu_reads,omitempty"`
-}
+// EpochStats is one epoch's summary over all ranks: the metrics'
+// EpochStats. Its JSON form is the checkpoints' history; the metrics file
+// has its Record's.
+type EpochStats = metrics.EpochStats
 
 // Result is a finished run's summary.
 type Result struct {
@@ -80,24 +47,6 @@ type Result struct {
 	// Memory is every rank's state by category (Run only; see
 	// MemoryCategories): Memory[category][rank] bytes.
 	Memory map[string][]int64
-}
-
-// Record returns the metrics record of the epoch: the accuracies and the
-// validation loss only when it was evaluated.
-func (st *EpochStats) Record() metrics.Epoch {
-	rec := metrics.Epoch{
-		Epoch: st.Epoch, Loss: st.Loss, TrainAcc: st.TrainAcc,
-		EpochS: st.Seconds, PhaseS: st.PhaseSeconds, CriticalPhaseS: st.CriticalPhaseSeconds, WaitS: st.WaitSeconds,
-		Bytes: st.Bytes, Batches: st.Batches, FetchRows: st.FetchRows, CacheHits: st.CacheHits, RemoteRows: st.RemoteRows,
-	}
-	if st.Evaluated {
-		rec.ValAcc, rec.TestAcc, rec.ValLoss = &st.ValAcc, &st.TestAcc, &st.ValLoss
-	}
-	if st.GPUReads != nil {
-		g := metrics.GPUReads(*st.GPUReads)
-		rec.GPUReads = &g
-	}
-	return rec
 }
 
 // medianPhaseSeconds returns the median over the epochs of each phase's

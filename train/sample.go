@@ -333,7 +333,7 @@ func (s *SampleSource) Run(c collective.Comm) (*metrics.Sample, error) {
 	if err != nil {
 		return nil, err
 	}
-	cs, err := metrics.GatherComm(c)
+	cs, err := collective.GatherComm(c)
 	if err != nil {
 		return nil, err
 	}

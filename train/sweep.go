@@ -13,28 +13,9 @@ import (
 )
 
 // SweepPoint is the feature traffic of one cache policy and fraction in
-// FetchSweep, per epoch and summed over ranks unless said otherwise.
-type SweepPoint struct {
-	Cache      alltoall.CachePolicy `json:"cache"`
-	CacheFrac  float64              `json:"cache_frac"`
-	CacheRows  int                  `json:"cache_rows"` // the cache's capacity per rank, ⌊α·n/parts⌋
-	FetchRows  float64              `json:"fetch_rows"`
-	CacheHits  float64              `json:"cache_hits"`
-	RemoteRows float64              `json:"remote_rows"`
-	// FetchBytes is the bytes the fetch sends (phase fetch): request
-	// counts, ids and rows.
-	FetchBytes float64 `json:"fetch_bytes"`
-	// FetchSeconds is the slowest rank's time in the fetches.
-	FetchSeconds float64 `json:"fetch_s"`
-	// ScoreSeconds is the slowest rank's time computing the policy's
-	// scores (shared by the fractions of a policy); FillSeconds that of
-	// building the store and filling its cache.
-	ScoreSeconds float64 `json:"score_s"`
-	FillSeconds  float64 `json:"fill_s"`
-	// StoreBytesMax is the largest store over the ranks.
-	StoreBytesMax int64 `json:"store_bytes_max"`
-	CachedRowsMax int64 `json:"cached_rows_max"`
-}
+// FetchSweep, per epoch and summed over ranks unless said otherwise: the
+// metrics' SweepPoint.
+type SweepPoint = metrics.SweepPoint
 
 // FetchSweep measures the feature traffic of cfg's training minibatches
 // under every cache policy and fraction, without training: it samples
@@ -95,7 +76,7 @@ func FetchSweep(c collective.Comm, d *Data, cfg Config, epochs int, policies []a
 			if pol == alltoall.CacheNone && frac > 0 {
 				continue
 			}
-			pt := SweepPoint{Cache: pol, CacheFrac: frac, CacheRows: cacheRows(frac, d.Book.NumNodes(), d.Book.Parts), ScoreSeconds: scoreS}
+			pt := SweepPoint{Cache: string(pol), CacheFrac: frac, CacheRows: cacheRows(frac, d.Book.NumNodes(), d.Book.Parts), ScoreSeconds: scoreS}
 			if xbuf, err = t.sweepPoint(&pt, feat, score, inputs, xbuf, epochs); err != nil {
 				return err
 			}

@@ -13,7 +13,6 @@ import (
 	"gnnmpi/metrics"
 	"gnnmpi/model"
 	"gnnmpi/partition"
-	"gnnmpi/spgemm"
 )
 
 // sbm is a small planted-partition graph on which a GNN clearly beats the
@@ -312,8 +311,4 @@ func TestSelectionRules(t *testing.T) {
 	cfg := Defaults(model.KindSAGE, ModeMinibatch).Minibatch
 	cfg.Select = "best"
 	require.ErrorContains(t, cfg.Validate(), "model selection")
-}
-
-func TestPhaseSpGEMMIsSpgemmPhase(t *testing.T) {
-	require.Equal(t, spgemm.Phase, metrics.PhaseSpGEMM)
 }

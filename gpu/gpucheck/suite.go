@@ -6,12 +6,12 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
-	"strings"
 
 	"gnnmpi/collective"
 	"gnnmpi/collective/collectivetest"
 	"gnnmpi/gpu/cuda"
 	"gnnmpi/gpu/kernels"
+	"gnnmpi/metrics"
 	"gnnmpi/nccl"
 )
 
@@ -22,29 +22,11 @@ const (
 	Skip = "SKIP"
 )
 
-// Row is one row of the check table: a check, its verdict over all ranks
-// (Fail if any rank failed, Skip if every rank skipped) and rank 0's
-// detail and numbers.
-type Row struct {
-	Name        string             `json:"name"`
-	Result      string             `json:"result"`
-	RanksFailed int64              `json:"ranks_failed"`
-	Detail      string             `json:"detail,omitempty"`
-	Numbers     map[string]float64 `json:"numbers,omitempty"`
-}
+// Row is one row of the check table: the metrics' GPUCheckRow.
+type Row = metrics.GPUCheckRow
 
-// Report is the outcome of Run: the device, the communicator and every
-// row, with the counts of each verdict.
-type Report struct {
-	Device     string `json:"device"`
-	Capability string `json:"capability"`
-	Ranks      int    `json:"ranks"`
-	Backend    string `json:"backend"`
-	Checks     []Row  `json:"checks"`
-	Passed     int    `json:"passed"`
-	Failed     int    `json:"failed"`
-	Skipped    int    `json:"skipped"`
-}
+// Report is the outcome of Run: the metrics' GPUCheckReport.
+type Report = metrics.GPUCheckReport
 
 // skipError marks a check that did not run, and why.
 type skipError struct{ why string }
@@ -308,7 +290,7 @@ func ncclRows(c collective.Comm, backend string, ctx *cuda.Context) []Row {
 			if c.Size() < tc.MinRanks {
 				row.Result, row.Detail = Skip, fmt.Sprintf("needs %d ranks", tc.MinRanks)
 			} else {
-				restore := collective.SetPhase(nccl, "gpucheck-"+tc.Name)
+				restore := collective.SetPhase(nccl, metrics.PhaseGPUCheck+tc.Name)
 				err := tc.Fn(nccl)
 				restore()
 				if err != nil {
@@ -354,27 +336,4 @@ func compareTraining(train func(onGPU bool) (Curve, error)) (map[string]float64,
 		}
 	}
 	return nums, nil
-}
-
-// Summary returns the row's detail (its first line), or a line made of
-// its numbers for the benchmark and training rows.
-func (g Row) Summary() string {
-	if g.Detail != "" {
-		s, _, _ := strings.Cut(g.Detail, "\n")
-		return s
-	}
-	n := g.Numbers
-	if n == nil {
-		return ""
-	}
-	if _, ok := n["epochs"]; ok {
-		return fmt.Sprintf("%.0f epochs, last loss GPU %.6g CPU %.6g; median epoch GPU %.3gs CPU %.3gs", n["epochs"],
-			n[fmt.Sprintf("gpu_loss_%.0f", n["epochs"])], n[fmt.Sprintf("cpu_loss_%.0f", n["epochs"])], n["gpu_epoch_s"], n["cpu_epoch_s"])
-	}
-	link := "link bandwidth unknown"
-	if n["link_gbps"] > 0 {
-		link = fmt.Sprintf("%.0f%% / %.0f%% of %.1f GB/s", 100*n["zero_copy_gbps"]/n["link_gbps"],
-			100*n["cpu_gather_copy_gbps"]/n["link_gbps"], n["link_gbps"])
-	}
-	return fmt.Sprintf("zero-copy %.2f GB/s, CPU gather+copy %.2f GB/s (%s)", n["zero_copy_gbps"], n["cpu_gather_copy_gbps"], link)
 }

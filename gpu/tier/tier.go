@@ -7,6 +7,7 @@ import (
 	"gnnmpi/alltoall"
 	"gnnmpi/gpu/cuda"
 	"gnnmpi/gpu/kernels"
+	"gnnmpi/metrics"
 )
 
 // Tier numbers, as gather_rows reads them.
@@ -17,21 +18,8 @@ const (
 )
 
 // Reads counts the rows, and their bytes, that gathers read from each
-// tier (in JSON: the metrics' gpu_reads).
-type Reads struct {
-	DeviceRows  int64 `json:"device_rows"`
-	HostRows    int64 `json:"host_rows"`
-	RemoteRows  int64 `json:"remote_rows"`
-	DeviceBytes int64 `json:"device_bytes"`
-	HostBytes   int64 `json:"host_bytes"`
-	RemoteBytes int64 `json:"remote_bytes"`
-}
-
-// Add returns the element-wise sum of a and b.
-func (a Reads) Add(b Reads) Reads {
-	return Reads{a.DeviceRows + b.DeviceRows, a.HostRows + b.HostRows, a.RemoteRows + b.RemoteRows,
-		a.DeviceBytes + b.DeviceBytes, a.HostBytes + b.HostBytes, a.RemoteBytes + b.RemoteBytes}
-}
+// tier: the metrics' GPUReads.
+type Reads = metrics.GPUReads
 
 // Out is a device buffer that gathers write a minibatch's input matrix
 // into (GatherTo), grown as needed and reused. A caller that keeps several

@@ -1,0 +1,59 @@
+package metrics
+
+// EpochStats is one epoch's summary over all ranks (train.EpochStats is
+// this type). Its JSON form is the history of package train's checkpoints;
+// the metrics file has its Record, an Epoch.
+type EpochStats struct {
+	Epoch        int                `json:"epoch"`
+	Loss         float64            `json:"loss"`      // mean training loss per seed
+	TrainAcc     float64            `json:"train_acc"` // accuracy on the epoch's minibatch seeds (training mode)
+	Evaluated    bool               `json:"evaluated"`
+	ValAcc       float64            `json:"val_acc"`  // exact inference; 0 unless Evaluated
+	ValLoss      float64            `json:"val_loss"` // mean cross-entropy on the validation vertices; 0 unless Evaluated
+	TestAcc      float64            `json:"test_acc"` // exact inference; 0 unless Evaluated
+	Seconds      float64            `json:"epoch_s"`  // training time of the slowest rank, evaluation excluded
+	PhaseSeconds map[string]float64 `json:"phase_s"`  // slowest rank per phase
+	// CriticalPhaseSeconds is the phases of the rank with the slowest
+	// epoch (Seconds): they add up to its time, where PhaseSeconds may
+	// take every phase from another rank (one rank's wait in a collective
+	// is another's compute). Minibatch training only.
+	CriticalPhaseSeconds map[string]float64 `json:"critical_phase_s,omitempty"`
+	// WaitSeconds is the time the compute loop waited for its minibatches
+	// to be sampled and fetched, on the slowest rank
+	// (PhaseSeconds[PhaseWait]): all of the preparation without
+	// train.Config.Overlap, what the loader did not hide behind the
+	// computation with it. Minibatch training only.
+	WaitSeconds float64          `json:"wait_s"`
+	Bytes       map[string]int64 `json:"bytes"`   // bytes sent by phase, summed over ranks
+	Batches     int              `json:"batches"` // minibatches per rank
+	// Feature fetches of the training minibatches, summed over ranks: rows
+	// asked for, rows served by a rank's cache, and distinct rows fetched
+	// from other ranks (alltoall.Counts).
+	FetchRows  int64 `json:"fetch_rows"`
+	CacheHits  int64 `json:"cache_hits"`
+	RemoteRows int64 `json:"remote_rows"`
+	// GPUReads are the rows and bytes the device gathers of the training
+	// minibatches read from each feature tier (device memory, mapped host
+	// memory, the mapped buffer of remote rows), summed over ranks; nil
+	// unless the inputs were gathered on the device (train.Config.Device cuda
+	// with dense float32 features).
+	GPUReads *GPUReads `json:"gpu_reads,omitempty"`
+}
+
+// Record returns the metrics record of the epoch: the accuracies and the
+// validation loss only when it was evaluated.
+func (st *EpochStats) Record() Epoch {
+	rec := Epoch{
+		Epoch: st.Epoch, Loss: st.Loss, TrainAcc: st.TrainAcc,
+		EpochS: st.Seconds, PhaseS: st.PhaseSeconds, CriticalPhaseS: st.CriticalPhaseSeconds, WaitS: st.WaitSeconds,
+		Bytes: st.Bytes, Batches: st.Batches, FetchRows: st.FetchRows, CacheHits: st.CacheHits, RemoteRows: st.RemoteRows,
+	}
+	if st.Evaluated {
+		rec.ValAcc, rec.TestAcc, rec.ValLoss = &st.ValAcc, &st.TestAcc, &st.ValLoss
+	}
+	if st.GPUReads != nil {
+		g := *st.GPUReads
+		rec.GPUReads = &g
+	}
+	return rec
+}
