@@ -34,20 +34,11 @@ func (t DType) Size() int {
 	panic("collective: invalid DType")
 }
 
+var dtypeNames = [...]string{Byte: "byte", Int32: "int32", Int64: "int64", Float32: "float32", Float64: "float64", Uint16: "uint16"}
+
 func (t DType) String() string {
-	switch t {
-	case Byte:
-		return "byte"
-	case Int32:
-		return "int32"
-	case Int64:
-		return "int64"
-	case Float32:
-		return "float32"
-	case Float64:
-		return "float64"
-	case Uint16:
-		return "uint16"
+	if t >= Byte && int(t) < len(dtypeNames) {
+		return dtypeNames[t]
 	}
 	return fmt.Sprintf("DType(%d)", uint8(t))
 }
@@ -62,14 +53,11 @@ const (
 	Min
 )
 
+var reduceNames = [...]string{Sum: "sum", Max: "max", Min: "min"}
+
 func (o Op) String() string {
-	switch o {
-	case Sum:
-		return "sum"
-	case Max:
-		return "max"
-	case Min:
-		return "min"
+	if o >= Sum && int(o) < len(reduceNames) {
+		return reduceNames[o]
 	}
 	return fmt.Sprintf("Op(%d)", uint8(o))
 }

@@ -138,36 +138,31 @@ func (c *Comm) buf(i, n int) (uintptr, error) {
 	return p, nil
 }
 
-// redType maps a Buf type to the NCCL type reductions use; 16-bit words
+// redTypes maps a Buf type to the NCCL type reductions use; 16-bit words
 // have none and are widened to 32 bits (see Allreduce).
-func redType(t collective.DType) (nccldl.DataType, error) {
-	switch t {
-	case collective.Byte:
-		return nccldl.Uint8, nil
-	case collective.Int32:
-		return nccldl.Int32, nil
-	case collective.Int64:
-		return nccldl.Int64, nil
-	case collective.Float32:
-		return nccldl.Float32, nil
-	case collective.Float64:
-		return nccldl.Float64, nil
-	case collective.Uint16:
-		return nccldl.Uint32, nil
-	}
-	return 0, fmt.Errorf("nccl: no NCCL type for %v", t)
+var redTypes = map[collective.DType]nccldl.DataType{
+	collective.Byte:    nccldl.Uint8,
+	collective.Int32:   nccldl.Int32,
+	collective.Int64:   nccldl.Int64,
+	collective.Float32: nccldl.Float32,
+	collective.Float64: nccldl.Float64,
+	collective.Uint16:  nccldl.Uint32,
 }
 
-func redOp(op collective.Op) (nccldl.RedOp, error) {
-	switch op {
-	case collective.Sum:
-		return nccldl.Sum, nil
-	case collective.Max:
-		return nccldl.Max, nil
-	case collective.Min:
-		return nccldl.Min, nil
+// redOps maps a reduction operator to NCCL's.
+var redOps = map[collective.Op]nccldl.RedOp{
+	collective.Sum: nccldl.Sum,
+	collective.Max: nccldl.Max,
+	collective.Min: nccldl.Min,
+}
+
+// ncclOf returns m[k], or an error saying NCCL has no what for k.
+func ncclOf[K comparable, V any](m map[K]V, k K, what string) (V, error) {
+	v, ok := m[k]
+	if !ok {
+		return v, fmt.Errorf("nccl: no NCCL %s for %v", what, k)
 	}
-	return 0, fmt.Errorf("nccl: no NCCL operator for %v", op)
+	return v, nil
 }
 
 // moveType maps a Buf type to an NCCL type of its size, for the calls that
@@ -228,11 +223,11 @@ func (c *Comm) Allreduce(send, recv collective.Buf, op collective.Op) error {
 	if send.DType() != recv.DType() || send.Len() != recv.Len() {
 		return fmt.Errorf("nccl: Allreduce: send %d×%v, recv %d×%v", send.Len(), send.DType(), recv.Len(), recv.DType())
 	}
-	t, err := redType(send.DType())
+	t, err := ncclOf(redTypes, send.DType(), "type")
 	if err != nil {
 		return err
 	}
-	o, err := redOp(op)
+	o, err := ncclOf(redOps, op, "operator")
 	if err != nil {
 		return err
 	}
@@ -553,10 +548,10 @@ func devRed(t collective.DType, op collective.Op) (nccldl.DataType, nccldl.RedOp
 	if t == collective.Uint16 {
 		return 0, 0, fmt.Errorf("nccl: NCCL cannot reduce 16-bit words on the device")
 	}
-	nt, err := redType(t)
+	nt, err := ncclOf(redTypes, t, "type")
 	if err != nil {
 		return 0, 0, err
 	}
-	o, err := redOp(op)
+	o, err := ncclOf(redOps, op, "operator")
 	return nt, o, err
 }

@@ -25,20 +25,11 @@ const (
 	RecvGrad
 )
 
+var kindNames = [...]string{Forward: "fwd", Backward: "bwd", SendAct: "send-act", RecvAct: "recv-act", SendGrad: "send-grad", RecvGrad: "recv-grad"}
+
 func (k Kind) String() string {
-	switch k {
-	case Forward:
-		return "fwd"
-	case Backward:
-		return "bwd"
-	case SendAct:
-		return "send-act"
-	case RecvAct:
-		return "recv-act"
-	case SendGrad:
-		return "send-grad"
-	case RecvGrad:
-		return "recv-grad"
+	if k >= Forward && int(k) < len(kindNames) {
+		return kindNames[k]
 	}
 	return fmt.Sprintf("Kind(%d)", uint8(k))
 }

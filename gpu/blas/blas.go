@@ -29,21 +29,45 @@ type BLAS struct {
 // CUDA context current. A missing library or function is an error naming
 // it that wraps ErrNoCUBLAS.
 func NewBLAS(stream uintptr) (*BLAS, error) {
-	lib, err := cublasdl.OpenCUBLAS()
+	lib, h, err := openHandle(cublasdl.OpenCUBLAS, ErrNoCUBLAS, stream)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrNoCUBLAS, err)
+		return nil, err
+	}
+	return &BLAS{lib: lib, h: h}, nil
+}
+
+// handleLib is a loaded NVIDIA library that works through handles of type
+// H: cuBLAS or cuSPARSE.
+type handleLib[H any] interface {
+	Create() (H, error)
+	Destroy(H) error
+	SetStream(h H, stream uintptr) error
+	Close() error
+}
+
+// openHandle loads a library with open, creates a handle and makes it
+// queue its work on stream. A failure to load is wrapped in noLib; on any
+// failure what was already made is released.
+func openHandle[L handleLib[H], H any](open func(names ...string) (L, error), noLib error, stream uintptr) (L, H, error) {
+	var (
+		zl L
+		zh H
+	)
+	lib, err := open()
+	if err != nil {
+		return zl, zh, fmt.Errorf("%w: %w", noLib, err)
 	}
 	h, err := lib.Create()
 	if err != nil {
 		lib.Close()
-		return nil, err
+		return zl, zh, err
 	}
-	b := &BLAS{lib: lib, h: h}
-	if err := b.SetStream(stream); err != nil {
-		b.Close()
-		return nil, err
+	if err := lib.SetStream(h, stream); err != nil {
+		lib.Destroy(h)
+		lib.Close()
+		return zl, zh, err
 	}
-	return b, nil
+	return lib, h, nil
 }
 
 // Library returns the name the cuBLAS library was opened by.

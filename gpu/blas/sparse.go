@@ -51,21 +51,11 @@ type Sparse struct {
 // have the CUDA context current. A missing library or function is an
 // error naming it that wraps ErrNoCUSPARSE.
 func NewSparse(alloc Allocator, stream uintptr) (*Sparse, error) {
-	lib, err := cublasdl.OpenCUSPARSE()
+	lib, h, err := openHandle(cublasdl.OpenCUSPARSE, ErrNoCUSPARSE, stream)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrNoCUSPARSE, err)
-	}
-	h, err := lib.Create()
-	if err != nil {
-		lib.Close()
 		return nil, err
 	}
-	s := &Sparse{lib: lib, h: h, alloc: alloc}
-	if err := s.SetStream(stream); err != nil {
-		s.Close()
-		return nil, err
-	}
-	return s, nil
+	return &Sparse{lib: lib, h: h, alloc: alloc}, nil
 }
 
 // Library returns the name the cuSPARSE library was opened by.

@@ -80,6 +80,31 @@ func closeTo(what string, got, want []float32, tol float64) error {
 	return nil
 }
 
+// checkElementwise runs fn, a kernel of the form fn(out, ins..., n) over
+// n = len(want) elements, on copies of ins and a zeroed out, and compares
+// out with want bit for bit; name names the kernel in the error.
+func checkElementwise(c *cuda.Context, fn *cuda.Function, name string, want []float32, ins ...[]float32) error {
+	d := &devBufs{c: c}
+	defer d.free()
+	n := len(want)
+	out := up(d, make([]float32, n))
+	args := []any{out}
+	for _, in := range ins {
+		args = append(args, up(d, in))
+	}
+	if d.err != nil {
+		return d.err
+	}
+	if err := launch1D(fn, n, append(args, int64(n))...); err != nil {
+		return err
+	}
+	got, err := devDownload[float32](c, out, n)
+	if err != nil {
+		return err
+	}
+	return closeTo(name, got, want, 0)
+}
+
 type kernelCheck func(c *cuda.Context, fn *cuda.Function, r *rand.Rand) error
 
 // kernelChecks returns the check of each kernel: random inputs, the kernel
@@ -133,51 +158,22 @@ func kernelChecks() map[string]kernelCheck {
 			return closeTo("gather_rows", got, want, 0)
 		},
 		"relu_forward": func(c *cuda.Context, fn *cuda.Function, r *rand.Rand) error {
-			d := &devBufs{c: c}
-			defer d.free()
 			x := randNormal(r, n)
-			px := up(d, x)
-			py := up(d, make([]float32, n))
-			if d.err != nil {
-				return d.err
-			}
-			if err := launch1D(fn, n, py, px, int64(n)); err != nil {
-				return err
-			}
-			got, err := devDownload[float32](c, py, n)
-			if err != nil {
-				return err
-			}
 			want := make([]float32, n)
 			for k, v := range x {
 				want[k] = max(v, 0)
 			}
-			return closeTo("relu_forward", got, want, 0)
+			return checkElementwise(c, fn, "relu_forward", want, x)
 		},
 		"relu_backward": func(c *cuda.Context, fn *cuda.Function, r *rand.Rand) error {
-			d := &devBufs{c: c}
-			defer d.free()
 			x, dy := randNormal(r, n), randNormal(r, n)
-			px := up(d, x)
-			pdy := up(d, dy)
-			pdx := up(d, make([]float32, n))
-			if d.err != nil {
-				return d.err
-			}
-			if err := launch1D(fn, n, pdx, pdy, px, int64(n)); err != nil {
-				return err
-			}
-			got, err := devDownload[float32](c, pdx, n)
-			if err != nil {
-				return err
-			}
 			want := make([]float32, n)
 			for k := range x {
 				if x[k] > 0 {
 					want[k] = dy[k]
 				}
 			}
-			return closeTo("relu_backward", got, want, 0)
+			return checkElementwise(c, fn, "relu_backward", want, dy, x)
 		},
 		"add_bias": func(c *cuda.Context, fn *cuda.Function, r *rand.Rand) error {
 			const rows, cols = 97, 13
@@ -266,31 +262,17 @@ func kernelChecks() map[string]kernelCheck {
 			return errors.Join(closeTo("softmax_xent grad", grad, wantGrad.Data, 1e-5), closeTo("softmax_xent loss", loss, wantLoss, 1e-5))
 		},
 		"mul_mask": func(c *cuda.Context, fn *cuda.Function, r *rand.Rand) error {
-			d := &devBufs{c: c}
-			defer d.free()
 			x, mask := randNormal(r, n), make([]float32, n)
 			for k := range mask {
 				if r.IntN(2) == 0 {
 					mask[k] = 2 // kept, scaled by 1/(1-p) for p = 0.5
 				}
 			}
-			px := up(d, x)
-			pm := up(d, mask)
-			py := up(d, make([]float32, n))
-			if d.err != nil {
-				return d.err
-			}
-			if err := launch1D(fn, n, py, px, pm, int64(n)); err != nil {
-				return err
-			}
-			got, err := devDownload[float32](c, py, n)
-			if err != nil {
-				return err
-			}
+			want := make([]float32, n)
 			for k := range x {
-				x[k] *= mask[k]
+				want[k] = x[k] * mask[k]
 			}
-			return closeTo("mul_mask", got, x, 0)
+			return checkElementwise(c, fn, "mul_mask", want, x, mask)
 		},
 		"col_sum": func(c *cuda.Context, fn *cuda.Function, r *rand.Rand) error {
 			const rows, cols = 301, 23
