@@ -9,7 +9,6 @@ import (
 
 	"gnnmpi/alltoall"
 	"gnnmpi/graph"
-	"gnnmpi/model"
 	"gnnmpi/partition"
 	"gnnmpi/sampling"
 	"gnnmpi/train"
@@ -214,60 +213,47 @@ func setFlags(fs *flag.FlagSet) map[string]bool {
 	return set
 }
 
-// kindList spells kinds as "a, b or c".
-func kindList(kinds []model.Kind) string {
-	s := make([]string, len(kinds))
-	for i, k := range kinds {
-		s[i] = string(k)
-	}
-	return strings.Join(s[:len(s)-1], ", ") + " or " + s[len(s)-1]
-}
-
-// optInt and optFloat are flags whose default depends on other flags (the
-// model kind): unset, they leave the default alone and print none in -h.
-type optInt struct {
-	v   int
+// opt is a flag whose default depends on other flags (the model kind):
+// unset, it leaves the default alone and prints none in -h. optInt and
+// optFloat are its two kinds.
+type opt[T int | float64] struct {
+	v   T
 	set bool
 }
 
-func (o *optInt) String() string {
+type (
+	optInt   = opt[int]
+	optFloat = opt[float64]
+)
+
+func (o *opt[T]) String() string {
 	if o == nil || !o.set {
 		return ""
 	}
-	return strconv.Itoa(o.v)
+	return fmt.Sprint(o.v) // strconv's shortest form, as FormatFloat(v, 'g', -1, 64)
 }
 
-func (o *optInt) Set(s string) (err error) {
-	o.v, err = strconv.Atoi(s)
+func (o *opt[T]) Set(s string) error {
+	var err error
+	switch p := any(&o.v).(type) {
+	case *int:
+		*p, err = strconv.Atoi(s)
+	case *float64:
+		*p, err = strconv.ParseFloat(s, 64)
+	}
 	o.set = err == nil
 	return err
 }
 
-func (o *optInt) apply(dst *int) {
+// apply sets *dst to the flag's value when it was given.
+func (o *opt[T]) apply(dst *T) {
 	if o.set {
 		*dst = o.v
 	}
 }
 
-type optFloat struct {
-	v   float64
-	set bool
-}
-
-func (o *optFloat) String() string {
-	if o == nil || !o.set {
-		return ""
-	}
-	return strconv.FormatFloat(o.v, 'g', -1, 64)
-}
-
-func (o *optFloat) Set(s string) (err error) {
-	o.v, err = strconv.ParseFloat(s, 64)
-	o.set = err == nil
-	return err
-}
-
-func (o *optFloat) apply32(dst *float32) {
+// apply32 is apply to a float32 setting.
+func (o *opt[T]) apply32(dst *float32) {
 	if o.set {
 		*dst = float32(o.v)
 	}

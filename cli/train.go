@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"gnnmpi/graph"
+	"gnnmpi/internal/enum"
 	"gnnmpi/metrics"
 	"gnnmpi/model"
 	"gnnmpi/nccl"
@@ -291,7 +292,7 @@ func (f *trainFlags) minibatchConfig(env *Env, set map[string]bool) (train.Confi
 	}
 	kind := model.Kind(*f.kind)
 	if !slices.Contains(model.MinibatchKinds, kind) {
-		return train.Config{}, fmt.Errorf("train: unknown --model %q (want %s)", *f.kind, kindList(model.MinibatchKinds))
+		return train.Config{}, fmt.Errorf("train: unknown --model %q (want %s)", *f.kind, enum.Or(model.MinibatchKinds))
 	}
 	cfg := train.Defaults(kind, train.ModeMinibatch).Minibatch
 	if err := f.sample.config(&cfg, set); err != nil {

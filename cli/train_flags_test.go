@@ -87,3 +87,28 @@ func TestDecimal(t *testing.T) {
 		require.Equal(t, strconv.FormatFloat(float64(x), 'g', -1, 32), strconv.FormatFloat(d, 'g', -1, 64))
 	}
 }
+
+// The kind-dependent flags print as strconv's shortest form and apply only
+// when given.
+func TestOpt(t *testing.T) {
+	for _, s := range []string{"0.005", "1e-07", "1e+21", "123456789", "0.1"} {
+		var f optFloat
+		require.Equal(t, "", f.String())
+		require.NoError(t, f.Set(s))
+		v, err := strconv.ParseFloat(s, 64)
+		require.NoError(t, err)
+		require.Equal(t, strconv.FormatFloat(v, 'g', -1, 64), f.String())
+		x := float32(2)
+		f.apply32(&x)
+		require.Equal(t, float32(v), x)
+	}
+	var i optInt
+	n := 7
+	i.apply(&n)
+	require.Equal(t, 7, n, "unset: the default stays")
+	require.Error(t, i.Set("x"))
+	require.NoError(t, i.Set("12"))
+	i.apply(&n)
+	require.Equal(t, 12, n)
+	require.Equal(t, "12", i.String())
+}

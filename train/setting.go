@@ -81,22 +81,17 @@ func (e *SettingError) Message(name func(Setting) string) string {
 
 // Settings returns the settings that the message names, in order and with
 // repetitions. The caller owns the returned slice.
-func (e *SettingError) Settings() []Setting {
-	var out []Setting
-	for _, a := range e.args {
-		if s, ok := a.(Setting); ok {
-			out = append(out, s)
-		}
-	}
-	return out
-}
+func (e *SettingError) Settings() []Setting { return argsOf[Setting](e.args) }
 
 // Unwrap returns the errors among the arguments.
-func (e *SettingError) Unwrap() []error {
-	var out []error
-	for _, a := range e.args {
-		if err, ok := a.(error); ok {
-			out = append(out, err)
+func (e *SettingError) Unwrap() []error { return argsOf[error](e.args) }
+
+// argsOf returns the arguments of type T, in order.
+func argsOf[T any](args []any) []T {
+	var out []T
+	for _, a := range args {
+		if v, ok := a.(T); ok {
+			out = append(out, v)
 		}
 	}
 	return out
