@@ -7,6 +7,7 @@ import (
 
 	"gnnmpi/collective"
 	"gnnmpi/graph"
+	"gnnmpi/internal/enum"
 )
 
 func genCmd() *Command {
@@ -30,26 +31,31 @@ func genCmd() *Command {
 			fs.Uint64Var(&o.Seed, "seed", 1, "random seed")
 			return func(env *Env) error {
 				args := fs.Args()
-				if len(args) != 1 || (args[0] != "rmat" && args[0] != "sbm") {
-					return fmt.Errorf("gen: want one generator, rmat or sbm, got %q", args)
+				var gen graph.Generator
+				if len(args) == 1 {
+					gen, _ = graph.ParseGenerator(args[0])
+				}
+				if gen == "" {
+					return fmt.Errorf("gen: want one generator, %s, got %q", enum.Or(graph.Generators), args)
 				}
 				if *out == "" {
 					return fmt.Errorf("gen: --out is required")
 				}
+				o := o // the flags' options are shared by in-process ranks
 				o.Progress = env.Progress
 				return collective.RankZero(env.Comm, func() error {
 					t0 := time.Now()
-					d, err := graph.Generate(args[0], o)
+					d, err := graph.Generate(gen, o)
 					if err != nil {
 						return err
 					}
-					gen := time.Since(t0)
-					env.Progress("generated %d vertices, %d edges in %.2fs; writing %s", d.NumNodes, d.NumEdges(), gen.Seconds(), *out)
+					took := time.Since(t0)
+					env.Progress("generated %d vertices, %d edges in %.2fs; writing %s", d.NumNodes, d.NumEdges(), took.Seconds(), *out)
 					if err := graph.Write(*out, d); err != nil {
 						return err
 					}
 					env.Printf("wrote %s: %d vertices, %d edges (generated in %.2fs, written in %.2fs)\n",
-						*out, d.NumNodes, d.NumEdges(), gen.Seconds(), time.Since(t0).Seconds()-gen.Seconds())
+						*out, d.NumNodes, d.NumEdges(), took.Seconds(), time.Since(t0).Seconds()-took.Seconds())
 					return nil
 				})
 			}

@@ -84,7 +84,7 @@ func printManifest(env *Env, m *graph.PartManifest) {
 // its local rank on the node (gpucheck.Bind); it prints and returns rank
 // 0's binding.
 func gpuInfo(env *Env) (*metrics.GPUBinding, error) {
-	b, err := gpucheck.Bind(env.Comm, getenv, distpart.PhaseInfo)
+	b, err := gpucheck.Bind(env.Comm, getenv, metrics.PhaseInfo)
 	if err != nil {
 		return nil, err
 	}

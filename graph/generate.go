@@ -3,7 +3,26 @@ package graph
 import (
 	"fmt"
 	"strings"
+
+	"gnnmpi/internal/enum"
 )
+
+// Generator names a generator of Generate.
+type Generator string
+
+// The generators.
+const (
+	GenRMAT Generator = "rmat" // RMAT, with Planted labels and features when Features > 0
+	GenSBM  Generator = "sbm"  // SBM
+)
+
+// Generators lists the generators in the order help texts name them.
+var Generators = []Generator{GenRMAT, GenSBM}
+
+// ParseGenerator returns the generator named s.
+func ParseGenerator(s string) (Generator, error) {
+	return enum.Parse("graph", "generator", s, Generators...)
+}
 
 // GenOptions are the settings of Generate. A zero (or, for Homophily,
 // TrainFrac and ValidFrac, negative) value keeps the generator's default
@@ -23,16 +42,16 @@ type GenOptions struct {
 	Progress func(format string, args ...any)
 }
 
-// Generate returns a graph from the generator named kind: "rmat" (RMAT,
-// named rmat-sSCALE-eEDGEFACTOR, with Planted labels and features when
-// o.Features > 0) or "sbm" (SBM).
-func Generate(kind string, o GenOptions) (*Dataset, error) {
+// Generate returns a graph from the generator kind: GenRMAT (RMAT, named
+// rmat-sSCALE-eEDGEFACTOR, with Planted labels and features when
+// o.Features > 0) or GenSBM (SBM).
+func Generate(kind Generator, o GenOptions) (*Dataset, error) {
 	progress := o.Progress
 	if progress == nil {
 		progress = func(string, ...any) {}
 	}
 	switch kind {
-	case "rmat":
+	case GenRMAT:
 		p := DefaultRMAT(o.Scale, o.EdgeFactor)
 		p.Seed, p.Directed = o.Seed, o.Directed
 		progress("generating R-MAT scale %d, edge factor %d", o.Scale, o.EdgeFactor)
@@ -47,7 +66,7 @@ func Generate(kind string, o GenOptions) (*Dataset, error) {
 		sp := o.planted(DefaultSBM(adj.NRows))
 		progress("adding planted labels (%d classes) and %d features", sp.Classes, sp.Features)
 		return Planted(name, adj, sp)
-	case "sbm":
+	case GenSBM:
 		p := o.planted(DefaultSBM(o.Nodes))
 		if o.Degree > 0 {
 			p.AvgDegree = o.Degree
@@ -58,7 +77,7 @@ func Generate(kind string, o GenOptions) (*Dataset, error) {
 		progress("generating SBM with %d vertices", o.Nodes)
 		return SBM(p)
 	}
-	return nil, fmt.Errorf("%w: unknown generator %q (want rmat or sbm)", ErrGenParams, kind)
+	return nil, fmt.Errorf("%w: unknown generator %q (want %s)", ErrGenParams, kind, enum.Or(Generators))
 }
 
 // planted returns p with o's classes, features, split fractions and seed

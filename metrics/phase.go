@@ -29,6 +29,14 @@ const (
 	PhaseLoad      = "load"      // broadcasting a Matrix Market matrix from rank 0 (graph.BcastMatrixMarket)
 	PhaseCalibrate = "calibrate" // the network microbenchmark of gnnmpi predict --calibrate
 
+	// gnnmpi sample, info, selftest.
+	PhaseReport  = "report"  // gnnmpi sample's final reductions of its counts, times and peak memory
+	PhaseInfo    = "info"    // gnnmpi info's statistics of row blocks (distpart.Describe) and GPU binding
+	PhaseVerdict = "verdict" // the ranks agreeing on each conformance case's verdict (collectivetest.Verdict)
+	// PhaseDup is the phase under which the conformance case
+	// ConcurrentComms counts the traffic of its duplicate communicator.
+	PhaseDup = "concurrent-dup"
+
 	// gnnmpi spgemm (spgemm.Bench); its grid's splits count under
 	// PhaseSetup and its products under PhaseSpGEMM.
 	PhaseTiming = "timing" // the barriers and time reductions around the timed products

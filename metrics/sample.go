@@ -27,7 +27,3 @@ type Sample struct {
 	// replicated sends none).
 	Bytes map[string]int64 `json:"bytes"`
 }
-
-// PhaseReport is the phase of gnnmpi sample's final reductions of its
-// counts, times and peak memory.
-const PhaseReport = "report"

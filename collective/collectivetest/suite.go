@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"gnnmpi/collective"
+	"gnnmpi/metrics"
 )
 
 // Case is one conformance check.
@@ -716,10 +717,6 @@ func splitNested(c collective.Comm) error {
 	return k.err
 }
 
-// PhaseDup is the phase under which ConcurrentComms counts the traffic of
-// its duplicate communicator.
-const PhaseDup = "concurrent-dup"
-
 // concurrentComms checks that two goroutines of one rank can be inside
 // collectives on two communicators at once: c and its duplicate d
 // (collective.Dup). A goroutine on d runs rounds of Alltoallv and a
@@ -731,7 +728,7 @@ const PhaseDup = "concurrent-dup"
 // even rank's Alltoallv completes only after the odd ranks' Allreduce, which
 // needs the even rank's, so a backend that runs one collective of a rank at
 // a time deadlocks here. Byte counts: d's traffic counts under d's phase
-// (PhaseDup), c's under c's, which d's SetPhase leaves alone.
+// (metrics.PhaseDup), c's under c's, which d's SetPhase leaves alone.
 func concurrentComms(c collective.Comm) error {
 	var k checker
 	p, r := c.Size(), c.Rank()
@@ -758,7 +755,7 @@ func concurrentComms(c collective.Comm) error {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		defer collective.SetPhase(d, PhaseDup)()
+		defer collective.SetPhase(d, metrics.PhaseDup)()
 		for i := range rounds {
 			if r%2 == 1 {
 				<-reduced
@@ -825,7 +822,7 @@ func concurrentComms(c collective.Comm) error {
 		ts, tr = ts+s, tr+rv
 	}
 	if collective.StatsOf(c) != nil {
-		got := collective.SnapshotOf(c).Sub(before).WithoutTime()[PhaseDup]
+		got := collective.SnapshotOf(c).Sub(before).WithoutTime()[metrics.PhaseDup]
 		k.equal("d's phase", got, map[string]collective.Count{"alltoallv": {Calls: rounds, SentBytes: ts, RecvBytes: tr}})
 	}
 	v.check(&k)

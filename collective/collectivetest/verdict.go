@@ -4,11 +4,8 @@ import (
 	"fmt"
 
 	"gnnmpi/collective"
+	"gnnmpi/metrics"
 )
-
-// PhaseVerdict is the phase (collective.SetPhase) of Verdict's agreement
-// on the failures; each case runs under its own name.
-const PhaseVerdict = "verdict"
 
 // Outcome is a case's result over all ranks of a communicator.
 type Outcome struct {
@@ -34,7 +31,7 @@ type Hooks struct {
 //
 // Verdict is collective over c: every rank must call it. Beyond the
 // cases, it sends one Allreduce of an int64 per case under
-// PhaseVerdict.
+// metrics.PhaseVerdict.
 func Verdict(c collective.Comm, h Hooks) ([]Outcome, error) {
 	cases := Cases()
 	out := make([]Outcome, len(cases))
@@ -63,7 +60,7 @@ func Verdict(c collective.Comm, h Hooks) ([]Outcome, error) {
 			failed[i] = 1
 		}
 	}
-	restore := collective.SetPhase(c, PhaseVerdict)
+	restore := collective.SetPhase(c, metrics.PhaseVerdict)
 	defer restore()
 	if err := collective.AllreduceSlice(c, failed, collective.Sum); err != nil {
 		return nil, err

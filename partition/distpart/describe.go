@@ -7,14 +7,11 @@ import (
 
 	"gnnmpi/collective"
 	"gnnmpi/graph"
+	"gnnmpi/metrics"
 	"gnnmpi/partition"
 	"gnnmpi/partition/dist"
 	"gnnmpi/sparse"
 )
-
-// PhaseInfo is the phase (collective.SetPhase) under which Describe
-// counts its communication.
-const PhaseInfo = "info"
 
 // DescribeOptions are the settings of Describe.
 type DescribeOptions struct {
@@ -45,7 +42,7 @@ type Description struct {
 // o.Symmetrize the statistics are those of the symmetrized graph.
 //
 // Describe is collective over c: beyond DistInfo's reductions it sends,
-// under PhaseInfo, one Allreduce of the class counts and, when the rows
+// under metrics.PhaseInfo, one Allreduce of the class counts and, when the rows
 // are spread over several ranks and the graph is not recorded as
 // symmetric, the reverse of every held edge (two int64 each) to the owner
 // of its row: to symmetrize with o.Symmetrize (DistSymmetrized), else to
@@ -73,7 +70,7 @@ func Describe(c collective.Comm, path string, o DescribeOptions) (Description, e
 	if err := d.Validate(); err != nil {
 		return Description{}, fmt.Errorf("info: %s: %w", path, err)
 	}
-	defer collective.SetPhase(c, PhaseInfo)()
+	defer collective.SetPhase(c, metrics.PhaseInfo)()
 	symmetrized := o.Symmetrize && !d.Symmetric
 	if o.Symmetrize {
 		if d, err = DistSymmetrized(c, d, owner); err != nil {
