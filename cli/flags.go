@@ -9,6 +9,7 @@ import (
 
 	"gnnmpi/alltoall"
 	"gnnmpi/graph"
+	"gnnmpi/internal/enum"
 	"gnnmpi/partition"
 	"gnnmpi/sampling"
 	"gnnmpi/train"
@@ -19,10 +20,13 @@ import (
 // registers them with one default each.
 type sampleFlags struct {
 	data, split, partition      *string
-	fanouts, sampler, topology  *string
+	fanouts                     *string
+	sampler                     *train.Sampler
+	topology                    *sampling.Layout
 	batch, globalBatch, bulk, c *int
 	replication, simEpochs      *int
-	dtype, format               *string
+	dtype                       *alltoall.DType
+	format                      *string
 	seed                        *uint64
 	symmetrize                  *bool
 }
@@ -34,15 +38,15 @@ func addSampleFlags(fs *flag.FlagSet, d train.Config) *sampleFlags {
 		split:       fs.String("split", "", "split whose training vertices are the seeds (default: the dataset's first)"),
 		partition:   fs.String("partition", string(train.PartitionMetis), "vertex partition over the ranks: "+methodList(train.PartitionMethods)+", or a book file from `gnnmpi partition`"),
 		fanouts:     fs.String("fanouts", joinInts(d.Fanouts), "neighbours sampled per hop, from the seeds outwards (-1: all); one per layer"),
-		sampler:     fs.String("sampler", string(d.Sampler), "sage (node-wise: --fanouts neighbours per vertex) or ladies (layer-wise: --fanouts vertices per minibatch and layer; --model gcn)"),
-		topology:    fs.String("topology", string(d.Topology), "where the sampler's graph lives: replicated (no communication), 1.5d (rows over p/c grid rows, c copies; P = Q·A by 1.5D SpGEMM) or 2d (√p×√p blocks, SUMMA); a partitioned dataset (a directory) needs 1.5d with --c equal to --replication, or 2d with --replication √p"),
+		sampler:     enumVar(fs, "sampler", d.Sampler, train.ParseSampler, "sage (node-wise: --fanouts neighbours per vertex) or ladies (layer-wise: --fanouts vertices per minibatch and layer; --model gcn)"),
+		topology:    enumVar(fs, "topology", d.Topology, sampling.ParseLayout, "where the sampler's graph lives: replicated (no communication), 1.5d (rows over p/c grid rows, c copies; P = Q·A by 1.5D SpGEMM) or 2d (√p×√p blocks, SUMMA); a partitioned dataset (a directory) needs 1.5d with --c equal to --replication, or 2d with --replication √p"),
 		c:           fs.Int("c", d.C, "replication factor of --topology 1.5d (divides the number of ranks)"),
 		batch:       fs.Int("batch-size", d.BatchSize, "seeds per rank per minibatch (at most)"),
 		globalBatch: fs.Int("global-batch-size", 0, "seeds per step over all ranks (at most); each rank takes ⌈G/ranks⌉, so the number of optimizer steps does not depend on the rank count (replaces --batch-size)"),
 		bulk:        fs.Int("bulk", d.Bulk, "minibatches sampled together (one sparse product per layer for all); the minibatches do not depend on it"),
 		replication: fs.Int("replication", d.Replication, "feature replication c: features partitioned over ranks/c parts, each held by c ranks; a rank fetches only from its replica group (divides the number of ranks)"),
 		simEpochs:   fs.Int("cache-sim-epochs", d.CacheSimEpochs, "simulated epochs that score --cache sim"),
-		dtype:       fs.String("feature-dtype", string(d.FeatureDType), "feature storage and wire type: f32 or f16 (half precision: half the memory and fetch bytes; dense features only)"),
+		dtype:       enumVar(fs, "feature-dtype", d.FeatureDType, train.ParseFeatureDType, "feature storage and wire type: f32 or f16 (half precision: half the memory and fetch bytes; dense features only)"),
 		format:      fs.String("feature-format", string(graph.FeatureAuto), featureFormatUsage+"; auto means dense with --feature-dtype f16"),
 		seed:        fs.Uint64("seed", d.Seed, "random seed (weights, shuffles, sampling, dropout, METIS)"),
 		symmetrize:  fs.Bool("symmetrize", false, symmetrizeUsage),
@@ -132,15 +136,7 @@ func (f *sampleFlags) config(cfg *train.Config, set map[string]bool) error {
 	if err != nil {
 		return fmt.Errorf("--fanouts %q: %w", *f.fanouts, err)
 	}
-	if cfg.Sampler, err = train.ParseSampler(*f.sampler); err != nil {
-		return err
-	}
-	if cfg.Topology, err = sampling.ParseLayout(*f.topology); err != nil {
-		return err
-	}
-	if cfg.FeatureDType, err = train.ParseFeatureDType(*f.dtype); err != nil {
-		return err
-	}
+	cfg.Sampler, cfg.Topology, cfg.FeatureDType = *f.sampler, *f.topology, *f.dtype
 	cfg.Fanouts, cfg.BatchSize, cfg.Bulk, cfg.C = fo, *f.batch, *f.bulk, *f.c
 	if set["global-batch-size"] {
 		// Given alone, the global batch size replaces the per-rank
@@ -161,7 +157,7 @@ var featureFormatUsage = fmt.Sprintf("how features are held, stored and sent: au
 // dense with --feature-dtype f16, which only dense rows support.
 func (f *sampleFlags) featureFormat() (graph.FeatureFormat, error) {
 	ff, err := graph.ParseFeatureFormat(*f.format)
-	if err == nil && ff == graph.FeatureAuto && *f.dtype == string(alltoall.F16) {
+	if err == nil && ff == graph.FeatureAuto && *f.dtype == alltoall.F16 {
 		ff = graph.FeatureDense
 	}
 	return ff, err
@@ -269,4 +265,29 @@ func parseInts(s string) ([]int, error) {
 		out = append(out, v)
 	}
 	return out, nil
+}
+
+// enumValue is a flag of a named kind: Set takes the names parse (the
+// kind's Parse function) accepts, so that a bad value is refused, with the
+// valid names, when the flags are parsed.
+type enumValue[T ~string] struct {
+	p     *T
+	parse func(string) (T, error)
+}
+
+func (v enumValue[T]) String() string {
+	if v.p == nil {
+		return ""
+	}
+	return string(*v.p)
+}
+
+func (v enumValue[T]) Set(s string) error { return enum.Set(v.p, v.parse, s) }
+
+// enumVar defines a flag of a named kind with default def on fs.
+func enumVar[T ~string](fs *flag.FlagSet, name string, def T, parse func(string) (T, error), usage string) *T {
+	p := new(T)
+	*p = def
+	fs.Var(enumValue[T]{p, parse}, name, usage)
+	return p
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"gnnmpi/alltoall"
 	"gnnmpi/graph"
 	"gnnmpi/internal/enum"
 	"gnnmpi/metrics"
@@ -26,10 +27,7 @@ func trainCmd() *Command {
 			f := addTrainFlags(fs)
 			return func(env *Env) error {
 				set := setFlags(fs)
-				mode, err := train.ParseMode(*f.mode)
-				if err != nil {
-					return err
-				}
+				mode := *f.mode
 				lo, err := f.sample.loadOptions(env, 1)
 				if err != nil {
 					return err
@@ -57,27 +55,32 @@ func trainCmd() *Command {
 type trainFlags struct {
 	sample *sampleFlags
 
-	mode, kind                 *string
-	layers                     optInt
-	hidden, epochs             optInt
-	lr, drop, attnDrop         optFloat
-	featNorm, optim, sel, ckpt *string
-	wd, mom                    *float64
-	evalEvery, ckptEvery       *int
-	resume                     *bool
+	mode                 *train.Mode
+	kind                 *string
+	layers               optInt
+	hidden, epochs       optInt
+	lr, drop, attnDrop   optFloat
+	featNorm             *train.FeatureNorm
+	optim                *model.OptimizerKind
+	sel                  *train.Selection
+	ckpt                 *string
+	wd, mom              *float64
+	evalEvery, ckptEvery *int
+	resume               *bool
 
 	// minibatch
 	heads, outHeads    *int
-	shuffle, cache     *string
+	shuffle            *train.Shuffle
+	cache              *alltoall.CachePolicy
 	cacheFrac, gpuFrac *float64
 	evalMem            *int64
 	norm, overlap      *bool
-	device             *string
-	gradComm           *string
+	device             *train.Device
+	gradComm           *train.GradComm
 	// full-graph
 	chunks                    optInt
 	pipelines, snapEvery      *int
-	chunkPart                 *string
+	chunkPart                 *train.ChunkMethod
 	shuffleChunks, clearGrads *bool
 	alpha, lambda             *float64
 }
@@ -193,12 +196,12 @@ func addTrainFlags(fs *flag.FlagSet) *trainFlags {
 	gat := train.Defaults(model.KindGAT, train.ModeMinibatch).Minibatch
 	f.heads = fs.Int("heads", gat.Model.Heads, "GAT attention heads of the hidden layers")
 	f.outHeads = fs.Int("out-heads", gat.Model.OutHeads, "GAT attention heads of the output layer (averaged)")
-	f.cache = fs.String("cache", string(d.Cache), "static feature cache of remote rows: none, degree (in-degree), vip (inclusion probability of the node-wise sampler), vip-recurrence (SALIENT++'s recurrence as written) or sim (access counts of simulated epochs)")
+	f.cache = enumVar(fs, "cache", d.Cache, train.ParseCache, "static feature cache of remote rows: none, degree (in-degree), vip (inclusion probability of the node-wise sampler), vip-recurrence (SALIENT++'s recurrence as written) or sim (access counts of simulated epochs)")
 	f.cacheFrac = fs.Float64("cache-frac", d.CacheFrac, "cache size α: each rank caches ⌊α·n/parts⌋ remote rows")
 	f.gpuFrac = fs.Float64("gpu-frac", d.GPUFrac, "fraction of the resident feature rows, hottest first, in the GPU tier: in device memory with --device cuda (the rest in mapped host memory), else only reported")
 	fs.Var(&f.epochs, "epochs", "epochs ("+defaultsHelp(true, true, both(func(c *train.Common) string { return fmt.Sprint(c.Epochs) }))+")")
-	f.shuffle = fs.String("shuffle", string(d.Shuffle), "local (each rank shuffles its own training vertices) or global (one shuffle split across ranks)")
-	f.optim = fs.String("optimizer", string(d.Optimizer), "adam or sgd")
+	f.shuffle = enumVar(fs, "shuffle", d.Shuffle, train.ParseShuffle, "local (each rank shuffles its own training vertices) or global (one shuffle split across ranks)")
+	f.optim = enumVar(fs, "optimizer", d.Optimizer, model.ParseOptimizerKind, "adam or sgd")
 	fs.Var(&f.lr, "lr", "learning rate ("+defaultsHelp(true, true, both(func(c *train.Common) string { return fmt.Sprint(c.LR) }))+")")
 	f.wd = fs.Float64("weight-decay", decimal(d.WeightDecay), "L2 weight decay")
 	f.mom = fs.Float64("momentum", decimal(d.Momentum), "SGD momentum")
@@ -208,24 +211,24 @@ func addTrainFlags(fs *flag.FlagSet) *trainFlags {
 		}
 		return fmt.Sprint(s.Full.Model.Dropout)
 	})+")")
-	f.featNorm = fs.String("feature-norm", string(d.FeatureNorm), "input features: row (each row scaled to sum 1), none, or auto (row when no feature is negative, none for real-valued features)")
+	f.featNorm = enumVar(fs, "feature-norm", d.FeatureNorm, train.ParseFeatureNorm, "input features: row (each row scaled to sum 1), none, or auto (row when no feature is negative, none for real-valued features)")
 	fs.Var(&f.attnDrop, "attn-dropout", "GAT: dropout on attention coefficients ("+defaultsHelp(true, false, func(s train.Settings) string {
 		return fmt.Sprint(s.Minibatch.Model.AttnDropout)
 	})+")")
 	f.norm = fs.Bool("normalize", d.Model.Normalize, "GraphSAGE: L2-normalise hidden embeddings")
-	f.gradComm = fs.String("grad-comm", string(d.GradComm), "how the ranks sum the gradients: mpi (the host communicator; with --device cuda the gradients are downloaded, summed and uploaded), or nccl (with --device cuda only: NCCL sums them in place on the GPUs; libnccl.so.2 from "+nccl.LibDirEnv+" or the loader's path); the bytes counted are the same")
-	f.device = fs.String("device", string(d.Device), "where the minibatch step (forward, backward, Adam) runs: cpu, or cuda (--feature-format auto then means dense; the rank's NVIDIA GPU, ranks of a node dealt round-robin over its devices; GraphSAGE on dense features with Adam only; sampling, fetch, evaluation, checkpoints and, unless --grad-comm nccl, the gradient Allreduce stay on the CPU)")
+	f.gradComm = enumVar(fs, "grad-comm", d.GradComm, train.ParseGradComm, "how the ranks sum the gradients: mpi (the host communicator; with --device cuda the gradients are downloaded, summed and uploaded), or nccl (with --device cuda only: NCCL sums them in place on the GPUs; libnccl.so.2 from "+nccl.LibDirEnv+" or the loader's path); the bytes counted are the same")
+	f.device = enumVar(fs, "device", d.Device, train.ParseDevice, "where the minibatch step (forward, backward, Adam) runs: cpu, or cuda (--feature-format auto then means dense; the rank's NVIDIA GPU, ranks of a node dealt round-robin over its devices; GraphSAGE on dense features with Adam only; sampling, fetch, evaluation, checkpoints and, unless --grad-comm nccl, the gradient Allreduce stay on the CPU)")
 	f.overlap = fs.Bool("overlap", d.Overlap, "sample and fetch the next two minibatches on a loader goroutine while one computes (the same losses either way; false: one after another, for comparison)")
 	f.evalEvery = fs.Int("eval-every", d.EvalEvery, "evaluate every K epochs and after the last (0: no evaluation)")
-	f.sel = fs.String("select", string(d.Select), "model selection over evaluated epochs: val-acc (highest validation accuracy) or val-loss (lowest validation loss)")
+	f.sel = enumVar(fs, "select", d.Select, train.ParseSelection, "model selection over evaluated epochs: val-acc (highest validation accuracy) or val-loss (lowest validation loss)")
 	f.evalMem = fs.Int64("eval-memory", d.EvalMemory*4>>20, "MiB of gathered inputs per chunk of layer-wise inference")
 	f.ckpt = fs.String("checkpoint", d.CheckpointDir, "checkpoint directory (written atomically; full-graph modes: one file per rank and a manifest)")
 	f.ckptEvery = fs.Int("checkpoint-every", d.CheckpointEvery, "epochs between checkpoints (and after the last)")
 	f.resume = fs.Bool("resume", d.Resume, "continue from the checkpoint in --checkpoint, with the losses of an uninterrupted run")
-	f.mode = fs.String("mode", string(train.ModeMinibatch), "minibatch (data-parallel sampled minibatches), or full-graph training of a deep model: graph (graph parallelism, halo exchange per layer), pipe (GNNPipe: layers in stages over the ranks, chunks through the pipeline) or hybrid (--pipelines pipelines over graph parts)")
+	f.mode = enumVar(fs, "mode", train.ModeMinibatch, train.ParseMode, "minibatch (data-parallel sampled minibatches), or full-graph training of a deep model: graph (graph parallelism, halo exchange per layer), pipe (GNNPipe: layers in stages over the ranks, chunks through the pipeline) or hybrid (--pipelines pipelines over graph parts)")
 	fs.Var(&f.chunks, "chunks", "pipe, hybrid: chunks each graph part is split into ("+defaultsHelp(false, true, func(s train.Settings) string { return fmt.Sprint(s.Full.Chunks) })+")")
 	f.pipelines = fs.Int("pipelines", hd.Pipelines, "hybrid: pipelines (graph parts); the ranks of each are its stages")
-	f.chunkPart = fs.String("chunk-partition", string(fd.ChunkMethod), "pipe, hybrid: how parts are split into chunks: metis or random")
+	f.chunkPart = enumVar(fs, "chunk-partition", fd.ChunkMethod, train.ParseChunkMethod, "pipe, hybrid: how parts are split into chunks: metis or random")
 	f.shuffleChunks = fs.Bool("shuffle-chunks", fd.ShuffleChunks, "pipe, hybrid: new chunk order every epoch (the same within a pipeline)")
 	f.clearGrads = fs.Bool("clear-grads", fd.ClearGrads, "pipe, hybrid: drop historical gradients left at the end of an epoch")
 	f.snapEvery = fs.Int("snapshot-every", fd.SnapshotEvery, "pipe, hybrid: snapshot the historical embeddings every R epochs and restore them from it at each epoch's start (0: off)")
@@ -235,24 +238,14 @@ func addTrainFlags(fs *flag.FlagSet) *trainFlags {
 }
 
 // common sets the settings both kinds of training share from the flags.
-func (f *trainFlags) common(env *Env, c *train.Common) error {
-	var err error
-	if c.FeatureNorm, err = train.ParseFeatureNorm(*f.featNorm); err != nil {
-		return err
-	}
-	if c.Optimizer, err = model.ParseOptimizerKind(*f.optim); err != nil {
-		return err
-	}
-	if c.Select, err = train.ParseSelection(*f.sel); err != nil {
-		return err
-	}
+func (f *trainFlags) common(env *Env, c *train.Common) {
+	c.FeatureNorm, c.Optimizer, c.Select = *f.featNorm, *f.optim, *f.sel
 	f.epochs.apply(&c.Epochs)
 	f.lr.apply32(&c.LR)
 	c.WeightDecay, c.Momentum, c.Seed = float32(*f.wd), float32(*f.mom), *f.sample.seed
 	c.EvalEvery = *f.evalEvery
 	c.CheckpointDir, c.CheckpointEvery, c.Resume = *f.ckpt, *f.ckptEvery, *f.resume
 	c.BLAS = env.BLAS
-	return nil
 }
 
 // fullConfig builds the configuration of full-graph training in mode.
@@ -262,15 +255,12 @@ func (f *trainFlags) fullConfig(env *Env, mode train.Mode, set map[string]bool) 
 			return train.FullConfig{}, fmt.Errorf("train: --%s applies to minibatch training, not to --mode %s", name, mode)
 		}
 	}
-	if *f.device != string(train.DeviceCPU) {
+	if *f.device != train.DeviceCPU {
 		return train.FullConfig{}, fmt.Errorf("train: --device %s applies to minibatch training only; --mode %s runs on the CPU (use --device cpu)", *f.device, mode)
 	}
 	fc := train.Defaults(model.Kind(*f.kind), mode).Full
 	f.chunks.apply(&fc.Chunks)
-	var err error
-	if fc.ChunkMethod, err = train.ParseChunkMethod(*f.chunkPart); err != nil {
-		return train.FullConfig{}, err
-	}
+	fc.ChunkMethod = *f.chunkPart
 	if mode == train.ModeHybrid {
 		fc.Pipelines = *f.pipelines
 	}
@@ -280,7 +270,8 @@ func (f *trainFlags) fullConfig(env *Env, mode train.Mode, set map[string]bool) 
 	f.drop.apply32(&mc.Dropout)
 	mc.Alpha, mc.Lambda = *f.alpha, *f.lambda
 	fc.ShuffleChunks, fc.ClearGrads, fc.SnapshotEvery = *f.shuffleChunks, *f.clearGrads, *f.snapEvery
-	return fc, f.common(env, &fc.Common)
+	f.common(env, &fc.Common)
+	return fc, nil
 }
 
 // minibatchConfig builds the configuration of minibatch training.
@@ -298,9 +289,7 @@ func (f *trainFlags) minibatchConfig(env *Env, set map[string]bool) (train.Confi
 	if err := f.sample.config(&cfg, set); err != nil {
 		return train.Config{}, fmt.Errorf("train: %w", err)
 	}
-	if err := f.common(env, &cfg.Common); err != nil {
-		return train.Config{}, err
-	}
+	f.common(env, &cfg.Common)
 	f.layers.apply(&cfg.Model.Layers)
 	layers := cfg.Model.Layers
 	cfg.Model.Heads, cfg.Model.OutHeads, cfg.Model.Normalize = *f.heads, *f.outHeads, *f.norm
@@ -310,22 +299,11 @@ func (f *trainFlags) minibatchConfig(env *Env, set map[string]bool) (train.Confi
 	if !set["fanouts"] && layers != len(cfg.Fanouts) {
 		cfg.Fanouts = train.DefaultFanouts(layers)
 	}
-	var err error
-	if cfg.Shuffle, err = train.ParseShuffle(*f.shuffle); err != nil {
-		return train.Config{}, err
-	}
-	if cfg.Cache, err = train.ParseCache(*f.cache); err != nil {
-		return train.Config{}, err
-	}
+	cfg.Shuffle, cfg.Cache = *f.shuffle, *f.cache
 	cfg.CacheFrac, cfg.GPUFrac = *f.cacheFrac, *f.gpuFrac
 	cfg.EvalMemory = *f.evalMem << 20 / 4
 	cfg.Overlap = *f.overlap
-	if cfg.GradComm, err = train.ParseGradComm(*f.gradComm); err != nil {
-		return train.Config{}, err
-	}
-	if cfg.Device, err = train.ParseDevice(*f.device); err != nil {
-		return train.Config{}, err
-	}
+	cfg.GradComm, cfg.Device = *f.gradComm, *f.device
 	return cfg, nil
 }
 
