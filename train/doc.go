@@ -20,6 +20,14 @@
 // split replicated, feature rows by the partition (METIS by default, or a
 // partition.Book).
 //
+// Defaults(kind, mode) is the one table of every setting's default, which
+// the command line's flags and help texts read. The caller hands down the
+// backends: the collective.Comm, the BLAS (Common.BLAS) and the CUDA and
+// NCCL openers (Config.Backends); train opens nothing itself. Errors about
+// a setting are SettingErrors, which name the setting (its Go name), so a
+// front end can name its own flag for it. The results fill the typed
+// records of package metrics ((*Result).Final, (*FullResult).Final).
+//
 // Flags, metrics keys, every phase name and the checkpoint format are
 // described in docs/training.md of the repository; the full-graph modes in
 // docs/full-graph.md.
