@@ -4,6 +4,7 @@
 #   ./run.sh                      train GraphSAGE on the embedded Cora on 4 ranks
 #   ./run.sh [-n NP] CMD ARGS...  run `gnnmpi CMD ARGS...` on NP ranks (mpirun, or srun in Slurm)
 #   ./run.sh test                 all tests: vet, gofmt, go test -race, MPI suites under mpirun,
+#                                 bench/gpu/run.sh --fake (the GPU check on the fake CUDA libraries),
 #                                 and (as root) a one-node Slurm (bench/cluster/slurm-test.sh) and
 #                                 three network-namespace hosts over TCP (bench/cluster/netns-test.sh)
 #   ./run.sh test cluster         the one-node Slurm and namespace-hosts tests only
@@ -160,6 +161,14 @@ run_tests() {
 		go vet -tags mpich ./...
 		GNNMPI_MPI=mpich GNNMPI_MPI_TESTS=1 go test -count=1 -v -timeout 15m ./cli/mpitest/
 	fi
+	echo "== bench/gpu/run.sh --fake: the GPU machine's check on the fake CUDA libraries" >&2
+	local gpuout
+	gpuout=$(mktemp -d)
+	if ! bench/gpu/run.sh --fake "$gpuout" >/dev/null 2>&1; then
+		cat "$gpuout/run.log" >&2
+		exit 1
+	fi
+	tail -3 "$gpuout/run.log" >&2
 	if [ "$(id -u)" = 0 ]; then
 		cluster_tests
 	else

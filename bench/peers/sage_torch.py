@@ -265,20 +265,22 @@ class Model(torch.nn.Module):
 @torch.no_grad()
 def infer(model, indptr, indices, feat, chunk=4096):
     """Exact layer-wise full-neighbour inference: every layer over all
-    vertices, destinations in chunks."""
+    vertices, destinations in chunks, on the model's device (feat is moved
+    there whole)."""
     model.eval()
+    dev = model.layers[0].b.device
     n = indptr.size - 1
     deg = np.diff(indptr)
-    h = feat
+    h = feat.to(dev)
     for l, layer in enumerate(model.layers):
-        out = torch.empty(n, layer.b.numel())
+        out = torch.empty(n, layer.b.numel(), device=dev)
         for lo in range(0, n, chunk):
             hi = min(lo + chunk, n)
             row = np.repeat(np.arange(hi - lo), deg[lo:hi])
             col = indices[indptr[lo]:indptr[hi]]
             vals = (1.0 / np.maximum(deg[lo:hi], 1).astype(np.float32))[row]
             a = torch.sparse_coo_tensor(torch.from_numpy(np.stack([row, col])), torch.from_numpy(vals),
-                                        (hi - lo, n)).coalesce()
+                                        (hi - lo, n)).coalesce().to(dev)
             agg = torch.sparse.mm(a, h)
             out[lo:hi] = torch.addmm(layer.b, h[lo:hi], layer.w_self) + agg @ layer.w_neigh
         if l < len(model.layers) - 1:
@@ -289,7 +291,7 @@ def infer(model, indptr, indices, feat, chunk=4096):
 
 def evaluate(model, indptr, indices, feat, labels, parts):
     logits = infer(model, indptr, indices, feat)
-    pred = logits.argmax(1).numpy()
+    pred = logits.argmax(1).cpu().numpy()
     return {k: float((pred[parts[k]] == labels[parts[k]]).mean()) if parts[k].size else 0.0
             for k in ("valid", "test")}
 
@@ -319,7 +321,13 @@ def main():
     ap.add_argument("--eval-every", type=int, default=0,
                     help="also evaluate every K epochs and report the test accuracy at the best validation accuracy")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--device", default="cpu",
+                    help="cpu, or cuda: the model, the minibatch inputs and blocks, and inference on the GPU "
+                         "(sampling stays on the CPU, as in gnnmpi); peak_device_bytes is reported")
     args = ap.parse_args()
+    dev = torch.device(args.device)
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        sys.exit(f"--device {args.device}: this PyTorch sees no CUDA device")
     fanouts = [int(f) for f in args.fanouts.split(",")]
     if len(fanouts) != args.layers:
         sys.exit(f"--fanouts {args.fanouts}: want one per layer ({args.layers})")
@@ -340,7 +348,9 @@ def main():
           f"{parts['train'].size} training vertices; torch {torch.__version__}, {torch.get_num_threads()} threads",
           flush=True)
 
-    model = Model(feat.shape[1], args.hidden, classes, args.layers, args.dropout)
+    model = Model(feat.shape[1], args.hidden, classes, args.layers, args.dropout).to(dev)
+    if dev.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(dev)
     opt = torch.optim.Adam(model.parameters(), lr=args.lr, weight_decay=args.weight_decay)
     train = parts["train"]
     nb = max(1, math.ceil(train.size / args.batch_size))
@@ -359,16 +369,17 @@ def main():
             seeds = np.sort(perm[lo:lo + size])
             lo += size
             blocks, inputs = sample_blocks(indptr, indices, seeds, fanouts, rng)
+            blocks = [a.to(dev, non_blocking=True) for a in blocks]
             t1 = time.perf_counter()
-            x = feat.index_select(0, torch.from_numpy(inputs))
-            y = labels_t[seeds]
+            x = feat.index_select(0, torch.from_numpy(inputs)).to(dev, non_blocking=True)
+            y = labels_t[seeds].to(dev, non_blocking=True)
             t2 = time.perf_counter()
             opt.zero_grad()
             logits = model(blocks, x)
             loss = F.cross_entropy(logits, y)
             loss.backward()
             opt.step()
-            loss_sum += loss.item() * size
+            loss_sum += loss.item() * size  # .item() waits for the device: the step's time is complete
             correct += (logits.argmax(1) == y).sum().item()
             t3 = time.perf_counter()
             ph["sample"] += t1 - t
@@ -390,6 +401,8 @@ def main():
 
     result = {
         "system": "torch", "torch": torch.__version__, "threads": torch.get_num_threads(),
+        "device": torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu",
+        "peak_device_bytes": torch.cuda.max_memory_allocated(dev) if dev.type == "cuda" else None,
         "data": args.data, "split": split, "epochs": args.epochs, "steps_per_epoch": nb,
         "fanouts": fanouts, "batch_size": args.batch_size, "hidden": args.hidden,
         "feature_norm": "row" if normed else "none",

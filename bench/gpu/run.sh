@@ -1,0 +1,202 @@
+#!/usr/bin/env bash
+# bench/gpu/run.sh: the hardware check and benchmark of gnnmpi's GPU path,
+# one command on a machine with an NVIDIA GPU, from the directory that
+# bench/gpu/pack.sh prepares (a prebuilt binary, its libraries, the data and
+# the peers; no Go, MPI or Debian packages needed there).
+#
+#   PACK/run.sh OUT               on the GPU machine (PACK: the pack's directory)
+#   bench/gpu/run.sh --fake OUT   here, on the fake CUDA libraries of the tests
+#                                 (built with gcc; ./run.sh test runs this)
+#
+# It writes four files to OUT (the device tool brings back at most eight):
+#   run.log            everything it printed
+#   gpucheck.json      gnnmpi gpucheck's report (kernels, cuBLAS/cuSPARSE,
+#                      the zero-copy gather benchmark with the link's bandwidth
+#                      from NVML, Cora trained on the GPU against the CPU)
+#   gpucheck.csv       device,driver,check,result,detail,numbers: one row a check
+#   train.csv          device,driver,dataset,system,where,epochs,epoch_s,test_acc,
+#                      peak_device_bytes,max_loss_rel_diff: gnnmpi with --device cuda
+#                      and --device cpu on each dataset (every epoch's loss compared),
+#                      and the PyTorch and PyG peers on the same GPU where they import
+# and keeps every run's metrics and output in WORK (default: a temporary
+# directory, named in run.log). It fails when a check fails or the losses of cuda and cpu differ by more
+# than LOSS_TOL (relative, default 1e-3).
+#
+# Environment: EPOCHS (default 5; --fake: 2), LOSS_TOL, PYTHON (a python3
+# with PyTorch; default: the first python3 on PATH), GNNMPI_CUDA_LIBDIR and
+# GNNMPI_NCCL_LIBDIR (found from PyTorch's CUDA wheels when unset).
+set -euo pipefail
+
+fake=0
+if [ "${1:-}" = --fake ]; then
+	fake=1
+	shift
+fi
+if [ $# -ne 1 ]; then
+	echo "usage: run.sh [--fake] OUT" >&2
+	exit 2
+fi
+OUT=$1
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+WORK=${WORK:-$(mktemp -d)}
+mkdir -p "$WORK"
+exec > >(tee "$OUT/run.log") 2>&1
+here=$(cd "$(dirname "$0")" && pwd)
+PYTHON=${PYTHON:-python3}
+LOSS_TOL=${LOSS_TOL:-1e-3}
+
+if [ "$fake" = 1 ]; then
+	# Here: build the binary and the fake libraries from the repository.
+	repo=$(cd "$here/../.." && pwd)
+	PACK=$WORK/pack
+	"$repo/bench/gpu/pack.sh" "$PACK" >/dev/null
+	(cd "$repo" && go run ./bench/gpu/fakes "$WORK/fakes")
+	export GNNMPI_CUDA_LIBDIR=$WORK/fakes
+	EPOCHS=${EPOCHS:-2}
+	datasets=(cora)
+	device="fake CUDA (gpu/gputest)"
+	driver=fake
+else
+	PACK=$here
+	EPOCHS=${EPOCHS:-5}
+	datasets=(cora)
+	[ -d "$PACK/data/coauthor-physics" ] && datasets+=(coauthor-physics)
+	# The driver's directory, and the CUDA libraries of PyTorch's wheels
+	# (site-packages/nvidia/*/lib, nvidia/cu13/lib): every directory holding
+	# one goes on the loader's path, so that NVRTC also finds its builtins.
+	libdirs=()
+	for d in /usr/local/nvidia/lib64 /usr/local/nvidia/lib /usr/local/cuda/lib64; do
+		[ -d "$d" ] && libdirs+=("$d")
+	done
+	site=$("$PYTHON" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])' 2>/dev/null || true)
+	if [ -n "$site" ] && [ -d "$site/nvidia" ]; then
+		while read -r d; do libdirs+=("$d"); done < <(find "$site/nvidia" -maxdepth 3 -type d -name lib | sort)
+	fi
+	for d in "${libdirs[@]}"; do
+		if [ -z "${GNNMPI_CUDA_LIBDIR:-}" ] && compgen -G "$d/libnvrtc.so*" >/dev/null; then
+			export GNNMPI_CUDA_LIBDIR=$d
+		fi
+		if [ -z "${GNNMPI_NCCL_LIBDIR:-}" ] && [ -e "$d/libnccl.so.2" ]; then
+			export GNNMPI_NCCL_LIBDIR=$d
+		fi
+	done
+	export LD_LIBRARY_PATH=$(
+		IFS=:
+		echo "${libdirs[*]}"
+	)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+	if command -v nvidia-smi >/dev/null; then
+		device=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+		driver=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1)
+	else
+		device=unknown driver=unknown
+	fi
+fi
+export LD_LIBRARY_PATH=$PACK/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+BIN=$PACK/gnnmpi
+echo "gpu run: $device, driver $driver; work in $WORK; GNNMPI_CUDA_LIBDIR=${GNNMPI_CUDA_LIBDIR:-} GNNMPI_NCCL_LIBDIR=${GNNMPI_NCCL_LIBDIR:-}; epochs $EPOCHS"
+status=0
+
+# 1. gpucheck: the kernels, the libraries, the zero-copy benchmark and a
+# short training on the GPU against the CPU.
+if "$BIN" gpucheck --data "$PACK/data/cora" --report "$OUT/gpucheck.json"; then
+	echo "gpucheck: passed"
+else
+	echo "gpucheck: FAILED"
+	status=1
+fi
+
+# 2. gnnmpi on each dataset, --device cuda against --device cpu.
+for ds in "${datasets[@]}"; do
+	for where in cuda cpu; do
+		rm -f "$WORK/$ds-$where.jsonl"
+		if ! "$BIN" --metrics "$WORK/$ds-$where.jsonl" train --data "$PACK/data/$ds" --device "$where" \
+			--epochs "$EPOCHS" --eval-every "$EPOCHS" >"$WORK/$ds-$where.log" 2>&1; then
+			echo "train $ds --device $where: FAILED"
+			status=1
+		fi
+		tail -3 "$WORK/$ds-$where.log"
+	done
+done
+
+# 3. The peers on the same GPU, where PyTorch sees it.
+peers=()
+if [ "$fake" = 0 ] && "$PYTHON" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+	for ds in "${datasets[@]}"; do
+		[ "$ds" = cora ] && continue
+		for peer in torch pyg; do
+			if "$PYTHON" "$PACK/peers/sage_$peer.py" --data "$PACK/data/$ds" --device cuda --epochs "$EPOCHS" \
+				--fanouts 25,10 --batch-size 32 --hidden 128 >"$WORK/$ds-$peer.log" 2>&1; then
+				peers+=("$ds:$peer")
+			else
+				echo "peer $peer on $ds: did not run"
+			fi
+			tail -3 "$WORK/$ds-$peer.log"
+		done
+	done
+else
+	echo "peers: skipped (no PyTorch with a CUDA device)"
+fi
+
+# 4. The CSVs, naming the device and the driver.
+DEVICE=$device DRIVER=$driver OUT=$OUT WORK=$WORK LOSS_TOL=$LOSS_TOL PEERS="${peers[*]:-}" DATASETS="${datasets[*]}" \
+	"$PYTHON" - <<'PY' || status=1
+import csv, json, os, sys
+
+out, work = os.environ["OUT"], os.environ["WORK"]
+device, driver = os.environ["DEVICE"], os.environ["DRIVER"]
+tol = float(os.environ["LOSS_TOL"])
+ok = True
+with open(os.path.join(out, "gpucheck.csv"), "w", newline="") as f:
+    w = csv.writer(f)
+    w.writerow(["device", "driver", "check", "result", "detail", "numbers"])
+    try:
+        rep = json.load(open(os.path.join(out, "gpucheck.json")))
+        for c in rep.get("checks", []):
+            w.writerow([device, driver, c.get("name"), c.get("result"), (c.get("detail") or "").split("\n")[0],
+                        json.dumps(c["numbers"], sort_keys=True) if c.get("numbers") else ""])
+    except (OSError, ValueError) as e:
+        print(f"gpucheck.json: {e}")
+        ok = False
+
+def records(path):
+    try:
+        return [json.loads(l) for l in open(path) if l.strip()]
+    except OSError:
+        return []
+
+rows = []
+for ds in os.environ["DATASETS"].split():
+    runs = {w: records(os.path.join(work, f"{ds}-{w}.jsonl")) for w in ("cuda", "cpu")}
+    losses = {w: [r["loss"] for r in rs if "epoch" in r and "loss" in r] for w, rs in runs.items()}
+    diff = None
+    if losses["cuda"] and len(losses["cuda"]) == len(losses["cpu"]):
+        diff = max(abs(a - b) / max(abs(b), 1e-12) for a, b in zip(losses["cuda"], losses["cpu"]))
+        if diff > tol:
+            print(f"{ds}: losses of cuda and cpu differ by {diff:.3g} relative (> {tol})")
+            ok = False
+    else:
+        print(f"{ds}: no complete pair of runs to compare")
+        ok = False
+    for w, rs in runs.items():
+        fin = next((r for r in rs if r.get("type") == "final" or r.get("final")), {})
+        rows.append([device, driver, ds, "gnnmpi", w, len(losses[w]), fin.get("median_epoch_s"), fin.get("test_acc"), "", diff])
+for p in os.environ["PEERS"].split():
+    ds, peer = p.split(":")
+    res = {}
+    for line in open(os.path.join(work, f"{ds}-{peer}.log")):
+        if line.startswith("{"):
+            res = json.loads(line)
+    rows.append([device, driver, ds, peer, "cuda", res.get("epochs"), res.get("epoch_s"), res.get("test_acc"),
+                 res.get("peak_device_bytes"), ""])
+with open(os.path.join(out, "train.csv"), "w", newline="") as f:
+    w = csv.writer(f)
+    w.writerow(["device", "driver", "dataset", "system", "where", "epochs", "epoch_s", "test_acc",
+                "peak_device_bytes", "max_loss_rel_diff"])
+    w.writerows(rows)
+for r in rows:
+    print(",".join("" if v is None else str(v) for v in r))
+sys.exit(0 if ok else 1)
+PY
+if [ "$status" = 0 ]; then echo "gpu run: passed"; else echo "gpu run: FAILED"; fi
+exit "$status"
