@@ -64,7 +64,7 @@ type Context struct {
 	major, minor int
 
 	mu      sync.Mutex
-	modules map[string]*Module // by source and arch
+	modules map[string]*Module // by source
 }
 
 // DeviceCount returns the number of CUDA devices the driver sees (after

@@ -22,8 +22,11 @@
 //   - Streams and events: NewStream, CopyHtoDAsync from mapped memory,
 //     NewEvent, Event.Record, Elapsed (milliseconds).
 //   - Kernels: Context.Compile(src, name) compiles CUDA C with NVRTC for
-//     the device's compute capability (--gpu-architecture=compute_XY),
-//     once per process, and loads it once per context; Module.Function
+//     the highest architecture NVRTC supports up to the device's compute
+//     capability, to a CUBIN (-arch=sm_XY) or, where NVRTC gives none or
+//     the driver refuses it, to PTX (-arch=compute_XY) for the driver to
+//     compile (Module.Image says which), each image once per process, and
+//     loads it once per context; Module.Function
 //     finds an extern "C" kernel; Function.Launch packs DevicePtr, int32,
 //     uint32, float32 and int64 arguments into C memory for cuLaunchKernel.
 //
@@ -47,6 +50,10 @@
 // The tests build a fake libcuda.so.1 and libnvrtc.so from testdata/ with
 // gcc and point GNNMPI_CUDA_LIBDIR at them. The fake device ("gnnmpi fake
 // device", capability 8.0) uses host memory as device memory; the fake
+// NVRTC compiles only for its release's architectures and the fake
+// driver refuses PTX of a newer ISA than its own and CUBINs for another
+// device, as the real ones do (environment variables make them other
+// releases and devices: see testdata); the fake
 // NVRTC compiles the kernels as C++ with testdata/shim.h force-included,
 // and the fake cuLaunchKernel runs every thread of every block one after
 // another. The shim supports __global__, __device__, __forceinline__,

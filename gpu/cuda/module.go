@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 
 	"gnnmpi/gpu/internal/cudadl"
@@ -13,90 +14,177 @@ import (
 )
 
 var (
-	nvrtcOnce sync.Once
-	nvrtc     *cudadl.NVRTC
-	nvrtcErr  error
+	nvrtcOnce  sync.Once
+	nvrtc      *cudadl.NVRTC
+	nvrtcArchs []int // the architectures NVRTC compiles for, ascending
+	nvrtcErr   error
 
-	ptxMu    sync.Mutex
-	ptxCache = map[string][]byte{} // by source hash and arch: compiled once per process
+	imageMu    sync.Mutex
+	imageCache = map[string][]byte{} // by source hash and -arch option: compiled once per process
 )
 
-func loadNVRTC() (*cudadl.NVRTC, error) {
+// loadNVRTC loads NVRTC and learns the architectures it compiles for,
+// once per process.
+func loadNVRTC() (*cudadl.NVRTC, []int, error) {
 	nvrtcOnce.Do(func() {
 		nvrtc, nvrtcErr = cudadl.OpenNVRTC()
 		if errors.Is(nvrtcErr, dl.ErrNotFound) {
 			nvrtcErr = fmt.Errorf("%w: %w", ErrNoCUDA, nvrtcErr)
 		}
+		if nvrtcErr == nil {
+			nvrtcArchs, nvrtcErr = supportedArchs(nvrtc)
+		}
 	})
-	return nvrtc, nvrtcErr
+	return nvrtc, nvrtcArchs, nvrtcErr
 }
 
-// Arch returns the NVRTC option naming the context's virtual architecture,
-// e.g. --gpu-architecture=compute_80.
-func (c *Context) Arch() string {
-	return fmt.Sprintf("--gpu-architecture=compute_%d%d", c.major, c.minor)
-}
-
-// compile returns the PTX of src for arch, compiling it at most once per
-// process.
-func compile(src, name, arch string) ([]byte, error) {
-	h := sha256.Sum256([]byte(src))
-	key := string(h[:]) + arch
-	ptxMu.Lock()
-	defer ptxMu.Unlock()
-	if ptx, ok := ptxCache[key]; ok {
-		return ptx, nil
+// supportedArchs returns the architectures n compiles for, as
+// 10·major + minor in ascending order: nvrtcGetSupportedArchs where n has
+// it (NVRTC 11.2 and later), else those of n's release (11.0 and 11.1
+// compile for 3.5 to 8.0, 11.1 also 8.6; 10.x for 3.0 to 7.5).
+func supportedArchs(n *cudadl.NVRTC) ([]int, error) {
+	if n.HasSupportedArchs() {
+		a, err := n.SupportedArchs()
+		slices.Sort(a)
+		return a, err
 	}
-	n, err := loadNVRTC()
+	major, minor, err := n.Version()
 	if err != nil {
 		return nil, err
+	}
+	if major < 11 {
+		return []int{30, 32, 35, 37, 50, 52, 53, 60, 61, 62, 70, 72, 75}, nil
+	}
+	a := []int{35, 37, 50, 52, 53, 60, 61, 62, 70, 72, 75, 80}
+	if major > 11 || minor >= 1 {
+		a = append(a, 86)
+	}
+	return a, nil
+}
+
+// target returns the highest of archs (ascending) that is at most cc, and
+// false when there is none.
+func target(archs []int, cc int) (int, bool) {
+	for i := len(archs) - 1; i >= 0; i-- {
+		if archs[i] <= cc {
+			return archs[i], true
+		}
+	}
+	return 0, false
+}
+
+// errNoCUBIN is compile's error when NVRTC gave an empty CUBIN.
+var errNoCUBIN = errors.New("NVRTC gave no CUBIN")
+
+// compile returns the image of src that n compiles with opt, -arch=sm_XY
+// (cubin true: the CUBIN) or -arch=compute_XY (the PTX), compiling it at
+// most once per process.
+func compile(n *cudadl.NVRTC, src, name, opt string, cubin bool) ([]byte, error) {
+	h := sha256.Sum256([]byte(src))
+	key := string(h[:]) + "\x00" + opt
+	imageMu.Lock()
+	defer imageMu.Unlock()
+	if img, ok := imageCache[key]; ok {
+		return img, nil
 	}
 	p, err := n.CreateProgram(src, name)
 	if err != nil {
 		return nil, err
 	}
 	defer n.DestroyProgram(p)
-	if err := n.CompileProgram(p, []string{arch, "-default-device"}); err != nil {
+	if err := n.CompileProgram(p, []string{opt, "-default-device"}); err != nil {
 		log, _ := n.ProgramLog(p)
-		return nil, fmt.Errorf("cuda: compiling %s: %w\n%s", name, err, log)
+		return nil, fmt.Errorf("cuda: compiling %s (%s): %w\n%s", name, opt, err, log)
 	}
-	ptx, err := n.PTX(p)
+	var img []byte
+	if cubin {
+		img, err = n.CUBIN(p)
+		if err == nil && len(img) == 0 {
+			err = errNoCUBIN
+		}
+	} else {
+		img, err = n.PTX(p)
+	}
 	if err != nil {
 		return nil, err
 	}
-	ptxCache[key] = ptx
-	return ptx, nil
+	imageCache[key] = img
+	return img, nil
 }
 
 // Module is compiled CUDA C loaded into a context.
 type Module struct {
-	c *Context
-	m cudadl.Module
+	c     *Context
+	m     cudadl.Module
+	image string
 }
 
+// Image says what the module was loaded from: "CUBIN sm_XY", or
+// "PTX compute_XY (…)" with the reason no CUBIN was loaded.
+func (m *Module) Image() string { return m.image }
+
 // Compile compiles the CUDA C source src (name: its file name in
-// messages) with NVRTC for the device's compute capability and loads it.
-// The PTX is compiled once per process and the module loaded once per
+// messages) with NVRTC and loads it. It compiles for the highest
+// architecture NVRTC supports that is at most the device's compute
+// capability: to a CUBIN (-arch=sm_XY), which the driver loads as it is,
+// when NVRTC can give one (11.1 and later); else, or when the driver
+// refuses the CUBIN (its code runs only on devices of the same major
+// capability), to PTX (-arch=compute_XY), which the driver compiles for the
+// device. Module.Image says which. So neither a driver older than NVRTC
+// (which refuses its newer PTX) nor a device newer than NVRTC (whose
+// architecture NVRTC refuses) stops the kernels.
+//
+// Each image is compiled once per process and the module loaded once per
 // context; later calls with the same source return the same Module, which
 // Close unloads. A compilation error carries NVRTC's log.
 func (c *Context) Compile(src, name string) (*Module, error) {
-	arch := c.Arch()
-	key := src + "\x00" + arch
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if m, ok := c.modules[key]; ok {
+	if m, ok := c.modules[src]; ok {
 		return m, nil
 	}
-	ptx, err := compile(src, name, arch)
+	n, archs, err := loadNVRTC()
 	if err != nil {
 		return nil, err
 	}
+	cc := 10*c.major + c.minor
+	arch, ok := target(archs, cc)
+	if !ok {
+		return nil, fmt.Errorf("cuda: %s compiles for none of the architectures up to the device's sm_%d (only %v)", n.Name(), cc, archs)
+	}
 	m := &Module{c: c}
-	if err := c.do(func() (err error) { m.m, err = c.d.ModuleLoadData(ptx); return err }); err != nil {
+	var why string // why no CUBIN was loaded
+	switch {
+	case !n.HasCUBIN():
+		why = n.Name() + " has no nvrtcGetCUBIN"
+	default:
+		img, err := compile(n, src, name, fmt.Sprintf("-arch=sm_%d", arch), true)
+		if err == nil {
+			if err = c.load(m, img); err == nil {
+				m.image = fmt.Sprintf("CUBIN sm_%d", arch)
+				c.modules[src] = m
+				return m, nil
+			}
+		} else if !errors.Is(err, errNoCUBIN) {
+			return nil, err
+		}
+		why = fmt.Sprintf("CUBIN sm_%d: %v", arch, err)
+	}
+	img, err := compile(n, src, name, fmt.Sprintf("-arch=compute_%d", arch), false)
+	if err != nil {
 		return nil, err
 	}
-	c.modules[key] = m
+	if err := c.load(m, img); err != nil {
+		return nil, fmt.Errorf("cuda: loading PTX compute_%d: %w (no CUBIN: %s)", arch, err, why)
+	}
+	m.image = fmt.Sprintf("PTX compute_%d (no CUBIN: %s)", arch, why)
+	c.modules[src] = m
 	return m, nil
+}
+
+// load loads img into m.
+func (c *Context) load(m *Module, img []byte) error {
+	return c.do(func() (err error) { m.m, err = c.d.ModuleLoadData(img); return err })
 }
 
 // Function is a kernel of a Module.

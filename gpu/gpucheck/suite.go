@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"strings"
 
 	"gnnmpi/collective"
 	"gnnmpi/collective/collectivetest"
@@ -162,6 +163,9 @@ func Run(c collective.Comm, o Options) (*Report, error) {
 	}
 	for _, tc := range Cases() {
 		add(tc.Name, nil, tc.Fn(d, r))
+		if row := &rows[len(rows)-1]; row.Result == Pass && strings.HasPrefix(tc.Name, "kernel/") {
+			row.Detail = d.Kernels.Image() // CUBIN or PTX, and why
+		}
 	}
 	rows = append(rows, ncclRows(c, o.Backend, ctx)...)
 	nums, err := ZeroCopy(d, r, o.Rows, o.Width, o.Iters)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -53,6 +54,9 @@ func TestRunFake(t *testing.T) {
 					want = Skip
 				}
 				require.Equal(t, want, row.Result, "%+v", row)
+				if strings.HasPrefix(row.Name, "kernel/") {
+					require.Equal(t, "CUBIN sm_80", row.Detail, "what the kernels were loaded from")
+				}
 			}
 			require.Equal(t, len(res.Checks)-1, res.Passed)
 			require.Equal(t, 1, res.Skipped)

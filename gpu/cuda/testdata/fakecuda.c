@@ -2,9 +2,21 @@
 // device", compute capability 8.0) whose memory is host memory. Device
 // pointers are host pointers, mapped host memory's device pointer is the
 // host pointer, streams and events are synchronous (an event records a
-// clock). A module is a shared object built by the fake NVRTC: its "PTX"
-// is the object's path, and a kernel NAME is run by the object's launcher
-// NAME__gnnmpi_launch, which loops over every block and thread.
+// clock). A module is a shared object built by the fake NVRTC, named by
+// the image (see fakenvrtc.c), and a kernel NAME is run by the object's
+// launcher NAME__gnnmpi_launch, which loops over every block and thread.
+//
+// cuModuleLoadData checks an image as the real driver does: a CUBIN
+// loads only on a device of its major capability and no lower minor
+// (else CUDA_ERROR_NO_BINARY_FOR_GPU); PTX whose .version is newer than
+// the driver's PTX ISA (7.x for a CUDA 11.x driver, 8.x for 12.x) is
+// CUDA_ERROR_UNSUPPORTED_PTX_VERSION, and PTX whose .target is above the
+// device is CUDA_ERROR_INVALID_PTX (the JIT cannot compile down).
+// (Capabilities above 9.9 take three digits: "12.1" is sm_121.)
+//
+// GNNMPI_FAKE_CC sets the device's compute capability ("8.9"; default
+// 8.0) and GNNMPI_FAKE_DRIVER the driver's CUDA version (cuDriverGetVersion's
+// number, e.g. 11080; default 12040).
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdio.h>
@@ -18,8 +30,27 @@ typedef void (*launcher)(unsigned, unsigned, unsigned, unsigned, unsigned, unsig
 
 enum {
 	OK = 0, INVALID_VALUE = 1, OUT_OF_MEMORY = 2, NOT_INITIALIZED = 3, INVALID_DEVICE = 101,
-	INVALID_IMAGE = 200, INVALID_HANDLE = 400, NOT_FOUND = 500,
+	INVALID_IMAGE = 200, NO_BINARY_FOR_GPU = 209, INVALID_PTX = 218, UNSUPPORTED_PTX_VERSION = 222,
+	INVALID_HANDLE = 400, NOT_FOUND = 500,
 };
+
+// capability returns the device's compute capability as 10·major + minor.
+static int capability(void) {
+	const char *s = getenv("GNNMPI_FAKE_CC");
+	int major, minor;
+	if (s == NULL || *s == 0) return 80;
+	if (sscanf(s, "%d.%d", &major, &minor) != 2) {
+		fprintf(stderr, "fake libcuda: bad GNNMPI_FAKE_CC=%s\n", s);
+		abort();
+	}
+	return 10 * major + minor;
+}
+
+// driver_version returns the driver's CUDA version, 1000·major + 10·minor.
+static int driver_version(void) {
+	const char *s = getenv("GNNMPI_FAKE_DRIVER");
+	return s && *s ? atoi(s) : 12040;
+}
 
 static int initialized;
 static int ctx_token; // the primary context is the address of this
@@ -27,7 +58,7 @@ static int ctx_token; // the primary context is the address of this
 #define NEED_INIT if (!initialized) return NOT_INITIALIZED
 
 CUresult cuInit(unsigned flags) { initialized = flags == 0; return flags == 0 ? OK : INVALID_VALUE; }
-CUresult cuDriverGetVersion(int *v) { *v = 12040; return OK; }
+CUresult cuDriverGetVersion(int *v) { *v = driver_version(); return OK; }
 CUresult cuDeviceGetCount(int *n) { NEED_INIT; *n = 1; return OK; }
 CUresult cuDeviceGet(int *d, int ordinal) { NEED_INIT; if (ordinal != 0) return INVALID_DEVICE; *d = 0; return OK; }
 CUresult cuDeviceGetName(char *name, int len, int d) {
@@ -40,8 +71,8 @@ CUresult cuDeviceGetAttribute(int *v, int attr, int d) {
 	NEED_INIT;
 	if (d != 0) return INVALID_DEVICE;
 	switch (attr) {
-	case 75: *v = 8; return OK; // compute capability major
-	case 76: *v = 0; return OK; // minor
+	case 75: *v = capability() / 10; return OK; // compute capability major
+	case 76: *v = capability() % 10; return OK; // minor
 	}
 	return INVALID_VALUE;
 }
@@ -101,9 +132,55 @@ CUresult cuEventElapsedTime(float *ms, void *a, void *b) {
 }
 CUresult cuEventDestroy_v2(void *e) { free(e); return OK; }
 
+// object returns the path of the compiled object an image names after
+// marker, or NULL.
+static const char *object(const char *image, const char *marker, char *path, size_t n) {
+	const char *at = strstr(image, marker);
+	if (at == NULL) return NULL;
+	at += strlen(marker);
+	size_t k = strcspn(at, "\n");
+	if (k == 0 || k >= n) return NULL;
+	memcpy(path, at, k);
+	path[k] = 0;
+	return path;
+}
+
+// ptx_isa sets the newest PTX ISA version the driver compiles: 7.x for
+// CUDA 11.x, 8.0 to 8.5 for 12.0 to 12.5, then 8.5 for 12.6, 8.7 for 12.8,
+// 8.8 for 12.9, 9.x for 13.x.
+static void ptx_isa(int *major, int *minor) {
+	int v = driver_version(), cuda_major = v / 1000, cuda_minor = v % 1000 / 10;
+	*major = cuda_major - 4;
+	*minor = cuda_minor;
+	if (cuda_major == 12 && cuda_minor >= 6) *minor = cuda_minor - 1;
+}
+
+// check returns whether the driver can load image on the device, and
+// the object it names.
+static CUresult check(const char *image, char *path, size_t n) {
+	int cc = capability(), arch, major, minor;
+	if (memcmp(image, "\177ELF", 4) == 0) { // a CUBIN
+		if (sscanf(image + 4, "gnnmpi-fake-cubin sm_%d", &arch) != 1) return INVALID_IMAGE;
+		if (arch / 10 != cc / 10 || arch % 10 > cc % 10) return NO_BINARY_FOR_GPU;
+		const char *sp = strchr(image + 4 + strlen("gnnmpi-fake-cubin "), ' ');
+		return sp && object(sp, " ", path, n) ? OK : INVALID_IMAGE;
+	}
+	const char *v = strstr(image, "\n.version "), *t = strstr(image, "\n.target sm_");
+	if (v == NULL || t == NULL || sscanf(v, "\n.version %d.%d", &major, &minor) != 2 || sscanf(t, "\n.target sm_%d", &arch) != 1)
+		return INVALID_IMAGE;
+	int isa_major, isa_minor;
+	ptx_isa(&isa_major, &isa_minor);
+	if (major > isa_major || (major == isa_major && minor > isa_minor)) return UNSUPPORTED_PTX_VERSION;
+	if (arch > cc) return INVALID_PTX;
+	return object(image, "// gnnmpi-fake-object ", path, n) ? OK : INVALID_IMAGE;
+}
+
 CUresult cuModuleLoadData(void **m, const void *image) {
 	NEED_INIT;
-	void *h = dlopen((const char *)image, RTLD_NOW | RTLD_LOCAL);
+	char path[4096];
+	CUresult r = check(image, path, sizeof path);
+	if (r != OK) return r;
+	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
 	if (h == NULL) {
 		fprintf(stderr, "fake cuModuleLoadData: %s\n", dlerror());
 		return INVALID_IMAGE;
@@ -138,6 +215,9 @@ CUresult cuGetErrorName(CUresult r, const char **s) {
 	switch (r) {
 	case INVALID_DEVICE: *s = "CUDA_ERROR_INVALID_DEVICE"; return OK;
 	case INVALID_IMAGE: *s = "CUDA_ERROR_INVALID_IMAGE"; return OK;
+	case NO_BINARY_FOR_GPU: *s = "CUDA_ERROR_NO_BINARY_FOR_GPU"; return OK;
+	case INVALID_PTX: *s = "CUDA_ERROR_INVALID_PTX"; return OK;
+	case UNSUPPORTED_PTX_VERSION: *s = "CUDA_ERROR_UNSUPPORTED_PTX_VERSION"; return OK;
 	case INVALID_HANDLE: *s = "CUDA_ERROR_INVALID_HANDLE"; return OK;
 	case NOT_FOUND: *s = "CUDA_ERROR_NOT_FOUND"; return OK;
 	}

@@ -74,6 +74,10 @@ static nvrtcResult t_nvrtcSize(void *f, nvrtcProgram p, size_t *n) { return ((nv
 static nvrtcResult t_nvrtcGet(void *f, nvrtcProgram p, char *buf) { return ((nvrtcResult (*)(nvrtcProgram, char *))f)(p, buf); }
 static nvrtcResult t_nvrtcDestroyProgram(void *f, nvrtcProgram *p) { return ((nvrtcResult (*)(nvrtcProgram *))f)(p); }
 
+// NVRTC ≥ 11.1: CUBIN; NVRTC ≥ 11.2: the supported architectures.
+static nvrtcResult t_nvrtcGetNumSupportedArchs(void *f, int *n) { return ((nvrtcResult (*)(int *))f)(n); }
+static nvrtcResult t_nvrtcGetSupportedArchs(void *f, int *archs) { return ((nvrtcResult (*)(int *))f)(archs); }
+
 static void **params_alloc(int n) { return (void **)calloc(n > 0 ? n : 1, sizeof(void *)); }
 static void params_set(void **a, int i, void *v) { a[i] = v; }
 static void params_free(void **a, int n) { for (int i = 0; i < n; i++) free(a[i]); free(a); }
@@ -381,8 +385,9 @@ func (d *Driver) EventDestroy(e Event) error {
 	return d.check("cuEventDestroy_v2", C.t_ptr(d.eventDestroy, unsafe.Pointer(e.p)))
 }
 
-// ModuleLoadData calls cuModuleLoadData on a PTX image (NUL-terminated
-// here; the caller passes the text without the NUL).
+// ModuleLoadData calls cuModuleLoadData on an image: PTX text (without
+// its NUL, which is added here) or a CUBIN (an ELF object, whose own
+// header gives its size; the added NUL is ignored).
 func (d *Driver) ModuleLoadData(image []byte) (Module, error) {
 	cs := C.CBytes(append(append([]byte(nil), image...), 0))
 	defer C.free(cs)
@@ -428,6 +433,10 @@ type NVRTC struct {
 	lib                                          *dl.Lib
 	errString, version, create, compile, destroy unsafe.Pointer
 	ptxSize, ptx, logSize, log                   unsafe.Pointer
+
+	// Optional: nil when the library lacks them (NVRTC < 11.1 has no
+	// CUBIN, NVRTC < 11.2 no list of supported architectures).
+	cubinSize, cubin, numArchs, archs unsafe.Pointer
 }
 
 // OpenNVRTC loads libnvrtc (see the package comment for the search). The
@@ -448,6 +457,7 @@ func OpenNVRTC() (*NVRTC, error) {
 		lib.Close()
 		return nil, err
 	}
+	n.openOptional()
 	return n, nil
 }
 
@@ -530,4 +540,73 @@ func (n *NVRTC) get(p Program, fn string, size, get unsafe.Pointer) ([]byte, err
 func (n *NVRTC) DestroyProgram(p Program) error {
 	h := p.p
 	return n.check("nvrtcDestroyProgram", C.t_nvrtcDestroyProgram(n.destroy, &h))
+}
+
+// openOptional looks up the functions that older NVRTCs lack; each stays
+// nil when missing.
+func (n *NVRTC) openOptional() {
+	for name, dst := range map[string]*unsafe.Pointer{
+		"nvrtcGetCUBINSize": &n.cubinSize, "nvrtcGetCUBIN": &n.cubin,
+		"nvrtcGetNumSupportedArchs": &n.numArchs, "nvrtcGetSupportedArchs": &n.archs,
+	} {
+		*dst, _ = n.lib.Sym(name)
+	}
+}
+
+// HasCUBIN reports whether the library has nvrtcGetCUBINSize and
+// nvrtcGetCUBIN (NVRTC 11.1 and later).
+func (n *NVRTC) HasCUBIN() bool { return n.cubinSize != nil && n.cubin != nil }
+
+// HasSupportedArchs reports whether the library has
+// nvrtcGetNumSupportedArchs and nvrtcGetSupportedArchs (NVRTC 11.2 and
+// later).
+func (n *NVRTC) HasSupportedArchs() bool { return n.numArchs != nil && n.archs != nil }
+
+// SupportedArchs calls nvrtcGetNumSupportedArchs and
+// nvrtcGetSupportedArchs: the architectures the library compiles for, as
+// 10·major + minor (e.g. 80 for sm_80/compute_80), in ascending order.
+// It will panic if the library lacks them (see HasSupportedArchs).
+func (n *NVRTC) SupportedArchs() ([]int, error) {
+	if !n.HasSupportedArchs() {
+		panic("cudadl: SupportedArchs of an NVRTC without nvrtcGetSupportedArchs")
+	}
+	var k C.int
+	if err := n.check("nvrtcGetNumSupportedArchs", C.t_nvrtcGetNumSupportedArchs(n.numArchs, &k)); err != nil {
+		return nil, err
+	}
+	if k <= 0 {
+		return nil, nil
+	}
+	buf := (*C.int)(C.malloc(C.size_t(k) * C.size_t(unsafe.Sizeof(C.int(0)))))
+	defer C.free(unsafe.Pointer(buf))
+	if err := n.check("nvrtcGetSupportedArchs", C.t_nvrtcGetSupportedArchs(n.archs, buf)); err != nil {
+		return nil, err
+	}
+	out := make([]int, k)
+	for i, a := range unsafe.Slice(buf, int(k)) {
+		out[i] = int(a)
+	}
+	return out, nil
+}
+
+// CUBIN calls nvrtcGetCUBINSize and nvrtcGetCUBIN: the program's CUBIN,
+// empty when it was compiled for a virtual architecture (compute_XY). It
+// will panic if the library lacks them (see HasCUBIN).
+func (n *NVRTC) CUBIN(p Program) ([]byte, error) {
+	if !n.HasCUBIN() {
+		panic("cudadl: CUBIN of an NVRTC without nvrtcGetCUBIN")
+	}
+	var sz C.size_t
+	if err := n.check("nvrtcGetCUBINSize", C.t_nvrtcSize(n.cubinSize, p.p, &sz)); err != nil {
+		return nil, err
+	}
+	if sz == 0 {
+		return nil, nil
+	}
+	buf := C.malloc(sz)
+	defer C.free(buf)
+	if err := n.check("nvrtcGetCUBIN", C.t_nvrtcGet(n.cubin, p.p, (*C.char)(buf))); err != nil {
+		return nil, err
+	}
+	return C.GoBytes(buf, C.int(sz)), nil
 }
