@@ -25,9 +25,10 @@
 // # Libraries
 //
 // The C side is the cgo leaf gnnmpi/gpu/internal/cublasdl, which dlopens
-// libcublas.so.12 (or .11, or unversioned) and libcusparse.so.12 (or .11,
-// or unversioned), looking first in the directory $GNNMPI_CUDA_LIBDIR when
-// it is set. Without them NewBLAS and NewSparse return an error naming
+// libcublas.so.13 (or .12, .11, unversioned) and libcusparse.so.12 (or
+// .11, unversioned) as gnnmpi/internal/dl's CUBLAS and CUSPARSE searches
+// say: in $GNNMPI_CUDA_LIBDIR first, then $CUDA_HOME/lib64,
+// $CUDA_PATH/lib64, the Python wheels and the loader's path. Without them NewBLAS and NewSparse return an error naming
 // the library, wrapping ErrNoCUBLAS or ErrNoCUSPARSE. A call the library
 // refuses returns a *cublasdl.Error naming the library, the function and
 // the status.

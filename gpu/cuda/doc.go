@@ -5,8 +5,10 @@
 // # Overview
 //
 // The package is pure Go over the cgo leaf gnnmpi/gpu/internal/cudadl, which
-// dlopens libcuda.so.1 and libnvrtc (GNNMPI_CUDA_LIBDIR names a directory
-// searched first). Open(device) retains the device's primary context;
+// dlopens libcuda.so.1 and libnvrtc as gnnmpi/internal/dl's Driver and
+// NVRTC searches say (GNNMPI_CUDA_DRIVER_DIR and GNNMPI_CUDA_LIBDIR name
+// directories searched first; then CUDA_HOME, CUDA_PATH, the Python
+// wheels and the loader's path). Open(device) retains the device's primary context;
 // every method makes it current on a locked OS thread for the duration of
 // the call, so a Context may be used from any goroutine.
 //

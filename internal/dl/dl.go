@@ -34,8 +34,6 @@ import "C"
 import (
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"unsafe"
 )
@@ -47,6 +45,7 @@ var ErrNotFound = errors.New("dl: library not found")
 type Lib struct {
 	Name   string // the name it was opened by
 	handle unsafe.Pointer
+	deps   []*Lib // loaded for it by Search.Open, unloaded after it
 }
 
 // Open loads the first of names that dlopen finds (a file name searched
@@ -94,34 +93,24 @@ func (l *Lib) Syms(dst map[string]*unsafe.Pointer) error {
 	return nil
 }
 
-// Close unloads the library.
-func (l *Lib) Close() error {
-	if msg := C.gnnmpi_dlclose(l.handle); msg != nil {
-		return fmt.Errorf("dl: closing %s: %s", l.Name, C.GoString(msg))
-	}
-	return nil
-}
-
-// Candidates returns the file names to try for a library known by names
-// (e.g. libcuda.so.1, libcuda.so): each under the directory that the
-// environment variable env names, when it is set (tests point it at fake
-// libraries), then each as is, for the loader's search path, then each
-// under every non-empty directory of dirs.
-func Candidates(env string, names []string, dirs ...string) []string {
+// Deps returns the paths of the libraries Search.Open loaded for l from
+// its directory (see Search.Deps), in the order of Search.Deps.
+func (l *Lib) Deps() []string {
 	var out []string
-	under := func(d string) {
-		for _, n := range names {
-			out = append(out, filepath.Join(d, n))
-		}
-	}
-	if d := os.Getenv(env); d != "" {
-		under(d)
-	}
-	out = append(out, names...)
-	for _, d := range dirs {
-		if d != "" {
-			under(d)
-		}
+	for _, d := range l.deps {
+		out = append(out, d.Name)
 	}
 	return out
+}
+
+// Close unloads the library, then the libraries loaded for it.
+func (l *Lib) Close() error {
+	var err error
+	if msg := C.gnnmpi_dlclose(l.handle); msg != nil {
+		err = fmt.Errorf("dl: closing %s: %s", l.Name, C.GoString(msg))
+	}
+	for _, d := range l.deps {
+		err = errors.Join(err, d.Close())
+	}
+	return err
 }

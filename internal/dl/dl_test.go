@@ -33,18 +33,3 @@ func TestOpen(t *testing.T) {
 		t.Fatalf("missing library: %v", err)
 	}
 }
-
-// Candidates tries the environment's directory first, then the loader's
-// path, then the extra directories.
-func TestCandidates(t *testing.T) {
-	t.Setenv("GNNMPI_TEST_LIBDIR", "/fake")
-	got := Candidates("GNNMPI_TEST_LIBDIR", []string{"liba.so.1", "liba.so"}, "", "/opt/lib")
-	want := []string{"/fake/liba.so.1", "/fake/liba.so", "liba.so.1", "liba.so", "/opt/lib/liba.so.1", "/opt/lib/liba.so"}
-	if strings.Join(got, " ") != strings.Join(want, " ") {
-		t.Fatalf("Candidates = %v, want %v", got, want)
-	}
-	t.Setenv("GNNMPI_TEST_LIBDIR", "")
-	if got := Candidates("GNNMPI_TEST_LIBDIR", []string{"liba.so"}); len(got) != 1 || got[0] != "liba.so" {
-		t.Fatalf("without the variable: %v", got)
-	}
-}

@@ -9,8 +9,10 @@
 // function returns a Go error naming the library, the function and the
 // status when the library does not return success.
 //
-// GNNMPI_CUDA_LIBDIR names a directory searched before the loader's path
-// (the tests point it at fake libraries).
+// The libraries are looked for as dl.CUBLAS and dl.CUSPARSE say:
+// GNNMPI_CUDA_LIBDIR names a directory searched first (the tests point it
+// at fake libraries), then $CUDA_HOME/lib64, $CUDA_PATH/lib64, the Python
+// wheels' directories and the loader's path.
 package cublasdl
 
 /*
@@ -110,8 +112,8 @@ import (
 )
 
 // LibDirEnv names the environment variable holding a directory searched
-// for the libraries before the loader's path.
-const LibDirEnv = "GNNMPI_CUDA_LIBDIR"
+// for the libraries first.
+const LibDirEnv = dl.CUDALibDirEnv
 
 // Operation is cublasOperation_t and cusparseOperation_t, which share
 // their values.
@@ -155,12 +157,17 @@ type SpMMAlg int32
 const SpMMAlgDefault SpMMAlg = 0
 
 // Names returns the names OpenCUBLAS or OpenCUSPARSE tries for the library
-// base (e.g. "libcublas"): in $GNNMPI_CUDA_LIBDIR first when it is set,
-// then on the loader's path, each with the sonames of CUDA 12 and 11 and
-// then the unversioned name.
+// base, "libcublas" or "libcusparse" (dl.CUBLAS or dl.CUSPARSE's
+// Candidates), or nil for another base.
 func Names(base string) []string {
-	return dl.Candidates(LibDirEnv, []string{base + ".so.12", base + ".so.11", base + ".so"})
+	if s, ok := searches[base]; ok {
+		return s().Candidates()
+	}
+	return nil
 }
+
+// searches are the searches of the libraries by base name.
+var searches = map[string]func() dl.Search{"libcublas": dl.CUBLAS, "libcusparse": dl.CUSPARSE}
 
 // Error is a status other than success returned by a library function.
 type Error struct {
@@ -232,10 +239,17 @@ func (l *library) statusError(fn string, st int) error {
 	return e
 }
 
-// open loads the first of names and looks up syms; the error names the
-// library and the missing symbol, or every name tried.
-func open(name string, names []string, syms map[string]*unsafe.Pointer, strSym string) (library, error) {
-	lib, err := dl.Open(names...)
+// open loads the first of names, or what search finds when names is
+// empty, and looks up syms; the error names the library and the missing
+// symbol, or every name tried.
+func open(name string, search dl.Search, names []string, syms map[string]*unsafe.Pointer, strSym string) (library, error) {
+	var lib *dl.Lib
+	var err error
+	if len(names) > 0 {
+		lib, err = dl.Open(names...)
+	} else {
+		lib, err = search.Open()
+	}
 	if err != nil {
 		return library{}, fmt.Errorf("%s: %w", name, err)
 	}
@@ -264,17 +278,15 @@ type CUBLAS struct {
 	create, destroy, setStream, sgemm unsafe.Pointer
 }
 
-// OpenCUBLAS loads the first of names that the loader finds, or of
-// Names("libcublas") when names is empty, and looks up the functions. The
+// OpenCUBLAS loads the first of names that the loader finds, or what
+// dl.CUBLAS finds (with its libcublasLt) when names is empty, and looks
+// up the functions. The
 // error names the library and what is missing, and wraps dl.ErrNotFound
 // when no library was found.
 func OpenCUBLAS(names ...string) (*CUBLAS, error) {
-	if len(names) == 0 {
-		names = Names("libcublas")
-	}
 	l := &CUBLAS{}
 	var err error
-	l.library, err = open("cuBLAS", names, map[string]*unsafe.Pointer{
+	l.library, err = open("cuBLAS", dl.CUBLAS(), names, map[string]*unsafe.Pointer{
 		"cublasCreate_v2":    &l.create,
 		"cublasDestroy_v2":   &l.destroy,
 		"cublasSetStream_v2": &l.setStream,
@@ -332,17 +344,15 @@ type CUSPARSE struct {
 	spmmBufferSize, spmm       unsafe.Pointer
 }
 
-// OpenCUSPARSE loads the first of names that the loader finds, or of
-// Names("libcusparse") when names is empty, and looks up the functions.
+// OpenCUSPARSE loads the first of names that the loader finds, or what
+// dl.CUSPARSE finds (with its libnvJitLink) when names is empty, and
+// looks up the functions.
 // The error names the library and what is missing, and wraps
 // dl.ErrNotFound when no library was found.
 func OpenCUSPARSE(names ...string) (*CUSPARSE, error) {
-	if len(names) == 0 {
-		names = Names("libcusparse")
-	}
 	l := &CUSPARSE{}
 	var err error
-	l.library, err = open("cuSPARSE", names, map[string]*unsafe.Pointer{
+	l.library, err = open("cuSPARSE", dl.CUSPARSE(), names, map[string]*unsafe.Pointer{
 		"cusparseCreate":          &l.create,
 		"cusparseDestroy":         &l.destroy,
 		"cusparseSetStream":       &l.setStream,

@@ -2,29 +2,53 @@ package cublasdl
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"gnnmpi/internal/dl"
 )
 
-// $GNNMPI_CUDA_LIBDIR is searched first, then the loader's path, newest
-// soname first.
+// $GNNMPI_CUDA_LIBDIR is searched first, then the Python wheels of the
+// virtual environment (CUDA 13's nvidia/cu13/lib, then the library's own
+// package), then the loader's path, then /usr/local/cuda/lib64; in each,
+// the sonames of CUDA 13, 12 and 11, newest first.
 func TestNames(t *testing.T) {
+	venv := t.TempDir()
+	site := filepath.Join(venv, "lib", "python3.12", "site-packages")
+	require.NoError(t, os.MkdirAll(site, 0o755))
+	for _, e := range []string{"CUDA_HOME", "CUDA_PATH", "GNNMPI_PYTHON_SITE"} {
+		t.Setenv(e, "")
+	}
+	under := func(dir string, names ...string) []string {
+		var out []string
+		for _, n := range names {
+			out = append(out, filepath.Join(dir, n))
+		}
+		return out
+	}
+	cublas := []string{"libcublas.so.13", "libcublas.so.12", "libcublas.so.11", "libcublas.so"}
+	cusparse := []string{"libcusparse.so.12", "libcusparse.so.11", "libcusparse.so"}
 	for _, tc := range []struct {
-		name, dir string
-		want      []string
+		name, dir, venv, base string
+		want                  [][]string
 	}{
-		{"unset", "", []string{"libcublas.so.12", "libcublas.so.11", "libcublas.so"}},
-		{"dir", "/opt/fake", []string{"/opt/fake/libcublas.so.12", "/opt/fake/libcublas.so.11", "/opt/fake/libcublas.so",
-			"libcublas.so.12", "libcublas.so.11", "libcublas.so"}},
+		{"unset", "", "", "libcublas", [][]string{cublas, under("/usr/local/cuda/lib64", cublas...)}},
+		{"dir", "/opt/fake", "", "libcublas", [][]string{under("/opt/fake", cublas...), cublas, under("/usr/local/cuda/lib64", cublas...)}},
+		{"venv", "/opt/fake", venv, "libcublas", [][]string{under("/opt/fake", cublas...),
+			under(filepath.Join(site, "nvidia/cu13/lib"), cublas...), under(filepath.Join(site, "nvidia/cublas/lib"), cublas...),
+			cublas, under("/usr/local/cuda/lib64", cublas...)}},
+		{"cusparse", "", venv, "libcusparse", [][]string{under(filepath.Join(site, "nvidia/cu13/lib"), cusparse...),
+			under(filepath.Join(site, "nvidia/cusparse/lib"), cusparse...), cusparse, under("/usr/local/cuda/lib64", cusparse...)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv(LibDirEnv, tc.dir)
-			if got := Names("libcublas"); !slices.Equal(got, tc.want) {
-				t.Errorf("got: %v want: %v", got, tc.want)
-			}
+			t.Setenv("VIRTUAL_ENV", tc.venv)
+			require.Equal(t, slices.Concat(tc.want...), Names(tc.base))
 		})
 	}
 }

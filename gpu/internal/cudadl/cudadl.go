@@ -11,11 +11,15 @@
 //
 // # Library search
 //
-// OpenDriver loads libcuda.so.1, then libcuda.so; OpenNVRTC loads
-// libnvrtc.so, then the versioned names (libnvrtc.so.13, .12, .11.2, …),
-// also under $CUDA_HOME/lib64 and /usr/local/cuda/lib64. When
-// GNNMPI_CUDA_LIBDIR names a directory, the same file names in it are
-// tried first (the tests point it at fake libraries).
+// OpenDriver loads libcuda.so.1 as dl.Driver says: from
+// $GNNMPI_CUDA_DRIVER_DIR, then $GNNMPI_CUDA_LIBDIR (the tests point it at
+// fake libraries), then the loader's path. OpenNVRTC loads libnvrtc
+// (libnvrtc.so.13, .12, .11.2, …) as dl.NVRTC says: from
+// $GNNMPI_CUDA_LIBDIR, $CUDA_HOME/lib64, $CUDA_PATH/lib64, the Python
+// wheels' nvidia/cu13/lib and nvidia/cuda_nvrtc/lib, the loader's path and
+// /usr/local/cuda/lib64; NVRTC found in a directory gets the
+// libnvrtc-builtins of that directory loaded first, which NVRTC needs to
+// compile.
 package cudadl
 
 /*
@@ -129,7 +133,7 @@ type Driver struct {
 // looks up every function this package calls. The error wraps
 // dl.ErrNotFound when no library was found, and names a missing symbol.
 func OpenDriver() (*Driver, error) {
-	lib, err := dl.Open(candidates([]string{"libcuda.so.1", "libcuda.so"}, nil)...)
+	lib, err := dl.Driver().Open()
 	if err != nil {
 		return nil, err
 	}
@@ -442,8 +446,7 @@ type NVRTC struct {
 // OpenNVRTC loads libnvrtc (see the package comment for the search). The
 // error wraps dl.ErrNotFound when no library was found.
 func OpenNVRTC() (*NVRTC, error) {
-	names := []string{"libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2", "libnvrtc.so.11.1", "libnvrtc.so.11.0"}
-	lib, err := dl.Open(candidates(names, []string{cudaHomeLib(), "/usr/local/cuda/lib64"})...)
+	lib, err := dl.NVRTC().Open()
 	if err != nil {
 		return nil, err
 	}

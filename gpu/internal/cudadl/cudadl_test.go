@@ -2,27 +2,51 @@ package cudadl
 
 import (
 	"errors"
+	"os"
+	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
+	"gnnmpi/gpu/gputest"
 	"gnnmpi/internal/dl"
 )
 
-// GNNMPI_CUDA_LIBDIR is searched first, then the loader's path, then the
-// extra directories. (gpu/cuda's tests run this package on fake libraries.)
-func TestCandidates(t *testing.T) {
-	t.Setenv(LibDirEnv, "/fake")
-	got := candidates([]string{"a.so", "b.so"}, []string{"", "/extra"})
-	want := []string{"/fake/a.so", "/fake/b.so", "a.so", "b.so", "/extra/a.so", "/extra/b.so"}
-	if !slices.Equal(got, want) {
-		t.Fatalf("got: %v want: %v", got, want)
+// NVRTC found in a directory by its path gets that directory's builtins
+// loaded first: NVRTC dlopens them by soname when it compiles (the real
+// one fails with NVRTC_ERROR_BUILTIN_OPERATION_FAILURE without them), and
+// the loader looks for a soname only on its own path, where they are not.
+func TestOpenNVRTCLoadsBuiltins(t *testing.T) {
+	const builtins = "libnvrtc-builtins.so.12.6"
+	if l, err := dl.Open(builtins); err == nil {
+		l.Close()
+		t.Skip(builtins + " is on the loader's path")
 	}
-	t.Setenv(LibDirEnv, "")
-	if got := candidates([]string{"a.so"}, nil); !slices.Equal(got, []string{"a.so"}) {
-		t.Fatalf("without the variable got: %v", got)
+	fakes := t.TempDir()
+	if err := gputest.Build(fakes); errors.Is(err, gputest.ErrNoCompiler) {
+		t.Skip(err)
+	} else if err != nil && !errors.Is(err, gputest.ErrNoOpenBLAS) {
+		t.Fatal(err)
 	}
+	dir := t.TempDir() // laid out like a CUDA 12.6 lib64
+	nvrtc, err := os.ReadFile(filepath.Join(fakes, "libnvrtc.so"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "libnvrtc.so.12"), nvrtc, 0o755))
+	src := filepath.Join(fakes, "builtins.c")
+	require.NoError(t, os.WriteFile(src, []byte("int gnnmpi_builtins;\n"), 0o644))
+	out, err := exec.Command("gcc", "-shared", "-fPIC", "-Wl,-soname,"+builtins, "-o", filepath.Join(dir, builtins), src).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+
+	t.Setenv(LibDirEnv, dir)
+	n, err := OpenNVRTC()
+	require.NoError(t, err)
+	defer n.Close()
+	require.Equal(t, filepath.Join(dir, "libnvrtc.so.12"), n.Name())
+	b, err := dl.Open(builtins) // what NVRTC does when it compiles
+	require.NoError(t, err, "NVRTC's dlopen of its builtins by soname")
+	require.NoError(t, b.Close())
 }
 
 // With an empty directory and no system library, the loaders fail with an

@@ -2,16 +2,18 @@ package cudadl
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"unsafe"
 
 	"gnnmpi/internal/dl"
 )
 
 // LibDirEnv names the environment variable whose directory is searched for
-// the libraries before the loader's path.
-const LibDirEnv = "GNNMPI_CUDA_LIBDIR"
+// the libraries first (see dl.Search and dl.NVRTC).
+const LibDirEnv = dl.CUDALibDirEnv
+
+// DriverDirEnv names the environment variable whose directory is searched
+// for the driver before LibDirEnv's (see dl.Driver).
+const DriverDirEnv = dl.CUDADriverDirEnv
 
 // Error is a non-zero return code of a driver or NVRTC function.
 type Error struct {
@@ -33,17 +35,6 @@ func (e *Error) Error() string {
 		s += " (" + e.Msg + ")"
 	}
 	return s
-}
-
-// candidates returns names under $GNNMPI_CUDA_LIBDIR, then the names for
-// the loader's path, then names under each of dirs (empty ones skipped).
-func candidates(names, dirs []string) []string { return dl.Candidates(LibDirEnv, names, dirs...) }
-
-func cudaHomeLib() string {
-	if h := os.Getenv("CUDA_HOME"); h != "" {
-		return filepath.Join(h, "lib64")
-	}
-	return ""
 }
 
 // sym returns the first of names that lib exports.

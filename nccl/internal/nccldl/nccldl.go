@@ -70,12 +70,13 @@ import (
 )
 
 // LibDirEnv names the environment variable holding a directory searched
-// for libnccl.so.2 and libnccl.so before the loader's path (tests point it
-// at a fake NCCL).
-const LibDirEnv = "GNNMPI_NCCL_LIBDIR"
+// first for libnccl.so.2 and libnccl.so (tests point it at a fake NCCL);
+// the rest of the search is dl.NCCL's.
+const LibDirEnv = dl.NCCLLibDirEnv
 
-// Library names tried, in order, after LibDirEnv's directory.
-var Names = []string{"libnccl.so.2", "libnccl.so"}
+// Names are the library names tried, in order, in each directory of the
+// search and on the loader's path.
+var Names = dl.NCCL().Names
 
 // ErrNoNCCL is wrapped by Load when no NCCL library could be opened.
 var ErrNoNCCL = errors.New("nccl: libnccl.so.2 not found (install NCCL, or set " + LibDirEnv + " to the directory holding it)")
@@ -147,8 +148,9 @@ var (
 	loadErr  error
 )
 
-// Load opens NCCL once per process: LibDirEnv's directory first, then
-// Names on the loader's path. A missing library is an error wrapping
+// Load opens NCCL once per process, as dl.NCCL says: LibDirEnv's
+// directory first, then $GNNMPI_CUDA_LIBDIR, the toolkit's lib64, the
+// Python wheel's nvidia/nccl/lib and the loader's path. A missing library is an error wrapping
 // ErrNoNCCL that names every file tried; a library lacking one of the
 // functions is an error naming it.
 func Load() (*Lib, error) {
@@ -157,8 +159,7 @@ func Load() (*Lib, error) {
 }
 
 func open() (*Lib, error) {
-	names := dl.Candidates(LibDirEnv, Names)
-	l, err := dl.Open(names...)
+	l, err := dl.NCCL().Open()
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNoNCCL, err)
 	}
