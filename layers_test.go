@@ -49,6 +49,7 @@ var layers = map[string]int{
 	"gnnmpi/gpu/internal/cudadl":   1,
 	"gnnmpi/nccl/internal/nccldl":  1,
 	"gnnmpi/internal/textfile":     1,
+	"gnnmpi/bench/gpu/fakes":       1,
 	"gnnmpi/model":                 1,
 	"gnnmpi/spgemm/spgemmtest":     1,
 	// Layer 2: backends, algorithms over a Comm or a book; device APIs.
