@@ -160,6 +160,8 @@ run_tests() {
 		go vet -tags mpich ./...
 		GNNMPI_MPI=mpich GNNMPI_MPI_TESTS=1 go test -count=1 -v -timeout 15m ./cli/mpitest/
 	fi
+	echo "== the GPU bindings against NVIDIA's real CUDA 11.8 (Debian non-free; no GPU needed)" >&2
+	bench/gpu/toolchain-check.sh
 	if [ "$(id -u)" = 0 ]; then
 		cluster_tests
 	else
