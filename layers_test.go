@@ -42,6 +42,7 @@ var layers = map[string]int{
 	"gnnmpi/cli/mpitest":         0,
 	"gnnmpi/bench/golden":        0,
 	"gnnmpi/bench/plot":          0,
+	"gnnmpi/bench/gpu/abicheck":  0,
 	// Layer 1: the Comm interface, cgo bindings over dl, pure kernels and
 	// models.
 	"gnnmpi/collective":            1,

@@ -161,6 +161,8 @@ run_tests() {
 		go vet -tags mpich ./...
 		GNNMPI_MPI=mpich GNNMPI_MPI_TESTS=1 go test -count=1 -v -timeout 15m ./cli/mpitest/
 	fi
+	echo "== the GPU bindings against NVIDIA's real CUDA 11.8 (Debian non-free; no GPU needed)" >&2
+	bench/gpu/toolchain-check.sh
 	echo "== bench/gpu/run.sh --fake: the GPU machine's check on the fake CUDA libraries" >&2
 	local gpuout
 	gpuout=$(mktemp -d)

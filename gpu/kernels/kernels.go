@@ -53,3 +53,46 @@ func Source() string {
 	}
 	return b.String()
 }
+
+// Param is the type of a kernel parameter, as the launchers pass it to
+// cuda.Function.Launch.
+type Param int
+
+// The parameter types: Ptr is a device pointer (cuda.DevicePtr; any T *
+// in CUDA C), Int32 is int32 (int), Int64 is int64 (long long) and
+// Float32 is float32 (float).
+const (
+	Ptr Param = iota
+	Int32
+	Int64
+	Float32
+)
+
+// PTX returns the type NVRTC gives the parameter in a PTX .param
+// declaration: .u64, .u32 or .f32.
+func (p Param) PTX() string {
+	switch p {
+	case Ptr, Int64:
+		return ".u64"
+	case Int32:
+		return ".u32"
+	case Float32:
+		return ".f32"
+	}
+	panic("kernels: bad Param")
+}
+
+// Params holds each kernel's parameter types in order: what its launchers
+// must pass. The tests check it against the CUDA C signatures and, with
+// the real NVRTC, against the .param layout of the PTX.
+var Params = map[string][]Param{
+	"gather_rows":   {Ptr, Ptr, Int64, Ptr, Int64, Ptr, Int64, Ptr, Ptr, Int32, Int32},
+	"relu_forward":  {Ptr, Ptr, Int64},
+	"relu_backward": {Ptr, Ptr, Ptr, Int64},
+	"add_bias":      {Ptr, Ptr, Int64, Int32},
+	"scale_add":     {Ptr, Float32, Ptr, Int64},
+	"softmax_xent":  {Ptr, Ptr, Ptr, Ptr, Int32, Int32, Float32},
+	"adam_step":     {Ptr, Ptr, Ptr, Ptr, Int64, Float32, Float32, Float32, Float32, Float32, Float32},
+	"mul_mask":      {Ptr, Ptr, Ptr, Int64},
+	"col_sum":       {Ptr, Ptr, Int64, Int32},
+}

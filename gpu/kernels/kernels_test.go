@@ -1,8 +1,11 @@
 package kernels
 
 import (
+	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
 )
 
 // Every kernel in Names is an extern "C" __global__ function registered
@@ -26,4 +29,41 @@ func TestSource(t *testing.T) {
 			t.Errorf("the kernels use %s, which the fake CUDA cannot run", bad)
 		}
 	}
+}
+
+// Params agrees with each kernel's CUDA C signature, and covers Names.
+func TestParams(t *testing.T) {
+	sig := regexp.MustCompile(`extern "C" __global__ void (\w+)\(([^)]*)\)`)
+	kind := func(decl string) (Param, bool) {
+		decl = strings.Join(strings.Fields(decl), " ")
+		switch {
+		case strings.Contains(decl, "*"):
+			return Ptr, true
+		case strings.HasPrefix(decl, "long long "), strings.HasPrefix(decl, "const long long "):
+			return Int64, true
+		case strings.HasPrefix(decl, "int "), strings.HasPrefix(decl, "const int "):
+			return Int32, true
+		case strings.HasPrefix(decl, "float "), strings.HasPrefix(decl, "const float "):
+			return Float32, true
+		}
+		return 0, false
+	}
+	seen := map[string]bool{}
+	for _, m := range sig.FindAllStringSubmatch(Source(), -1) {
+		name := m[1]
+		seen[name] = true
+		var got []Param
+		for _, d := range strings.Split(m[2], ",") {
+			p, ok := kind(d)
+			if !ok {
+				t.Errorf("%s: parameter %q has a type Params cannot name", name, strings.TrimSpace(d))
+			}
+			got = append(got, p)
+		}
+		assert.Equal(t, got, Params[name], "kernel %s", name)
+	}
+	for _, n := range Names {
+		assert.True(t, seen[n], "kernel %s has no signature", n)
+	}
+	assert.Len(t, Params, len(Names))
 }

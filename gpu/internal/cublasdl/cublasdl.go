@@ -122,8 +122,8 @@ type Operation int32
 // The operations (cublas_api.h CUBLAS_OP_N/T, cusparse.h
 // CUSPARSE_OPERATION_NON_TRANSPOSE/TRANSPOSE).
 const (
-	OpN Operation = 0
-	OpT Operation = 1
+	OpN Operation = 0 // CUBLAS_OP_N, CUSPARSE_OPERATION_NON_TRANSPOSE
+	OpT Operation = 1 // CUBLAS_OP_T, CUSPARSE_OPERATION_TRANSPOSE
 )
 
 // IndexType is cusparseIndexType_t.
