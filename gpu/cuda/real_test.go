@@ -67,11 +67,12 @@ func TestRealToolchainChild(t *testing.T) {
 		assert.ErrorIs(t, err, ErrNoCUDA)
 	})
 	t.Run("Kernels", func(t *testing.T) {
-		n, err := loadNVRTC()
+		n, archs, err := loadNVRTC()
 		require.NoError(t, err)
 		major, minor, err := n.Version()
 		require.NoError(t, err)
-		t.Logf("NVRTC %d.%d", major, minor)
+		t.Logf("NVRTC %d.%d, architectures %v", major, minor, archs)
+		require.Contains(t, archs, 90, "NVRTC 11.8 supports sm_90")
 		src := kernels.Source()
 		for _, arch := range []string{"compute_70", "compute_80", "compute_90", "sm_70", "sm_80", "sm_90"} {
 			opt := "--gpu-architecture=" + arch
@@ -84,9 +85,13 @@ func TestRealToolchainChild(t *testing.T) {
 			assert.Empty(t, strings.TrimSpace(log), "%s: NVRTC's log", arch)
 			require.NoError(t, n.DestroyProgram(p))
 			if !strings.HasPrefix(arch, "compute_") {
+				// gnnmpi's own path to a CUBIN: an ELF image.
+				cubin, err := compile(n, src, "kernels.cu", opt, true)
+				require.NoError(t, err, arch)
+				require.True(t, strings.HasPrefix(string(cubin), "\x7fELF"), "%s: the CUBIN is no ELF image", arch)
 				continue
 			}
-			ptx, err := compile(src, "kernels.cu", opt) // gnnmpi's own path
+			ptx, err := compile(n, src, "kernels.cu", opt, false) // gnnmpi's own path
 			require.NoError(t, err, arch)
 			params := ptxParams(string(ptx))
 			for _, name := range kernels.Names {
