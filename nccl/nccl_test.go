@@ -16,17 +16,17 @@ func TestHostMemory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := h.CopyHtoD(p+4, []byte{1, 2, 3}); err != nil {
+	if err := h.CopyHtoDAsync(p+4, []byte{1, 2, 3}, 0); err != nil {
 		t.Fatal(err)
 	}
 	got := make([]byte, 5)
-	if err := h.CopyDtoH(got, p+3); err != nil {
+	if err := h.CopyDtoHAsync(got, p+3, 0); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(got, []byte{0, 1, 2, 3, 0}) {
 		t.Fatalf("got %v", got)
 	}
-	if err := h.CopyHtoD(p+14, []byte{1, 2, 3}); err == nil {
+	if err := h.CopyHtoDAsync(p+14, []byte{1, 2, 3}, 0); err == nil {
 		t.Fatal("copy past the end accepted")
 	}
 	if err := h.Free(p); err != nil {
