@@ -32,7 +32,8 @@ var LibNames = nccldl.Names
 // and ends the job on Abort.
 //
 // Like an MPI communicator, a Comm is used by one goroutine at a time;
-// different Comms may be used at once.
+// different Comms may be used at once (each has its own stream; see the
+// package documentation).
 type Comm struct {
 	lib        *nccldl.Lib
 	h          nccldl.CommHandle
