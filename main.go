@@ -145,7 +145,7 @@ func parseArgs(args []string, stdout, stderr io.Writer) (cmd *cli.Command, runCm
 	fs.IntVar(&g.ranks, "ranks", 0, "run N in-process ranks (goroutines) instead of MPI processes")
 	fs.StringVar(&g.metrics, "metrics", "", "append JSONL metrics to this file (rank 0)")
 	fs.BoolVar(&g.json, "json", false, "print the final metrics object as JSON")
-	fs.DurationVar(&g.commTimeout, "comm-timeout", 10*time.Minute, "fail a communication call blocked longer than this: in-process ranks (default 10m), and under MPI when given (the rank reports the call and phase and aborts the job: a hung peer or a cut link)")
+	fs.DurationVar(&g.commTimeout, "comm-timeout", 10*time.Minute, "fail a communication call blocked longer than this: in-process ranks (default 10m), and under MPI when given, MPI calls and NCCL's waits for the device alike (the rank reports the call and phase and aborts the job: a hung peer or a cut link)")
 	fs.StringVar(&g.blas, "blas", "openblas", "dense products: openblas (gonum's netlib binding) or gonum (pure Go)")
 	fs.IntVar(&g.blasThreads, "blas-threads", 0, "OpenBLAS threads per rank (0: $OPENBLAS_NUM_THREADS if set, else 1: gnnmpi's own kernels use the cores, and idle OpenBLAS threads spin on them)")
 	fs.StringVar(&g.cpuprofile, "cpuprofile", "", "write a CPU profile of this process to FILE (under MPI: FILE.RANK)")
@@ -248,6 +248,7 @@ func runMPI(name string, runCmd func(*cli.Env) error, setBackends func(*cli.Env)
 	comm := collective.WithStats(world, nil)
 	if g.commTimeoutSet {
 		mpi.SetCallTimeout(g.commTimeout, func() string { return "phase " + collective.PhaseOf(comm) })
+		nccl.SetWaitTimeout(g.commTimeout) // NCCL's waits for the device
 	}
 	fail := func(err error) {
 		if errors.Is(err, collective.ErrAborted) {

@@ -7,9 +7,31 @@
 // world and every rank calls ncclCommInitRank. Split splits the host
 // communicator and creates one NCCL communicator per color with a new id.
 //
-// The collective.Comm methods take host buffers: they are staged through
-// device buffers that dev (a DeviceMemory: allocation, copies, the stream,
-// Sync) provides and that the Comm keeps and grows. Allreduce reduces in
+// New first checks, collectively, that no two ranks use the same GPU
+// (DeviceMemory.DeviceID): NCCL refuses such a communicator, so every rank
+// gets an error wrapping ErrSharedDevice before NCCL is called. NCCL takes
+// the device of the calling thread's current CUDA context: call New (and
+// Split) inside the context (gpu/cuda's Context.Do).
+//
+// # Streams and the order of calls
+//
+// Each Comm has its own stream, created by dev without synchronization
+// with the legacy default stream (CU_STREAM_NON_BLOCKING). The
+// collective.Comm methods take host buffers: they copy them into
+// page-locked staging memory, enqueue the asynchronous upload, the NCCL
+// call and the asynchronous download on the Comm's stream, and wait for
+// that stream before returning. On a GPU an NCCL collective blocks its
+// stream until every rank of the communicator has posted it; since a host
+// call never leaves work behind and never waits on another stream, two
+// Comms used by different goroutines at once (collective.Dup, conformance
+// case ConcurrentComms) cannot hold each other up, whatever the order of
+// their calls on different ranks. The *Device calls do leave work on the
+// stream: enqueue them on every rank in the same order across Comms, as
+// NCCL requires, and call Sync. SetWaitTimeout bounds every wait (package
+// main sets it from --comm-timeout).
+//
+// Device staging buffers and their page-locked twins are kept and grown by
+// the Comm. Allreduce reduces in
 // place on the device (16-bit words, which NCCL cannot reduce, are widened
 // to 32 bits); Allgatherv is one ncclAllGather padded to the largest count;
 // Alltoallv is a group of ncclSend/ncclRecv; Bcast is ncclBroadcast;
@@ -21,7 +43,7 @@
 // backend for the same calls (the closed forms of collective/volume.go).
 //
 // AllreduceDevice, ReduceScatterDevice, AllGatherDevice and
-// BroadcastDevice work on device buffers directly, enqueued on dev's
+// BroadcastDevice work on device buffers directly, enqueued on the Comm's
 // stream.
 //
 // A missing library is an error wrapping ErrNoNCCL that names the files

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"sync/atomic"
+	"time"
 
 	"gnnmpi/collective"
 	"gnnmpi/nccl/internal/nccldl"
@@ -30,13 +32,15 @@ var LibNames = nccldl.Names
 // and ends the job on Abort.
 //
 // Like an MPI communicator, a Comm is used by one goroutine at a time;
-// different Comms may be used at once.
+// different Comms may be used at once (each has its own stream; see the
+// package documentation).
 type Comm struct {
 	lib        *nccldl.Lib
 	h          nccldl.CommHandle
 	host       collective.Comm
 	ownHost    bool // host was split for this Comm: Free frees it
 	dev        DeviceMemory
+	stream     uintptr // this Comm's own stream (DeviceMemory.NewStream)
 	rank, size int
 	stage      [2]staging // send and receive staging buffers
 }
@@ -47,10 +51,12 @@ var (
 	_ collective.Aborter = (*Comm)(nil)
 )
 
-// staging is a device buffer that grows on demand.
+// staging is a device buffer that grows on demand, and the page-locked
+// host buffer of the same size that it is copied from and to.
 type staging struct {
 	ptr uintptr
 	n   int
+	pin []byte
 }
 
 // New creates an NCCL communicator over the ranks of world: rank 0 creates
@@ -78,11 +84,51 @@ func newComm(host collective.Comm, own bool, dev DeviceMemory) (*Comm, error) {
 	if err := host.Bcast(collective.BufOf(id[:]), 0); err != nil {
 		return nil, err
 	}
+	if err := checkDevices(host, dev); err != nil {
+		return nil, err
+	}
+	stream, err := dev.NewStream()
+	if err = collective.Agree(host, err); err != nil {
+		return nil, err
+	}
 	h, err := lib.CommInitRank(host.Size(), id, host.Rank())
 	if err != nil {
-		return nil, fmt.Errorf("%w (%s)", err, lib.Path)
+		return nil, errors.Join(fmt.Errorf("%w (%s)", err, lib.Path), dev.DestroyStream(stream))
 	}
-	return &Comm{lib: lib, h: h, host: host, ownHost: own, dev: dev, rank: host.Rank(), size: host.Size()}, nil
+	return &Comm{lib: lib, h: h, host: host, ownHost: own, dev: dev, stream: stream, rank: host.Rank(), size: host.Size()}, nil
+}
+
+// ErrSharedDevice is wrapped by New's error, on every rank, when two
+// ranks use the same GPU: NCCL refuses such a communicator ("Duplicate GPU
+// detected", ncclInvalidUsage), so New refuses it before NCCL is called.
+var ErrSharedDevice = errors.New("nccl: two ranks use the same GPU, and NCCL needs one rank per GPU")
+
+// checkDevices returns an error wrapping ErrSharedDevice, the same on
+// every rank of host, when two ranks' dev.DeviceID are equal and not
+// empty. It is collective over host.
+func checkDevices(host collective.Comm, dev DeviceMemory) error {
+	id, err := dev.DeviceID()
+	if err = collective.Agree(host, err); err != nil {
+		return err
+	}
+	all, counts, err := collective.AllgatherSlice(host, []byte(id))
+	if err != nil {
+		return err
+	}
+	first := map[string]int{}
+	off := 0
+	for q, l := range counts {
+		d := string(all[off : off+l])
+		off += l
+		if d == "" {
+			continue
+		}
+		if r, ok := first[d]; ok {
+			return fmt.Errorf("%w: ranks %d and %d both use %s", ErrSharedDevice, r, q, d)
+		}
+		first[d] = q
+	}
+	return nil
 }
 
 // Library returns the name or path NCCL was loaded by.
@@ -107,10 +153,11 @@ func (c *Comm) Free() error {
 	err := c.lib.CommDestroy(c.h)
 	for i := range c.stage {
 		if c.stage[i].n > 0 {
-			err = errors.Join(err, c.dev.Free(c.stage[i].ptr))
+			err = errors.Join(err, c.dev.Free(c.stage[i].ptr), c.dev.FreeHost(c.stage[i].pin))
 			c.stage[i] = staging{}
 		}
 	}
+	err = errors.Join(err, c.dev.DestroyStream(c.stream))
 	if c.ownHost {
 		err = errors.Join(err, collective.Free(c.host))
 	}
@@ -123,20 +170,69 @@ func (c *Comm) buf(i, n int) (uintptr, error) {
 	if s.n >= n && s.n > 0 {
 		return s.ptr, nil
 	}
+	size := max(n, 2*s.n, 256)
 	if s.n > 0 {
-		if err := c.dev.Free(s.ptr); err != nil {
+		if err := errors.Join(c.dev.Free(s.ptr), c.dev.FreeHost(s.pin)); err != nil {
 			return 0, err
 		}
 		*s = staging{}
 	}
-	size := max(n, 2*s.n, 256)
 	p, err := c.dev.Alloc(size)
 	if err != nil {
 		return 0, fmt.Errorf("nccl: staging buffer of %d bytes: %w", size, err)
 	}
-	*s = staging{ptr: p, n: size}
+	pin, err := c.dev.AllocHost(size)
+	if err != nil {
+		return 0, errors.Join(fmt.Errorf("nccl: page-locked staging buffer of %d bytes: %w", size, err), c.dev.Free(p))
+	}
+	*s = staging{ptr: p, n: size, pin: pin}
 	return p, nil
 }
+
+// pinned returns the n bytes of staging buffer i's page-locked twin that
+// mirror device address d.
+func (c *Comm) pinned(i int, d uintptr, n int) []byte {
+	off := int(d - c.stage[i].ptr)
+	return c.stage[i].pin[off : off+n]
+}
+
+// put enqueues on c's stream the upload of src to d, inside staging
+// buffer i, through its page-locked twin.
+func (c *Comm) put(i int, d uintptr, src []byte) error {
+	p := c.pinned(i, d, len(src))
+	copy(p, src)
+	return c.dev.CopyHtoDAsync(d, p, c.stream)
+}
+
+// get enqueues on c's stream the download of the n bytes at d, inside
+// staging buffer i, into its page-locked twin, which pinned(i, d, n)
+// returns after wait.
+func (c *Comm) get(i int, d uintptr, n int) error {
+	return c.dev.CopyDtoHAsync(c.pinned(i, d, n), d, c.stream)
+}
+
+// wait waits for c's stream, for at most the timeout SetWaitTimeout set.
+func (c *Comm) wait(call string) error {
+	d := time.Duration(waitTimeout.Load())
+	if err := c.dev.Wait(c.stream, d); err != nil {
+		return fmt.Errorf("nccl: %s on rank %d of %d: waiting for the device past --comm-timeout %s (a peer that never made the call, or calls crossed between communicators): %w", call, c.rank, c.size, d, err)
+	}
+	return nil
+}
+
+// Sync waits until the calls enqueued on the Comm's stream (the *Device
+// calls) have completed, for at most the timeout SetWaitTimeout set.
+func (c *Comm) Sync() error { return c.wait("Sync") }
+
+// waitTimeout is SetWaitTimeout's duration, in nanoseconds.
+var waitTimeout atomic.Int64
+
+// SetWaitTimeout makes every Comm's waits for its stream fail after d
+// (none when d ≤ 0, the default): package main sets it from
+// --comm-timeout, so that a collective stuck on the device ends the job
+// with an error naming the call, as the MPI backend's watchdog does for
+// MPI calls.
+func SetWaitTimeout(d time.Duration) { waitTimeout.Store(int64(d)) }
 
 // redTypes maps a Buf type to the NCCL type reductions use; 16-bit words
 // have none and are widened to 32 bits (see Allreduce).
@@ -197,21 +293,27 @@ func (c *Comm) Bcast(buf collective.Buf, root int) error {
 	if err != nil {
 		return err
 	}
+	nb := int(buf.Bytes())
 	if c.rank == root {
-		if err := c.dev.CopyHtoD(d, buf.Raw()); err != nil {
+		if err := c.put(0, d, buf.Raw()); err != nil {
 			return err
 		}
 	}
 	if err := c.BroadcastDevice(d, buf.Len(), buf.DType(), root); err != nil {
 		return err
 	}
-	if err := c.dev.Sync(); err != nil {
+	if c.rank != root {
+		if err := c.get(0, d, nb); err != nil {
+			return err
+		}
+	}
+	if err := c.wait("Bcast"); err != nil {
 		return err
 	}
-	if c.rank == root {
-		return nil
+	if c.rank != root {
+		copy(buf.Raw(), c.pinned(0, d, nb))
 	}
-	return c.dev.CopyDtoH(buf.Raw(), d)
+	return nil
 }
 
 // Allreduce reduces send into recv through a staging buffer, in place on
@@ -243,22 +345,23 @@ func (c *Comm) Allreduce(send, recv collective.Buf, op collective.Op) error {
 	if err != nil {
 		return err
 	}
-	if err := c.dev.CopyHtoD(d, in); err != nil {
+	if err := c.put(0, d, in); err != nil {
 		return err
 	}
-	if err := c.lib.AllReduce(d, d, n, t, o, c.h, c.dev.Stream()); err != nil {
+	if err := c.lib.AllReduce(d, d, n, t, o, c.h, c.stream); err != nil {
 		return err
 	}
-	if err := c.dev.Sync(); err != nil {
+	if err := c.get(0, d, len(in)); err != nil {
+		return err
+	}
+	if err := c.wait("Allreduce"); err != nil {
 		return err
 	}
 	if send.DType() != collective.Uint16 {
-		return c.dev.CopyDtoH(recv.Raw(), d)
+		copy(recv.Raw(), c.pinned(0, d, len(in)))
+		return nil
 	}
-	if err := c.dev.CopyDtoH(in, d); err != nil {
-		return err
-	}
-	narrow32(recv.Raw(), in)
+	narrow32(recv.Raw(), c.pinned(0, d, len(in)))
 	return nil
 }
 
@@ -309,23 +412,22 @@ func (c *Comm) Allgatherv(send, recv collective.Buf, counts []int) error {
 		return err
 	}
 	if send.Len() > 0 {
-		if err := c.dev.CopyHtoD(sd, send.Raw()); err != nil {
+		if err := c.put(0, sd, send.Raw()); err != nil {
 			return err
 		}
 	}
-	if err := c.lib.AllGather(sd, rd, m*es, nccldl.Uint8, c.h, c.dev.Stream()); err != nil {
+	if err := c.lib.AllGather(sd, rd, m*es, nccldl.Uint8, c.h, c.stream); err != nil {
 		return err
 	}
-	if err := c.dev.Sync(); err != nil {
+	if err := c.get(1, rd, c.size*m*es); err != nil {
+		return err
+	}
+	if err := c.wait("Allgatherv"); err != nil {
 		return err
 	}
 	off := 0
 	for q, k := range counts {
-		if k > 0 {
-			if err := c.dev.CopyDtoH(recv.Slice(off, off+k).Raw(), rd+uintptr(q*m*es)); err != nil {
-				return err
-			}
-		}
+		copy(recv.Slice(off, off+k).Raw(), c.pinned(1, rd+uintptr(q*m*es), k*es))
 		off += k
 	}
 	return nil
@@ -355,7 +457,7 @@ func (c *Comm) Alltoallv(send collective.Buf, sendCounts []int, recv collective.
 		return err
 	}
 	if st > 0 {
-		if err := c.dev.CopyHtoD(sd, send.Raw()); err != nil {
+		if err := c.put(0, sd, send.Raw()); err != nil {
 			return err
 		}
 	}
@@ -374,10 +476,10 @@ func (c *Comm) Alltoallv(send collective.Buf, sendCounts []int, recv collective.
 	for q := 0; q < c.size; q++ {
 		if q != c.rank {
 			if sendCounts[q] > 0 {
-				gerr = errors.Join(gerr, c.lib.Send(sd+uintptr(so*es), sendCounts[q], t, q, c.h, c.dev.Stream()))
+				gerr = errors.Join(gerr, c.lib.Send(sd+uintptr(so*es), sendCounts[q], t, q, c.h, c.stream))
 			}
 			if recvCounts[q] > 0 {
-				gerr = errors.Join(gerr, c.lib.Recv(rd+uintptr(ro*es), recvCounts[q], t, q, c.h, c.dev.Stream()))
+				gerr = errors.Join(gerr, c.lib.Recv(rd+uintptr(ro*es), recvCounts[q], t, q, c.h, c.stream))
 			}
 		}
 		so += sendCounts[q]
@@ -386,7 +488,12 @@ func (c *Comm) Alltoallv(send collective.Buf, sendCounts []int, recv collective.
 	if err := errors.Join(gerr, c.lib.GroupEnd()); err != nil {
 		return err
 	}
-	if err := c.dev.Sync(); err != nil {
+	if rt > 0 {
+		if err := c.get(1, rd, rt*es); err != nil {
+			return err
+		}
+	}
+	if err := c.wait("Alltoallv"); err != nil {
 		return err
 	}
 	so, ro = 0, 0
@@ -396,10 +503,8 @@ func (c *Comm) Alltoallv(send collective.Buf, sendCounts []int, recv collective.
 				return fmt.Errorf("nccl: Alltoallv: rank %d sends itself %d elements and receives %d", q, sendCounts[q], recvCounts[q])
 			}
 			copy(recv.Slice(ro, ro+recvCounts[q]).Raw(), send.Slice(so, so+sendCounts[q]).Raw())
-		} else if recvCounts[q] > 0 {
-			if err := c.dev.CopyDtoH(recv.Slice(ro, ro+recvCounts[q]).Raw(), rd+uintptr(ro*es)); err != nil {
-				return err
-			}
+		} else {
+			copy(recv.Slice(ro, ro+recvCounts[q]).Raw(), c.pinned(1, rd+uintptr(ro*es), recvCounts[q]*es))
 		}
 		so += sendCounts[q]
 		ro += recvCounts[q]
@@ -427,23 +532,23 @@ func (c *Comm) Send(buf collective.Buf, dst, tag int) error {
 	var hdr [headerBytes]byte
 	binary.LittleEndian.PutUint64(hdr[0:], uint64(tag))
 	binary.LittleEndian.PutUint64(hdr[8:], uint64(nb))
-	if err := c.dev.CopyHtoD(d, hdr[:]); err != nil {
+	if err := c.put(0, d, hdr[:]); err != nil {
 		return err
 	}
 	if nb > 0 {
-		if err := c.dev.CopyHtoD(d+headerBytes, buf.Raw()); err != nil {
+		if err := c.put(0, d+headerBytes, buf.Raw()); err != nil {
 			return err
 		}
 	}
-	if err := c.lib.Send(d, headerBytes, nccldl.Uint8, dst, c.h, c.dev.Stream()); err != nil {
+	if err := c.lib.Send(d, headerBytes, nccldl.Uint8, dst, c.h, c.stream); err != nil {
 		return err
 	}
 	if nb > 0 {
-		if err := c.lib.Send(d+headerBytes, nb, nccldl.Uint8, dst, c.h, c.dev.Stream()); err != nil {
+		if err := c.lib.Send(d+headerBytes, nb, nccldl.Uint8, dst, c.h, c.stream); err != nil {
 			return err
 		}
 	}
-	return c.dev.Sync()
+	return c.wait("Send")
 }
 
 // Recv receives the next message from src: its header, then its payload.
@@ -457,25 +562,29 @@ func (c *Comm) Recv(buf collective.Buf, src, tag int) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	if err := c.lib.Recv(d, headerBytes, nccldl.Uint8, src, c.h, c.dev.Stream()); err != nil {
+	if err := c.lib.Recv(d, headerBytes, nccldl.Uint8, src, c.h, c.stream); err != nil {
 		return 0, err
 	}
-	if err := c.dev.Sync(); err != nil {
+	if err := c.get(1, d, headerBytes); err != nil {
+		return 0, err
+	}
+	if err := c.wait("Recv"); err != nil {
 		return 0, err
 	}
 	var hdr [headerBytes]byte
-	if err := c.dev.CopyDtoH(hdr[:], d); err != nil {
-		return 0, err
-	}
+	copy(hdr[:], c.pinned(1, d, headerBytes))
 	gotTag, nb := int(binary.LittleEndian.Uint64(hdr[0:])), int(binary.LittleEndian.Uint64(hdr[8:]))
 	if nb > 0 {
 		if d, err = c.buf(1, nb); err != nil {
 			return 0, err
 		}
-		if err := c.lib.Recv(d, nb, nccldl.Uint8, src, c.h, c.dev.Stream()); err != nil {
+		if err := c.lib.Recv(d, nb, nccldl.Uint8, src, c.h, c.stream); err != nil {
 			return 0, err
 		}
-		if err := c.dev.Sync(); err != nil {
+		if err := c.get(1, d, nb); err != nil {
+			return 0, err
+		}
+		if err := c.wait("Recv"); err != nil {
 			return 0, err
 		}
 	}
@@ -488,11 +597,7 @@ func (c *Comm) Recv(buf collective.Buf, src, tag int) (int, error) {
 	case int64(nb) > buf.Bytes():
 		return 0, fmt.Errorf("nccl: Recv from rank %d: message of %d bytes, buffer of %d", src, nb, buf.Bytes())
 	}
-	if nb > 0 {
-		if err := c.dev.CopyDtoH(buf.Raw()[:nb], d); err != nil {
-			return 0, err
-		}
-	}
+	copy(buf.Raw()[:nb], c.pinned(1, d, nb))
 	return nb / es, nil
 }
 
@@ -512,14 +617,16 @@ func (c *Comm) Split(color, key int) (collective.Comm, error) {
 }
 
 // AllreduceDevice enqueues the in-place reduction of the n elements at
-// device address ptr on the DeviceMemory's stream; call its Sync before
-// reading them. 16-bit words cannot be reduced.
+// device address ptr on the Comm's own stream, which does not wait for
+// the default stream: the data must be ready when it is called (the
+// stream that wrote it synchronized), and Sync must return before it is
+// read. 16-bit words cannot be reduced.
 func (c *Comm) AllreduceDevice(ptr uintptr, n int, t collective.DType, op collective.Op) error {
 	nt, o, err := devRed(t, op)
 	if err != nil {
 		return err
 	}
-	return c.lib.AllReduce(ptr, ptr, n, nt, o, c.h, c.dev.Stream())
+	return c.lib.AllReduce(ptr, ptr, n, nt, o, c.h, c.stream)
 }
 
 // ReduceScatterDevice enqueues the reduction of the n·Size() elements at
@@ -529,19 +636,19 @@ func (c *Comm) ReduceScatterDevice(send, recv uintptr, n int, t collective.DType
 	if err != nil {
 		return err
 	}
-	return c.lib.ReduceScatter(send, recv, n, nt, o, c.h, c.dev.Stream())
+	return c.lib.ReduceScatter(send, recv, n, nt, o, c.h, c.stream)
 }
 
 // AllGatherDevice enqueues the gathering of every rank's n elements at send
 // into recv (n·Size() elements, in rank order).
 func (c *Comm) AllGatherDevice(send, recv uintptr, n int, t collective.DType) error {
-	return c.lib.AllGather(send, recv, n, moveType(t), c.h, c.dev.Stream())
+	return c.lib.AllGather(send, recv, n, moveType(t), c.h, c.stream)
 }
 
 // BroadcastDevice enqueues the copy of root's n elements at ptr into every
 // rank's ptr.
 func (c *Comm) BroadcastDevice(ptr uintptr, n int, t collective.DType, root int) error {
-	return c.lib.Broadcast(ptr, ptr, n, moveType(t), root, c.h, c.dev.Stream())
+	return c.lib.Broadcast(ptr, ptr, n, moveType(t), root, c.h, c.stream)
 }
 
 func devRed(t collective.DType, op collective.Op) (nccldl.DataType, nccldl.RedOp, error) {

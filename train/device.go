@@ -47,7 +47,8 @@ import (
 // With GradComm nccl, the gradients stay on the device: openDevice creates
 // an NCCL communicator over the ranks of the world communicator, and each
 // step sums the device model's flat gradient buffer (gnn.Model.GradPtr) in
-// place with one NCCL Allreduce on the context's stream, then synchronizes,
+// place with one NCCL Allreduce on the communicator's own stream (after
+// the default stream that wrote them is synchronized), then waits for it,
 // instead of downloading the gradients, summing them over MPI and
 // uploading them. The call is recorded on the world communicator's Stats
 // (collective.Record) with the volume of the Allreduce it replaces, so the
@@ -156,14 +157,27 @@ func (t *trainer) openNCCL() error {
 	var nc *nccl.Comm
 	err := errors.New("no NCCL backend was handed down (Config.Backends.NewNCCL is nil)")
 	if open := t.cfg.Backends.NewNCCL; open != nil {
-		nc, err = open(t.c, cuda.Memory{Ctx: t.dev.ctx})
+		// ncclCommInitRank takes the calling thread's current device:
+		// inside Do, this rank's.
+		err = t.dev.ctx.Do(func() (err error) {
+			nc, err = open(t.c, cuda.Memory{Ctx: t.dev.ctx})
+			return err
+		})
 	}
+	// nccl.New refuses ranks sharing a GPU on every rank alike, before
+	// NCCL is called.
+	shared := errors.Is(err, nccl.ErrSharedDevice)
 	err = collective.Agree(collective.Unwrap(t.c), err)
 	if err != nil {
 		if nc != nil {
 			err = errors.Join(err, nc.Free())
 		}
-		return errors.Join(settingErrorf("train: %s %s: %w", SettingGradComm, GradCommNCCL, err), t.closeDevice())
+		serr := settingErrorf("train: %s %s: %w", SettingGradComm, GradCommNCCL, err)
+		if shared {
+			serr = settingErrorf("train: %s %s: %w; run one rank per GPU (at most as many ranks per node as it has GPUs) or use %s %s",
+				SettingGradComm, GradCommNCCL, err, SettingGradComm, GradCommMPI)
+		}
+		return errors.Join(serr, t.closeDevice())
 	}
 	t.dev.nccl = nc
 	return nil
@@ -175,9 +189,14 @@ func (t *trainer) openNCCL() error {
 func (t *trainer) allreduceDevice() error {
 	start := time.Now()
 	n := t.dev.m.NumParams()
-	err := t.dev.nccl.AllreduceDevice(uintptr(t.dev.m.GradPtr()), n, collective.Float32, collective.Sum)
+	// The gradients are written on the default stream and summed on the
+	// NCCL communicator's own stream, which does not wait for it.
+	err := t.dev.ctx.Synchronize()
 	if err == nil {
-		err = cuda.Memory{Ctx: t.dev.ctx}.Sync()
+		err = t.dev.nccl.AllreduceDevice(uintptr(t.dev.m.GradPtr()), n, collective.Float32, collective.Sum)
+	}
+	if err == nil {
+		err = t.dev.nccl.Sync()
 	}
 	sent, recv := collective.AllreduceVolume(t.c.Rank(), t.c.Size(), n, collective.Float32.Size())
 	collective.Record(t.c, collective.OpAllreduce, sent, recv, time.Since(start))

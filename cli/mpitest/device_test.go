@@ -79,15 +79,18 @@ func TestTrainDeviceMPI(t *testing.T) {
 	require.Contains(t, r.stderr, "--device cuda")
 }
 
-// `train --device cuda --grad-comm nccl` under mpirun at np 2 (fake CUDA,
-// fake NCCL over MPI) sums the gradients on the device with NCCL and
-// follows the loss curve of --grad-comm mpi, with the same bytes by phase
-// in the metrics and the same per-rank communication summary; without
-// libnccl the job exits non-zero with an error naming it and the flag.
+// `train --device cuda --grad-comm nccl` under mpirun at np 2 (fake CUDA
+// with two devices, one per rank, fake NCCL over MPI, which takes the
+// device current on the calling thread and refuses two ranks on one)
+// sums the gradients on the device with NCCL and follows the loss curve
+// of --grad-comm mpi, with the same bytes by phase in the metrics and the
+// same per-rank communication summary; without libnccl the job exits
+// non-zero with an error naming it and the flag.
 func TestTrainDeviceNCCLMPI(t *testing.T) {
 	skipUnlessMPI(t)
 	gputest.Use(t) // the ranks inherit mpirun's environment
 	t.Setenv(nccl.LibDirEnv, fakeNCCL(t))
+	t.Setenv("GNNMPI_FAKE_CUDA_DEVICES", "2")
 	const np = 2
 	dir := t.TempDir()
 	run := func(gc string) ([]epochLine, map[string]any, final) {
@@ -120,4 +123,18 @@ func TestTrainDeviceNCCLMPI(t *testing.T) {
 	// Every rank fails with the error (collective.Agree); the first to
 	// report it ends the job, so one line may be all there is.
 	require.Regexp(t, `rank \d: train: --grad-comm nccl: .*libnccl\.so\.2 not found`, r.stderr)
+}
+
+// With two ranks on one GPU (the fake CUDA's single device), which NCCL
+// refuses, `train --grad-comm nccl` fails on every rank before NCCL is
+// initialized, with an error naming the cause and both ways out.
+func TestTrainDeviceNCCLSharedGPU(t *testing.T) {
+	skipUnlessMPI(t)
+	gputest.Use(t) // the ranks inherit mpirun's environment
+	t.Setenv(nccl.LibDirEnv, fakeNCCL(t))
+	t.Setenv("GNNMPI_FAKE_CUDA_DEVICES", "1")
+	r := mpirun(t, 2*time.Minute, 2, bin, "train", "--data", "data/cora", "--epochs", "1", "--device", "cuda", "--grad-comm", "nccl")
+	require.NotEqual(t, 0, r.code)
+	require.Regexp(t, `rank \d: train: --grad-comm nccl: nccl: two ranks use the same GPU.*ranks 0 and 1 both use .*/0000:01:00\.0; run one rank per GPU .* or use --grad-comm mpi`, r.stderr)
+	require.NotContains(t, r.stderr, "Duplicate GPU detected") // refused before NCCL was called
 }

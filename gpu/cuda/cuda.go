@@ -116,6 +116,10 @@ func Open(device int) (*Context, error) {
 // Name returns the device's name.
 func (c *Context) Name() string { return c.name }
 
+// PCIBusID returns the device's PCI address (domain:bus:device.function),
+// which names one GPU of a host whatever CUDA_VISIBLE_DEVICES says.
+func (c *Context) PCIBusID() (string, error) { return c.d.DevicePCIBusID(c.dev) }
+
 // Device returns the device ordinal Open was given.
 func (c *Context) Device() int { return c.ordinal }
 
@@ -142,14 +146,23 @@ func (c *Context) Close() error {
 // inside f. The Context's own methods may be called inside f.
 func (c *Context) Do(f func() error) error { return c.do(f) }
 
-// do runs f on a locked OS thread with the context current.
+// do runs f on a locked OS thread with the context current, and then
+// makes the thread's previous context current again, so that no context
+// outlives the call on a thread the Go scheduler reuses: a library that
+// takes the calling thread's context (NCCL's ncclCommInitRank, cuBLAS)
+// gets this one only inside Do.
 func (c *Context) do(f func() error) error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
+	prev, err := c.d.CtxGetCurrent()
+	if err != nil {
+		return err
+	}
 	if err := c.d.CtxSetCurrent(c.ctx); err != nil {
 		return err
 	}
-	return f()
+	err = f()
+	return errors.Join(err, c.d.CtxSetCurrent(prev))
 }
 
 // Alloc allocates bytes of device memory (not zeroed).

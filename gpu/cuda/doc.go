@@ -17,12 +17,18 @@
 //     []byte (any Elem), HostMapped: page-locked host memory mapped into
 //     the device (cuMemHostAlloc with DEVICEMAP|PORTABLE), seen from Go as
 //     Mapped.Host and from kernels at Mapped.Dev, read zero-copy.
-//   - Memory{Ctx}: the context's device memory and default stream
-//     behind the interfaces of the packages that do not import this one,
-//     nccl.DeviceMemory and gpu/blas.Allocator, which it satisfies
-//     structurally.
-//   - Streams and events: NewStream, CopyHtoDAsync from mapped memory,
-//     NewEvent, Event.Record, Elapsed (milliseconds).
+//   - Memory{Ctx}: the context's device memory, page-locked host memory
+//     and streams behind the interfaces of the packages that do not
+//     import this one, nccl.DeviceMemory and gpu/blas.Allocator, which it
+//     satisfies structurally.
+//   - Streams and events: NewStream, NewNonBlockingStream (no implicit
+//     synchronization with the default stream: NCCL's), Stream.Wait (with
+//     a timeout, ErrStreamTimeout), CopyHtoDAsync from mapped memory,
+//     CopyHtoDAsyncBytes and CopyDtoHAsyncBytes through HostAlloc's
+//     page-locked memory, NewEvent, Event.Record, Elapsed (milliseconds).
+//   - A context is current on the calling OS thread only inside Do (and
+//     the Context's own calls); afterwards the thread's previous context is
+//     current again.
 //   - Kernels: Context.Compile(src, name) compiles CUDA C with NVRTC for
 //     the highest architecture NVRTC supports up to the device's compute
 //     capability, to a CUBIN (-arch=sm_XY) or, where NVRTC gives none or

@@ -2,35 +2,54 @@ package cuda
 
 import (
 	"bytes"
+	"errors"
+	"runtime"
 	"testing"
+	"time"
+
+	"gnnmpi/gpu/internal/cudadl"
 )
 
-// Memory allocates, copies both ways, waits for the default stream and
-// frees; an empty allocation still gets an address.
+// Memory allocates, copies both ways through page-locked memory on a
+// non-blocking stream and synchronously on the default stream (0), waits
+// and frees; an empty allocation still gets an address.
 func TestMemory(t *testing.T) {
 	m := Memory{Ctx: open(t)}
-	if m.Stream() != 0 {
-		t.Fatalf("Stream() = %#x, want the default stream", m.Stream())
+	s, err := m.NewStream()
+	if err != nil || s == 0 {
+		t.Fatalf("NewStream() = %#x, %v; want a stream", s, err)
 	}
-	src := []byte("zero-copy tiers, one adapter")
-	p, err := m.Alloc(len(src))
-	if err != nil {
-		t.Fatal(err)
+	for _, stream := range []uintptr{s, 0} {
+		src, err := m.AllocHost(28)
+		if err != nil {
+			t.Fatal(err)
+		}
+		copy(src, "zero-copy tiers, one adapter")
+		p, err := m.Alloc(len(src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := m.CopyHtoDAsync(p, src, stream); err != nil {
+			t.Fatal(err)
+		}
+		got, err := m.AllocHost(len(src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := m.CopyDtoHAsync(got, p, stream); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Wait(stream, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, src) {
+			t.Fatalf("stream %#x: round trip got: %q want: %q", stream, got, src)
+		}
+		if err := errors.Join(m.Free(p), m.FreeHost(src), m.FreeHost(got)); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err := m.CopyHtoD(p, src); err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Sync(); err != nil {
-		t.Fatal(err)
-	}
-	got := make([]byte, len(src))
-	if err := m.CopyDtoH(got, p); err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, src) {
-		t.Fatalf("round trip got: %q want: %q", got, src)
-	}
-	if err := m.Free(p); err != nil {
+	if err := m.DestroyStream(s); err != nil {
 		t.Fatal(err)
 	}
 	q, err := m.Alloc(0)
@@ -39,5 +58,41 @@ func TestMemory(t *testing.T) {
 	}
 	if err := m.Free(q); err != nil {
 		t.Fatal(err)
+	}
+	id, err := m.DeviceID()
+	if err != nil || id == "" {
+		t.Fatalf("DeviceID() = %q, %v", id, err)
+	}
+}
+
+// A context is current only inside Do: afterwards the thread has the
+// context it had before (none, here), also after a nested Do, so that a
+// library taking the calling thread's context outside Do does not get a
+// stale one.
+func TestDoRestoresContext(t *testing.T) {
+	c := open(t)
+	runtime.LockOSThread() // Do's own lock nests in this one
+	defer runtime.UnlockOSThread()
+	current := func() cudadl.Context {
+		cur, err := c.d.CtxGetCurrent()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cur
+	}
+	err := c.Do(func() error {
+		if err := c.Do(func() error { return nil }); err != nil {
+			return err
+		}
+		if current() != c.ctx {
+			t.Error("after a nested Do, the outer Do's context is not current")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if current() != (cudadl.Context{}) {
+		t.Error("after Do, its context is still current")
 	}
 }

@@ -265,8 +265,9 @@ func verdicts(c collective.Comm, rows []Row) ([]Row, error) {
 }
 
 // ncclRows runs the collective conformance suite on NCCL over the
-// device's memory, one row per case; with fewer than 2 ranks or without
-// MPI one Skip row.
+// device's memory, one row per case; with fewer than 2 ranks, without MPI
+// or NCCL, or with ranks sharing a GPU (which NCCL refuses) one Skip row
+// saying why.
 func ncclRows(c collective.Comm, backend string, ctx *cuda.Context) []Row {
 	skip := func(why string) []Row {
 		return []Row{{Name: "nccl", Result: Skip, Detail: why}}
@@ -280,7 +281,7 @@ func ncclRows(c collective.Comm, backend string, ctx *cuda.Context) []Row {
 	var rows []Row
 	err := ctx.Do(func() error {
 		nc, err := nccl.New(c, cuda.Memory{Ctx: ctx})
-		if errors.Is(err, nccl.ErrNoNCCL) {
+		if errors.Is(err, nccl.ErrNoNCCL) || errors.Is(err, nccl.ErrSharedDevice) {
 			rows = skip(err.Error())
 			return nil
 		}

@@ -62,7 +62,7 @@ func Build(dir string) error {
 		src, out string
 		flags    []string
 	}{
-		{filepath.Join(cudaData, "fakecuda.c"), "libcuda.so.1", []string{"-ldl"}},
+		{filepath.Join(cudaData, "fakecuda.c"), "libcuda.so.1", []string{"-ldl", "-lpthread"}},
 		{filepath.Join(cudaData, "fakenvrtc.c"), "libnvrtc.so", []string{"-ldl"}},
 		{filepath.Join(blasData, "fake_cublas.c"), "libcublas.so.12", openblasLibs()},
 		{filepath.Join(blasData, "fake_cusparse.c"), "libcusparse.so.12", nil},

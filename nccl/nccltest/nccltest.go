@@ -24,7 +24,7 @@ func BuildFake(dir, pkg string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("nccltest: pkg-config %s: %w", pkg, err)
 	}
-	args := append([]string{"-shared", "-fPIC", "-O1", "-o", filepath.Join(dir, "libnccl.so.2"), src}, strings.Fields(string(flags))...)
+	args := append([]string{"-shared", "-fPIC", "-O1", "-o", filepath.Join(dir, "libnccl.so.2"), src, "-ldl"}, strings.Fields(string(flags))...)
 	if out, err := exec.Command("gcc", args...).CombinedOutput(); err != nil {
 		return "", fmt.Errorf("nccltest: gcc %v: %w\n%s", args, err, out)
 	}

@@ -3,9 +3,26 @@
  * build it into libnccl.so.2 and point GNNMPI_NCCL_LIBDIR at it. It exports
  * the functions gnnmpi's NCCL leaf (nccl/internal/nccldl) looks up, with NCCL's
  * signatures and enum values, and implements them with MPI on host memory:
- * "device" pointers are host pointers and streams are ignored (every call
- * completes before it returns). The process must have initialised MPI with
- * MPI_THREAD_MULTIPLE (gnnmpi's default).
+ * "device" pointers are host pointers. The process must have initialised
+ * MPI with MPI_THREAD_MULTIPLE (gnnmpi's default).
+ *
+ * Where the process has loaded the fake libcuda (gpu/cuda/testdata, found
+ * among the loaded objects as libcuda.so.1), the fake models what the real NCCL does
+ * that can go wrong on a GPU:
+ *   - ncclCommInitRank takes the device of the calling thread's current
+ *     context (device 0 when none is current, as the CUDA runtime does),
+ *     and refuses, with ncclInvalidUsage and "Duplicate GPU detected", a
+ *     communicator with two ranks on one device of one host;
+ *   - a collective, or a group's sends and receives, is enqueued on its
+ *     stream (gnnmpiFakeStreamEnqueue) and returns at once; on the stream
+ *     it blocks until every rank of the communicator has posted it, so
+ *     that work queued behind it on the stream waits too. Two
+ *     communicators whose calls sit on one stream in different orders on
+ *     different ranks deadlock as on a GPU: after GNNMPI_FAKE_NCCL_TIMEOUT
+ *     seconds (default 30) of waiting the fake reports the stuck call and
+ *     aborts the job.
+ * Without the fake libcuda (package nccl's HostMemory) every call
+ * completes before it returns, and the stream must be 0.
  *
  * ncclCommInitRank finds its peers by a rendezvous at the id's creator,
  * whose MPI_COMM_WORLD rank the id holds, on MPI_COMM_WORLD with a tag near
@@ -14,6 +31,9 @@
  * collective over the members only, so disjoint communicators can be created
  * at the same time.
  */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <link.h>
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -32,7 +52,82 @@ typedef struct { char internal[128]; } ncclUniqueId;
 struct fakeComm {
 	MPI_Comm comm;
 	int rank, size;
+	int device; /* the CUDA device, or -1 without the fake libcuda */
+	unsigned long ops; /* calls enqueued so far, for the deadlock report */
 };
+
+/* The fake libcuda's entry points, when the process has loaded it. */
+static struct {
+	int looked, present;
+	int (*ctxGetCurrent)(void **);
+	int (*ctxGetDevice)(int *);
+	int (*enqueue)(void *, int, void (*)(void *), void *);
+} cuda;
+
+/* loadedCUDA finds a loaded object named libcuda.so.1 (by any path). */
+static int loadedCUDA(struct dl_phdr_info *info, size_t size, void *data) {
+	(void)size;
+	const char *n = info->dlpi_name, *base = strrchr(n, '/');
+	if (strcmp(base != NULL ? base + 1 : n, "libcuda.so.1") != 0) return 0;
+	*(void **)data = dlopen(n, RTLD_NOW | RTLD_NOLOAD);
+	return *(void **)data != NULL;
+}
+
+static void findCUDA(void) {
+	if (cuda.looked) return;
+	cuda.looked = 1;
+	void *h = NULL;
+	dl_iterate_phdr(loadedCUDA, &h);
+	if (h == NULL) return;
+	cuda.ctxGetCurrent = (int (*)(void **))dlsym(h, "cuCtxGetCurrent");
+	cuda.ctxGetDevice = (int (*)(int *))dlsym(h, "cuCtxGetDevice");
+	cuda.enqueue = (int (*)(void *, int, void (*)(void *), void *))dlsym(h, "gnnmpiFakeStreamEnqueue");
+	cuda.present = cuda.ctxGetCurrent != NULL && cuda.ctxGetDevice != NULL && cuda.enqueue != NULL;
+}
+
+/* currentDevice returns the calling thread's device: that of its current
+ * context, or 0 (the CUDA runtime's default) when none is current. */
+static int currentDevice(void) {
+	void *ctx = NULL;
+	int d = 0;
+	if (cuda.ctxGetCurrent(&ctx) != 0 || ctx == NULL) return 0;
+	if (cuda.ctxGetDevice(&d) != 0) return 0;
+	return d;
+}
+
+/* timeoutSeconds is how long a call waits for its peers before the fake
+ * reports a deadlock. */
+static double timeoutSeconds(void) {
+	const char *e = getenv("GNNMPI_FAKE_NCCL_TIMEOUT");
+	double t = e != NULL ? atof(e) : 0;
+	return t > 0 ? t : 30;
+}
+
+static double nowSeconds(void) {
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+/* waitAll waits for reqs, reporting a deadlock and aborting the job when
+ * they do not complete in timeoutSeconds. */
+static int waitAll(int n, MPI_Request *reqs, const char *what, struct fakeComm *c, unsigned long op) {
+	double deadline = nowSeconds() + timeoutSeconds();
+	int done = 0;
+	struct timespec pause = {0, 50000};
+	for (;;) {
+		int rc = MPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE);
+		if (rc != MPI_SUCCESS || done) return rc;
+		if (nowSeconds() > deadline) {
+			fprintf(stderr, "fake NCCL: deadlock: %s (call %lu) on rank %d of a communicator of %d ranks (device %d) "
+			        "has waited %.0f s for its peers: calls on communicators sharing a stream were posted in "
+			        "different orders on different ranks, or a rank never made the call (a real NCCL hangs here)\n",
+			        what, op, c->rank, c->size, c->device, timeoutSeconds());
+			MPI_Abort(MPI_COMM_WORLD, 3);
+		}
+		nanosleep(&pause, NULL);
+	}
+}
 typedef struct fakeComm *ncclComm_t;
 typedef void *cudaStream_t;
 
@@ -134,6 +229,7 @@ ncclResult_t ncclCommInitRank(ncclComm_t *out, int n, ncclUniqueId id, int rank)
 	struct fakeComm *fc = malloc(sizeof *fc);
 	if (fc == NULL) return ncclSystemError;
 	fc->comm = c;
+	fc->ops = 0;
 	MPI_Comm_rank(c, &fc->rank);
 	MPI_Comm_size(c, &fc->size);
 	if (fc->size != n || fc->rank != rank) {
@@ -141,6 +237,31 @@ ncclResult_t ncclCommInitRank(ncclComm_t *out, int n, ncclUniqueId id, int rank)
 		MPI_Comm_free(&fc->comm);
 		free(fc);
 		return ncclInternalError;
+	}
+	findCUDA();
+	fc->device = cuda.present ? currentDevice() : -1;
+	/* Like NCCL, refuse two ranks on one device of one host. */
+	char host[MPI_MAX_PROCESSOR_NAME] = {0};
+	int hl = 0;
+	MPI_Get_processor_name(host, &hl);
+	long mine[2] = {0, fc->device}, *all = calloc((size_t)n, sizeof mine);
+	if (all == NULL) return ncclSystemError;
+	for (int i = 0; i < hl; i++) mine[0] = mine[0] * 131 + (unsigned char)host[i];
+	rc = MPI_Allgather(mine, 2, MPI_LONG, all, 2, MPI_LONG, c);
+	for (int q = 0; rc == MPI_SUCCESS && fc->device >= 0 && q < n; q++)
+		if (q != rank && all[2 * q] == mine[0] && all[2 * q + 1] == mine[1]) {
+			fprintf(stderr, "fake NCCL: rank %d: Duplicate GPU detected : rank %d and rank %d both on CUDA device %d\n",
+			        rank, rank < q ? rank : q, rank < q ? q : rank, fc->device);
+			free(all);
+			MPI_Comm_free(&fc->comm);
+			free(fc);
+			return ncclInvalidUsage;
+		}
+	free(all);
+	if (rc != MPI_SUCCESS) {
+		MPI_Comm_free(&fc->comm);
+		free(fc);
+		return ncclSystemError;
 	}
 	*out = fc;
 	return ncclSuccess;
@@ -188,75 +309,188 @@ static int mpiOp(int op, MPI_Op *mo) {
 
 static ncclResult_t mpiResult(int rc) { return rc == MPI_SUCCESS ? ncclSuccess : ncclSystemError; }
 
+/* A point-to-point call, queued between GroupStart and GroupEnd. */
+struct p2p {
+	int send;
+	void *buf;
+	int n, peer;
+	MPI_Datatype t;
+	struct fakeComm *c;
+	cudaStream_t st;
+};
+
+enum { opAllReduce, opReduceScatter, opAllGather, opBroadcast, opGroup };
+
+/* An op is one NCCL call, run by runOp on the caller's thread or, with
+ * the fake libcuda, on its stream. */
+struct op {
+	int kind;
+	const char *name;
+	const void *s;
+	void *r;
+	int n, root;
+	size_t es;
+	MPI_Datatype t;
+	MPI_Op o;
+	struct fakeComm *c;
+	unsigned long seq;
+	struct p2p *p2ps; /* opGroup: owned */
+	int np2p;
+};
+
+/* runOp starts the call as nonblocking MPI and waits for it (waitAll). */
+static int runOp(struct op *o) {
+	MPI_Request one, *reqs = &one;
+	void *tmp = NULL;
+	int k = 0, rc = MPI_SUCCESS;
+	struct fakeComm *c = o->c;
+	switch (o->kind) {
+	case opAllReduce:
+		rc = MPI_Iallreduce(o->s == o->r ? MPI_IN_PLACE : o->s, o->r, o->n, o->t, o->o, c->comm, &one);
+		k = 1;
+		break;
+	case opReduceScatter:
+		/* NCCL's in place (r inside s) has no MPI equivalent: reduce a copy. */
+		tmp = malloc((size_t)o->n * o->es * (size_t)c->size);
+		if (tmp == NULL) return MPI_ERR_NO_MEM;
+		memcpy(tmp, o->s, (size_t)o->n * o->es * (size_t)c->size);
+		rc = MPI_Ireduce_scatter_block(tmp, o->r, o->n, o->t, o->o, c->comm, &one);
+		k = 1;
+		break;
+	case opAllGather: {
+		const void *in = (const char *)o->s == (const char *)o->r + (size_t)c->rank * (size_t)o->n * o->es ? MPI_IN_PLACE : o->s;
+		rc = MPI_Iallgather(in, o->n, o->t, o->r, o->n, o->t, c->comm, &one);
+		k = 1;
+		break;
+	}
+	case opBroadcast:
+		if (c->rank == o->root && o->s != o->r) memmove(o->r, o->s, (size_t)o->n * o->es);
+		rc = MPI_Ibcast(o->r, o->n, o->t, o->root, c->comm, &one);
+		k = 1;
+		break;
+	case opGroup:
+		reqs = malloc((size_t)(o->np2p > 0 ? o->np2p : 1) * sizeof *reqs);
+		if (reqs == NULL) return MPI_ERR_NO_MEM;
+		/* Receives first, so that every send finds its receive posted. */
+		for (int pass = 0; pass < 2 && rc == MPI_SUCCESS; pass++)
+			for (int i = 0; i < o->np2p && rc == MPI_SUCCESS; i++) {
+				struct p2p *q = &o->p2ps[i];
+				if (q->send != pass) continue;
+				rc = q->send ? MPI_Isend(q->buf, q->n, q->t, q->peer, 0, q->c->comm, &reqs[k])
+				             : MPI_Irecv(q->buf, q->n, q->t, q->peer, 0, q->c->comm, &reqs[k]);
+				if (rc == MPI_SUCCESS) k++;
+			}
+		break;
+	}
+	if (k > 0) {
+		int wrc = waitAll(k, reqs, o->name, c, o->seq);
+		if (rc == MPI_SUCCESS) rc = wrc;
+	}
+	if (reqs != &one) free(reqs);
+	free(tmp);
+	return rc;
+}
+
+static void freeOp(struct op *o) {
+	free(o->p2ps);
+	free(o);
+}
+
+/* streamRun is an op's work on a stream; an MPI failure there has no
+ * caller to return to, so it ends the job. */
+static void streamRun(void *a) {
+	struct op *o = a;
+	if (runOp(o) != MPI_SUCCESS) {
+		fprintf(stderr, "fake NCCL: %s (call %lu) on rank %d failed in MPI\n", o->name, o->seq, o->c->rank);
+		MPI_Abort(MPI_COMM_WORLD, 3);
+	}
+	freeOp(o);
+}
+
+/* post runs o (a heap copy, which it frees) before returning or, with the
+ * fake libcuda, enqueues it on stream st and returns at once. */
+static ncclResult_t post(struct op *o, cudaStream_t st) {
+	o->seq = ++o->c->ops;
+	if (cuda.present) {
+		if (cuda.enqueue(st, o->c->device, streamRun, o) != 0) {
+			freeOp(o);
+			return ncclUnhandledCudaError;
+		}
+		return ncclSuccess;
+	}
+	if (st != NULL) {
+		freeOp(o);
+		return ncclInvalidArgument; /* no streams without CUDA */
+	}
+	int rc = runOp(o);
+	freeOp(o);
+	return mpiResult(rc);
+}
+
+static ncclResult_t postNew(struct op o, cudaStream_t st) {
+	struct op *h = malloc(sizeof *h);
+	if (h == NULL) return ncclSystemError;
+	*h = o;
+	return post(h, st);
+}
+
 ncclResult_t ncclAllReduce(const void *s, void *r, size_t n, int t, int op, ncclComm_t c, cudaStream_t st) {
 	MPI_Datatype mt;
 	MPI_Op mo;
 	size_t es;
-	(void)st;
 	if (!mpiType(t, &mt, &es, 1) || !mpiOp(op, &mo) || n > INT32_MAX) return ncclInvalidArgument;
 	if (n == 0) return ncclSuccess;
-	return mpiResult(MPI_Allreduce(s == r ? MPI_IN_PLACE : s, r, (int)n, mt, mo, c->comm));
+	return postNew((struct op){.kind = opAllReduce, .name = "ncclAllReduce", .s = s, .r = r, .n = (int)n, .es = es, .t = mt, .o = mo, .c = c}, st);
 }
 
 ncclResult_t ncclReduceScatter(const void *s, void *r, size_t n, int t, int op, ncclComm_t c, cudaStream_t st) {
 	MPI_Datatype mt;
 	MPI_Op mo;
 	size_t es;
-	(void)st;
 	if (!mpiType(t, &mt, &es, 1) || !mpiOp(op, &mo) || n > INT32_MAX) return ncclInvalidArgument;
 	if (n == 0) return ncclSuccess;
-	/* NCCL's in place (r inside s) has no MPI equivalent: reduce a copy. */
-	void *tmp = malloc(n * es * (size_t)c->size);
-	if (tmp == NULL) return ncclSystemError;
-	memcpy(tmp, s, n * es * (size_t)c->size);
-	int rc = MPI_Reduce_scatter_block(tmp, r, (int)n, mt, mo, c->comm);
-	free(tmp);
-	return mpiResult(rc);
+	return postNew((struct op){.kind = opReduceScatter, .name = "ncclReduceScatter", .s = s, .r = r, .n = (int)n, .es = es, .t = mt, .o = mo, .c = c}, st);
 }
 
 ncclResult_t ncclAllGather(const void *s, void *r, size_t n, int t, ncclComm_t c, cudaStream_t st) {
 	MPI_Datatype mt;
 	size_t es;
-	(void)st;
 	if (!mpiType(t, &mt, &es, 0) || n > INT32_MAX) return ncclInvalidArgument;
 	if (n == 0) return ncclSuccess;
-	const void *in = (const char *)s == (const char *)r + (size_t)c->rank * n * es ? MPI_IN_PLACE : s;
-	return mpiResult(MPI_Allgather(in, (int)n, mt, r, (int)n, mt, c->comm));
+	return postNew((struct op){.kind = opAllGather, .name = "ncclAllGather", .s = s, .r = r, .n = (int)n, .es = es, .t = mt, .c = c}, st);
 }
 
 ncclResult_t ncclBroadcast(const void *s, void *r, size_t n, int t, int root, ncclComm_t c, cudaStream_t st) {
 	MPI_Datatype mt;
 	size_t es;
-	(void)st;
 	if (!mpiType(t, &mt, &es, 0) || n > INT32_MAX || root < 0 || root >= c->size) return ncclInvalidArgument;
 	if (n == 0) return ncclSuccess;
-	if (c->rank == root && s != r) memmove(r, s, n * es);
-	return mpiResult(MPI_Bcast(r, (int)n, mt, root, c->comm));
+	return postNew((struct op){.kind = opBroadcast, .name = "ncclBroadcast", .s = s, .r = r, .n = (int)n, .root = root, .es = es, .t = mt, .c = c}, st);
 }
 
 /* Point-to-point calls between GroupStart and GroupEnd are queued per
- * thread and run as nonblocking MPI calls at the outermost GroupEnd. */
-struct p2p {
-	int send;
-	void *buf;
-	int n, peer;
-	MPI_Datatype t;
-	MPI_Comm comm;
-};
-
+ * thread and posted as one op at the outermost GroupEnd, on the stream of
+ * the first; outside a group a call is a group of one. */
 static __thread int groupDepth;
 static __thread struct p2p *queue;
 static __thread int queued, queueCap;
 
 ncclResult_t ncclGroupStart(void) { groupDepth++; return ncclSuccess; }
 
-static ncclResult_t p2p(int send, void *b, size_t n, int t, int peer, ncclComm_t c) {
+static ncclResult_t postGroup(struct p2p *q, int n) {
+	return postNew((struct op){.kind = opGroup, .name = "ncclSend/ncclRecv group", .c = q[0].c, .p2ps = q, .np2p = n}, q[0].st);
+}
+
+static ncclResult_t p2p(int send, void *b, size_t n, int t, int peer, ncclComm_t c, cudaStream_t st) {
 	MPI_Datatype mt;
 	size_t es;
 	if (!mpiType(t, &mt, &es, 0) || n > INT32_MAX || peer < 0 || peer >= c->size) return ncclInvalidArgument;
+	struct p2p one = {send, b, (int)n, peer, mt, c, st};
 	if (groupDepth == 0) {
-		if (send) return mpiResult(MPI_Send(b, (int)n, mt, peer, 0, c->comm));
-		return mpiResult(MPI_Recv(b, (int)n, mt, peer, 0, c->comm, MPI_STATUS_IGNORE));
+		struct p2p *q = malloc(sizeof *q);
+		if (q == NULL) return ncclSystemError;
+		*q = one;
+		return postGroup(q, 1);
 	}
 	if (queued == queueCap) {
 		int cap = queueCap ? 2 * queueCap : 16;
@@ -265,40 +499,25 @@ static ncclResult_t p2p(int send, void *b, size_t n, int t, int peer, ncclComm_t
 		queue = q;
 		queueCap = cap;
 	}
-	queue[queued++] = (struct p2p){send, b, (int)n, peer, mt, c->comm};
+	queue[queued++] = one;
 	return ncclSuccess;
 }
 
 ncclResult_t ncclSend(const void *b, size_t n, int t, int peer, ncclComm_t c, cudaStream_t st) {
-	(void)st;
-	return p2p(1, (void *)b, n, t, peer, c);
+	return p2p(1, (void *)b, n, t, peer, c, st);
 }
 
 ncclResult_t ncclRecv(void *b, size_t n, int t, int peer, ncclComm_t c, cudaStream_t st) {
-	(void)st;
-	return p2p(0, b, n, t, peer, c);
+	return p2p(0, b, n, t, peer, c, st);
 }
 
 ncclResult_t ncclGroupEnd(void) {
 	if (groupDepth == 0) return ncclInvalidUsage;
 	if (--groupDepth > 0 || queued == 0) return ncclSuccess;
-	MPI_Request *reqs = malloc((size_t)queued * sizeof *reqs);
-	if (reqs == NULL) return ncclSystemError;
-	int rc = MPI_SUCCESS, k = 0;
-	/* Receives first, so that every send finds its receive posted. */
-	for (int pass = 0; pass < 2 && rc == MPI_SUCCESS; pass++)
-		for (int i = 0; i < queued && rc == MPI_SUCCESS; i++) {
-			struct p2p *q = &queue[i];
-			if (q->send != pass) continue;
-			rc = q->send ? MPI_Isend(q->buf, q->n, q->t, q->peer, 0, q->comm, &reqs[k])
-			             : MPI_Irecv(q->buf, q->n, q->t, q->peer, 0, q->comm, &reqs[k]);
-			if (rc == MPI_SUCCESS) k++;
-		}
-	if (k > 0) {
-		int wrc = MPI_Waitall(k, reqs, MPI_STATUSES_IGNORE);
-		if (rc == MPI_SUCCESS) rc = wrc;
-	}
-	free(reqs);
+	struct p2p *q = malloc((size_t)queued * sizeof *q);
+	if (q == NULL) return ncclSystemError;
+	memcpy(q, queue, (size_t)queued * sizeof *q);
+	int n = queued;
 	queued = 0;
-	return mpiResult(rc);
+	return postGroup(q, n);
 }

@@ -1,8 +1,20 @@
-// A fake libcuda.so.1 for gnnmpi's tests: one device ("gnnmpi fake
-// device", compute capability 8.0) whose memory is host memory. Device
-// pointers are host pointers, mapped host memory's device pointer is the
-// host pointer, streams and events are synchronous (an event records a
-// clock). A module is a shared object built by the fake NVRTC, named by
+// A fake libcuda.so.1 for gnnmpi's tests: GNNMPI_FAKE_CUDA_DEVICES devices
+// (default 1, at most 8; "gnnmpi fake device", PCI bus id 0000:0N:00.0)
+// whose memory is host memory. Device pointers are host pointers, mapped
+// host memory's device pointer is the host pointer, events record a clock.
+// Each device has one primary context, current per OS thread as in CUDA
+// (cuCtxSetCurrent, cuCtxGetCurrent, cuCtxGetDevice).
+//
+// Streams model CUDA's ordering where it can block: each stream, and the
+// legacy default stream (NULL), is a queue worked by its own thread. Async
+// copies and the work other fake libraries enqueue
+// (gnnmpiFakeStreamEnqueue: the fake NCCL's collectives, which block until
+// the peers post theirs) run in order on it; cuStreamSynchronize waits
+// for it and cuStreamQuery reports CUDA_ERROR_NOT_READY until it drains.
+// As with the legacy default stream, synchronous copies and work on NULL
+// first wait for NULL and every stream created without
+// CU_STREAM_NON_BLOCKING. Kernels run when launched, after their stream
+// drains. A module is a shared object built by the fake NVRTC, named by
 // the image (see fakenvrtc.c), and a kernel NAME is run by the object's
 // launcher NAME__gnnmpi_launch, which loops over every block and thread.
 //
@@ -14,11 +26,12 @@
 // device is CUDA_ERROR_INVALID_PTX (the JIT cannot compile down).
 // (Capabilities above 9.9 take three digits: "12.1" is sm_121.)
 //
-// GNNMPI_FAKE_CC sets the device's compute capability ("8.9"; default
+// GNNMPI_FAKE_CC sets the devices' compute capability ("8.9"; default
 // 8.0) and GNNMPI_FAKE_DRIVER the driver's CUDA version (cuDriverGetVersion's
 // number, e.g. 11080; default 12040).
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,8 +43,8 @@ typedef void (*launcher)(unsigned, unsigned, unsigned, unsigned, unsigned, unsig
 
 enum {
 	OK = 0, INVALID_VALUE = 1, OUT_OF_MEMORY = 2, NOT_INITIALIZED = 3, INVALID_DEVICE = 101,
-	INVALID_IMAGE = 200, NO_BINARY_FOR_GPU = 209, INVALID_PTX = 218, UNSUPPORTED_PTX_VERSION = 222,
-	INVALID_HANDLE = 400, NOT_FOUND = 500,
+	INVALID_IMAGE = 200, INVALID_CONTEXT = 201, NO_BINARY_FOR_GPU = 209, INVALID_PTX = 218,
+	UNSUPPORTED_PTX_VERSION = 222, INVALID_HANDLE = 400, NOT_FOUND = 500, NOT_READY = 600,
 };
 
 // capability returns the device's compute capability as 10·major + minor.
@@ -52,35 +65,191 @@ static int driver_version(void) {
 	return s && *s ? atoi(s) : 12040;
 }
 
-static int initialized;
-static int ctx_token; // the primary context is the address of this
+#define MAX_DEVICES 8
+static int initialized, ndevices = 1;
+static int ctx_token[MAX_DEVICES]; // device d's primary context is &ctx_token[d]
+static __thread void *current;     // the calling thread's current context
 
 #define NEED_INIT if (!initialized) return NOT_INITIALIZED
+#define CHECK_DEVICE(d) if ((d) < 0 || (d) >= ndevices) return INVALID_DEVICE
 
-CUresult cuInit(unsigned flags) { initialized = flags == 0; return flags == 0 ? OK : INVALID_VALUE; }
+CUresult cuInit(unsigned flags) {
+	const char *e = getenv("GNNMPI_FAKE_CUDA_DEVICES");
+	if (e != NULL && atoi(e) >= 1) ndevices = atoi(e) > MAX_DEVICES ? MAX_DEVICES : atoi(e);
+	initialized = flags == 0;
+	return flags == 0 ? OK : INVALID_VALUE;
+}
 CUresult cuDriverGetVersion(int *v) { *v = driver_version(); return OK; }
-CUresult cuDeviceGetCount(int *n) { NEED_INIT; *n = 1; return OK; }
-CUresult cuDeviceGet(int *d, int ordinal) { NEED_INIT; if (ordinal != 0) return INVALID_DEVICE; *d = 0; return OK; }
+CUresult cuDeviceGetCount(int *n) { NEED_INIT; *n = ndevices; return OK; }
+CUresult cuDeviceGet(int *d, int ordinal) { NEED_INIT; CHECK_DEVICE(ordinal); *d = ordinal; return OK; }
 CUresult cuDeviceGetName(char *name, int len, int d) {
 	NEED_INIT;
-	if (d != 0) return INVALID_DEVICE;
+	CHECK_DEVICE(d);
 	snprintf(name, len, "gnnmpi fake device");
+	return OK;
+}
+CUresult cuDeviceGetPCIBusId(char *id, int len, int d) {
+	NEED_INIT;
+	CHECK_DEVICE(d);
+	snprintf(id, len, "0000:%02x:00.0", d + 1);
 	return OK;
 }
 CUresult cuDeviceGetAttribute(int *v, int attr, int d) {
 	NEED_INIT;
-	if (d != 0) return INVALID_DEVICE;
+	CHECK_DEVICE(d);
 	switch (attr) {
 	case 75: *v = capability() / 10; return OK; // compute capability major
 	case 76: *v = capability() % 10; return OK; // minor
 	}
 	return INVALID_VALUE;
 }
-CUresult cuDevicePrimaryCtxRetain(void **c, int d) { NEED_INIT; if (d != 0) return INVALID_DEVICE; *c = &ctx_token; return OK; }
-CUresult cuDevicePrimaryCtxRelease_v2(int d) { return d == 0 ? OK : INVALID_DEVICE; }
-CUresult cuCtxSetCurrent(void *c) { return c == NULL || c == &ctx_token ? OK : INVALID_HANDLE; }
+CUresult cuDevicePrimaryCtxRetain(void **c, int d) { NEED_INIT; CHECK_DEVICE(d); *c = &ctx_token[d]; return OK; }
+CUresult cuDevicePrimaryCtxRelease_v2(int d) { CHECK_DEVICE(d); return OK; }
+// ctxDevice returns the device of context c, or -1.
+static int ctxDevice(const void *c) {
+	for (int d = 0; d < ndevices; d++)
+		if (c == &ctx_token[d]) return d;
+	return -1;
+}
+CUresult cuCtxSetCurrent(void *c) {
+	if (c != NULL && ctxDevice(c) < 0) return INVALID_HANDLE;
+	current = c;
+	return OK;
+}
+CUresult cuCtxGetCurrent(void **c) { NEED_INIT; *c = current; return OK; }
+CUresult cuCtxGetDevice(int *d) {
+	NEED_INIT;
+	if (current == NULL) return INVALID_CONTEXT;
+	*d = ctxDevice(current);
+	return OK;
+}
 CUresult cuCtxCreate_v2(void **c, unsigned flags, int d) { (void)flags; return cuDevicePrimaryCtxRetain(c, d); }
-CUresult cuCtxDestroy_v2(void *c) { return c == &ctx_token ? OK : INVALID_HANDLE; }
+CUresult cuCtxDestroy_v2(void *c) { return ctxDevice(c) >= 0 ? OK : INVALID_HANDLE; }
+
+// A stream is a queue of work run in order by its own thread.
+typedef struct work {
+	void (*fn)(void *);
+	void *arg;
+	struct work *next;
+} work;
+typedef struct stream {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	work *head, *tail;
+	int busy;        // a work item is running
+	int nonblocking; // CU_STREAM_NON_BLOCKING: no implicit wait with NULL
+	int device;
+	int quit;
+	pthread_t thread;
+	struct stream *next; // all streams, for the legacy stream's waits
+} stream;
+
+static pthread_mutex_t streams_mu = PTHREAD_MUTEX_INITIALIZER;
+static stream *streams;   // created streams
+static stream *legacy;    // the NULL stream, made on first use
+
+static void *worker(void *arg) {
+	stream *s = arg;
+	pthread_mutex_lock(&s->mu);
+	for (;;) {
+		while (s->head == NULL && !s->quit) pthread_cond_wait(&s->cv, &s->mu);
+		if (s->head == NULL) break;
+		work *w = s->head;
+		s->head = w->next;
+		if (s->head == NULL) s->tail = NULL;
+		s->busy = 1;
+		pthread_mutex_unlock(&s->mu);
+		w->fn(w->arg);
+		free(w);
+		pthread_mutex_lock(&s->mu);
+		s->busy = 0;
+		pthread_cond_broadcast(&s->cv);
+	}
+	pthread_mutex_unlock(&s->mu);
+	return NULL;
+}
+
+static stream *newStream(int nonblocking, int device) {
+	stream *s = calloc(1, sizeof *s);
+	if (s == NULL) return NULL;
+	pthread_mutex_init(&s->mu, NULL);
+	pthread_cond_init(&s->cv, NULL);
+	s->nonblocking = nonblocking;
+	s->device = device;
+	if (pthread_create(&s->thread, NULL, worker, s) != 0) {
+		free(s);
+		return NULL;
+	}
+	return s;
+}
+
+// streamOf maps a handle to its stream; NULL is the legacy stream.
+static stream *streamOf(void *h) {
+	if (h != NULL) return h;
+	pthread_mutex_lock(&streams_mu);
+	if (legacy == NULL) legacy = newStream(0, ctxDevice(current));
+	pthread_mutex_unlock(&streams_mu);
+	return legacy;
+}
+
+static int pending(stream *s) {
+	pthread_mutex_lock(&s->mu);
+	int p = s->head != NULL || s->busy;
+	pthread_mutex_unlock(&s->mu);
+	return p;
+}
+
+static void drain(stream *s) {
+	pthread_mutex_lock(&s->mu);
+	while (s->head != NULL || s->busy) pthread_cond_wait(&s->cv, &s->mu);
+	pthread_mutex_unlock(&s->mu);
+}
+
+// waitFor waits until the work before now on h has run: for the legacy
+// stream, also that of every blocking stream.
+static void waitFor(void *h) {
+	drain(streamOf(h));
+	if (h != NULL) return;
+	pthread_mutex_lock(&streams_mu);
+	for (stream *s = streams; s != NULL; s = s->next)
+		if (!s->nonblocking) drain(s);
+	pthread_mutex_unlock(&streams_mu);
+}
+
+// gnnmpiFakeStreamEnqueue queues fn(arg) on stream h (NULL: the legacy
+// stream), after the work already there; the fake NCCL enqueues its
+// collectives with it. It returns INVALID_HANDLE when h belongs to
+// another device than device (-1: any).
+CUresult gnnmpiFakeStreamEnqueue(void *h, int device, void (*fn)(void *), void *arg) {
+	stream *s = streamOf(h);
+	if (s == NULL) return OUT_OF_MEMORY;
+	if (device >= 0 && h != NULL && s->device != device) return INVALID_HANDLE;
+	work *w = malloc(sizeof *w);
+	if (w == NULL) return OUT_OF_MEMORY;
+	*w = (work){fn, arg, NULL};
+	pthread_mutex_lock(&s->mu);
+	if (s->tail != NULL) s->tail->next = w;
+	else s->head = w;
+	s->tail = w;
+	pthread_cond_broadcast(&s->cv);
+	pthread_mutex_unlock(&s->mu);
+	return OK;
+}
+
+typedef struct { void *dst; const void *src; size_t n; } copyArgs;
+static void runCopy(void *a) {
+	copyArgs *c = a;
+	memcpy(c->dst, c->src, c->n);
+	free(c);
+}
+static CUresult copyAsync(void *dst, const void *src, size_t n, void *s) {
+	copyArgs *c = malloc(sizeof *c);
+	if (c == NULL) return OUT_OF_MEMORY;
+	*c = (copyArgs){dst, src, n};
+	CUresult r = gnnmpiFakeStreamEnqueue(s, -1, runCopy, c);
+	if (r != OK) free(c);
+	return r;
+}
 
 CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) {
 	NEED_INIT;
@@ -92,9 +261,10 @@ CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) {
 	return OK;
 }
 CUresult cuMemFree_v2(CUdeviceptr p) { free((void *)(size_t)p); return OK; }
-CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n) { memcpy((void *)(size_t)dst, src, n); return OK; }
-CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n) { memcpy(dst, (const void *)(size_t)src, n); return OK; }
-CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, void *s) { (void)s; return cuMemcpyHtoD_v2(dst, src, n); }
+CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n) { waitFor(NULL); memcpy((void *)(size_t)dst, src, n); return OK; }
+CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n) { waitFor(NULL); memcpy(dst, (const void *)(size_t)src, n); return OK; }
+CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, void *s) { return copyAsync((void *)(size_t)dst, src, n, s); }
+CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, void *s) { return copyAsync(dst, (const void *)(size_t)src, n, s); }
 CUresult cuMemHostAlloc(void **p, size_t n, unsigned flags) {
 	NEED_INIT;
 	if (flags & ~7u) return INVALID_VALUE;
@@ -110,10 +280,41 @@ CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *d, void *p, unsigned flags) {
 	return OK;
 }
 
-static int stream_token;
-CUresult cuStreamCreate(void **s, unsigned flags) { (void)flags; *s = &stream_token; return OK; }
-CUresult cuStreamSynchronize(void *s) { (void)s; return OK; }
-CUresult cuStreamDestroy_v2(void *s) { return s == &stream_token ? OK : INVALID_HANDLE; }
+CUresult cuStreamCreate(void **h, unsigned flags) {
+	NEED_INIT;
+	if (flags & ~1u) return INVALID_VALUE;
+	if (current == NULL) return INVALID_CONTEXT;
+	stream *s = newStream(flags & 1, ctxDevice(current));
+	if (s == NULL) return OUT_OF_MEMORY;
+	pthread_mutex_lock(&streams_mu);
+	s->next = streams;
+	streams = s;
+	pthread_mutex_unlock(&streams_mu);
+	*h = s;
+	return OK;
+}
+CUresult cuStreamSynchronize(void *s) { waitFor(s); return OK; }
+CUresult cuStreamQuery(void *h) { return pending(streamOf(h)) ? NOT_READY : OK; }
+CUresult cuStreamDestroy_v2(void *h) {
+	stream *s = h, **p;
+	pthread_mutex_lock(&streams_mu);
+	for (p = &streams; *p != NULL && *p != s; p = &(*p)->next) {
+	}
+	if (*p == NULL) {
+		pthread_mutex_unlock(&streams_mu);
+		return INVALID_HANDLE;
+	}
+	*p = s->next;
+	pthread_mutex_unlock(&streams_mu);
+	// As in CUDA, the work already queued runs before the stream goes.
+	pthread_mutex_lock(&s->mu);
+	s->quit = 1;
+	pthread_cond_broadcast(&s->cv);
+	pthread_mutex_unlock(&s->mu);
+	pthread_join(s->thread, NULL);
+	free(s);
+	return OK;
+}
 
 typedef struct { double ms; int recorded; } event;
 static double now_ms(void) {
@@ -197,10 +398,10 @@ CUresult cuModuleGetFunction(void **f, void *m, const char *name) {
 CUresult cuModuleUnload(void *m) { return dlclose(m) == 0 ? OK : INVALID_HANDLE; }
 CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
 		unsigned shared, void *s, void **params, void **extra) {
-	(void)s;
 	if (f == NULL) return INVALID_HANDLE;
 	if (shared != 0 || extra != NULL) return INVALID_VALUE; // the shim has no shared memory
 	if (gx == 0 || gy == 0 || gz == 0 || bx == 0 || by == 0 || bz == 0 || (unsigned long)bx * by * bz > 1024) return INVALID_VALUE;
+	waitFor(s);
 	((launcher)f)(gx, gy, gz, bx, by, bz, params);
 	return OK;
 }
@@ -220,6 +421,8 @@ CUresult cuGetErrorName(CUresult r, const char **s) {
 	case UNSUPPORTED_PTX_VERSION: *s = "CUDA_ERROR_UNSUPPORTED_PTX_VERSION"; return OK;
 	case INVALID_HANDLE: *s = "CUDA_ERROR_INVALID_HANDLE"; return OK;
 	case NOT_FOUND: *s = "CUDA_ERROR_NOT_FOUND"; return OK;
+	case NOT_READY: *s = "CUDA_ERROR_NOT_READY"; return OK;
+	case INVALID_CONTEXT: *s = "CUDA_ERROR_INVALID_CONTEXT"; return OK;
 	}
 	if (r < 0 || r > 3) { *s = NULL; return INVALID_VALUE; }
 	*s = names[r][0];

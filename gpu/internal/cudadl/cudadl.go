@@ -25,6 +25,7 @@ package cudadl
 /*
 #include <stdlib.h>
 #include <stddef.h>
+#include <stdint.h>
 
 typedef int CUresult;
 typedef int CUdevice;
@@ -82,6 +83,11 @@ static nvrtcResult t_nvrtcDestroyProgram(void *f, nvrtcProgram *p) { return ((nv
 static nvrtcResult t_nvrtcGetNumSupportedArchs(void *f, int *n) { return ((nvrtcResult (*)(int *))f)(n); }
 static nvrtcResult t_nvrtcGetSupportedArchs(void *f, int *archs) { return ((nvrtcResult (*)(int *))f)(archs); }
 
+// Streams and contexts for NCCL (gnnmpi/nccl's staging): asynchronous
+// device-to-host copies.
+static CUstream stream_of(uintptr_t h) { return (CUstream)h; }
+static CUresult t_cuMemcpyDtoHAsync(void *f, void *dst, CUdeviceptr src, size_t n, CUstream s) { return ((CUresult (*)(void *, CUdeviceptr, size_t, CUstream))f)(dst, src, n, s); }
+
 static void **params_alloc(int n) { return (void **)calloc(n > 0 ? n : 1, sizeof(void *)); }
 static void params_set(void **a, int i, void *v) { a[i] = v; }
 static void params_free(void **a, int n) { for (int i = 0; i < n; i++) free(a[i]); free(a); }
@@ -127,6 +133,9 @@ type Driver struct {
 	streamCreate, streamSync, streamDestroy                                     unsafe.Pointer
 	eventCreate, eventRecord, eventSync, eventElapsed, eventDestroy             unsafe.Pointer
 	moduleLoadData, moduleGetFunction, moduleUnload, launch, errName, errString unsafe.Pointer
+
+	// Streams and contexts for NCCL (see CtxGetCurrent).
+	ctxGetCurrent, streamQuery, dtohAsync, pciBusID unsafe.Pointer
 }
 
 // OpenDriver loads libcuda (see the package comment for the search) and
@@ -177,6 +186,21 @@ func OpenDriver() (*Driver, error) {
 		{&d.launch, []string{"cuLaunchKernel"}},
 		{&d.errName, []string{"cuGetErrorName"}},
 		{&d.errString, []string{"cuGetErrorString"}},
+	} {
+		if *s.dst, err = sym(lib, s.names); err != nil {
+			lib.Close()
+			return nil, err
+		}
+	}
+	// Streams and contexts for NCCL.
+	for _, s := range []struct {
+		dst   *unsafe.Pointer
+		names []string
+	}{
+		{&d.ctxGetCurrent, []string{"cuCtxGetCurrent"}},
+		{&d.streamQuery, []string{"cuStreamQuery"}},
+		{&d.dtohAsync, []string{"cuMemcpyDtoHAsync_v2"}},
+		{&d.pciBusID, []string{"cuDeviceGetPCIBusId"}},
 	} {
 		if *s.dst, err = sym(lib, s.names); err != nil {
 			lib.Close()
@@ -613,3 +637,59 @@ func (n *NVRTC) CUBIN(p Program) ([]byte, error) {
 	}
 	return C.GoBytes(buf, C.int(sz)), nil
 }
+
+// Streams and contexts for NCCL (gnnmpi/nccl's staging through pinned
+// memory on a communicator's own stream).
+
+// StreamNonBlocking is cuStreamCreate's CU_STREAM_NON_BLOCKING: the
+// stream does not wait for, nor is waited for by, the legacy default
+// stream.
+const StreamNonBlocking = 0x1
+
+// ErrNotReady is the code cuStreamQuery returns while work is pending
+// (CUDA_ERROR_NOT_READY).
+const ErrNotReady = 600
+
+// CtxGetCurrent calls cuCtxGetCurrent: the calling OS thread's current
+// context (the null Context when none is).
+func (d *Driver) CtxGetCurrent() (Context, error) {
+	var c C.CUcontext
+	err := d.check("cuCtxGetCurrent", C.t_ptr(d.ctxGetCurrent, unsafe.Pointer(&c)))
+	return Context{c}, err
+}
+
+// StreamQuery calls cuStreamQuery: done reports whether all the work
+// enqueued on s has completed (false on CUDA_ERROR_NOT_READY, which is
+// not an error).
+func (d *Driver) StreamQuery(s Stream) (done bool, err error) {
+	r := C.t_ptr(d.streamQuery, unsafe.Pointer(s.p))
+	if r == ErrNotReady {
+		return false, nil
+	}
+	return true, d.check("cuStreamQuery", r)
+}
+
+// MemcpyDtoHAsync calls cuMemcpyDtoHAsync_v2. dst must stay valid until
+// the copy has run (s synchronized): page-locked memory from MemHostAlloc.
+func (d *Driver) MemcpyDtoHAsync(dst unsafe.Pointer, src uint64, bytes uint64, s Stream) error {
+	return d.check("cuMemcpyDtoHAsync_v2", C.t_cuMemcpyDtoHAsync(d.dtohAsync, dst, C.CUdeviceptr(src), C.size_t(bytes), s.p))
+}
+
+// DevicePCIBusID calls cuDeviceGetPCIBusId: the device's PCI address
+// (domain:bus:device.function), which names one GPU of a host whatever
+// CUDA_VISIBLE_DEVICES says.
+func (d *Driver) DevicePCIBusID(dev int) (string, error) {
+	var buf [64]C.char
+	if err := d.check("cuDeviceGetPCIBusId", C.t_cuDeviceGetName(d.pciBusID, &buf[0], C.int(len(buf)), C.CUdevice(dev))); err != nil {
+		return "", err
+	}
+	buf[len(buf)-1] = 0
+	return C.GoString(&buf[0]), nil
+}
+
+// Uintptr returns the stream's handle as an address (a cudaStream_t, as
+// NCCL takes it); the default stream is 0.
+func (s Stream) Uintptr() uintptr { return uintptr(unsafe.Pointer(s.p)) }
+
+// StreamOf returns the stream whose handle is h (Uintptr's inverse).
+func StreamOf(h uintptr) Stream { return Stream{C.stream_of(C.uintptr_t(h))} }
