@@ -644,11 +644,11 @@ func (n *NVRTC) CUBIN(p Program) ([]byte, error) {
 // StreamNonBlocking is cuStreamCreate's CU_STREAM_NON_BLOCKING: the
 // stream does not wait for, nor is waited for by, the legacy default
 // stream.
-const StreamNonBlocking = 0x1
+const StreamNonBlocking = 0x1 // CU_STREAM_NON_BLOCKING
 
 // ErrNotReady is the code cuStreamQuery returns while work is pending
 // (CUDA_ERROR_NOT_READY).
-const ErrNotReady = 600
+const ErrNotReady = 600 // CUDA_ERROR_NOT_READY
 
 // CtxGetCurrent calls cuCtxGetCurrent: the calling OS thread's current
 // context (the null Context when none is).
