@@ -558,33 +558,15 @@ func (c *Comm) Recv(buf collective.Buf, src, tag int) (int, error) {
 	if src < 0 || src >= c.size || src == c.rank {
 		return 0, fmt.Errorf("nccl: Recv on rank %d from rank %d of %d", c.rank, src, c.size)
 	}
-	d, err := c.buf(1, headerBytes)
+	d, err := c.recvStaged(headerBytes, src)
 	if err != nil {
-		return 0, err
-	}
-	if err := c.lib.Recv(d, headerBytes, nccldl.Uint8, src, c.h, c.stream); err != nil {
-		return 0, err
-	}
-	if err := c.get(1, d, headerBytes); err != nil {
-		return 0, err
-	}
-	if err := c.wait("Recv"); err != nil {
 		return 0, err
 	}
 	var hdr [headerBytes]byte
 	copy(hdr[:], c.pinned(1, d, headerBytes))
 	gotTag, nb := int(binary.LittleEndian.Uint64(hdr[0:])), int(binary.LittleEndian.Uint64(hdr[8:]))
 	if nb > 0 {
-		if d, err = c.buf(1, nb); err != nil {
-			return 0, err
-		}
-		if err := c.lib.Recv(d, nb, nccldl.Uint8, src, c.h, c.stream); err != nil {
-			return 0, err
-		}
-		if err := c.get(1, d, nb); err != nil {
-			return 0, err
-		}
-		if err := c.wait("Recv"); err != nil {
+		if d, err = c.recvStaged(nb, src); err != nil {
 			return 0, err
 		}
 	}
@@ -599,6 +581,23 @@ func (c *Comm) Recv(buf collective.Buf, src, tag int) (int, error) {
 	}
 	copy(buf.Raw()[:nb], c.pinned(1, d, nb))
 	return nb / es, nil
+}
+
+// recvStaged receives n bytes from src into staging buffer 1 on c's
+// stream, copies them to its page-locked host side and waits for both; it
+// returns the device buffer (c.pinned(1, d, n) holds the bytes).
+func (c *Comm) recvStaged(n, src int) (uintptr, error) {
+	d, err := c.buf(1, n)
+	if err != nil {
+		return 0, err
+	}
+	if err := c.lib.Recv(d, n, nccldl.Uint8, src, c.h, c.stream); err != nil {
+		return 0, err
+	}
+	if err := c.get(1, d, n); err != nil {
+		return 0, err
+	}
+	return d, c.wait("Recv")
 }
 
 // Split splits the host communicator and makes an NCCL communicator, with
