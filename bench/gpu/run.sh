@@ -22,6 +22,12 @@
 # directory, named in run.log). It fails when a check fails or the losses of cuda and cpu differ by more
 # than LOSS_TOL (relative, default 1e-3).
 #
+# A products-size SBM (SBM_NODES vertices, default 2,400,000; --fake: 2,000;
+# 100 dense features), generated there by gnnmpi gen, is then trained by
+# gnnmpi with --device cuda and by the peers, for time and device memory
+# only. Steps left when BUDGET seconds (default 420) have passed are
+# skipped, with a line saying so.
+#
 # Environment: EPOCHS (default 5; --fake: 2), LOSS_TOL, PYTHON (a python3
 # with PyTorch; default: the first python3 on PATH), GNNMPI_CUDA_LIBDIR and
 # GNNMPI_NCCL_LIBDIR (found from PyTorch's CUDA wheels when unset).
@@ -54,12 +60,14 @@ if [ "$fake" = 1 ]; then
 	(cd "$repo" && go run ./bench/gpu/fakes "$WORK/fakes")
 	export GNNMPI_CUDA_LIBDIR=$WORK/fakes
 	EPOCHS=${EPOCHS:-2}
+	SBM_NODES=${SBM_NODES:-2000}
 	datasets=(cora)
 	device="fake CUDA (gpu/gputest)"
 	driver=fake
 else
 	PACK=$here
 	EPOCHS=${EPOCHS:-5}
+	SBM_NODES=${SBM_NODES:-2400000}
 	datasets=(cora)
 	[ -d "$PACK/data/coauthor-physics" ] && datasets+=(coauthor-physics)
 	# The driver's directory, and the CUDA libraries of PyTorch's wheels
@@ -94,6 +102,11 @@ else
 fi
 export LD_LIBRARY_PATH=$PACK/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 BIN=$PACK/gnnmpi
+BUDGET=${BUDGET:-420}
+declare -A path
+for ds in "${datasets[@]}"; do path[$ds]=$PACK/data/$ds; done
+# left prints the seconds of the budget left (0 when spent).
+left() { echo $((BUDGET > SECONDS ? BUDGET - SECONDS : 0)); }
 echo "gpu run: $device, driver $driver; work in $WORK; GNNMPI_CUDA_LIBDIR=${GNNMPI_CUDA_LIBDIR:-} GNNMPI_NCCL_LIBDIR=${GNNMPI_NCCL_LIBDIR:-}; epochs $EPOCHS"
 status=0
 
@@ -119,14 +132,42 @@ for ds in "${datasets[@]}"; do
 	done
 done
 
-# 3. The peers on the same GPU, where PyTorch sees it.
+# 3. The products-size SBM: gnnmpi on the GPU only (time and memory).
+bench=()
+if [ "$SBM_NODES" -gt 0 ] && [ "$(left)" -gt 60 ]; then
+	t0=$SECONDS
+	if "$BIN" gen sbm --nodes "$SBM_NODES" --features 100 --out "$WORK/sbm" >"$WORK/sbm-gen.log" 2>&1; then
+		echo "sbm: $SBM_NODES vertices generated in $((SECONDS - t0)) s"
+		path[sbm]=$WORK/sbm
+		bench+=(sbm)
+		rm -f "$WORK/sbm-cuda.jsonl"
+		if ! timeout "$(left)" "$BIN" --metrics "$WORK/sbm-cuda.jsonl" train --data "$WORK/sbm" --device cuda \
+			--epochs 2 --eval-every 2 >"$WORK/sbm-cuda.log" 2>&1; then
+			echo "train sbm --device cuda: FAILED or over the budget"
+			status=1
+		fi
+		tail -3 "$WORK/sbm-cuda.log"
+	else
+		echo "sbm: gen failed"
+		tail -3 "$WORK/sbm-gen.log"
+		status=1
+	fi
+else
+	echo "sbm: skipped (SBM_NODES=$SBM_NODES, $(left) s of the budget left)"
+fi
+
+# 4. The peers on the same GPU, where PyTorch sees it.
 peers=()
 if [ "$fake" = 0 ] && "$PYTHON" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
-	for ds in "${datasets[@]}"; do
+	for ds in "${datasets[@]}" "${bench[@]}"; do
 		[ "$ds" = cora ] && continue
 		for peer in torch pyg; do
-			if "$PYTHON" "$PACK/peers/sage_$peer.py" --data "$PACK/data/$ds" --device cuda --epochs "$EPOCHS" \
-				--fanouts 25,10 --batch-size 32 --hidden 128 >"$WORK/$ds-$peer.log" 2>&1; then
+			if [ "$(left)" -lt 30 ]; then
+				echo "peer $peer on $ds: skipped (time budget spent)"
+				continue
+			fi
+			if timeout "$(left)" "$PYTHON" "$PACK/peers/sage_$peer.py" --data "${path[$ds]}" --device cuda \
+				--epochs "$EPOCHS" --fanouts 25,10 --batch-size 32 --hidden 128 >"$WORK/$ds-$peer.log" 2>&1; then
 				peers+=("$ds:$peer")
 			else
 				echo "peer $peer on $ds: did not run"
@@ -138,8 +179,9 @@ else
 	echo "peers: skipped (no PyTorch with a CUDA device)"
 fi
 
-# 4. The CSVs, naming the device and the driver.
+# 5. The CSVs, naming the device and the driver.
 DEVICE=$device DRIVER=$driver OUT=$OUT WORK=$WORK LOSS_TOL=$LOSS_TOL PEERS="${peers[*]:-}" DATASETS="${datasets[*]}" \
+	BENCH="${bench[*]:-}" \
 	"$PYTHON" - <<'PY' || status=1
 import csv, json, os, sys
 
@@ -181,6 +223,11 @@ for ds in os.environ["DATASETS"].split():
     for w, rs in runs.items():
         fin = next((r for r in rs if r.get("type") == "final" or r.get("final")), {})
         rows.append([device, driver, ds, "gnnmpi", w, len(losses[w]), fin.get("median_epoch_s"), fin.get("test_acc"), "", diff])
+for ds in os.environ["BENCH"].split():
+    rs = records(os.path.join(work, f"{ds}-cuda.jsonl"))
+    fin = next((r for r in rs if r.get("type") == "final" or r.get("final")), {})
+    epochs = sum(1 for r in rs if "epoch" in r and "loss" in r)
+    rows.append([device, driver, ds, "gnnmpi", "cuda", epochs, fin.get("median_epoch_s"), fin.get("test_acc"), "", ""])
 for p in os.environ["PEERS"].split():
     ds, peer = p.split(":")
     res = {}
