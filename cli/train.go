@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"gnnmpi/alltoall"
-	"gnnmpi/graph"
 	"gnnmpi/internal/enum"
 	"gnnmpi/metrics"
 	"gnnmpi/model"
@@ -217,7 +216,7 @@ func addTrainFlags(fs *flag.FlagSet) *trainFlags {
 	})+")")
 	f.norm = fs.Bool("normalize", d.Model.Normalize, "GraphSAGE: L2-normalise hidden embeddings")
 	f.gradComm = enumVar(fs, "grad-comm", d.GradComm, train.ParseGradComm, "how the ranks sum the gradients: mpi (the host communicator; with --device cuda the gradients are downloaded, summed and uploaded), or nccl (with --device cuda only: NCCL sums them in place on the GPUs; libnccl.so.2 from "+nccl.LibDirEnv+" or the loader's path); the bytes counted are the same")
-	f.device = enumVar(fs, "device", d.Device, train.ParseDevice, "where the minibatch step (forward, backward, Adam) runs: cpu, or cuda (--feature-format auto then means dense; the rank's NVIDIA GPU, ranks of a node dealt round-robin over its devices; GraphSAGE on dense features with Adam only; sampling, fetch, evaluation, checkpoints and, unless --grad-comm nccl, the gradient Allreduce stay on the CPU)")
+	f.device = enumVar(fs, "device", d.Device, train.ParseDevice, "where the minibatch step (forward, backward, Adam) runs: cpu, or cuda (the rank's NVIDIA GPU, ranks of a node dealt round-robin over its devices; GraphSAGE and GCN, on dense or CSR features, with Adam only; sampling, fetch, evaluation, checkpoints and, unless --grad-comm nccl, the gradient Allreduce stay on the CPU)")
 	f.overlap = fs.Bool("overlap", d.Overlap, "sample and fetch the next two minibatches on a loader goroutine while one computes (the same losses either way; false: one after another, for comparison)")
 	f.evalEvery = fs.Int("eval-every", d.EvalEvery, "evaluate every K epochs and after the last (0: no evaluation)")
 	f.sel = enumVar(fs, "select", d.Select, train.ParseSelection, "model selection over evaluated epochs: val-acc (highest validation accuracy) or val-loss (lowest validation loss)")
@@ -309,9 +308,6 @@ func (f *trainFlags) minibatchConfig(env *Env, set map[string]bool) (train.Confi
 
 func runTrain(env *Env, path string, lo train.LoadOptions, cfg train.Config) error {
 	c := env.Comm
-	if cfg.Device == train.DeviceCUDA && lo.Format == graph.FeatureAuto {
-		lo.Format = graph.FeatureDense // the device model takes dense rows
-	}
 	// Resolved here too (Run resolves it again, to the same) to check it
 	// before loading and to report the batch size per rank.
 	globalBatch := cfg.GlobalBatchSize

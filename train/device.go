@@ -12,7 +12,6 @@ import (
 	"gnnmpi/gpu/cuda"
 	"gnnmpi/gpu/gnn"
 	"gnnmpi/gpu/tier"
-	"gnnmpi/graph"
 	"gnnmpi/internal/rng"
 	"gnnmpi/model"
 	"gnnmpi/nccl"
@@ -42,7 +41,10 @@ import (
 // the three tiers, so no feature row is gathered or uploaded by the CPU.
 // Each loader slot has its own output buffer (loader.go). Half-precision
 // features are fetched and converted on the host and uploaded per
-// minibatch, as before the tiers.
+// minibatch, as before the tiers. Sparse (CSR) features stay on the host
+// too: the loader fetches each minibatch's CSR rows from the feature store
+// as on the CPU path and the device model uploads them, only the nonzeros,
+// for the input layer's sparse products (gnn.Model.StepSparse).
 
 // With GradComm nccl, the gradients stay on the device: openDevice creates
 // an NCCL communicator over the ranks of the world communicator, and each
@@ -83,8 +85,8 @@ func (c *Config) validateDevice() error {
 	if err := gnn.Check(c.Model); err != nil {
 		// gpu/gnn names model.Config's fields; say which setting it is.
 		switch {
-		case c.Model.Kind != model.KindSAGE:
-			return settingErrorf("train: %s %s is %w (only %s runs on the device; use %s %s)", SettingModel, c.Model.Kind, gnn.ErrUnsupported, model.KindSAGE, SettingDevice, DeviceCPU)
+		case c.Model.Kind != model.KindSAGE && c.Model.Kind != model.KindGCN:
+			return settingErrorf("train: %s %s is %w (only %s and %s run on the device; use %s %s)", SettingModel, c.Model.Kind, gnn.ErrUnsupported, model.KindSAGE, model.KindGCN, SettingDevice, DeviceCPU)
 		case c.Model.Normalize:
 			return settingErrorf("train: %s is %w (use %s %s)", SettingNormalize, gnn.ErrUnsupported, SettingDevice, DeviceCPU)
 		}
@@ -129,8 +131,8 @@ type device struct {
 
 // openDevice opens this rank's device and builds the device model, when
 // Config.Device is DeviceCUDA. It is collective over t.c: a rank that
-// cannot (no libcuda, no cuBLAS, sparse features) makes every rank fail.
-func (t *trainer) openDevice(sparseFeatures bool) error {
+// cannot (no libcuda, no cuBLAS) makes every rank fail.
+func (t *trainer) openDevice() error {
 	if t.cfg.Device != DeviceCUDA {
 		return nil
 	}
@@ -138,7 +140,7 @@ func (t *trainer) openDevice(sparseFeatures bool) error {
 	if err != nil {
 		return err
 	}
-	err = t.newDevice(local, sparseFeatures)
+	err = t.newDevice(local)
 	if err := collective.Agree(t.c, err); err != nil {
 		return errors.Join(err, t.closeDevice())
 	}
@@ -204,10 +206,7 @@ func (t *trainer) allreduceDevice() error {
 }
 
 // newDevice opens the device of local rank local and the model on it.
-func (t *trainer) newDevice(local int, sparseFeatures bool) error {
-	if sparseFeatures {
-		return settingErrorf("train: sparse (CSR) input features are %w (the device model takes dense rows; use %s %s or %s %s)", gnn.ErrUnsupported, SettingDevice, DeviceCPU, SettingFeatureFormat, graph.FeatureDense)
-	}
+func (t *trainer) newDevice(local int) error {
 	adam, ok := t.opt.(*model.Adam)
 	if !ok {
 		return fmt.Errorf("train: the device runs Adam, not %T", t.opt)
@@ -232,7 +231,7 @@ func (t *trainer) newDevice(local int, sparseFeatures bool) error {
 	if t.dev.m, err = gnn.New(ctx, mc); err != nil {
 		return settingErrorf("train: %s %s: %w", SettingDevice, DeviceCUDA, err)
 	}
-	if t.store.DType() == alltoall.F32 {
+	if t.store.DType() == alltoall.F32 && !t.store.Sparse() {
 		if t.dev.tier, err = tier.New(ctx, t.store); err != nil {
 			return settingErrorf("train: %s %s: the feature tiers: %w", SettingDevice, DeviceCUDA, err)
 		}
@@ -287,8 +286,9 @@ func (d *device) download(m *model.Model) error {
 // deviceBackward is backward on the device: it leaves the gradients of
 // minibatch i of epoch on the device and adds its loss and accuracy to ep,
 // with the same dropout stream, labels and scale as backward. The input
-// rows are those the tier store gathered on the device (x.gpu), or with
-// f16 features the host rows x.dense, uploaded.
+// rows are those the tier store gathered on the device (x.gpu), the sparse
+// host rows x.csr (uploaded in CSR form), or with f16 features the host
+// rows x.dense, uploaded.
 func (t *trainer) deviceBackward(ep *epochState, epoch, i int, seeds []int64, mb *sampling.MiniBatch, x inputs) error {
 	if len(seeds) == 0 {
 		return t.dev.m.ZeroGrad()
@@ -301,9 +301,12 @@ func (t *trainer) deviceBackward(ep *epochState, epoch, i int, seeds []int64, mb
 	scale := float32(float64(len(seeds)) / float64(t.sched.sizes[i]))
 	var res gnn.Result
 	var err error
-	if t.dev.tier != nil {
+	switch {
+	case t.dev.tier != nil:
 		res, err = t.dev.m.StepDevice(t.blocks(mb, x.deg), x.gpu.Ptr, x.gpu.Rows, labels, scale, drops)
-	} else {
+	case x.csr != nil:
+		res, err = t.dev.m.StepSparse(t.blocks(mb, x.deg), x.csr, labels, scale, drops)
+	default:
 		res, err = t.dev.m.Step(t.blocks(mb, x.deg), x.dense, labels, scale, drops)
 	}
 	if err != nil {

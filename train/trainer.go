@@ -195,7 +195,7 @@ func newTrainer(c collective.Comm, d *Data, cfg Config) (*trainer, error) {
 	}
 	t.valMask, t.testMask = mask(d.RowLo, d.RowHi, d.Split.Valid), mask(d.RowLo, d.RowHi, d.Split.Test)
 	t.fingerprint = t.makeFingerprint()
-	if err := t.openDevice(feat.CSR != nil); err != nil {
+	if err := t.openDevice(); err != nil {
 		return nil, err
 	}
 	return t, nil

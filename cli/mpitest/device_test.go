@@ -38,7 +38,7 @@ func TestTrainDeviceMPI(t *testing.T) {
 		for _, frac := range []string{"0", "0.5", "1"} {
 			name := fmt.Sprintf("overlap=%v gpu-frac=%s", overlap, frac)
 			mg := filepath.Join(dir, fmt.Sprintf("cuda-%v-%s.jsonl", overlap, frac))
-			ga := append(args, "--device", "cuda", "--gpu-frac", frac, fmt.Sprintf("--overlap=%v", overlap), "--metrics", mg)
+			ga := append(args, "--feature-format", "dense", "--device", "cuda", "--gpu-frac", frac, fmt.Sprintf("--overlap=%v", overlap), "--metrics", mg)
 			r = mpirun(t, 5*time.Minute, np, bin, ga...)
 			require.Equal(t, 0, r.code, "%s stderr:\n%s", name, r.stderr)
 			b, fb := readMetrics(t, mg)
@@ -66,6 +66,31 @@ func TestTrainDeviceMPI(t *testing.T) {
 				require.Positive(t, dev, name)
 				require.Positive(t, host, name)
 			}
+		}
+	}
+
+	// GCN on dense rows, and GraphSAGE and GCN on Cora's CSR rows
+	// (--feature-format auto), fetched on the host and uploaded for the
+	// input layer's sparse products, follow the CPU run's losses.
+	for _, tc := range []struct{ model, format string }{{"gcn", "dense"}, {"sage", "auto"}, {"gcn", "auto"}} {
+		name := tc.model + "/" + tc.format
+		ca := append(args, "--epochs", "2", "--model", tc.model, "--feature-format", tc.format)
+		mc := filepath.Join(dir, tc.model+"-"+tc.format+"-cpu.jsonl")
+		mg := filepath.Join(dir, tc.model+"-"+tc.format+"-cuda.jsonl")
+		r = mpirun(t, 3*time.Minute, np, bin, append(ca, "--metrics", mc)...)
+		require.Equal(t, 0, r.code, "%s stderr:\n%s", name, r.stderr)
+		r = mpirun(t, 3*time.Minute, np, bin, append(ca, "--device", "cuda", "--metrics", mg)...)
+		require.Equal(t, 0, r.code, "%s stderr:\n%s", name, r.stderr)
+		a, _ := readMetrics(t, mc)
+		b, fb := readMetrics(t, mg)
+		require.Len(t, a, 2, name)
+		require.Len(t, b, len(a), name)
+		for i := range a {
+			require.InEpsilon(t, a[i].Loss, b[i].Loss, 1e-4, "%s epoch %d", name, i+1)
+		}
+		require.Equal(t, "cuda", fb["config"].(map[string]any)["device"], name)
+		if tc.format == "auto" {
+			require.Nil(t, fb["gpu_reads"], "%s: CSR rows are not gathered from the tiers", name)
 		}
 	}
 

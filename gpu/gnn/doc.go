@@ -1,7 +1,7 @@
-// Package gnn runs the minibatch training step of GraphSAGE on an NVIDIA
-// GPU: forward, loss, backward and the Adam update of a model whose
-// weights live in device memory, mirroring model.Model of kind "sage" on
-// dense input features to float32 rounding.
+// Package gnn runs the minibatch training step of GraphSAGE and GCN on an
+// NVIDIA GPU: forward, loss, backward and the Adam update of a model whose
+// weights live in device memory, mirroring model.Model of kind "sage" or
+// "gcn" on dense or sparse (CSR) input features to float32 rounding.
 //
 // # Overview
 //
@@ -10,8 +10,9 @@
 // model.Model.FlattenWeights, cuBLAS and cuSPARSE handles (gpu/blas) and
 // the kernels of gpu/kernels. Step takes a minibatch (the sampled blocks,
 // input layer first, the input rows, the seeds' labels) with the input
-// either on the host (Step: uploaded once per minibatch) or already on the
-// device (StepDevice: what the feature tiers' gather produces), and leaves
+// either on the host (Step: uploaded once per minibatch), already on the
+// device (StepDevice: what the feature tiers' gather produces) or as
+// sparse rows on the host (StepSparse: uploaded in CSR form), and leaves
 // the gradients on the device. Per layer l, with A the block, X its input
 // (NSrc×fin) and M the row-mean matrix of A (values 1/deg, like model's
 // mean aggregation):
@@ -23,6 +24,18 @@
 // logits; the backward pass mirrors it (col_sum for the bias gradient,
 // SpMM with Mᵀ for the input gradient). The aggregation always comes
 // first (model.SAGE may multiply first; both orders agree to rounding).
+// A GCN layer has one weight and aggregates with the block's Values (Â,
+// which the trainer sets with model.GCNNorm) instead of M:
+//
+//	H = (Â·X')·W + b.
+//
+// With sparse input rows X (StepSparse), the input layer projects first,
+// as model's ForwardSparse does, every product a cuSPARSE SpMM of the CSR
+// rows: Z = X·W_neigh, H = X[:NDst]·W_self + M·Z + b (GCN: Z = X·W,
+// H = Â·Z + b), and backward dW_self = X[:NDst]ᵀ·dH, dW_neigh = Xᵀ·(Mᵀ·dH)
+// (GCN: dW = Xᵀ·(Âᵀ·dH)), with op(X) = Xᵀ; the sparse rows get no
+// gradient. Their dropout is applied on the host with
+// model.Dropout.ForwardSparse (the same draws) before the upload.
 //
 // The dropout masks are drawn on the host with model.Dropout.Mask from
 // the same rng stream, in the same order, as model.Model.Forward draws
@@ -41,10 +54,9 @@
 //
 // # Limits
 //
-// Only GraphSAGE with dense inputs runs on the device: GCN and GAT
-// (--model), normalised hidden layers (--normalize), sparse (CSR) input
-// features and the SGD optimizer (--optimizer sgd) are errors naming the
-// flag (ErrUnsupported).
+// GraphSAGE and GCN run on the device: GAT (--model), normalised hidden
+// layers (--normalize) and the SGD optimizer (--optimizer sgd) are errors
+// naming the flag (ErrUnsupported).
 //
 // # Threads
 //

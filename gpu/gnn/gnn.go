@@ -20,23 +20,27 @@ import (
 // device.
 var ErrUnsupported = errors.New("not supported on the GPU")
 
-// Check reports whether a model of cfg runs on the device: GraphSAGE
-// without normalised hidden layers. The error wraps ErrUnsupported and
-// names the model.Config field.
+// Check reports whether a model of cfg runs on the device: GraphSAGE or
+// GCN, without normalised hidden layers. The error wraps ErrUnsupported
+// and names the model.Config field.
 func Check(cfg model.Config) error {
 	switch {
-	case cfg.Kind != model.KindSAGE:
-		return fmt.Errorf("gpu/gnn: Kind %s is %w (only %s runs on the device)", cfg.Kind, ErrUnsupported, model.KindSAGE)
+	case cfg.Kind != model.KindSAGE && cfg.Kind != model.KindGCN:
+		return fmt.Errorf("gpu/gnn: Kind %s is %w (only %s and %s run on the device)", cfg.Kind, ErrUnsupported, model.KindSAGE, model.KindGCN)
 	case cfg.Normalize:
 		return fmt.Errorf("gpu/gnn: Normalize is %w", ErrUnsupported)
 	}
 	return nil
 }
 
-// layer is one SAGE layer's shape and its parameters' offsets (in
-// float32 elements) in the flat vectors.
+// layer is one layer's shape and its parameters' offsets (in float32
+// elements) in the flat vectors. A SAGE layer has both weights; a GCN
+// layer only the weight of the aggregated term, at wNeigh (gcn set, wSelf
+// unused), and its aggregation weighs the block's entries by their Values
+// instead of 1/deg.
 type layer struct {
 	fin, fout           int
+	gcn                 bool
 	wSelf, wNeigh, bias int64
 }
 
@@ -50,13 +54,19 @@ type buffer struct {
 type cache struct {
 	nd, ns          int
 	csr             gblas.CSR
-	x, xd, agg, out cuda.DevicePtr // input, dropped input (x without dropout), neighbour means, output (after ReLU)
+	x, xd, agg, out cuda.DevicePtr // input, dropped input (x without dropout), aggregated input, output (after ReLU)
 	mask            cuda.DevicePtr // 0: no dropout
+	// With sparse input rows (layer 0 of StepSparse): the dropped input
+	// rows and the projection Z = X·W_neigh (NSrc×fout); x, xd, agg and
+	// mask are then unused.
+	sparse bool
+	xs     gblas.CSR
+	z      cuda.DevicePtr
 }
 
-// Model is a GraphSAGE model (model.Model of kind "sage") whose weights,
-// gradients and Adam moments live on a device. It is not safe for
-// concurrent use.
+// Model is a GraphSAGE or GCN model (model.Model of kind "sage" or
+// "gcn") whose weights, gradients and Adam moments live on a device. It is
+// not safe for concurrent use.
 type Model struct {
 	ctx    *cuda.Context
 	bl     *gblas.BLAS
@@ -71,6 +81,7 @@ type Model struct {
 	caches []cache
 	masks  [][]float32 // host masks of the last step, per layer
 	xHost  []float32   // StepDevice's input, downloaded for the input dropout's mask
+	xsPtr  []int32     // StepSparse's input row offsets, on the host
 }
 
 // New builds a device model for cfg (In and Out set, as model.New takes
@@ -96,8 +107,11 @@ func New(ctx *cuda.Context, cfg model.Config) (*Model, error) {
 		if l == cfg.Layers-1 {
 			fout = cfg.Out
 		}
-		ly := layer{fin: fin, fout: fout, wSelf: off}
-		ly.wNeigh = off + int64(fin*fout)
+		// FlattenWeights order: SAGE's W_self, W_neigh, b; GCN's W, b.
+		ly := layer{fin: fin, fout: fout, gcn: cfg.Kind == model.KindGCN, wSelf: off, wNeigh: off}
+		if !ly.gcn {
+			ly.wNeigh = off + int64(fin*fout)
+		}
 		ly.bias = ly.wNeigh + int64(fin*fout)
 		off = ly.bias + int64(fout)
 		m.layers = append(m.layers, ly)
@@ -283,9 +297,14 @@ func upload[T cuda.Elem](m *Model, key string, s []T) (cuda.DevicePtr, error) {
 	return p, cuda.CopyHtoD(m.ctx, p, s)
 }
 
-// meanCSR uploads block a of layer l as the row-mean matrix (values
-// 1/deg, as model's mean aggregation weights the rows).
-func (m *Model) meanCSR(l int, a *sparse.CSR) (gblas.CSR, error) {
+// blockCSR uploads block a of layer l as its aggregation matrix: the
+// row-mean matrix (values 1/deg, as model's mean aggregation weights the
+// rows) for SAGE, the block's Values as float32 (model.GCN's Â) for GCN.
+func (m *Model) blockCSR(l int, a *sparse.CSR) (gblas.CSR, error) {
+	gcn := m.layers[l].gcn
+	if gcn && a.Values == nil {
+		return gblas.CSR{}, fmt.Errorf("gpu/gnn: GCN block %d has no Values (see model.GCNNorm)", l)
+	}
 	nnz := a.NNZ()
 	if nnz > math.MaxInt32 || a.NRows >= math.MaxInt32 || a.NCols > math.MaxInt32 {
 		return gblas.CSR{}, fmt.Errorf("gpu/gnn: block %d has %d entries in %d×%d: over cuSPARSE's 32-bit indices", l, nnz, a.NRows, a.NCols)
@@ -298,19 +317,29 @@ func (m *Model) meanCSR(l int, a *sparse.CSR) (gblas.CSR, error) {
 		d := a.Indptr[i+1] - a.Indptr[i]
 		for e := a.Indptr[i]; e < a.Indptr[i+1]; e++ {
 			col[e] = int32(a.Indices[e])
-			val[e] = 1 / float32(d)
+			if gcn {
+				val[e] = float32(a.Values[e])
+			} else {
+				val[e] = 1 / float32(d)
+			}
 		}
 	}
-	c := gblas.CSR{Rows: int(a.NRows), Cols: int(a.NCols), NNZ: int(nnz)}
-	rp, err := upload(m, fmt.Sprint("ptr", l), ptr)
+	return m.uploadCSR(fmt.Sprint(l), int(a.NRows), int(a.NCols), ptr, col, val)
+}
+
+// uploadCSR uploads a rows×cols CSR matrix into the device buffers named
+// after key and returns it.
+func (m *Model) uploadCSR(key string, rows, cols int, ptr, col []int32, val []float32) (gblas.CSR, error) {
+	c := gblas.CSR{Rows: rows, Cols: cols, NNZ: len(col)}
+	rp, err := upload(m, "ptr"+key, ptr)
 	if err != nil {
 		return gblas.CSR{}, err
 	}
-	ci, err := upload(m, fmt.Sprint("col", l), col)
+	ci, err := upload(m, "col"+key, col)
 	if err != nil {
 		return gblas.CSR{}, err
 	}
-	vp, err := upload(m, fmt.Sprint("val", l), val)
+	vp, err := upload(m, "val"+key, val)
 	if err != nil {
 		return gblas.CSR{}, err
 	}
@@ -339,7 +368,7 @@ func (m *Model) Step(blocks []*sparse.CSR, x *dense.Matrix, labels []int32, scal
 		if err != nil {
 			return err
 		}
-		res, err = m.step(blocks, p, x.Rows, x.Data, labels, scale, rng)
+		res, err = m.step(blocks, input{x: p, rows: x.Rows, xh: x.Data}, labels, scale, rng)
 		return err
 	})
 	return res, err
@@ -366,15 +395,24 @@ func (m *Model) StepDevice(blocks []*sparse.CSR, x cuda.DevicePtr, rows int, lab
 			}
 			xh = m.xHost
 		}
-		res, err = m.step(blocks, x, rows, xh, labels, scale, rng)
+		res, err = m.step(blocks, input{x: x, rows: rows, xh: xh}, labels, scale, rng)
 		return err
 	})
 	return res, err
 }
 
-// step is StepDevice with the context current; xh is the input on the
-// host when the input dropout needs it.
-func (m *Model) step(blocks []*sparse.CSR, x cuda.DevicePtr, rows int, xh []float32, labels []int32, scale float32, rng *rand.Rand) (Result, error) {
+// input is a step's input rows: rows dense rows at x on the device (xh:
+// the same on the host, when the input dropout needs them), or, when xs
+// is set, sparse rows on the host.
+type input struct {
+	x    cuda.DevicePtr
+	rows int
+	xh   []float32
+	xs   *sparse.Matrix[float32]
+}
+
+// step is StepDevice, or StepSparse, with the context current.
+func (m *Model) step(blocks []*sparse.CSR, in input, labels []int32, scale float32, rng *rand.Rand) (Result, error) {
 	if len(blocks) != len(m.layers) {
 		return Result{}, fmt.Errorf("gpu/gnn: %d blocks for %d layers", len(blocks), len(m.layers))
 	}
@@ -382,7 +420,7 @@ func (m *Model) step(blocks []*sparse.CSR, x cuda.DevicePtr, rows int, xh []floa
 	if len(labels) == 0 {
 		return Result{Logits: dense.New(0, last.fout)}, m.ZeroGrad()
 	}
-	ns := rows
+	ns := in.rows
 	for l, a := range blocks {
 		if int(a.NCols) != ns {
 			return Result{}, fmt.Errorf("gpu/gnn: block %d has %d sources; its input has %d rows", l, a.NCols, ns)
@@ -392,15 +430,21 @@ func (m *Model) step(blocks []*sparse.CSR, x cuda.DevicePtr, rows int, xh []floa
 	if ns != len(labels) {
 		return Result{}, fmt.Errorf("gpu/gnn: %d labels for %d output rows", len(labels), ns)
 	}
-	// The masks, in Forward's order of draws.
+	// The masks, in Forward's order of draws (ForwardSparse's for sparse
+	// input rows, whose dropout is applied on the host).
+	var xs *sparse.Matrix[float32]
 	for l, a := range blocks {
+		if l == 0 && in.xs != nil {
+			xs, m.masks[0] = m.drops[0].ForwardSparse(in.xs, true, rng), nil
+			continue
+		}
 		var xl []float32
 		if l == 0 {
-			xl = xh
+			xl = in.xh
 		}
 		m.masks[l] = m.drops[l].Mask(m.masks[l], int(a.NCols), m.layers[l].fin, xl, true, rng)
 	}
-	logits, err := m.forward(blocks, x)
+	logits, err := m.forward(blocks, in.x, xs)
 	if err != nil {
 		return Result{}, err
 	}
@@ -432,16 +476,23 @@ func (m *Model) step(blocks []*sparse.CSR, x cuda.DevicePtr, rows int, xh []floa
 	return res, m.backward(dl)
 }
 
-// forward runs the layers on the input x and returns the logits.
-func (m *Model) forward(blocks []*sparse.CSR, x cuda.DevicePtr) (cuda.DevicePtr, error) {
+// forward runs the layers on the input, x on the device or, when xs is
+// not nil, the sparse rows xs (dropout applied), and returns the logits.
+func (m *Model) forward(blocks []*sparse.CSR, x cuda.DevicePtr, xs *sparse.Matrix[float32]) (cuda.DevicePtr, error) {
 	f32 := func(n int) int64 { return int64(n) * 4 }
 	for l, a := range blocks {
 		ly, c := m.layers[l], &m.caches[l]
-		c.nd, c.ns, c.x, c.mask = int(a.NRows), int(a.NCols), x, 0
+		c.nd, c.ns, c.x, c.mask, c.sparse = int(a.NRows), int(a.NCols), x, 0, false
 		fin, fout, nd, ns := ly.fin, ly.fout, c.nd, c.ns
 		var err error
-		if c.csr, err = m.meanCSR(l, a); err != nil {
+		if c.csr, err = m.blockCSR(l, a); err != nil {
 			return 0, err
+		}
+		if l == 0 && xs != nil {
+			if x, err = m.forwardSparse(xs); err != nil {
+				return 0, err
+			}
+			continue
 		}
 		c.xd = x
 		if m.masks[l] != nil {
@@ -461,23 +512,46 @@ func (m *Model) forward(blocks []*sparse.CSR, x cuda.DevicePtr) (cuda.DevicePtr,
 		if c.out, err = m.scratch(fmt.Sprint("out", l), f32(nd*fout)); err != nil {
 			return 0, err
 		}
-		w := func(off int64) uintptr { return uintptr(m.w) + uintptr(off*4) }
+		// SAGE: X'[:NDst]·W_self + (M·X')·W_neigh; GCN: (Â·X')·W.
+		var beta float32
+		if !ly.gcn {
+			if err := m.bl.Sgemm(blas.NoTrans, blas.NoTrans, nd, fout, fin, 1, uintptr(c.xd), m.wAt(ly.wSelf), 0, uintptr(c.out)); err != nil {
+				return 0, err
+			}
+			beta = 1
+		}
 		if err := errors.Join(
 			m.sp.SpMM(blas.NoTrans, 1, c.csr, uintptr(c.xd), fin, 0, uintptr(c.agg)),
-			m.bl.Sgemm(blas.NoTrans, blas.NoTrans, nd, fout, fin, 1, uintptr(c.xd), w(ly.wSelf), 0, uintptr(c.out)),
-			m.bl.Sgemm(blas.NoTrans, blas.NoTrans, nd, fout, fin, 1, uintptr(c.agg), w(ly.wNeigh), 1, uintptr(c.out)),
-			m.launch("add_bias", nd*fout, c.out, cuda.DevicePtr(w(ly.bias)), int64(nd), int32(fout)),
+			m.bl.Sgemm(blas.NoTrans, blas.NoTrans, nd, fout, fin, 1, uintptr(c.agg), m.wAt(ly.wNeigh), beta, uintptr(c.out)),
 		); err != nil {
 			return 0, err
 		}
-		if l < len(blocks)-1 {
-			if err := m.launch("relu_forward", nd*fout, c.out, c.out, int64(nd*fout)); err != nil {
-				return 0, err
-			}
+		if x, err = m.finish(l, c.out, nd); err != nil {
+			return 0, err
 		}
-		x = c.out
 	}
 	return x, nil
+}
+
+// wAt and gAt return the device addresses of the weight and the gradient
+// at offset off of the flat vectors.
+func (m *Model) wAt(off int64) uintptr { return uintptr(m.w) + uintptr(off*4) }
+func (m *Model) gAt(off int64) uintptr { return uintptr(m.g) + uintptr(off*4) }
+
+// finish adds layer l's bias to its NDst×fout output out and applies the
+// ReLU of a hidden layer, in place, and returns out.
+func (m *Model) finish(l int, out cuda.DevicePtr, nd int) (cuda.DevicePtr, error) {
+	ly := m.layers[l]
+	fout := ly.fout
+	if err := m.launch("add_bias", nd*fout, out, cuda.DevicePtr(m.wAt(ly.bias)), int64(nd), int32(fout)); err != nil {
+		return 0, err
+	}
+	if l < len(m.layers)-1 {
+		if err := m.launch("relu_forward", nd*fout, out, out, int64(nd*fout)); err != nil {
+			return 0, err
+		}
+	}
+	return out, nil
 }
 
 // backward back-propagates dy = dL/dlogits through the last forward into
@@ -491,13 +565,20 @@ func (m *Model) backward(dy cuda.DevicePtr) error {
 				return err
 			}
 		}
-		wp := func(off int64) uintptr { return uintptr(m.w) + uintptr(off*4) }
-		gp := func(off int64) uintptr { return uintptr(m.g) + uintptr(off*4) }
-		if err := errors.Join(
-			m.launch("col_sum", fout, cuda.DevicePtr(gp(ly.bias)), dy, int64(nd), int32(fout)),
-			m.bl.Sgemm(blas.Trans, blas.NoTrans, fin, fout, nd, 1, uintptr(c.xd), uintptr(dy), 0, gp(ly.wSelf)),
-			m.bl.Sgemm(blas.Trans, blas.NoTrans, fin, fout, nd, 1, uintptr(c.agg), uintptr(dy), 0, gp(ly.wNeigh)),
-		); err != nil {
+		if err := m.launch("col_sum", fout, cuda.DevicePtr(m.gAt(ly.bias)), dy, int64(nd), int32(fout)); err != nil {
+			return err
+		}
+		if c.sparse {
+			// Only the input layer takes sparse rows, and they get no
+			// gradient.
+			return m.backwardSparse(dy)
+		}
+		if !ly.gcn {
+			if err := m.bl.Sgemm(blas.Trans, blas.NoTrans, fin, fout, nd, 1, uintptr(c.xd), uintptr(dy), 0, m.gAt(ly.wSelf)); err != nil {
+				return err
+			}
+		}
+		if err := m.bl.Sgemm(blas.Trans, blas.NoTrans, fin, fout, nd, 1, uintptr(c.agg), uintptr(dy), 0, m.gAt(ly.wNeigh)); err != nil {
 			return err
 		}
 		if l == 0 {
@@ -512,11 +593,15 @@ func (m *Model) backward(dy cuda.DevicePtr) error {
 			return err
 		}
 		if err := errors.Join(
-			m.bl.Sgemm(blas.NoTrans, blas.Trans, nd, fin, fout, 1, uintptr(dy), wp(ly.wNeigh), 0, uintptr(dagg)),
+			m.bl.Sgemm(blas.NoTrans, blas.Trans, nd, fin, fout, 1, uintptr(dy), m.wAt(ly.wNeigh), 0, uintptr(dagg)),
 			m.sp.SpMM(blas.Trans, 1, c.csr, uintptr(dagg), fin, 0, uintptr(dx)),
-			m.bl.Sgemm(blas.NoTrans, blas.Trans, nd, fin, fout, 1, uintptr(dy), wp(ly.wSelf), 1, uintptr(dx)),
 		); err != nil {
 			return err
+		}
+		if !ly.gcn {
+			if err := m.bl.Sgemm(blas.NoTrans, blas.Trans, nd, fin, fout, 1, uintptr(dy), m.wAt(ly.wSelf), 1, uintptr(dx)); err != nil {
+				return err
+			}
 		}
 		if c.mask != 0 {
 			if err := m.launch("mul_mask", ns*fin, dx, dx, c.mask, int64(ns*fin)); err != nil {

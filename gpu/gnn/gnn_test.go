@@ -70,112 +70,138 @@ func near(t *testing.T, what string, got, want []float32, rel float64) {
 	}
 }
 
-// One step on the device, from the host input and from a device copy of
-// it, gives the host model's logits, loss, gradients, updated weights and
-// Adam moments, with dropout on (the input's zeros draw nothing).
+// gcnBlock returns block a with GCN's normalised values for random
+// full-graph degrees at least its rows' (model.GCNNorm, as train sets
+// them).
+func gcnBlock(r *rand.Rand, a *sparse.CSR) *sparse.CSR {
+	deg := make([]int64, a.NCols)
+	for j := range deg {
+		deg[j] = int64(4 + r.IntN(6))
+	}
+	return model.GCNNorm(a, deg[:a.NRows], deg)
+}
+
+// One step on the device, from the host input, from a device copy of it
+// and from its sparse rows, gives the host model's logits, loss,
+// gradients, updated weights and Adam moments, for GraphSAGE and GCN,
+// with dropout on (the input's zeros draw nothing).
 func TestStepMatchesHost(t *testing.T) {
 	c := open(t)
-	r := rand.New(rand.NewPCG(4, 22))
 	const in, hidden, out = 12, 8, 5
 	sizes := []int{40, 17, 6} // sources of layer 0, …, seeds
-	cfg := model.Config{Kind: "sage", In: in, Hidden: hidden, Out: out, Layers: 3, Dropout: 0.3}
-	blocks := make([]*sparse.CSR, cfg.Layers)
-	for l := range blocks {
-		nd := 6
-		if l+1 < len(sizes) {
-			nd = sizes[l+1]
-		}
-		blocks[l] = randBlock(r, nd, sizes[l])
-	}
-	x := dense.New(sizes[0], in)
-	for k := range x.Data {
-		if r.IntN(3) > 0 {
-			x.Data[k] = float32(r.NormFloat64())
-		}
-	}
-	labels := make([]int32, 6)
-	for k := range labels {
-		labels[k] = int32(r.IntN(out))
-	}
-	const scale = 0.75
-
-	host, err := model.New(cfg, rng.New(1, 2), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w0 := host.FlattenWeights(nil)
-	for _, fromDevice := range []bool{false, true} {
-		t.Run(fmt.Sprintf("device_input=%v", fromDevice), func(t *testing.T) {
-			host.SetWeights(w0)
-			host.ZeroGrad()
-			hopt, dopt := model.NewAdam(0.01, 5e-4), model.NewAdam(0.01, 5e-4)
-			logits := host.Forward(blocks, x, true, rng.New(1, 9))
-			loss, dl := model.SoftmaxCrossEntropy(logits, labels)
-			dense.Scale(scale, dl.Data)
-			host.Backward(dl)
-			grads := host.FlattenGrads(nil)
-			hopt.Step(host.Params())
-
-			dm, err := New(c, cfg)
-			if err != nil {
-				t.Fatal(err)
+	for _, kind := range []model.Kind{model.KindSAGE, model.KindGCN} {
+		r := rand.New(rand.NewPCG(4, 22))
+		cfg := model.Config{Kind: kind, In: in, Hidden: hidden, Out: out, Layers: 3, Dropout: 0.3}
+		blocks := make([]*sparse.CSR, cfg.Layers)
+		for l := range blocks {
+			nd := 6
+			if l+1 < len(sizes) {
+				nd = sizes[l+1]
 			}
-			defer dm.Close()
-			if err := dm.LoadWeights(w0); err != nil {
-				t.Fatal(err)
+			blocks[l] = randBlock(r, nd, sizes[l])
+			if kind == model.KindGCN {
+				blocks[l] = gcnBlock(r, blocks[l])
 			}
-			var res Result
-			if fromDevice {
-				p, err := c.Alloc(int64(len(x.Data)) * 4)
+		}
+		x := dense.New(sizes[0], in)
+		for k := range x.Data {
+			if r.IntN(3) > 0 {
+				x.Data[k] = float32(r.NormFloat64())
+			}
+		}
+		xs := sparse.FromDense(x.Rows, x.Cols, x.Data)
+		labels := make([]int32, 6)
+		for k := range labels {
+			labels[k] = int32(r.IntN(out))
+		}
+		const scale = 0.75
+
+		host, err := model.New(cfg, rng.New(1, 2), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w0 := host.FlattenWeights(nil)
+		for _, input := range []string{"host", "device", "sparse"} {
+			t.Run(fmt.Sprintf("%s/input=%s", kind, input), func(t *testing.T) {
+				host.SetWeights(w0)
+				host.ZeroGrad()
+				hopt, dopt := model.NewAdam(0.01, 5e-4), model.NewAdam(0.01, 5e-4)
+				var logits *dense.Matrix
+				if input == "sparse" {
+					logits = host.ForwardSparse(blocks, xs, true, rng.New(1, 9))
+				} else {
+					logits = host.Forward(blocks, x, true, rng.New(1, 9))
+				}
+				loss, dl := model.SoftmaxCrossEntropy(logits, labels)
+				dense.Scale(scale, dl.Data)
+				host.Backward(dl)
+				grads := host.FlattenGrads(nil)
+				hopt.Step(host.Params())
+
+				dm, err := New(c, cfg)
 				if err != nil {
 					t.Fatal(err)
 				}
-				defer c.Free(p)
-				if err := cuda.CopyHtoD(c, p, x.Data); err != nil {
+				defer dm.Close()
+				if err := dm.LoadWeights(w0); err != nil {
 					t.Fatal(err)
 				}
-				res, err = dm.StepDevice(blocks, p, x.Rows, labels, scale, rng.New(1, 9))
+				var res Result
+				switch input {
+				case "device":
+					p, err := c.Alloc(int64(len(x.Data)) * 4)
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer c.Free(p)
+					if err := cuda.CopyHtoD(c, p, x.Data); err != nil {
+						t.Fatal(err)
+					}
+					res, err = dm.StepDevice(blocks, p, x.Rows, labels, scale, rng.New(1, 9))
+				case "sparse":
+					res, err = dm.StepSparse(blocks, xs, labels, scale, rng.New(1, 9))
+				default:
+					res, err = dm.Step(blocks, x, labels, scale, rng.New(1, 9))
+				}
 				if err != nil {
 					t.Fatal(err)
 				}
-			} else if res, err = dm.Step(blocks, x, labels, scale, rng.New(1, 9)); err != nil {
-				t.Fatal(err)
-			}
-			near(t, "logits", res.Logits.Data, logits.Data, 1e-4)
-			if math.Abs(res.Loss-loss) > 1e-4*math.Abs(loss) {
-				t.Fatalf("loss got: %v want: %v", res.Loss, loss)
-			}
-			g := make([]float32, dm.NumParams())
-			if err := dm.Grads(g); err != nil {
-				t.Fatal(err)
-			}
-			near(t, "gradients", g, grads, 1e-4)
-			// GradPtr is the same flat buffer, which a device
-			// Allreduce sums in place.
-			gp := make([]float32, dm.NumParams())
-			if err := cuda.CopyDtoH(c, gp, dm.GradPtr()); err != nil {
-				t.Fatal(err)
-			}
-			if !slices.Equal(gp, g) {
-				t.Fatal("the buffer at GradPtr is not the gradients Grads copies")
-			}
-			// The host-staged round trip an Allreduce makes.
-			if err := dm.SetGrads(g); err != nil {
-				t.Fatal(err)
-			}
-			if err := dm.AdamStep(dopt); err != nil {
-				t.Fatal(err)
-			}
-			w := make([]float32, dm.NumParams())
-			if err := dm.StoreWeights(w); err != nil {
-				t.Fatal(err)
-			}
-			near(t, "weights", w, host.FlattenWeights(nil), 1e-4)
-			if err := dm.StoreAdam(dopt); err != nil {
-				t.Fatal(err)
-			}
-			near(t, "adam state", dopt.State(), hopt.State(), 1e-4)
-		})
+				near(t, "logits", res.Logits.Data, logits.Data, 1e-4)
+				if math.Abs(res.Loss-loss) > 1e-4*math.Abs(loss) {
+					t.Fatalf("loss got: %v want: %v", res.Loss, loss)
+				}
+				g := make([]float32, dm.NumParams())
+				if err := dm.Grads(g); err != nil {
+					t.Fatal(err)
+				}
+				near(t, "gradients", g, grads, 1e-4)
+				// GradPtr is the same flat buffer, which a device
+				// Allreduce sums in place.
+				gp := make([]float32, dm.NumParams())
+				if err := cuda.CopyDtoH(c, gp, dm.GradPtr()); err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(gp, g) {
+					t.Fatal("the buffer at GradPtr is not the gradients Grads copies")
+				}
+				// The host-staged round trip an Allreduce makes.
+				if err := dm.SetGrads(g); err != nil {
+					t.Fatal(err)
+				}
+				if err := dm.AdamStep(dopt); err != nil {
+					t.Fatal(err)
+				}
+				w := make([]float32, dm.NumParams())
+				if err := dm.StoreWeights(w); err != nil {
+					t.Fatal(err)
+				}
+				near(t, "weights", w, host.FlattenWeights(nil), 1e-4)
+				if err := dm.StoreAdam(dopt); err != nil {
+					t.Fatal(err)
+				}
+				near(t, "adam state", dopt.State(), hopt.State(), 1e-4)
+			})
+		}
 	}
 }
 
@@ -186,7 +212,6 @@ func TestErrors(t *testing.T) {
 		cfg  model.Config
 		flag string
 	}{
-		{model.Config{Kind: "gcn", In: 3, Hidden: 2, Out: 2, Layers: 2}, "Kind gcn"},
 		{model.Config{Kind: "gat", In: 3, Hidden: 2, Out: 2, Layers: 2}, "Kind gat"},
 		{model.Config{Kind: "sage", In: 3, Hidden: 2, Out: 2, Layers: 2, Normalize: true}, "Normalize"},
 	} {
@@ -206,6 +231,21 @@ func TestErrors(t *testing.T) {
 	}
 	if _, err := dm.Step([]*sparse.CSR{randBlock(rand.New(rand.NewPCG(1, 1)), 2, 4)}, dense.New(4, 3), []int32{0, 1}, 1, nil); err == nil {
 		t.Error("Step with one block for two layers: no error")
+	}
+	r := rand.New(rand.NewPCG(1, 1))
+	b0, b1 := randBlock(r, 4, 6), randBlock(r, 2, 4)
+	xs := sparse.FromDense(6, 3, make([]float32, 18))
+	if _, err := dm.StepSparse([]*sparse.CSR{b0, b1}, sparse.FromDense(6, 4, make([]float32, 24)), []int32{0, 1}, 1, nil); err == nil {
+		t.Error("StepSparse with 4 input columns for 3: no error")
+	}
+	gcn, err := New(c, model.Config{Kind: "gcn", In: 3, Hidden: 2, Out: 2, Layers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gcn.Close()
+	b0.Values = nil
+	if _, err := gcn.StepSparse([]*sparse.CSR{b0, gcnBlock(r, b1)}, xs, []int32{0, 1}, 1, nil); err == nil || !contains(err.Error(), "no Values") {
+		t.Errorf("GCN step on a block without Values: %v, want an error naming them", err)
 	}
 }
 
