@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"gnnmpi/alltoall"
 	"gnnmpi/collective"
 	"gnnmpi/dense"
 	"gnnmpi/gpu/cuda"
@@ -31,20 +30,23 @@ import (
 // the CPU as before; the next epoch uploads them again (a resume sets
 // them on the host).
 //
-// With dense float32 features, a rank's feature store also goes on the
-// device as a gpu/tier store: the hottest --gpu-frac of its resident rows
+// With dense features, float32 or f16, a rank's feature store also goes
+// on the device as a gpu/tier store: the hottest --gpu-frac of its resident rows
 // in device memory, the rest in mapped page-locked host memory, and the
 // loader builds each minibatch's input matrix on the device
 // (tier.Store.GatherTo, where the CPU path calls the feature store's
 // Fetch, with the same messages), zero-copy as PyTorch-Direct does: the
 // rows of other ranks arrive in a mapped buffer and a kernel gathers from
 // the three tiers, so no feature row is gathered or uploaded by the CPU.
-// Each loader slot has its own output buffer (loader.go). Half-precision
-// features are fetched and converted on the host and uploaded per
-// minibatch, as before the tiers. Sparse (CSR) features stay on the host
-// too: the loader fetches each minibatch's CSR rows from the feature store
-// as on the CPU path and the device model uploads them, only the nonzeros,
-// for the input layer's sparse products (gnn.Model.StepSparse).
+// Each loader slot has its own output buffer (loader.go). With f16
+// features the tiers hold the half-precision rows (half the device and
+// mapped host memory), the rows of other ranks arrive in half precision
+// as they travel, and the gather kernel converts them to float32 on the
+// device, exactly as the CPU path's Fetch does. Sparse (CSR) features
+// stay on the host: the loader fetches each minibatch's CSR rows from the
+// feature store as on the CPU path and the device model uploads them, only
+// the nonzeros, for the input layer's sparse products
+// (gnn.Model.StepSparse).
 
 // With GradComm nccl, the gradients stay on the device: openDevice creates
 // an NCCL communicator over the ranks of the world communicator, and each
@@ -123,7 +125,7 @@ type Backends struct {
 type device struct {
 	ctx  *cuda.Context
 	m    *gnn.Model
-	tier *tier.Store // the feature rows on the device; nil with f16 features
+	tier *tier.Store // the feature rows on the device (dense features)
 	adam *model.Adam // the host optimizer: step count, hyperparameters, moments between epochs
 	w    []float32   // host staging of the weights
 	nccl *nccl.Comm  // the gradient Allreduce with GradComm nccl, else nil
@@ -231,7 +233,7 @@ func (t *trainer) newDevice(local int) error {
 	if t.dev.m, err = gnn.New(ctx, mc); err != nil {
 		return settingErrorf("train: %s %s: %w", SettingDevice, DeviceCUDA, err)
 	}
-	if t.store.DType() == alltoall.F32 && !t.store.Sparse() {
+	if !t.store.Sparse() {
 		if t.dev.tier, err = tier.New(ctx, t.store); err != nil {
 			return settingErrorf("train: %s %s: the feature tiers: %w", SettingDevice, DeviceCUDA, err)
 		}
@@ -287,7 +289,7 @@ func (d *device) download(m *model.Model) error {
 // minibatch i of epoch on the device and adds its loss and accuracy to ep,
 // with the same dropout stream, labels and scale as backward. The input
 // rows are those the tier store gathered on the device (x.gpu), the sparse
-// host rows x.csr (uploaded in CSR form), or with f16 features the host
+// host rows x.csr (uploaded in CSR form), or without a tier store the host
 // rows x.dense, uploaded.
 func (t *trainer) deviceBackward(ep *epochState, epoch, i int, seeds []int64, mb *sampling.MiniBatch, x inputs) error {
 	if len(seeds) == 0 {

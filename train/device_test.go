@@ -43,11 +43,23 @@ func useFakeGPU(t *testing.T) { gputest.Use(t) }
 // and a degree cache: the inputs gathered on the device from the tiers
 // (every --gpu-frac, with and without --overlap) are the CPU's rows, with
 // the same bytes by phase, and the tier reads add up to the rows fetched.
+// With f16 features (--feature-dtype f16) the same holds against the CPU's
+// f16 path: the tiers hold half-precision rows, whose reads count 2 bytes
+// a value, and the device converts them as the CPU's Fetch does.
 func TestDeviceMatchesCPU(t *testing.T) {
 	useFakeGPU(t)
+	for _, dt := range []alltoall.DType{alltoall.F32, alltoall.F16} {
+		t.Run(string(dt), func(t *testing.T) { testDeviceMatchesCPU(t, dt) })
+	}
+}
+
+// testDeviceMatchesCPU is TestDeviceMatchesCPU for features of dtype dt.
+func testDeviceMatchesCPU(t *testing.T, dt alltoall.DType) {
 	cfg := testConfig("sage")
 	cfg.Epochs = 3
 	cfg.Cache, cfg.CacheFrac = alltoall.CacheDegree, 0.2
+	cfg.FeatureDType = dt
+	elem := map[alltoall.DType]int64{alltoall.F32: 4, alltoall.F16: 2}[dt]
 	for _, p := range []int{1, 2} {
 		cpu := runP(t, p, cfg, nil)
 		want := losses(cpu)
@@ -76,7 +88,8 @@ func TestDeviceMatchesCPU(t *testing.T) {
 					require.NotNil(t, r, "%s epoch %d: no gpu_reads", name, e+1)
 					require.Equal(t, ge.FetchRows, r.DeviceRows+r.HostRows+r.RemoteRows, "%s epoch %d: reads %+v", name, e+1, *r)
 					require.Equal(t, ge.RemoteRows, r.RemoteRows, "%s epoch %d: a minibatch's inputs are distinct", name, e+1)
-					require.Equal(t, 4*int64(cfgCols(t))*r.HostRows, r.HostBytes, name)
+					require.Equal(t, elem*int64(cfgCols(t))*r.HostRows, r.HostBytes, name)
+					require.Equal(t, elem*int64(cfgCols(t))*r.DeviceRows, r.DeviceBytes, name)
 					switch frac {
 					case 0:
 						require.Zero(t, r.DeviceRows, name)
@@ -158,24 +171,6 @@ func TestDeviceModelsMatchCPU(t *testing.T) {
 func cfgCols(t *testing.T) int {
 	t.Helper()
 	return sbm().NumFeatures()
-}
-
-// Half-precision features still train on the device: fetched and
-// converted on the host and uploaded per minibatch, without the tiers.
-func TestDeviceF16(t *testing.T) {
-	useFakeGPU(t)
-	cfg := testConfig("sage")
-	cfg.Epochs = 2
-	cfg.FeatureDType = alltoall.F16
-	cpu := runP(t, 2, cfg, nil)
-	cfg.Device = DeviceCUDA
-	gpu := runP(t, 2, cfg, nil)
-	want, got := losses(cpu), losses(gpu)
-	require.Len(t, got, len(want))
-	for e := range want {
-		require.InDelta(t, want[e], got[e], 1e-4*math.Abs(want[e]), "epoch %d loss: gpu %v cpu %v", e+1, got, want)
-	}
-	require.Nil(t, gpu.GPUReads)
 }
 
 // What the device does not run is refused before training, naming the

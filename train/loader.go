@@ -57,7 +57,7 @@ type inputs struct {
 	csr   *sparse.Matrix[float32]
 	deg   []int64 // the rows' degrees, when GCN needs them fetched (trainer.needDegrees)
 	// gpu is the input rows gathered on the device by the tier store
-	// (Config.Device cuda with dense float32 features), in the slot's
+	// (Config.Device cuda with dense features, float32 or f16), in the slot's
 	// device buffer; dense and csr are then not filled.
 	gpu tier.Batch
 }

@@ -18,8 +18,10 @@ import (
 // device) follows the CPU run's loss curve and sends the same bytes by
 // phase, with the inputs gathered on the device from the feature tiers at
 // every --gpu-frac, with and without --overlap, and reports the tier
-// reads; without the CUDA libraries every rank exits non-zero with an
-// error naming libcuda.
+// reads; with --feature-dtype f16 it follows the CPU's f16 run the same
+// way, its tiers holding half-precision rows (half the bytes a row read);
+// without the CUDA libraries every rank exits non-zero with an error
+// naming libcuda.
 func TestTrainDeviceMPI(t *testing.T) {
 	skipUnlessMPI(t)
 	gputest.Use(t) // the ranks inherit mpirun's environment
@@ -34,6 +36,7 @@ func TestTrainDeviceMPI(t *testing.T) {
 	a, fa := readMetrics(t, mc)
 	require.Len(t, a, 3)
 	require.Nil(t, fa["gpu_reads"])
+	var rowBytes float64 // of a host row read on the device, float32
 	for _, overlap := range []bool{false, true} {
 		for _, frac := range []string{"0", "0.5", "1"} {
 			name := fmt.Sprintf("overlap=%v gpu-frac=%s", overlap, frac)
@@ -55,6 +58,7 @@ func TestTrainDeviceMPI(t *testing.T) {
 			require.True(t, ok, "%s: no gpu_reads in %v", name, fb)
 			dev, host, remote := reads["device_rows"].(float64), reads["host_rows"].(float64), reads["remote_rows"].(float64)
 			require.Positive(t, remote, name)
+			rowBytes = reads["remote_bytes"].(float64) / remote
 			switch frac {
 			case "0":
 				require.Zero(t, dev, name)
@@ -92,6 +96,28 @@ func TestTrainDeviceMPI(t *testing.T) {
 		if tc.format == "auto" {
 			require.Nil(t, fb["gpu_reads"], "%s: CSR rows are not gathered from the tiers", name)
 		}
+	}
+
+	half := append(args, "--feature-format", "dense", "--feature-dtype", "f16")
+	mc = filepath.Join(dir, "cpu-f16.jsonl")
+	r = mpirun(t, 3*time.Minute, np, bin, append(half, "--metrics", mc)...)
+	require.Equal(t, 0, r.code, "f16 stderr:\n%s", r.stderr)
+	a, fa = readMetrics(t, mc)
+	mg := filepath.Join(dir, "cuda-f16.jsonl")
+	r = mpirun(t, 5*time.Minute, np, bin, append(half, "--device", "cuda", "--gpu-frac", "0.5", "--overlap", "--metrics", mg)...)
+	require.Equal(t, 0, r.code, "f16 on the device stderr:\n%s", r.stderr)
+	b, fb := readMetrics(t, mg)
+	require.Len(t, b, len(a))
+	for i := range a {
+		require.InEpsilon(t, a[i].Loss, b[i].Loss, 1e-4, "f16 epoch %d", i+1)
+	}
+	require.Equal(t, fa["bytes_per_epoch"].(map[string]any)["fetch"], fb["bytes_per_epoch"].(map[string]any)["fetch"], "f16: bytes of fetch")
+	reads, ok := fb["gpu_reads"].(map[string]any)
+	require.True(t, ok, "f16: no gpu_reads in %v", fb)
+	for _, tr := range []string{"device", "host", "remote"} {
+		rows := reads[tr+"_rows"].(float64)
+		require.Positive(t, rows, "f16: %s rows", tr)
+		require.Equal(t, rowBytes/2, reads[tr+"_bytes"].(float64)/rows, "f16: bytes a %s row", tr)
 	}
 
 	t.Setenv("GNNMPI_CUDA_LIBDIR", t.TempDir())

@@ -23,7 +23,7 @@ type DevicePtr uint64
 // Elem is an element type that can be copied to and from the device and
 // passed to kernels through device memory.
 type Elem interface {
-	~float32 | ~int32 | ~uint32 | ~int64 | ~byte
+	~float32 | ~uint16 | ~int32 | ~uint32 | ~int64 | ~byte
 }
 
 var (

@@ -8,6 +8,7 @@ import (
 
 	"gnnmpi/dense"
 	"gnnmpi/gpu/cuda"
+	"gnnmpi/internal/f16"
 	"gnnmpi/model"
 )
 
@@ -156,6 +157,66 @@ func kernelChecks() map[string]kernelCheck {
 				return err
 			}
 			return closeTo("gather_rows", got, want, 0)
+		},
+		"gather_rows_f16": func(c *cuda.Context, fn *cuda.Function, r *rand.Rand) error {
+			// gather_rows' case over half-precision tiers: random bit
+			// patterns (normal, subnormal, zero, infinite and NaN halves)
+			// must convert exactly as internal/f16 does; the odd width
+			// and the bases one half past alignment start rows at every
+			// 2-byte offset of their 128-byte segment.
+			const width, nDev, nHost, nRemote, rows = 37, 50, 70, 20, 500
+			d := &devBufs{c: c}
+			defer d.free()
+			randHalves := func(n int) []uint16 {
+				h := make([]uint16, n)
+				for k := range h {
+					h[k] = uint16(r.Uint32())
+				}
+				return h
+			}
+			devRows := randHalves(1 + nDev*width)
+			host, err := cuda.HostMapped[uint16](c, 1+nHost*width)
+			if err != nil {
+				return err
+			}
+			defer host.Free()
+			remote, err := cuda.HostMapped[uint16](c, nRemote*width)
+			if err != nil {
+				return err
+			}
+			defer remote.Free()
+			copy(host.Host, randHalves(len(host.Host)))
+			copy(remote.Host, randHalves(len(remote.Host)))
+			tier, slot := make([]int32, rows), make([]int32, rows)
+			want := make([]float32, rows*width)
+			for i := range tier {
+				tier[i] = int32(r.IntN(3))
+				slot[i] = int32(r.IntN([]int{nDev, nHost, nRemote}[tier[i]]))
+				src := [][]uint16{devRows[1:], host.Host[1:], remote.Host}[tier[i]]
+				f16.Decode(want[i*width:(i+1)*width], src[int(slot[i])*width:][:width])
+			}
+			pd := up(d, devRows)
+			pt := up(d, tier)
+			ps := up(d, slot)
+			out := up(d, make([]float32, rows*width))
+			if d.err != nil {
+				return d.err
+			}
+			w := int64(width)
+			if err := fn.Launch([3]uint32{uint32(rows/4 + 1), 1, 1}, [3]uint32{128, 1, 1}, 0, nil,
+				out, pd+2, w, host.Dev+2, w, remote.Dev, w, pt, ps, int32(rows), int32(width)); err != nil {
+				return err
+			}
+			got, err := devDownload[float32](c, out, rows*width)
+			if err != nil {
+				return err
+			}
+			for k := range want { // bits, NaNs included (closeTo refuses any NaN)
+				if math.Float32bits(got[k]) != math.Float32bits(want[k]) {
+					return fmt.Errorf("gather_rows_f16[%d] got: %#08x want: %#08x", k, math.Float32bits(got[k]), math.Float32bits(want[k]))
+				}
+			}
+			return nil
 		},
 		"relu_forward": func(c *cuda.Context, fn *cuda.Function, r *rand.Rand) error {
 			x := randNormal(r, n)

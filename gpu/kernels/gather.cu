@@ -42,3 +42,69 @@ extern "C" __global__ void gather_rows(float *__restrict__ out, const float *__r
 	}
 }
 GNNMPI_KERNEL(gather_rows)
+
+// half_bits_to_float returns the float32 of the IEEE half-precision value
+// with bits h, exactly (every half is a float): sign, exponent rebiased
+// from 15 to 127, fraction widened by 13 bits; subnormal halves are
+// normalized, and infinities and NaNs (their payload kept) stay so. It is
+// written on the bits, without cuda_fp16.h, so the test shim's C++
+// compiler runs it too.
+static __device__ __forceinline__ float half_bits_to_float(unsigned short h) {
+	const unsigned sign = (unsigned)(h & 0x8000u) << 16;
+	unsigned exp = (h >> 10) & 0x1fu;
+	unsigned frac = h & 0x3ffu;
+	unsigned bits;
+	if (exp == 0x1fu) {
+		bits = sign | 0x7f800000u | frac << 13;
+	} else if (exp != 0) {
+		bits = sign | (exp + 112u) << 23 | frac << 13;
+	} else if (frac == 0) {
+		bits = sign;
+	} else {
+		exp = 113u; // 127 − 14, lowered once per leading zero of frac
+		while ((frac & 0x400u) == 0) {
+			frac <<= 1;
+			exp--;
+		}
+		bits = sign | exp << 23 | (frac & 0x3ffu) << 13;
+	}
+	union {
+		unsigned u;
+		float f;
+	} v;
+	v.u = bits;
+	return v.f;
+}
+
+// gather_rows_f16 is gather_rows over tiers that hold IEEE half-precision
+// rows (a feature store of dtype f16): a tier's row s starts at base +
+// s*stride halves, and out receives the rows converted to float32, n×width
+// row-major and contiguous, for the float32 step. Each lane of a warp
+// reads one 4-byte pair of halves, so a pass of the warp covers one
+// aligned 128-byte segment (64 halves) of the source row, starting at the
+// segment that holds the row's first half: rows of any width, odd or
+// ragged, at any 2-byte alignment.
+extern "C" __global__ void gather_rows_f16(float *__restrict__ out, const unsigned short *__restrict__ dev,
+		long long devStride, const unsigned short *__restrict__ host, long long hostStride,
+		const unsigned short *__restrict__ remote, long long remoteStride, const int *__restrict__ tier,
+		const int *__restrict__ slot, int n, int width) {
+	const int lane = threadIdx.x % warpSize;
+	const int warps = blockDim.x / warpSize;
+	for (long long i = (long long)blockIdx.x * warps + threadIdx.x / warpSize; i < n; i += (long long)gridDim.x * warps) {
+		const int t = __ldg(&tier[i]);
+		const long long s = __ldg(&slot[i]);
+		const unsigned short *src = t == 0 ? dev + s * devStride : t == 1 ? host + s * hostStride : remote + s * remoteStride;
+		// Halves of src's 128-byte segment that precede the row.
+		const int skip = (int)(((unsigned long long)src & 127ull) >> 1);
+		float *dst = out + i * width;
+		for (int j = 2 * lane - skip; j < width; j += 2 * warpSize) {
+			if (j >= 0) {
+				dst[j] = half_bits_to_float(__ldg(&src[j]));
+			}
+			if (j + 1 >= 0 && j + 1 < width) {
+				dst[j + 1] = half_bits_to_float(__ldg(&src[j + 1]));
+			}
+		}
+	}
+}
+GNNMPI_KERNEL(gather_rows_f16)

@@ -6,7 +6,9 @@
 //
 // gather.cu: gather_rows, the tiered feature gather (device-resident hot
 // rows, a zero-copy mapped host tier and a mapped buffer of rows received
-// from other ranks) with PyTorch-Direct's aligned warp reads.
+// from other ranks) with PyTorch-Direct's aligned warp reads, and
+// gather_rows_f16, the same over tiers of half-precision rows, converted
+// to float32 on the device.
 // elementwise.cu: relu_forward, relu_backward, add_bias, scale_add,
 // softmax_xent, adam_step, mul_mask (dropout) and col_sum (the bias
 // gradient) for the device training step. Each kernel is
@@ -27,7 +29,7 @@ import (
 var files embed.FS
 
 // Names lists every kernel that Source defines.
-var Names = []string{"gather_rows", "relu_forward", "relu_backward", "add_bias", "scale_add", "softmax_xent", "adam_step", "mul_mask", "col_sum"}
+var Names = []string{"gather_rows", "gather_rows_f16", "relu_forward", "relu_backward", "add_bias", "scale_add", "softmax_xent", "adam_step", "mul_mask", "col_sum"}
 
 // Source returns every .cu file, in name order, concatenated into one
 // compilation unit.
@@ -86,13 +88,14 @@ func (p Param) PTX() string {
 // must pass. The tests check it against the CUDA C signatures and, with
 // the real NVRTC, against the .param layout of the PTX.
 var Params = map[string][]Param{
-	"gather_rows":   {Ptr, Ptr, Int64, Ptr, Int64, Ptr, Int64, Ptr, Ptr, Int32, Int32},
-	"relu_forward":  {Ptr, Ptr, Int64},
-	"relu_backward": {Ptr, Ptr, Ptr, Int64},
-	"add_bias":      {Ptr, Ptr, Int64, Int32},
-	"scale_add":     {Ptr, Float32, Ptr, Int64},
-	"softmax_xent":  {Ptr, Ptr, Ptr, Ptr, Int32, Int32, Float32},
-	"adam_step":     {Ptr, Ptr, Ptr, Ptr, Int64, Float32, Float32, Float32, Float32, Float32, Float32},
-	"mul_mask":      {Ptr, Ptr, Ptr, Int64},
-	"col_sum":       {Ptr, Ptr, Int64, Int32},
+	"gather_rows":     {Ptr, Ptr, Int64, Ptr, Int64, Ptr, Int64, Ptr, Ptr, Int32, Int32},
+	"gather_rows_f16": {Ptr, Ptr, Int64, Ptr, Int64, Ptr, Int64, Ptr, Ptr, Int32, Int32},
+	"relu_forward":    {Ptr, Ptr, Int64},
+	"relu_backward":   {Ptr, Ptr, Ptr, Int64},
+	"add_bias":        {Ptr, Ptr, Int64, Int32},
+	"scale_add":       {Ptr, Float32, Ptr, Int64},
+	"softmax_xent":    {Ptr, Ptr, Ptr, Ptr, Int32, Int32, Float32},
+	"adam_step":       {Ptr, Ptr, Ptr, Ptr, Int64, Float32, Float32, Float32, Float32, Float32, Float32},
+	"mul_mask":        {Ptr, Ptr, Ptr, Int64},
+	"col_sum":         {Ptr, Ptr, Int64, Int32},
 }

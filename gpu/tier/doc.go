@@ -23,7 +23,12 @@
 // keeps each one's matrix until it has been computed. Reads counts the rows and bytes each
 // tier served, for the metrics.
 //
-// Only dense float32 stores are supported: an F16 or sparse store is an
-// error (alltoall.ErrNotF32). The package is pure Go over gnnmpi/gpu/cuda;
+// Dense stores of either dtype are supported. The tiers of an F16 store
+// hold its half-precision rows (half the device and mapped host memory),
+// the remote rows arrive as they travel, in half precision
+// (alltoall.Store.FetchSlotsF16), and the gather_rows_f16 kernel converts
+// each value to float32 as it gathers, so the matrix is float32 either
+// way, equal bit for bit to the store's Fetch. A sparse store is an error
+// (alltoall.ErrNotF32). The package is pure Go over gnnmpi/gpu/cuda;
 // its tests run on the fake CUDA of gnnmpi/gpu/gputest.
 package tier

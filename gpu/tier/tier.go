@@ -82,27 +82,44 @@ type Store struct {
 	fs     *alltoall.Store
 	fn     *cuda.Function
 	cols   int
-	nDev   int                   // rows of the device tier
-	dev    cuda.DevicePtr        // nDev×cols (0 when nDev == 0)
-	host   *cuda.Mapped[float32] // the host tier (nil when empty)
-	remote *cuda.Mapped[float32] // the remote tier (nil until needed)
-	done   *cuda.Event           // recorded after each gather's kernel
-	busy   bool                  // done recorded and not yet waited for
-	out    Out                   // Gather's output buffer
-	idx    cuda.DevicePtr        // tier then slot arrays, 2·idxCap int32
-	idxCap int                   // positions
-	tier   []int32               // host staging of the per-row tiers
-	slot   []int32               // and slots
-	total  Reads                 // all gathers so far
+	half   bool           // the tiers hold IEEE half rows (an F16 store), m16; else float32 rows, m32
+	nDev   int            // rows of the device tier
+	dev    cuda.DevicePtr // nDev×cols elements (0 when nDev == 0)
+	m32    mapped[float32]
+	m16    mapped[uint16]
+	done   *cuda.Event    // recorded after each gather's kernel
+	busy   bool           // done recorded and not yet waited for
+	out    Out            // Gather's output buffer
+	idx    cuda.DevicePtr // tier then slot arrays, 2·idxCap int32
+	idxCap int            // positions
+	tier   []int32        // host staging of the per-row tiers
+	slot   []int32        // and slots
+	total  Reads          // all gathers so far
+}
+
+// mapped holds the two mapped host tiers of a store with rows of T.
+type mapped[T cuda.Elem] struct {
+	host   *cuda.Mapped[T] // the host tier (nil when empty)
+	remote *cuda.Mapped[T] // the remote tier (nil until needed)
 }
 
 // New builds the device feature store of fs on c: the device tier (the
 // hottest fs.Tiers()[0].Rows resident rows) in device memory, the rest of
-// the resident rows in mapped host memory. It does not communicate. It
-// returns an error wrapping alltoall.ErrNotF32 for an F16 or sparse store,
-// or the CUDA error of an allocation, copy or the kernel's compilation.
+// the resident rows in mapped host memory, both in the store's dtype: an
+// F16 store's tiers hold its half-precision rows (half the memory of
+// float32), which the gather converts to float32 on the device. It does
+// not communicate. It returns an error wrapping alltoall.ErrNotF32 for a
+// sparse store, or the CUDA error of an allocation, copy or the kernel's
+// compilation.
 func New(c *cuda.Context, fs *alltoall.Store) (s *Store, err error) {
-	rows, err := fs.ResidentF32()
+	half := fs.DType() == alltoall.F16
+	var rows32 []float32
+	var rows16 []uint16
+	if half {
+		rows16, err = fs.ResidentF16()
+	} else {
+		rows32, err = fs.ResidentF32()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("tier: %w", err)
 	}
@@ -114,8 +131,8 @@ func New(c *cuda.Context, fs *alltoall.Store) (s *Store, err error) {
 	if err != nil {
 		return nil, err
 	}
-	s = &Store{c: c, fs: fs, cols: cols, nDev: fs.Tiers()[0].Rows, out: Out{c: c}}
-	if s.fn, err = mod.Function("gather_rows"); err != nil {
+	s = &Store{c: c, fs: fs, cols: cols, half: half, nDev: fs.Tiers()[0].Rows, out: Out{c: c}}
+	if s.fn, err = mod.Function(s.kernel()); err != nil {
 		return nil, err
 	}
 	defer func() {
@@ -127,23 +144,56 @@ func New(c *cuda.Context, fs *alltoall.Store) (s *Store, err error) {
 	if s.done, err = c.NewEvent(); err != nil {
 		return nil, err
 	}
-	nRes := len(rows) / cols
-	split := s.nDev * cols
-	if s.nDev > 0 {
-		if s.dev, err = c.Alloc(int64(4 * split)); err != nil {
-			return nil, err
-		}
-		if err = cuda.CopyHtoD(c, s.dev, rows[:split]); err != nil {
-			return nil, err
-		}
+	if half {
+		s.dev, err = place(c, &s.m16, rows16, s.nDev*cols)
+	} else {
+		s.dev, err = place(c, &s.m32, rows32, s.nDev*cols)
 	}
-	if nRes > s.nDev {
-		if s.host, err = cuda.HostMapped[float32](c, len(rows)-split); err != nil {
-			return nil, err
-		}
-		copy(s.host.Host, rows[split:])
+	if err != nil {
+		return nil, err
 	}
 	return s, nil
+}
+
+// place copies rows[:split] into new device memory, whose address it
+// returns (0 when split is 0), and the rest into m's new mapped host tier
+// (none when empty).
+func place[T cuda.Elem](c *cuda.Context, m *mapped[T], rows []T, split int) (cuda.DevicePtr, error) {
+	var dev cuda.DevicePtr
+	if split > 0 {
+		var err error
+		if dev, err = c.Alloc(cuda.Bytes[T](split)); err != nil {
+			return 0, err
+		}
+		if err = cuda.CopyHtoD(c, dev, rows[:split]); err != nil {
+			return 0, errors.Join(err, c.Free(dev))
+		}
+	}
+	if len(rows) > split {
+		h, err := cuda.HostMapped[T](c, len(rows)-split)
+		if err != nil {
+			return 0, errors.Join(err, c.Free(dev))
+		}
+		copy(h.Host, rows[split:])
+		m.host = h
+	}
+	return dev, nil
+}
+
+// kernel returns the name of the gather kernel.
+func (s *Store) kernel() string {
+	if s.half {
+		return "gather_rows_f16"
+	}
+	return "gather_rows"
+}
+
+// elemBytes returns the bytes of one feature value in the tiers.
+func (s *Store) elemBytes() int64 {
+	if s.half {
+		return 2
+	}
+	return 4
 }
 
 // Cols returns the number of features per row.
@@ -153,6 +203,10 @@ func (s *Store) Cols() int { return s.cols }
 func (s *Store) TierRows() (device, host int) {
 	return s.nDev, s.fs.OwnRows() + s.fs.CachedRows() - s.nDev
 }
+
+// Half reports whether the tiers hold half-precision rows (an F16 feature
+// store); the gathered matrix is float32 either way.
+func (s *Store) Half() bool { return s.half }
 
 // Reads returns the rows and bytes all gathers so far read from each tier.
 func (s *Store) Reads() Reads { return s.total }
@@ -171,10 +225,13 @@ func (s *Store) wait() error {
 func (s *Store) Gather(ids []int64) (Batch, error) { return s.GatherTo(&s.out, ids) }
 
 // GatherTo builds the input matrix of ids (global vertex ids) in device
-// memory, in out (from NewOut; grown as needed): row i is vertex ids[i]'s features, read by gather_rows from the
-// device tier, the host tier or the remote tier, into which the rows of
-// other ranks are fetched first. The kernel runs on the default stream;
-// work the caller enqueues after it there sees the result.
+// memory, in out (from NewOut; grown as needed): row i is vertex ids[i]'s
+// features as float32, read by gather_rows (gather_rows_f16, converting
+// each half to float32, for an F16 store) from the device tier, the host
+// tier or the remote tier, into which the rows of other ranks are fetched
+// first, in the store's dtype (FetchSlots or FetchSlotsF16). The kernel
+// runs on the default stream; work the caller enqueues after it there
+// sees the result.
 //
 // It is collective over the feature store's communicator, like
 // alltoall.Store.Fetch (every rank calls Gather, GatherTo, Fetch or
@@ -188,15 +245,13 @@ func (s *Store) GatherTo(out *Out, ids []int64) (Batch, error) {
 	n := len(ids)
 	s.tier, s.slot = grow(s.tier, n), grow(s.slot, n)
 	var remoteErr error
-	cnt, err := s.fs.FetchSlots(s.slot, ids, func(m int) []float32 {
-		if m*s.cols > s.remoteCap() {
-			remoteErr = s.growRemote(m * s.cols)
-		}
-		if remoteErr != nil || m == 0 {
-			return make([]float32, m*s.cols) // the rows still arrive (collective); dropped
-		}
-		return s.remote.Host
-	})
+	var cnt alltoall.Counts
+	var err error
+	if s.half {
+		cnt, err = s.fs.FetchSlotsF16(s.slot, ids, remoteBuf(s.c, &s.m16, s.cols, &remoteErr))
+	} else {
+		cnt, err = s.fs.FetchSlots(s.slot, ids, remoteBuf(s.c, &s.m32, s.cols, &remoteErr))
+	}
 	if err == nil {
 		err = remoteErr
 	}
@@ -217,7 +272,7 @@ func (s *Store) GatherTo(out *Out, ids []int64) (Batch, error) {
 			r.HostRows++
 		}
 	}
-	rb := 4 * int64(s.cols)
+	rb := s.elemBytes() * int64(s.cols)
 	r.DeviceBytes, r.HostBytes, r.RemoteBytes = r.DeviceRows*rb, r.HostRows*rb, r.RemoteRows*rb
 	s.total = s.total.Add(r)
 	b := Batch{Rows: n, Cols: s.cols, Counts: cnt, Reads: r}
@@ -237,19 +292,16 @@ func (s *Store) GatherTo(out *Out, ids []int64) (Batch, error) {
 	if err := cuda.CopyHtoD(s.c, dSlot, s.slot); err != nil {
 		return Batch{}, err
 	}
-	var host, remote cuda.DevicePtr
-	if s.host != nil {
-		host = s.host.Dev
-	}
-	if s.remote != nil {
-		remote = s.remote.Dev
+	host, remote := s.m32.devs()
+	if s.half {
+		host, remote = s.m16.devs()
 	}
 	const warps = 4 // per block of 128 threads: one warp per row
 	grid := uint32(min((n+warps-1)/warps, 1<<16))
 	c := int64(s.cols)
 	if err := s.fn.Launch([3]uint32{grid, 1, 1}, [3]uint32{32 * warps, 1, 1}, 0, nil,
 		out.ptr, s.dev, c, host, c, remote, c, s.idx, dSlot, int32(n), int32(s.cols)); err != nil {
-		return Batch{}, fmt.Errorf("tier: gather_rows: %w", err)
+		return Batch{}, fmt.Errorf("tier: %s: %w", s.kernel(), err)
 	}
 	if err := s.done.Record(nil); err != nil {
 		return Batch{}, err
@@ -266,28 +318,69 @@ func grow(s []int32, n int) []int32 {
 	return s[:n]
 }
 
-func (s *Store) remoteCap() int {
-	if s.remote == nil {
-		return 0
+// devs returns the device addresses of the host and the remote tier (0
+// for one not allocated).
+func (m *mapped[T]) devs() (host, remote cuda.DevicePtr) {
+	if m.host != nil {
+		host = m.host.Dev
 	}
-	return len(s.remote.Host)
+	if m.remote != nil {
+		remote = m.remote.Dev
+	}
+	return host, remote
 }
 
-// growRemote replaces the remote tier by one of at least floats floats.
-func (s *Store) growRemote(floats int) error {
-	floats = max(floats, 2*s.remoteCap(), 1024)
-	if s.remote != nil {
-		if err := s.remote.Free(); err != nil {
+// remoteBuf returns the remote callback of FetchSlots: it grows m's remote
+// tier to m rows of cols and returns it; on a CUDA error, which it keeps in
+// *errp, it returns a scratch buffer, since the rows still arrive
+// (collective), to be dropped.
+func remoteBuf[T cuda.Elem](c *cuda.Context, m *mapped[T], cols int, errp *error) func(rows int) []T {
+	return func(rows int) []T {
+		n := rows * cols
+		if n > m.remoteCap() {
+			*errp = m.growRemote(c, n)
+		}
+		if *errp != nil || rows == 0 {
+			return make([]T, n)
+		}
+		return m.remote.Host
+	}
+}
+
+func (m *mapped[T]) remoteCap() int {
+	if m.remote == nil {
+		return 0
+	}
+	return len(m.remote.Host)
+}
+
+// growRemote replaces the remote tier by one of at least n elements.
+func (m *mapped[T]) growRemote(c *cuda.Context, n int) error {
+	n = max(n, 2*m.remoteCap(), 1024)
+	if m.remote != nil {
+		if err := m.remote.Free(); err != nil {
 			return err
 		}
-		s.remote = nil
+		m.remote = nil
 	}
-	m, err := cuda.HostMapped[float32](s.c, floats)
+	r, err := cuda.HostMapped[T](c, n)
 	if err != nil {
 		return err
 	}
-	s.remote = m
+	m.remote = r
 	return nil
+}
+
+// free frees both mapped tiers.
+func (m *mapped[T]) free() error {
+	var errs []error
+	for _, p := range []**cuda.Mapped[T]{&m.host, &m.remote} {
+		if *p != nil {
+			errs = append(errs, (*p).Free())
+			*p = nil
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // reserve makes the index buffers hold n rows.
@@ -324,12 +417,7 @@ func (s *Store) Close() error {
 			*p = 0
 		}
 	}
-	for _, m := range []**cuda.Mapped[float32]{&s.host, &s.remote} {
-		if *m != nil {
-			errs = append(errs, (*m).Free())
-			*m = nil
-		}
-	}
+	errs = append(errs, s.m32.free(), s.m16.free())
 	s.idxCap = 0
 	return errors.Join(errs...)
 }

@@ -1,0 +1,69 @@
+package alltoall
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrNotF16 is returned by ResidentF16 and FetchSlotsF16 for a store whose
+// rows are not dense half precision (F32, or NewSparseStore): a device
+// feature store of F16 rows reads them in place.
+var ErrNotF16 = errors.New("alltoall: the rows are not dense " + string(F16))
+
+// ResidentF16 returns the resident rows of an F16 store, hottest first
+// (Resident's order), row-major with Cols() IEEE half-precision words
+// each, as a view of the store's table: the caller must not modify it. Its
+// first Tiers()[0].Rows rows are the device tier. It returns an error
+// wrapping ErrNotF16 for an F32 or sparse store.
+func (s *Store) ResidentF16() ([]uint16, error) {
+	if err := s.needF16(); err != nil {
+		return nil, err
+	}
+	return s.f16, nil
+}
+
+func (s *Store) needF16() error {
+	switch {
+	case s.sp != nil:
+		return fmt.Errorf("%w: the store holds sparse rows", ErrNotF16)
+	case !s.half:
+		return fmt.Errorf("%w: the store holds %s rows", ErrNotF16, F32)
+	}
+	return nil
+}
+
+// FetchSlotsF16 is FetchSlots for an F16 store: the slots are those of
+// FetchSlots (r ≥ 0 a row of ResidentF16, ^k the k-th distinct remote
+// row), and the remote rows arrive as they travel, in half precision,
+// into the buffer remote(m) returns: at least m·Cols() words, row k at
+// [k·Cols(), (k+1)·Cols()).
+//
+// FetchSlotsF16 is collective under the conditions of FetchSlots and
+// moves the same bytes as Fetch on the same store. It returns an error
+// wrapping ErrNotF16 for an F32 or sparse store (before communicating) or
+// if communication fails. It will panic as FetchSlots does.
+func (s *Store) FetchSlotsF16(slot []int32, ids []int64, remote func(m int) []uint16) (Counts, error) {
+	if len(slot) != len(ids) {
+		panic("alltoall: FetchSlotsF16 with len(slot) != len(ids)")
+	}
+	if err := s.needF16(); err != nil {
+		return Counts{}, err
+	}
+	p, cnt := s.plan(ids)
+	for i, src := range p.from {
+		if src < 0 {
+			slot[i] = int32(^src)
+		} else {
+			slot[i] = ^int32(src)
+		}
+	}
+	f := s.cols
+	buf := remote(p.Remote())
+	if len(buf) < p.Remote()*f {
+		panic("alltoall: FetchSlotsF16 remote buffer too short")
+	}
+	err := exchangeRows(s.c, p, f, int64(len(s.local)), s.round, &s.wire16, s.serve16, func(k int, row []uint16) {
+		copy(buf[k*f:(k+1)*f], row)
+	})
+	return cnt, err
+}
