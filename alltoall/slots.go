@@ -47,10 +47,18 @@ func (s *Store) needF32() error {
 // len(ids), if an id is outside [0, n), or if remote returns a short
 // buffer.
 func (s *Store) FetchSlots(slot []int32, ids []int64, remote func(m int) []float32) (Counts, error) {
+	return fetchSlots(s, "FetchSlots", s.needF32, &s.wire32, s.serve32, slot, ids, remote)
+}
+
+// fetchSlots is FetchSlots and FetchSlotsF16 (name, in panics) over rows
+// of W: need checks that the store holds them, and wire and serve are
+// exchangeRows's staging buffer and server for them.
+func fetchSlots[W float32 | uint16](s *Store, name string, need func() error, wire *[]W, serve func(lid int64, row []W),
+	slot []int32, ids []int64, remote func(m int) []W) (Counts, error) {
 	if len(slot) != len(ids) {
-		panic("alltoall: FetchSlots with len(slot) != len(ids)")
+		panic("alltoall: " + name + " with len(slot) != len(ids)")
 	}
-	if err := s.needF32(); err != nil {
+	if err := need(); err != nil {
 		return Counts{}, err
 	}
 	p, cnt := s.plan(ids)
@@ -64,9 +72,9 @@ func (s *Store) FetchSlots(slot []int32, ids []int64, remote func(m int) []float
 	f := s.cols
 	buf := remote(p.Remote())
 	if len(buf) < p.Remote()*f {
-		panic("alltoall: FetchSlots remote buffer too short")
+		panic("alltoall: " + name + " remote buffer too short")
 	}
-	err := exchangeRows(s.c, p, f, int64(len(s.local)), s.round, &s.wire32, s.serve32, func(k int, row []float32) {
+	err := exchangeRows(s.c, p, f, int64(len(s.local)), s.round, wire, serve, func(k int, row []W) {
 		copy(buf[k*f:(k+1)*f], row)
 	})
 	return cnt, err

@@ -43,27 +43,5 @@ func (s *Store) needF16() error {
 // wrapping ErrNotF16 for an F32 or sparse store (before communicating) or
 // if communication fails. It will panic as FetchSlots does.
 func (s *Store) FetchSlotsF16(slot []int32, ids []int64, remote func(m int) []uint16) (Counts, error) {
-	if len(slot) != len(ids) {
-		panic("alltoall: FetchSlotsF16 with len(slot) != len(ids)")
-	}
-	if err := s.needF16(); err != nil {
-		return Counts{}, err
-	}
-	p, cnt := s.plan(ids)
-	for i, src := range p.from {
-		if src < 0 {
-			slot[i] = int32(^src)
-		} else {
-			slot[i] = ^int32(src)
-		}
-	}
-	f := s.cols
-	buf := remote(p.Remote())
-	if len(buf) < p.Remote()*f {
-		panic("alltoall: FetchSlotsF16 remote buffer too short")
-	}
-	err := exchangeRows(s.c, p, f, int64(len(s.local)), s.round, &s.wire16, s.serve16, func(k int, row []uint16) {
-		copy(buf[k*f:(k+1)*f], row)
-	})
-	return cnt, err
+	return fetchSlots(s, "FetchSlotsF16", s.needF16, &s.wire16, s.serve16, slot, ids, remote)
 }
