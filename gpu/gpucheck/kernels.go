@@ -59,6 +59,27 @@ func (d *devBufs) free() {
 	}
 }
 
+// runGather launches a gather kernel (gather_rows or gather_rows_f16) of
+// len(tier) rows of width values from the device, host and remote tiers
+// at dev, host and remote (row stride width), by the rows' tier and slot,
+// and returns the float32 rows it wrote. Buffers go to d; a failed upload
+// is d.err.
+func runGather(c *cuda.Context, d *devBufs, fn *cuda.Function, dev, host, remote cuda.DevicePtr, tier, slot []int32, width int) ([]float32, error) {
+	rows := len(tier)
+	pt := up(d, tier)
+	ps := up(d, slot)
+	out := up(d, make([]float32, rows*width))
+	if d.err != nil {
+		return nil, d.err
+	}
+	w := int64(width)
+	if err := fn.Launch([3]uint32{uint32(rows/4 + 1), 1, 1}, [3]uint32{128, 1, 1}, 0, nil,
+		out, dev, w, host, w, remote, w, pt, ps, int32(rows), int32(width)); err != nil {
+		return nil, err
+	}
+	return devDownload[float32](c, out, rows*width)
+}
+
 func randNormal(r *rand.Rand, n int) []float32 {
 	s := make([]float32, n)
 	for k := range s {
@@ -140,19 +161,7 @@ func kernelChecks() map[string]kernelCheck {
 				src := [][]float32{devRows[1:], host.Host[1:], remote.Host}[tier[i]]
 				want = append(want, src[int(slot[i])*width:][:width]...)
 			}
-			pd := up(d, devRows)
-			pt := up(d, tier)
-			ps := up(d, slot)
-			out := up(d, make([]float32, rows*width))
-			if d.err != nil {
-				return d.err
-			}
-			w := int64(width)
-			if err := fn.Launch([3]uint32{uint32(rows/4 + 1), 1, 1}, [3]uint32{128, 1, 1}, 0, nil,
-				out, pd+4, w, host.Dev+4, w, remote.Dev, w, pt, ps, int32(rows), int32(width)); err != nil {
-				return err
-			}
-			got, err := devDownload[float32](c, out, rows*width)
+			got, err := runGather(c, d, fn, up(d, devRows)+4, host.Dev+4, remote.Dev, tier, slot, width)
 			if err != nil {
 				return err
 			}
@@ -195,19 +204,7 @@ func kernelChecks() map[string]kernelCheck {
 				src := [][]uint16{devRows[1:], host.Host[1:], remote.Host}[tier[i]]
 				f16.Decode(want[i*width:(i+1)*width], src[int(slot[i])*width:][:width])
 			}
-			pd := up(d, devRows)
-			pt := up(d, tier)
-			ps := up(d, slot)
-			out := up(d, make([]float32, rows*width))
-			if d.err != nil {
-				return d.err
-			}
-			w := int64(width)
-			if err := fn.Launch([3]uint32{uint32(rows/4 + 1), 1, 1}, [3]uint32{128, 1, 1}, 0, nil,
-				out, pd+2, w, host.Dev+2, w, remote.Dev, w, pt, ps, int32(rows), int32(width)); err != nil {
-				return err
-			}
-			got, err := devDownload[float32](c, out, rows*width)
+			got, err := runGather(c, d, fn, up(d, devRows)+2, host.Dev+2, remote.Dev, tier, slot, width)
 			if err != nil {
 				return err
 			}
