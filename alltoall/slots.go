@@ -21,12 +21,20 @@ func (s *Store) ResidentF32() ([]float32, error) {
 	return s.f32, nil
 }
 
-func (s *Store) needF32() error {
+func (s *Store) needF32() error { return s.need(F32, ErrNotF32) }
+
+// need returns nil when the store holds dense rows of dtype, else an
+// error wrapping notErr that says what it holds.
+func (s *Store) need(dtype DType, notErr error) error {
 	switch {
 	case s.sp != nil:
-		return fmt.Errorf("%w: the store holds sparse rows", ErrNotF32)
-	case s.half:
-		return fmt.Errorf("%w: the store holds %s rows", ErrNotF32, F16)
+		return fmt.Errorf("%w: the store holds sparse rows", notErr)
+	case s.half != (dtype == F16):
+		held := F32
+		if s.half {
+			held = F16
+		}
+		return fmt.Errorf("%w: the store holds %s rows", notErr, held)
 	}
 	return nil
 }

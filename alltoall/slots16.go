@@ -2,7 +2,6 @@ package alltoall
 
 import (
 	"errors"
-	"fmt"
 )
 
 // ErrNotF16 is returned by ResidentF16 and FetchSlotsF16 for a store whose
@@ -22,15 +21,7 @@ func (s *Store) ResidentF16() ([]uint16, error) {
 	return s.f16, nil
 }
 
-func (s *Store) needF16() error {
-	switch {
-	case s.sp != nil:
-		return fmt.Errorf("%w: the store holds sparse rows", ErrNotF16)
-	case !s.half:
-		return fmt.Errorf("%w: the store holds %s rows", ErrNotF16, F32)
-	}
-	return nil
-}
+func (s *Store) needF16() error { return s.need(F16, ErrNotF16) }
 
 // FetchSlotsF16 is FetchSlots for an F16 store: the slots are those of
 // FetchSlots (r ≥ 0 a row of ResidentF16, ^k the k-th distinct remote

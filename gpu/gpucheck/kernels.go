@@ -59,6 +59,50 @@ func (d *devBufs) free() {
 	}
 }
 
+// gatherCase checks the gather kernel name (gather_rows over float32
+// tiers, gather_rows_f16 over half-precision ones) on three tiers of rows
+// of a ragged width whose bases sit one element past alignment: random
+// draws the rows, decode converts a row to float32 as the CPU does, and
+// every value the kernel writes must equal the decoded row's bit for bit
+// (NaNs included, which closeTo refuses).
+func gatherCase[T cuda.Elem](c *cuda.Context, fn *cuda.Function, name string, random func(n int) []T, decode func(dst []float32, src []T), r *rand.Rand) error {
+	const width, nDev, nHost, nRemote, rows = 37, 50, 70, 20, 500
+	d := &devBufs{c: c}
+	defer d.free()
+	devRows := random(1 + nDev*width)
+	host, err := cuda.HostMapped[T](c, 1+nHost*width)
+	if err != nil {
+		return err
+	}
+	defer host.Free()
+	remote, err := cuda.HostMapped[T](c, nRemote*width)
+	if err != nil {
+		return err
+	}
+	defer remote.Free()
+	copy(host.Host, random(len(host.Host)))
+	copy(remote.Host, random(len(remote.Host)))
+	tier, slot := make([]int32, rows), make([]int32, rows)
+	want := make([]float32, rows*width)
+	for i := range tier {
+		tier[i] = int32(r.IntN(3))
+		slot[i] = int32(r.IntN([]int{nDev, nHost, nRemote}[tier[i]]))
+		src := [][]T{devRows[1:], host.Host[1:], remote.Host}[tier[i]]
+		decode(want[i*width:(i+1)*width], src[int(slot[i])*width:][:width])
+	}
+	elem := cuda.DevicePtr(cuda.Bytes[T](1))
+	got, err := runGather(c, d, fn, up(d, devRows)+elem, host.Dev+elem, remote.Dev, tier, slot, width)
+	if err != nil {
+		return err
+	}
+	for k := range want {
+		if math.Float32bits(got[k]) != math.Float32bits(want[k]) {
+			return fmt.Errorf("%s[%d] got: %v (%#08x) want: %v (%#08x)", name, k, got[k], math.Float32bits(got[k]), want[k], math.Float32bits(want[k]))
+		}
+	}
+	return nil
+}
+
 // runGather launches a gather kernel (gather_rows or gather_rows_f16) of
 // len(tier) rows of width values from the device, host and remote tiers
 // at dev, host and remote (row stride width), by the rows' tier and slot,
@@ -136,46 +180,17 @@ func kernelChecks() map[string]kernelCheck {
 	const n = 4099
 	return map[string]kernelCheck{
 		"gather_rows": func(c *cuda.Context, fn *cuda.Function, r *rand.Rand) error {
-			// Three tiers of rows of a ragged width, at unaligned bases.
-			const width, nDev, nHost, nRemote, rows = 37, 50, 70, 20, 500
-			d := &devBufs{c: c}
-			defer d.free()
-			devRows := randNormal(r, 1+nDev*width)
-			host, err := cuda.HostMapped[float32](c, 1+nHost*width)
-			if err != nil {
-				return err
-			}
-			defer host.Free()
-			remote, err := cuda.HostMapped[float32](c, nRemote*width)
-			if err != nil {
-				return err
-			}
-			defer remote.Free()
-			copy(host.Host, randNormal(r, len(host.Host)))
-			copy(remote.Host, randNormal(r, len(remote.Host)))
-			tier, slot := make([]int32, rows), make([]int32, rows)
-			want := make([]float32, 0, rows*width)
-			for i := range tier {
-				tier[i] = int32(r.IntN(3))
-				slot[i] = int32(r.IntN([]int{nDev, nHost, nRemote}[tier[i]]))
-				src := [][]float32{devRows[1:], host.Host[1:], remote.Host}[tier[i]]
-				want = append(want, src[int(slot[i])*width:][:width]...)
-			}
-			got, err := runGather(c, d, fn, up(d, devRows)+4, host.Dev+4, remote.Dev, tier, slot, width)
-			if err != nil {
-				return err
-			}
-			return closeTo("gather_rows", got, want, 0)
+			// Three tiers of float32 rows of a ragged width, at unaligned
+			// bases.
+			return gatherCase(c, fn, "gather_rows", func(n int) []float32 { return randNormal(r, n) },
+				func(dst, src []float32) { copy(dst, src) }, r)
 		},
 		"gather_rows_f16": func(c *cuda.Context, fn *cuda.Function, r *rand.Rand) error {
-			// gather_rows' case over half-precision tiers: random bit
-			// patterns (normal, subnormal, zero, infinite and NaN halves)
-			// must convert exactly as internal/f16 does; the odd width
-			// and the bases one half past alignment start rows at every
-			// 2-byte offset of their 128-byte segment.
-			const width, nDev, nHost, nRemote, rows = 37, 50, 70, 20, 500
-			d := &devBufs{c: c}
-			defer d.free()
+			// The same over half-precision tiers: random bit patterns
+			// (normal, subnormal, zero, infinite and NaN halves) must
+			// convert exactly as internal/f16 does; the odd width and the
+			// bases one half past alignment start rows at every 2-byte
+			// offset of their 128-byte segment.
 			randHalves := func(n int) []uint16 {
 				h := make([]uint16, n)
 				for k := range h {
@@ -183,37 +198,7 @@ func kernelChecks() map[string]kernelCheck {
 				}
 				return h
 			}
-			devRows := randHalves(1 + nDev*width)
-			host, err := cuda.HostMapped[uint16](c, 1+nHost*width)
-			if err != nil {
-				return err
-			}
-			defer host.Free()
-			remote, err := cuda.HostMapped[uint16](c, nRemote*width)
-			if err != nil {
-				return err
-			}
-			defer remote.Free()
-			copy(host.Host, randHalves(len(host.Host)))
-			copy(remote.Host, randHalves(len(remote.Host)))
-			tier, slot := make([]int32, rows), make([]int32, rows)
-			want := make([]float32, rows*width)
-			for i := range tier {
-				tier[i] = int32(r.IntN(3))
-				slot[i] = int32(r.IntN([]int{nDev, nHost, nRemote}[tier[i]]))
-				src := [][]uint16{devRows[1:], host.Host[1:], remote.Host}[tier[i]]
-				f16.Decode(want[i*width:(i+1)*width], src[int(slot[i])*width:][:width])
-			}
-			got, err := runGather(c, d, fn, up(d, devRows)+2, host.Dev+2, remote.Dev, tier, slot, width)
-			if err != nil {
-				return err
-			}
-			for k := range want { // bits, NaNs included (closeTo refuses any NaN)
-				if math.Float32bits(got[k]) != math.Float32bits(want[k]) {
-					return fmt.Errorf("gather_rows_f16[%d] got: %#08x want: %#08x", k, math.Float32bits(got[k]), math.Float32bits(want[k]))
-				}
-			}
-			return nil
+			return gatherCase(c, fn, "gather_rows_f16", randHalves, f16.Decode, r)
 		},
 		"relu_forward": func(c *cuda.Context, fn *cuda.Function, r *rand.Rand) error {
 			x := randNormal(r, n)

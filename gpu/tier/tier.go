@@ -36,19 +36,27 @@ type Out struct {
 func (s *Store) NewOut() *Out { return &Out{c: s.c} }
 
 // reserve makes o hold at least floats floats.
-func (o *Out) reserve(floats int) error {
-	if floats <= o.floats {
+func (o *Out) reserve(floats int) error { return growDevice(o.c, &o.ptr, &o.floats, floats, 4) }
+
+// growDevice makes the device buffer *p of *n elements of size bytes hold at
+// least want: it frees it and allocates max(want, 2·n) elements, so that
+// a growing demand reallocates O(log) times. The contents are not kept.
+func growDevice(c *cuda.Context, p *cuda.DevicePtr, n *int, want, size int) error {
+	if want <= *n {
 		return nil
 	}
-	floats = max(floats, 2*o.floats)
-	if err := o.Free(); err != nil {
-		return err
+	want = max(want, 2**n)
+	if *p != 0 {
+		if err := c.Free(*p); err != nil {
+			return err
+		}
+		*p, *n = 0, 0
 	}
-	p, err := o.c.Alloc(int64(4 * floats))
+	q, err := c.Alloc(int64(size * want))
 	if err != nil {
 		return err
 	}
-	o.ptr, o.floats = p, floats
+	*p, *n = q, want
 	return nil
 }
 
@@ -383,24 +391,9 @@ func (m *mapped[T]) free() error {
 	return errors.Join(errs...)
 }
 
-// reserve makes the index buffers hold n rows.
-func (s *Store) reserve(n int) error {
-	if n > s.idxCap {
-		c := max(n, 2*s.idxCap)
-		if s.idx != 0 {
-			if err := s.c.Free(s.idx); err != nil {
-				return err
-			}
-			s.idx, s.idxCap = 0, 0
-		}
-		p, err := s.c.Alloc(int64(8 * c))
-		if err != nil {
-			return err
-		}
-		s.idx, s.idxCap = p, c
-	}
-	return nil
-}
+// reserve makes the index buffers hold n rows (8 bytes a row: a tier and
+// a slot).
+func (s *Store) reserve(n int) error { return growDevice(s.c, &s.idx, &s.idxCap, n, 8) }
 
 // Close waits for the last gather and frees the store's device and mapped
 // memory; the feature store is left as it was.
