@@ -72,6 +72,7 @@ type Model struct {
 	bl     *gblas.BLAS
 	sp     *gblas.Sparse
 	fn     map[string]*cuda.Function
+	image  string // what the kernels were loaded as (cuda.Module.Image)
 	layers []layer
 	n      int            // scalars in the flat vectors
 	w, g   cuda.DevicePtr // weights and gradients, FlattenWeights order
@@ -132,6 +133,7 @@ func New(ctx *cuda.Context, cfg model.Config) (*Model, error) {
 		if err != nil {
 			return err
 		}
+		m.image = mod.Image()
 		for _, name := range []string{"relu_forward", "relu_backward", "add_bias", "softmax_xent", "adam_step", "mul_mask", "col_sum"} {
 			if m.fn[name], err = mod.Function(name); err != nil {
 				return err
@@ -177,6 +179,10 @@ func (m *Model) Close() error {
 	m.sp, m.bl = nil, nil
 	return errors.Join(errs...)
 }
+
+// Image says what the model's kernels were loaded as: "CUBIN sm_90", or
+// "PTX compute_90 (…)" with the reason the CUBIN was not used.
+func (m *Model) Image() string { return m.image }
 
 // NumParams returns the number of scalar weights (model.Model.NumParams).
 func (m *Model) NumParams() int { return m.n }

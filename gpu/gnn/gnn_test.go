@@ -226,6 +226,10 @@ func TestErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer dm.Close()
+	// The fake device (8.0) and NVRTC load the kernels as a CUBIN.
+	if got := dm.Image(); got != "CUBIN sm_80" {
+		t.Errorf("Image() = %q, want the CUBIN for sm_80", got)
+	}
 	if err := dm.LoadWeights(make([]float32, 3)); err == nil {
 		t.Error("LoadWeights of a wrong length: no error")
 	}
