@@ -149,9 +149,9 @@ func TestStepMatchesHost(t *testing.T) {
 				var res Result
 				switch input {
 				case "device":
-					p, err := c.Alloc(int64(len(x.Data)) * 4)
-					if err != nil {
-						t.Fatal(err)
+					p, aerr := c.Alloc(int64(len(x.Data)) * 4)
+					if aerr != nil {
+						t.Fatal(aerr)
 					}
 					defer c.Free(p)
 					if err := cuda.CopyHtoD(c, p, x.Data); err != nil {
