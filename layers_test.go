@@ -212,7 +212,7 @@ func TestArchitectureLayerTable(t *testing.T) {
 	f, err := os.Open("docs/architecture.md")
 	require.NoError(t, err)
 	defer f.Close()
-	row := regexp.MustCompile("^\\| *([0-9]+) *\\|(.*)\\|")
+	row := regexp.MustCompile(`^\| *([0-9]+) *\|(.*)\|`)
 	name := regexp.MustCompile("`([a-z0-9/]+)`")
 	doc := map[string]int{}
 	sc := bufio.NewScanner(f)

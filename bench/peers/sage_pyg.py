@@ -30,7 +30,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sage_torch import load, normalize_rows  # noqa: E402
+from sage_torch import add_common_args, check_common_args, load, normalize_rows  # noqa: E402
 
 try:
     from torch_geometric.data import Data
@@ -58,28 +58,10 @@ class Model(torch.nn.Module):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--data", required=True, help="OGB raw-layout directory")
-    ap.add_argument("--split", help="split name (default: the first)")
-    ap.add_argument("--epochs", type=int, default=10)
-    ap.add_argument("--fanouts", default="15,10", help="from the seeds outwards")
-    ap.add_argument("--batch-size", type=int, default=1024)
-    ap.add_argument("--hidden", type=int, default=256)
-    ap.add_argument("--layers", type=int, default=2)
-    ap.add_argument("--dropout", type=float, default=0.5)
-    ap.add_argument("--lr", type=float, default=0.01)
-    ap.add_argument("--weight-decay", type=float, default=5e-4)
-    ap.add_argument("--feature-norm", choices=("auto", "row", "none"), default="auto")
-    ap.add_argument("--threads", type=int, default=2)
+    add_common_args(ap)
     ap.add_argument("--workers", type=int, default=0, help="NeighborLoader worker processes")
-    ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--device", default="cpu")
     args = ap.parse_args()
-    fanouts = [int(f) for f in args.fanouts.split(",")]
-    if len(fanouts) != args.layers:
-        sys.exit(f"--fanouts {args.fanouts}: want one per layer ({args.layers})")
-    dev = torch.device(args.device)
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        sys.exit(f"--device {args.device}: this PyTorch sees no CUDA device")
+    fanouts, dev = check_common_args(args)
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)

@@ -304,8 +304,9 @@ def even_split(n, k):
     return [n // k + (1 if i < n % k else 0) for i in range(k)]
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def add_common_args(ap):
+    """The arguments both peers take (sage_pyg.py imports this): the data,
+    the model and its training, the threads, the seed and the device."""
     ap.add_argument("--data", required=True, help="OGB raw-layout directory")
     ap.add_argument("--split", help="split name (default: the first)")
     ap.add_argument("--epochs", type=int, default=10)
@@ -318,19 +319,31 @@ def main():
     ap.add_argument("--weight-decay", type=float, default=5e-4)
     ap.add_argument("--feature-norm", choices=("auto", "row", "none"), default="auto")
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--eval-every", type=int, default=0,
-                    help="also evaluate every K epochs and report the test accuracy at the best validation accuracy")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--device", default="cpu",
                     help="cpu, or cuda: the model, the minibatch inputs and blocks, and inference on the GPU "
                          "(sampling stays on the CPU, as in gnnmpi); peak_device_bytes is reported")
-    args = ap.parse_args()
-    dev = torch.device(args.device)
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        sys.exit(f"--device {args.device}: this PyTorch sees no CUDA device")
+
+
+def check_common_args(args):
+    """Returns the fanouts and the torch device of add_common_args'
+    arguments, exiting with a message when they do not fit."""
     fanouts = [int(f) for f in args.fanouts.split(",")]
     if len(fanouts) != args.layers:
         sys.exit(f"--fanouts {args.fanouts}: want one per layer ({args.layers})")
+    dev = torch.device(args.device)
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        sys.exit(f"--device {args.device}: this PyTorch sees no CUDA device")
+    return fanouts, dev
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    add_common_args(ap)
+    ap.add_argument("--eval-every", type=int, default=0,
+                    help="also evaluate every K epochs and report the test accuracy at the best validation accuracy")
+    args = ap.parse_args()
+    fanouts, dev = check_common_args(args)
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
