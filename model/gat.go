@@ -10,8 +10,9 @@ import (
 	"gnnmpi/sparse"
 )
 
-// leakySlope is the negative slope of the LeakyReLU on attention logits (GAT paper).
-const leakySlope = 0.2
+// LeakySlope is the negative slope of the LeakyReLU on GAT attention logits
+// (the GAT paper's 0.2).
+const LeakySlope = 0.2
 
 // GAT is a multi-head graph attention layer (Veličković et al. 2018; PyG
 // GATConv). With h heads of width d, Z = X·W is NSrc×(h·d) and for head k
@@ -159,9 +160,8 @@ func (g *GAT) attend(train bool, rng *rand.Rand) *dense.Matrix {
 		if rng == nil {
 			panic("model: attention dropout needs an rng")
 		}
-		g.dbuf = dense.Grow(g.dbuf, ne*h)
+		g.dbuf = AttentionMask(g.dbuf, ne*h, g.AttnDropout, rng)
 		g.drop = g.dbuf
-		dropMask(g.drop, g.AttnDropout, rng)
 	}
 
 	od := g.OutDim()
@@ -191,26 +191,81 @@ func (g *GAT) attend(train bool, rng *rand.Rand) *dense.Matrix {
 }
 
 // edges sets g.eptr and g.esrc to the edge list of block a with the
-// self-loops: the sources of destination i are g.esrc[g.eptr[i]:g.eptr[i+1]],
-// a's row i followed by i itself when the row lacks it.
+// self-loops (AttendedEdges).
 func (g *GAT) edges(a *sparse.CSR) {
+	g.eptr, g.esrc = AttendedEdges(a, g.eptr, g.esrc)
+}
+
+// AttendedEdges returns the edges a GAT layer attends over on block a, in
+// the order its Forward computes and draws for them: the sources of
+// destination i are src[ptr[i]:ptr[i+1]], a's row i followed by i itself
+// when the row lacks it (the self-loop). It reuses ptr's and src's storage.
+// The device's GAT (gpu/gnn) uploads the same list.
+func AttendedEdges[T int | int32](a *sparse.CSR, ptr, src []T) ([]T, []T) {
 	nd := int(a.NRows)
-	if cap(g.eptr) < nd+1 {
-		g.eptr = make([]int, nd+1)
+	if cap(ptr) < nd+1 {
+		ptr = make([]T, nd+1)
 	}
-	g.eptr = g.eptr[:nd+1]
-	g.esrc = g.esrc[:0]
+	ptr = ptr[:nd+1]
+	ptr[0] = 0
+	src = src[:0]
 	for i := range nd {
 		self := false
 		for _, j := range a.Row(int64(i)) {
-			g.esrc = append(g.esrc, int(j))
+			src = append(src, T(j))
 			self = self || int(j) == i
 		}
 		if !self {
-			g.esrc = append(g.esrc, i)
+			src = append(src, T(i))
 		}
-		g.eptr[i+1] = len(g.esrc)
+		ptr[i+1] = T(len(src))
 	}
+	return ptr, src
+}
+
+// EdgesBySource returns the transpose of an edge list over ns sources,
+// src[e] being edge e's source (AttendedEdges' src): the edges whose source
+// is j are edge[ptr[j]:ptr[j+1]], in increasing order. It reuses ptr's
+// and edge's storage. The device's GAT backward gathers through it.
+func EdgesBySource[T int | int32](src []T, ns int, ptr, edge []T) ([]T, []T) {
+	if cap(ptr) < ns+1 {
+		ptr = make([]T, ns+1)
+	}
+	ptr = ptr[:ns+1]
+	clear(ptr)
+	for _, j := range src {
+		ptr[j+1]++
+	}
+	for j := range ns {
+		ptr[j+1] += ptr[j]
+	}
+	if cap(edge) < len(src) {
+		edge = make([]T, len(src))
+	}
+	edge = edge[:len(src)]
+	next := append([]T(nil), ptr[:ns]...)
+	for e, j := range src {
+		edge[next[j]] = T(e)
+		next[j]++
+	}
+	return ptr, edge
+}
+
+// EdgeDestinations returns the destination of each edge of an edge list
+// whose destination i has the edges ptr[i]:ptr[i+1] (AttendedEdges' ptr),
+// in dst's storage.
+func EdgeDestinations[T int | int32](ptr, dst []T) []T {
+	ne := int(ptr[len(ptr)-1])
+	if cap(dst) < ne {
+		dst = make([]T, ne)
+	}
+	dst = dst[:ne]
+	for i := range len(ptr) - 1 {
+		for e := ptr[i]; e < ptr[i+1]; e++ {
+			dst[e] = T(i)
+		}
+	}
+	return dst
 }
 
 // attention sets g.s to the logits el[i] + er[j] of the nd destinations'
@@ -234,7 +289,7 @@ func (g *GAT) attention(nd, ne int) {
 				s := g.el[i*h+k] + g.er[j*h+k]
 				g.s[e*h+k] = s
 				if s < 0 {
-					s *= leakySlope
+					s *= LeakySlope
 				}
 				g.alpha[e*h+k] = s
 				g.mx[k] = max(g.mx[k], s)
@@ -256,6 +311,16 @@ func (g *GAT) attention(nd, ne int) {
 			}
 		}
 	}
+}
+
+// AttentionMask returns the attention dropout scales of n coefficients
+// (each 0, or 1/(1−rate) for a kept one) in dst's storage, drawn from rng
+// as Forward draws them in training: for the E edges of AttendedEdges and
+// h heads, coefficient e·h+k. It draws one key from rng.
+func AttentionMask(dst []float32, n int, rate float32, rng *rand.Rand) []float32 {
+	dst = dense.Grow(dst, n)
+	dropMask(dst, rate, rng)
+	return dst
 }
 
 // Backward adds dL/dW, dL/da_l, dL/da_r and dL/db into the parameters' G and
@@ -317,7 +382,7 @@ func (g *GAT) Backward(dy *dense.Matrix, needInput bool) *dense.Matrix {
 			for e := lo; e < hi; e++ {
 				ds := g.alpha[e*h+k] * (dal[e*h+k] - s)
 				if g.s[e*h+k] <= 0 {
-					ds *= leakySlope
+					ds *= LeakySlope
 				}
 				g.del[i*h+k] += ds
 				g.der[g.esrc[e]*h+k] += ds

@@ -87,8 +87,6 @@ func (c *Config) validateDevice() error {
 	if err := gnn.Check(c.Model); err != nil {
 		// gpu/gnn names model.Config's fields; say which setting it is.
 		switch {
-		case c.Model.Kind != model.KindSAGE && c.Model.Kind != model.KindGCN:
-			return settingErrorf("train: %s %s is %w (only %s and %s run on the device; use %s %s)", SettingModel, c.Model.Kind, gnn.ErrUnsupported, model.KindSAGE, model.KindGCN, SettingDevice, DeviceCPU)
 		case c.Model.Normalize:
 			return settingErrorf("train: %s is %w (use %s %s)", SettingNormalize, gnn.ErrUnsupported, SettingDevice, DeviceCPU)
 		}

@@ -111,11 +111,12 @@ func testDeviceMatchesCPU(t *testing.T, dt alltoall.DType) {
 	}
 }
 
-// GCN, and sparse (CSR) input rows for GraphSAGE and GCN, train on the
-// (fake) GPU along the CPU's loss curve to float32 rounding, on one rank
-// and on two sharing the device, with dropout on: Cora's bag-of-words
-// rows, dense or fetched as CSR rows and uploaded for the input layer's
-// sparse products (GCN's degrees fetched from their owners).
+// GCN and GAT, and sparse (CSR) input rows for GraphSAGE, GCN and GAT,
+// train on the (fake) GPU along the CPU's loss curve to float32 rounding,
+// on one rank and on two sharing the device, with dropout on (GAT's
+// attention dropout too): Cora's bag-of-words rows, dense or fetched as
+// CSR rows and uploaded for the input layer's sparse products (GCN's
+// degrees fetched from their owners).
 func TestDeviceModelsMatchCPU(t *testing.T) {
 	useFakeGPU(t)
 	run := func(p int, cfg Config, format graph.FeatureFormat) *Result {
@@ -140,6 +141,8 @@ func TestDeviceModelsMatchCPU(t *testing.T) {
 		{model.KindGCN, graph.FeatureDense},
 		{model.KindSAGE, graph.FeatureCSR},
 		{model.KindGCN, graph.FeatureCSR},
+		{model.KindGAT, graph.FeatureDense},
+		{model.KindGAT, graph.FeatureCSR},
 	} {
 		for _, p := range []int{1, 2} {
 			name := fmt.Sprintf("%s/%s/p=%d", tc.kind, tc.format, p)
@@ -148,6 +151,9 @@ func TestDeviceModelsMatchCPU(t *testing.T) {
 				cfg.Epochs = 2
 				cfg.FeatureNorm = FeatureNormRow
 				require.Positive(t, cfg.Model.Dropout, "dropout on")
+				if tc.kind == model.KindGAT {
+					require.Positive(t, cfg.Model.AttnDropout, "attention dropout on")
+				}
 				want := losses(run(p, cfg, tc.format))
 				cfg.Device = DeviceCUDA
 				gpu := run(p, cfg, tc.format)
@@ -180,7 +186,6 @@ func TestDeviceConfigErrors(t *testing.T) {
 		edit func(*Config)
 		want string // the setting
 	}{
-		{func(c *Config) { c.Model.Kind, c.Model.Heads = "gat", 1 }, "Model.Kind gat"},
 		{func(c *Config) { c.Model.Normalize = true }, "Model.Normalize"},
 		{func(c *Config) { c.Optimizer = OptimizerSGD }, "Optimizer sgd"},
 	} {

@@ -73,10 +73,10 @@ func TestTrainDeviceMPI(t *testing.T) {
 		}
 	}
 
-	// GCN on dense rows, and GraphSAGE and GCN on Cora's CSR rows
-	// (--feature-format auto), fetched on the host and uploaded for the
-	// input layer's sparse products, follow the CPU run's losses.
-	for _, tc := range []struct{ model, format string }{{"gcn", "dense"}, {"sage", "auto"}, {"gcn", "auto"}} {
+	// GCN and GAT on dense rows, and GraphSAGE, GCN and GAT on Cora's CSR
+	// rows (--feature-format auto), fetched on the host and uploaded for
+	// the input layer's sparse products, follow the CPU run's losses.
+	for _, tc := range []struct{ model, format string }{{"gcn", "dense"}, {"gat", "dense"}, {"sage", "auto"}, {"gcn", "auto"}, {"gat", "auto"}} {
 		name := tc.model + "/" + tc.format
 		ca := append(args, "--epochs", "2", "--model", tc.model, "--feature-format", tc.format)
 		mc := filepath.Join(dir, tc.model+"-"+tc.format+"-cpu.jsonl")

@@ -1,7 +1,8 @@
-// Package gnn runs the minibatch training step of GraphSAGE and GCN on an
-// NVIDIA GPU: forward, loss, backward and the Adam update of a model whose
-// weights live in device memory, mirroring model.Model of kind "sage" or
-// "gcn" on dense or sparse (CSR) input features to float32 rounding.
+// Package gnn runs the minibatch training step of GraphSAGE, GCN and GAT
+// on an NVIDIA GPU: forward, loss, backward and the Adam update of a model
+// whose weights live in device memory, mirroring model.Model of kind
+// "sage", "gcn" or "gat" on dense or sparse (CSR) input features to
+// float32 rounding.
 //
 // # Overview
 //
@@ -29,6 +30,21 @@
 //
 //	H = (Â·X')·W + b.
 //
+// A GAT layer (model.GAT: h heads of width d) projects first, Z = X'·W
+// (SGEMM; SpMM for sparse input rows), and attends over the block's edges
+// with self-loops (model.AttendedEdges, uploaded with their transpose,
+// model.EdgesBySource) in the kernels of gpu/kernels' gat.cu: the scores
+// el = Z[:NDst]·a_l and er = Z·a_r, the softmax over each destination's
+// edges of LeakyReLU(el_i + er_j), and the weighted sum of the sources'
+// rows, heads concatenated (hidden layers) or averaged (the output
+// layer); ELU follows a hidden layer. Its backward pass computes dα, the
+// softmax's backward, and dZ by a gather over each source's edges (no
+// atomics: the same gradients whatever the schedule); the attention
+// vectors' gradients are the diagonal blocks of one SGEMM Eᵀ·Z, and
+// dW = X'ᵀ·dZ. The attention dropout scales are drawn on the host with
+// model.AttentionMask, right after the layer's feature dropout, as
+// model.GAT.Forward draws them.
+//
 // With sparse input rows X (StepSparse), the input layer projects first,
 // as model's ForwardSparse does, every product a cuSPARSE SpMM of the CSR
 // rows: Z = X·W_neigh, H = X[:NDst]·W_self + M·Z + b (GCN: Z = X·W,
@@ -54,9 +70,9 @@
 //
 // # Limits
 //
-// GraphSAGE and GCN run on the device: GAT (--model), normalised hidden
-// layers (--normalize) and the SGD optimizer (--optimizer sgd) are errors
-// naming the flag (ErrUnsupported).
+// GraphSAGE, GCN and GAT run on the device: normalised hidden layers
+// (--normalize) and the SGD optimizer (--optimizer sgd) are errors naming
+// the flag (ErrUnsupported).
 //
 // # Threads
 //

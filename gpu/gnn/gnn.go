@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 
 	"gonum.org/v1/gonum/blas"
 
@@ -12,6 +13,7 @@ import (
 	gblas "gnnmpi/gpu/blas"
 	"gnnmpi/gpu/cuda"
 	"gnnmpi/gpu/kernels"
+	"gnnmpi/internal/enum"
 	"gnnmpi/model"
 	"gnnmpi/sparse"
 )
@@ -20,13 +22,13 @@ import (
 // device.
 var ErrUnsupported = errors.New("not supported on the GPU")
 
-// Check reports whether a model of cfg runs on the device: GraphSAGE or
-// GCN, without normalised hidden layers. The error wraps ErrUnsupported
+// Check reports whether a model of cfg runs on the device: GraphSAGE, GCN
+// or GAT, without normalised hidden layers. The error wraps ErrUnsupported
 // and names the model.Config field.
 func Check(cfg model.Config) error {
 	switch {
-	case cfg.Kind != model.KindSAGE && cfg.Kind != model.KindGCN:
-		return fmt.Errorf("gpu/gnn: Kind %s is %w (only %s and %s run on the device)", cfg.Kind, ErrUnsupported, model.KindSAGE, model.KindGCN)
+	case !slices.Contains(model.MinibatchKinds, cfg.Kind):
+		return fmt.Errorf("gpu/gnn: Kind %s is %w (only %s run on the device)", cfg.Kind, ErrUnsupported, enum.Or(model.MinibatchKinds))
 	case cfg.Normalize:
 		return fmt.Errorf("gpu/gnn: Normalize is %w", ErrUnsupported)
 	}
@@ -37,11 +39,15 @@ func Check(cfg model.Config) error {
 // elements) in the flat vectors. A SAGE layer has both weights; a GCN
 // layer only the weight of the aggregated term, at wNeigh (gcn set, wSelf
 // unused), and its aggregation weighs the block's entries by their Values
-// instead of 1/deg.
+// instead of 1/deg. A GAT layer (gat set) has heads heads of width d:
+// its W (fin×heads·d) at wNeigh, the attention vectors a_l and a_r
+// (heads×d) at attL and attR; fout is heads·d with concat, else d.
 type layer struct {
 	fin, fout           int
-	gcn                 bool
+	gcn, gat, concat    bool
+	heads, d            int
 	wSelf, wNeigh, bias int64
+	attL, attR          int64
 }
 
 // buffer is device scratch memory, grown as needed.
@@ -62,27 +68,30 @@ type cache struct {
 	sparse bool
 	xs     gblas.CSR
 	z      cuda.DevicePtr
+	gat    gatCache // a GAT layer's
 }
 
 // Model is a GraphSAGE or GCN model (model.Model of kind "sage" or
 // "gcn") whose weights, gradients and Adam moments live on a device. It is
 // not safe for concurrent use.
 type Model struct {
-	ctx    *cuda.Context
-	bl     *gblas.BLAS
-	sp     *gblas.Sparse
-	fn     map[string]*cuda.Function
-	image  string // what the kernels were loaded as (cuda.Module.Image)
-	layers []layer
-	n      int            // scalars in the flat vectors
-	w, g   cuda.DevicePtr // weights and gradients, FlattenWeights order
-	m, v   cuda.DevicePtr // Adam moments
-	drops  []model.Dropout
-	bufs   map[string]*buffer
-	caches []cache
-	masks  [][]float32 // host masks of the last step, per layer
-	xHost  []float32   // StepDevice's input, downloaded for the input dropout's mask
-	xsPtr  []int32     // StepSparse's input row offsets, on the host
+	ctx      *cuda.Context
+	bl       *gblas.BLAS
+	sp       *gblas.Sparse
+	fn       map[string]*cuda.Function
+	image    string // what the kernels were loaded as (cuda.Module.Image)
+	layers   []layer
+	n        int            // scalars in the flat vectors
+	w, g     cuda.DevicePtr // weights and gradients, FlattenWeights order
+	m, v     cuda.DevicePtr // Adam moments
+	drops    []model.Dropout
+	bufs     map[string]*buffer
+	caches   []cache
+	masks    [][]float32 // host masks of the last step, per layer
+	edges    []gatEdges  // per GAT layer: the attended edges of the last step
+	attnDrop float32     // GAT's attention dropout rate
+	xHost    []float32   // StepDevice's input, downloaded for the input dropout's mask
+	xsPtr    []int32     // StepSparse's input row offsets, on the host
 }
 
 // New builds a device model for cfg (In and Out set, as model.New takes
@@ -100,20 +109,38 @@ func New(ctx *cuda.Context, cfg model.Config) (*Model, error) {
 	case !(cfg.Dropout >= 0 && cfg.Dropout < 1):
 		return nil, fmt.Errorf("gpu/gnn: %w: dropout %g, want [0, 1)", model.ErrConfig, cfg.Dropout)
 	}
-	m := &Model{ctx: ctx, fn: map[string]*cuda.Function{}, bufs: map[string]*buffer{}}
+	m := &Model{ctx: ctx, fn: map[string]*cuda.Function{}, bufs: map[string]*buffer{}, attnDrop: cfg.AttnDropout}
 	fin := cfg.In
 	var off int64
 	for l := range cfg.Layers {
+		last := l == cfg.Layers-1
 		fout := cfg.Hidden
-		if l == cfg.Layers-1 {
+		if last {
 			fout = cfg.Out
 		}
-		// FlattenWeights order: SAGE's W_self, W_neigh, b; GCN's W, b.
-		ly := layer{fin: fin, fout: fout, gcn: cfg.Kind == model.KindGCN, wSelf: off, wNeigh: off}
-		if !ly.gcn {
+		// FlattenWeights order: SAGE's W_self, W_neigh, b; GCN's W, b;
+		// GAT's W, a_l, a_r, b.
+		ly := layer{fin: fin, fout: fout, gcn: cfg.Kind == model.KindGCN, gat: cfg.Kind == model.KindGAT, wSelf: off, wNeigh: off}
+		switch {
+		case ly.gat:
+			ly.heads, ly.d, ly.concat = max(cfg.Heads, 1), fout, !last
+			if last {
+				ly.heads = max(cfg.OutHeads, 1)
+			}
+			hd := int64(ly.heads * ly.d)
+			if ly.concat {
+				ly.fout = int(hd)
+			}
+			ly.attL = off + int64(fin)*hd
+			ly.attR = ly.attL + hd
+			ly.bias = ly.attR + hd
+		case ly.gcn:
+			ly.bias = ly.wNeigh + int64(fin*fout)
+		default:
 			ly.wNeigh = off + int64(fin*fout)
+			ly.bias = ly.wNeigh + int64(fin*fout)
 		}
-		ly.bias = ly.wNeigh + int64(fin*fout)
+		fout = ly.fout
 		off = ly.bias + int64(fout)
 		m.layers = append(m.layers, ly)
 		m.drops = append(m.drops, model.Dropout{Rate: cfg.Dropout, SkipZeros: l == 0})
@@ -122,6 +149,7 @@ func New(ctx *cuda.Context, cfg model.Config) (*Model, error) {
 	m.n = int(off)
 	m.caches = make([]cache, cfg.Layers)
 	m.masks = make([][]float32, cfg.Layers)
+	m.edges = make([]gatEdges, cfg.Layers)
 	err := ctx.Do(func() (err error) {
 		if m.bl, err = gblas.NewBLAS(0); err != nil {
 			return err
@@ -134,7 +162,7 @@ func New(ctx *cuda.Context, cfg model.Config) (*Model, error) {
 			return err
 		}
 		m.image = mod.Image()
-		for _, name := range []string{"relu_forward", "relu_backward", "add_bias", "softmax_xent", "adam_step", "mul_mask", "col_sum"} {
+		for _, name := range kernels.Names {
 			if m.fn[name], err = mod.Function(name); err != nil {
 				return err
 			}
@@ -438,17 +466,23 @@ func (m *Model) step(blocks []*sparse.CSR, in input, labels []int32, scale float
 	}
 	// The masks, in Forward's order of draws (ForwardSparse's for sparse
 	// input rows, whose dropout is applied on the host).
+	// A GAT layer then draws its attention dropout.
 	var xs *sparse.Matrix[float32]
 	for l, a := range blocks {
 		if l == 0 && in.xs != nil {
 			xs, m.masks[0] = m.drops[0].ForwardSparse(in.xs, true, rng), nil
-			continue
+		} else {
+			var xl []float32
+			if l == 0 {
+				xl = in.xh
+			}
+			m.masks[l] = m.drops[l].Mask(m.masks[l], int(a.NCols), m.layers[l].fin, xl, true, rng)
 		}
-		var xl []float32
-		if l == 0 {
-			xl = in.xh
+		if m.layers[l].gat {
+			if err := m.drawGAT(l, a, rng); err != nil {
+				return Result{}, err
+			}
 		}
-		m.masks[l] = m.drops[l].Mask(m.masks[l], int(a.NCols), m.layers[l].fin, xl, true, rng)
 	}
 	logits, err := m.forward(blocks, in.x, xs)
 	if err != nil {
@@ -491,11 +525,22 @@ func (m *Model) forward(blocks []*sparse.CSR, x cuda.DevicePtr, xs *sparse.Matri
 		c.nd, c.ns, c.x, c.mask, c.sparse = int(a.NRows), int(a.NCols), x, 0, false
 		fin, fout, nd, ns := ly.fin, ly.fout, c.nd, c.ns
 		var err error
-		if c.csr, err = m.blockCSR(l, a); err != nil {
-			return 0, err
+		if !ly.gat {
+			if c.csr, err = m.blockCSR(l, a); err != nil {
+				return 0, err
+			}
 		}
 		if l == 0 && xs != nil {
-			if x, err = m.forwardSparse(xs); err != nil {
+			if ly.gat {
+				c.sparse = true
+				if c.xs, err = m.inputCSR(xs); err != nil {
+					return 0, err
+				}
+				x, err = m.forwardGAT(l, 0)
+			} else {
+				x, err = m.forwardSparse(xs)
+			}
+			if err != nil {
 				return 0, err
 			}
 			continue
@@ -511,6 +556,12 @@ func (m *Model) forward(blocks []*sparse.CSR, x cuda.DevicePtr, xs *sparse.Matri
 			if err := m.launch("mul_mask", ns*fin, c.xd, x, c.mask, int64(ns*fin)); err != nil {
 				return 0, err
 			}
+		}
+		if ly.gat {
+			if x, err = m.forwardGAT(l, c.xd); err != nil {
+				return 0, err
+			}
+			continue
 		}
 		if c.agg, err = m.scratch(fmt.Sprint("agg", l), f32(nd*fin)); err != nil {
 			return 0, err
@@ -545,7 +596,8 @@ func (m *Model) wAt(off int64) uintptr { return uintptr(m.w) + uintptr(off*4) }
 func (m *Model) gAt(off int64) uintptr { return uintptr(m.g) + uintptr(off*4) }
 
 // finish adds layer l's bias to its NDst×fout output out and applies the
-// ReLU of a hidden layer, in place, and returns out.
+// activation of a hidden layer (ReLU; ELU for GAT, as model.Model), in
+// place, and returns out.
 func (m *Model) finish(l int, out cuda.DevicePtr, nd int) (cuda.DevicePtr, error) {
 	ly := m.layers[l]
 	fout := ly.fout
@@ -553,11 +605,19 @@ func (m *Model) finish(l int, out cuda.DevicePtr, nd int) (cuda.DevicePtr, error
 		return 0, err
 	}
 	if l < len(m.layers)-1 {
-		if err := m.launch("relu_forward", nd*fout, out, out, int64(nd*fout)); err != nil {
+		if err := m.launch(ly.act()+"_forward", nd*fout, out, out, int64(nd*fout)); err != nil {
 			return 0, err
 		}
 	}
 	return out, nil
+}
+
+// act names the kernels of the layer's activation between layers.
+func (ly layer) act() string {
+	if ly.gat {
+		return "elu"
+	}
+	return "relu"
 }
 
 // backward back-propagates dy = dL/dlogits through the last forward into
@@ -567,12 +627,23 @@ func (m *Model) backward(dy cuda.DevicePtr) error {
 		ly, c := m.layers[l], &m.caches[l]
 		fin, fout, nd, ns := ly.fin, ly.fout, c.nd, c.ns
 		if l < len(m.layers)-1 {
-			if err := m.launch("relu_backward", nd*fout, dy, dy, c.out, int64(nd*fout)); err != nil {
+			if err := m.launch(ly.act()+"_backward", nd*fout, dy, dy, c.out, int64(nd*fout)); err != nil {
 				return err
 			}
 		}
 		if err := m.launch("col_sum", fout, cuda.DevicePtr(m.gAt(ly.bias)), dy, int64(nd), int32(fout)); err != nil {
 			return err
+		}
+		if ly.gat {
+			dx, err := m.backwardGAT(l, dy)
+			if err != nil || l == 0 {
+				return err
+			}
+			if err := m.maskGrad(c, dx, ns*fin); err != nil {
+				return err
+			}
+			dy = dx
+			continue
 		}
 		if c.sparse {
 			// Only the input layer takes sparse rows, and they get no
@@ -609,12 +680,19 @@ func (m *Model) backward(dy cuda.DevicePtr) error {
 				return err
 			}
 		}
-		if c.mask != 0 {
-			if err := m.launch("mul_mask", ns*fin, dx, dx, c.mask, int64(ns*fin)); err != nil {
-				return err
-			}
+		if err := m.maskGrad(c, dx, ns*fin); err != nil {
+			return err
 		}
 		dy = dx
 	}
 	return nil
+}
+
+// maskGrad applies the dropout mask of layer cache c, if any, to the n
+// values of the input gradient dx, in place.
+func (m *Model) maskGrad(c *cache, dx cuda.DevicePtr, n int) error {
+	if c.mask == 0 {
+		return nil
+	}
+	return m.launch("mul_mask", n, dx, dx, c.mask, int64(n))
 }

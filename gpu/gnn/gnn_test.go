@@ -83,15 +83,20 @@ func gcnBlock(r *rand.Rand, a *sparse.CSR) *sparse.CSR {
 
 // One step on the device, from the host input, from a device copy of it
 // and from its sparse rows, gives the host model's logits, loss,
-// gradients, updated weights and Adam moments, for GraphSAGE and GCN,
-// with dropout on (the input's zeros draw nothing).
+// gradients, updated weights and Adam moments, for GraphSAGE, GCN and GAT
+// (two concatenated heads in hidden layers, three averaged in the output
+// layer), with dropout on (the input's zeros draw nothing) and GAT's
+// attention dropout.
 func TestStepMatchesHost(t *testing.T) {
 	c := open(t)
 	const in, hidden, out = 12, 8, 5
 	sizes := []int{40, 17, 6} // sources of layer 0, …, seeds
-	for _, kind := range []model.Kind{model.KindSAGE, model.KindGCN} {
+	for _, kind := range model.MinibatchKinds {
 		r := rand.New(rand.NewPCG(4, 22))
 		cfg := model.Config{Kind: kind, In: in, Hidden: hidden, Out: out, Layers: 3, Dropout: 0.3}
+		if kind == model.KindGAT {
+			cfg.Heads, cfg.OutHeads, cfg.AttnDropout = 2, 3, 0.25
+		}
 		blocks := make([]*sparse.CSR, cfg.Layers)
 		for l := range blocks {
 			nd := 6
@@ -212,7 +217,7 @@ func TestErrors(t *testing.T) {
 		cfg  model.Config
 		flag string
 	}{
-		{model.Config{Kind: "gat", In: 3, Hidden: 2, Out: 2, Layers: 2}, "Kind gat"},
+		{model.Config{Kind: "gcnii", In: 3, Hidden: 2, Out: 2, Layers: 2}, "Kind gcnii"},
 		{model.Config{Kind: "sage", In: 3, Hidden: 2, Out: 2, Layers: 2, Normalize: true}, "Normalize"},
 	} {
 		err := Check(tc.cfg)

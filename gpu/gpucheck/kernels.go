@@ -148,8 +148,9 @@ func closeTo(what string, got, want []float32, tol float64) error {
 
 // checkElementwise runs fn, a kernel of the form fn(out, ins..., n) over
 // n = len(want) elements, on copies of ins and a zeroed out, and compares
-// out with want bit for bit; name names the kernel in the error.
-func checkElementwise(c *cuda.Context, fn *cuda.Function, name string, want []float32, ins ...[]float32) error {
+// out with want within tol (closeTo: 0 asks for the same bits); name
+// names the kernel in the error.
+func checkElementwise(c *cuda.Context, fn *cuda.Function, name string, tol float64, want []float32, ins ...[]float32) error {
 	d := &devBufs{c: c}
 	defer d.free()
 	n := len(want)
@@ -168,7 +169,7 @@ func checkElementwise(c *cuda.Context, fn *cuda.Function, name string, want []fl
 	if err != nil {
 		return err
 	}
-	return closeTo(name, got, want, 0)
+	return closeTo(name, got, want, tol)
 }
 
 type kernelCheck func(c *cuda.Context, fn *cuda.Function, r *rand.Rand) error
@@ -178,7 +179,8 @@ type kernelCheck func(c *cuda.Context, fn *cuda.Function, r *rand.Rand) error
 // they exist).
 func kernelChecks() map[string]kernelCheck {
 	const n = 4099
-	return map[string]kernelCheck{
+	checks := gatChecks()
+	for name, check := range map[string]kernelCheck{
 		"gather_rows": func(c *cuda.Context, fn *cuda.Function, r *rand.Rand) error {
 			// Three tiers of float32 rows of a ragged width, at unaligned
 			// bases.
@@ -206,7 +208,7 @@ func kernelChecks() map[string]kernelCheck {
 			for k, v := range x {
 				want[k] = max(v, 0)
 			}
-			return checkElementwise(c, fn, "relu_forward", want, x)
+			return checkElementwise(c, fn, "relu_forward", 0, want, x)
 		},
 		"relu_backward": func(c *cuda.Context, fn *cuda.Function, r *rand.Rand) error {
 			x, dy := randNormal(r, n), randNormal(r, n)
@@ -216,7 +218,7 @@ func kernelChecks() map[string]kernelCheck {
 					want[k] = dy[k]
 				}
 			}
-			return checkElementwise(c, fn, "relu_backward", want, dy, x)
+			return checkElementwise(c, fn, "relu_backward", 0, want, dy, x)
 		},
 		"add_bias": func(c *cuda.Context, fn *cuda.Function, r *rand.Rand) error {
 			const rows, cols = 97, 13
@@ -315,7 +317,7 @@ func kernelChecks() map[string]kernelCheck {
 			for k := range x {
 				want[k] = x[k] * mask[k]
 			}
-			return checkElementwise(c, fn, "mul_mask", want, x, mask)
+			return checkElementwise(c, fn, "mul_mask", 0, want, x, mask)
 		},
 		"col_sum": func(c *cuda.Context, fn *cuda.Function, r *rand.Rand) error {
 			const rows, cols = 301, 23
@@ -341,6 +343,21 @@ func kernelChecks() map[string]kernelCheck {
 				}
 			}
 			return closeTo("col_sum", got, want, 1e-6)
+		},
+		"elu_forward": func(c *cuda.Context, fn *cuda.Function, r *rand.Rand) error {
+			x := dense.New(1, n)
+			copy(x.Data, randNormal(r, n))
+			want := (&model.ELU{}).Forward(x)
+			return checkElementwise(c, fn, "elu_forward", 1e-6, want.Data, x.Data) // expm1f is within an ulp or two
+		},
+		"elu_backward": func(c *cuda.Context, fn *cuda.Function, r *rand.Rand) error {
+			x, dy := dense.New(1, n), dense.New(1, n)
+			copy(x.Data, randNormal(r, n))
+			copy(dy.Data, randNormal(r, n))
+			var elu model.ELU
+			y := elu.Forward(x)
+			want := elu.Backward(dy)
+			return checkElementwise(c, fn, "elu_backward", 1e-6, want.Data, dy.Data, y.Data)
 		},
 		"adam_step": func(c *cuda.Context, fn *cuda.Function, r *rand.Rand) error {
 			d := &devBufs{c: c}
@@ -369,5 +386,8 @@ func kernelChecks() map[string]kernelCheck {
 			}
 			return closeTo("adam_step", got, param.W, 1e-5)
 		},
+	} {
+		checks[name] = check
 	}
+	return checks
 }

@@ -11,7 +11,11 @@
 // to float32 on the device.
 // elementwise.cu: relu_forward, relu_backward, add_bias, scale_add,
 // softmax_xent, adam_step, mul_mask (dropout) and col_sum (the bias
-// gradient) for the device training step. Each kernel is
+// gradient) for the device training step.
+// gat.cu: elu_forward and elu_backward, and the GAT layer's attention:
+// gat_scores, gat_softmax (the edge softmax), gat_aggregate, and their
+// backward passes gat_dalpha, gat_softmax_backward, gat_src_grad and
+// diag_blocks (the attention vectors' gradients from one SGEMM). Each kernel is
 // extern "C" (its name is its symbol) and is followed by
 // GNNMPI_KERNEL(name), which is empty under real NVRTC and registers a CPU
 // launcher under the test shim (gpu/cuda/testdata/shim.h), so the same
@@ -29,7 +33,8 @@ import (
 var files embed.FS
 
 // Names lists every kernel that Source defines.
-var Names = []string{"gather_rows", "gather_rows_f16", "relu_forward", "relu_backward", "add_bias", "scale_add", "softmax_xent", "adam_step", "mul_mask", "col_sum"}
+var Names = []string{"gather_rows", "gather_rows_f16", "relu_forward", "relu_backward", "add_bias", "scale_add", "softmax_xent", "adam_step", "mul_mask", "col_sum",
+	"elu_forward", "elu_backward", "gat_scores", "gat_softmax", "gat_aggregate", "gat_dalpha", "gat_softmax_backward", "gat_src_grad", "diag_blocks"}
 
 // Source returns every .cu file, in name order, concatenated into one
 // compilation unit.
@@ -98,4 +103,14 @@ var Params = map[string][]Param{
 	"adam_step":       {Ptr, Ptr, Ptr, Ptr, Int64, Float32, Float32, Float32, Float32, Float32, Float32},
 	"mul_mask":        {Ptr, Ptr, Ptr, Int64},
 	"col_sum":         {Ptr, Ptr, Int64, Int32},
+
+	"elu_forward":          {Ptr, Ptr, Int64},
+	"elu_backward":         {Ptr, Ptr, Ptr, Int64},
+	"gat_scores":           {Ptr, Ptr, Ptr, Ptr, Ptr, Int32, Int32, Int32, Int32},
+	"gat_softmax":          {Ptr, Ptr, Ptr, Ptr, Ptr, Ptr, Int32, Int32, Float32},
+	"gat_aggregate":        {Ptr, Ptr, Ptr, Ptr, Ptr, Ptr, Int32, Int32, Int32, Int32},
+	"gat_dalpha":           {Ptr, Ptr, Ptr, Ptr, Ptr, Ptr, Int64, Int32, Int32, Int32},
+	"gat_softmax_backward": {Ptr, Ptr, Ptr, Ptr, Ptr, Ptr, Int32, Int32, Float32},
+	"gat_src_grad":         {Ptr, Ptr, Ptr, Ptr, Ptr, Ptr, Ptr, Ptr, Ptr, Ptr, Ptr, Ptr, Int32, Int32, Int32, Int32, Int32},
+	"diag_blocks":          {Ptr, Ptr, Int32, Int32},
 }
