@@ -14,10 +14,11 @@
 #                      the zero-copy gather benchmark with the link's bandwidth
 #                      from NVML, Cora trained on the GPU against the CPU)
 #   gpucheck.csv       device,driver,check,result,detail,numbers: one row a check
-#   train.csv          device,driver,dataset,system,where,epochs,epoch_s,test_acc,
+#   train.csv          device,driver,dataset,model,system,where,epochs,epoch_s,test_acc,
 #                      peak_device_bytes,max_loss_rel_diff: gnnmpi with --device cuda
-#                      and --device cpu on each dataset (every epoch's loss compared),
-#                      and the PyTorch and PyG peers on the same GPU where they import
+#                      and --device cpu (GraphSAGE on each dataset, GCN and GAT on
+#                      Cora; every epoch's loss compared), and the PyTorch and PyG
+#                      peers on the same GPU where they import
 # and keeps every run's metrics and output in WORK (default: a temporary
 # directory, named in run.log). It fails when a check fails or the losses of cuda and cpu differ by more
 # than LOSS_TOL (relative, default 1e-3).
@@ -119,16 +120,22 @@ else
 	status=1
 fi
 
-# 2. gnnmpi on each dataset, --device cuda against --device cpu.
-for ds in "${datasets[@]}"; do
+# 2. gnnmpi, --device cuda against --device cpu: GraphSAGE on each
+# dataset, and GCN and GAT on Cora (CSR rows: --feature-format auto).
+runs=()
+for ds in "${datasets[@]}"; do runs+=("$ds:sage"); done
+runs+=(cora:gcn cora:gat)
+for run in "${runs[@]}"; do
+	ds=${run%%:*} model=${run##*:}
 	for where in cuda cpu; do
-		rm -f "$WORK/$ds-$where.jsonl"
-		if ! "$BIN" --metrics "$WORK/$ds-$where.jsonl" train --data "$PACK/data/$ds" --device "$where" \
-			--epochs "$EPOCHS" --eval-every "$EPOCHS" >"$WORK/$ds-$where.log" 2>&1; then
-			echo "train $ds --device $where: FAILED"
+		f=$WORK/$ds-$model-$where
+		rm -f "$f.jsonl"
+		if ! "$BIN" --metrics "$f.jsonl" train --data "$PACK/data/$ds" --model "$model" --device "$where" \
+			--epochs "$EPOCHS" --eval-every "$EPOCHS" >"$f.log" 2>&1; then
+			echo "train $ds --model $model --device $where: FAILED"
 			status=1
 		fi
-		tail -3 "$WORK/$ds-$where.log"
+		tail -3 "$f.log"
 	done
 done
 
@@ -180,7 +187,7 @@ else
 fi
 
 # 5. The CSVs, naming the device and the driver.
-DEVICE=$device DRIVER=$driver OUT=$OUT WORK=$WORK LOSS_TOL=$LOSS_TOL PEERS="${peers[*]:-}" DATASETS="${datasets[*]}" \
+DEVICE=$device DRIVER=$driver OUT=$OUT WORK=$WORK LOSS_TOL=$LOSS_TOL PEERS="${peers[*]:-}" RUNS="${runs[*]}" \
 	BENCH="${bench[*]:-}" \
 	"$PYTHON" - <<'PY' || status=1
 import csv, json, os, sys
@@ -208,37 +215,38 @@ def records(path):
         return []
 
 rows = []
-for ds in os.environ["DATASETS"].split():
-    runs = {w: records(os.path.join(work, f"{ds}-{w}.jsonl")) for w in ("cuda", "cpu")}
+for run in os.environ["RUNS"].split():
+    ds, model = run.split(":")
+    runs = {w: records(os.path.join(work, f"{ds}-{model}-{w}.jsonl")) for w in ("cuda", "cpu")}
     losses = {w: [r["loss"] for r in rs if "epoch" in r and "loss" in r] for w, rs in runs.items()}
     diff = None
     if losses["cuda"] and len(losses["cuda"]) == len(losses["cpu"]):
         diff = max(abs(a - b) / max(abs(b), 1e-12) for a, b in zip(losses["cuda"], losses["cpu"]))
         if diff > tol:
-            print(f"{ds}: losses of cuda and cpu differ by {diff:.3g} relative (> {tol})")
+            print(f"{ds} {model}: losses of cuda and cpu differ by {diff:.3g} relative (> {tol})")
             ok = False
     else:
-        print(f"{ds}: no complete pair of runs to compare")
+        print(f"{ds} {model}: no complete pair of runs to compare")
         ok = False
     for w, rs in runs.items():
         fin = next((r for r in rs if r.get("type") == "final" or r.get("final")), {})
-        rows.append([device, driver, ds, "gnnmpi", w, len(losses[w]), fin.get("median_epoch_s"), fin.get("test_acc"), "", diff])
+        rows.append([device, driver, ds, model, "gnnmpi", w, len(losses[w]), fin.get("median_epoch_s"), fin.get("test_acc"), "", diff])
 for ds in os.environ["BENCH"].split():
     rs = records(os.path.join(work, f"{ds}-cuda.jsonl"))
     fin = next((r for r in rs if r.get("type") == "final" or r.get("final")), {})
     epochs = sum(1 for r in rs if "epoch" in r and "loss" in r)
-    rows.append([device, driver, ds, "gnnmpi", "cuda", epochs, fin.get("median_epoch_s"), fin.get("test_acc"), "", ""])
+    rows.append([device, driver, ds, "sage", "gnnmpi", "cuda", epochs, fin.get("median_epoch_s"), fin.get("test_acc"), "", ""])
 for p in os.environ["PEERS"].split():
     ds, peer = p.split(":")
     res = {}
     for line in open(os.path.join(work, f"{ds}-{peer}.log")):
         if line.startswith("{"):
             res = json.loads(line)
-    rows.append([device, driver, ds, peer, "cuda", res.get("epochs"), res.get("epoch_s"), res.get("test_acc"),
+    rows.append([device, driver, ds, "sage", peer, "cuda", res.get("epochs"), res.get("epoch_s"), res.get("test_acc"),
                  res.get("peak_device_bytes"), ""])
 with open(os.path.join(out, "train.csv"), "w", newline="") as f:
     w = csv.writer(f)
-    w.writerow(["device", "driver", "dataset", "system", "where", "epochs", "epoch_s", "test_acc",
+    w.writerow(["device", "driver", "dataset", "model", "system", "where", "epochs", "epoch_s", "test_acc",
                 "peak_device_bytes", "max_loss_rel_diff"])
     w.writerows(rows)
 for r in rows:
