@@ -10,7 +10,11 @@
 # GraphSAGE (mean), hidden 256, fanouts 15,10, dropout 0.5, Adam lr 0.01,
 # weight decay 5e-4, EPOCHS epochs, evaluation (exact full-neighbour
 # inference) after the last epoch only. The peer is one process with
-# TORCH_THREADS threads and batch 1024. gnnmpi runs at np = 1, 2, 4 with
+# TORCH_THREADS threads and batch 1024, in each of its first-layer forms
+# (TORCH_VARIANTS, default "dense embedding_bag spmm": --sparse-input of
+# sage_torch.py; the SBMs' real-valued features run dense only), and
+# gnnmpi is compared with the fastest of them, the strongest peer: the
+# plot's ratios and the summary printed at the end use it. gnnmpi runs at np = 1, 2, 4 with
 # --global-batch-size 1024: each rank takes 512 (np 2) or 256 (np 4) seeds a
 # step and the gradients are summed, so every np takes about the same
 # optimizer steps on 1024 seeds as the peer (the steps_per_epoch column;
@@ -30,7 +34,7 @@
 # Environment: EPOCHS (default 10), DATA (default ../shared/data), NPS
 # (default "1 2 4"), DATASETS (default "coauthor-physics coauthor-cs
 # amazon-computers sbm20k"), SYSTEMS (default "torch gnnmpi"),
-# TORCH_THREADS (default 2), GNNMPI_FLAGS (extra flags of gnnmpi train,
+# TORCH_THREADS (default 2), TORCH_VARIANTS, GNNMPI_FLAGS (extra flags of gnnmpi train,
 # e.g. "--feature-format csr --overlap"), VARIANT (a label for this run's
 # gnnmpi flags in the CSV and the plot), MPIRUN_ARGS (extra mpirun flags),
 # APPEND=1 (add to bench/out/throughput.csv instead of starting it afresh).
@@ -47,6 +51,7 @@ DATASETS=${DATASETS:-coauthor-physics coauthor-cs amazon-computers sbm20k}
 SYSTEMS=${SYSTEMS:-torch gnnmpi}
 SPLIT=${SPLIT:-random-60-20-20-seed0}
 TORCH_THREADS=${TORCH_THREADS:-2}
+TORCH_VARIANTS=${TORCH_VARIANTS:-dense embedding_bag spmm}
 GNNMPI_FLAGS=${GNNMPI_FLAGS:-}
 VARIANT=${VARIANT:-}
 OUT=bench/out
@@ -130,26 +135,30 @@ for ds in $DATASETS; do
 	read -r dir gnn split norm < <(prepare "$ds")
 	for sys in $SYSTEMS; do
 		if [ "$sys" = torch ]; then
-			log=$LOGS/$ds-torch.log
-			echo "== $ds torch ($TORCH_THREADS threads)" >&2
-			l0=$(load1)
-			# torch's BLAS (libblas.so.3: OpenBLAS) keeps its own thread
-			# pool: hold it to the same thread count.
-			OMP_NUM_THREADS=$TORCH_THREADS OPENBLAS_NUM_THREADS=$TORCH_THREADS \
-				"$PY" bench/peers/sage_torch.py --data "$dir" --split "$split" --epochs "$EPOCHS" \
-				--fanouts 15,10 --batch-size 1024 --hidden 256 --feature-norm "$norm" \
-				--threads "$TORCH_THREADS" | tee "$log" >&2
-			l1=$(load1)
-			blas=$(readlink -f /usr/lib/x86_64-linux-gnu/libblas.so.3 2>/dev/null | sed 's|.*/\([^/]*\)/libblas.so.3$|\1|')
-			"$PY" - "$log" "$ds" "$l0" "$l1" "$commit" "${blas:-unknown}" >> "$csv" <<'PY'
+			variants=$TORCH_VARIANTS
+			[ "$norm" = none ] && variants=dense # real-valued features: nothing sparse
+			for tv in $variants; do
+				log=$LOGS/$ds-torch-$tv.log
+				echo "== $ds torch $tv ($TORCH_THREADS threads)" >&2
+				l0=$(load1)
+				# torch's BLAS (libblas.so.3: OpenBLAS) keeps its own thread
+				# pool: hold it to the same thread count.
+				OMP_NUM_THREADS=$TORCH_THREADS OPENBLAS_NUM_THREADS=$TORCH_THREADS \
+					"$PY" bench/peers/sage_torch.py --data "$dir" --split "$split" --epochs "$EPOCHS" \
+					--fanouts 15,10 --batch-size 1024 --hidden 256 --feature-norm "$norm" \
+					--threads "$TORCH_THREADS" --sparse-input "$tv" | tee "$log" >&2
+				l1=$(load1)
+				blas=$(readlink -f /usr/lib/x86_64-linux-gnu/libblas.so.3 2>/dev/null | sed 's|.*/\([^/]*\)/libblas.so.3$|\1|')
+				"$PY" - "$log" "$ds" "$tv" "$l0" "$l1" "$commit" "${blas:-unknown}" >> "$csv" <<'PY'
 import json, sys
-log, ds, l0, l1, commit, blas = sys.argv[1:]
+log, ds, tv, l0, l1, commit, blas = sys.argv[1:]
 r = json.loads(open(log).read().splitlines()[-1])
 ph = r["phase_s"]
-print(f'{ds},torch,,1,{r["epochs"]},{r["steps_per_epoch"]},{r["epoch_s"]:.4f},{r["test_acc"]:.4f},{r["val_acc"]:.4f},'
+print(f'{ds},torch,{tv},1,{r["epochs"]},{r["steps_per_epoch"]},{r["epoch_s"]:.4f},{r["test_acc"]:.4f},{r["val_acc"]:.4f},'
       f'{r["peak_rss_bytes"]},ru_maxrss,{ph["sample"]:.4f},{ph["gather"]:.4f},{ph["compute"]:.4f},0,{l0},{l1},{commit},'
-      f'torch {r["torch"]} threads {r["threads"]} blas {blas}')
+      f'torch {r["torch"]} threads {r["threads"]} blas {blas} sparse-input {tv}')
 PY
+			done
 			continue
 		fi
 		for np in $NPS; do
@@ -197,3 +206,20 @@ PY
 done
 go run ./bench/plot throughput "$csv" "$OUT/throughput.png"
 cat "$csv"
+# The summary: every gnnmpi run's epoch time against the strongest peer
+# (the fastest PyTorch variant on the same dataset).
+"$PY" - "$csv" <<'PY'
+import csv, sys
+rows = [r for r in csv.DictReader(open(sys.argv[1])) if r["median_epoch_s"]]
+for ds in dict.fromkeys(r["dataset"] for r in rows):
+    peers = [r for r in rows if r["dataset"] == ds and r["system"] == "torch"]
+    if not peers:
+        continue
+    best = min(peers, key=lambda r: float(r["median_epoch_s"]))
+    print(f"{ds}: strongest peer torch {best['variant']} {float(best['median_epoch_s']):.3f} s/epoch, "
+          f"test {float(best['test_acc']):.4f}")
+    for r in rows:
+        if r["dataset"] == ds and r["system"] != "torch":
+            print(f"  gnnmpi{' ' + r['variant'] if r['variant'] else ''} np{r['np']}: {float(r['median_epoch_s']):.3f} s "
+                  f"= {float(r['median_epoch_s']) / float(best['median_epoch_s']):.3f}x, test {float(r['test_acc']):.4f}")
+PY

@@ -32,6 +32,22 @@ train/train.go, train/schedule.go, sampling/nodewise.go):
     after the last epoch (and every --eval-every epochs), accuracy on the
     validation and test vertices.
 
+--sparse-input picks the first layer's form for bag-of-words features,
+the strongest a PyTorch user would write (gnnmpi's sparse first layer does
+the same arithmetic: model/sparsein.go):
+
+  * dense (default): the input rows gathered dense, x·W.
+  * embedding_bag: the input rows as CSR (indices, offsets, values) and
+    both projections by F.embedding_bag (mode "sum", per-sample weights)
+    over the contiguous (in, out) weights: Z_neigh = X·W_neigh for every
+    source row, Z_self = X[:nd]·W_self for the destinations, then
+    h = Z_self + A_mean·Z_neigh + b (project first, then aggregate).
+  * spmm: the same with X a sparse COO tensor and torch.sparse.mm.
+
+With a sparse first layer the input dropout acts on the stored values
+(the zeros stay zero either way), and inference projects every vertex's
+row once per weight before the aggregation.
+
 Prints one line per epoch (training time only: evaluation excluded) and at
 the end one JSON line with the results (keys documented in the README of
 bench/: see the `result` dict below).
@@ -245,18 +261,80 @@ class SAGE(torch.nn.Module):
         return torch.addmm(self.b, x[:nd], self.w_self) + agg @ self.w_neigh
 
 
+    def project(self, rows, w, mode):
+        """X·w for sparse rows X (a CSRRows), by mode embedding_bag or
+        spmm."""
+        if mode == "embedding_bag":
+            return F.embedding_bag(rows.indices, w, rows.offsets, mode="sum", per_sample_weights=rows.values)
+        x = torch.sparse_coo_tensor(torch.stack([rows.rows, rows.indices]), rows.values, (rows.n, w.shape[0]))
+        return torch.sparse.mm(x, w)
+
+    def forward_sparse(self, a, rows, mode):
+        """The layer on sparse input rows, projecting first:
+        X[:nd]·W_self + A·(X·W_neigh) + b."""
+        nd = a.shape[0]
+        zn = self.project(rows, self.w_neigh, mode)
+        zs = self.project(rows.head(nd), self.w_self, mode)
+        return torch.sparse.mm(a, zn) + zs + self.b
+
+
+class CSRRows:
+    """Sparse feature rows in CSR form: indices and values of the stored
+    entries, offsets (each row's first entry) and rows (each entry's row),
+    as int64/float32 tensors."""
+
+    def __init__(self, indices, offsets, values, rows, n):
+        self.indices, self.offsets, self.values, self.rows, self.n = indices, offsets, values, rows, n
+
+    @staticmethod
+    def gather(fptr, fidx, fval, ids, dev):
+        """The rows ids of the CSR matrix (fptr, fidx, fval), on dev."""
+        start = fptr[ids]
+        ln = fptr[ids + 1] - start
+        off = np.zeros(ids.size, dtype=np.int64)
+        np.cumsum(ln[:-1], out=off[1:])
+        src = np.repeat(start - off, ln) + np.arange(int(ln.sum()))
+        t = lambda a: torch.from_numpy(a).to(dev, non_blocking=True)
+        return CSRRows(t(fidx[src]), t(off), t(fval[src]), t(np.repeat(np.arange(ids.size), ln)), ids.size)
+
+    def head(self, nd):
+        """The first nd rows."""
+        if nd == self.n:
+            return self
+        end = int(self.offsets[nd]) if nd < self.n else self.indices.numel()
+        return CSRRows(self.indices[:end], self.offsets[:nd], self.values[:end], self.rows[:end], nd)
+
+    def dropout(self, p, training):
+        """The rows with dropout on the stored values."""
+        return CSRRows(self.indices, self.offsets, F.dropout(self.values, p, training), self.rows, self.n)
+
+
+def to_csr(feat):
+    """The n×d dense array as CSR arrays (indptr, indices, values)."""
+    row, col = np.nonzero(feat)
+    indptr = np.zeros(feat.shape[0] + 1, dtype=np.int64)
+    np.cumsum(np.bincount(row, minlength=feat.shape[0]), out=indptr[1:])
+    return indptr, col.astype(np.int64), feat[row, col].astype(np.float32)
+
+
 class Model(torch.nn.Module):
-    def __init__(self, fin, hidden, fout, layers, dropout):
+    def __init__(self, fin, hidden, fout, layers, dropout, sparse="dense"):
         super().__init__()
         dims = [fin] + [hidden] * (layers - 1) + [fout]
         self.layers = torch.nn.ModuleList(SAGE(dims[i], dims[i + 1]) for i in range(layers))
         self.dropout = dropout
+        self.sparse = sparse
 
     def forward(self, blocks, x):
+        """The logits; x is the dense input rows, or a CSRRows with a
+        sparse first layer."""
         h = x
         for l, (layer, a) in enumerate(zip(self.layers, blocks)):
-            h = F.dropout(h, self.dropout, self.training)
-            h = layer(a, h)
+            if l == 0 and self.sparse != "dense":
+                h = layer.forward_sparse(a, h.dropout(self.dropout, self.training), self.sparse)
+            else:
+                h = F.dropout(h, self.dropout, self.training)
+                h = layer(a, h)
             if l < len(self.layers) - 1:
                 h = F.relu(h)
         return h
@@ -266,14 +344,22 @@ class Model(torch.nn.Module):
 def infer(model, indptr, indices, feat, chunk=4096):
     """Exact layer-wise full-neighbour inference: every layer over all
     vertices, destinations in chunks, on the model's device (feat is moved
-    there whole)."""
+    there whole; with a sparse first layer feat is the CSR arrays, and the
+    first layer projects every row once per weight, in chunks)."""
     model.eval()
     dev = model.layers[0].b.device
     n = indptr.size - 1
     deg = np.diff(indptr)
-    h = feat.to(dev)
+    h = feat.to(dev) if model.sparse == "dense" else None
     for l, layer in enumerate(model.layers):
         out = torch.empty(n, layer.b.numel(), device=dev)
+        zs = zn = None
+        if h is None:  # the sparse first layer: Z = X·W for all rows
+            zs, zn = torch.empty_like(out), torch.empty_like(out)
+            for lo in range(0, n, chunk):
+                rows = CSRRows.gather(*feat, np.arange(lo, min(lo + chunk, n)), dev)
+                zs[lo:lo + rows.n] = layer.project(rows, layer.w_self, model.sparse)
+                zn[lo:lo + rows.n] = layer.project(rows, layer.w_neigh, model.sparse)
         for lo in range(0, n, chunk):
             hi = min(lo + chunk, n)
             row = np.repeat(np.arange(hi - lo), deg[lo:hi])
@@ -281,6 +367,9 @@ def infer(model, indptr, indices, feat, chunk=4096):
             vals = (1.0 / np.maximum(deg[lo:hi], 1).astype(np.float32))[row]
             a = torch.sparse_coo_tensor(torch.from_numpy(np.stack([row, col])), torch.from_numpy(vals),
                                         (hi - lo, n)).coalesce().to(dev)
+            if zn is not None:
+                out[lo:hi] = zs[lo:hi] + torch.sparse.mm(a, zn) + layer.b
+                continue
             agg = torch.sparse.mm(a, h)
             out[lo:hi] = torch.addmm(layer.b, h[lo:hi], layer.w_self) + agg @ layer.w_neigh
         if l < len(model.layers) - 1:
@@ -342,6 +431,8 @@ def main():
     add_common_args(ap)
     ap.add_argument("--eval-every", type=int, default=0,
                     help="also evaluate every K epochs and report the test accuracy at the best validation accuracy")
+    ap.add_argument("--sparse-input", choices=("dense", "embedding_bag", "spmm"), default="dense",
+                    help="the first layer's form: dense rows, or CSR rows by F.embedding_bag or torch.sparse.mm")
     args = ap.parse_args()
     fanouts, dev = check_common_args(args)
 
@@ -352,16 +443,25 @@ def main():
     t0 = time.perf_counter()
     indptr, indices, feat, labels, parts, split = load(args.data, args.split)
     normed = normalize_rows(feat, args.feature_norm)
-    feat = torch.from_numpy(feat)
+    fin = feat.shape[1]
+    if args.sparse_input == "dense":
+        feat = torch.from_numpy(feat)
+        density = None
+    else:
+        feat = to_csr(feat)  # the dense copy is dropped
+        density = feat[1].size / (feat[0].size - 1) / fin
+    labels_t = torch.from_numpy(labels)
     labels_t = torch.from_numpy(labels)
     n, classes = indptr.size - 1, int(labels.max()) + 1
     load_s = time.perf_counter() - t0
     print(f"loaded {args.data} (split {split}) in {load_s:.2f}s: {n} vertices, {indices.size} edges, "
-          f"{feat.shape[1]} features{' (row-normalised)' if normed else ''}, {classes} classes, "
+          f"{fin} features{' (row-normalised)' if normed else ''}"
+          f"{f', CSR rows ({density:.2%} dense), first layer by {args.sparse_input}' if density is not None else ''}, "
+          f"{classes} classes, "
           f"{parts['train'].size} training vertices; torch {torch.__version__}, {torch.get_num_threads()} threads",
           flush=True)
 
-    model = Model(feat.shape[1], args.hidden, classes, args.layers, args.dropout).to(dev)
+    model = Model(fin, args.hidden, classes, args.layers, args.dropout, args.sparse_input).to(dev)
     if dev.type == "cuda":
         torch.cuda.reset_peak_memory_stats(dev)
     opt = torch.optim.Adam(model.parameters(), lr=args.lr, weight_decay=args.weight_decay)
@@ -384,7 +484,10 @@ def main():
             blocks, inputs = sample_blocks(indptr, indices, seeds, fanouts, rng)
             blocks = [a.to(dev, non_blocking=True) for a in blocks]
             t1 = time.perf_counter()
-            x = feat.index_select(0, torch.from_numpy(inputs)).to(dev, non_blocking=True)
+            if args.sparse_input == "dense":
+                x = feat.index_select(0, torch.from_numpy(inputs)).to(dev, non_blocking=True)
+            else:
+                x = CSRRows.gather(*feat, inputs, dev)
             y = labels_t[seeds].to(dev, non_blocking=True)
             t2 = time.perf_counter()
             opt.zero_grad()
@@ -414,6 +517,7 @@ def main():
 
     result = {
         "system": "torch", "torch": torch.__version__, "threads": torch.get_num_threads(),
+        "sparse_input": args.sparse_input,
         "device": torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu",
         "peak_device_bytes": torch.cuda.max_memory_allocated(dev) if dev.type == "cuda" else None,
         "data": args.data, "split": split, "epochs": args.epochs, "steps_per_epoch": nb,
