@@ -2,6 +2,8 @@ package train
 
 import (
 	"fmt"
+	"os"
+	"runtime/debug"
 
 	"gnnmpi/alltoall"
 	"gnnmpi/collective"
@@ -213,7 +215,27 @@ func newTrainer(c collective.Comm, d *Data, cfg Config) (*trainer, error) {
 	if err := t.openDevice(); err != nil {
 		return nil, err
 	}
+	limitHeap(t.memory())
 	return t, nil
+}
+
+// limitHeap lowers the Go collector's soft memory limit to 1.5 times the
+// trainer's state (memory's parts) plus 256 MiB, unless GOMEMLIMIT sets
+// one or the limit is lower already: a minibatch's buffers are garbage
+// after its step, and without the limit the heap would grow to twice the
+// live state (GOGC 100) before they are collected.
+func limitHeap(state []int64) {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return
+	}
+	var s int64
+	for _, v := range state {
+		s = addSat(s, v)
+	}
+	lim := addSat(addSat(s, s/2), 256<<20)
+	if lim < debug.SetMemoryLimit(-1) {
+		debug.SetMemoryLimit(lim)
+	}
 }
 
 // topologyGrid returns the grid of the sampler's topology over c: (p/C)×C
