@@ -312,9 +312,13 @@ func byteView[T any](s []T) []byte {
 // still allocate, before pipe.New builds anything: the whole deep model
 // with its gradients and optimiser moments (every stage's layers, an upper
 // bound for one stage), and one hidden-wide row per vertex and layer (the
-// activations a full-graph step keeps for its backward pass). It is
-// collective over c.
-func checkFullFootprint(c collective.Comm, pc pipe.Config, rows int64) error {
+// activations a full-graph step keeps for its backward pass).
+//
+// It decides on this rank alone and makes no collective call, so that the
+// setup's traffic is that of a run without the check: a rank that does not
+// fit returns its own "out of memory" error, and package main ends the job
+// (every rank's budget is its own, so under equal caps every rank reports).
+func checkFullFootprint(rank int, pc pipe.Config, rows int64) error {
 	params, err := pc.Model.NumParams()
 	if err != nil { // the same configuration on every rank: all fail alike
 		return err
@@ -329,5 +333,5 @@ func checkFullFootprint(c collective.Comm, pc pipe.Config, rows int64) error {
 	weights := mulSat(params, 4*(2+moments))
 	acts := mulSat(rows, mulSat(int64(pc.Model.Hidden), mulSat(4, int64(pc.Model.Layers))))
 	need := addSat(weights, acts)
-	return fits(c, need, fmt.Sprintf("full-graph training needs at least %s more (model and optimiser %s, activations %s)", gib(need), gib(weights), gib(acts)))
+	return fitsLocal(rank, need, fmt.Sprintf("full-graph training needs at least %s more (model and optimiser %s, activations %s)", gib(need), gib(weights), gib(acts)))
 }

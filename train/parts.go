@@ -134,12 +134,18 @@ func checkBudget(c collective.Comm, dir string, m *graph.PartManifest, first, la
 // says what (what: "parts … need 3.1 GiB") and which limit applies, and
 // the others' name it. It is collective over c.
 func fits(c collective.Comm, need int64, what string) error {
-	var err error
+	return collective.Agree(c, fitsLocal(c.Rank(), need, what))
+}
+
+// fitsLocal returns fits's error for rank when need exceeds what this
+// process may still allocate (available), and nil otherwise. It makes no
+// collective call.
+func fitsLocal(rank int, need int64, what string) error {
 	if b := available(); need > b.Bytes {
-		err = fmt.Errorf("train: rank %d: out of memory: %s, but this rank may allocate only %s; run on more ranks (each holds 1/p of the graph) or raise the limit",
-			c.Rank(), what, b)
+		return fmt.Errorf("train: rank %d: out of memory: %s, but this rank may allocate only %s; run on more ranks (each holds 1/p of the graph) or raise the limit",
+			rank, what, b)
 	}
-	return collective.Agree(c, err)
+	return nil
 }
 
 // gib formats bytes in GiB.
