@@ -11,6 +11,7 @@ import (
 
 	"gnnmpi/alltoall"
 	"gnnmpi/collective"
+	"gnnmpi/internal/memlimit"
 	"gnnmpi/model"
 	"gnnmpi/pipe"
 )
@@ -131,7 +132,14 @@ func estimateFootprint(cfg Config, feat featShape, n, evalRows, cacheRows int64,
 		default:
 			fin = int64(cfg.Model.In)
 		}
-		act = addSat(act, mulSat(dst, mulSat(2*fin+4*widths[l], 4*2))) // forward and backward
+		// Two input-wide and four output-wide rows per destination, in the
+		// forward and the backward pass; the input layer's inputs get no
+		// gradient, so its input-wide rows count once.
+		in := mulSat(2*fin, 4*2)
+		if l == 0 {
+			in = mulSat(2*fin, 4)
+		}
+		act = addSat(act, mulSat(dst, addSat(in, mulSat(4*widths[l], 4*2))))
 		if l < L {
 			edges = addSat(edges, mulSat(dst, 20*max(int64(cfg.Fanouts[L-1-l]), 1)))
 		}
@@ -205,12 +213,15 @@ func addSat(a, b int64) int64 {
 // rank may still allocate, before any of it is allocated; evalRows is the
 // number of vertices the rank computes in inference. It is collective
 // over c: every rank fails if one would not fit. The topology and the
-// loaded rows are in use already and counted by the budget.
-func checkFootprint(c collective.Comm, d *Data, cfg Config, norm FeatureNorm, evalRows int64) error {
+// loaded rows are in use already and counted by the budget. On success it
+// returns a line for the log: the resident memory now, the estimate and
+// their sum, the peak the rank should expect (the loaded rows that move
+// into the store count twice in it, so it errs high by about the store).
+func checkFootprint(c collective.Comm, d *Data, cfg Config, norm FeatureNorm, evalRows int64) (string, error) {
 	shape := featShapeOf(d)
 	f, err := estimateFootprint(cfg, shape, d.NumNodes(), evalRows, int64(cacheRows(cfg.CacheFrac, d.Book.NumNodes(), d.Book.Parts)), norm)
 	if err != nil { // the same configuration on every rank: all fail alike
-		return err
+		return "", err
 	}
 	need, what := f.Total(), f.String()
 	if cfg.Device == DeviceCUDA && shape.nnz < 0 && cfg.FeatureDType != alltoall.F16 {
@@ -220,7 +231,11 @@ func checkFootprint(c collective.Comm, d *Data, cfg Config, norm FeatureNorm, ev
 		need = addSat(need, host)
 		what += ", mapped host tier " + gib(host)
 	}
-	return fits(c, need, fmt.Sprintf("training needs %s more (%s)", gib(need), what))
+	if err := fits(c, need, fmt.Sprintf("training needs %s more (%s)", gib(need), what)); err != nil {
+		return "", err
+	}
+	rss := memlimit.RSS()
+	return fmt.Sprintf("rank %d holds %s (%d bytes) and needs %s (%d bytes) more (%s): estimated peak %d bytes", c.Rank(), gib(rss), rss, gib(need), need, what, addSat(rss, need)), nil
 }
 
 // featShapeOf returns the shape of d's feature rows.

@@ -131,10 +131,15 @@ func checkBudget(c collective.Comm, dir string, m *graph.PartManifest, first, la
 
 // fits fails every rank of c when some rank's need exceeds what it may
 // still allocate (available): that rank's error starts "out of memory",
-// says what (what: "parts … need 3.1 GiB") and which limit applies, and
-// the others' name it. It is collective over c.
+// says what (what: "parts … need 3.1 GiB") and which limit applies; every
+// rank that does not fit returns its own such error, and the others one
+// that names the lowest of them. It is collective over c.
 func fits(c collective.Comm, need int64, what string) error {
-	return collective.Agree(c, fitsLocal(c.Rank(), need, what))
+	mine := fitsLocal(c.Rank(), need, what)
+	if err := collective.Agree(c, mine); mine == nil {
+		return err
+	}
+	return mine // every rank that does not fit reports its own limit
 }
 
 // fitsLocal returns fits's error for rank when need exceeds what this

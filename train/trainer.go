@@ -55,6 +55,8 @@ type trainer struct {
 	evaluator
 	dev *device    // the GPU step (Config.Device cuda), else nil
 	ep  epochState // the epoch that train ran, for summarize
+	// memCheck is the memory check's line for the log (checkFootprint).
+	memCheck string
 }
 
 // comms are a trainer's communicators. The compute loop (gradients,
@@ -129,7 +131,8 @@ func newTrainer(c collective.Comm, d *Data, cfg Config) (*trainer, error) {
 	}
 	ccfg := cfg
 	ccfg.Model = mc
-	if err := checkFootprint(c, d, ccfg, norm, evalRows); err != nil {
+	memCheck, err := checkFootprint(c, d, ccfg, norm, evalRows)
+	if err != nil {
 		return nil, err
 	}
 	m, err := model.New(mc, rng.New(cfg.Seed, streamInit), cfg.BLAS)
@@ -143,7 +146,7 @@ func newTrainer(c collective.Comm, d *Data, cfg Config) (*trainer, error) {
 	d.Feat, d.FeatCSR = nil, nil
 	dd := *d
 	d = &dd
-	t := &trainer{cfg: cfg, d: d, comms: comms{c: c}, learner: learner{m: m}}
+	t := &trainer{cfg: cfg, d: d, comms: comms{c: c}, learner: learner{m: m}, memCheck: memCheck}
 	if t.opt, err = cfg.newOptimizer(); err != nil {
 		return nil, err
 	}
