@@ -28,7 +28,7 @@ func TestEstimateFootprint(t *testing.T) {
 		return c
 	}
 	sparse := featShape{rows: 10, cols: 100, nnz: 50} // 60 bytes a row
-	dense := featShape{rows: 10, cols: 100, nnz: -1}   // 400 bytes a row
+	dense := featShape{rows: 10, cols: 100, nnz: -1}  // 400 bytes a row
 	cases := []struct {
 		name string
 		cfg  Config
