@@ -43,5 +43,22 @@ func RowNormalized(x *Matrix) *Matrix {
 	return y
 }
 
+// NormalizeRows divides every row of x by its sum clamped below at 1, in
+// place: x ends as RowNormalized(x) would be, bit for bit, without a
+// second matrix.
+func NormalizeRows(x *Matrix) {
+	for i := range x.Rows {
+		row := x.Row(i)
+		var s float64
+		for _, v := range row {
+			s += float64(v)
+		}
+		inv := RowScale(s)
+		for j, v := range row {
+			row[j] = float32(float64(v) * inv)
+		}
+	}
+}
+
 // RowScale is the factor RowNormalized multiplies a row summing to s by.
 func RowScale(s float64) float64 { return 1 / max(s, 1) }

@@ -520,3 +520,30 @@ func (c *gcniiConv) UsesAux() bool { return true }
 func (c *gcniiConv) Shared() Conv {
 	return &gcniiConv{w: c.w, width: c.width, alpha: c.alpha, beta: c.beta, impl: c.impl}
 }
+
+// NumParams returns the number of scalar weights of the whole deep model
+// of c, without allocating them: the input Linear (In×Hidden and its
+// bias), Layers Convs of c.Kind and the output Linear (Hidden×Out and its
+// bias), as a full-graph trainer builds them over all its stages. It
+// returns an error wrapping ErrConfig if c is invalid; a count that does
+// not fit an int64 is math.MaxInt64.
+func (c DeepConfig) NumParams() (int64, error) {
+	if err := c.Validate(); err != nil {
+		return 0, err
+	}
+	w := int64(c.Hidden)
+	var conv int64
+	switch c.Kind {
+	case ConvGCN: // w, b
+		conv = satAdd(satMul(w, w), w)
+	case ConvResGCN: // w, b, ln_g, ln_b
+		conv = satAdd(satMul(w, w), satMul(3, w))
+	case ConvSAGE: // w_self, w_neigh, b
+		conv = satAdd(satMul(satMul(2, w), w), w)
+	case ConvGCNII: // w
+		conv = satMul(w, w)
+	}
+	in := satAdd(satMul(int64(c.In), w), w)
+	out := satAdd(satMul(w, int64(c.Out)), int64(c.Out))
+	return satAdd(satAdd(in, out), satMul(int64(c.Layers), conv)), nil
+}

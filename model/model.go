@@ -3,6 +3,7 @@ package model
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 
 	"gonum.org/v1/gonum/blas"
@@ -281,4 +282,60 @@ func unflatten(src []float32, n int, ps []*Param, f func(*Param) []float32) {
 	for _, p := range ps {
 		off += copy(f(p), src[off:])
 	}
+}
+
+// NumParams returns the number of scalar weights New would allocate for
+// c, without allocating them, or an error wrapping ErrConfig if c is
+// invalid. A count that does not fit an int64 is math.MaxInt64, so that a
+// memory check comparing it with a budget refuses it.
+func (c Config) NumParams() (int64, error) {
+	c, err := c.withDefaults()
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	fin := int64(c.In)
+	for l := range c.Layers {
+		last := l == c.Layers-1
+		fout := int64(c.Hidden)
+		if last {
+			fout = int64(c.Out)
+		}
+		switch c.Kind {
+		case KindSAGE: // w_self, w_neigh, b
+			n = satAdd(n, satAdd(satMul(satMul(2, fin), fout), fout))
+		case KindGCN: // w, b
+			n = satAdd(n, satAdd(satMul(fin, fout), fout))
+		case KindGAT: // w (fin × heads·d), att_l, att_r (heads × d), b
+			heads := int64(c.Heads)
+			if last {
+				heads = int64(c.OutHeads)
+			}
+			hd := satMul(heads, fout)
+			out := fout
+			if !last {
+				out = hd // concatenated heads
+			}
+			n = satAdd(n, satAdd(satAdd(satMul(fin, hd), satMul(2, hd)), out))
+			fout = out
+		}
+		fin = fout
+	}
+	return n, nil
+}
+
+// satMul returns a·b for a, b ≥ 0, or math.MaxInt64 if it overflows.
+func satMul(a, b int64) int64 {
+	if a != 0 && b > math.MaxInt64/a {
+		return math.MaxInt64
+	}
+	return a * b
+}
+
+// satAdd returns a+b for a, b ≥ 0, or math.MaxInt64 if it overflows.
+func satAdd(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
 }

@@ -66,6 +66,12 @@ type Data struct {
 	// NonNegative says that no feature entry of any rank is negative:
 	// FeatureNormAuto row-normalises such features.
 	NonNegative bool
+	// FeatOwned says that Feat is memory of the process's own (rows
+	// parsed or copied out of a file), which Features may normalise in
+	// place; false for rows that alias a read-only mapped file.
+	FeatOwned bool
+	// normalized says that Features has row-normalised Feat in place.
+	normalized bool
 }
 
 // NumNodes returns the number of vertices.
@@ -105,15 +111,23 @@ type Features struct {
 
 // Features returns the rows this rank owns under the feature
 // normalisation norm: d's own rows for FeatureNormNone (aliased, maybe
-// read-only mapped memory), a normalised copy for FeatureNormRow (each row
-// divided by its sum clamped at 1, dense.RowNormalized or
-// sparse.RowNormalized, which agree bitwise; a 0/1 pattern gets values).
+// read-only mapped memory); for FeatureNormRow each row divided by its sum
+// clamped at 1 (dense.RowNormalized or sparse.RowNormalized, which agree
+// bitwise; a 0/1 pattern gets values): dense rows that d owns
+// (Data.FeatOwned) in place, by dense.NormalizeRows, so that no second
+// copy of the features is made, other rows into a copy.
 func (d *Data) Features(norm FeatureNorm) Features {
 	switch {
 	case d.FeatCSR != nil && norm == FeatureNormRow:
 		return Features{CSR: sparse.RowNormalized(d.FeatCSR)}
 	case d.FeatCSR != nil:
 		return Features{CSR: d.FeatCSR}
+	case norm == FeatureNormRow && d.FeatOwned:
+		if !d.normalized { // a second call returns the same rows
+			dense.NormalizeRows(d.Feat)
+			d.normalized = true
+		}
+		return Features{Dense: d.Feat}
 	case norm == FeatureNormRow:
 		return Features{Dense: dense.RowNormalized(d.Feat)}
 	}
@@ -269,6 +283,12 @@ func Load(c collective.Comm, path string, o LoadOptions) (*Data, error) {
 		return nil, fmt.Errorf("train: %s: expected %d feature rows, got %d", path, g.NumNodes, rows)
 	}
 	d.Feat, d.FeatCSR = f.Feat, f.FeatCSR
+	// Rows kept by a rank are copied out of the file, and a directory
+	// (OGB's raw layout) is parsed: only a binary file read whole stays
+	// mapped.
+	if st, err := os.Stat(path); err == nil && (keep != nil || st.IsDir()) {
+		d.FeatOwned = true
+	}
 	neg := int64(0)
 	if !nonNegative(f.Feat) || !nonNegativeCSR(f.FeatCSR) {
 		neg = 1

@@ -197,6 +197,9 @@ func newFullStepper(c collective.Comm, d *Data, cfg FullConfig, log func(string,
 	pc := cfg.pipeConfig()
 	pc.Layout = lay
 	pc.Model.In, pc.Model.Out = d.NumFeatures(), d.NumClasses
+	if err := checkFullFootprint(c.Rank(), pc, int64(len(plan.Gids))); err != nil {
+		return nil, nil, err
+	}
 	pd := partData(d, plan)
 	pd.Feat, pd.FeatCSR, pd.RowNormalize = d.Feat, d.FeatCSR, cfg.FeatureNorm.Resolve(d.NonNegative) == FeatureNormRow
 	tr, err := pipe.New(c, pc, pd)

@@ -25,8 +25,7 @@ func mask(lo, hi int64, ids []int64) []bool {
 
 // planChunks cuts the owned vertices, for every layer, into chunks whose
 // gathered input (the distinct rows of the destinations and all their
-// neighbours, times the layer's input width) stays within EvalMemory
-// values; every rank then takes as many exchange rounds as the rank with
+// neighbours, times the layer's input width) stays within evalValues; every rank then takes as many exchange rounds as the rank with
 // the most chunks. It returns the boundaries: chunk k of layer l is
 // owned[b[l][k]:b[l][k+1]].
 func (t *trainer) planChunks() ([][]int, error) {
@@ -35,6 +34,7 @@ func (t *trainer) planChunks() ([][]int, error) {
 	bounds := make([][]int, L)
 	counts := make([]int64, L)
 	seen := newStamps(t.d) // chunk number + 1 that last counted the vertex
+	limit := t.evalValues()
 	for l := range L {
 		fin := int64(t.store.Cols())
 		if l > 0 {
@@ -59,11 +59,11 @@ func (t *trainer) planChunks() ([][]int, error) {
 		}
 		for k, g := range owned {
 			add := fresh(g)
-			// A chunk's gathered inputs stay within EvalMemory values, on
+			// A chunk's gathered inputs stay within evalValues, on
 			// one rank too (a hidden layer in one chunk reads the rank's
 			// rows in place, but its block and the layer's intermediate
 			// rows would grow with the graph).
-			if rows > 0 && (rows+add)*fin > t.cfg.EvalMemory {
+			if rows > 0 && (rows+add)*fin > limit {
 				b = append(b, k) // start a new chunk with g
 				chunk++
 				rows, add = 0, fresh(g)
@@ -247,7 +247,7 @@ func (t *trainer) normalize(ch *evalChunk) error {
 // full-neighbour adjacency (normalised for GCN) and the plan that gathers
 // its sources. The same chunks recur in every evaluation and, where the
 // boundaries agree, in every layer, so they are kept while their entries
-// fit EvalMemory; beyond that (a graph whose blocks would double the
+// fit evalValues; beyond that (a graph whose blocks would double the
 // rank's topology) they are built again each time.
 type evalChunk struct {
 	blk     sampling.Block // the destinations' full-neighbour block, until adj is made from it
@@ -270,7 +270,7 @@ func (t *trainer) chunk(owned []int64, lo, hi int) *evalChunk {
 	if ch.inPlace = identity(blk.Src, t.ebook, t.c.Rank(), len(owned)); !ch.inPlace || t.evalDeg != nil {
 		ch.plan = alltoall.NewPlan(blk.Src, t.ebook, t.c.Rank())
 	}
-	if size := int64(len(blk.Adj.Indices) + len(blk.Src)); t.chunkCached+size <= t.cfg.EvalMemory {
+	if size := int64(len(blk.Adj.Indices) + len(blk.Src)); t.chunkCached+size <= t.evalValues() {
 		if t.chunkCache == nil {
 			t.chunkCache = map[[2]int]*evalChunk{}
 		}
@@ -278,4 +278,16 @@ func (t *trainer) chunk(owned []int64, lo, hi int) *evalChunk {
 		t.chunkCached += size
 	}
 	return ch
+}
+
+// evalValues returns the values a chunk of layer-wise inference gathers at
+// most, and the entries its cached blocks hold: EvalMemory, and with dense
+// features no more than an eighth of the store's own values (at least
+// 4 Mi), so that inference's buffers stay small beside the state
+// (evalChunkValues).
+func (t *trainer) evalValues() int64 {
+	if t.store.Sparse() {
+		return t.cfg.EvalMemory
+	}
+	return evalChunkValues(t.cfg.EvalMemory, featShape{rows: int64(t.store.OwnRows()), cols: int64(t.store.Cols()), nnz: -1})
 }

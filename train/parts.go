@@ -131,15 +131,26 @@ func checkBudget(c collective.Comm, dir string, m *graph.PartManifest, first, la
 
 // fits fails every rank of c when some rank's need exceeds what it may
 // still allocate (available): that rank's error starts "out of memory",
-// says what (what: "parts … need 3.1 GiB") and which limit applies, and
-// the others' name it. It is collective over c.
+// says what (what: "parts … need 3.1 GiB") and which limit applies; every
+// rank that does not fit returns its own such error, and the others one
+// that names the lowest of them. It is collective over c.
 func fits(c collective.Comm, need int64, what string) error {
-	var err error
-	if b := available(); need > b.Bytes {
-		err = fmt.Errorf("train: rank %d: out of memory: %s, but this rank may allocate only %s; run on more ranks (each holds 1/p of the graph) or raise the limit",
-			c.Rank(), what, b)
+	mine := fitsLocal(c.Rank(), need, what)
+	if err := collective.Agree(c, mine); mine == nil {
+		return err
 	}
-	return collective.Agree(c, err)
+	return mine // every rank that does not fit reports its own limit
+}
+
+// fitsLocal returns fits's error for rank when need exceeds what this
+// process may still allocate (available), and nil otherwise. It makes no
+// collective call.
+func fitsLocal(rank int, need int64, what string) error {
+	if b := available(); need > b.Bytes {
+		return fmt.Errorf("train: rank %d: out of memory: %s, but this rank may allocate only %s; run on more ranks (each holds 1/p of the graph) or raise the limit",
+			rank, what, b)
+	}
+	return nil
 }
 
 // gib formats bytes in GiB.

@@ -49,6 +49,9 @@ func Run(c collective.Comm, d *Data, cfg Config, h Hooks) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if h.Log != nil && c.Rank() == 0 {
+		h.Log("memory check: %s", t.memCheck)
+	}
 	if t.dev != nil && h.Log != nil && c.Rank() == 0 {
 		major, minor := t.dev.ctx.Capability()
 		h.Log("minibatch step on %s (compute capability %d.%d), kernels loaded as %s", t.dev.ctx.Name(), major, minor, t.dev.m.Image())

@@ -2,6 +2,8 @@ package train
 
 import (
 	"fmt"
+	"os"
+	"runtime/debug"
 
 	"gnnmpi/alltoall"
 	"gnnmpi/collective"
@@ -53,6 +55,8 @@ type trainer struct {
 	evaluator
 	dev *device    // the GPU step (Config.Device cuda), else nil
 	ep  epochState // the epoch that train ran, for summarize
+	// memCheck is the memory check's line for the log (checkFootprint).
+	memCheck string
 }
 
 // comms are a trainer's communicators. The compute loop (gradients,
@@ -113,17 +117,36 @@ type evaluator struct {
 func newTrainer(c collective.Comm, d *Data, cfg Config) (*trainer, error) {
 	mc := cfg.Model
 	mc.In, mc.Out = d.NumFeatures(), d.NumClasses
+	norm := cfg.FeatureNorm.Resolve(d.NonNegative)
+	ebook, err := evalBook(d.Book, cfg.Replication)
+	if err != nil {
+		return nil, err
+	}
+	// Nothing large is allocated before the check: the model, the
+	// normalised features and the store come after it. (A book of the
+	// wrong size is refused below, after the check.)
+	evalRows := int64(0)
+	if c.Rank() < ebook.Parts {
+		evalRows = int64(len(ebook.Owned(c.Rank())))
+	}
+	ccfg := cfg
+	ccfg.Model = mc
+	memCheck, err := checkFootprint(c, d, ccfg, norm, evalRows)
+	if err != nil {
+		return nil, err
+	}
 	m, err := model.New(mc, rng.New(cfg.Seed, streamInit), cfg.BLAS)
 	if err != nil {
 		return nil, err
 	}
 	// The features move into the store: the trainer's view of d and d
 	// itself let go of them, so that the rows are not held twice.
-	feat := d.Features(cfg.FeatureNorm.Resolve(d.NonNegative)) // normalised into a copy: d's rows may be read-only mapped memory
+	feat := d.Features(norm) // normalised in place when d owns its dense rows, else into a copy (maybe read-only mapped memory)
+	mapped := mappedFeatures(d)
 	d.Feat, d.FeatCSR = nil, nil
 	dd := *d
 	d = &dd
-	t := &trainer{cfg: cfg, d: d, comms: comms{c: c}, learner: learner{m: m}}
+	t := &trainer{cfg: cfg, d: d, comms: comms{c: c}, learner: learner{m: m}, memCheck: memCheck}
 	if t.opt, err = cfg.newOptimizer(); err != nil {
 		return nil, err
 	}
@@ -157,9 +180,7 @@ func newTrainer(c collective.Comm, d *Data, cfg Config) (*trainer, error) {
 		return nil, err
 	}
 	t.owned = ownedTrain(d, r, cfg.Replication)
-	if t.ebook, err = evalBook(d.Book, cfg.Replication); err != nil {
-		return nil, err
-	}
+	t.ebook = ebook
 	restore = collective.SetPhase(c, metrics.PhaseSetup)
 	counts64, _, err := collective.AllgatherSlice(c, []int64{int64(len(t.owned))})
 	restore()
@@ -179,13 +200,12 @@ func newTrainer(c collective.Comm, d *Data, cfg Config) (*trainer, error) {
 			return nil, err
 		}
 	}
-	if err := t.checkFootprint(feat); err != nil {
-		return nil, err
-	}
 	t.sched = newSchedule(cfg.Shuffle, t.owned, d.Split.Train, counts, r, cfg.BatchSize)
 	if t.store, err = t.newStore(feat, cfg.Cache, cfg.CacheFrac); err != nil {
 		return nil, err
 	}
+	feat = Features{}
+	mapped.release() // the store holds the rows now
 	if t.stores, err = t.storeStats(); err != nil {
 		return nil, err
 	}
@@ -198,39 +218,27 @@ func newTrainer(c collective.Comm, d *Data, cfg Config) (*trainer, error) {
 	if err := t.openDevice(); err != nil {
 		return nil, err
 	}
+	limitHeap(t.memory())
 	return t, nil
 }
 
-// checkFootprint compares what training is about to allocate on this
-// rank with what it may still allocate (collective: every rank fails if
-// one would not fit): the feature store's copy of the rows it owns and of
-// its cache, and inference's layer outputs (two of the widest, for the
-// rows the rank computes). The topology and the loaded rows are already
-// counted by the memory in use.
-func (t *trainer) checkFootprint(feat Features) error {
-	rows := int64(len(t.ebook.Owned(t.c.Rank())))
-	width := int64(feat.Cols())
-	for _, l := range t.m.Layers {
-		width = max(width, int64(l.OutDim()))
+// limitHeap lowers the Go collector's soft memory limit to 1.5 times the
+// trainer's state (memory's parts) plus 256 MiB, unless GOMEMLIMIT sets
+// one or the limit is lower already: a minibatch's buffers are garbage
+// after its step, and without the limit the heap would grow to twice the
+// live state (GOGC 100) before they are collected.
+func limitHeap(state []int64) {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return
 	}
-	store := int64(0)
-	if feat.CSR != nil {
-		store = int64(len(feat.CSR.Indices))*8 + int64(feat.CSR.NRows)*8
-	} else {
-		store = int64(feat.Dense.Rows) * int64(feat.Dense.Cols) * 4
+	var s int64
+	for _, v := range state {
+		s = addSat(s, v)
 	}
-	cache := int64(cacheRows(t.cfg.CacheFrac, t.d.Book.NumNodes(), t.d.Book.Parts)) * int64(feat.Cols()) * 4
-	infer := 2 * rows * width * 4
-	need := store + cache + infer
-	what := fmt.Sprintf("feature store %s, cache %s, inference outputs %s", gib(store), gib(cache), gib(infer))
-	if t.cfg.Device == DeviceCUDA && feat.CSR == nil && t.cfg.FeatureDType != alltoall.F16 {
-		// The device tiers (gpu/tier) copy the resident rows not in device
-		// memory into mapped host memory beside the store.
-		host := int64(float64(store+cache) * (1 - t.cfg.GPUFrac))
-		need += host
-		what += ", mapped host tier " + gib(host)
+	lim := addSat(addSat(s, s/2), 256<<20)
+	if lim < debug.SetMemoryLimit(-1) {
+		debug.SetMemoryLimit(lim)
 	}
-	return fits(t.c, need, fmt.Sprintf("training needs %s more (%s)", gib(need), what))
 }
 
 // topologyGrid returns the grid of the sampler's topology over c: (p/C)×C

@@ -67,6 +67,17 @@ func Available() Budget {
 	return best
 }
 
+// RSS returns the process's resident set in bytes now (VmRSS of
+// /proc/self/status), or 0 where that is not available.
+func RSS() int64 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	v, _ := statusField(data, "VmRSS:")
+	return v
+}
+
 // PeakRSS returns the process's peak resident set in bytes (VmHWM of
 // /proc/self/status), or 0 where that is not available. Under mpirun a
 // process is a rank.
@@ -170,7 +181,39 @@ func limitLeft(dir, limitFile, usageFile string) (Budget, bool) {
 	if !ok {
 		return Budget{}, false
 	}
+	if stat, err := os.ReadFile(filepath.Join(dir, "memory.stat")); err == nil {
+		usage -= min(inactiveFile(stat), usage)
+	}
 	return Budget{Bytes: max(0, limit-usage)}, true
+}
+
+// inactiveFile returns the inactive file-backed bytes of a cgroup's
+// memory.stat (total_inactive_file in v1, inactive_file in v2): page cache
+// the kernel reclaims before it reaches the limit (the data files read at
+// load), which the usage counts but a process can still allocate over,
+// as container runtimes reckon the working set. It returns 0 if absent.
+func inactiveFile(stat []byte) int64 {
+	var v1, v2 int64
+	for _, line := range strings.Split(string(stat), "\n") {
+		k, v, ok := strings.Cut(line, " ")
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil {
+			continue
+		}
+		switch k {
+		case "total_inactive_file":
+			v1 = n
+		case "inactive_file":
+			v2 = n
+		}
+	}
+	if v1 > 0 {
+		return v1
+	}
+	return v2
 }
 
 // readNumber reads a file holding one integer ("max" reads as unlimited).

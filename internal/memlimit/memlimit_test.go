@@ -42,6 +42,18 @@ func TestLimitLeft(t *testing.T) {
 	write("memory.max", "200\n")
 	b, _ = limitLeft(dir, "memory.max", "memory.current")
 	require.Equal(t, int64(0), b.Bytes, "usage above the limit leaves nothing")
+
+	// Inactive page cache is reclaimable: it does not count as used.
+	write("memory.max", "1000\n")
+	write("memory.stat", "anon 100\nfile 200\nactive_file 80\ninactive_file 120\n")
+	b, _ = limitLeft(dir, "memory.max", "memory.current")
+	require.Equal(t, int64(1000-(300-120)), b.Bytes)
+	write("memory.stat", "cache 200\ninactive_file 20\ntotal_cache 200\ntotal_inactive_file 150\n")
+	b, _ = limitLeft(dir, "memory.max", "memory.current")
+	require.Equal(t, int64(1000-(300-150)), b.Bytes, "v1: the hierarchy's total")
+	write("memory.stat", "total_inactive_file 500\n")
+	b, _ = limitLeft(dir, "memory.max", "memory.current")
+	require.Equal(t, int64(1000), b.Bytes, "never below no usage")
 }
 
 // Available always answers: on this machine at least MemAvailable.

@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# bench/memprobe.sh [BIN]: the memory check's probes (issue 29) under real
+# memory caps, one cgroup per rank (bench/memcap.sh; root, cgroup v1 or a
+# writable v2 subtree). A probe that cannot fit must end with gnnmpi's own
+# "out of memory" message on every rank and a non-zero exit, never a Go
+# runtime crash ("fatal error") nor a kernel kill (rc 137); a probe that
+# fits must exit 0. The "run" probes first train uncapped to measure their
+# peak resident memory, then again under a cap just above it (peak + 10% +
+# 48 MiB). Every run is one short epoch.
+#
+#   go build -o /tmp/gnnmpi . && bench/memprobe.sh /tmp/gnnmpi
+#
+# Writes bench/out/memprobe.csv: probe, ranks, cap (bytes), rc, verdict (ok
+# or FAIL: why), estimate (bytes: the refused need, or the estimated peak of
+# a run, rank 0's), peak (bytes: the largest rank's peak RSS of a run).
+# Exits non-zero if any probe's verdict is not ok.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+BIN=$(realpath "${1:-./gnnmpi}")
+DATA=${DATA:-../shared/data}
+OUT=bench/out
+mkdir -p "$OUT"
+LOG=$(mktemp -d)
+trap 'rm -rf "$LOG"' EXIT
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+CSV=$OUT/memprobe.csv
+echo "probe,ranks,cap,rc,verdict,estimate,peak" > "$CSV"
+G=$((1 << 30))
+PHYS="--data $DATA/coauthor-physics --split random-60-20-20-seed0 --model sage --fanouts 15,10 --batch-size 1024 --epochs 1"
+AMZN="--data $DATA/amazon-computers --split random-60-20-20-seed0 --model sage --fanouts 15,10 --batch-size 1024 --epochs 1"
+status=0
+
+# launch NP CAP ARGS...: trains under the cap (0: none) on NP ranks
+# (mpirun when NP > 1), stderr to $LOG/err, metrics to $LOG/m.jsonl.
+launch() {
+	local np=$1 cap=$2
+	shift 2
+	local cmd=("$BIN")
+	[ "$cap" = 0 ] || cmd=(bench/memcap.sh "$cap" "$BIN")
+	rm -f "$LOG/m.jsonl"
+	if [ "$np" -gt 1 ]; then
+		mpirun --oversubscribe -np "$np" "${cmd[@]}" train "$@" --metrics "$LOG/m.jsonl" >/dev/null 2>"$LOG/err"
+	else
+		"${cmd[@]}" train "$@" --metrics "$LOG/m.jsonl" >/dev/null 2>"$LOG/err"
+	fi
+}
+
+# peak: the largest peak_rss_bytes of the run's final record.
+peak() {
+	grep -o '"peak_rss_bytes":\[[0-9,]*\]' "$LOG/m.jsonl" 2>/dev/null | tail -1 | tr -dc '0-9,' | tr , '\n' | sort -n | tail -1
+}
+
+# record NAME NP CAP RC VERDICT ESTIMATE PEAK
+record() {
+	echo "$1,$2,$3,$4,$5,$6,$7" >> "$CSV"
+	echo "$1 (np $2, cap $3): rc $4, $5, estimate $6, peak $7"
+	[ "$5" = ok ] || { status=1; sed -n 1,20p "$LOG/err"; }
+}
+
+# refuse NAME NP CAP ARGS...: the probe must be refused by the check.
+refuse() {
+	local name=$1 np=$2 cap=$3
+	shift 3
+	launch "$np" "$cap" "$@"
+	local rc=$? verdict=ok
+	local own
+	own=$(grep -c 'gnnmpi: rank [0-9]*: .*out of memory' "$LOG/err")
+	if grep -q 'fatal error' "$LOG/err"; then
+		verdict="FAIL: Go runtime crash"
+	elif [ $rc -eq 137 ] || grep -qi 'killed' "$LOG/err"; then
+		verdict="FAIL: killed (rc $rc)"
+	elif [ $rc -eq 0 ]; then
+		verdict="FAIL: ran"
+	elif [ "$own" -ne "$np" ]; then
+		verdict="FAIL: out-of-memory message on $own of $np ranks"
+	fi
+	local est
+	est=$(sed -n 's/.*needs \(at least \)\{0,1\}\([0-9.]*\) GiB more.*/\2/p' "$LOG/err" | head -1)
+	[ -n "$est" ] && est=$(awk -v g="$est" 'BEGIN { printf "%.0f", g * 1073741824 }')
+	record "$name" "$np" "$cap" "$rc" "$verdict" "${est:-}" ""
+}
+
+# fit NAME NP ARGS...: measures the probe's peak uncapped, then it must run
+# under a cap just above that peak.
+fit() {
+	local name=$1 np=$2
+	shift 2
+	launch "$np" 0 "$@" || { record "$name" "$np" 0 $? "FAIL: uncapped run failed" "" ""; return; }
+	local p cap
+	p=$(peak)
+	cap=$((p + p / 10 + 48 * 1024 * 1024))
+	launch "$np" "$cap" "$@"
+	local rc=$? verdict=ok
+	[ $rc -eq 0 ] || verdict="FAIL: rc $rc under a cap above the peak"
+	local est
+	est=$(sed -n 's/.*memory check: .*estimated peak \([0-9]*\) bytes.*/\1/p' "$LOG/err" | head -1)
+	record "$name" "$np" "$cap" "$rc" "$verdict" "${est:-}" "$(peak)"
+	# Half the peak must be refused by the check, not by the kernel.
+	refuse "$name-half" "$np" $((p / 2)) "$@"
+}
+
+refuse physics-hidden-1e8 1 $((2 * G)) $PHYS --hidden 100000000
+refuse physics-hidden-1e8 2 $((2 * G)) $PHYS --hidden 100000000
+refuse physics-gat-heads-1e6 1 $((2 * G)) $PHYS --model gat --heads 1000000
+refuse cora-graph-gcnii-hidden-1e8 1 $((2 * G)) --data data/cora --mode graph --model gcnii --hidden 100000000 --epochs 1
+refuse cora-graph-gcnii-hidden-1e8 2 $((2 * G)) --data data/cora --mode graph --model gcnii --hidden 100000000 --epochs 1
+refuse cora-hidden-1e5 1 $((2 * G)) --data data/cora --model sage --hidden 100000 --epochs 1
+fit amazon-computers-dense 1 $AMZN
+fit physics-sparse 1 $PHYS
+fit physics-sparse 2 $PHYS
+echo "wrote $CSV"
+exit $status

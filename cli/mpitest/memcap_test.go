@@ -1,0 +1,39 @@
+package mpitest
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// The memory check under a real per-rank cgroup cap (bench/memcap.sh,
+// which needs a writable memory cgroup: root here): a model that cannot
+// fit 1 GiB ends with gnnmpi's own "out of memory" on both ranks, never a
+// Go runtime crash nor a kernel kill; Cora's default run fits and exits 0.
+// bench/memprobe.sh runs the other probes.
+func TestMemoryCapProbe(t *testing.T) {
+	skipUnlessMPI(t)
+	needOpenMPI(t, "the probe reads OMPI_COMM_WORLD_RANK in bench/memcap.sh")
+	memcap := filepath.Join(root, "bench", "memcap.sh")
+	if out, err := exec.Command(memcap, strconv.Itoa(1<<30), "true").CombinedOutput(); err != nil || os.Geteuid() != 0 {
+		t.Skipf("no writable memory cgroup (bench/memcap.sh: %v %s)", err, out)
+	}
+	limit := strconv.Itoa(1 << 30)
+	r := mpirun(t, 2*time.Minute, 2, memcap, limit, bin, "train", "--data", "data/cora", "--model", "sage", "--hidden", "100000", "--epochs", "1")
+	require.NotEqual(t, 0, r.code, "stderr:\n%s", r.stderr)
+	require.NotEqual(t, 137, r.code, "killed by the kernel:\n%s", r.stderr)
+	require.NotContains(t, r.stderr, "fatal error")
+	for rank := range 2 {
+		require.Contains(t, r.stderr, "gnnmpi: rank "+strconv.Itoa(rank)+": train: rank "+strconv.Itoa(rank)+": out of memory: training needs", "stderr:\n%s", r.stderr)
+	}
+	require.Contains(t, r.stderr, "cgroup", "the cap is the limit named")
+
+	r = mpirun(t, 2*time.Minute, 2, memcap, limit, bin, "train", "--data", "data/cora", "--model", "sage", "--epochs", "1")
+	require.Equal(t, 0, r.code, "stderr:\n%s", r.stderr)
+	require.Contains(t, r.stderr, "memory check: rank 0 holds")
+}

@@ -1,0 +1,352 @@
+package train
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"unsafe"
+
+	"gnnmpi/alltoall"
+	"gnnmpi/collective"
+	"gnnmpi/internal/memlimit"
+	"gnnmpi/model"
+	"gnnmpi/pipe"
+)
+
+// footprint is what a minibatch trainer will allocate on one rank beyond
+// what it holds once loaded (the topology and the loaded feature rows,
+// already in use), by part, in bytes. estimateFootprint computes it from
+// the configuration and the data's shapes before anything is allocated.
+type footprint struct {
+	Model int64 // weights, gradients, the flat gradients and weights, optimiser moments
+	Norm  int64 // the row-normalised copy of the features (0 when normalised in place)
+	Store int64 // the feature store's copy of the rows the rank owns
+	Cache int64 // the store's cached rows
+	Batch int64 // the minibatches in flight: gathered inputs, blocks and activations
+	Infer int64 // layer-wise inference: two layers' outputs and one chunk's inputs
+}
+
+// Total returns the sum of f's parts, saturating at math.MaxInt64.
+func (f footprint) Total() int64 {
+	var s int64
+	for _, v := range []int64{f.Model, f.Norm, f.Store, f.Cache, f.Batch, f.Infer} {
+		s = addSat(s, v)
+	}
+	return s
+}
+
+// String lists f's parts.
+func (f footprint) String() string {
+	return fmt.Sprintf("model and optimiser %s, normalised features %s, feature store %s, cache %s, minibatches %s, inference %s",
+		gib(f.Model), gib(f.Norm), gib(f.Store), gib(f.Cache), gib(f.Batch), gib(f.Infer))
+}
+
+// featShape is the shape of one rank's feature rows: rows × cols, with
+// nnz stored entries when sparse (nnz < 0: dense).
+type featShape struct {
+	rows, cols, nnz int64
+	owned           bool // dense rows in memory the process owns (normalised in place)
+}
+
+// rowBytes returns the bytes of one average row as held: 4 per column
+// dense (2 with f16), 12 per nonzero sparse (column index and value).
+func (s featShape) rowBytes(dtype alltoall.DType) float64 {
+	if s.nnz >= 0 {
+		if s.rows == 0 {
+			return 0
+		}
+		return 12 * float64(s.nnz) / float64(s.rows)
+	}
+	if dtype == alltoall.F16 {
+		return 2 * float64(s.cols)
+	}
+	return 4 * float64(s.cols)
+}
+
+// estimateFootprint returns what a minibatch trainer of cfg (whose model
+// has In and Out set) will allocate on a rank whose feature rows have
+// shape feat, with n vertices in the graph, evalRows vertices to compute
+// in layer-wise inference, cacheRows cached rows and norm the feature
+// normalisation. It returns an error if cfg.Model is invalid.
+//
+// Inference's outputs have the layers' output widths: a sparse input
+// layer projects its rows before aggregating, so no buffer is as wide as
+// the input. A minibatch's sampled rows are bounded by the batch times
+// the product of (fanout + 1) and by n.
+func estimateFootprint(cfg Config, feat featShape, n, evalRows, cacheRows int64, norm FeatureNorm) (footprint, error) {
+	var f footprint
+	params, err := cfg.Model.NumParams()
+	if err != nil {
+		return f, err
+	}
+	// W and G, the flat gradients and the flat weights kept for model
+	// selection, and the optimiser's moments.
+	moments := int64(0)
+	switch {
+	case cfg.Optimizer == model.OptimizerAdam:
+		moments = 2
+	case cfg.Momentum != 0:
+		moments = 1
+	}
+	f.Model = mulSat(params, 4*(4+moments))
+	sparse := feat.nnz >= 0
+	row := feat.rowBytes(cfg.FeatureDType)
+	switch {
+	case norm != FeatureNormRow:
+	case sparse:
+		f.Norm = int64(row*float64(feat.rows)) + 8*(feat.rows+1)
+	case !feat.owned:
+		f.Norm = mulSat(feat.rows, mulSat(feat.cols, 4))
+	}
+	if sparse {
+		f.Store = 8*feat.nnz + 8*feat.rows
+	} else {
+		f.Store = int64(row * float64(feat.rows))
+	}
+	f.Cache = int64(row * float64(cacheRows))
+
+	// The minibatches: rows[h] vertices at hop h, h = 0 the seeds.
+	L := len(cfg.Fanouts)
+	rows := make([]int64, L+1)
+	rows[0] = min(int64(cfg.BatchSize), n)
+	for h, k := range cfg.Fanouts {
+		next := n
+		if k >= 0 {
+			next = min(mulSat(rows[h], int64(k)+1), n)
+		}
+		rows[h+1] = next
+	}
+	widths := layerWidths(cfg.Model)
+	var act, edges int64
+	for l := range widths { // layer l's destinations are rows[L-1-l]
+		dst := rows[max(L-1-l, 0)]
+		var fin int64
+		switch {
+		case l > 0:
+			fin = widths[l-1]
+		case sparse:
+			fin = widths[0] // a sparse input layer projects its rows first
+		default:
+			fin = int64(cfg.Model.In)
+		}
+		// Two input-wide and four output-wide rows per destination, in the
+		// forward and the backward pass; the input layer's inputs get no
+		// gradient, so its input-wide rows count once.
+		in := mulSat(2*fin, 4*2)
+		if l == 0 {
+			in = mulSat(2*fin, 4)
+		}
+		act = addSat(act, mulSat(dst, addSat(in, mulSat(4*widths[l], 4*2))))
+		if l < L {
+			edges = addSat(edges, mulSat(dst, 20*max(int64(cfg.Fanouts[L-1-l]), 1)))
+		}
+	}
+	slots := int64(1)
+	if cfg.Overlap {
+		slots = prefetch + 1
+	}
+	input := int64(row * float64(rows[L]))
+	f.Batch = addSat(act, mulSat(slots, addSat(input, edges)))
+
+	// Inference: the outputs of two consecutive layers, and a chunk's
+	// gathered inputs with the layer's intermediate rows.
+	var wide int64
+	for _, w := range widths {
+		wide = max(wide, w)
+	}
+	chunk := min(mulSat(cfg.EvalMemory, 4), int64(row*float64(n)))
+	if !sparse {
+		chunk = min(mulSat(evalChunkValues(cfg.EvalMemory, feat), 4), int64(row*float64(n)))
+	}
+	if cfg.EvalEvery > 0 {
+		f.Infer = addSat(mulSat(2, mulSat(evalRows, mulSat(wide, 4))), mulSat(2, chunk))
+	}
+	return f, nil
+}
+
+// layerWidths returns the output width of every layer of a model of c.
+func layerWidths(c model.Config) []int64 {
+	w := make([]int64, max(c.Layers, 0))
+	for l := range w {
+		switch {
+		case l == len(w)-1:
+			w[l] = int64(c.Out)
+		case c.Kind == model.KindGAT:
+			w[l] = mulSat(int64(max(c.Heads, 1)), int64(c.Hidden))
+		default:
+			w[l] = int64(c.Hidden)
+		}
+	}
+	return w
+}
+
+// evalChunkValues returns the values one chunk of layer-wise inference
+// gathers at most: EvalMemory, and no more than an eighth of the rank's
+// feature values (at least 4 Mi values), so that the chunk's inputs and
+// intermediate rows stay small beside the state.
+func evalChunkValues(evalMemory int64, feat featShape) int64 {
+	return min(evalMemory, max(feat.rows*feat.cols/8, 1<<22))
+}
+
+// mulSat returns a·b for a, b ≥ 0, or math.MaxInt64 if it overflows.
+func mulSat(a, b int64) int64 {
+	if a != 0 && b > math.MaxInt64/a {
+		return math.MaxInt64
+	}
+	return a * b
+}
+
+// addSat returns a+b for a, b ≥ 0, or math.MaxInt64 if it overflows.
+func addSat(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+// checkFootprint compares what a minibatch trainer of cfg is about to
+// allocate on this rank (estimateFootprint; with --device cuda and dense
+// f32 features also the mapped host tier beside the store) with what the
+// rank may still allocate, before any of it is allocated; evalRows is the
+// number of vertices the rank computes in inference. It is collective
+// over c: every rank fails if one would not fit. The topology and the
+// loaded rows are in use already and counted by the budget. On success it
+// returns a line for the log: the resident memory now, the estimate and
+// their sum, the peak the rank should expect (the loaded rows that move
+// into the store count twice in it, so it errs high by about the store).
+func checkFootprint(c collective.Comm, d *Data, cfg Config, norm FeatureNorm, evalRows int64) (string, error) {
+	shape := featShapeOf(d)
+	f, err := estimateFootprint(cfg, shape, d.NumNodes(), evalRows, int64(cacheRows(cfg.CacheFrac, d.Book.NumNodes(), d.Book.Parts)), norm)
+	if err != nil { // the same configuration on every rank: all fail alike
+		return "", err
+	}
+	need, what := f.Total(), f.String()
+	if cfg.Device == DeviceCUDA && shape.nnz < 0 && cfg.FeatureDType != alltoall.F16 {
+		// The device tiers (gpu/tier) copy the resident rows not in device
+		// memory into mapped host memory beside the store.
+		host := int64(float64(f.Store+f.Cache) * (1 - cfg.GPUFrac))
+		need = addSat(need, host)
+		what += ", mapped host tier " + gib(host)
+	}
+	if err := fits(c, need, fmt.Sprintf("training needs %s more (%s)", gib(need), what)); err != nil {
+		return "", err
+	}
+	rss := memlimit.RSS()
+	return fmt.Sprintf("rank %d holds %s (%d bytes) and needs %s (%d bytes) more (%s): estimated peak %d bytes", c.Rank(), gib(rss), rss, gib(need), need, what, addSat(rss, need)), nil
+}
+
+// featShapeOf returns the shape of d's feature rows.
+func featShapeOf(d *Data) featShape {
+	if d.FeatCSR != nil {
+		return featShape{rows: d.FeatCSR.NRows, cols: d.FeatCSR.NCols, nnz: int64(len(d.FeatCSR.Indices))}
+	}
+	return featShape{rows: int64(d.Feat.Rows), cols: int64(d.Feat.Cols), nnz: -1, owned: d.FeatOwned}
+}
+
+// mappedRows are arrays of feature rows that may alias a read-only
+// mapped file (graph.Load of a binary file read whole, which is never
+// unmapped).
+type mappedRows [][]byte
+
+// mappedFeatures returns d's feature arrays.
+func mappedFeatures(d *Data) mappedRows {
+	switch {
+	case d.FeatCSR != nil:
+		return mappedRows{byteView(d.FeatCSR.Indptr), byteView(d.FeatCSR.Indices), byteView(d.FeatCSR.Values)}
+	case d.Feat != nil:
+		return mappedRows{byteView(d.Feat.Data)}
+	}
+	return nil
+}
+
+// release tells the kernel that the pages of those arrays of m that lie
+// in a shared file mapping (/proc/self/maps) are not needed (madvise
+// MADV_DONTNEED on the whole pages inside each array): the file's pages
+// leave the process's resident set, and are read again from the page
+// cache if touched, so the rows stay valid. The store has copied the rows
+// by then, so the mapping's copy no longer counts beside the store's.
+// Arrays on the heap are left alone.
+func (m mappedRows) release() {
+	maps, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		return
+	}
+	page := uintptr(syscall.Getpagesize())
+	for _, b := range m {
+		if len(b) == 0 {
+			continue
+		}
+		p := unsafe.Pointer(unsafe.SliceData(b))
+		lo := uintptr(p)
+		if !fileMapped(maps, uint64(lo), uint64(lo)+uint64(len(b))) {
+			continue
+		}
+		start := (lo + page - 1) &^ (page - 1)
+		end := (lo + uintptr(len(b))) &^ (page - 1)
+		if end > start {
+			_ = syscall.Madvise(unsafe.Slice((*byte)(unsafe.Add(p, start-lo)), end-start), syscall.MADV_DONTNEED) // advice only: a failure leaves the pages resident
+		}
+	}
+}
+
+// fileMapped reports whether [lo, hi) lies inside one shared mapping of a
+// file in maps, the contents of /proc/PID/maps ("lo-hi perms offset dev
+// inode path" per line).
+func fileMapped(maps []byte, lo, hi uint64) bool {
+	for _, line := range strings.Split(string(maps), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 6 || len(f[1]) < 4 || f[1][3] != 's' || f[4] == "0" {
+			continue
+		}
+		a, b, ok := strings.Cut(f[0], "-")
+		if !ok {
+			continue
+		}
+		start, err1 := strconv.ParseUint(a, 16, 64)
+		end, err2 := strconv.ParseUint(b, 16, 64)
+		if err1 == nil && err2 == nil && start <= lo && hi <= end {
+			return true
+		}
+	}
+	return false
+}
+
+// byteView returns the bytes of s.
+func byteView[T any](s []T) []byte {
+	if len(s) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), len(s)*int(unsafe.Sizeof(s[0])))
+}
+
+// checkFullFootprint compares the least a full-graph trainer of pc
+// allocates on a rank whose part has rows vertices with what the rank may
+// still allocate, before pipe.New builds anything: the whole deep model
+// with its gradients and optimiser moments (every stage's layers, an upper
+// bound for one stage), and one hidden-wide row per vertex and layer (the
+// activations a full-graph step keeps for its backward pass).
+//
+// It decides on this rank alone and makes no collective call, so that the
+// setup's traffic is that of a run without the check: a rank that does not
+// fit returns its own "out of memory" error, and package main ends the job
+// (every rank's budget is its own, so under equal caps every rank reports).
+func checkFullFootprint(rank int, pc pipe.Config, rows int64) error {
+	params, err := pc.Model.NumParams()
+	if err != nil { // the same configuration on every rank: all fail alike
+		return err
+	}
+	moments := int64(0)
+	switch {
+	case pc.Optimizer == model.OptimizerAdam:
+		moments = 2
+	case pc.Momentum != 0:
+		moments = 1
+	}
+	weights := mulSat(params, 4*(2+moments))
+	acts := mulSat(rows, mulSat(int64(pc.Model.Hidden), mulSat(4, int64(pc.Model.Layers))))
+	need := addSat(weights, acts)
+	return fitsLocal(rank, need, fmt.Sprintf("full-graph training needs at least %s more (model and optimiser %s, activations %s)", gib(need), gib(weights), gib(acts)))
+}

@@ -1,0 +1,164 @@
+package train
+
+import (
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"gnnmpi/alltoall"
+	"gnnmpi/internal/memlimit"
+	"gnnmpi/model"
+	"gnnmpi/pipe"
+)
+
+// Every part of estimateFootprint against a count by hand on small
+// configurations (the derivation beside each number).
+func TestEstimateFootprint(t *testing.T) {
+	sage := model.Config{Kind: model.KindSAGE, In: 100, Hidden: 8, Out: 3, Layers: 2}
+	// SAGE: lin_l, lin_r and a bias per layer: 2·100·8+8 + 2·8·3+3.
+	const sageParams = 1608 + 51
+	base := Config{Model: sage, Fanouts: []int{2, 3}, BatchSize: 4}
+	base.Optimizer, base.EvalEvery, base.EvalMemory = model.OptimizerAdam, 1, 1000
+
+	withCfg := func(f func(*Config)) Config {
+		c := base
+		c.Fanouts = append([]int(nil), base.Fanouts...)
+		f(&c)
+		return c
+	}
+	sparse := featShape{rows: 10, cols: 100, nnz: 50} // 60 bytes a row
+	dense := featShape{rows: 10, cols: 100, nnz: -1}  // 400 bytes a row
+	cases := []struct {
+		name string
+		cfg  Config
+		feat featShape
+		norm FeatureNorm
+		want footprint
+	}{{
+		// Hops: 4 seeds, min(4·3, 20) = 12, min(12·4, 20) = 20 vertices.
+		// Layer 0 (dst 12, projected input 8 wide, out 8; its inputs get no
+		// gradient): 12·(2·8·4+4·8·8) = 3840 bytes of activations, 12·20·3 = 720 of edges; layer 1 (dst 4, in 8,
+		// out 3): 4·(16+12)·8 = 896 and 4·20·2 = 160. Inputs 20 rows · 60.
+		// Inference: 2·10 rows·8·4 = 640, chunk min(4000, 60·20) twice.
+		name: "sparse adam row-normalised",
+		cfg:  base, feat: sparse, norm: FeatureNormRow,
+		want: footprint{
+			Model: sageParams * 4 * 6,
+			Norm:  60*10 + 8*11,
+			Store: 8*50 + 8*10,
+			Cache: 60 * 2,
+			Batch: 3840 + 896 + 20*60 + 720 + 160,
+			Infer: 640 + 2*1200,
+		},
+	}, {
+		// The input layer's width is the features' (100): layer 0 acts
+		// 12·(2·100·4+4·8·8) = 12672. Inference chunk: min(4000, max(1000/8,
+		// 4 Mi)=1000 values·4, 400·20) = 4000, twice. The copy is the
+		// normalised matrix, 10·100·4.
+		name: "dense sgd momentum, copied normalisation, overlap",
+		cfg: withCfg(func(c *Config) {
+			c.Optimizer, c.Momentum, c.Overlap = model.OptimizerSGD, 0.9, true
+		}),
+		feat: dense, norm: FeatureNormRow,
+		want: footprint{
+			Model: sageParams * 4 * 5,
+			Norm:  10 * 100 * 4,
+			Store: 10 * 400,
+			Cache: 2 * 400,
+			Batch: 12672 + 896 + (prefetch+1)*(20*400+720+160),
+			Infer: 640 + 2*4000,
+		},
+	}, {
+		name: "dense owned rows normalised in place, no evaluation",
+		cfg:  withCfg(func(c *Config) { c.EvalEvery = 0 }),
+		feat: featShape{rows: 10, cols: 100, nnz: -1, owned: true}, norm: FeatureNormRow,
+		want: footprint{
+			Model: sageParams * 4 * 6,
+			Store: 10 * 400,
+			Cache: 2 * 400,
+			Batch: 12672 + 896 + 20*400 + 720 + 160,
+		},
+	}, {
+		// f16 rows: 2 bytes a column; no normalisation asked for.
+		name: "dense f16 unnormalised",
+		cfg:  withCfg(func(c *Config) { c.FeatureDType = alltoall.F16 }),
+		feat: dense, norm: FeatureNormNone,
+		want: footprint{
+			Model: sageParams * 4 * 6,
+			Store: 10 * 200,
+			Cache: 2 * 200,
+			Batch: 12672 + 896 + 20*200 + 720 + 160,
+			Infer: 640 + 2*min(4000, 200*20),
+		},
+	}, {
+		// GAT: the hidden layer is heads·hidden = 2·8 wide. Params: per
+		// layer W (in·heads·out), a_src and a_dst (heads·out each) and a
+		// bias (heads·out when concatenated, out when averaged): 100·16 +
+		// 3·16 and 16·3 + 3·3 (one output head, averaged: bias 3).
+		// Layer 0 acts 12·(2·16·4+4·16·8), layer 1 4·(2·16+4·3)·8; inference
+		// rows 16 wide.
+		name: "sparse gat heads",
+		cfg: withCfg(func(c *Config) {
+			c.Model = model.Config{Kind: model.KindGAT, In: 100, Hidden: 8, Out: 3, Layers: 2, Heads: 2, OutHeads: 1}
+		}),
+		feat: sparse, norm: FeatureNormNone,
+		want: footprint{
+			Model: (100*16 + 3*16 + 16*3 + 3*3) * 4 * 6,
+			Store: 8*50 + 8*10,
+			Cache: 60 * 2,
+			Batch: 12*(2*16*4+4*16*8) + 4*(2*16+4*3)*8 + 20*60 + 720 + 160,
+			Infer: 2*10*16*4 + 2*1200,
+		},
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := estimateFootprint(tc.cfg, tc.feat, 20, 10, 2, tc.norm)
+			require.NoError(t, err)
+			require.Equal(t, tc.want, got)
+			require.Equal(t, tc.want.Model+tc.want.Norm+tc.want.Store+tc.want.Cache+tc.want.Batch+tc.want.Infer, got.Total())
+		})
+	}
+}
+
+// A model too large to count saturates instead of wrapping, so the check
+// refuses it; an invalid model is an error.
+func TestEstimateFootprintSaturatesAndRejects(t *testing.T) {
+	cfg := Config{Model: model.Config{Kind: model.KindSAGE, In: 8415, Hidden: 100_000_000, Out: 5, Layers: 2}, Fanouts: []int{15, 10}, BatchSize: 1024}
+	cfg.Optimizer, cfg.EvalEvery, cfg.EvalMemory = model.OptimizerAdam, 1, 1<<30
+	f, err := estimateFootprint(cfg, featShape{rows: 34493, cols: 8415, nnz: 11_000_000}, 34493, 34493, 0, FeatureNormRow)
+	require.NoError(t, err)
+	require.Greater(t, f.Model, int64(1)<<43, "2·8415·1e8 weights, 24 bytes each")
+
+	// 2·2e9·2e9 weights fit an int64, their 24 bytes each do not.
+	cfg.Model.In, cfg.Model.Hidden = 2_000_000_000, 2_000_000_000
+	f, err = estimateFootprint(cfg, featShape{rows: 10, cols: 2_000_000_000, nnz: 100}, 10, 10, 0, FeatureNormNone)
+	require.NoError(t, err)
+	require.Equal(t, int64(math.MaxInt64), f.Model)
+	require.Equal(t, int64(math.MaxInt64), f.Total())
+
+	cfg.Model.Heads = 1_000_000
+	cfg.Model.Kind, cfg.Model.Hidden = model.KindGAT, 8
+	f, err = estimateFootprint(cfg, featShape{rows: 10, cols: 8415, nnz: 100}, 10, 10, 0, FeatureNormNone)
+	require.NoError(t, err)
+	require.Greater(t, f.Model, int64(8415*8_000_000*24-1), "W alone: 8415·1e6·8 weights")
+
+	cfg.Model.Layers = 0
+	_, err = estimateFootprint(cfg, featShape{rows: 10, cols: 8415, nnz: 100}, 10, 10, 0, FeatureNormNone)
+	require.Error(t, err)
+}
+
+// The full-graph check decides on the rank alone: the weights (W, G and
+// Adam's two moments) and a hidden-wide row per vertex and layer.
+func TestCheckFullFootprint(t *testing.T) {
+	defer func(f func() memlimit.Budget) { available = f }(available)
+	pc := pipe.Config{Model: model.DeepConfig{Kind: model.ConvGCNII, In: 10, Hidden: 4, Out: 2, Layers: 3, Alpha: 0.1, Lambda: 0.5}, Optimizer: model.OptimizerAdam}
+	// (10·4+4) + (4·2+2) + 3·4·4 = 102 weights · 16 bytes; 50·4·4·3 of activations.
+	need := int64(102*16 + 50*4*4*3)
+	available = func() memlimit.Budget { return memlimit.Budget{Bytes: need, Source: "test limit"} }
+	require.NoError(t, checkFullFootprint(1, pc, 50))
+	available = func() memlimit.Budget { return memlimit.Budget{Bytes: need - 1, Source: "test limit"} }
+	err := checkFullFootprint(1, pc, 50)
+	require.ErrorContains(t, err, "rank 1: out of memory: full-graph training needs")
+	require.ErrorContains(t, err, "test limit")
+}
