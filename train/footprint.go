@@ -3,10 +3,6 @@ package train
 import (
 	"fmt"
 	"math"
-	"os"
-	"strconv"
-	"strings"
-	"syscall"
 	"unsafe"
 
 	"gnnmpi/alltoall"
@@ -262,57 +258,10 @@ func mappedFeatures(d *Data) mappedRows {
 	return nil
 }
 
-// release tells the kernel that the pages of those arrays of m that lie
-// in a shared file mapping (/proc/self/maps) are not needed (madvise
-// MADV_DONTNEED on the whole pages inside each array): the file's pages
-// leave the process's resident set, and are read again from the page
-// cache if touched, so the rows stay valid. The store has copied the rows
-// by then, so the mapping's copy no longer counts beside the store's.
-// Arrays on the heap are left alone.
-func (m mappedRows) release() {
-	maps, err := os.ReadFile("/proc/self/maps")
-	if err != nil {
-		return
-	}
-	page := uintptr(syscall.Getpagesize())
-	for _, b := range m {
-		if len(b) == 0 {
-			continue
-		}
-		p := unsafe.Pointer(unsafe.SliceData(b))
-		lo := uintptr(p)
-		if !fileMapped(maps, uint64(lo), uint64(lo)+uint64(len(b))) {
-			continue
-		}
-		start := (lo + page - 1) &^ (page - 1)
-		end := (lo + uintptr(len(b))) &^ (page - 1)
-		if end > start {
-			_ = syscall.Madvise(unsafe.Slice((*byte)(unsafe.Add(p, start-lo)), end-start), syscall.MADV_DONTNEED) // advice only: a failure leaves the pages resident
-		}
-	}
-}
-
-// fileMapped reports whether [lo, hi) lies inside one shared mapping of a
-// file in maps, the contents of /proc/PID/maps ("lo-hi perms offset dev
-// inode path" per line).
-func fileMapped(maps []byte, lo, hi uint64) bool {
-	for _, line := range strings.Split(string(maps), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 6 || len(f[1]) < 4 || f[1][3] != 's' || f[4] == "0" {
-			continue
-		}
-		a, b, ok := strings.Cut(f[0], "-")
-		if !ok {
-			continue
-		}
-		start, err1 := strconv.ParseUint(a, 16, 64)
-		end, err2 := strconv.ParseUint(b, 16, 64)
-		if err1 == nil && err2 == nil && start <= lo && hi <= end {
-			return true
-		}
-	}
-	return false
-}
+// release drops the resident pages of those arrays of m that lie in a
+// file mapping (memlimit.ReleaseMapped): the store has copied the rows by
+// then, so the mapping's copy no longer counts beside the store's.
+func (m mappedRows) release() { memlimit.ReleaseMapped(m...) }
 
 // byteView returns the bytes of s.
 func byteView[T any](s []T) []byte {

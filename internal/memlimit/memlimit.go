@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"unsafe"
 )
 
 // Budget is the memory left to this process and what bounds it.
@@ -228,4 +229,55 @@ func readNumber(path string) (int64, bool) {
 	}
 	v, err := strconv.ParseInt(s, 10, 64)
 	return v, err == nil
+}
+
+// ReleaseMapped tells the kernel that the pages of those buffers that lie
+// in a shared file mapping (per /proc/self/maps) are not needed: madvise
+// MADV_DONTNEED on the whole pages inside each buffer. The file's pages
+// leave the process's resident set and are read again from the page cache
+// when touched, so the buffers stay valid. Buffers on the heap, and a
+// system without /proc, are left alone; the advice's failure too.
+func ReleaseMapped(bufs ...[]byte) {
+	maps, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		return
+	}
+	page := uintptr(syscall.Getpagesize())
+	for _, b := range bufs {
+		if len(b) == 0 {
+			continue
+		}
+		p := unsafe.Pointer(unsafe.SliceData(b))
+		lo := uintptr(p)
+		if !FileMapped(maps, uint64(lo), uint64(lo)+uint64(len(b))) {
+			continue
+		}
+		start := (lo + page - 1) &^ (page - 1)
+		end := (lo + uintptr(len(b))) &^ (page - 1)
+		if end > start {
+			_ = syscall.Madvise(unsafe.Slice((*byte)(unsafe.Add(p, start-lo)), end-start), syscall.MADV_DONTNEED)
+		}
+	}
+}
+
+// FileMapped reports whether [lo, hi) lies inside one shared mapping of a
+// file in maps, the contents of /proc/PID/maps ("lo-hi perms offset dev
+// inode path" per line).
+func FileMapped(maps []byte, lo, hi uint64) bool {
+	for _, line := range strings.Split(string(maps), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 6 || len(f[1]) < 4 || f[1][3] != 's' || f[4] == "0" {
+			continue
+		}
+		a, b, ok := strings.Cut(f[0], "-")
+		if !ok {
+			continue
+		}
+		start, err1 := strconv.ParseUint(a, 16, 64)
+		end, err2 := strconv.ParseUint(b, 16, 64)
+		if err1 == nil && err2 == nil && start <= lo && hi <= end {
+			return true
+		}
+	}
+	return false
 }

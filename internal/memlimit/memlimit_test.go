@@ -1,7 +1,10 @@
 package memlimit
 
 import (
+	"bytes"
 	"os"
+	"path/filepath"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -82,4 +85,51 @@ func TestLocalRanks(t *testing.T) {
 	require.Equal(t, 3, LocalRanks(env(map[string]string{"MPI_LOCALNRANKS": "3"})))
 	require.Equal(t, 8, LocalRanks(env(map[string]string{"SLURM_NTASKS_PER_NODE": "8"})))
 	require.Equal(t, 1, LocalRanks(env(map[string]string{"OMPI_COMM_WORLD_LOCAL_SIZE": "x"})))
+}
+
+// FileMapped finds a range inside a shared file mapping only; an
+// anonymous or private mapping, or a range crossing a mapping's end, is
+// not one.
+func TestFileMapped(t *testing.T) {
+	maps := []byte("7f0000000000-7f0000004000 r--s 00000000 08:01 1234 /data/x.gnn\n" +
+		"7f0000004000-7f0000008000 rw-p 00000000 00:00 0 \n" +
+		"7f0000008000-7f000000c000 r--p 00000000 08:01 99 /lib/libc.so\n")
+	for _, tc := range []struct {
+		lo, hi uint64
+		want   bool
+	}{
+		{0x7f0000000100, 0x7f0000003000, true},
+		{0x7f0000000100, 0x7f0000004100, false}, // crosses the end
+		{0x7f0000004100, 0x7f0000005000, false}, // anonymous
+		{0x7f0000008100, 0x7f0000009000, false}, // private
+	} {
+		if got := FileMapped(maps, tc.lo, tc.hi); got != tc.want {
+			t.Errorf("FileMapped(%#x, %#x) = %v, want %v", tc.lo, tc.hi, got, tc.want)
+		}
+	}
+}
+
+// ReleaseMapped leaves a shared file mapping's contents readable, and
+// heap memory untouched.
+func TestReleaseMapped(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rows")
+	want := bytes.Repeat([]byte("gnnmpi rows "), 4096)
+	if err := os.WriteFile(path, want, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	m, err := syscall.Mmap(int(f.Fd()), 0, len(want), syscall.PROT_READ, syscall.MAP_SHARED)
+	if err != nil {
+		t.Skip("mmap:", err)
+	}
+	defer syscall.Munmap(m)
+	heap := append([]byte(nil), want...)
+	ReleaseMapped(m, heap)
+	if !bytes.Equal(m, want) || !bytes.Equal(heap, want) {
+		t.Fatal("ReleaseMapped changed the buffers' contents")
+	}
 }
