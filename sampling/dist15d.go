@@ -44,14 +44,17 @@ func Distributed15D(g *collective.Grid, m *sparse.CSR) (Topology, error) {
 // (Allgatherv of the vertex ids and of their minibatches' keys over the
 // grid row) into Q_i, and P = Q·M is streamed by spgemm.Mul15DStream: in
 // each of its stages j ≡ g.Col (mod c) the block M_j is broadcast down the
-// grid column and the rows of Q_i whose vertex lies in block j are formed
+// grid column, or only its rows that Q_i names are fetched when that sends
+// fewer bytes (spgemm.Stream.Degrees; the degrees of every vertex are
+// gathered over the grid column on the first hop), and the rows of Q_i whose vertex lies in block j are formed
 // in chunks of bounded work, each thinned by the sampler at once; only the
 // thinned rows are kept and M_j is dropped before the next stage. The
 // thinned rows then go back to the rank of the grid row they came from
 // (Alltoallv of the row lengths, columns and values over the grid row).
 // Per rank, a hop holds its block, one received piece of a block
-// (spgemm.Stream.PieceEntries), one chunk of P and
-// the thinned rows: memory that does not grow with the bulk's P. The
+// (spgemm.Stream.PieceEntries) or the rows of a block it fetched, one
+// chunk of P and the thinned rows, and the topology keeps the n int32
+// degrees: memory that does not grow with the bulk's P. The
 // gathers count under the current phase of g.Comm, the broadcasts and the
 // return of the rows under metrics.PhaseSpGEMM.
 func Distributed15DBlock(g *collective.Grid, rowBounds []int64, local *sparse.CSR) (Topology, error) {

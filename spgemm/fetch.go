@@ -26,7 +26,11 @@ import (
 // entries of the whole block; a fetch sends each requester its row ids
 // (8 bytes a row) one way and the rows' entries the other (the lengths are
 // known from Degrees, so none are sent). The stage fetches iff
-// selective_j < full_j. To make the choice a pure function of shared data,
+// selective_j < full_j. A fetch's ids cost what the broadcast's row
+// offsets do for the rows it asks for, so it is never dearer: the two tie
+// when every rank needs every row of the block, and the broadcast (one
+// tree-shaped call, no ids) is kept then. To make the choice a pure
+// function of shared data,
 // the ranks of the grid column first gather every rank's R_xj and N_xj
 // (one Allgatherv of 2 int64 per stage of the column).
 

@@ -106,11 +106,11 @@ func (s *Stream[T]) work() int64 {
 // every rank sends the root its row ids and receives those rows' entries
 // (Alltoallv over the grid column), the received rows forming one piece.
 // A rank then holds, for such a stage, the rows of B_j its A_i names (the
-// root: all the rows asked of it, fewer bytes than q−1 copies of B_j). It
-// returns an error
-// wrapping sparse.ErrShape if A.N != B.M, or ErrLayout if a block is
-// not where the layout wants it or s.Degrees does not have B.M entries,
-// or the callbacks' first error.
+// root: all the rows asked of it, fewer bytes than q−1 copies of B_j).
+//
+// It returns an error wrapping sparse.ErrShape if A.N != B.M, or
+// ErrLayout if a block is not where the layout wants it or s.Degrees does
+// not have B.M entries, or the callbacks' first error.
 func Mul15DStream[T sparse.Scalar, S sparse.Semiring[T]](g *collective.Grid, sr S, a, b *Dist[T], s *Stream[T]) error {
 	q, c, i, k := g.PR, g.PC, g.Row, g.Col
 	if err := checkLayout("A", a, q, 1, i, 0, k); err != nil {
