@@ -103,10 +103,18 @@ type evaluator struct {
 	ebook *partition.Book // who computes which vertex in layer-wise inference
 	// evalDeg is the degrees of the rows the rank owns under ebook, for
 	// GCN on a partitioned dataset (needDegrees); nil otherwise.
-	evalDeg           *dense.Matrix
-	evalChunks        [][]int // per layer: this rank's chunk boundaries, padded to the ranks' maximum count
-	chunkCache        map[[2]int]*evalChunk
-	chunkCached       int64  // entries and sources of the cached chunks
+	evalDeg     *dense.Matrix
+	evalChunks  [][]int // per layer: this rank's chunk boundaries, padded to the ranks' maximum count
+	chunkCache  map[[2]int]*evalChunk
+	chunkCached int64 // entries and sources of the cached chunks
+	// halo lists, ascending, the sources of the rank's inference blocks
+	// that it does not own under ebook: what a layer computed in several
+	// chunks fetches once (haloPlan, from the first evaluation on).
+	halo     []int64
+	haloPlan *alltoall.Plan
+	// haloDeg is the degrees of halo's vertices when evalDeg is set,
+	// fetched at the first evaluation (nil before).
+	haloDeg           []int64
 	valMask, testMask []bool // of rows [d.RowLo, d.RowHi)
 }
 
@@ -179,6 +187,7 @@ func newTrainer(c collective.Comm, d *Data, cfg Config) (*trainer, error) {
 			return nil, err
 		}
 	}
+	t.halo = t.haloOf(t.ebook.Owned(r))
 	if err := t.checkFootprint(feat); err != nil {
 		return nil, err
 	}
@@ -204,9 +213,12 @@ func newTrainer(c collective.Comm, d *Data, cfg Config) (*trainer, error) {
 // checkFootprint compares what training is about to allocate on this
 // rank with what it may still allocate (collective: every rank fails if
 // one would not fit): the feature store's copy of the rows it owns and of
-// its cache, and inference's layer outputs (two of the widest, for the
-// rows the rank computes). The topology and the loaded rows are already
-// counted by the memory in use.
+// its cache, inference's layer outputs (two of the widest, for the rows
+// the rank computes) and its halo rows (those of the widest layer input:
+// a layer computed in several chunks holds its inputs' halo rows, fetched
+// once, while its chunks copy from them; sparse input rows at their
+// average entries). The topology and the loaded rows are already counted
+// by the memory in use.
 func (t *trainer) checkFootprint(feat Features) error {
 	rows := int64(len(t.ebook.Owned(t.c.Rank())))
 	width := int64(feat.Cols())
@@ -221,8 +233,16 @@ func (t *trainer) checkFootprint(feat Features) error {
 	}
 	cache := int64(cacheRows(t.cfg.CacheFrac, t.d.Book.NumNodes(), t.d.Book.Parts)) * int64(feat.Cols()) * 4
 	infer := 2 * rows * width * 4
-	need := store + cache + infer
-	what := fmt.Sprintf("feature store %s, cache %s, inference outputs %s", gib(store), gib(cache), gib(infer))
+	haloRow := int64(feat.Cols()) * 4 // bytes of one halo row of the input layer
+	if feat.CSR != nil {
+		haloRow = 8 + int64(len(feat.CSR.Indices))*12/max(feat.CSR.NRows, 1)
+	}
+	for _, l := range t.m.Layers[:len(t.m.Layers)-1] {
+		haloRow = max(haloRow, int64(l.OutDim())*4)
+	}
+	halo := int64(len(t.halo)) * haloRow
+	need := store + cache + infer + halo
+	what := fmt.Sprintf("feature store %s, cache %s, inference outputs %s, inference halo %s", gib(store), gib(cache), gib(infer), gib(halo))
 	if t.cfg.Device == DeviceCUDA && feat.CSR == nil && t.cfg.FeatureDType != alltoall.F16 {
 		// The device tiers (gpu/tier) copy the resident rows not in device
 		// memory into mapped host memory beside the store.
