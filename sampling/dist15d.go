@@ -2,6 +2,7 @@ package sampling
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 
@@ -43,14 +44,17 @@ func Distributed15D(g *collective.Grid, m *sparse.CSR) (Topology, error) {
 // (Allgatherv of the vertex ids and of their minibatches' keys over the
 // grid row) into Q_i, and P = Q·M is streamed by spgemm.Mul15DStream: in
 // each of its stages j ≡ g.Col (mod c) the block M_j is broadcast down the
-// grid column and the rows of Q_i whose vertex lies in block j are formed
+// grid column, or only its rows that Q_i names are fetched when that sends
+// fewer bytes (spgemm.Stream.Degrees; the degrees of every vertex are
+// gathered over the grid column on the first hop), and the rows of Q_i whose vertex lies in block j are formed
 // in chunks of bounded work, each thinned by the sampler at once; only the
 // thinned rows are kept and M_j is dropped before the next stage. The
 // thinned rows then go back to the rank of the grid row they came from
 // (Alltoallv of the row lengths, columns and values over the grid row).
 // Per rank, a hop holds its block, one received piece of a block
-// (spgemm.Stream.PieceEntries), one chunk of P and
-// the thinned rows: memory that does not grow with the bulk's P. The
+// (spgemm.Stream.PieceEntries) or the rows of a block it fetched, one
+// chunk of P and the thinned rows, and the topology keeps the n int32
+// degrees: memory that does not grow with the bulk's P. The
 // gathers count under the current phase of g.Comm, the broadcasts and the
 // return of the rows under metrics.PhaseSpGEMM.
 func Distributed15DBlock(g *collective.Grid, rowBounds []int64, local *sparse.CSR) (Topology, error) {
@@ -59,7 +63,7 @@ func Distributed15DBlock(g *collective.Grid, rowBounds []int64, local *sparse.CS
 	}
 	n := local.NCols
 	a := &spgemm.Dist[float64]{M: n, N: n, RowBounds: slices.Clone(rowBounds), ColBounds: []int64{0, n}, I: g.Row, Replica: g.Col, Local: local}
-	return &dist15D{distTop{g: g, a: a}}, nil
+	return &dist15D{distTop: distTop{g: g, a: a}}, nil
 }
 
 // checkRowBlock reports whether rowBounds cut [0, local.NCols) into nb blocks
@@ -87,8 +91,46 @@ func checkRowBlock(rowBounds []int64, nb, i int, local *sparse.CSR) error {
 }
 
 // dist15D is Layout15D: distTop.a is this rank's row block, with global
-// columns; peak is the largest chunk of unthinned rows.
-type dist15D struct{ distTop }
+// columns; peak is the largest chunk of unthinned rows. deg is the degree
+// of every vertex, gathered on the first hop (degrees), with which a hop
+// fetches only the rows of a block its frontier needs when that sends
+// fewer bytes than the block (spgemm.Stream.Degrees).
+type dist15D struct {
+	distTop
+	deg []int32
+}
+
+// degrees gathers, on first use, the degree of every vertex from the
+// ranks of the grid column (an Allgatherv of one int32 per row, counted
+// under metrics.PhaseSpGEMM: 4·(n − rows_i) bytes received and
+// 4·(q−1)·rows_i sent by a rank of grid row i). With one grid row there
+// is nothing to fetch, and no degrees.
+func (t *dist15D) degrees() error {
+	g := t.g
+	if t.deg != nil || g.PR == 1 {
+		return nil
+	}
+	defer collective.SetPhase(g.Comm, metrics.PhaseSpGEMM)()
+	loc := t.a.Local
+	mine := make([]int32, loc.NRows)
+	for r := range mine {
+		d := loc.Degree(int64(r))
+		if d > math.MaxInt32 {
+			return fmt.Errorf("sampling: row %d has %d entries, more than an int32", t.a.RowBounds[g.Row]+int64(r), d)
+		}
+		mine[r] = int32(d)
+	}
+	counts := make([]int, g.PR)
+	for x := range counts {
+		counts[x] = int(t.a.RowBounds[x+1] - t.a.RowBounds[x])
+	}
+	deg := make([]int32, t.a.M)
+	if err := g.ColComm.Allgatherv(collective.BufOf(mine), collective.BufOf(deg), counts); err != nil {
+		return err
+	}
+	t.deg = deg
+	return nil
+}
 
 // distTop is what the distributed topologies share: the grid, this rank's
 // block of the adjacency and the peak of what it held while sampling.
@@ -124,10 +166,13 @@ func (t *dist15D) rows(v []int64, keys []uint64, pick picker) (*sparse.CSR, erro
 	if err != nil {
 		return nil, err
 	}
+	if err := t.degrees(); err != nil {
+		return nil, err
+	}
 	qv := f.q.Local.Indices // the vertex of each row of Q_i
 	var kept keptRows
 	sc := newScratch()
-	s := &spgemm.Stream[float64]{ChunkWork: chunkWork}
+	s := &spgemm.Stream[float64]{ChunkWork: chunkWork, Degrees: t.deg}
 	s.Chunk = func(_ int, rows []int64, c *sparse.Matrix[float64]) error {
 		t.peak.note(int64(len(rows)), c.NNZ())
 		kept.add(rows, thin(n, c, valued, qv, f.keys, rows, pick, sc))

@@ -159,114 +159,237 @@ func TestDistributed15DSameMinibatches(t *testing.T) {
 
 // The bytes of a distributed hop are the analytical ones: for the sampler's
 // own messages (phase "sample") the gathers of the frontiers, and for the
-// streamed product (metrics.PhaseSpGEMM) the 1.5D broadcasts of the blocks of A
-// and the return of the sampled rows from the replica whose stages hold
-// the row's vertex to the rank that asked for it.
+// streamed product (metrics.PhaseSpGEMM) the gather of the degrees (first
+// hop only), the gather of the rows each rank needs of each block and
+// their entries, then per block either its 1.5D broadcast or the fetch of
+// the needed rows, whichever spgemm.FetchVolume15D predicts cheaper, and
+// the return of the sampled rows from the replica whose stages hold the
+// row's vertex to the rank that asked for it. A small frontier fetches
+// and a frontier of every vertex broadcasts; both are checked to happen.
 func TestDistributed15DVolume(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	adj := randomAdj(t, r, 200, 10, true)
 	const fanout = 3
-	frontier := [][]int64{{3, 17, 40, 41, 199, 0}, {}, {5, 6, 7, 8, 9, 100, 150, 151}, {60, 61}}
-	for _, pc := range [][2]int{{4, 1}, {4, 2}, {4, 4}, {2, 2}} {
-		p, c := pc[0], pc[1]
-		q := p / c
-		t.Run(fmt.Sprintf("p=%d/c=%d", p, c), func(t *testing.T) {
-			type traffic struct{ sent, recv int64 }
-			got := make([][2]traffic, p)
-			want := make([][2]traffic, p)
-			fr := frontier[:p]
-			// A sampled row holds min(fanout, distinct neighbours) columns.
-			rowLen := func(v int64) int64 { return int64(min(fanout, len(neighbours(adj, v)))) }
-			ab := spgemm.Bounds(adj.NRows, q)
-			blockOf := func(v int64) int {
-				for j := range q {
-					if v < ab[j+1] {
-						return j
-					}
-				}
-				return q - 1
-			}
-			for rank := range p {
-				i, k := rank/c, rank%c
-				var w [2]traffic
-				// Sample phase: all counts (p int64), frontier ids and keys
-				// over the grid row, then lengths and sampled columns back.
-				counts := make([]int, p)
-				for x := range p {
-					counts[x] = len(fr[x])
-				}
-				ones := make([]int, p)
-				for x := range ones {
-					ones[x] = 1
-				}
-				w[0].sent, w[0].recv = collective.AllgathervVolume(rank, ones, 8)
-				s, rv := collective.AllgathervVolume(k, counts[i*c:(i+1)*c], 8)
-				w[0].sent += 2 * s
-				w[0].recv += 2 * rv
-				var rows []int64 // Q_i
-				var owner []int
-				for x := range c {
-					rows = append(rows, fr[i*c+x]...)
-					for range fr[i*c+x] {
-						owner = append(owner, x)
-					}
-				}
-				// Row x is computed by the replica of its vertex's block.
-				for x, v := range rows {
-					l := rowLen(v)
-					holder := blockOf(v) % c
-					if holder == owner[x] {
-						continue
-					}
-					if holder == k {
-						w[1].sent += 8 + 8*l
-					}
-					if owner[x] == k {
-						w[1].recv += 8 + 8*l
-					}
-				}
-				// Product: broadcasts of A's blocks down grid columns.
-				for j := k; j < q; j += c {
-					bytes := 8*(ab[j+1]-ab[j]) + 8*(adj.Indptr[ab[j+1]]-adj.Indptr[ab[j]])
-					if j == i {
-						w[1].sent += int64(q-1) * bytes
-					} else {
-						w[1].recv += bytes
-					}
-				}
-				want[rank] = w
-			}
-			err := inproc.Run(p, inproc.Options{}, func(cm collective.Comm) error {
-				cc := collective.WithStats(cm, nil)
-				g, err := collective.NewGrid(cc, q, c)
-				if err != nil {
-					return err
-				}
-				top, err := Distributed15D(g, adj)
-				if err != nil {
-					return err
-				}
-				before := collective.SnapshotOf(cc)
-				collective.SetPhase(cc, "sample")
-				me := cc.Rank()
-				keys := make([]uint64, len(fr[me]))
-				for x := range keys {
-					keys[x] = uint64(1000 + me)
-				}
-				if _, err := top.rows(fr[me], keys, uniformPicker(0, fanout)); err != nil {
-					return err
-				}
-				d := collective.SnapshotOf(cc).Sub(before)
-				sp, mp := d.Phase("sample"), d.Phase(metrics.PhaseSpGEMM)
-				got[me] = [2]traffic{{sp.SentBytes, sp.RecvBytes}, {mp.SentBytes, mp.RecvBytes}}
-				return g.Free()
-			})
-			require.NoError(t, err)
-			for rank := range p {
-				require.Equal(t, want[rank], got[rank], "rank %d: [sample, spgemm] bytes", rank)
-			}
-		})
+	every := make([]int64, adj.NRows)
+	for v := range every {
+		every[v] = int64(v)
 	}
+	frontiers := []struct {
+		name  string
+		fr    [][]int64
+		fetch bool // whether the blocks of other grid rows are fetched
+	}{
+		{"small", [][]int64{{3, 17, 40, 41, 199, 0}, {}, {5, 6, 7, 8, 9, 100, 150, 151}, {60, 61}}, true},
+		{"every", [][]int64{every, every, every, every}, false},
+	}
+	for _, ft := range frontiers {
+		for _, pc := range [][2]int{{4, 1}, {4, 2}, {4, 4}, {2, 2}} {
+			p, c := pc[0], pc[1]
+			q := p / c
+			t.Run(fmt.Sprintf("%s/p=%d/c=%d", ft.name, p, c), func(t *testing.T) {
+				fr := ft.fr[:p]
+				want, fetched, broadcast := expectDistributed15D(t, adj, fr, p, c, fanout)
+				if q > 1 {
+					require.Equal(t, ft.fetch, fetched > 0, "fetched %d blocks", fetched)
+					require.Equal(t, !ft.fetch, broadcast > 0, "broadcast %d blocks", broadcast)
+				}
+				got := make([][2]traffic, p)
+				for _, hop := range []int{0, 1} { // the second hop gathers no degrees
+					err := inproc.Run(p, inproc.Options{}, func(cm collective.Comm) error {
+						cc := collective.WithStats(cm, nil)
+						g, err := collective.NewGrid(cc, q, c)
+						if err != nil {
+							return err
+						}
+						top, err := Distributed15D(g, adj)
+						if err != nil {
+							return err
+						}
+						me := cc.Rank()
+						keys := make([]uint64, len(fr[me]))
+						for x := range keys {
+							keys[x] = uint64(1000 + me)
+						}
+						for h := range hop + 1 {
+							before := collective.SnapshotOf(cc)
+							collective.SetPhase(cc, "sample")
+							if _, err := top.rows(fr[me], keys, uniformPicker(0, fanout)); err != nil {
+								return err
+							}
+							d := collective.SnapshotOf(cc).Sub(before)
+							sp, mp := d.Phase("sample"), d.Phase(metrics.PhaseSpGEMM)
+							if h == hop {
+								got[me] = [2]traffic{{sp.SentBytes, sp.RecvBytes}, {mp.SentBytes, mp.RecvBytes}}
+							}
+						}
+						return g.Free()
+					})
+					require.NoError(t, err)
+					for rank := range p {
+						require.Equal(t, want[hop][rank], got[rank], "hop %d rank %d: [sample, spgemm] bytes", hop, rank)
+					}
+				}
+			})
+		}
+	}
+}
+
+// traffic is one rank's bytes sent and received.
+type traffic struct{ sent, recv int64 }
+
+// expectDistributed15D derives, message by message, each rank's [sample,
+// spgemm] bytes of one 1.5D hop over frontiers fr on a (p/c)×c grid: want[0]
+// for the first hop (with the gather of the degrees), want[1] for a later
+// one. It also returns how many stages (over all grid columns) fetch and
+// how many broadcast a block to other grid rows.
+func expectDistributed15D(t *testing.T, adj *sparse.CSR, fr [][]int64, p, c, fanout int) (want [2][][2]traffic, fetched, broadcast int) {
+	t.Helper()
+	q := p / c
+	// A sampled row holds min(fanout, distinct neighbours) columns.
+	rowLen := func(v int64) int64 { return int64(min(fanout, len(neighbours(adj, v)))) }
+	ab := spgemm.Bounds(adj.NRows, q)
+	blockOf := func(v int64) int {
+		for j := range q {
+			if v < ab[j+1] {
+				return j
+			}
+		}
+		return q - 1
+	}
+	// need[x][j], ent[x][j]: the distinct vertices of block j in the
+	// frontier of grid row x (Q_x) and their entries.
+	need, ent := make([][]int64, q), make([][]int64, q)
+	for x := range q {
+		need[x], ent[x] = make([]int64, q), make([]int64, q)
+		seen := map[int64]bool{}
+		for y := range c {
+			for _, v := range fr[x*c+y] {
+				if !seen[v] {
+					seen[v] = true
+					need[x][blockOf(v)]++
+					ent[x][blockOf(v)] += adj.Degree(v)
+				}
+			}
+		}
+	}
+	// fetch[j]: whether block j's stage fetches (the same in every grid
+	// column: it depends on the grid rows' frontiers only).
+	fetch := make([]bool, q)
+	for j := range q {
+		nj, ej := make([]int64, q), make([]int64, q)
+		for x := range q {
+			nj[x], ej[x] = need[x][j], ent[x][j]
+		}
+		full, sel := spgemm.FetchVolume15D(q, j, ab[j+1]-ab[j], adj.Indptr[ab[j+1]]-adj.Indptr[ab[j]], nj, ej, 0)
+		fetch[j] = sel < full
+	}
+	want[0], want[1] = make([][2]traffic, p), make([][2]traffic, p)
+	for rank := range p {
+		i, k := rank/c, rank%c
+		var w [2]traffic
+		// Sample phase: all counts (p int64), frontier ids and keys
+		// over the grid row, then lengths and sampled columns back.
+		counts := make([]int, p)
+		for x := range p {
+			counts[x] = len(fr[x])
+		}
+		ones := make([]int, p)
+		for x := range ones {
+			ones[x] = 1
+		}
+		w[0].sent, w[0].recv = collective.AllgathervVolume(rank, ones, 8)
+		s, rv := collective.AllgathervVolume(k, counts[i*c:(i+1)*c], 8)
+		w[0].sent += 2 * s
+		w[0].recv += 2 * rv
+		var rows []int64 // Q_i
+		var owner []int
+		for x := range c {
+			rows = append(rows, fr[i*c+x]...)
+			for range fr[i*c+x] {
+				owner = append(owner, x)
+			}
+		}
+		// Row x is computed by the replica of its vertex's block.
+		for x, v := range rows {
+			l := rowLen(v)
+			holder := blockOf(v) % c
+			if holder == owner[x] {
+				continue
+			}
+			if holder == k {
+				w[1].sent += 8 + 8*l
+			}
+			if owner[x] == k {
+				w[1].recv += 8 + 8*l
+			}
+		}
+		if q > 1 {
+			// The plan: R and N of each of the column's stages, gathered
+			// over the grid column.
+			var ns int
+			for j := k; j < q; j += c {
+				ns++
+			}
+			planCounts := make([]int, q)
+			for x := range planCounts {
+				planCounts[x] = 2 * ns
+			}
+			s, rv := collective.AllgathervVolume(i, planCounts, 8)
+			w[1].sent += s
+			w[1].recv += rv
+		}
+		// Product: per stage, the broadcast of block j down the grid
+		// column, or the fetch of the rows needed of it (8 bytes an id to
+		// the root, 8 an entry back; the adjacency is a pattern).
+		for j := k; j < q; j += c {
+			if q == 1 {
+				continue
+			}
+			if fetch[j] {
+				if j == i {
+					for x := range q {
+						if x != i {
+							w[1].recv += 8 * need[x][j]
+							w[1].sent += 8 * ent[x][j]
+						}
+					}
+				} else {
+					w[1].sent += 8 * need[i][j]
+					w[1].recv += 8 * ent[i][j]
+				}
+				continue
+			}
+			bytes := 8*(ab[j+1]-ab[j]) + 8*(adj.Indptr[ab[j+1]]-adj.Indptr[ab[j]])
+			if j == i {
+				w[1].sent += int64(q-1) * bytes
+			} else {
+				w[1].recv += bytes
+			}
+		}
+		first := w
+		if q > 1 {
+			// The degrees, once: one int32 per row of every block, over
+			// the grid column.
+			rowCounts := make([]int, q)
+			for x := range q {
+				rowCounts[x] = int(ab[x+1] - ab[x])
+			}
+			s, rv := collective.AllgathervVolume(i, rowCounts, 4)
+			first[1].sent += s
+			first[1].recv += rv
+		}
+		want[0][rank], want[1][rank] = first, w
+	}
+	for k := range c {
+		for j := k; j < q && q > 1; j += c {
+			if fetch[j] {
+				fetched++
+			} else {
+				broadcast++
+			}
+		}
+	}
+	return want, fetched, broadcast
 }
 
 // The replicated topology's chunks (rows split into many pieces over

@@ -131,7 +131,10 @@
 // broadcast slice of A) and one chunk of the product: ChunkWork bounds a
 // chunk's entries (one row may exceed it alone), so their memory grows
 // neither with the number of rows of A nor with the size of B's blocks.
-// They send only the broadcasts (no reduction).
+// They send only the broadcasts (no reduction). Mul15DStream given the
+// degrees of B's rows (Stream.Degrees) fetches, per stage, only the rows
+// of B_j that A_i names, instead of the broadcast, when that sends fewer
+// bytes (FetchVolume15D); a fetched stage is one piece of those rows.
 //
 // BUG(spgemm): One Alltoallv moves at most 2³¹−1 elements per rank under MPI
 // (MPI counts are C ints); the reduce-scatter of 1.5D and Gather can exceed

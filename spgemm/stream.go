@@ -46,6 +46,12 @@ type Stream[T sparse.Scalar] struct {
 	// multiplied and dropped before the next arrives. The bytes sent do not
 	// change. 0 (or less) means DefaultPieceEntries.
 	PieceEntries int64
+	// Degrees, if not nil, is the number of entries of every row of B
+	// (B.M of them, the same on every rank), and lets Mul15DStream fetch,
+	// in a stage whose predicted bytes are fewer that way, only the rows
+	// of the stage's block of B that the columns of A name instead of
+	// broadcasting the block (see FetchVolume15D). Mul2DStream ignores it.
+	Degrees []int32
 }
 
 // DefaultPieceEntries is the PieceEntries of a Stream that sets none: 2^22
@@ -92,9 +98,19 @@ func (s *Stream[T]) work() int64 {
 // j mod c, in one chunk; that is how samplers use it (P = Q·A, each row
 // thinned as it comes).
 //
-// Its traffic is Mul15D's broadcasts; there is no reduction. It returns an
-// error wrapping sparse.ErrShape if A.N != B.M, or ErrLayout if a block is
-// not where the layout wants it, or the callbacks' first error.
+// Its traffic is Mul15D's broadcasts; there is no reduction. With
+// s.Degrees set, the ranks of each grid column first gather how many rows
+// of each of their stages' blocks they need and their entries (an
+// Allgatherv of 2 int64 per stage), and a stage whose fetch is predicted
+// to send fewer bytes than its broadcast (FetchVolume15D) fetches instead:
+// every rank sends the root its row ids and receives those rows' entries
+// (Alltoallv over the grid column), the received rows forming one piece.
+// A rank then holds, for such a stage, the rows of B_j its A_i names (the
+// root: all the rows asked of it, fewer bytes than q−1 copies of B_j).
+//
+// It returns an error wrapping sparse.ErrShape if A.N != B.M, or
+// ErrLayout if a block is not where the layout wants it or s.Degrees does
+// not have B.M entries, or the callbacks' first error.
 func Mul15DStream[T sparse.Scalar, S sparse.Semiring[T]](g *collective.Grid, sr S, a, b *Dist[T], s *Stream[T]) error {
 	q, c, i, k := g.PR, g.PC, g.Row, g.Col
 	if err := checkLayout("A", a, q, 1, i, 0, k); err != nil {
@@ -108,8 +124,18 @@ func Mul15DStream[T sparse.Scalar, S sparse.Semiring[T]](g *collective.Grid, sr 
 	}
 	defer collective.SetPhase(g.Comm, metrics.PhaseSpGEMM)()
 	n, bValued := b.N, b.Local.Values != nil
+	plan, err := planFetch15D(g, a, b, s.Degrees)
+	if err != nil {
+		return err
+	}
 	var spare *sparse.Matrix[T] // the last received block's arrays, for the next
-	for j := k; j < q; j += c {
+	for t, j := 0, k; j < q; t, j = t+1, j+c {
+		if plan.selective(t) {
+			if err := fetchStage(sr, s, g.ColComm, plan, t, a, b, s.Degrees); err != nil {
+				return err
+			}
+			continue
+		}
 		var mine *sparse.Matrix[T]
 		if j == i {
 			mine = b.Local

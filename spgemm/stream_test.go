@@ -19,12 +19,16 @@ type streamLayout struct {
 	algo   string // "1.5d", "2d" (A in 2D blocks) or "2d-rowheld" (A whole per grid row)
 	pr, pc int
 	uneven bool
+	fetch  bool // Stream.Degrees set: 1.5D stages may fetch rows
 }
 
 func (l streamLayout) String() string {
 	s := fmt.Sprintf("%s/%dx%d", l.algo, l.pr, l.pc)
 	if l.uneven {
 		s += "/uneven"
+	}
+	if l.fetch {
+		s += "/fetch"
 	}
 	return s
 }
@@ -69,6 +73,9 @@ func streamPieces(t *testing.T, l streamLayout, a, b *sparse.Matrix[int64], work
 		seen := map[[2]int64]bool{}
 		open := -1 // the stage whose chunks are coming, −1 between stages
 		s := &spgemm.Stream[int64]{ChunkWork: work, PieceEntries: piece}
+		if l.fetch {
+			s.Degrees = degrees(b)
+		}
 		limit := work
 		if limit < 1 {
 			limit = spgemm.DefaultChunkWork
@@ -153,7 +160,10 @@ func TestStreamSumsToProduct(t *testing.T) {
 	}{{"square", sq, sq}, {"rect", rect, sq}, {"select", q, sq}}
 	var layouts []streamLayout
 	for _, pc := range [][2]int{{1, 1}, {2, 1}, {4, 1}, {2, 2}, {3, 2}, {4, 2}, {3, 3}} {
-		layouts = append(layouts, streamLayout{algo: "1.5d", pr: pc[0], pc: pc[1]}, streamLayout{algo: "1.5d", pr: pc[0], pc: pc[1], uneven: true})
+		for _, fetch := range []bool{false, true} {
+			layouts = append(layouts, streamLayout{algo: "1.5d", pr: pc[0], pc: pc[1], fetch: fetch},
+				streamLayout{algo: "1.5d", pr: pc[0], pc: pc[1], uneven: true, fetch: fetch})
+		}
 	}
 	for _, pc := range [][2]int{{1, 1}, {2, 2}, {2, 3}, {3, 3}} {
 		for _, algo := range []string{"2d", "2d-rowheld"} {
@@ -178,7 +188,8 @@ func TestStreamSumsToProduct(t *testing.T) {
 					if work == 5 && want.NNZ() > 0 {
 						require.Greater(t, chunks, l.pr*l.pc, "a small work bound cuts many chunks")
 					}
-					if piece == 1 && want.NNZ() > 0 {
+					// A fetched stage arrives as one piece.
+					if piece == 1 && want.NNZ() > 0 && !l.fetch {
 						require.Greater(t, chunks, l.pr*l.pc, "one-entry pieces cut many chunks")
 					}
 				})
@@ -232,6 +243,15 @@ func TestMul15DStreamSelectionRowsWhole(t *testing.T) {
 			}
 		})
 	}
+}
+
+// degrees returns the entries of every row of b.
+func degrees[T sparse.Scalar](b *sparse.Matrix[T]) []int32 {
+	d := make([]int32, b.NRows)
+	for r := range d {
+		d[r] = int32(b.Degree(int64(r)))
+	}
+	return d
 }
 
 // spgemmSelect returns row r of a as a 1×n matrix.

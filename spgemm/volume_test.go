@@ -2,7 +2,10 @@ package spgemm_test
 
 import (
 	"fmt"
+	"slices"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 
 	"gnnmpi/collective"
 	"gnnmpi/metrics"
@@ -257,6 +260,128 @@ func TestVolume(t *testing.T) {
 					}
 				})
 			}
+		}
+	}
+}
+
+// With Stream.Degrees, every rank's bytes in phase spgemm of Mul15DStream
+// are the derived ones: the gather of the plan (2 int64 per stage of the
+// grid column), then per stage j either the broadcast of B_j or, when
+// FetchVolume15D predicts it cheaper, the fetch of the rows of B_j that
+// the rank's A_i names (8 bytes an id to the root, 8+s an entry back). A
+// few selected rows fetch; a full A broadcasts; both are checked to occur.
+func TestStreamFetchVolume(t *testing.T) {
+	b := spgemmtest.Random(51, 80, 80, 5, false, true)
+	sel := &sparse.CSR{NRows: 6, NCols: 80, Indptr: []int64{0, 1, 2, 3, 4, 5, 6}, Indices: []int64{3, 41, 42, 79, 3, 60}}
+	// Row r of every: columns r, r+20, r+40, r+60 (mod 80), so that every
+	// grid row's A names every row of B: fetching would send the ids of
+	// all the rows, as many bytes as the row offsets, and broadcasting is
+	// chosen (on a tie). Any row of B left unnamed makes the fetch cheaper.
+	every := &sparse.CSR{NRows: 80, NCols: 80, Indptr: make([]int64, 81)}
+	for r := range int64(80) {
+		for x := range int64(4) {
+			every.Indices = append(every.Indices, (r+20*x)%80)
+		}
+		slices.Sort(every.Indices[4*r:])
+		every.Indptr[r+1] = 4 * (r + 1)
+	}
+	for _, op := range []struct {
+		name  string
+		a     *sparse.CSR
+		fetch bool
+	}{{"select", sel, true}, {"every", every, false}} {
+		for _, qc := range [][2]int{{4, 1}, {2, 2}, {3, 1}, {3, 2}} {
+			q, c := qc[0], qc[1]
+			p := q * c
+			t.Run(fmt.Sprintf("%s/%dx%d", op.name, q, c), func(t *testing.T) {
+				arb, brb := spgemm.Bounds(op.a.NRows, q), spgemm.Bounds(b.NRows, q)
+				// need[x][j], ent[x][j]: the distinct columns of A_x in
+				// block j of B and their entries.
+				need, ent := make([][]int64, q), make([][]int64, q)
+				for x := range q {
+					need[x], ent[x] = make([]int64, q), make([]int64, q)
+					seen := map[int64]bool{}
+					for r := arb[x]; r < arb[x+1]; r++ {
+						for _, col := range op.a.Row(r) {
+							if !seen[col] {
+								seen[col] = true
+								j := collective.BlockOf(brb, col)
+								need[x][j]++
+								ent[x][j] += b.Degree(col)
+							}
+						}
+					}
+				}
+				want := make([]traffic, p)
+				var fetched, broadcast int
+				for rank := range p {
+					i, k := rank/c, rank%c
+					var w traffic
+					var ns int
+					for j := k; j < q; j += c {
+						ns++
+					}
+					counts := make([]int, q)
+					for x := range counts {
+						counts[x] = 2 * ns
+					}
+					w.sent, w.recv = collective.AllgathervVolume(i, counts, 8)
+					for j := k; j < q; j += c {
+						nj, ej := make([]int64, q), make([]int64, q)
+						for x := range q {
+							nj[x], ej[x] = need[x][j], ent[x][j]
+						}
+						rows, nnz := brb[j+1]-brb[j], b.Indptr[brb[j+1]]-b.Indptr[brb[j]]
+						fb, sb := spgemm.FetchVolume15D(q, j, rows, nnz, nj, ej, 8)
+						if i == 0 {
+							if sb < fb {
+								fetched++
+							} else {
+								broadcast++
+							}
+						}
+						switch {
+						case sb >= fb:
+							s, r := collective.BcastVolume(i, j, q, 8*rows+16*nnz)
+							w.sent, w.recv = w.sent+s, w.recv+r
+						case i == j:
+							for x := range q {
+								if x != j {
+									w.recv += 8 * nj[x]
+									w.sent += 16 * ej[x]
+								}
+							}
+						default:
+							w.sent += 8 * nj[i]
+							w.recv += 16 * ej[i]
+						}
+					}
+					want[rank] = w
+				}
+				require.Equal(t, op.fetch, fetched > 0, "fetched %d stages", fetched)
+				require.Equal(t, !op.fetch, broadcast > 0, "broadcast %d stages", broadcast)
+				got := make([]traffic, p)
+				run(t, p, func(cm collective.Comm) error {
+					cc := collective.WithStats(cm, nil)
+					g, err := collective.NewGrid(cc, q, c)
+					if err != nil {
+						return err
+					}
+					ad := spgemm.Distribute(op.a, arb, []int64{0, 80}, g.Row, 0, g.Col)
+					bd := spgemm.Distribute(b, brb, []int64{0, 80}, g.Row, 0, g.Col)
+					s := &spgemm.Stream[float64]{Degrees: degrees(b), Chunk: func(int, []int64, *sparse.Matrix[float64]) error { return nil }}
+					before := collective.SnapshotOf(cc)
+					if err := spgemm.Mul15DStream(g, sparse.PlusTimes[float64]{}, ad, bd, s); err != nil {
+						return err
+					}
+					ph := collective.SnapshotOf(cc).Sub(before).Phase(metrics.PhaseSpGEMM)
+					got[cm.Rank()] = traffic{ph.SentBytes, ph.RecvBytes}
+					return g.Free()
+				})
+				for r := range p {
+					require.Equal(t, want[r], got[r], "rank %d", r)
+				}
+			})
 		}
 	}
 }

@@ -163,7 +163,9 @@ type Config struct {
 
 	// EvalMemory bounds the input rows one chunk of layer-wise inference
 	// gathers, in float32 values (the destinations' rows plus all their
-	// neighbours' rows times the layer's input width).
+	// neighbours' rows times the layer's input width). A layer computed in
+	// several chunks also holds the rank's halo rows, fetched once
+	// (infer.go), beside one chunk's inputs.
 	EvalMemory int64
 }
 

@@ -23,12 +23,13 @@ type footprint struct {
 	Cache int64 // the store's cached rows
 	Batch int64 // the minibatches in flight: gathered inputs, blocks and activations
 	Infer int64 // layer-wise inference: two layers' outputs and one chunk's inputs
+	Halo  int64 // layer-wise inference's halo rows, fetched once per layer (at the widest layer input)
 }
 
 // Total returns the sum of f's parts, saturating at math.MaxInt64.
 func (f footprint) Total() int64 {
 	var s int64
-	for _, v := range []int64{f.Model, f.Norm, f.Store, f.Cache, f.Batch, f.Infer} {
+	for _, v := range []int64{f.Model, f.Norm, f.Store, f.Cache, f.Batch, f.Infer, f.Halo} {
 		s = addSat(s, v)
 	}
 	return s
@@ -36,8 +37,8 @@ func (f footprint) Total() int64 {
 
 // String lists f's parts.
 func (f footprint) String() string {
-	return fmt.Sprintf("model and optimiser %s, normalised features %s, feature store %s, cache %s, minibatches %s, inference %s",
-		gib(f.Model), gib(f.Norm), gib(f.Store), gib(f.Cache), gib(f.Batch), gib(f.Infer))
+	return fmt.Sprintf("model and optimiser %s, normalised features %s, feature store %s, cache %s, minibatches %s, inference %s, inference halo %s",
+		gib(f.Model), gib(f.Norm), gib(f.Store), gib(f.Cache), gib(f.Batch), gib(f.Infer), gib(f.Halo))
 }
 
 // featShape is the shape of one rank's feature rows: rows × cols, with
@@ -65,14 +66,16 @@ func (s featShape) rowBytes(dtype alltoall.DType) float64 {
 // estimateFootprint returns what a minibatch trainer of cfg (whose model
 // has In and Out set) will allocate on a rank whose feature rows have
 // shape feat, with n vertices in the graph, evalRows vertices to compute
-// in layer-wise inference, cacheRows cached rows and norm the feature
-// normalisation. It returns an error if cfg.Model is invalid.
+// in layer-wise inference (haloRows of them not its own: the halo, which
+// a layer computed in several chunks fetches once), cacheRows cached rows
+// and norm the feature normalisation. It returns an error if cfg.Model is
+// invalid.
 //
 // Inference's outputs have the layers' output widths: a sparse input
 // layer projects its rows before aggregating, so no buffer is as wide as
 // the input. A minibatch's sampled rows are bounded by the batch times
 // the product of (fanout + 1) and by n.
-func estimateFootprint(cfg Config, feat featShape, n, evalRows, cacheRows int64, norm FeatureNorm) (footprint, error) {
+func estimateFootprint(cfg Config, feat featShape, n, evalRows, haloRows, cacheRows int64, norm FeatureNorm) (footprint, error) {
 	var f footprint
 	params, err := cfg.Model.NumParams()
 	if err != nil {
@@ -159,6 +162,13 @@ func estimateFootprint(cfg Config, feat featShape, n, evalRows, cacheRows int64,
 	}
 	if cfg.EvalEvery > 0 {
 		f.Infer = addSat(mulSat(2, mulSat(evalRows, mulSat(wide, 4))), mulSat(2, chunk))
+		// One halo row at the widest input: the features' or a hidden
+		// layer's output.
+		haloRow := int64(row) + 8
+		for _, w := range widths[:max(len(widths)-1, 0)] {
+			haloRow = max(haloRow, mulSat(w, 4))
+		}
+		f.Halo = mulSat(haloRows, haloRow)
 	}
 	return f, nil
 }
@@ -207,15 +217,16 @@ func addSat(a, b int64) int64 {
 // allocate on this rank (estimateFootprint; with --device cuda and dense
 // f32 features also the mapped host tier beside the store) with what the
 // rank may still allocate, before any of it is allocated; evalRows is the
-// number of vertices the rank computes in inference. It is collective
+// number of vertices the rank computes in inference, haloRows those of
+// them it does not own. It is collective
 // over c: every rank fails if one would not fit. The topology and the
 // loaded rows are in use already and counted by the budget. On success it
 // returns a line for the log: the resident memory now, the estimate and
 // their sum, the peak the rank should expect (the loaded rows that move
 // into the store count twice in it, so it errs high by about the store).
-func checkFootprint(c collective.Comm, d *Data, cfg Config, norm FeatureNorm, evalRows int64) (string, error) {
+func checkFootprint(c collective.Comm, d *Data, cfg Config, norm FeatureNorm, evalRows, haloRows int64) (string, error) {
 	shape := featShapeOf(d)
-	f, err := estimateFootprint(cfg, shape, d.NumNodes(), evalRows, int64(cacheRows(cfg.CacheFrac, d.Book.NumNodes(), d.Book.Parts)), norm)
+	f, err := estimateFootprint(cfg, shape, d.NumNodes(), evalRows, haloRows, int64(cacheRows(cfg.CacheFrac, d.Book.NumNodes(), d.Book.Parts)), norm)
 	if err != nil { // the same configuration on every rank: all fail alike
 		return "", err
 	}

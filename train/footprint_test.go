@@ -113,10 +113,24 @@ func TestEstimateFootprint(t *testing.T) {
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := estimateFootprint(tc.cfg, tc.feat, 20, 10, 2, tc.norm)
+			got, err := estimateFootprint(tc.cfg, tc.feat, 20, 10, 0, 2, tc.norm)
 			require.NoError(t, err)
 			require.Equal(t, tc.want, got)
 			require.Equal(t, tc.want.Model+tc.want.Norm+tc.want.Store+tc.want.Cache+tc.want.Batch+tc.want.Infer, got.Total())
+			// Halo rows add one row each at the widest layer input: the
+			// features' row (plus its offset) or a hidden output.
+			halo, err := estimateFootprint(tc.cfg, tc.feat, 20, 10, 3, 2, tc.norm)
+			require.NoError(t, err)
+			widest := int64(tc.feat.rowBytes(tc.cfg.FeatureDType)) + 8
+			for _, w := range layerWidths(tc.cfg.Model)[:tc.cfg.Model.Layers-1] {
+				widest = max(widest, 4*w)
+			}
+			if tc.cfg.EvalEvery == 0 {
+				widest = 0 // no inference, no halo
+			}
+			require.Equal(t, 3*widest, halo.Halo)
+			halo.Halo = 0
+			require.Equal(t, got, halo)
 		})
 	}
 }
@@ -126,25 +140,25 @@ func TestEstimateFootprint(t *testing.T) {
 func TestEstimateFootprintSaturatesAndRejects(t *testing.T) {
 	cfg := Config{Model: model.Config{Kind: model.KindSAGE, In: 8415, Hidden: 100_000_000, Out: 5, Layers: 2}, Fanouts: []int{15, 10}, BatchSize: 1024}
 	cfg.Optimizer, cfg.EvalEvery, cfg.EvalMemory = model.OptimizerAdam, 1, 1<<30
-	f, err := estimateFootprint(cfg, featShape{rows: 34493, cols: 8415, nnz: 11_000_000}, 34493, 34493, 0, FeatureNormRow)
+	f, err := estimateFootprint(cfg, featShape{rows: 34493, cols: 8415, nnz: 11_000_000}, 34493, 34493, 0, 0, FeatureNormRow)
 	require.NoError(t, err)
 	require.Greater(t, f.Model, int64(1)<<43, "2·8415·1e8 weights, 24 bytes each")
 
 	// 2·2e9·2e9 weights fit an int64, their 24 bytes each do not.
 	cfg.Model.In, cfg.Model.Hidden = 2_000_000_000, 2_000_000_000
-	f, err = estimateFootprint(cfg, featShape{rows: 10, cols: 2_000_000_000, nnz: 100}, 10, 10, 0, FeatureNormNone)
+	f, err = estimateFootprint(cfg, featShape{rows: 10, cols: 2_000_000_000, nnz: 100}, 10, 10, 0, 0, FeatureNormNone)
 	require.NoError(t, err)
 	require.Equal(t, int64(math.MaxInt64), f.Model)
 	require.Equal(t, int64(math.MaxInt64), f.Total())
 
 	cfg.Model.Heads = 1_000_000
 	cfg.Model.Kind, cfg.Model.Hidden = model.KindGAT, 8
-	f, err = estimateFootprint(cfg, featShape{rows: 10, cols: 8415, nnz: 100}, 10, 10, 0, FeatureNormNone)
+	f, err = estimateFootprint(cfg, featShape{rows: 10, cols: 8415, nnz: 100}, 10, 10, 0, 0, FeatureNormNone)
 	require.NoError(t, err)
 	require.Greater(t, f.Model, int64(8415*8_000_000*24-1), "W alone: 8415·1e6·8 weights")
 
 	cfg.Model.Layers = 0
-	_, err = estimateFootprint(cfg, featShape{rows: 10, cols: 8415, nnz: 100}, 10, 10, 0, FeatureNormNone)
+	_, err = estimateFootprint(cfg, featShape{rows: 10, cols: 8415, nnz: 100}, 10, 10, 0, 0, FeatureNormNone)
 	require.Error(t, err)
 }
 

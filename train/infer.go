@@ -1,6 +1,8 @@
 package train
 
 import (
+	"slices"
+
 	"gnnmpi/alltoall"
 	"gnnmpi/collective"
 	"gnnmpi/dense"
@@ -160,30 +162,73 @@ func (t *trainer) evaluate() (evaluation, error) {
 
 // infer computes the model's output rows of the vertices this rank owns in
 // layer-wise inference (owned, ebook order): each rank computes a layer's
-// output for its vertices, fetching the inputs of their neighbours from
-// the owners (phase "eval"), chunk by chunk.
+// output for its vertices, chunk by chunk, from the inputs of the
+// vertices and their neighbours, fetched from their owners (phase "eval").
+// A layer computed in one chunk fetches the chunk's inputs; a layer in
+// several fetches the rows of the rank's halo (t.halo) once, from the
+// feature store for the input layer and from the previous layer's owners
+// otherwise, and every chunk copies its inputs from those and the rank's
+// own rows. Only one layer's halo rows are held at a time.
 func (t *trainer) infer(owned []int64) (*dense.Matrix, error) {
+	if err := t.fetchHaloDegrees(); err != nil {
+		return nil, err
+	}
 	var h *dense.Matrix
+	var in *alltoall.Halo // the input layer's halo rows
+	var hx *dense.Matrix  // a hidden layer's halo rows, in t.halo's order
 	for l := range t.cfg.Model.Layers {
 		var out *dense.Matrix
 		b := t.evalChunks[l]
+		// The chunk counts are padded to the ranks' maximum, so every
+		// rank takes the same branch and makes the same collective calls.
+		halo := len(b)-1 > 1
+		if halo {
+			var err error
+			if l == 0 {
+				in, _, err = t.store.FetchHalo(in, t.halo)
+			} else {
+				hx, err = alltoall.ExchangeTo(t.c, hx, t.plannedHalo(), t.ebook, h)
+			}
+			if err != nil {
+				return nil, err
+			}
+		}
 		for k := range len(b) - 1 {
 			lo, hi := b[k], b[k+1]
 			dst := owned[lo:hi]
 			ch := t.chunk(owned, lo, hi)
-			if err := t.normalize(ch); err != nil {
-				return nil, err
-			}
+			t.normalize(ch)
 			x := h
 			var err error
 			buf := t.spare()
 			switch {
+			case l == 0 && halo: // the input rows, from the store and its halo
+				if t.store.Sparse() {
+					buf.x.csr = t.store.GatherSparseTo(buf.x.csr, in, ch.src)
+				} else {
+					buf.x.dense = t.store.GatherTo(buf.x.dense, in, ch.src)
+				}
+				x = buf.x.dense
 			case l == 0: // the input rows, from the feature store
 				if _, err = t.fetch(&buf.x, ch.src); err != nil {
 					return nil, err
 				}
 				x = buf.x.dense
-			case !ch.inPlace:
+			case ch.inPlace:
+			case halo:
+				x = dense.Reuse(buf.x.dense, len(ch.src), h.Cols)
+				for i, f := range t.sources(ch) {
+					if f < 0 {
+						copy(x.Row(i), h.Row(int(^f)))
+					} else {
+						copy(x.Row(i), hx.Row(int(f)))
+					}
+				}
+				buf.x.dense = x
+			default:
+				if ch.plan == nil {
+					ch.plan = alltoall.NewPlan(ch.src, t.ebook, t.c.Rank())
+				}
 				if x, err = alltoall.ExchangeTo(t.c, buf.x.dense, ch.plan, t.ebook, h); err != nil {
 					return nil, err
 				}
@@ -207,8 +252,76 @@ func (t *trainer) infer(owned []int64) (*dense.Matrix, error) {
 			out = dense.New(0, t.m.Layers[l].OutDim())
 		}
 		h = out
+		in = nil // the input layer's halo goes before the hidden layers' comes
 	}
 	return h, nil
+}
+
+// haloOf returns the halo of layer-wise inference on rank r: the distinct
+// sources of the full-neighbour blocks of owned (the vertices and their
+// neighbours in d) that r does not own under ebook, ascending.
+func haloOf(d *Data, ebook *partition.Book, r int, owned []int64) []int64 {
+	seen := newStamps(d)
+	var halo []int64
+	for _, g := range owned {
+		for _, v := range d.Row(g) {
+			if seen.swap(v, 1) == 0 && ebook.Owner(v) != r {
+				halo = append(halo, v)
+			}
+		}
+	}
+	slices.Sort(halo)
+	return halo
+}
+
+// plannedHalo returns the plan that fetches the rows of t.halo from their
+// owners under ebook, made on first use.
+func (t *trainer) plannedHalo() *alltoall.Plan {
+	if t.haloPlan == nil {
+		t.haloPlan = alltoall.NewPlan(t.halo, t.ebook, t.c.Rank())
+	}
+	return t.haloPlan
+}
+
+// fetchHaloDegrees fetches, at the first evaluation, the degrees of the
+// halo's vertices when GCN normalises on a partitioned dataset (evalDeg
+// set): one exchange of a float32 per halo vertex, so that every chunk's
+// normalisation reads its sources' degrees locally. It is collective over
+// t.c (every rank has evalDeg, or none has).
+func (t *trainer) fetchHaloDegrees() error {
+	if t.evalDeg == nil || t.haloDeg != nil {
+		return nil
+	}
+	deg, err := fetchDegrees(t.c, t.ebook, t.evalDeg, t.plannedHalo(), t.halo)
+	if err != nil {
+		return err
+	}
+	t.haloDeg = deg
+	return nil
+}
+
+// sources returns where ch's sources are in layer-wise inference: a row
+// the rank owns, local id lid, as ^lid, and a halo vertex as its index in
+// t.halo. It is made on first use and kept with the chunk.
+// It will panic if a source is neither owned nor in the halo.
+func (t *trainer) sources(ch *evalChunk) []int64 {
+	if ch.from != nil {
+		return ch.from
+	}
+	r := t.c.Rank()
+	ch.from = make([]int64, len(ch.src))
+	for i, g := range ch.src {
+		if q, lid := t.ebook.Locate(g); q == r {
+			ch.from[i] = ^lid
+			continue
+		}
+		k, ok := slices.BinarySearch(t.halo, g)
+		if !ok {
+			panic("train: an inference source outside the halo")
+		}
+		ch.from[i] = int64(k)
+	}
+	return ch.from
 }
 
 // identity reports whether src lists exactly the n rows of rank r under
@@ -225,22 +338,26 @@ func identity(src []int64, book *partition.Book, r, n int) bool {
 	return true
 }
 
-// normalize makes ch's adjacency from its block (adjacency). On a
-// partitioned dataset GCN needs the degrees of the sources, which it
-// fetches from their owners in every round, built or not, so that every
-// rank makes the same collective calls whatever its chunks are.
-func (t *trainer) normalize(ch *evalChunk) error {
+// normalize makes ch's adjacency from its block (adjacency), once. On a
+// partitioned dataset GCN needs the degrees of the sources: the rank's
+// own (evalDeg) and its halo's (haloDeg, fetched once by
+// fetchHaloDegrees), so nothing is communicated here.
+func (t *trainer) normalize(ch *evalChunk) {
+	if ch.adj != nil {
+		return
+	}
 	var deg []int64
 	if t.evalDeg != nil {
-		var err error
-		if deg, err = fetchDegrees(t.c, t.ebook, t.evalDeg, ch.plan, ch.src); err != nil {
-			return err
+		deg = make([]int64, len(ch.src))
+		for i, f := range t.sources(ch) {
+			if f < 0 {
+				deg[i] = int64(t.evalDeg.Data[^f])
+			} else {
+				deg[i] = t.haloDeg[f]
+			}
 		}
 	}
-	if ch.adj == nil {
-		ch.adj, ch.blk = t.adjacency(ch.blk, deg), sampling.Block{}
-	}
-	return nil
+	ch.adj, ch.blk = t.adjacency(ch.blk, deg), sampling.Block{}
 }
 
 // evalChunk is one chunk of layer-wise inference: the destinations'
@@ -252,9 +369,10 @@ func (t *trainer) normalize(ch *evalChunk) error {
 type evalChunk struct {
 	blk     sampling.Block // the destinations' full-neighbour block, until adj is made from it
 	adj     *sparse.CSR
-	src     []int64 // the sources' global ids
-	plan    *alltoall.Plan
-	inPlace bool // the sources are this rank's rows in order: a hidden layer reads them in place
+	src     []int64        // the sources' global ids
+	plan    *alltoall.Plan // gathers the sources in a layer of one chunk (made on first use)
+	from    []int64        // where the sources are in a layer of several chunks (trainer.sources)
+	inPlace bool           // the sources are this rank's rows in order: a hidden layer reads them in place
 }
 
 // chunk returns the chunk owned[lo:hi], building it on first use.
@@ -267,9 +385,7 @@ func (t *trainer) chunk(owned []int64, lo, hi int) *evalChunk {
 	ch := &evalChunk{blk: blk, src: blk.Src}
 	// One rank, one chunk: the sources are this rank's rows in order, so
 	// nothing is exchanged.
-	if ch.inPlace = identity(blk.Src, t.ebook, t.c.Rank(), len(owned)); !ch.inPlace || t.evalDeg != nil {
-		ch.plan = alltoall.NewPlan(blk.Src, t.ebook, t.c.Rank())
-	}
+	ch.inPlace = identity(blk.Src, t.ebook, t.c.Rank(), len(owned))
 	if size := int64(len(blk.Adj.Indices) + len(blk.Src)); t.chunkCached+size <= t.evalValues() {
 		if t.chunkCache == nil {
 			t.chunkCache = map[[2]int]*evalChunk{}

@@ -121,10 +121,11 @@ func TestOverlapPhasesPerRank(t *testing.T) {
 
 // loaderComm is the in-process id of the trainer's loader communicator in
 // runRanks: the first communicator split from the world (collective.Dup in
-// newTrainer). On 2 ranks with the test config, every minibatch's fetch is 3
-// Alltoallv calls on it, 3 minibatches per epoch and rank, and evaluation
-// after every epoch takes 9 more: calls 21 … 29 are the second epoch's
-// fetches, made by the loader goroutine with overlap.
+// newTrainer). On 2 ranks with the test config, after 2 calls of setup,
+// every minibatch's fetch is 3 Alltoallv calls on it, 3 minibatches per
+// epoch and rank, and evaluation after every epoch fetches its input
+// layer's halo in 3 more: calls 15 … 23 are the second epoch's fetches,
+// made by the loader goroutine with overlap.
 const loaderComm = 1
 
 // A failure of the loader (an error or a panic in one of its calls on one
@@ -139,13 +140,13 @@ func TestLoaderErrorEndsEveryRank(t *testing.T) {
 		want string
 	}{
 		{"loader-error", func(ev inproc.Event) error {
-			if ev.Comm == loaderComm && ev.Op == collective.OpAlltoallv && ev.WorldRank == 1 && ev.Seq == 25 {
+			if ev.Comm == loaderComm && ev.Op == collective.OpAlltoallv && ev.WorldRank == 1 && ev.Seq == 19 {
 				return injected
 			}
 			return nil
 		}, "rank 1: alltoall"},
 		{"loader-panic", func(ev inproc.Event) error {
-			if ev.Comm == loaderComm && ev.Op == collective.OpAlltoallv && ev.WorldRank == 0 && ev.Seq == 25 {
+			if ev.Comm == loaderComm && ev.Op == collective.OpAlltoallv && ev.WorldRank == 0 && ev.Seq == 19 {
 				panic("injected panic")
 			}
 			return nil

@@ -107,10 +107,18 @@ type evaluator struct {
 	ebook *partition.Book // who computes which vertex in layer-wise inference
 	// evalDeg is the degrees of the rows the rank owns under ebook, for
 	// GCN on a partitioned dataset (needDegrees); nil otherwise.
-	evalDeg           *dense.Matrix
-	evalChunks        [][]int // per layer: this rank's chunk boundaries, padded to the ranks' maximum count
-	chunkCache        map[[2]int]*evalChunk
-	chunkCached       int64  // entries and sources of the cached chunks
+	evalDeg     *dense.Matrix
+	evalChunks  [][]int // per layer: this rank's chunk boundaries, padded to the ranks' maximum count
+	chunkCache  map[[2]int]*evalChunk
+	chunkCached int64 // entries and sources of the cached chunks
+	// halo lists, ascending, the sources of the rank's inference blocks
+	// that it does not own under ebook: what a layer computed in several
+	// chunks fetches once (haloPlan, from the first evaluation on).
+	halo     []int64
+	haloPlan *alltoall.Plan
+	// haloDeg is the degrees of halo's vertices when evalDeg is set,
+	// fetched at the first evaluation (nil before).
+	haloDeg           []int64
 	valMask, testMask []bool // of rows [d.RowLo, d.RowHi)
 }
 
@@ -131,7 +139,11 @@ func newTrainer(c collective.Comm, d *Data, cfg Config) (*trainer, error) {
 	}
 	ccfg := cfg
 	ccfg.Model = mc
-	memCheck, err := checkFootprint(c, d, ccfg, norm, evalRows)
+	var halo []int64 // inference's halo rows on this rank (haloOf)
+	if c.Rank() < ebook.Parts {
+		halo = haloOf(d, ebook, c.Rank(), ebook.Owned(c.Rank()))
+	}
+	memCheck, err := checkFootprint(c, d, ccfg, norm, evalRows, int64(len(halo)))
 	if err != nil {
 		return nil, err
 	}
@@ -200,6 +212,7 @@ func newTrainer(c collective.Comm, d *Data, cfg Config) (*trainer, error) {
 			return nil, err
 		}
 	}
+	t.halo = halo
 	t.sched = newSchedule(cfg.Shuffle, t.owned, d.Split.Train, counts, r, cfg.BatchSize)
 	if t.store, err = t.newStore(feat, cfg.Cache, cfg.CacheFrac); err != nil {
 		return nil, err

@@ -1,0 +1,137 @@
+package train
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"gnnmpi/collective"
+	"gnnmpi/collective/inproc"
+	"gnnmpi/dense"
+	"gnnmpi/graph"
+	"gnnmpi/metrics"
+	"gnnmpi/model"
+	"gnnmpi/partition"
+)
+
+// haloRef returns the halo of layer-wise inference on rank r, derived from
+// the whole graph: the distinct neighbours of the vertices r owns that it
+// does not own.
+func haloRef(g *graph.Dataset, book *partition.Book, r int) []int64 {
+	var halo []int64
+	for _, v := range book.Owned(r) {
+		for _, u := range g.Adj.Indices[g.Adj.Indptr[v]:g.Adj.Indptr[v+1]] {
+			if book.Owner(u) != r {
+				halo = append(halo, u)
+			}
+		}
+	}
+	slices.Sort(halo)
+	return slices.Compact(halo)
+}
+
+// Inference computed in several chunks per layer fetches each halo row
+// once per layer: every layer sends 8(p−1) + 8·R + 4·w·S bytes and
+// receives 8(p−1) + 8·S + 4·w·R on rank r, with R its halo rows, S the
+// rows of other ranks' halos it owns and w the layer's input width; GCN
+// adds one exchange of the halo's degrees (a float32 each) at the first
+// evaluation only. The outputs are the same in every evaluation and, up
+// to rounding (a chunk's blocks number their sources in another order),
+// those of inference in one chunk per layer.
+func TestInferenceHaloBytes(t *testing.T) {
+	g := sbm()
+	for _, kind := range []model.Kind{model.KindSAGE, model.KindGCN} {
+		for _, p := range []int{2, 3} {
+			t.Run(fmt.Sprintf("%s_p%d", kind, p), func(t *testing.T) {
+				book := partition.Random(g.NumNodes, p, 9)
+				halo := make([][]int64, p)
+				for r := range p {
+					halo[r] = haloRef(g, book, r)
+				}
+				err := inproc.Run(p, inproc.Options{Timeout: time.Minute}, func(c collective.Comm) error {
+					c = collective.WithStats(c, nil)
+					r := c.Rank()
+					d, err := Distribute(g, "random", book, r)
+					if err != nil {
+						return err
+					}
+					cfg := testConfig(kind)
+					cfg.EvalMemory = 16 * 60 // several chunks in every layer
+					tr, err := newTrainer(c, d, cfg)
+					if err != nil {
+						return err
+					}
+					for l, b := range tr.evalChunks {
+						if len(b) < 3 {
+							return fmt.Errorf("rank %d: layer %d in %d chunk(s); the test needs several", r, l, len(b)-1)
+						}
+					}
+					var served int64 // rows of the other ranks' halos this rank owns
+					for o := range p {
+						if o != r {
+							served += int64(len(slices.DeleteFunc(slices.Clone(halo[o]), func(v int64) bool { return book.Owner(v) != r })))
+						}
+					}
+					R := int64(len(halo[r]))
+					var wantSent, wantRecv int64
+					width := int64(tr.store.Cols())
+					for l := range cfg.Model.Layers {
+						if l > 0 {
+							width = int64(tr.m.Layers[l-1].OutDim())
+						}
+						wantSent += 8*int64(p-1) + 8*R + 4*width*served
+						wantRecv += 8*int64(p-1) + 8*served + 4*width*R
+					}
+					degSent, degRecv := int64(0), int64(0)
+					if kind == model.KindGCN && d.Partitioned() {
+						degSent, degRecv = 8*int64(p-1)+8*R+4*served, 8*int64(p-1)+8*served+4*R
+					}
+					defer collective.SetPhase(c, metrics.PhaseEval)() // as evaluate does
+					defer collective.SetPhase(tr.lc, metrics.PhaseEval)()
+					var outs []*dense.Matrix
+					for i := range 2 {
+						before := collective.SnapshotOf(c)
+						h, err := tr.infer(tr.ebook.Owned(r))
+						if err != nil {
+							return err
+						}
+						outs = append(outs, h)
+						got := collective.SnapshotOf(c).Sub(before).Phase(metrics.PhaseEval)
+						ws, wr := wantSent, wantRecv
+						if i == 0 {
+							ws, wr = ws+degSent, wr+degRecv
+						}
+						if got.SentBytes != ws || got.RecvBytes != wr {
+							return fmt.Errorf("rank %d, evaluation %d: sent %d received %d bytes, want %d and %d", r, i, got.SentBytes, got.RecvBytes, ws, wr)
+						}
+					}
+					// One chunk per layer (the fetch of each chunk's inputs,
+					// as before the halo) computes the same rows.
+					tr.cfg.EvalMemory = 1 << 40
+					if tr.evalChunks, err = tr.planChunks(); err != nil {
+						return err
+					}
+					tr.chunkCache, tr.chunkCached = nil, 0
+					one, err := tr.infer(tr.ebook.Owned(r))
+					if err != nil {
+						return err
+					}
+					if !slices.Equal(outs[0].Data, outs[1].Data) {
+						return fmt.Errorf("rank %d: two evaluations of the same model differ", r)
+					}
+					for i, v := range one.Data {
+						if d := math.Abs(float64(v - outs[0].Data[i])); d > 1e-5*max(1, math.Abs(float64(v))) {
+							return fmt.Errorf("rank %d: output %d in chunks %v, in one chunk %v", r, i, outs[0].Data[i], v)
+						}
+					}
+					return nil
+				})
+				require.NoError(t, err)
+			})
+		}
+	}
+}
