@@ -24,6 +24,7 @@ TEXT ·xgetbv(SB), NOSPLIT, $0-8
 // For each block of 64 (then 8) columns, the block of dst is held in
 // Y0–Y7 while every row idx[k] is added: dst += alpha[k]·x[idx[k]·ld + j],
 // VMULPS then VADDPS, so each product is rounded before it is added.
+// The block of row idx[k+8] is prefetched while row idx[k] is added.
 TEXT ·gatherAVX2(SB), NOSPLIT, $0-56
 	MOVQ dst+0(FP), DI
 	MOVQ n+8(FP), CX
@@ -33,6 +34,8 @@ TEXT ·gatherAVX2(SB), NOSPLIT, $0-56
 	MOVQ idx+32(FP), R9
 	MOVQ alpha+40(FP), R10
 	MOVQ k+48(FP), R11
+	MOVQ R11, R13
+	SUBQ $8, R13 // the last k whose row idx[k+8] exists, plus one
 g64:
 	CMPQ CX, $64
 	JLT  g8
@@ -51,6 +54,16 @@ g64loop:
 	MOVQ (R9)(BX*8), DX
 	IMULQ R8, DX
 	ADDQ SI, DX // &x[idx[k]·ld] + block offset
+	CMPQ BX, R13
+	JGE  g64nopf
+	MOVQ 64(R9)(BX*8), R14
+	IMULQ R8, R14
+	ADDQ SI, R14
+	PREFETCHT0 0(R14)
+	PREFETCHT0 64(R14)
+	PREFETCHT0 128(R14)
+	PREFETCHT0 192(R14)
+g64nopf:
 	TESTQ R10, R10
 	JZ   g64ones
 	MOVL (R10)(BX*4), R12
@@ -110,6 +123,13 @@ g8loop:
 	MOVQ (R9)(BX*8), DX
 	IMULQ R8, DX
 	ADDQ SI, DX // &x[idx[k]·ld] + block offset
+	CMPQ BX, R13
+	JGE  g8nopf
+	MOVQ 64(R9)(BX*8), R14
+	IMULQ R8, R14
+	ADDQ SI, R14
+	PREFETCHT0 0(R14)
+g8nopf:
 	TESTQ R10, R10
 	JZ   g8ones
 	MOVL (R10)(BX*4), R12
@@ -138,6 +158,7 @@ gdone:
 //
 // For k = 0, 1, … in turn, row idx[k] of dst gets alpha[k]·x over n
 // columns, 32 (then 8) at a time: VMULPS then VADDPS, as in Axpy.
+// Row idx[k+2] is prefetched while row idx[k] is updated.
 TEXT ·scatterAVX2(SB), NOSPLIT, $0-56
 	MOVQ dst+0(FP), DI
 	MOVQ ld+8(FP), R8
@@ -147,6 +168,8 @@ TEXT ·scatterAVX2(SB), NOSPLIT, $0-56
 	MOVQ idx+32(FP), R9
 	MOVQ alpha+40(FP), R10
 	MOVQ k+48(FP), R11
+	MOVQ R11, R15
+	SUBQ $2, R15 // the last k whose row idx[k+2] exists, plus one
 	XORQ BX, BX
 sloop:
 	CMPQ BX, R11
@@ -156,6 +179,13 @@ sloop:
 	ADDQ DI, DX // &dst[idx[k]·ld]
 	MOVQ SI, AX
 	MOVQ R13, CX
+	MOVQ DX, R14 // the row to prefetch: idx[k+D], else idx[k] again
+	CMPQ BX, R15
+	JGE  spf
+	MOVQ 16(R9)(BX*8), R14
+	IMULQ R8, R14
+	ADDQ DI, R14
+spf:
 	TESTQ R10, R10
 	JZ   s32ones
 	MOVL (R10)(BX*4), R12
@@ -165,6 +195,8 @@ sloop:
 s32:
 	CMPQ CX, $32
 	JLT  s8
+	PREFETCHT0 0(R14)
+	PREFETCHT0 64(R14)
 	VMULPS 0(AX), Y8, Y0
 	VMULPS 32(AX), Y8, Y1
 	VMULPS 64(AX), Y8, Y2
@@ -179,21 +211,26 @@ s32:
 	VMOVUPS Y3, 96(DX)
 	ADDQ $128, AX
 	ADDQ $128, DX
+	ADDQ $128, R14
 	SUBQ $32, CX
 	JMP  s32
 s8:
 	CMPQ CX, $8
 	JLT  snext
+	PREFETCHT0 0(R14)
 	VMULPS 0(AX), Y8, Y0
 	VADDPS 0(DX), Y0, Y0
 	VMOVUPS Y0, 0(DX)
 	ADDQ $32, AX
 	ADDQ $32, DX
+	ADDQ $32, R14
 	SUBQ $8, CX
 	JMP  s8
 s32ones:
 	CMPQ CX, $32
 	JLT  s8ones
+	PREFETCHT0 0(R14)
+	PREFETCHT0 64(R14)
 	VMOVUPS 0(AX), Y0
 	VMOVUPS 32(AX), Y1
 	VMOVUPS 64(AX), Y2
@@ -208,16 +245,19 @@ s32ones:
 	VMOVUPS Y3, 96(DX)
 	ADDQ $128, AX
 	ADDQ $128, DX
+	ADDQ $128, R14
 	SUBQ $32, CX
 	JMP  s32ones
 s8ones:
 	CMPQ CX, $8
 	JLT  snext
+	PREFETCHT0 0(R14)
 	VMOVUPS 0(AX), Y0
 	VADDPS 0(DX), Y0, Y0
 	VMOVUPS Y0, 0(DX)
 	ADDQ $32, AX
 	ADDQ $32, DX
+	ADDQ $32, R14
 	SUBQ $8, CX
 	JMP  s8ones
 snext:

@@ -115,7 +115,7 @@ func BenchmarkSparseFirstLayer(b *testing.B) {
 			b.ReportMetric(wgbs, "W-GB/s")
 			b.ReportMetric(sgbs, "stream-GB/s")
 			b.ReportMetric(wgbs/sgbs, "bound-frac")
-			b.ReportMetric(layerCPU.Seconds()/streamCPU.Seconds()*float64(passes*len(sx))/(entries*fout), "cpu-bound-frac")
+			b.ReportMetric(entries*fout/float64(passes*len(sx))*streamCPU.Seconds()/layerCPU.Seconds(), "cpu-bound-frac")
 			b.ReportMetric(entries, "entries")
 		})
 	}
