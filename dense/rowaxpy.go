@@ -138,3 +138,77 @@ func ptrOrNil(a []float32) *float32 {
 	}
 	return &a[0]
 }
+
+// AxpyScatterRows computes dst += Xᵀ·Y over n columns for sparse rows X
+// (indptr, idx, alpha: CSR arrays, alpha nil for a pattern) and Y
+// row-major with row stride ldy: for each row i of X in turn, AxpyScatter(
+// dst, ld, idx[indptr[i]:indptr[i+1]], alpha[indptr[i]:indptr[i+1]],
+// y[i·ldy : i·ldy+n]), bit for bit, with the bounds checked once for all
+// rows. dst must not overlap y.
+// It will panic if indptr decreases or leaves idx, alpha is not nil and
+// len(alpha) != len(idx), a row of y or of dst lies outside its slice, or
+// n > ldy.
+func AxpyScatterRows(dst []float32, ld int, y []float32, ldy, n int, indptr, idx []int64, alpha []float32) {
+	rows := len(indptr) - 1
+	if rows <= 0 || n == 0 {
+		return
+	}
+	e0, e1 := indptr[0], indptr[rows]
+	if e0 < 0 || e1 > int64(len(idx)) {
+		panic("dense: indptr out of range")
+	}
+	for i := range rows {
+		if indptr[i+1] < indptr[i] {
+			panic("dense: indptr decreases")
+		}
+	}
+	if n > ldy || (rows-1)*ldy+n > len(y) {
+		panic("dense: row out of range")
+	}
+	var a []float32
+	if alpha != nil {
+		if len(alpha) != len(idx) {
+			panic("dense: len(alpha) != len(idx)")
+		}
+		a = alpha[e0:e1]
+	}
+	checkRowAxpy(a, idx[e0:e1], len(dst), ld, n)
+	v := n &^ 7
+	if !useAVX2 || v == 0 {
+		for i := range rows {
+			var ai []float32
+			if alpha != nil {
+				ai = alpha[indptr[i]:indptr[i+1]]
+			}
+			AxpyScatter(dst, ld, idx[indptr[i]:indptr[i+1]], ai, y[i*ldy:i*ldy+n])
+		}
+		return
+	}
+	for i := range rows {
+		s, t := indptr[i], indptr[i+1]
+		if s == t {
+			continue
+		}
+		var ap *float32
+		if alpha != nil {
+			ap = &alpha[s]
+		}
+		x := y[i*ldy : i*ldy+n]
+		scatterAVX2(&dst[0], ld, &x[0], v, &idx[s], ap, int(t-s))
+		if v == n {
+			continue
+		}
+		for k, c := range idx[s:t] {
+			al := float32(1)
+			if alpha != nil {
+				if al = alpha[int(s)+k]; al == 0 {
+					continue
+				}
+			}
+			row := dst[int(c)*ld+v : int(c)*ld+n]
+			for j, r := range x[v:] {
+				row[j] += float32(al * r)
+			}
+		}
+	}
+}

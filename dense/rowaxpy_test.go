@@ -117,3 +117,65 @@ func TestAxpyGatherScatterPanics(t *testing.T) {
 	// The last row fits exactly when its n elements end the slice.
 	assert.NotPanics(t, func() { AxpyGather(dst, nil, []int64{3}, x[:38], 10) })
 }
+
+// TestAxpyScatterRows checks AxpyScatterRows, with and without the
+// assembly, bit for bit against AxpyScatter row by row, on CSR rows with
+// an empty row, over widths around the kernels' blocks, and its checks.
+func TestAxpyScatterRows(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(2, 29))
+	const nrows, rows = 19, 9
+	for _, n := range []int{1, 8, 13, 32, 45} {
+		for _, ones := range []bool{false, true} {
+			for _, asm := range []bool{false, true} {
+				if asm && !hasAVX2Kernel() {
+					continue
+				}
+				t.Run(fmt.Sprintf("n=%d/ones=%t/asm=%t", n, ones, asm), func(t *testing.T) {
+					defer setAVX2(asm)()
+					ld, ldy := n+5, n+2
+					_, idx, alpha := rowAxpyCase(rnd, nrows, ld, 40)
+					if ones {
+						alpha = nil
+					}
+					indptr := []int64{2, 5, 9, 9, 16, 20, 27, 31, 35, 38} // row 2 empty; entries 0, 1, 38, 39 unused
+					y := make([]float32, (rows-1)*ldy+n)
+					dst := make([]float32, nrows*ld)
+					for i := range y {
+						y[i] = float32(rnd.NormFloat64())
+					}
+					for i := range dst {
+						dst[i] = float32(rnd.NormFloat64())
+					}
+					want := append(make([]float32, 0, len(dst)), dst...)
+					for i := range rows {
+						var a []float32
+						if alpha != nil {
+							a = alpha[indptr[i]:indptr[i+1]]
+						}
+						AxpyScatter(want, ld, idx[indptr[i]:indptr[i+1]], a, y[i*ldy:i*ldy+n])
+					}
+					AxpyScatterRows(dst, ld, y, ldy, n, indptr, idx, alpha)
+					assert.Equal(t, want, dst)
+				})
+			}
+		}
+	}
+	dst, y := make([]float32, 4*8), make([]float32, 2*8)
+	idx := []int64{0, 1, 2}
+	for _, tc := range []struct {
+		name   string
+		indptr []int64
+		idx    []int64
+		ldy, n int
+	}{
+		{"indptr decreases", []int64{0, 2, 1}, idx, 8, 8},
+		{"indptr past idx", []int64{0, 2, 4}, idx, 8, 8},
+		{"row of y past the end", []int64{0, 1, 2}, idx, 9, 8},
+		{"n above ldy", []int64{0, 1, 2}, idx, 4, 8},
+		{"row of dst past the end", []int64{0, 1, 2}, []int64{0, 4, 1}, 8, 8},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Panics(t, func() { AxpyScatterRows(dst, 8, y, tc.ldy, tc.n, tc.indptr, tc.idx, nil) })
+		})
+	}
+}

@@ -232,7 +232,7 @@ func (s *SAGE) Backward(dy *dense.Matrix, needInput bool) *dense.Matrix {
 	colSumAdd(s.b.G, dh, nd, fout)
 	if s.xs != nil {
 		// out = X_dst·W_self + M·Z with Z = X·W_neigh: dL/dZ = Mᵀ·dh;
-		// both weight gradients in one pass over x's rows.
+		// both weight gradients by one call, tiled over columns.
 		dz := dense.Grow(s.scr, ns*fout)
 		clear(dz)
 		s.blk.transpose(s.mean).mulAdd(dz, dh, fout)

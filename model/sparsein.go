@@ -107,15 +107,25 @@ func sparseTMulAdd(dw []float32, x *sparse.Matrix[float32], n int, dy []float32,
 	sparseTMulAddTerms(x, f, tmulTerm{dw, dy, n})
 }
 
+// tmulTile is the width of the column tiles of sparseTMulAddTerms: 32
+// floats, so that a tile of a weight gradient with 8,415 rows (1.1 MB)
+// stays in a core's L2 cache while the scatter reads and writes it. On the
+// physics-like shapes of BenchmarkSparseFirstLayer the tiles took about
+// two thirds of the CPU time of one pass with whole rows (measured on a
+// 2-core AMD EPYC with 1 MB of L2 per core; 16- and 64-wide tiles were
+// slower).
+const tmulTile = 32
+
 // sparseTMulAddTerms computes every term's dw += X[:n]ᵀ·dy (see
-// sparseTMulAdd) in one pass over X's rows: entry (i, c, a) adds a·dy[i]
-// to row c of each term's dw whose n exceeds i, so a SAGE layer's two
-// weight gradients (X_dst for W_self, X for W_neigh) read each row's
-// indices and values once. The pass scatters row i of dy, read once, into
-// the rows of dw (dense.AxpyScatter, reading and writing nnz·f·4 bytes of
-// dw), in parallel over blocks of dw's columns, so each element of dw adds
-// its terms in row-major stored order whatever GOMAXPROCS is, and no
-// transpose of X is built.
+// sparseTMulAdd): entry (i, c, a) of X adds a·(row i of dy) to row c of
+// each term's dw whose n exceeds i. It scatters row i of dy, read once,
+// into the rows of dw (dense.AxpyScatterRows: each entry reads and writes
+// f·4 bytes of dw), tile by tile of tmulTile columns and term by term, so
+// that the rows of dw it hits stay in cache; goroutines take blocks of
+// columns. Each element of dw adds its terms in row-major stored order,
+// whatever GOMAXPROCS is, and no transpose of X is built. (One pass over
+// X's rows feeding both terms of a SAGE layer read the indices once but
+// kept twice the rows of dw live: slower.)
 func sparseTMulAddTerms(x *sparse.Matrix[float32], f int, terms ...tmulTerm) {
 	nc := int(x.NCols)
 	rows := 0
@@ -127,16 +137,10 @@ func sparseTMulAddTerms(x *sparse.Matrix[float32], f int, terms ...tmulTerm) {
 	nnz := x.Indptr[rows] - x.Indptr[0]
 	// Blocks of 16 columns: 64-byte lines, so no two goroutines write one.
 	parallel(f, 16, nnz*int64(f)*int64(len(terms)), func(lo, hi int) {
-		for i := range rows {
-			e0, e1 := x.Indptr[i], x.Indptr[i+1]
-			var a []float32
-			if x.Values != nil {
-				a = x.Values[e0:e1]
-			}
+		for tlo := lo; tlo < hi; tlo += tmulTile {
+			thi := min(tlo+tmulTile, hi)
 			for _, t := range terms {
-				if i < t.n {
-					dense.AxpyScatter(t.dw[lo:], f, x.Indices[e0:e1], a, t.dy[i*f+lo:i*f+hi])
-				}
+				dense.AxpyScatterRows(t.dw[tlo:], f, t.dy[tlo:], f, thi-tlo, x.Indptr[:t.n+1], x.Indices, x.Values)
 			}
 		}
 	})
