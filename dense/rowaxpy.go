@@ -121,12 +121,12 @@ func checkRowAxpy(alpha []float32, idx []int64, size, ld, n int) {
 	if ld < n || size < n {
 		panic("dense: row out of range")
 	}
-	last := int64((size - n) / ld) // the last row with n elements in it
-	lo, hi := idx[0], idx[0]
+	last := uint64((size - n) / ld) // the last row with n elements in it
+	var hi uint64                   // a negative row wraps above last
 	for _, c := range idx {
-		lo, hi = min(lo, c), max(hi, c)
+		hi = max(hi, uint64(c))
 	}
-	if lo < 0 || hi > last {
+	if hi > last {
 		panic("dense: row out of range")
 	}
 }
