@@ -2,6 +2,7 @@ package model
 
 import (
 	"runtime"
+	"slices"
 	"sync"
 
 	"gnnmpi/dense"
@@ -49,6 +50,7 @@ func spmm(dst []float32, a *sparse.CSR, w, rowScale []float32, x []float32, f in
 	nr := int(a.NRows)
 	dst = dst[:nr*f]
 	parallel(nr, 1, a.NNZ()*int64(f), func(lo, hi int) {
+		var alpha []float32
 		for i := lo; i < hi; i++ {
 			out := dst[i*f : (i+1)*f]
 			clear(out)
@@ -56,16 +58,32 @@ func spmm(dst []float32, a *sparse.CSR, w, rowScale []float32, x []float32, f in
 			if rowScale != nil {
 				s = rowScale[i]
 			}
-			for e := a.Indptr[i]; e < a.Indptr[i+1]; e++ {
-				j := int(a.Indices[e])
-				alpha := s
+			e0, e1 := a.Indptr[i], a.Indptr[i+1]
+			alpha = alpha[:0]
+			for e := e0; e < e1; e++ {
+				al := s
 				if w != nil {
-					alpha *= w[e]
+					al *= w[e]
 				}
-				dense.Axpy(alpha, x[j*f:(j+1)*f], out)
+				alpha = append(alpha, al)
 			}
+			gatherRow(out, alpha, a.Indices[e0:e1], x, f)
 		}
 	})
+}
+
+// gatherRow computes out += Σ_k alpha[k]·(row idx[k] of x, f wide), bit
+// for bit one dense.Axpy per entry in k order, zero alphas included: with
+// dense.AxpyGather, which keeps out in registers, unless an alpha is zero
+// (AxpyGather skips those; Axpy adds 0·x, NaN for an infinite x).
+func gatherRow(out, alpha []float32, idx []int64, x []float32, f int) {
+	if !slices.Contains(alpha, 0) {
+		dense.AxpyGather(out, alpha, idx, x, f)
+		return
+	}
+	for k, c := range idx {
+		dense.Axpy(alpha[k], x[int(c)*f:int(c+1)*f], out)
+	}
 }
 
 // transposed is the transpose of a block's weighted pattern (CSC order):
@@ -125,12 +143,14 @@ func (t *transposed) build(a *sparse.CSR, w, rowScale []float32) {
 func (t *transposed) mulAdd(dst, dy []float32, f int) {
 	nc := len(t.ptr) - 1
 	parallel(nc, 1, int64(len(t.row))*int64(f), func(lo, hi int) {
+		var idx []int64
 		for j := lo; j < hi; j++ {
-			out := dst[j*f : (j+1)*f]
-			for k := t.ptr[j]; k < t.ptr[j+1]; k++ {
-				i := int(t.row[k])
-				dense.Axpy(t.val[k], dy[i*f:(i+1)*f], out)
+			k0, k1 := t.ptr[j], t.ptr[j+1]
+			idx = idx[:0]
+			for _, i := range t.row[k0:k1] {
+				idx = append(idx, int64(i))
 			}
+			gatherRow(dst[j*f:(j+1)*f], t.val[k0:k1], idx, dy, f)
 		}
 	})
 }

@@ -85,13 +85,18 @@ func (o *Adam) Step(params []*Param) {
 		m := o.m[off : off+len(p.W)]
 		v := o.v[off : off+len(p.W)]
 		g := p.G[:len(p.W)]
-		for i, w := range p.W {
-			gi := g[i] + wd*w
-			m[i] = b1*m[i] + (1-b1)*gi
-			v[i] = b2*v[i] + (1-b2)*gi*gi
-			den := float32(math.Sqrt(float64(v[i])))/bc2s + eps
-			p.W[i] = w - step*m[i]/den
-		}
+		// Element-wise, so the chunks on several goroutines give the
+		// same bits as one pass.
+		parallel(len(p.W), 16, int64(len(p.W)), func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				w := p.W[i]
+				gi := g[i] + wd*w
+				m[i] = b1*m[i] + (1-b1)*gi
+				v[i] = b2*v[i] + (1-b2)*gi*gi
+				den := float32(math.Sqrt(float64(v[i])))/bc2s + eps
+				p.W[i] = w - step*m[i]/den
+			}
+		})
 		off += len(p.W)
 	}
 }

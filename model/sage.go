@@ -231,12 +231,12 @@ func (s *SAGE) Backward(dy *dense.Matrix, needInput bool) *dense.Matrix {
 	dh := s.preNormGrad(dy)
 	colSumAdd(s.b.G, dh, nd, fout)
 	if s.xs != nil {
-		// out = X_dst·W_self + M·Z with Z = X·W_neigh: dL/dZ = Mᵀ·dh.
-		sparseTMulAdd(s.wSelf.G, s.xs, nd, dh, fout)
+		// out = X_dst·W_self + M·Z with Z = X·W_neigh: dL/dZ = Mᵀ·dh;
+		// both weight gradients by one call, tiled over columns.
 		dz := dense.Grow(s.scr, ns*fout)
 		clear(dz)
 		s.blk.transpose(s.mean).mulAdd(dz, dh, fout)
-		sparseTMulAdd(s.wNeigh.G, s.xs, ns, dz, fout)
+		sparseTMulAddTerms(s.xs, fout, tmulTerm{s.wSelf.G, dh, nd}, tmulTerm{s.wNeigh.G, dz, ns})
 		return nil
 	}
 	xd := s.xd

@@ -1,0 +1,214 @@
+package dense
+
+// Row axpys: the kernels of a sparse-input layer, X·W and Xᵀ·dZ with X as
+// CSR rows, in which every stored entry (i, c, a) moves one whole row
+// (a·W[c] into out[i], a·dZ[i] into dW[c]). On amd64 with AVX2 they run
+// in assembly; elsewhere, and for the last len % 8 columns, in Go. Either
+// way each element gets the same terms in the same order, each product
+// rounded to float32 before it is added (no fused multiply-add), so the
+// results are bitwise those of calling Axpy once per entry.
+
+// AxpyGather computes dst += Σ_k alpha[k]·x[idx[k]·ld : idx[k]·ld+n],
+// n = len(dst), adding the terms in increasing k: the result of
+// Axpy(alpha[k], row idx[k] of x, dst) for k = 0, 1, …, bit for bit.
+// Entries whose alpha is zero (+0 or −0) are skipped, as a sparse product
+// skips stored zeros; alpha nil means every alpha is 1. x is row-major
+// with row stride ld. dst stays in registers while every row is added, so
+// a row of the sparse input costs one pass over dst.
+// It will panic if alpha is not nil and len(alpha) != len(idx), or if a
+// row idx[k] does not lie within x.
+func AxpyGather(dst, alpha []float32, idx []int64, x []float32, ld int) {
+	n := len(dst)
+	checkRowAxpy(alpha, idx, len(x), ld, n)
+	if n == 0 || len(idx) == 0 {
+		return
+	}
+	v := n &^ 7
+	if useAVX2 && v > 0 {
+		gatherAVX2(&dst[0], v, &x[0], ld, &idx[0], ptrOrNil(alpha), len(idx))
+	} else {
+		v = 0
+	}
+	if v == n {
+		return
+	}
+	if v == 0 && n >= 16 {
+		for k, c := range idx {
+			a := float32(1)
+			if alpha != nil {
+				if a = alpha[k]; a == 0 {
+					continue
+				}
+			}
+			vec.Saxpy(n, a, x[int(c)*ld:], 1, dst, 1)
+		}
+		return
+	}
+	tail := dst[v:n]
+	for k, c := range idx {
+		a := float32(1)
+		if alpha != nil {
+			if a = alpha[k]; a == 0 {
+				continue
+			}
+		}
+		row := x[int(c)*ld+v : int(c)*ld+n]
+		for j, r := range row {
+			tail[j] += float32(a * r)
+		}
+	}
+}
+
+// AxpyScatter computes, for k = 0, 1, … in turn,
+// dst[idx[k]·ld : idx[k]·ld+n] += alpha[k]·x with n = len(x): the result
+// of Axpy(alpha[k], x, row idx[k] of dst) for each k in order, bit for
+// bit, so a repeated idx adds twice. Entries whose alpha is zero (+0 or
+// −0) are skipped; alpha nil means every alpha is 1. dst is row-major with
+// row stride ld and must not overlap x.
+// It will panic if alpha is not nil and len(alpha) != len(idx), or if a
+// row idx[k] does not lie within dst.
+func AxpyScatter(dst []float32, ld int, idx []int64, alpha, x []float32) {
+	n := len(x)
+	checkRowAxpy(alpha, idx, len(dst), ld, n)
+	if n == 0 || len(idx) == 0 {
+		return
+	}
+	v := n &^ 7
+	if useAVX2 && v > 0 {
+		scatterAVX2(&dst[0], ld, &x[0], v, &idx[0], ptrOrNil(alpha), len(idx))
+	} else {
+		v = 0
+	}
+	if v == n {
+		return
+	}
+	if v == 0 && n >= 16 {
+		for k, c := range idx {
+			a := float32(1)
+			if alpha != nil {
+				if a = alpha[k]; a == 0 {
+					continue
+				}
+			}
+			vec.Saxpy(n, a, x, 1, dst[int(c)*ld:], 1)
+		}
+		return
+	}
+	tail := x[v:n]
+	for k, c := range idx {
+		a := float32(1)
+		if alpha != nil {
+			if a = alpha[k]; a == 0 {
+				continue
+			}
+		}
+		row := dst[int(c)*ld+v : int(c)*ld+n]
+		for j, r := range tail {
+			row[j] += float32(a * r)
+		}
+	}
+}
+
+// checkRowAxpy panics unless alpha matches idx and every row idx[k] of a
+// row-major matrix of size elements and stride ld has n elements in it.
+func checkRowAxpy(alpha []float32, idx []int64, size, ld, n int) {
+	if alpha != nil && len(alpha) != len(idx) {
+		panic("dense: len(alpha) != len(idx)")
+	}
+	if n == 0 || len(idx) == 0 {
+		return
+	}
+	if ld < n || size < n {
+		panic("dense: row out of range")
+	}
+	last := uint64((size - n) / ld) // the last row with n elements in it
+	var hi uint64                   // a negative row wraps above last
+	for _, c := range idx {
+		hi = max(hi, uint64(c))
+	}
+	if hi > last {
+		panic("dense: row out of range")
+	}
+}
+
+// ptrOrNil returns &a[0], or nil for an empty a.
+func ptrOrNil(a []float32) *float32 {
+	if len(a) == 0 {
+		return nil
+	}
+	return &a[0]
+}
+
+// AxpyScatterRows computes dst += Xᵀ·Y over n columns for sparse rows X
+// (indptr, idx, alpha: CSR arrays, alpha nil for a pattern) and Y
+// row-major with row stride ldy: for each row i of X in turn, AxpyScatter(
+// dst, ld, idx[indptr[i]:indptr[i+1]], alpha[indptr[i]:indptr[i+1]],
+// y[i·ldy : i·ldy+n]), bit for bit, with the bounds checked once for all
+// rows. dst must not overlap y.
+// It will panic if indptr decreases or leaves idx, alpha is not nil and
+// len(alpha) != len(idx), a row of y or of dst lies outside its slice, or
+// n > ldy.
+func AxpyScatterRows(dst []float32, ld int, y []float32, ldy, n int, indptr, idx []int64, alpha []float32) {
+	rows := len(indptr) - 1
+	if rows <= 0 || n == 0 {
+		return
+	}
+	e0, e1 := indptr[0], indptr[rows]
+	if e0 < 0 || e1 > int64(len(idx)) {
+		panic("dense: indptr out of range")
+	}
+	for i := range rows {
+		if indptr[i+1] < indptr[i] {
+			panic("dense: indptr decreases")
+		}
+	}
+	if n > ldy || (rows-1)*ldy+n > len(y) {
+		panic("dense: row out of range")
+	}
+	var a []float32
+	if alpha != nil {
+		if len(alpha) != len(idx) {
+			panic("dense: len(alpha) != len(idx)")
+		}
+		a = alpha[e0:e1]
+	}
+	checkRowAxpy(a, idx[e0:e1], len(dst), ld, n)
+	v := n &^ 7
+	if !useAVX2 || v == 0 {
+		for i := range rows {
+			var ai []float32
+			if alpha != nil {
+				ai = alpha[indptr[i]:indptr[i+1]]
+			}
+			AxpyScatter(dst, ld, idx[indptr[i]:indptr[i+1]], ai, y[i*ldy:i*ldy+n])
+		}
+		return
+	}
+	for i := range rows {
+		s, t := indptr[i], indptr[i+1]
+		if s == t {
+			continue
+		}
+		var ap *float32
+		if alpha != nil {
+			ap = &alpha[s]
+		}
+		x := y[i*ldy : i*ldy+n]
+		scatterAVX2(&dst[0], ld, &x[0], v, &idx[s], ap, int(t-s))
+		if v == n {
+			continue
+		}
+		for k, c := range idx[s:t] {
+			al := float32(1)
+			if alpha != nil {
+				if al = alpha[int(s)+k]; al == 0 {
+					continue
+				}
+			}
+			row := dst[int(c)*ld+v : int(c)*ld+n]
+			for j, r := range x[v:] {
+				row[j] += float32(al * r)
+			}
+		}
+	}
+}

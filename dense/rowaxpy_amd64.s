@@ -1,0 +1,268 @@
+#include "textflag.h"
+
+// func cpuid(leaf, sub uint32) (eax, ebx, ecx, edx uint32)
+TEXT ·cpuid(SB), NOSPLIT, $0-24
+	MOVL leaf+0(FP), AX
+	MOVL sub+4(FP), CX
+	CPUID
+	MOVL AX, eax+8(FP)
+	MOVL BX, ebx+12(FP)
+	MOVL CX, ecx+16(FP)
+	MOVL DX, edx+20(FP)
+	RET
+
+// func xgetbv() (eax, edx uint32)
+TEXT ·xgetbv(SB), NOSPLIT, $0-8
+	MOVL $0, CX
+	XGETBV
+	MOVL AX, eax+0(FP)
+	MOVL DX, edx+4(FP)
+	RET
+
+// func gatherAVX2(dst *float32, n int, x *float32, ld int, idx *int64, alpha *float32, k int)
+//
+// For each block of 64 (then 8) columns, the block of dst is held in
+// Y0–Y7 while every row idx[k] is added: dst += alpha[k]·x[idx[k]·ld + j],
+// VMULPS then VADDPS, so each product is rounded before it is added.
+// The block of row idx[k+8] is prefetched while row idx[k] is added.
+TEXT ·gatherAVX2(SB), NOSPLIT, $0-56
+	MOVQ dst+0(FP), DI
+	MOVQ n+8(FP), CX
+	MOVQ x+16(FP), SI
+	MOVQ ld+24(FP), R8
+	SHLQ $2, R8 // row stride in bytes
+	MOVQ idx+32(FP), R9
+	MOVQ alpha+40(FP), R10
+	MOVQ k+48(FP), R11
+	MOVQ R11, R13
+	SUBQ $8, R13 // the last k whose row idx[k+8] exists, plus one
+g64:
+	CMPQ CX, $64
+	JLT  g8
+	VMOVUPS 0(DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	VMOVUPS 128(DI), Y4
+	VMOVUPS 160(DI), Y5
+	VMOVUPS 192(DI), Y6
+	VMOVUPS 224(DI), Y7
+	XORQ BX, BX
+g64loop:
+	CMPQ BX, R11
+	JGE  g64store
+	MOVQ (R9)(BX*8), DX
+	IMULQ R8, DX
+	ADDQ SI, DX // &x[idx[k]·ld] + block offset
+	CMPQ BX, R13
+	JGE  g64nopf
+	MOVQ 64(R9)(BX*8), R14
+	IMULQ R8, R14
+	ADDQ SI, R14
+	PREFETCHT0 0(R14)
+	PREFETCHT0 64(R14)
+	PREFETCHT0 128(R14)
+	PREFETCHT0 192(R14)
+g64nopf:
+	TESTQ R10, R10
+	JZ   g64ones
+	MOVL (R10)(BX*4), R12
+	TESTL $0x7fffffff, R12
+	JZ   g64next // alpha[k] is ±0: skipped
+	VBROADCASTSS (R10)(BX*4), Y8
+	VMULPS 0(DX), Y8, Y9
+	VADDPS Y9, Y0, Y0
+	VMULPS 32(DX), Y8, Y10
+	VADDPS Y10, Y1, Y1
+	VMULPS 64(DX), Y8, Y9
+	VADDPS Y9, Y2, Y2
+	VMULPS 96(DX), Y8, Y10
+	VADDPS Y10, Y3, Y3
+	VMULPS 128(DX), Y8, Y9
+	VADDPS Y9, Y4, Y4
+	VMULPS 160(DX), Y8, Y10
+	VADDPS Y10, Y5, Y5
+	VMULPS 192(DX), Y8, Y9
+	VADDPS Y9, Y6, Y6
+	VMULPS 224(DX), Y8, Y10
+	VADDPS Y10, Y7, Y7
+	JMP  g64next
+g64ones:
+	VADDPS 0(DX), Y0, Y0
+	VADDPS 32(DX), Y1, Y1
+	VADDPS 64(DX), Y2, Y2
+	VADDPS 96(DX), Y3, Y3
+	VADDPS 128(DX), Y4, Y4
+	VADDPS 160(DX), Y5, Y5
+	VADDPS 192(DX), Y6, Y6
+	VADDPS 224(DX), Y7, Y7
+g64next:
+	INCQ BX
+	JMP  g64loop
+g64store:
+	VMOVUPS Y0, 0(DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, 96(DI)
+	VMOVUPS Y4, 128(DI)
+	VMOVUPS Y5, 160(DI)
+	VMOVUPS Y6, 192(DI)
+	VMOVUPS Y7, 224(DI)
+	ADDQ $256, DI
+	ADDQ $256, SI
+	SUBQ $64, CX
+	JMP  g64
+g8:
+	CMPQ CX, $8
+	JLT  gdone
+	VMOVUPS 0(DI), Y0
+	XORQ BX, BX
+g8loop:
+	CMPQ BX, R11
+	JGE  g8store
+	MOVQ (R9)(BX*8), DX
+	IMULQ R8, DX
+	ADDQ SI, DX // &x[idx[k]·ld] + block offset
+	CMPQ BX, R13
+	JGE  g8nopf
+	MOVQ 64(R9)(BX*8), R14
+	IMULQ R8, R14
+	ADDQ SI, R14
+	PREFETCHT0 0(R14)
+g8nopf:
+	TESTQ R10, R10
+	JZ   g8ones
+	MOVL (R10)(BX*4), R12
+	TESTL $0x7fffffff, R12
+	JZ   g8next // alpha[k] is ±0: skipped
+	VBROADCASTSS (R10)(BX*4), Y8
+	VMULPS 0(DX), Y8, Y9
+	VADDPS Y9, Y0, Y0
+	JMP  g8next
+g8ones:
+	VADDPS 0(DX), Y0, Y0
+g8next:
+	INCQ BX
+	JMP  g8loop
+g8store:
+	VMOVUPS Y0, 0(DI)
+	ADDQ $32, DI
+	ADDQ $32, SI
+	SUBQ $8, CX
+	JMP  g8
+gdone:
+	VZEROUPPER
+	RET
+
+// func scatterAVX2(dst *float32, ld int, x *float32, n int, idx *int64, alpha *float32, k int)
+//
+// For k = 0, 1, … in turn, row idx[k] of dst gets alpha[k]·x over n
+// columns, 32 (then 8) at a time: VMULPS then VADDPS, as in Axpy.
+// Row idx[k+2] is prefetched while row idx[k] is updated.
+TEXT ·scatterAVX2(SB), NOSPLIT, $0-56
+	MOVQ dst+0(FP), DI
+	MOVQ ld+8(FP), R8
+	SHLQ $2, R8 // row stride in bytes
+	MOVQ x+16(FP), SI
+	MOVQ n+24(FP), R13
+	MOVQ idx+32(FP), R9
+	MOVQ alpha+40(FP), R10
+	MOVQ k+48(FP), R11
+	MOVQ R11, R15
+	SUBQ $2, R15 // the last k whose row idx[k+2] exists, plus one
+	XORQ BX, BX
+sloop:
+	CMPQ BX, R11
+	JGE  sdone
+	MOVQ (R9)(BX*8), DX
+	IMULQ R8, DX
+	ADDQ DI, DX // &dst[idx[k]·ld]
+	MOVQ SI, AX
+	MOVQ R13, CX
+	MOVQ DX, R14 // the row to prefetch: idx[k+D], else idx[k] again
+	CMPQ BX, R15
+	JGE  spf
+	MOVQ 16(R9)(BX*8), R14
+	IMULQ R8, R14
+	ADDQ DI, R14
+spf:
+	TESTQ R10, R10
+	JZ   s32ones
+	MOVL (R10)(BX*4), R12
+	TESTL $0x7fffffff, R12
+	JZ   snext // alpha[k] is ±0: skipped
+	VBROADCASTSS (R10)(BX*4), Y8
+s32:
+	CMPQ CX, $32
+	JLT  s8
+	PREFETCHT0 0(R14)
+	PREFETCHT0 64(R14)
+	VMULPS 0(AX), Y8, Y0
+	VMULPS 32(AX), Y8, Y1
+	VMULPS 64(AX), Y8, Y2
+	VMULPS 96(AX), Y8, Y3
+	VADDPS 0(DX), Y0, Y0
+	VADDPS 32(DX), Y1, Y1
+	VADDPS 64(DX), Y2, Y2
+	VADDPS 96(DX), Y3, Y3
+	VMOVUPS Y0, 0(DX)
+	VMOVUPS Y1, 32(DX)
+	VMOVUPS Y2, 64(DX)
+	VMOVUPS Y3, 96(DX)
+	ADDQ $128, AX
+	ADDQ $128, DX
+	ADDQ $128, R14
+	SUBQ $32, CX
+	JMP  s32
+s8:
+	CMPQ CX, $8
+	JLT  snext
+	PREFETCHT0 0(R14)
+	VMULPS 0(AX), Y8, Y0
+	VADDPS 0(DX), Y0, Y0
+	VMOVUPS Y0, 0(DX)
+	ADDQ $32, AX
+	ADDQ $32, DX
+	ADDQ $32, R14
+	SUBQ $8, CX
+	JMP  s8
+s32ones:
+	CMPQ CX, $32
+	JLT  s8ones
+	PREFETCHT0 0(R14)
+	PREFETCHT0 64(R14)
+	VMOVUPS 0(AX), Y0
+	VMOVUPS 32(AX), Y1
+	VMOVUPS 64(AX), Y2
+	VMOVUPS 96(AX), Y3
+	VADDPS 0(DX), Y0, Y0
+	VADDPS 32(DX), Y1, Y1
+	VADDPS 64(DX), Y2, Y2
+	VADDPS 96(DX), Y3, Y3
+	VMOVUPS Y0, 0(DX)
+	VMOVUPS Y1, 32(DX)
+	VMOVUPS Y2, 64(DX)
+	VMOVUPS Y3, 96(DX)
+	ADDQ $128, AX
+	ADDQ $128, DX
+	ADDQ $128, R14
+	SUBQ $32, CX
+	JMP  s32ones
+s8ones:
+	CMPQ CX, $8
+	JLT  snext
+	PREFETCHT0 0(R14)
+	VMOVUPS 0(AX), Y0
+	VADDPS 0(DX), Y0, Y0
+	VMOVUPS Y0, 0(DX)
+	ADDQ $32, AX
+	ADDQ $32, DX
+	ADDQ $32, R14
+	SUBQ $8, CX
+	JMP  s8ones
+snext:
+	INCQ BX
+	JMP  sloop
+sdone:
+	VZEROUPPER
+	RET
