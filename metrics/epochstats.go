@@ -23,9 +23,16 @@ type EpochStats struct {
 	// (PhaseSeconds[PhaseWait]): all of the preparation without
 	// train.Config.Overlap, what the loader did not hide behind the
 	// computation with it. Minibatch training only.
-	WaitSeconds float64          `json:"wait_s"`
-	Bytes       map[string]int64 `json:"bytes"`   // bytes sent by phase, summed over ranks
-	Batches     int              `json:"batches"` // minibatches per rank
+	WaitSeconds float64 `json:"wait_s"`
+	// GradExposedSeconds is the time from the end of backward to the
+	// gradients summed over the ranks, on the slowest rank: the part of
+	// the gradient exchange (train.Config.GradBucketMB, GradDType) that
+	// backward did not hide, which is the grad phase's time
+	// (PhaseSeconds[PhaseGrad]) now that buckets travel during backward.
+	// Minibatch training only.
+	GradExposedSeconds float64          `json:"grad_exposed_s"`
+	Bytes              map[string]int64 `json:"bytes"`   // bytes sent by phase, summed over ranks
+	Batches            int              `json:"batches"` // minibatches per rank
 	// Feature fetches of the training minibatches, summed over ranks: rows
 	// asked for, rows served by a rank's cache, and distinct rows fetched
 	// from other ranks (alltoall.Counts).
@@ -46,7 +53,8 @@ func (st *EpochStats) Record() Epoch {
 	rec := Epoch{
 		Epoch: st.Epoch, Loss: st.Loss, TrainAcc: st.TrainAcc,
 		EpochS: st.Seconds, PhaseS: st.PhaseSeconds, CriticalPhaseS: st.CriticalPhaseSeconds, WaitS: st.WaitSeconds,
-		Bytes: st.Bytes, Batches: st.Batches, FetchRows: st.FetchRows, CacheHits: st.CacheHits, RemoteRows: st.RemoteRows,
+		GradExposedS: st.GradExposedSeconds,
+		Bytes:        st.Bytes, Batches: st.Batches, FetchRows: st.FetchRows, CacheHits: st.CacheHits, RemoteRows: st.RemoteRows,
 	}
 	if st.Evaluated {
 		rec.ValAcc, rec.TestAcc, rec.ValLoss = &st.ValAcc, &st.TestAcc, &st.ValLoss

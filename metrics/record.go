@@ -17,8 +17,9 @@ type Epoch struct {
 	// training only; null otherwise).
 	PhaseS         map[string]float64 `json:"phase_s"`
 	CriticalPhaseS map[string]float64 `json:"critical_phase_s"`
-	WaitS          float64            `json:"wait_s"` // the compute loop waiting for its minibatches
-	Bytes          map[string]int64   `json:"bytes"`  // bytes sent by phase
+	WaitS          float64            `json:"wait_s"`                   // the compute loop waiting for its minibatches
+	GradExposedS   float64            `json:"grad_exposed_s,omitempty"` // the step blocked on the gradient exchange after backward
+	Bytes          map[string]int64   `json:"bytes"`                    // bytes sent by phase
 	Batches        int                `json:"batches"`
 	// FetchRows, CacheHits and RemoteRows count the training minibatches'
 	// feature rows asked for, served by a rank's cache and fetched from

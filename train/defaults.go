@@ -66,10 +66,11 @@ func Defaults(kind model.Kind, mode Mode) Settings {
 		C:           1,
 		Replication: 1,
 		Cache:       alltoall.CacheNone, CacheSimEpochs: 2, FeatureDType: alltoall.F32,
-		Shuffle:    ShuffleLocal,
-		Overlap:    true,
-		Device:     DeviceCPU,
-		GradComm:   GradCommMPI,
+		Shuffle:   ShuffleLocal,
+		Overlap:   true,
+		Device:    DeviceCPU,
+		GradComm:  GradCommMPI,
+		GradDType: GradF32, GradBucketMB: 25,
 		EvalMemory: 256 << 20,
 	}
 	switch kind {

@@ -111,34 +111,29 @@ func (t *trainer) train(epoch int, progress func(epoch, batch, batches int)) err
 	return nil
 }
 
-// sumGrads sums the step's gradients over the ranks (one Allreduce of
-// the flat vector, phase metrics.PhaseGrad): the host model's, the device's
-// staged through host memory, or with GradComm nccl the device's in place
-// (allreduceDevice).
+// sumGrads sums the step's gradients over the ranks (phase
+// metrics.PhaseGrad): the host model's through t.gsync (whose buckets may
+// be on their way since backward, see grad.go), the device's staged
+// through host memory in one exchange, or with GradComm nccl the device's
+// in place (allreduceDevice). The time it takes, the step's
+// metrics.PhaseGrad, is the exchange's exposed part: what backward did
+// not hide.
 func (t *trainer) sumGrads() error {
 	if t.dev != nil && t.dev.nccl != nil {
 		defer collective.SetPhase(t.c, metrics.PhaseGrad)()
 		return t.allreduceDevice()
 	}
-	if t.dev != nil {
-		t.grads = dense.Grow(t.grads, t.dev.m.NumParams())
-		if err := t.dev.m.Grads(t.grads); err != nil {
-			return err
-		}
-	} else {
-		t.grads = t.m.FlattenGrads(t.grads[:0])
+	if t.dev == nil {
+		return t.gsync.finish()
 	}
-	restore := collective.SetPhase(t.c, metrics.PhaseGrad)
-	err := collective.AllreduceSlice(t.c, t.grads, collective.Sum)
-	restore()
-	if err != nil {
+	t.grads = dense.Grow(t.grads, t.dev.m.NumParams())
+	if err := t.dev.m.Grads(t.grads); err != nil {
 		return err
 	}
-	if t.dev != nil {
-		return t.dev.m.SetGrads(t.grads)
+	if err := t.gsync.sumFlat(t.c, t.grads); err != nil {
+		return err
 	}
-	t.m.SetGrads(t.grads)
-	return nil
+	return t.dev.m.SetGrads(t.grads)
 }
 
 // backward computes the gradients of minibatch i of epoch (seeds, sampled
@@ -167,7 +162,7 @@ func (t *trainer) backward(ep *epochState, epoch, i int, seeds []int64, mb *samp
 	for k := range dl.Data {
 		dl.Data[k] *= scale
 	}
-	t.m.Backward(dl)
+	t.m.BackwardEach(dl, t.gsync.layerDone)
 	ep.count(loss, model.Correct(logits, labels), len(seeds))
 }
 
@@ -231,6 +226,7 @@ func (t *trainer) summarize(epoch int, ev *evaluation, evalSecs float64) (EpochS
 		st.PhaseSeconds[p] = times[k+1]
 	}
 	st.WaitSeconds = st.PhaseSeconds[metrics.PhaseWait]
+	st.GradExposedSeconds = st.PhaseSeconds[metrics.PhaseGrad]
 	st.CriticalPhaseSeconds = map[string]float64{}
 	for k, p := range timePhases {
 		st.CriticalPhaseSeconds[p] = all[w*critical+k+1]
