@@ -355,9 +355,9 @@ func printEpoch(env *Env, st train.EpochStats) {
 		acc = fmt.Sprintf(" val %.4f test %.4f", st.ValAcc, st.TestAcc)
 	}
 	ps := st.PhaseSeconds
-	env.Printf("epoch %3d  loss %.4f  train %.4f%s  | %.3fs: sample %.3f fetch %.3f compute %.3f comm %.3f (exposed %.3f) wait %.3f, eval %.3f | bytes fetch %s grad %s eval %s | rows %d hits %d remote %d\n",
+	env.Printf("epoch %3d  loss %.4f  train %.4f%s  | %.3fs: sample %.3f fetch %.3f compute %.3f grad exposed %.3f wait %.3f, eval %.3f | bytes fetch %s grad %s eval %s | rows %d hits %d remote %d\n",
 		st.Epoch, st.Loss, st.TrainAcc, acc, st.Seconds, ps[metrics.PhaseSample], ps[metrics.PhaseFetch], ps[metrics.PhaseCompute],
-		ps[metrics.PhaseGrad], st.GradExposedSeconds, st.WaitSeconds, ps[metrics.PhaseEval], human(st.Bytes[metrics.PhaseFetch]), human(st.Bytes[metrics.PhaseGrad]), human(st.Bytes[metrics.PhaseEval]),
+		st.GradExposedSeconds, st.WaitSeconds, ps[metrics.PhaseEval], human(st.Bytes[metrics.PhaseFetch]), human(st.Bytes[metrics.PhaseGrad]), human(st.Bytes[metrics.PhaseEval]),
 		st.FetchRows, st.CacheHits, st.RemoteRows)
 	if g := st.GPUReads; g != nil {
 		env.Printf("          gpu reads: device %d rows %s, host %d rows %s, remote %d rows %s\n",
