@@ -3,6 +3,7 @@ package train
 import (
 	"fmt"
 	"math"
+	"time"
 
 	"gnnmpi/collective"
 	"gnnmpi/internal/f16"
@@ -11,22 +12,26 @@ import (
 )
 
 // gradSync sums a step's host gradients over the ranks (phase
-// metrics.PhaseGrad) as PyTorch DDP does: the flat gradient vector
-// (model.FlattenGrads order, layer 0 first) is cut from its end into
-// buckets of Config.GradBucketMB MiB of float32 gradients, so that the
-// last layers' buckets come first. As model.BackwardEach reports a layer's
-// gradients final, the buckets lying in that layer and above are copied
-// into the staging vector and handed, in order, to a goroutine that sums
-// them one at a time on a communicator of their own (a collective.Dup of
-// the trainer's), while the layers below are back-propagated; the step
-// then waits for the rest (finish). Every rank launches the same buckets
-// in the same order, so the sums are those of one Allreduce of the whole
-// vector, element for element, and so are the bytes counted (the volume
-// of an allreduce summed over the ranks is linear in its length).
+// metrics.PhaseGrad) and applies the optimizer, as PyTorch DDP does:
+// every parameter's gradient is cut from its end into buckets of at most
+// Config.GradBucketMB MiB of float32, taken from the last parameter to the
+// first, so that the last layer's buckets come first. As
+// model.BackwardEach reports a layer's gradients final, its buckets are
+// handed, in order, to a goroutine that sums them one at a time, in place
+// in the Params' G, on a communicator of its own (a collective.Dup of the
+// trainer's), while the layers below are back-propagated. After backward
+// the step waits for each bucket in turn and, with an optimizer that
+// updates elementwise (model.RangeStepper: Adam, SGD), applies its update
+// to that bucket at once, while the next bucket's sum is in flight. Every
+// rank launches the same buckets in the same order, so the sums are those
+// of one Allreduce of the whole gradient, element for element, and so are
+// the bytes counted (the volume of an allreduce summed over the ranks is
+// linear in its length).
 //
 // With one bucket (the model fits in GradBucketMB, or GradBucketMB is 0)
-// there is nothing to overlap: finish sums the whole vector on the
-// trainer's own communicator after backward, as it always did.
+// there is nothing to overlap: the gradients are flattened into one
+// vector, summed on the trainer's own communicator after backward, and the
+// optimizer steps, as it always did.
 //
 // With Config.GradDType bf16 or f16 every bucket travels as 16-bit words
 // (collective.AllreduceSum16: float32 accumulation in rank order, one
@@ -39,20 +44,18 @@ type gradSync struct {
 	codec   collective.Codec16
 	params  []*model.Param
 	offs    []int // flat offset of each param, then the total
-	layers  []int // flat offset of each layer's first param
 	buckets []gradBucket
-	flat    []float32 // the staging vector, NumParams float32
-	half    []uint16  // its 16-bit copy with a 16-bit GradDType
-	acc     []float32 // AllreduceSum16's scratch (one at a time: the worker's, or finish's)
+	flat    []float32 // the flat vector of the one bucket, when there is one
+	half    []uint16  // the 16-bit words in flight, with a 16-bit GradDType (flat positions)
 
 	next int        // the next bucket to launch in the current step
 	jobs chan int   // buckets to sum, in order (nil with one bucket)
 	done chan error // their results, in the same order
 }
 
-// gradBucket is one bucket: elements [lo, hi) of the flat vector, final
-// once layer's backward is done (the layer holding lo).
-type gradBucket struct{ lo, hi, layer int }
+// gradBucket is one bucket: elements [lo, hi) of the flat gradient vector,
+// all in param's G, final once the backward of layer is done.
+type gradBucket struct{ lo, hi, param, layer int }
 
 // newGradSync returns the gradient exchange of model m over c. With more
 // than one bucket it duplicates c (collective, under metrics.PhaseSetup)
@@ -65,30 +68,29 @@ func newGradSync(c collective.Comm, m *model.Model, dtype GradDType, bucketMB fl
 	case GradF16:
 		g.codec = collective.Codec16{Decode: f16.Decode, Encode: f16.Encode}
 	}
-	for _, layer := range m.Layers {
-		g.layers = append(g.layers, len(g.offs))
+	var layerOf []int // of each param
+	for l, layer := range m.Layers {
 		for range layer.Params() {
-			g.offs = append(g.offs, 0)
+			layerOf = append(layerOf, l)
 		}
 	}
 	off := 0
-	for i, p := range g.params {
-		g.offs[i] = off
+	for _, p := range g.params {
+		g.offs = append(g.offs, off)
 		off += len(p.W)
 	}
 	g.offs = append(g.offs, off)
-	for l, first := range g.layers {
-		g.layers[l] = g.offs[first]
-	}
 	n := m.NumParams()
-	g.buckets = planBuckets(n, g.layers, bucketElems(bucketMB, n))
-	g.flat = make([]float32, n)
 	if dtype.half() {
 		g.half = make([]uint16, n)
 	}
-	if len(g.buckets) <= 1 {
+	size := bucketElems(bucketMB, n)
+	if size >= n {
+		g.buckets = []gradBucket{{lo: 0, hi: n, param: -1}}
+		g.flat = make([]float32, n)
 		return g, nil
 	}
+	g.buckets = planBuckets(g.offs, layerOf, size)
 	restore := collective.SetPhase(c, metrics.PhaseSetup)
 	gc, err := collective.Dup(c)
 	restore()
@@ -102,30 +104,25 @@ func newGradSync(c collective.Comm, m *model.Model, dtype GradDType, bucketMB fl
 	return g, nil
 }
 
-// bucketElems returns the float32 elements of mb MiB, or n (one bucket)
-// when mb is 0.
+// bucketElems returns the float32 elements of mb MiB (at least 1), or n
+// (one bucket) when mb is 0.
 func bucketElems(mb float64, n int) int {
 	if mb == 0 {
-		return max(n, 1)
+		return n
 	}
 	return max(int(mb*(1<<20)/4), 1)
 }
 
-// planBuckets cuts [0, n) from its end into buckets of size elements (the
-// last one, at the start, shorter), in launch order. layers holds the flat
-// offset of each layer's first element; a bucket is final once the
-// backward of the layer holding its first element is done.
-func planBuckets(n int, layers []int, size int) []gradBucket {
+// planBuckets cuts every param's elements (param i holds flat elements
+// [offs[i], offs[i+1]) and belongs to layer layerOf[i]) from their end
+// into buckets of at most size elements, from the last param to the
+// first: the order in which backward finishes them.
+func planBuckets(offs, layerOf []int, size int) []gradBucket {
 	var out []gradBucket
-	for hi := n; hi > 0; hi -= size {
-		lo := max(hi-size, 0)
-		l := 0
-		for k, o := range layers {
-			if o <= lo {
-				l = k
-			}
+	for i := len(layerOf) - 1; i >= 0; i-- {
+		for hi := offs[i+1]; hi > offs[i]; hi -= size {
+			out = append(out, gradBucket{lo: max(hi-size, offs[i]), hi: hi, param: i, layer: layerOf[i]})
 		}
-		out = append(out, gradBucket{lo: lo, hi: hi, layer: l})
 	}
 	return out
 }
@@ -145,21 +142,21 @@ func (g *gradSync) close() error {
 func (g *gradSync) work() {
 	for k := range g.jobs {
 		b := g.buckets[k]
-		g.done <- g.sum(g.c, b.lo, b.hi)
+		o := g.offs[b.param]
+		g.done <- g.sum(g.c, g.params[b.param].G[b.lo-o:b.hi-o], b.lo)
 	}
 }
 
-// sum sums elements [lo, hi) of the staging vector over c, in place: as
+// sum sums x, the gradients from flat element lo on, over c in place: as
 // float32 by one Allreduce, or encoded to 16 bits, summed by
 // AllreduceSum16 and decoded.
-func (g *gradSync) sum(c collective.Comm, lo, hi int) error {
-	x := g.flat[lo:hi]
+func (g *gradSync) sum(c collective.Comm, x []float32, lo int) error {
 	if !g.dtype.half() {
 		return collective.AllreduceSlice(c, x, collective.Sum)
 	}
-	h := g.half[lo:hi]
+	h := g.half[lo : lo+len(x)]
 	g.codec.Encode(h, x)
-	if err := collective.AllreduceSum16(c, h, g.codec, g.acc); err != nil {
+	if err := collective.AllreduceSum16(c, h, g.codec, nil); err != nil {
 		return err
 	}
 	g.codec.Decode(x, h)
@@ -173,57 +170,67 @@ func (g *gradSync) layerDone(l int) {
 		return
 	}
 	for g.next < len(g.buckets) && g.buckets[g.next].layer >= l {
-		b := g.buckets[g.next]
-		g.copyRange(b.lo, b.hi, true)
 		g.jobs <- g.next
 		g.next++
 	}
 }
 
-// finish completes the step's exchange after backward: it launches what
-// is left (all of it with one bucket, or when backward had no seeds),
-// waits for every bucket and writes the sums into the Params' G.
-func (g *gradSync) finish() error {
+// step completes the exchange after backward and applies opt: it launches
+// the buckets left (all, when backward had no seeds), waits for each in
+// turn and, when opt is a model.RangeStepper, updates that bucket's
+// weights at once; otherwise it steps once all have arrived. It returns
+// the time it was blocked waiting for sums (with one bucket: the
+// flattening, the one Allreduce and the copy back, as before buckets),
+// the step's exposed gradient exchange.
+func (g *gradSync) step(opt model.Optimizer) (time.Duration, error) {
 	if g.jobs == nil {
-		g.copyRange(0, len(g.flat), true)
-		restore := collective.SetPhase(g.c, metrics.PhaseGrad)
-		err := g.sum(g.c, 0, len(g.flat))
-		restore()
-		if err != nil {
-			return err
+		t0 := time.Now()
+		off := 0
+		for _, p := range g.params {
+			off += copy(g.flat[off:], p.G)
 		}
-		g.copyRange(0, len(g.flat), false)
-		return nil
+		restore := collective.SetPhase(g.c, metrics.PhaseGrad)
+		err := g.sum(g.c, g.flat, 0)
+		restore()
+		if err == nil {
+			off = 0
+			for _, p := range g.params {
+				off += copy(p.G, g.flat[off:])
+			}
+		}
+		waited := time.Since(t0)
+		if err != nil {
+			return waited, err
+		}
+		opt.Step(g.params)
+		return waited, nil
 	}
 	g.layerDone(0)
+	rs, ranged := opt.(model.RangeStepper)
+	if ranged {
+		rs.Begin(g.params)
+	}
+	var waited time.Duration
 	var first error
-	for range g.buckets {
-		if err := <-g.done; first == nil {
+	for _, b := range g.buckets {
+		t0 := time.Now()
+		err := <-g.done
+		waited += time.Since(t0)
+		if first == nil {
 			first = err
+		}
+		if first == nil && ranged {
+			rs.StepRange(g.params, b.lo, b.hi)
 		}
 	}
 	g.next = 0
 	if first != nil {
-		return first
+		return waited, first
 	}
-	g.copyRange(0, len(g.flat), false)
-	return nil
-}
-
-// copyRange copies elements [lo, hi) of the flat gradient vector from the
-// Params' G into the staging vector (in) or back (!in).
-func (g *gradSync) copyRange(lo, hi int, in bool) {
-	for i, p := range g.params {
-		a, b := max(lo, g.offs[i]), min(hi, g.offs[i+1])
-		if a >= b {
-			continue
-		}
-		s, d := p.G[a-g.offs[i]:b-g.offs[i]], g.flat[a:b]
-		if !in {
-			s, d = d, s
-		}
-		copy(d, s)
+	if !ranged {
+		opt.Step(g.params)
 	}
+	return waited, nil
 }
 
 // sumFlat sums x, a whole flat gradient vector staged by the caller (the

@@ -79,16 +79,25 @@ func (t *trainer) train(epoch int, progress func(epoch, batch, batches int)) err
 			return err
 		}
 		t0 = lap(metrics.PhaseCompute, t0)
+		if t.dev == nil {
+			// The gradient sums and the optimizer, bucket by bucket: the
+			// waits are the grad phase (the exposed exchange), the rest
+			// is compute.
+			waited, err := t.gsync.step(t.opt)
+			ep.secs[metrics.PhaseGrad] += waited.Seconds()
+			ep.secs[metrics.PhaseCompute] += time.Since(t0).Seconds() - waited.Seconds()
+			if err != nil {
+				src.stop()
+				return err
+			}
+			continue
+		}
 		if err := t.sumGrads(); err != nil {
 			src.stop()
 			return err
 		}
 		t0 = lap(metrics.PhaseGrad, t0)
-		if t.dev != nil {
-			err = t.dev.m.AdamStep(t.dev.adam)
-		} else {
-			t.opt.Step(t.m.Params())
-		}
+		err = t.dev.m.AdamStep(t.dev.adam)
 		lap(metrics.PhaseCompute, t0)
 		if err != nil {
 			src.stop()
@@ -111,20 +120,14 @@ func (t *trainer) train(epoch int, progress func(epoch, batch, batches int)) err
 	return nil
 }
 
-// sumGrads sums the step's gradients over the ranks (phase
-// metrics.PhaseGrad): the host model's through t.gsync (whose buckets may
-// be on their way since backward, see grad.go), the device's staged
-// through host memory in one exchange, or with GradComm nccl the device's
-// in place (allreduceDevice). The time it takes, the step's
-// metrics.PhaseGrad, is the exchange's exposed part: what backward did
-// not hide.
+// sumGrads sums the device step's gradients over the ranks (phase
+// metrics.PhaseGrad): staged through host memory in one exchange
+// (t.gsync.sumFlat), or with GradComm nccl in place (allreduceDevice).
+// The host step's go through t.gsync.step.
 func (t *trainer) sumGrads() error {
-	if t.dev != nil && t.dev.nccl != nil {
+	if t.dev.nccl != nil {
 		defer collective.SetPhase(t.c, metrics.PhaseGrad)()
 		return t.allreduceDevice()
-	}
-	if t.dev == nil {
-		return t.gsync.finish()
 	}
 	t.grads = dense.Grow(t.grads, t.dev.m.NumParams())
 	if err := t.dev.m.Grads(t.grads); err != nil {
