@@ -2,10 +2,22 @@ package collective
 
 // Codec16 converts between float32 and a 16-bit float format (binary16 or
 // bfloat16, see internal/f16): Decode writes the values of src into dst,
-// Encode the rounded words of src into dst; both write len(src) elements.
+// Encode the rounded words of src into dst, and Add adds the values of
+// src to dst (dst[i] += value(src[i]), in float32); each handles
+// len(src) elements. Add may be nil: Decode and a loop then do its work.
 type Codec16 struct {
 	Decode func(dst []float32, src []uint16)
 	Encode func(dst []uint16, src []float32)
+	Add    func(dst []float32, src []uint16)
+}
+
+// Scratch16 is AllreduceSum16's reusable scratch: the zero value is ready,
+// and a Scratch16 passed to every call saves its allocations. It must not
+// be shared by concurrent calls.
+type Scratch16 struct {
+	counts, recvCounts []int
+	recv               []uint16
+	acc, tmp           []float32
 }
 
 // AllreduceSum16 replaces x, a vector of 16-bit floats of the same length
@@ -19,45 +31,57 @@ type Codec16 struct {
 // on every rank and on every backend, and depends only on the inputs and
 // p. It sends and receives exactly AllreduceVolume(rank, p, len(x), 2)
 // bytes, half of a float32 Allreduce of the same length, counted as one
-// Alltoallv and one Allgatherv. acc is float32 scratch, used when it holds
-// at least 2·⌈len(x)/p⌉ elements and allocated otherwise (nil is fine).
+// Alltoallv and one Allgatherv. s is scratch kept between calls, or nil.
 //
 // AllreduceSum16 is collective over c. With one rank x is left as it is.
-func AllreduceSum16(c Comm, x []uint16, codec Codec16, acc []float32) error {
+func AllreduceSum16(c Comm, x []uint16, codec Codec16, s *Scratch16) error {
 	p, r, n := c.Size(), c.Rank(), len(x)
 	if p == 1 {
 		return nil
 	}
-	counts := make([]int, p)
-	off := 0
+	if s == nil {
+		s = new(Scratch16)
+	}
+	s.counts, s.recvCounts = resize(s.counts, p), resize(s.recvCounts, p)
+	counts, recvCounts := s.counts, s.recvCounts
 	for q := range p {
 		counts[q] = AllreduceBlock(q, p, n)
-		if q < r {
-			off += counts[q]
-		}
 	}
 	b := counts[r]
-	recvCounts := make([]int, p)
 	for q := range recvCounts {
 		recvCounts[q] = b
 	}
 	// x is already packed in rank order: block q goes to rank q.
-	recv := make([]uint16, p*b)
+	s.recv = resize(s.recv, p*b)
+	recv := s.recv
 	if err := c.Alltoallv(BufOf(x), counts, BufOf(recv), recvCounts); err != nil {
 		return err
 	}
-	if cap(acc) < 2*b {
-		acc = make([]float32, 2*b)
-	}
-	sum, tmp := acc[:b], acc[b:2*b]
+	s.acc = resize(s.acc, b)
+	sum := s.acc
 	codec.Decode(sum, recv[:b])
 	for q := 1; q < p; q++ {
-		codec.Decode(tmp, recv[q*b:(q+1)*b])
-		for i, v := range tmp {
+		src := recv[q*b : (q+1)*b]
+		if codec.Add != nil {
+			codec.Add(sum, src)
+			continue
+		}
+		s.tmp = resize(s.tmp, b)
+		codec.Decode(s.tmp, src)
+		for i, v := range s.tmp {
 			sum[i] += v
 		}
 	}
 	own := recv[:b] // the received copies are summed: reuse their space
 	codec.Encode(own, sum)
 	return c.Allgatherv(BufOf(own), BufOf(x), counts)
+}
+
+// resize returns s with length n, reallocated only when its capacity is
+// short; the contents are not kept.
+func resize[E any](s []E, n int) []E {
+	if cap(s) < n {
+		return make([]E, n)
+	}
+	return s[:n]
 }

@@ -18,8 +18,9 @@ import (
 // allreduce volume of 2-byte elements, half of float32's.
 func TestAllreduceSum16(t *testing.T) {
 	codecs := map[string]collective.Codec16{
-		"bf16": {Decode: f16.DecodeBF16, Encode: f16.EncodeBF16},
-		"f16":  {Decode: f16.Decode, Encode: f16.Encode},
+		"bf16":        {Decode: f16.DecodeBF16, Encode: f16.EncodeBF16, Add: f16.AddBF16},
+		"f16":         {Decode: f16.Decode, Encode: f16.Encode, Add: f16.Add},
+		"bf16/no Add": {Decode: f16.DecodeBF16, Encode: f16.EncodeBF16},
 	}
 	for name, codec := range codecs {
 		for _, p := range []int{1, 2, 3, 4} {
@@ -57,7 +58,8 @@ func TestAllreduceSum16(t *testing.T) {
 					s := collective.NewStats()
 					c := collective.WithStats(raw, s)
 					x := append(make([]uint16, 0, n), in[c.Rank()]...)
-					if err := collective.AllreduceSum16(c, x, codec, nil); err != nil {
+					var sc collective.Scratch16
+					if err := collective.AllreduceSum16(c, x, codec, &sc); err != nil {
 						return err
 					}
 					require.Equal(t, want, x, "%s p=%d n=%d rank %d", name, p, n, c.Rank())
@@ -67,6 +69,12 @@ func TestAllreduceSum16(t *testing.T) {
 					require.Equal(t, sent, tot.SentBytes, "%s p=%d n=%d rank %d: sent", name, p, n, c.Rank())
 					require.Equal(t, recv, tot.RecvBytes, "%s p=%d n=%d rank %d: received", name, p, n, c.Rank())
 					require.Equal(t, f32, 2*tot.SentBytes, "half of float32's bytes")
+					// Again with the first call's scratch: the same sums.
+					y := append(make([]uint16, 0, n), in[c.Rank()]...)
+					if err := collective.AllreduceSum16(c, y, codec, &sc); err != nil {
+						return err
+					}
+					require.Equal(t, x, y, "reused scratch")
 					return nil
 				})
 				require.NoError(t, err)

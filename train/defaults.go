@@ -70,7 +70,7 @@ func Defaults(kind model.Kind, mode Mode) Settings {
 		Overlap:   true,
 		Device:    DeviceCPU,
 		GradComm:  GradCommMPI,
-		GradDType: GradF32, GradBucketMB: 25,
+		GradDType: GradF32, GradBucketMB: 4,
 		EvalMemory: 256 << 20,
 	}
 	switch kind {

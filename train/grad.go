@@ -45,8 +45,9 @@ type gradSync struct {
 	params  []*model.Param
 	offs    []int // flat offset of each param, then the total
 	buckets []gradBucket
-	flat    []float32 // the flat vector of the one bucket, when there is one
-	half    []uint16  // the 16-bit words in flight, with a 16-bit GradDType (flat positions)
+	flat    []float32            // the flat vector of the one bucket, when there is one
+	half    []uint16             // the 16-bit words in flight, with a 16-bit GradDType (flat positions)
+	scratch collective.Scratch16 // of the one goroutine that sums: the worker, or the step's with one bucket
 
 	next int        // the next bucket to launch in the current step
 	jobs chan int   // buckets to sum, in order (nil with one bucket)
@@ -64,9 +65,9 @@ func newGradSync(c collective.Comm, m *model.Model, dtype GradDType, bucketMB fl
 	g := &gradSync{c: c, dtype: dtype, params: m.Params()}
 	switch dtype {
 	case GradBF16:
-		g.codec = collective.Codec16{Decode: f16.DecodeBF16, Encode: f16.EncodeBF16}
+		g.codec = collective.Codec16{Decode: f16.DecodeBF16, Encode: f16.EncodeBF16, Add: f16.AddBF16}
 	case GradF16:
-		g.codec = collective.Codec16{Decode: f16.Decode, Encode: f16.Encode}
+		g.codec = collective.Codec16{Decode: f16.Decode, Encode: f16.Encode, Add: f16.Add}
 	}
 	var layerOf []int // of each param
 	for l, layer := range m.Layers {
@@ -156,7 +157,7 @@ func (g *gradSync) sum(c collective.Comm, x []float32, lo int) error {
 	}
 	h := g.half[lo : lo+len(x)]
 	g.codec.Encode(h, x)
-	if err := collective.AllreduceSum16(c, h, g.codec, nil); err != nil {
+	if err := collective.AllreduceSum16(c, h, g.codec, &g.scratch); err != nil {
 		return err
 	}
 	g.codec.Decode(x, h)
@@ -241,9 +242,12 @@ func (g *gradSync) sumFlat(c collective.Comm, x []float32) error {
 	if !g.dtype.half() {
 		return collective.AllreduceSlice(c, x, collective.Sum)
 	}
-	h := make([]uint16, len(x))
+	if cap(g.half) < len(x) {
+		g.half = make([]uint16, len(x))
+	}
+	h := g.half[:len(x)]
 	g.codec.Encode(h, x)
-	if err := collective.AllreduceSum16(c, h, g.codec, nil); err != nil {
+	if err := collective.AllreduceSum16(c, h, g.codec, &g.scratch); err != nil {
 		return err
 	}
 	g.codec.Decode(x, h)

@@ -28,6 +28,16 @@ func EncodeBF16(dst []uint16, src []float32) {
 	}
 }
 
+// AddBF16 adds the values of the bfloat16 words of src to dst, in
+// float32: dst[i] += value(src[i]). It will panic if dst is shorter than
+// src.
+func AddBF16(dst []float32, src []uint16) {
+	dst = dst[:len(src)]
+	for i, h := range src {
+		dst[i] += math.Float32frombits(uint32(h) << 16)
+	}
+}
+
 // DecodeBF16 writes the values of the bfloat16 words of src into dst. It
 // will panic if dst is shorter than src.
 func DecodeBF16(dst []float32, src []uint16) {

@@ -99,3 +99,36 @@ func TestBF16Slices(t *testing.T) {
 		require.Equal(t, BF16ToFloat32(words[i]), back[i])
 	}
 }
+
+// Add and AddBF16 add the decoded words to float32 sums: the same as
+// decoding and adding.
+func TestAdd(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		encode func([]uint16, []float32)
+		decode func([]float32, []uint16)
+		add    func([]float32, []uint16)
+	}{
+		{"bf16", EncodeBF16, DecodeBF16, AddBF16},
+		{"f16", Encode, Decode, Add},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := rand.New(rand.NewPCG(3, 4))
+			const n = 257
+			vals, acc := make([]float32, n), make([]float32, n)
+			for i := range vals {
+				vals[i], acc[i] = float32(r.NormFloat64()*100), float32(r.NormFloat64())
+			}
+			words := make([]uint16, n)
+			tc.encode(words, vals)
+			dec := make([]float32, n)
+			tc.decode(dec, words)
+			want := make([]float32, n)
+			for i := range want {
+				want[i] = acc[i] + dec[i]
+			}
+			tc.add(acc, words)
+			require.Equal(t, want, acc)
+		})
+	}
+}

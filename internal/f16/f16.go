@@ -90,6 +90,15 @@ func Encode(dst []uint16, src []float32) {
 	}
 }
 
+// Add adds the values of the half words of src to dst, in float32:
+// dst[i] += value(src[i]). It will panic if dst is shorter than src.
+func Add(dst []float32, src []uint16) {
+	dst = dst[:len(src)]
+	for i, h := range src {
+		dst[i] += math.Float32frombits(table[h])
+	}
+}
+
 // Decode writes the values of the half words of src into dst. It will
 // panic if dst is shorter than src.
 func Decode(dst []float32, src []uint16) {
