@@ -153,3 +153,20 @@ func TestGradConfigErrors(t *testing.T) {
 		})
 	}
 }
+
+// The device step (on the fake GPU) sums its staged gradients in bf16 as
+// the host step does: half the bytes, and the CPU's bf16 curve to float32
+// rounding.
+func TestDeviceGradBF16(t *testing.T) {
+	useFakeGPU(t)
+	cfg := testConfig("sage")
+	cfg.Epochs, cfg.GradDType = 3, GradBF16
+	cpu := runP(t, 2, cfg, nil)
+	cfg.Device = DeviceCUDA
+	gpu := runP(t, 2, cfg, nil)
+	for e := range cpu.Epochs {
+		c, g := cpu.Epochs[e], gpu.Epochs[e]
+		require.InDelta(t, c.Loss, g.Loss, 1e-4*math.Abs(c.Loss), "epoch %d", e+1)
+		require.Equal(t, gradBytes(2, cpu.NumParams, 2)*int64(c.Batches), g.Bytes[metrics.PhaseGrad], "epoch %d", e+1)
+	}
+}
