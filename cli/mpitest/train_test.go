@@ -135,7 +135,8 @@ func TestTrainOverlapMPI(t *testing.T) {
 }
 
 // Under mpirun, gradients summed in bf16 buckets during backward (a
-// goroutine on a communicator of its own) give exactly the in-process
+// goroutine on a communicator of its own; MPI_THREAD_MULTIPLE or
+// FUNNELED) give exactly the in-process
 // backend's losses without buckets (the 16-bit sums are gnnmpi's own, in
 // rank order, on every backend), half the gradient bytes of float32, and
 // every epoch reports grad_exposed_s.
@@ -144,12 +145,21 @@ func TestTrainGradBF16MPI(t *testing.T) {
 	const np = 2
 	dir := t.TempDir()
 	args := []string{"train", "--data", "data/cora", "--epochs", "3", "--seed", "5"}
-	m := filepath.Join(dir, "mpi.jsonl")
-	r := mpirun(t, 3*time.Minute, np, bin, append(args, "--grad-dtype", "bf16", "--grad-bucket-mb", "0.25", "--metrics", m)...)
-	require.Equal(t, 0, r.code, "stderr:\n%s", r.stderr)
-	require.Contains(t, r.stdout, "exposed")
-	mpi, fm := readMetrics(t, m)
-	require.Len(t, mpi, 3)
+	var mpi []epochLine
+	var fm map[string]any
+	m := ""
+	for _, thread := range []string{"multiple", "funneled"} {
+		m = filepath.Join(dir, thread+".jsonl")
+		r := mpirun(t, 3*time.Minute, np, bin, append([]string{"--mpi-thread", thread}, append(args, "--grad-dtype", "bf16", "--grad-bucket-mb", "0.25", "--metrics", m)...)...)
+		require.Equal(t, 0, r.code, "%s stderr:\n%s", thread, r.stderr)
+		require.Contains(t, r.stdout, "exposed")
+		e, f := readMetrics(t, m)
+		require.Len(t, e, 3)
+		if mpi != nil {
+			require.Equal(t, lossesOf(mpi), lossesOf(e), "%s: the same sums", thread)
+		}
+		mpi, fm = e, f
+	}
 
 	inproc := func(name string, extra ...string) ([]epochLine, map[string]any) {
 		m := filepath.Join(dir, name+".jsonl")
