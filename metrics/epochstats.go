@@ -23,16 +23,9 @@ type EpochStats struct {
 	// (PhaseSeconds[PhaseWait]): all of the preparation without
 	// train.Config.Overlap, what the loader did not hide behind the
 	// computation with it. Minibatch training only.
-	WaitSeconds float64 `json:"wait_s"`
-	// GradExposedSeconds is the time from the end of backward to the
-	// gradients summed over the ranks, on the slowest rank: the part of
-	// the gradient exchange (train.Config.GradBucketMB, GradDType) that
-	// backward did not hide, which is the grad phase's time
-	// (PhaseSeconds[PhaseGrad]) now that buckets travel during backward.
-	// Minibatch training only.
-	GradExposedSeconds float64          `json:"grad_exposed_s"`
-	Bytes              map[string]int64 `json:"bytes"`   // bytes sent by phase, summed over ranks
-	Batches            int              `json:"batches"` // minibatches per rank
+	WaitSeconds float64          `json:"wait_s"`
+	Bytes       map[string]int64 `json:"bytes"`   // bytes sent by phase, summed over ranks
+	Batches     int              `json:"batches"` // minibatches per rank
 	// Feature fetches of the training minibatches, summed over ranks: rows
 	// asked for, rows served by a rank's cache, and distinct rows fetched
 	// from other ranks (alltoall.Counts).
@@ -45,6 +38,12 @@ type EpochStats struct {
 	// unless the inputs were gathered on the device (train.Config.Device cuda
 	// with dense float32 features).
 	GPUReads *GPUReads `json:"gpu_reads,omitempty"`
+	// GradExposedSeconds is the time the step was blocked on gradient
+	// sums after its backward pass, on the slowest rank: the part of the
+	// gradient exchange (train.Config.GradBucketMB, GradDType) that
+	// neither backward nor the optimizer hid, which is the grad phase's
+	// time (PhaseSeconds[PhaseGrad]). Minibatch training only.
+	GradExposedSeconds float64 `json:"grad_exposed_s"`
 }
 
 // Record returns the metrics record of the epoch: the accuracies and the
@@ -53,12 +52,12 @@ func (st *EpochStats) Record() Epoch {
 	rec := Epoch{
 		Epoch: st.Epoch, Loss: st.Loss, TrainAcc: st.TrainAcc,
 		EpochS: st.Seconds, PhaseS: st.PhaseSeconds, CriticalPhaseS: st.CriticalPhaseSeconds, WaitS: st.WaitSeconds,
-		GradExposedS: st.GradExposedSeconds,
-		Bytes:        st.Bytes, Batches: st.Batches, FetchRows: st.FetchRows, CacheHits: st.CacheHits, RemoteRows: st.RemoteRows,
+		Bytes: st.Bytes, Batches: st.Batches, FetchRows: st.FetchRows, CacheHits: st.CacheHits, RemoteRows: st.RemoteRows,
 	}
 	if st.Evaluated {
 		rec.ValAcc, rec.TestAcc, rec.ValLoss = &st.ValAcc, &st.TestAcc, &st.ValLoss
 	}
+	rec.GradExposedS = st.GradExposedSeconds
 	if st.GPUReads != nil {
 		g := *st.GPUReads
 		rec.GPUReads = &g

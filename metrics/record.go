@@ -17,9 +17,8 @@ type Epoch struct {
 	// training only; null otherwise).
 	PhaseS         map[string]float64 `json:"phase_s"`
 	CriticalPhaseS map[string]float64 `json:"critical_phase_s"`
-	WaitS          float64            `json:"wait_s"`                   // the compute loop waiting for its minibatches
-	GradExposedS   float64            `json:"grad_exposed_s,omitempty"` // the step blocked on the gradient exchange after backward
-	Bytes          map[string]int64   `json:"bytes"`                    // bytes sent by phase
+	WaitS          float64            `json:"wait_s"` // the compute loop waiting for its minibatches
+	Bytes          map[string]int64   `json:"bytes"`  // bytes sent by phase
 	Batches        int                `json:"batches"`
 	// FetchRows, CacheHits and RemoteRows count the training minibatches'
 	// feature rows asked for, served by a rank's cache and fetched from
@@ -29,6 +28,9 @@ type Epoch struct {
 	RemoteRows int64 `json:"remote_rows"`
 	// GPUReads is present when the inputs were gathered on the device.
 	GPUReads *GPUReads `json:"gpu_reads,omitempty"`
+	// GradExposedS is the step blocked on gradient sums after backward
+	// (minibatch training only).
+	GradExposedS float64 `json:"grad_exposed_s,omitempty"`
 }
 
 // GPUReads are the rows and bytes the device gathers read from each

@@ -66,13 +66,13 @@ func Defaults(kind model.Kind, mode Mode) Settings {
 		C:           1,
 		Replication: 1,
 		Cache:       alltoall.CacheNone, CacheSimEpochs: 2, FeatureDType: alltoall.F32,
-		Shuffle:   ShuffleLocal,
-		Overlap:   true,
-		Device:    DeviceCPU,
-		GradComm:  GradCommMPI,
-		GradDType: GradF32, GradBucketMB: 4,
+		Shuffle:    ShuffleLocal,
+		Overlap:    true,
+		Device:     DeviceCPU,
+		GradComm:   GradCommMPI,
 		EvalMemory: 256 << 20,
 	}
+	c.GradDType, c.GradBucketMB = GradF32, 4
 	switch kind {
 	case model.KindGCN:
 		c.Model.Hidden = 64
