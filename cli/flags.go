@@ -60,7 +60,7 @@ var settingFlags = map[train.Setting]string{
 	train.SettingBatchSize: "batch-size", train.SettingC: "c", train.SettingCache: "cache",
 	train.SettingChunks: "chunks", train.SettingDevice: "device", train.SettingFanouts: "fanouts",
 	train.SettingFeatureFormat: "feature-format", train.SettingGlobalBatchSize: "global-batch-size",
-	train.SettingGradComm: "grad-comm", train.SettingLR: "lr", train.SettingMode: "mode",
+	train.SettingGradComm: "grad-comm", train.SettingGradDType: "grad-dtype", train.SettingLR: "lr", train.SettingMode: "mode",
 	train.SettingModel: "model", train.SettingNormalize: "normalize", train.SettingOptimizer: "optimizer", train.SettingPartition: "partition",
 	train.SettingSampler: "sampler", train.SettingShuffle: "shuffle", train.SettingSymmetrize: "symmetrize",
 	train.SettingTopology: "topology",

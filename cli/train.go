@@ -76,6 +76,8 @@ type trainFlags struct {
 	norm, overlap      *bool
 	device             *train.Device
 	gradComm           *train.GradComm
+	gradDType          *train.GradDType
+	gradBucketMB       *float64
 	// full-graph
 	chunks                    optInt
 	pipelines, snapEvery      *int
@@ -89,7 +91,7 @@ type trainFlags struct {
 var flagModes = map[string]bool{ // true: minibatch only; false: full-graph only
 	"fanouts": true, "sampler": true, "topology": true, "c": true, "replication": true, "cache": true, "cache-frac": true, "cache-sim-epochs": true,
 	"feature-dtype": true, "gpu-frac": true, "bulk": true, "batch-size": true, "global-batch-size": true, "shuffle": true, "heads": true, "out-heads": true, "attn-dropout": true,
-	"normalize": true, "eval-memory": true, "overlap": true, "grad-comm": true, "device": true,
+	"normalize": true, "eval-memory": true, "overlap": true, "grad-comm": true, "grad-dtype": true, "grad-bucket-mb": true, "device": true,
 	"chunks": false, "pipelines": false, "chunk-partition": false, "shuffle-chunks": false, "clear-grads": false, "snapshot-every": false, "alpha": false, "lambda": false,
 }
 
@@ -216,6 +218,8 @@ func addTrainFlags(fs *flag.FlagSet) *trainFlags {
 	})+")")
 	f.norm = fs.Bool("normalize", d.Model.Normalize, "GraphSAGE: L2-normalise hidden embeddings")
 	f.gradComm = enumVar(fs, "grad-comm", d.GradComm, train.ParseGradComm, "how the ranks sum the gradients: mpi (the host communicator; with --device cuda the gradients are downloaded, summed and uploaded), or nccl (with --device cuda only: NCCL sums them in place on the GPUs; libnccl.so.2 from "+nccl.LibDirEnv+" or the loader's path); the bytes counted are the same")
+	f.gradDType = enumVar(fs, "grad-dtype", d.GradDType, train.ParseGradDType, "the type the gradients are summed in: f32, or bf16 or f16 (half the bytes: rounded to 16 bits on every rank, summed in float32 in rank order, rounded once; the weights and the optimizer stay float32; not with --grad-comm nccl)")
+	f.gradBucketMB = fs.Float64("grad-bucket-mb", d.GradBucketMB, "MiB of float32 gradients per bucket: buckets are summed, the last layer's first, while backward goes on (as PyTorch DDP's bucket_cap_mb); 0: one sum after backward. The sums are the same either way")
 	f.device = enumVar(fs, "device", d.Device, train.ParseDevice, "where the minibatch step (forward, backward, Adam) runs: cpu, or cuda (the rank's NVIDIA GPU, ranks of a node dealt round-robin over its devices; GraphSAGE and GCN, on dense or CSR features, with Adam only; sampling, fetch, evaluation, checkpoints and, unless --grad-comm nccl, the gradient Allreduce stay on the CPU)")
 	f.overlap = fs.Bool("overlap", d.Overlap, "sample and fetch the next two minibatches on a loader goroutine while one computes (the same losses either way; false: one after another, for comparison)")
 	f.evalEvery = fs.Int("eval-every", d.EvalEvery, "evaluate every K epochs and after the last (0: no evaluation)")
@@ -303,6 +307,7 @@ func (f *trainFlags) minibatchConfig(env *Env, set map[string]bool) (train.Confi
 	cfg.EvalMemory = *f.evalMem << 20 / 4
 	cfg.Overlap = *f.overlap
 	cfg.GradComm, cfg.Device = *f.gradComm, *f.device
+	cfg.GradDType, cfg.GradBucketMB = *f.gradDType, *f.gradBucketMB
 	return cfg, nil
 }
 
@@ -350,9 +355,9 @@ func printEpoch(env *Env, st train.EpochStats) {
 		acc = fmt.Sprintf(" val %.4f test %.4f", st.ValAcc, st.TestAcc)
 	}
 	ps := st.PhaseSeconds
-	env.Printf("epoch %3d  loss %.4f  train %.4f%s  | %.3fs: sample %.3f fetch %.3f compute %.3f comm %.3f wait %.3f, eval %.3f | bytes fetch %s grad %s eval %s | rows %d hits %d remote %d\n",
+	env.Printf("epoch %3d  loss %.4f  train %.4f%s  | %.3fs: sample %.3f fetch %.3f compute %.3f grad exposed %.3f wait %.3f, eval %.3f | bytes fetch %s grad %s eval %s | rows %d hits %d remote %d\n",
 		st.Epoch, st.Loss, st.TrainAcc, acc, st.Seconds, ps[metrics.PhaseSample], ps[metrics.PhaseFetch], ps[metrics.PhaseCompute],
-		ps[metrics.PhaseGrad], st.WaitSeconds, ps[metrics.PhaseEval], human(st.Bytes[metrics.PhaseFetch]), human(st.Bytes[metrics.PhaseGrad]), human(st.Bytes[metrics.PhaseEval]),
+		st.GradExposedSeconds, st.WaitSeconds, ps[metrics.PhaseEval], human(st.Bytes[metrics.PhaseFetch]), human(st.Bytes[metrics.PhaseGrad]), human(st.Bytes[metrics.PhaseEval]),
 		st.FetchRows, st.CacheHits, st.RemoteRows)
 	if g := st.GPUReads; g != nil {
 		env.Printf("          gpu reads: device %d rows %s, host %d rows %s, remote %d rows %s\n",

@@ -38,6 +38,12 @@ type EpochStats struct {
 	// unless the inputs were gathered on the device (train.Config.Device cuda
 	// with dense float32 features).
 	GPUReads *GPUReads `json:"gpu_reads,omitempty"`
+	// GradExposedSeconds is the time the step was blocked on gradient
+	// sums after its backward pass, on the slowest rank: the part of the
+	// gradient exchange (train.Config.GradBucketMB, GradDType) that
+	// neither backward nor the optimizer hid, which is the grad phase's
+	// time (PhaseSeconds[PhaseGrad]). Minibatch training only.
+	GradExposedSeconds float64 `json:"grad_exposed_s"`
 }
 
 // Record returns the metrics record of the epoch: the accuracies and the
@@ -51,6 +57,7 @@ func (st *EpochStats) Record() Epoch {
 	if st.Evaluated {
 		rec.ValAcc, rec.TestAcc, rec.ValLoss = &st.ValAcc, &st.TestAcc, &st.ValLoss
 	}
+	rec.GradExposedS = st.GradExposedSeconds
 	if st.GPUReads != nil {
 		g := *st.GPUReads
 		rec.GPUReads = &g

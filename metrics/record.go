@@ -28,6 +28,9 @@ type Epoch struct {
 	RemoteRows int64 `json:"remote_rows"`
 	// GPUReads is present when the inputs were gathered on the device.
 	GPUReads *GPUReads `json:"gpu_reads,omitempty"`
+	// GradExposedS is the step blocked on gradient sums after backward
+	// (minibatch training only).
+	GradExposedS float64 `json:"grad_exposed_s,omitempty"`
 }
 
 // GPUReads are the rows and bytes the device gathers read from each

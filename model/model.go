@@ -194,7 +194,16 @@ func (m *Model) forwardFrom(l0 int, blocks []*sparse.CSR, h *dense.Matrix, train
 // gradients into every Param's G (call ZeroGrad first for a fresh
 // gradient). It does not compute dL/dx for the input.
 // It will panic if no Forward preceded it or dlogits has the wrong shape.
-func (m *Model) Backward(dlogits *dense.Matrix) {
+func (m *Model) Backward(dlogits *dense.Matrix) { m.BackwardEach(dlogits, nil) }
+
+// BackwardEach is Backward that calls done(l), if done is not nil, as soon
+// as layer l's gradients are final: for l = len(Layers)−1 down to 0, each
+// call before layer l−1 is back-propagated. The Params of layers ≥ l
+// (their offsets follow Params order: layer 0's first) are not touched
+// again by this pass, so done may read their G, or hand them to
+// communication that overlaps the layers still to come (DDP's gradient
+// buckets); done must not write them.
+func (m *Model) BackwardEach(dlogits *dense.Matrix, done func(l int)) {
 	if !m.ready {
 		panic("model: Backward before Forward")
 	}
@@ -204,6 +213,9 @@ func (m *Model) Backward(dlogits *dense.Matrix) {
 			dy = m.acts[l].Backward(dy)
 		}
 		dy = m.Layers[l].Backward(dy, l > 0)
+		if done != nil {
+			done(l)
+		}
 		if l > 0 {
 			dy = m.drops[l].Backward(dy)
 		}

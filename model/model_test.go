@@ -245,3 +245,54 @@ func TestModelPanics(t *testing.T) {
 	m.Forward(blocks, dense.New(6, 3), false, nil)
 	assert.Panics(t, func() { m.Backward(dense.New(3, 2)) }, "dlogits shape")
 }
+
+// BackwardEach calls done for every layer, last to first, and at done(l)
+// the gradients of layers ≥ l are already those Backward ends with (they
+// are never written again), while the gradients of layers < l are still
+// zero.
+func TestBackwardEach(t *testing.T) {
+	for ci, tc := range modelCases {
+		t.Run(tc.name, func(t *testing.T) {
+			rnd := testRNG(uint64(70 + ci))
+			blocks := chainBlocks(rnd, tc.cfg.Kind, tc.sizes)
+			x := randMatrix(rnd, tc.sizes[0], tc.cfg.In)
+			m, err := New(tc.cfg, rnd, nil)
+			require.NoError(t, err)
+			dl := randMatrix(rnd, tc.sizes[len(tc.sizes)-1], tc.cfg.Out)
+			clone := func() *dense.Matrix {
+				c := dense.New(dl.Rows, dl.Cols)
+				copy(c.Data, dl.Data)
+				return c
+			}
+			_ = m.Forward(blocks, x, true, testRNG(4))
+			m.ZeroGrad()
+			m.Backward(clone())
+			want := m.FlattenGrads(nil)
+
+			// Offsets of each layer's gradients in the flat vector.
+			off := []int{0}
+			for _, layer := range m.Layers {
+				n := 0
+				for _, p := range layer.Params() {
+					n += len(p.W)
+				}
+				off = append(off, off[len(off)-1]+n)
+			}
+			_ = m.Forward(blocks, x, true, testRNG(4))
+			m.ZeroGrad()
+			var order []int
+			m.BackwardEach(clone(), func(l int) {
+				order = append(order, l)
+				got := m.FlattenGrads(nil)
+				require.Equal(t, want[off[l]:], got[off[l]:], "layer %d: gradients of layers ≥ %d", l, l)
+				require.Equal(t, make([]float32, off[l]), got[:off[l]], "layer %d: gradients below", l)
+			})
+			wantOrder := make([]int, 0, len(m.Layers))
+			for l := len(m.Layers) - 1; l >= 0; l-- {
+				wantOrder = append(wantOrder, l)
+			}
+			require.Equal(t, wantOrder, order)
+			require.Equal(t, want, m.FlattenGrads(nil))
+		})
+	}
+}

@@ -24,6 +24,21 @@ type Optimizer interface {
 	SetState(state []float32) error
 }
 
+// RangeStepper is implemented by optimizers whose update of a weight reads
+// only that weight, its gradient and its own state (Adam and SGD), so that
+// a step can be applied range by range as the ranges' gradients become
+// ready (package train steps each gradient bucket as its sum arrives).
+// Begin counts a step, as Step does; StepRange then updates elements
+// [lo, hi) of params, numbered as in Model.FlattenGrads (Params order).
+// Begin followed by StepRange over ranges that cover every element once,
+// in any order, gives Step's result bit for bit: Step is Begin and one
+// StepRange over everything.
+type RangeStepper interface {
+	Optimizer
+	Begin(params []*Param)
+	StepRange(params []*Param, lo, hi int)
+}
+
 // NewOptimizer returns the optimizer of kind: OptimizerAdam
 // (NewAdam(lr, wd)) or OptimizerSGD (NewSGD(lr, momentum, wd)). It is the one place a name becomes
 // an optimizer, for every trainer; any other name is an error listing the
@@ -57,9 +72,11 @@ type Adam struct {
 
 	t    uint64
 	m, v []float32
+
+	step, bc2s float32 // the corrections of the step Begin counted
 }
 
-var _ Optimizer = (*Adam)(nil)
+var _ RangeStepper = (*Adam)(nil)
 
 // NewAdam returns Adam with learning rate lr, weight decay wd and PyTorch's
 // defaults β₁ = 0.9, β₂ = 0.999, ε = 1e-8.
@@ -70,6 +87,14 @@ func NewAdam(lr, wd float32) *Adam {
 // Step applies one Adam update to params. It will panic if params do not
 // match the moments of earlier steps or of SetState.
 func (o *Adam) Step(params []*Param) {
+	o.Begin(params)
+	o.StepRange(params, 0, len(o.m))
+}
+
+// Begin counts a step whose update StepRange applies (RangeStepper),
+// allocating the moments before the first. It will panic if params do not
+// match the moments of earlier steps or of SetState.
+func (o *Adam) Begin(params []*Param) {
 	n := countParams(params)
 	if o.m == nil {
 		o.m = make([]float32, n)
@@ -78,25 +103,35 @@ func (o *Adam) Step(params []*Param) {
 	if len(o.m) != n {
 		panic("model: optimizer state does not match params")
 	}
-	step, bc2s := o.Advance()
+	o.step, o.bc2s = o.Advance()
+}
+
+// StepRange applies the update of the step Begin counted to elements
+// [lo, hi) of params (RangeStepper).
+func (o *Adam) StepRange(params []*Param, lo, hi int) {
+	step, bc2s := o.step, o.bc2s
 	b1, b2, eps, wd := o.Beta1, o.Beta2, o.Eps, o.WeightDecay
 	off := 0
 	for _, p := range params {
-		m := o.m[off : off+len(p.W)]
-		v := o.v[off : off+len(p.W)]
-		g := p.G[:len(p.W)]
-		// Element-wise, so the chunks on several goroutines give the
-		// same bits as one pass.
-		parallel(len(p.W), 16, int64(len(p.W)), func(lo, hi int) {
-			for i := lo; i < hi; i++ {
-				w := p.W[i]
-				gi := g[i] + wd*w
-				m[i] = b1*m[i] + (1-b1)*gi
-				v[i] = b2*v[i] + (1-b2)*gi*gi
-				den := float32(math.Sqrt(float64(v[i])))/bc2s + eps
-				p.W[i] = w - step*m[i]/den
-			}
-		})
+		a, b := max(lo, off), min(hi, off+len(p.W))
+		if a < b {
+			m := o.m[a:b]
+			v := o.v[a:b]
+			w := p.W[a-off : b-off]
+			g := p.G[a-off : b-off]
+			// Element-wise, so the chunks on several goroutines give the
+			// same bits as one pass.
+			parallel(len(w), 16, int64(len(w)), func(lo, hi int) {
+				for i := lo; i < hi; i++ {
+					wi := w[i]
+					gi := g[i] + wd*wi
+					m[i] = b1*m[i] + (1-b1)*gi
+					v[i] = b2*v[i] + (1-b2)*gi*gi
+					den := float32(math.Sqrt(float64(v[i])))/bc2s + eps
+					w[i] = wi - step*m[i]/den
+				}
+			})
+		}
 		off += len(p.W)
 	}
 }
@@ -166,10 +201,12 @@ func (o *Adam) SetState(state []float32) error {
 type SGD struct {
 	LR, Momentum, WeightDecay float32
 
-	buf []float32
+	buf   []float32
+	first bool // the step Begin counted fills buf
+	n     int  // the scalars of the params Begin saw
 }
 
-var _ Optimizer = (*SGD)(nil)
+var _ RangeStepper = (*SGD)(nil)
 
 // NewSGD returns SGD with learning rate lr, momentum and weight decay wd.
 func NewSGD(lr, momentum, wd float32) *SGD {
@@ -179,31 +216,49 @@ func NewSGD(lr, momentum, wd float32) *SGD {
 // Step applies one SGD update to params. It will panic if params do not
 // match the momentum buffer of earlier steps or of SetState.
 func (o *SGD) Step(params []*Param) {
-	n := countParams(params)
-	first := false
+	o.Begin(params)
+	o.StepRange(params, 0, o.n)
+}
+
+// Begin starts a step whose update StepRange applies (RangeStepper),
+// allocating the momentum buffer before the first step with momentum. It
+// will panic if params do not match the buffer of earlier steps or of
+// SetState.
+func (o *SGD) Begin(params []*Param) {
+	o.n = countParams(params)
+	o.first = false
 	if o.Momentum != 0 && o.buf == nil {
-		o.buf = make([]float32, n)
-		first = true
+		o.buf = make([]float32, o.n)
+		o.first = true
 	}
-	if o.buf != nil && len(o.buf) != n {
+	if o.buf != nil && len(o.buf) != o.n {
 		panic("model: optimizer state does not match params")
 	}
+}
+
+// StepRange applies the update of the step Begin started to elements
+// [lo, hi) of params (RangeStepper).
+func (o *SGD) StepRange(params []*Param, lo, hi int) {
 	lr, mu, wd := o.LR, o.Momentum, o.WeightDecay
 	off := 0
 	for _, p := range params {
-		g := p.G[:len(p.W)]
-		for i, w := range p.W {
-			gi := g[i] + wd*w
-			if o.buf != nil {
-				b := &o.buf[off+i]
-				if first {
-					*b = gi
-				} else {
-					*b = mu**b + gi
+		a, b := max(lo, off), min(hi, off+len(p.W))
+		if a < b {
+			w := p.W[a-off : b-off]
+			g := p.G[a-off : b-off]
+			for i, wi := range w {
+				gi := g[i] + wd*wi
+				if o.buf != nil {
+					bi := &o.buf[a+i]
+					if o.first {
+						*bi = gi
+					} else {
+						*bi = mu**bi + gi
+					}
+					gi = *bi
 				}
-				gi = *b
+				w[i] = wi - lr*gi
 			}
-			p.W[i] = w - lr*gi
 		}
 		off += len(p.W)
 	}

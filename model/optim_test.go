@@ -3,6 +3,7 @@ package model
 import (
 	"errors"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -177,4 +178,62 @@ func TestAdamAdvanceMoments(t *testing.T) {
 	assert.Equal(t, p.W, w)
 	assert.Equal(t, ref.State(), ext.State())
 	assert.Panics(t, func() { ext.Moments(3) })
+}
+
+// Begin and StepRange over a random cover of the elements, in random
+// order, give Step's weights and state bit for bit, step after step.
+func TestRangeStepperMatchesStep(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		new  func() RangeStepper
+	}{
+		{"adam", func() RangeStepper { return NewAdam(0.01, 5e-4) }},
+		{"sgd", func() RangeStepper { return NewSGD(0.1, 0, 5e-4) }},
+		{"sgd/momentum", func() RangeStepper { return NewSGD(0.1, 0.9, 5e-4) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rnd := testRNG(90)
+			sizes := []int{5, 1, 17} // a range may span, start or end inside any of them
+			mk := func() []*Param {
+				var ps []*Param
+				for _, n := range sizes {
+					ps = append(ps, &Param{W: make([]float32, n), G: make([]float32, n)})
+				}
+				return ps
+			}
+			whole, ranged := mk(), mk()
+			for i := range whole {
+				for k := range whole[i].W {
+					whole[i].W[k] = float32(rnd.NormFloat64())
+				}
+				copy(ranged[i].W, whole[i].W)
+			}
+			a, b := tc.new(), tc.new()
+			for step := range 4 {
+				for i := range whole {
+					for k := range whole[i].G {
+						whole[i].G[k] = float32(rnd.NormFloat64())
+					}
+					copy(ranged[i].G, whole[i].G)
+				}
+				a.Step(whole)
+				// Cut [0, 23) at random points and apply the pieces in a
+				// random order.
+				cuts := []int{0, 23}
+				for range 1 + rnd.IntN(6) {
+					cuts = append(cuts, rnd.IntN(24))
+				}
+				slices.Sort(cuts)
+				order := rnd.Perm(len(cuts) - 1)
+				b.Begin(ranged)
+				for _, k := range order {
+					b.StepRange(ranged, cuts[k], cuts[k+1])
+				}
+				for i := range whole {
+					require.Equal(t, whole[i].W, ranged[i].W, "step %d param %d", step, i)
+				}
+				require.Equal(t, a.State(), b.State(), "step %d", step)
+			}
+		})
+	}
 }

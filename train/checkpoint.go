@@ -134,6 +134,9 @@ func (t *trainer) makeFingerprint() string {
 	cfg.Overlap = false
 	cfg.Device = ""   // where the step ran: a run may resume on the other device
 	cfg.GradComm = "" // how the gradients were summed: the same sums
+	// The gradients' type and buckets are not the model's state: a run
+	// may resume with others.
+	cfg.GradDType, cfg.GradBucketMB = "", 0
 	b, _ := json.Marshal(struct {
 		Config Config
 		Ranks  int

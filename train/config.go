@@ -156,6 +156,24 @@ type Config struct {
 	// (Device cuda only; see device.go). Both count the same bytes.
 	GradComm GradComm `json:",omitempty"`
 
+	// GradDType is the type the gradients are summed in (grad.go):
+	// GradF32 ("" too), or GradBF16 or GradF16, which send half the bytes:
+	// each rank rounds its gradients to 16 bits, the sums are accumulated
+	// in float32 in rank order and rounded once, and the optimizer reads
+	// them as float32 (the weights and its state stay float32). Not
+	// GradComm nccl. It is not part of the model's state: a checkpoint
+	// resumes with any GradDType.
+	GradDType GradDType `json:",omitempty"`
+	// GradBucketMB is the largest gradient bucket in MiB of float32
+	// gradients (PyTorch DDP's bucket_cap_mb; Defaults' 4 rather than
+	// DDP's 25, which would leave these models, 17 MB on
+	// coauthor-physics, in one bucket): buckets are summed, from the last
+	// layer's, on a goroutine while backward goes on, and stepped as they
+	// arrive (grad.go); a model that fits in one bucket, or 0, sums all
+	// the gradients in one Allreduce after backward. The sums are the same
+	// either way. Host step only (Device cpu).
+	GradBucketMB float64 `json:",omitempty"`
+
 	// Backends open the GPU libraries that Device and GradComm need
 	// (device.go); main picks them. They are not part of the run's
 	// identity.
@@ -182,6 +200,7 @@ func (c *Config) Validate() error {
 		errorOf(ParseFeatureDType(string(c.FeatureDType))),
 		errorOf(ParseShuffle(string(c.Shuffle))),
 		c.validateGradComm(),
+		c.validateGrad(),
 	); err != nil {
 		return err
 	}

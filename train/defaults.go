@@ -72,6 +72,7 @@ func Defaults(kind model.Kind, mode Mode) Settings {
 		GradComm:   GradCommMPI,
 		EvalMemory: 256 << 20,
 	}
+	c.GradDType, c.GradBucketMB = GradF32, 4
 	switch kind {
 	case model.KindGCN:
 		c.Model.Hidden = 64

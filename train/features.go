@@ -218,6 +218,9 @@ func (t *trainer) free() error {
 			}
 		}
 	}
+	if err := t.gsync.close(); err != nil {
+		return err
+	}
 	return collective.Free(t.lc)
 }
 

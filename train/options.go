@@ -50,6 +50,25 @@ func ParseGradComm(s string) (GradComm, error) {
 	return enum.Parse("train", "gradient transport", s, GradCommMPI, GradCommNCCL)
 }
 
+// GradDType names the type the minibatch gradients travel in when the
+// ranks sum them (Config.GradDType).
+type GradDType string
+
+// Gradient types.
+const (
+	GradF32  GradDType = "f32"  // float32 (the default; "" means it too)
+	GradBF16 GradDType = "bf16" // bfloat16: float32's range, 8 significant bits; half the bytes
+	GradF16  GradDType = "f16"  // IEEE binary16: 11 significant bits, range ±65504; half the bytes
+)
+
+// ParseGradDType returns the gradient type named s.
+func ParseGradDType(s string) (GradDType, error) {
+	return enum.Parse("train", "gradient dtype", s, GradF32, GradBF16, GradF16)
+}
+
+// half reports whether gradients of type d travel as 16-bit words.
+func (d GradDType) half() bool { return d == GradBF16 || d == GradF16 }
+
 // Mode names a kind of training: data-parallel minibatches (Run) or one of
 // the full-graph layouts (RunFull, FullConfig.Mode).
 type Mode string

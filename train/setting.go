@@ -22,6 +22,7 @@ const (
 	SettingFeatureFormat   Setting = "Format"          // LoadOptions.Format
 	SettingGlobalBatchSize Setting = "GlobalBatchSize" // Config.GlobalBatchSize
 	SettingGradComm        Setting = "GradComm"        // Config.GradComm
+	SettingGradDType       Setting = "GradDType"       // Config.GradDType
 	SettingLR              Setting = "LR"              // Common.LR
 	SettingMode            Setting = "Mode"            // FullConfig.Mode
 	SettingModel           Setting = "Model.Kind"      // Config.Model.Kind, FullConfig.Model.Kind
@@ -39,7 +40,7 @@ const (
 // against it.
 var ErrorSettings = []Setting{
 	SettingBatchSize, SettingC, SettingCache, SettingChunks, SettingDevice, SettingFanouts,
-	SettingFeatureFormat, SettingGlobalBatchSize, SettingGradComm, SettingLR, SettingMode, SettingModel,
+	SettingFeatureFormat, SettingGlobalBatchSize, SettingGradComm, SettingGradDType, SettingLR, SettingMode, SettingModel,
 	SettingNormalize, SettingOptimizer, SettingPartition, SettingSampler, SettingShuffle, SettingSymmetrize, SettingTopology,
 }
 

@@ -79,16 +79,25 @@ func (t *trainer) train(epoch int, progress func(epoch, batch, batches int)) err
 			return err
 		}
 		t0 = lap(metrics.PhaseCompute, t0)
+		if t.dev == nil {
+			// The gradient sums and the optimizer, bucket by bucket: the
+			// waits are the grad phase (the exposed exchange), the rest
+			// is compute.
+			waited, err := t.gsync.step(t.opt)
+			ep.secs[metrics.PhaseGrad] += waited.Seconds()
+			ep.secs[metrics.PhaseCompute] += time.Since(t0).Seconds() - waited.Seconds()
+			if err != nil {
+				src.stop()
+				return err
+			}
+			continue
+		}
 		if err := t.sumGrads(); err != nil {
 			src.stop()
 			return err
 		}
 		t0 = lap(metrics.PhaseGrad, t0)
-		if t.dev != nil {
-			err = t.dev.m.AdamStep(t.dev.adam)
-		} else {
-			t.opt.Step(t.m.Params())
-		}
+		err = t.dev.m.AdamStep(t.dev.adam)
 		lap(metrics.PhaseCompute, t0)
 		if err != nil {
 			src.stop()
@@ -111,34 +120,23 @@ func (t *trainer) train(epoch int, progress func(epoch, batch, batches int)) err
 	return nil
 }
 
-// sumGrads sums the step's gradients over the ranks (one Allreduce of
-// the flat vector, phase metrics.PhaseGrad): the host model's, the device's
-// staged through host memory, or with GradComm nccl the device's in place
-// (allreduceDevice).
+// sumGrads sums the device step's gradients over the ranks (phase
+// metrics.PhaseGrad): staged through host memory in one exchange
+// (t.gsync.sumFlat), or with GradComm nccl in place (allreduceDevice).
+// The host step's go through t.gsync.step.
 func (t *trainer) sumGrads() error {
-	if t.dev != nil && t.dev.nccl != nil {
+	if t.dev.nccl != nil {
 		defer collective.SetPhase(t.c, metrics.PhaseGrad)()
 		return t.allreduceDevice()
 	}
-	if t.dev != nil {
-		t.grads = dense.Grow(t.grads, t.dev.m.NumParams())
-		if err := t.dev.m.Grads(t.grads); err != nil {
-			return err
-		}
-	} else {
-		t.grads = t.m.FlattenGrads(t.grads[:0])
-	}
-	restore := collective.SetPhase(t.c, metrics.PhaseGrad)
-	err := collective.AllreduceSlice(t.c, t.grads, collective.Sum)
-	restore()
-	if err != nil {
+	t.grads = dense.Grow(t.grads, t.dev.m.NumParams())
+	if err := t.dev.m.Grads(t.grads); err != nil {
 		return err
 	}
-	if t.dev != nil {
-		return t.dev.m.SetGrads(t.grads)
+	if err := t.gsync.sumFlat(t.c, t.grads); err != nil {
+		return err
 	}
-	t.m.SetGrads(t.grads)
-	return nil
+	return t.dev.m.SetGrads(t.grads)
 }
 
 // backward computes the gradients of minibatch i of epoch (seeds, sampled
@@ -167,7 +165,7 @@ func (t *trainer) backward(ep *epochState, epoch, i int, seeds []int64, mb *samp
 	for k := range dl.Data {
 		dl.Data[k] *= scale
 	}
-	t.m.Backward(dl)
+	t.m.BackwardEach(dl, t.gsync.layerDone)
 	ep.count(loss, model.Correct(logits, labels), len(seeds))
 }
 
@@ -231,6 +229,7 @@ func (t *trainer) summarize(epoch int, ev *evaluation, evalSecs float64) (EpochS
 		st.PhaseSeconds[p] = times[k+1]
 	}
 	st.WaitSeconds = st.PhaseSeconds[metrics.PhaseWait]
+	st.GradExposedSeconds = st.PhaseSeconds[metrics.PhaseGrad]
 	st.CriticalPhaseSeconds = map[string]float64{}
 	for k, p := range timePhases {
 		st.CriticalPhaseSeconds[p] = all[w*critical+k+1]

@@ -78,7 +78,8 @@ type comms struct {
 type learner struct {
 	m     *model.Model
 	opt   model.Optimizer
-	grads []float32 // the flat gradients, staged for their Allreduce
+	grads []float32 // the device step's flat gradients, staged for their Allreduce
+	gsync *gradSync // sums the gradients over the ranks (grad.go)
 }
 
 // flatWeights appends the model's parameters to dst (weightKeeper).
@@ -229,6 +230,13 @@ func newTrainer(c collective.Comm, d *Data, cfg Config) (*trainer, error) {
 	t.valMask, t.testMask = mask(d.RowLo, d.RowHi, d.Split.Valid), mask(d.RowLo, d.RowHi, d.Split.Test)
 	t.fingerprint = t.makeFingerprint()
 	if err := t.openDevice(); err != nil {
+		return nil, err
+	}
+	bucketMB := cfg.GradBucketMB
+	if t.dev != nil {
+		bucketMB = 0 // the device step hands over all its gradients at once
+	}
+	if t.gsync, err = newGradSync(c, m, cfg.GradDType, bucketMB); err != nil {
 		return nil, err
 	}
 	limitHeap(t.memory())

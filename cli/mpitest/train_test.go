@@ -134,6 +134,50 @@ func TestTrainOverlapMPI(t *testing.T) {
 	}
 }
 
+// Under mpirun, gradients summed in bf16 buckets during backward (a
+// goroutine on a communicator of its own; MPI_THREAD_MULTIPLE or
+// FUNNELED) give exactly the in-process
+// backend's losses without buckets (the 16-bit sums are gnnmpi's own, in
+// rank order, on every backend), half the gradient bytes of float32, and
+// every epoch reports grad_exposed_s.
+func TestTrainGradBF16MPI(t *testing.T) {
+	skipUnlessMPI(t)
+	const np = 2
+	dir := t.TempDir()
+	args := []string{"train", "--data", "data/cora", "--epochs", "3", "--seed", "5"}
+	var mpi []epochLine
+	var fm map[string]any
+	m := ""
+	for _, thread := range []string{"multiple", "funneled"} {
+		m = filepath.Join(dir, thread+".jsonl")
+		r := mpirun(t, 3*time.Minute, np, bin, append([]string{"--mpi-thread", thread}, append(args, "--grad-dtype", "bf16", "--grad-bucket-mb", "0.25", "--metrics", m)...)...)
+		require.Equal(t, 0, r.code, "%s stderr:\n%s", thread, r.stderr)
+		require.Contains(t, r.stdout, "exposed")
+		e, f := readMetrics(t, m)
+		require.Len(t, e, 3)
+		if mpi != nil {
+			require.Equal(t, lossesOf(mpi), lossesOf(e), "%s: the same sums", thread)
+		}
+		mpi, fm = e, f
+	}
+
+	inproc := func(name string, extra ...string) ([]epochLine, map[string]any) {
+		m := filepath.Join(dir, name+".jsonl")
+		l := local(t, append([]string{"--ranks", fmt.Sprint(np)}, append(append(args, extra...), "--metrics", m)...)...)
+		require.Equal(t, 0, l.code, "stderr:\n%s", l.stderr)
+		return readMetrics(t, m)
+	}
+	half, fh := inproc("bf16", "--grad-dtype", "bf16", "--grad-bucket-mb", "0")
+	_, f32 := inproc("f32")
+	require.Equal(t, lossesOf(half), lossesOf(mpi))
+	grad := func(f map[string]any) float64 { return f["bytes_per_epoch"].(map[string]any)["grad"].(float64) }
+	require.Equal(t, grad(fh), grad(fm))
+	require.Equal(t, grad(f32), 2*grad(fm), "half of float32's bytes")
+	raw, err := os.ReadFile(m)
+	require.NoError(t, err)
+	require.Contains(t, string(raw), `"grad_exposed_s":`)
+}
+
 // A job killed (SIGKILL to mpirun and its ranks) after a checkpoint, then
 // resumed with --resume, ends with exactly the losses of an uninterrupted
 // run.

@@ -1,8 +1,10 @@
-// Package f16 converts between float32 and IEEE 754 binary16 (half
-// precision), stored as uint16 words: 1 sign bit, 5 exponent bits (bias
-// 15), 10 fraction bits. Conversion to half rounds to nearest, ties to
-// even, with overflow to ±Inf, gradual underflow to subnormals and NaN kept
-// a (quiet) NaN; conversion back is exact.
+// Package f16 converts between float32 and the two 16-bit floats, stored
+// as uint16 words: IEEE 754 binary16 (half precision: 1 sign bit, 5
+// exponent bits (bias 15), 10 fraction bits; FromFloat32, ToFloat32) and
+// bfloat16 (float32's top half: 1 sign bit, 8 exponent bits, 7 fraction
+// bits; BF16FromFloat32, BF16ToFloat32). Conversion to 16 bits rounds to
+// nearest, ties to even, with overflow to ±Inf, gradual underflow to
+// subnormals and NaN kept a (quiet) NaN; conversion back is exact.
 package f16
 
 import "math"
@@ -85,6 +87,15 @@ func Encode(dst []uint16, src []float32) {
 	dst = dst[:len(src)]
 	for i, f := range src {
 		dst[i] = FromFloat32(f)
+	}
+}
+
+// Add adds the values of the half words of src to dst, in float32:
+// dst[i] += value(src[i]). It will panic if dst is shorter than src.
+func Add(dst []float32, src []uint16) {
+	dst = dst[:len(src)]
+	for i, h := range src {
+		dst[i] += math.Float32frombits(table[h])
 	}
 }
 
