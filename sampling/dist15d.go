@@ -2,8 +2,8 @@ package sampling
 
 import (
 	"fmt"
+	"math"
 	"slices"
-	"sort"
 
 	"gnnmpi/collective"
 	"gnnmpi/metrics"
@@ -177,36 +177,60 @@ func (k *keptRows) add(rows []int64, part *sparse.CSR) {
 }
 
 // sorted returns the kept rows as one matrix in ascending order of their
-// rows of Q_i, with those rows.
+// rows of Q_i, with those rows. A row of Q_i is kept at most once (Q has
+// one entry per row, so its product row comes whole from one chunk). The
+// rows are placed by a table over the span of their rows of Q_i, not
+// sorted, and the result is allocated once at its size: O(rows + entries
+// + span), whatever the number of chunks.
 func (k *keptRows) sorted(valued bool) rowSet {
-	type ref struct {
-		r    int64
-		part int
-		x    int64
-	}
-	var refs []ref
-	var ncols int64
+	var nr, ne, ncols int64
+	lo, hi := int64(math.MaxInt64), int64(-1)
 	for p, rows := range k.rows {
 		ncols = k.parts[p].NCols
-		for x, r := range rows {
-			refs = append(refs, ref{r, p, int64(x)})
+		ne += k.parts[p].NNZ()
+		nr += int64(len(rows))
+		for _, r := range rows {
+			lo, hi = min(lo, r), max(hi, r)
 		}
 	}
-	sort.Slice(refs, func(a, b int) bool { return refs[a].r < refs[b].r })
-	out := &sparse.CSR{NRows: int64(len(refs)), NCols: ncols, Indptr: make([]int64, len(refs)+1), Indices: []int64{}}
+	out := &sparse.CSR{NRows: nr, NCols: ncols, Indptr: make([]int64, nr+1), Indices: make([]int64, ne)}
 	if valued {
-		out.Values = []float64{}
+		out.Values = make([]float64, ne)
 	}
-	ids := make([]int64, len(refs))
-	for y, rf := range refs {
-		part := k.parts[rf.part]
-		lo, hi := part.Indptr[rf.x], part.Indptr[rf.x+1]
-		out.Indices = append(out.Indices, part.Indices[lo:hi]...)
-		if valued {
-			out.Values = append(out.Values, part.Values[lo:hi]...)
+	ids := make([]int64, nr)
+	if nr == 0 {
+		k.rows, k.parts = nil, nil
+		return rowSet{ids: ids, m: out}
+	}
+	// at[r−lo] is 1 + the position of row r among the kept rows, in the
+	// order of the chunks (0: not kept); part and x say where it is.
+	at := make([]int, hi-lo+1)
+	part, xs := make([]int, nr), make([]int64, nr)
+	var y int
+	for p, rows := range k.rows {
+		for x, r := range rows {
+			if at[r-lo] != 0 {
+				panic("sampling: a row of Q kept twice")
+			}
+			y++
+			at[r-lo], part[y-1], xs[y-1] = y, p, int64(x)
 		}
-		out.Indptr[y+1] = int64(len(out.Indices))
-		ids[y] = rf.r
+	}
+	var e, z int64
+	for d, a := range at {
+		if a == 0 {
+			continue
+		}
+		pt := k.parts[part[a-1]]
+		s, t := pt.Indptr[xs[a-1]], pt.Indptr[xs[a-1]+1]
+		copy(out.Indices[e:], pt.Indices[s:t])
+		if valued {
+			copy(out.Values[e:], pt.Values[s:t])
+		}
+		e += t - s
+		ids[z] = lo + int64(d)
+		z++
+		out.Indptr[z] = e
 	}
 	k.rows, k.parts = nil, nil
 	return rowSet{ids: ids, m: out}
