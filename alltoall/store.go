@@ -454,20 +454,14 @@ func (s *Store) FetchTo(dst *dense.Matrix, ids []int64) (*dense.Matrix, Counts, 
 // (own and cached) from the table, the others from their owners, and the
 // counts of the fetch.
 func (s *Store) plan(ids []int64) (*Plan, Counts) {
-	cnt := Counts{Rows: int64(len(ids))}
 	p := newPlan(ids, s.book, s.part, func(gid int64, owner int, lid int64) (int64, bool) {
 		if owner == s.part {
-			cnt.Local++
 			return int64(s.local[lid]), true
 		}
-		if row, ok := s.lookup(gid); ok {
-			cnt.Hits++
-			return row, true
-		}
-		return 0, false
+		return s.lookup(gid)
 	})
-	cnt.Remote = int64(p.Remote())
-	return p, cnt
+	own := int64(p.own)
+	return p, Counts{Rows: int64(len(ids)), Local: own, Hits: int64(p.resident) - own, Remote: int64(p.Remote())}
 }
 
 // receive carries out the exchange of p in the wire type W (float32 rows

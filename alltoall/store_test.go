@@ -496,10 +496,11 @@ func fetchBytes(cm collective.Comm, fn func() error) (int64, error) {
 	return collective.SnapshotOf(cm).Sub(before).Phase("fetch").SentBytes, err
 }
 
-// A fetch large enough to be gathered on several goroutines (more than
-// gatherSplit bytes of rows per goroutine, GOMAXPROCS raised to 4)
-// returns the same rows as the reference, with own, cached and remote rows
-// mixed and repeated, in both dtypes.
+// A fetch large enough to be planned and gathered on several goroutines
+// (more than resolveSplit ids and gatherSplit bytes of rows per goroutine,
+// GOMAXPROCS raised to 4) returns the same rows and counts as the
+// reference, with own, cached and remote rows mixed and repeated, in both
+// dtypes.
 func TestStoreGatherSplit(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
 	const n, f = 12000, 64 // 256- or 128-byte rows: 3 MiB or 1.5 MiB of own rows per rank
@@ -521,7 +522,7 @@ func TestStoreGatherSplit(t *testing.T) {
 				return StoreOptions{DType: tc.dtype, Score: vecOf(positive(n, rank)), CacheRows: tc.cache}
 			}, func(rank int, _ collective.Comm, s *Store) error {
 				r := rand.New(rand.NewPCG(7, uint64(rank)))
-				ids := make([]int64, 3*n/2) // every vertex about once and a half
+				ids := make([]int64, 3*n) // every vertex about three times: over 2·resolveSplit ids
 				for i := range ids {
 					ids[i] = r.Int64N(n)
 				}
