@@ -138,11 +138,21 @@ func (t *dist15D) rows(v []int64, keys []uint64, pick picker) (*sparse.CSR, erro
 	}
 	// Row x of Q_i was computed by replica (block of its vertex) mod c.
 	// The return of the rows is the product's delivery (what Mul15D's
-	// reduce-scatter did): it counts under metrics.PhaseSpGEMM.
+	// reduce-scatter did): it counts under metrics.PhaseSpGEMM. With c = 1
+	// this rank computed every row of Q_i, its own frontier: the sorted
+	// rows are the result, and there is nothing to return.
 	c := g.PC
+	rs := kept.sorted(valued)
+	if c == 1 {
+		if rs.m.NRows != int64(len(v)) {
+			panic("sampling: 1.5D rows lost a frontier row")
+		}
+		rs.m.NCols = n
+		return rs.m, nil
+	}
 	by := func(x int64) int { return collective.BlockOf(t.a.RowBounds, qv[x]) % c }
 	defer collective.SetPhase(g.Comm, metrics.PhaseSpGEMM)()
-	return returnRows(g.RowComm, n, kept.sorted(valued), f.from, by, valued)
+	return returnRows(g.RowComm, n, rs, f.from, by, valued)
 }
 
 // thin returns the rows of the chunk c (rows of Q_i, whose vertices are
