@@ -47,7 +47,8 @@ func Distributed15D(g *collective.Grid, m *sparse.CSR) (Topology, error) {
 // in chunks of bounded work, each thinned by the sampler at once; only the
 // thinned rows are kept and M_j is dropped before the next stage. The
 // thinned rows then go back to the rank of the grid row they came from
-// (Alltoallv of the row lengths, columns and values over the grid row).
+// (Alltoallv of the row lengths, columns and values over the grid row;
+// with c = 1 they are home already, and there is no exchange).
 // Per rank, a hop holds its block, one received piece of a block
 // (spgemm.Stream.PieceEntries), one chunk of P and
 // the thinned rows: memory that does not grow with the bulk's P. The
