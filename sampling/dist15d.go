@@ -127,14 +127,15 @@ func (t *dist15D) rows(v []int64, keys []uint64, pick picker) (*sparse.CSR, erro
 	}
 	qv := f.q.Local.Indices // the vertex of each row of Q_i
 	var kept keptRows
-	sc := newScratch()
-	s := &spgemm.Stream[float64]{ChunkWork: chunkWork}
-	s.Chunk = func(_ int, rows []int64, c *sparse.Matrix[float64]) error {
-		t.peak.note(int64(len(rows)), c.NNZ())
-		kept.add(rows, thin(n, c, valued, qv, f.keys, rows, pick, sc))
-		return nil
+	if valued {
+		err = streamThin(t, sparse.PlusTimes[float64]{}, f.q, t.a, f, true, pick, &kept)
+	} else {
+		// A pattern: P's values are not needed, and (or, and) over
+		// booleans forms it without them (the same entries, the same
+		// bytes on the wire: a pattern's blocks travel without values).
+		err = streamThin(t, sparse.OrAnd{}, patternOf(f.q), patternOf(t.a), f, false, pick, &kept)
 	}
-	if err := spgemm.Mul15DStream(g, sparse.PlusTimes[float64]{}, f.q, t.a, s); err != nil {
+	if err != nil {
 		return nil, err
 	}
 	// Row x of Q_i was computed by replica (block of its vertex) mod c.
@@ -156,23 +157,44 @@ func (t *dist15D) rows(v []int64, keys []uint64, pick picker) (*sparse.CSR, erro
 	return returnRows(g.RowComm, n, rs, f.from, by, valued)
 }
 
+// streamThin streams P = Q_i·A over sr (spgemm.Mul15DStream of q and a,
+// Q_i and this rank's block as float64 or as patterns) and adds each chunk
+// to kept as it comes, thinned by pick (thin).
+func streamThin[T sparse.Scalar, S sparse.Semiring[T]](t *dist15D, sr S, q, a *spgemm.Dist[T], f *frontier, valued bool, pick picker, kept *keptRows) error {
+	n, qv := t.a.M, f.q.Local.Indices
+	sc := newScratch()
+	s := &spgemm.Stream[T]{ChunkWork: chunkWork}
+	s.Chunk = func(_ int, rows []int64, c *sparse.Matrix[T]) error {
+		t.peak.note(int64(len(rows)), c.NNZ())
+		kept.add(rows, thin(n, c, valued, qv, f.keys, rows, pick, sc))
+		return nil
+	}
+	return spgemm.Mul15DStream(t.g, sr, q, a, s)
+}
+
+// patternOf returns d with its block viewed as a boolean pattern: the
+// same row offsets and column indices (shared, not copied), no values.
+func patternOf(d *spgemm.Dist[float64]) *spgemm.Dist[bool] {
+	l := d.Local
+	return &spgemm.Dist[bool]{M: d.M, N: d.N, RowBounds: d.RowBounds, ColBounds: d.ColBounds, I: d.I, J: d.J, Replica: d.Replica,
+		Local: &sparse.Matrix[bool]{NRows: l.NRows, NCols: l.NCols, Indptr: l.Indptr, Indices: l.Indices}}
+}
+
 // thin returns the rows of the chunk c (rows of Q_i, whose vertices are
 // qv[rows[x]] and keys keys[rows[x]]) that pick keeps, or c itself (as a
-// pattern unless valued) if pick is nil.
-func thin(n int64, c *sparse.Matrix[float64], valued bool, qv, keys []int64, rows []int64, pick picker, sc *scratch) *sparse.CSR {
+// pattern unless valued) if pick is nil. valued is true only for a
+// float64 c (the values of a pattern chunk are not kept).
+func thin[T sparse.Scalar](n int64, c *sparse.Matrix[T], valued bool, qv, keys []int64, rows []int64, pick picker, sc *scratch) *sparse.CSR {
+	var vals []float64
+	if valued {
+		vals = any(c.Values).([]float64)
+	}
 	if pick == nil {
-		if !valued {
-			c.Values = nil
-		}
-		return c
+		return &sparse.CSR{NRows: c.NRows, NCols: c.NCols, Indptr: c.Indptr, Indices: c.Indices, Values: vals}
 	}
 	vs, ks := make([]int64, len(rows)), make([]uint64, len(rows))
 	for x, r := range rows {
 		vs[x], ks[x] = qv[r], uint64(keys[r])
-	}
-	var vals []float64
-	if valued {
-		vals = c.Values
 	}
 	return pickRows(n, c.Indptr, c.Indices, vals, vs, ks, pick, sc)
 }
