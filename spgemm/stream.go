@@ -46,6 +46,8 @@ type Stream[T sparse.Scalar] struct {
 	// multiplied and dropped before the next arrives. The bytes sent do not
 	// change. 0 (or less) means DefaultPieceEntries.
 	PieceEntries int64
+
+	ws []int64 // streamStage's work per row of A, reused from piece to piece
 }
 
 // DefaultPieceEntries is the PieceEntries of a Stream that sets none: 2^22
@@ -232,6 +234,31 @@ func streamStage[T sparse.Scalar, S sparse.Semiring[T]](sr S, stage int, a *spar
 		panic("spgemm: stage block does not match the inner range")
 	}
 	limit, o := s.work(), s.local()
+	// The work of every row of a in [lo, hi) (−1: no entry there). When
+	// the rows' scalar products are at least blk's entries, one pass
+	// checking blk's rows sorted and distinct costs less than MulSR's
+	// check of every selected row (a row of B selected many times is
+	// checked each time), and lets it copy them unchecked.
+	ws := s.ws[:0]
+	var total int64
+	for r := range a.NRows {
+		var w, e int64 // the work and the entries of row r in [lo, hi)
+		for q := a.Indptr[r]; q < a.Indptr[r+1]; q++ {
+			if col := a.Indices[q]; col >= lo && col < hi {
+				w += blk.Degree(col - lo)
+				e++
+			}
+		}
+		if e == 0 {
+			w = -1
+		}
+		ws = append(ws, w)
+		total += max(w, 0)
+	}
+	s.ws = ws
+	if total >= blk.NNZ() && distinctRows(blk) {
+		o.SortedB = true
+	}
 	var rows []int64
 	var work int64
 	flush := func() error {
@@ -246,15 +273,8 @@ func streamStage[T sparse.Scalar, S sparse.Semiring[T]](sr S, stage int, a *spar
 		rows, work = nil, 0
 		return s.Chunk(stage, out, c)
 	}
-	for r := range a.NRows {
-		var w, e int64 // the work and the entries of row r in [lo, hi)
-		for q := a.Indptr[r]; q < a.Indptr[r+1]; q++ {
-			if col := a.Indices[q]; col >= lo && col < hi {
-				w += blk.Degree(col - lo)
-				e++
-			}
-		}
-		if e == 0 {
+	for r, w := range ws {
+		if w < 0 {
 			continue
 		}
 		if len(rows) > 0 && work+w+1 > limit {
@@ -262,8 +282,22 @@ func streamStage[T sparse.Scalar, S sparse.Semiring[T]](sr S, stage int, a *spar
 				return err
 			}
 		}
-		rows = append(rows, r)
+		rows = append(rows, int64(r))
 		work += w + 1
 	}
 	return flush()
+}
+
+// distinctRows reports whether every row of m is sorted with no repeated
+// column.
+func distinctRows[T sparse.Scalar](m *sparse.Matrix[T]) bool {
+	for i := range m.NRows {
+		row := m.Indices[m.Indptr[i]:m.Indptr[i+1]]
+		for x := 1; x < len(row); x++ {
+			if row[x] <= row[x-1] {
+				return false
+			}
+		}
+	}
+	return true
 }
