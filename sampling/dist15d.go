@@ -163,7 +163,9 @@ func (t *dist15D) rows(v []int64, keys []uint64, pick picker) (*sparse.CSR, erro
 func streamThin[T sparse.Scalar, S sparse.Semiring[T]](t *dist15D, sr S, q, a *spgemm.Dist[T], f *frontier, valued bool, pick picker, kept *keptRows) error {
 	n, qv := t.a.M, f.q.Local.Indices
 	sc := newScratch()
-	s := &spgemm.Stream[T]{ChunkWork: chunkWork}
+	// A thinned chunk keeps copies of what pick keeps (pickRows): the
+	// chunk itself may be overwritten by the next.
+	s := &spgemm.Stream[T]{ChunkWork: chunkWork, Reuse: pick != nil}
 	s.Chunk = func(_ int, rows []int64, c *sparse.Matrix[T]) error {
 		t.peak.note(int64(len(rows)), c.NNZ())
 		kept.add(rows, thin(n, c, valued, qv, f.keys, rows, pick, sc))

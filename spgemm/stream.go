@@ -31,7 +31,7 @@ type Stream[T sparse.Scalar] struct {
 	// row rows[x] of C. The stage's block of B arrives in pieces of rows
 	// (PieceEntries); every row of A with an entry in a piece's rows is in
 	// exactly one chunk of that piece, even if its product row is empty,
-	// and a row with entries in several pieces gets a partial row from each. The callback owns rows and c. An error stops the product
+	// and a row with entries in several pieces gets a partial row from each. The callback owns rows, and c unless Reuse is set. An error stops the product
 	// on this rank only: the others may then block, as with any collective
 	// error.
 	Chunk func(stage int, rows []int64, c *sparse.Matrix[T]) error
@@ -46,8 +46,14 @@ type Stream[T sparse.Scalar] struct {
 	// multiplied and dropped before the next arrives. The bytes sent do not
 	// change. 0 (or less) means DefaultPieceEntries.
 	PieceEntries int64
+	// Reuse promises that Chunk keeps neither c nor its arrays once it
+	// returns (it copies what it keeps): each chunk's product is then
+	// written into the previous chunk's arrays (sparse.MulSRTo) instead of
+	// new ones.
+	Reuse bool
 
-	ws []int64 // streamStage's work per row of A, reused from piece to piece
+	ws    []int64           // streamStage's work per row of A, reused from piece to piece
+	spare *sparse.Matrix[T] // the last chunk's product, with Reuse
 }
 
 // DefaultPieceEntries is the PieceEntries of a Stream that sets none: 2^22
@@ -265,9 +271,12 @@ func streamStage[T sparse.Scalar, S sparse.Semiring[T]](sr S, stage int, a *spar
 		if len(rows) == 0 {
 			return nil
 		}
-		c, err := sparse.MulSR(sr, sparse.SelectBlock(a, rows, lo, hi), blk, o)
+		c, err := sparse.MulSRTo(s.spare, sr, sparse.SelectBlock(a, rows, lo, hi), blk, o)
 		if err != nil {
 			return fmt.Errorf("spgemm: stream: %w", err)
+		}
+		if s.Reuse {
+			s.spare = c
 		}
 		out := rows
 		rows, work = nil, 0
