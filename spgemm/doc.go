@@ -131,7 +131,9 @@
 // broadcast slice of A) and one chunk of the product: ChunkWork bounds a
 // chunk's entries (one row may exceed it alone), so their memory grows
 // neither with the number of rows of A nor with the size of B's blocks.
-// They send only the broadcasts (no reduction).
+// They send only the broadcasts (no reduction). With Stream.Reuse each
+// chunk is formed in the previous one's arrays (sparse.MulSRTo), so a
+// caller that copies what it keeps allocates no product per chunk.
 //
 // BUG(spgemm): One Alltoallv moves at most 2³¹−1 elements per rank under MPI
 // (MPI counts are C ints); the reduce-scatter of 1.5D and Gather can exceed
