@@ -4,7 +4,9 @@ import (
 	"cmp"
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
+	"sync"
 
 	"gnnmpi/collective"
 	"gnnmpi/dense"
@@ -30,6 +32,9 @@ type Plan struct {
 	// from[i] (an index into the packed rows answering req) when ≥ 0, or
 	// this rank's local row ^from[i] when < 0.
 	from []int64
+	// own is the number of ids this rank owns (repeats counted), resident
+	// the number copied from the table (from[i] < 0).
+	own, resident int
 }
 
 // NewPlan returns the plan for fetching the feature rows of ids, in order,
@@ -54,16 +59,24 @@ func NewPlan(ids []int64, book *partition.Book, rank int) *Plan {
 // copied from the table (from = ^row); the others are requested from their
 // owners. Under NewPlan the table is the rank's own part, indexed by local
 // id; under a Store it is the store's resident rows (own part and cache).
+// resident must be safe for concurrent calls: a long ids is looked up on
+// several goroutines (resolve).
 func newPlan(ids []int64, book *partition.Book, rank int, resident func(gid int64, owner int, lid int64) (int64, bool)) *Plan {
 	if rank < 0 || rank >= book.Parts {
 		panic("alltoall: rank out of range")
 	}
 	n := book.NumNodes()
+	for _, gid := range ids {
+		if gid < 0 || gid >= n {
+			panic("alltoall: id out of range")
+		}
+	}
 	p := &Plan{rank: rank, parts: book.Parts, counts: make([]int, book.Parts), from: make([]int64, len(ids))}
 
-	// First pass: resident rows get their final source, each distinct
-	// remote id a slot in order of first appearance (from[i] = slot for
-	// now).
+	// First pass: resident rows get their final source (resolve); then,
+	// in order, each distinct remote id a slot in order of first
+	// appearance (from[i] = slot for now).
+	p.own, p.resident = resolve(ids, book, rank, resident, p.from)
 	type want struct {
 		owner int32
 		lid   int64
@@ -72,15 +85,11 @@ func newPlan(ids []int64, book *partition.Book, rank int, resident func(gid int6
 	slot := map[int64]int64{}
 	var wants []want
 	for i, gid := range ids {
-		if gid < 0 || gid >= n {
-			panic("alltoall: id out of range")
+		if p.from[i] != remoteRow {
+			continue
 		}
 		o, lid := book.Locate(gid)
 		owner := int32(o)
-		if row, ok := resident(gid, int(owner), lid); ok {
-			p.from[i] = ^row
-			continue
-		}
 		if int(owner) == rank {
 			panic("alltoall: a row this rank owns is not resident")
 		}
@@ -114,6 +123,54 @@ func newPlan(ids []int64, book *partition.Book, rank int, resident func(gid int6
 		}
 	}
 	return p
+}
+
+// remoteRow marks, in resolve's from, an id that is not resident.
+const remoteRow = math.MaxInt64
+
+// resolveSplit is the number of ids per goroutine below which resolve
+// does not split its ids further.
+const resolveSplit = 1 << 14
+
+// resolve sets from[i] to ^row for every ids[i] that resident places in
+// row row of this rank's table, and to remoteRow for the others, and
+// returns the number of ids rank owns and the number resident. The ids
+// are split into contiguous ranges of at least resolveSplit, one per
+// goroutine, up to GOMAXPROCS: each lookup is a miss into the book's and
+// the table's index arrays, and the goroutines keep their misses in
+// flight together. The ids must be in range.
+func resolve(ids []int64, book *partition.Book, rank int, resident func(gid int64, owner int, lid int64) (int64, bool), from []int64) (own, res int) {
+	run := func(lo, hi int) (own, res int) {
+		for i := lo; i < hi; i++ {
+			gid := ids[i]
+			o, lid := book.Locate(gid)
+			if o == rank {
+				own++
+			}
+			if row, ok := resident(gid, o, lid); ok {
+				from[i] = ^row
+				res++
+			} else {
+				from[i] = remoteRow
+			}
+		}
+		return own, res
+	}
+	n := len(ids)
+	g := min(runtime.GOMAXPROCS(0), n/resolveSplit)
+	if g <= 1 {
+		return run(0, n)
+	}
+	owns, ress := make([]int, g), make([]int, g)
+	var wg sync.WaitGroup
+	for k := range g {
+		wg.Go(func() { owns[k], ress[k] = run(n*k/g, n*(k+1)/g) })
+	}
+	wg.Wait()
+	for k := range g {
+		own, res = own+owns[k], res+ress[k]
+	}
+	return own, res
 }
 
 // Remote returns the number of distinct rows the plan requests from other

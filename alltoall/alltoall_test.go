@@ -37,6 +37,8 @@ func TestNewPlan(t *testing.T) {
 		// gid 3 → received row 1, gid 0 → own row 0, gid 6 → 2, gid 3 → 1,
 		// gid 4 → own row 1, gid 5 → 3, gid 1 → 0.
 		from: []int64{1, ^0, 2, 1, ^1, 3, 0},
+		// gids 0 and 4 are rank 0's, and they are the resident rows.
+		own: 2, resident: 2,
 	}
 	assert.Equal(t, want, p)
 	assert.Equal(t, 4, p.Remote())

@@ -3,8 +3,12 @@ package alltoall
 import (
 	"cmp"
 	"fmt"
+	"math"
+	"runtime"
 	"slices"
 	"sort"
+	"sync"
+	"sync/atomic"
 
 	"gnnmpi/collective"
 	"gnnmpi/dense"
@@ -315,6 +319,80 @@ func (s *Store) read(r int, dst []float32) {
 	}
 }
 
+// gatherBlock is the number of resident rows gatherRange reads ahead: it
+// loads every cache line of a block's rows before copying any of them, so
+// that their misses overlap instead of following one another.
+const gatherBlock = 8
+
+// gatherSplit is the bytes of rows per goroutine below which
+// gatherResident does not split its rows further.
+const gatherSplit = 1 << 20
+
+// touched keeps the loads of gatherRange's read-ahead from being dropped.
+var touched atomic.Uint32
+
+// gatherResident copies the resident rows of a plan into out: row i of out
+// is resident row ^from[i] for every i with from[i] < 0 (the others, the
+// remote rows, are not written). The rows are split into contiguous
+// ranges of at least gatherSplit bytes, one per goroutine, up to
+// GOMAXPROCS: gathering rows scattered over a large table waits on memory,
+// not on arithmetic, and each goroutine keeps its own misses in flight.
+func (s *Store) gatherResident(out *dense.Matrix, from []int64) {
+	n := len(from)
+	g := min(runtime.GOMAXPROCS(0), int(int64(n)*s.rowBytes()/gatherSplit))
+	if g <= 1 {
+		touched.Add(s.gatherRange(out, from, 0, n))
+		return
+	}
+	sinks := make([]uint32, g)
+	var wg sync.WaitGroup
+	for k := range g {
+		wg.Go(func() { sinks[k] = s.gatherRange(out, from, n*k/g, n*(k+1)/g) })
+	}
+	wg.Wait()
+	var x uint32
+	for _, v := range sinks {
+		x ^= v
+	}
+	touched.Add(x)
+}
+
+// gatherRange is gatherResident's work on rows [lo, hi) of out, in
+// blocks of gatherBlock rows: first one word of every cache line of the
+// block's resident rows is loaded (the words are xor-ed into the result,
+// which the caller keeps, so that the loads stay), then the rows are
+// copied (or decoded), from cache.
+func (s *Store) gatherRange(out *dense.Matrix, from []int64, lo, hi int) uint32 {
+	f := s.cols
+	var x uint32
+	for b := lo; b < hi; b += gatherBlock {
+		e := min(b+gatherBlock, hi)
+		for _, src := range from[b:e] {
+			if src >= 0 {
+				continue
+			}
+			r := int(^src)
+			if s.half {
+				row := s.f16[r*f : (r+1)*f]
+				for j := 0; j < len(row); j += 32 { // 64-byte lines
+					x ^= uint32(row[j])
+				}
+			} else {
+				row := s.f32[r*f : (r+1)*f]
+				for j := 0; j < len(row); j += 16 {
+					x ^= math.Float32bits(row[j])
+				}
+			}
+		}
+		for i := b; i < e; i++ {
+			if src := from[i]; src < 0 {
+				s.read(int(^src), out.Row(i))
+			}
+		}
+	}
+	return x
+}
+
 func (s *Store) serve32(lid int64, row []float32) {
 	r, f := int(s.local[lid]), s.cols
 	copy(row, s.f32[r*f:(r+1)*f])
@@ -359,11 +437,7 @@ func (s *Store) FetchTo(dst *dense.Matrix, ids []int64) (*dense.Matrix, Counts, 
 	p, cnt := s.plan(ids)
 	f := s.cols
 	out := dense.Reuse(dst, len(ids), f)
-	for i, src := range p.from {
-		if src < 0 {
-			s.read(int(^src), out.Row(i))
-		}
-	}
+	s.gatherResident(out, p.from)
 	var err error
 	if s.half {
 		err = receive(s, p, &s.wire16, s.serve16, func(i int, row []uint16) { f16.Decode(out.Row(i), row) })
@@ -380,20 +454,14 @@ func (s *Store) FetchTo(dst *dense.Matrix, ids []int64) (*dense.Matrix, Counts, 
 // (own and cached) from the table, the others from their owners, and the
 // counts of the fetch.
 func (s *Store) plan(ids []int64) (*Plan, Counts) {
-	cnt := Counts{Rows: int64(len(ids))}
 	p := newPlan(ids, s.book, s.part, func(gid int64, owner int, lid int64) (int64, bool) {
 		if owner == s.part {
-			cnt.Local++
 			return int64(s.local[lid]), true
 		}
-		if row, ok := s.lookup(gid); ok {
-			cnt.Hits++
-			return row, true
-		}
-		return 0, false
+		return s.lookup(gid)
 	})
-	cnt.Remote = int64(p.Remote())
-	return p, cnt
+	own := int64(p.own)
+	return p, Counts{Rows: int64(len(ids)), Local: own, Hits: int64(p.resident) - own, Remote: int64(p.Remote())}
 }
 
 // receive carries out the exchange of p in the wire type W (float32 rows

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"testing"
 
@@ -493,4 +494,93 @@ func fetchBytes(cm collective.Comm, fn func() error) (int64, error) {
 	err := fn()
 	restore()
 	return collective.SnapshotOf(cm).Sub(before).Phase("fetch").SentBytes, err
+}
+
+// A fetch large enough to be planned and gathered on several goroutines
+// (more than resolveSplit ids and gatherSplit bytes of rows per goroutine,
+// GOMAXPROCS raised to 4) returns the same rows and counts as the
+// reference, with own, cached and remote rows mixed and repeated, in both
+// dtypes.
+func TestStoreGatherSplit(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	const n, f = 12000, 64 // 256- or 128-byte rows: 3 MiB or 1.5 MiB of own rows per rank
+	x := globalFeatures(n, f)
+	for _, tc := range []struct {
+		name  string
+		q     int
+		dtype DType
+		cache int
+	}{
+		{"np1 f32", 1, F32, 0},
+		{"np1 f16", 1, F16, 0},
+		{"np2 f32 cached", 2, F32, 1000},
+		{"np3 f16 cached", 3, F16, 500},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			book := partition.Random(n, tc.q, 3)
+			storeRun(t, tc.q, 1, book, x, func(rank int) StoreOptions {
+				return StoreOptions{DType: tc.dtype, Score: vecOf(positive(n, rank)), CacheRows: tc.cache}
+			}, func(rank int, _ collective.Comm, s *Store) error {
+				r := rand.New(rand.NewPCG(7, uint64(rank)))
+				ids := make([]int64, 3*n) // every vertex about three times: over 2·resolveSplit ids
+				for i := range ids {
+					ids[i] = r.Int64N(n)
+				}
+				got, cnt, err := s.Fetch(ids)
+				if err != nil {
+					return err
+				}
+				if want := countsOf(ids, book, rank, s); cnt != want {
+					return fmt.Errorf("counts: got %+v want %+v", cnt, want)
+				}
+				return sameRows(got, x, ids, tc.dtype == F16)
+			})
+		})
+	}
+}
+
+// BenchmarkStoreFetch measures the gather of a fetch served from the
+// store's own rows (one rank, as at np 1): ids distinct random vertices of
+// n (a minibatch's input layer) with f float32 features. Bytes are the
+// rows gathered, to compare with a memmove's rate.
+func BenchmarkStoreFetch(b *testing.B) {
+	for _, bc := range []struct {
+		ids, f int
+		n      int64
+	}{
+		{1 << 16, 128, 1 << 20},
+	} {
+		b.Run(fmt.Sprintf("p=1/ids=%d/f=%d/n=%d", bc.ids, bc.f, bc.n), func(b *testing.B) {
+			book := partition.Block(bc.n, 1)
+			x := dense.New(int(bc.n), bc.f)
+			r := rand.New(rand.NewPCG(1, 2))
+			for i := range x.Data {
+				x.Data[i] = r.Float32()
+			}
+			ids := r.Perm(int(bc.n))[:bc.ids]
+			req := make([]int64, len(ids))
+			for i, v := range ids {
+				req[i] = int64(v)
+			}
+			b.SetBytes(int64(bc.ids * bc.f * 4))
+			b.ReportAllocs()
+			err := inproc.Run(1, opts, func(c collective.Comm) error {
+				s, err := NewStore(c, book, x, StoreOptions{})
+				if err != nil {
+					return err
+				}
+				var dst *dense.Matrix
+				b.ResetTimer()
+				for range b.N {
+					if dst, _, err = s.FetchTo(dst, req); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+		})
+	}
 }

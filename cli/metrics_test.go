@@ -79,14 +79,14 @@ func flatten(v any, path string, out map[string]any) {
 	}
 }
 
-// measuredKey reports whether a key path ends in a time or memory
-// measurement (bench/golden's rule) or in a key that depends on where the
-// test runs: the data path and the BLAS (the binary links OpenBLAS, the
-// tests use gonum's pure Go, whose sums round differently: the losses
-// agree to lossTol).
+// measuredKey reports whether a key path ends in a time, rate or memory
+// measurement (bench/golden's rule, and data_path's GB/s) or in a key that
+// depends on where the test runs: the data path and the BLAS (the binary
+// links OpenBLAS, the tests use gonum's pure Go, whose sums round
+// differently: the losses agree to lossTol).
 func measuredKey(path string) bool {
 	for _, k := range strings.Split(path, "/") {
-		if strings.HasSuffix(k, "_s") || strings.HasSuffix(k, "seconds") || k == "peak_rss_bytes" {
+		if strings.HasSuffix(k, "_s") || strings.HasSuffix(k, "seconds") || strings.HasSuffix(k, "_gbps") || k == "peak_rss_bytes" {
 			return true
 		}
 	}

@@ -346,6 +346,9 @@ func runTrain(env *Env, path string, lo train.LoadOptions, cfg train.Config) err
 		return err
 	}
 	printBest(env, res)
+	if res.DataPath != nil {
+		env.Printf("%s\n", res.DataPath.Summary())
+	}
 	return env.Finish(res.Final(cfg, d, train.RunInfo{Path: path, Load: lo, FeatureNorm: normFlag, GlobalBatchSize: globalBatch, BLAS: env.BLASName}))
 }
 

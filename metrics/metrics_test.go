@@ -79,3 +79,22 @@ func TestDecodeTrainFinal(t *testing.T) {
 		})
 	}
 }
+
+func TestDataPathSummary(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		d    DataPath
+		want string
+	}{
+		{"two ranks", DataPath{MinibatchesPerS: []float64{40, 25.5}, GatherGBps: 3, CopyGBps: 12},
+			"data path (sample+fetch alone): 25.5 minibatches/s (slowest rank; fastest 40.0); rank 0 gathers 3.00 GB/s, 25% of its 12.0 GB/s copy bandwidth"},
+		{"no copy rate", DataPath{MinibatchesPerS: []float64{7}, GatherGBps: 1.5},
+			"data path (sample+fetch alone): 7.0 minibatches/s (slowest rank; fastest 7.0); rank 0 gathers 1.50 GB/s, 0% of its 0.0 GB/s copy bandwidth"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.d.Summary(); got != tc.want {
+				t.Errorf("got: %q want: %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -117,6 +117,8 @@ type MinibatchFinal struct {
 	BatchesPerRank    *int      `json:"batches_per_rank,omitempty"`
 	FetchRowsPerEpoch *float64  `json:"fetch_rows_per_epoch,omitempty"`
 	GPUReads          *GPUReads `json:"gpu_reads,omitempty"` // summed over the epochs
+	// DataPath is the loader's own rate; absent without epochs.
+	DataPath *DataPath `json:"data_path,omitempty"`
 }
 
 // FullFinal is the final record of full-graph training (modes graph, pipe

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sort"
 
 	"gnnmpi/collective"
 	"gnnmpi/metrics"
@@ -50,7 +49,8 @@ func Distributed15D(g *collective.Grid, m *sparse.CSR) (Topology, error) {
 // in chunks of bounded work, each thinned by the sampler at once; only the
 // thinned rows are kept and M_j is dropped before the next stage. The
 // thinned rows then go back to the rank of the grid row they came from
-// (Alltoallv of the row lengths, columns and values over the grid row).
+// (Alltoallv of the row lengths, columns and values over the grid row;
+// with c = 1 they are home already, and there is no exchange).
 // Per rank, a hop holds its block, one received piece of a block
 // (spgemm.Stream.PieceEntries) or the rows of a block it fetched, one
 // chunk of P and the thinned rows, and the topology keeps the n int32
@@ -171,42 +171,76 @@ func (t *dist15D) rows(v []int64, keys []uint64, pick picker) (*sparse.CSR, erro
 	}
 	qv := f.q.Local.Indices // the vertex of each row of Q_i
 	var kept keptRows
-	sc := newScratch()
-	s := &spgemm.Stream[float64]{ChunkWork: chunkWork, Degrees: t.deg}
-	s.Chunk = func(_ int, rows []int64, c *sparse.Matrix[float64]) error {
-		t.peak.note(int64(len(rows)), c.NNZ())
-		kept.add(rows, thin(n, c, valued, qv, f.keys, rows, pick, sc))
-		return nil
+	if valued {
+		err = streamThin(t, sparse.PlusTimes[float64]{}, f.q, t.a, f, true, pick, &kept)
+	} else {
+		// A pattern: P's values are not needed, and (or, and) over
+		// booleans forms it without them (the same entries, the same
+		// bytes on the wire: a pattern's blocks travel without values).
+		err = streamThin(t, sparse.OrAnd{}, patternOf(f.q), patternOf(t.a), f, false, pick, &kept)
 	}
-	if err := spgemm.Mul15DStream(g, sparse.PlusTimes[float64]{}, f.q, t.a, s); err != nil {
+	if err != nil {
 		return nil, err
 	}
 	// Row x of Q_i was computed by replica (block of its vertex) mod c.
 	// The return of the rows is the product's delivery (what Mul15D's
-	// reduce-scatter did): it counts under metrics.PhaseSpGEMM.
+	// reduce-scatter did): it counts under metrics.PhaseSpGEMM. With c = 1
+	// this rank computed every row of Q_i, its own frontier: the sorted
+	// rows are the result, and there is nothing to return.
 	c := g.PC
+	rs := kept.sorted(valued)
+	if c == 1 {
+		if rs.m.NRows != int64(len(v)) {
+			panic("sampling: 1.5D rows lost a frontier row")
+		}
+		rs.m.NCols = n
+		return rs.m, nil
+	}
 	by := func(x int64) int { return collective.BlockOf(t.a.RowBounds, qv[x]) % c }
 	defer collective.SetPhase(g.Comm, metrics.PhaseSpGEMM)()
-	return returnRows(g.RowComm, n, kept.sorted(valued), f.from, by, valued)
+	return returnRows(g.RowComm, n, rs, f.from, by, valued)
+}
+
+// streamThin streams P = Q_i·A over sr (spgemm.Mul15DStream of q and a,
+// Q_i and this rank's block as float64 or as patterns) and adds each chunk
+// to kept as it comes, thinned by pick (thin).
+func streamThin[T sparse.Scalar, S sparse.Semiring[T]](t *dist15D, sr S, q, a *spgemm.Dist[T], f *frontier, valued bool, pick picker, kept *keptRows) error {
+	n, qv := t.a.M, f.q.Local.Indices
+	sc := newScratch()
+	// A thinned chunk keeps copies of what pick keeps (pickRows): the
+	// chunk itself may be overwritten by the next.
+	s := &spgemm.Stream[T]{ChunkWork: chunkWork, Reuse: pick != nil, Degrees: t.deg}
+	s.Chunk = func(_ int, rows []int64, c *sparse.Matrix[T]) error {
+		t.peak.note(int64(len(rows)), c.NNZ())
+		kept.add(rows, thin(n, c, valued, qv, f.keys, rows, pick, sc))
+		return nil
+	}
+	return spgemm.Mul15DStream(t.g, sr, q, a, s)
+}
+
+// patternOf returns d with its block viewed as a boolean pattern: the
+// same row offsets and column indices (shared, not copied), no values.
+func patternOf(d *spgemm.Dist[float64]) *spgemm.Dist[bool] {
+	l := d.Local
+	return &spgemm.Dist[bool]{M: d.M, N: d.N, RowBounds: d.RowBounds, ColBounds: d.ColBounds, I: d.I, J: d.J, Replica: d.Replica,
+		Local: &sparse.Matrix[bool]{NRows: l.NRows, NCols: l.NCols, Indptr: l.Indptr, Indices: l.Indices}}
 }
 
 // thin returns the rows of the chunk c (rows of Q_i, whose vertices are
 // qv[rows[x]] and keys keys[rows[x]]) that pick keeps, or c itself (as a
-// pattern unless valued) if pick is nil.
-func thin(n int64, c *sparse.Matrix[float64], valued bool, qv, keys []int64, rows []int64, pick picker, sc *scratch) *sparse.CSR {
+// pattern unless valued) if pick is nil. valued is true only for a
+// float64 c (the values of a pattern chunk are not kept).
+func thin[T sparse.Scalar](n int64, c *sparse.Matrix[T], valued bool, qv, keys []int64, rows []int64, pick picker, sc *scratch) *sparse.CSR {
+	var vals []float64
+	if valued {
+		vals = any(c.Values).([]float64)
+	}
 	if pick == nil {
-		if !valued {
-			c.Values = nil
-		}
-		return c
+		return &sparse.CSR{NRows: c.NRows, NCols: c.NCols, Indptr: c.Indptr, Indices: c.Indices, Values: vals}
 	}
 	vs, ks := make([]int64, len(rows)), make([]uint64, len(rows))
 	for x, r := range rows {
 		vs[x], ks[x] = qv[r], uint64(keys[r])
-	}
-	var vals []float64
-	if valued {
-		vals = c.Values
 	}
 	return pickRows(n, c.Indptr, c.Indices, vals, vs, ks, pick, sc)
 }
@@ -222,36 +256,60 @@ func (k *keptRows) add(rows []int64, part *sparse.CSR) {
 }
 
 // sorted returns the kept rows as one matrix in ascending order of their
-// rows of Q_i, with those rows.
+// rows of Q_i, with those rows. A row of Q_i is kept at most once (Q has
+// one entry per row, so its product row comes whole from one chunk). The
+// rows are placed by a table over the span of their rows of Q_i, not
+// sorted, and the result is allocated once at its size: O(rows + entries
+// + span), whatever the number of chunks.
 func (k *keptRows) sorted(valued bool) rowSet {
-	type ref struct {
-		r    int64
-		part int
-		x    int64
-	}
-	var refs []ref
-	var ncols int64
+	var nr, ne, ncols int64
+	lo, hi := int64(math.MaxInt64), int64(-1)
 	for p, rows := range k.rows {
 		ncols = k.parts[p].NCols
-		for x, r := range rows {
-			refs = append(refs, ref{r, p, int64(x)})
+		ne += k.parts[p].NNZ()
+		nr += int64(len(rows))
+		for _, r := range rows {
+			lo, hi = min(lo, r), max(hi, r)
 		}
 	}
-	sort.Slice(refs, func(a, b int) bool { return refs[a].r < refs[b].r })
-	out := &sparse.CSR{NRows: int64(len(refs)), NCols: ncols, Indptr: make([]int64, len(refs)+1), Indices: []int64{}}
+	out := &sparse.CSR{NRows: nr, NCols: ncols, Indptr: make([]int64, nr+1), Indices: make([]int64, ne)}
 	if valued {
-		out.Values = []float64{}
+		out.Values = make([]float64, ne)
 	}
-	ids := make([]int64, len(refs))
-	for y, rf := range refs {
-		part := k.parts[rf.part]
-		lo, hi := part.Indptr[rf.x], part.Indptr[rf.x+1]
-		out.Indices = append(out.Indices, part.Indices[lo:hi]...)
-		if valued {
-			out.Values = append(out.Values, part.Values[lo:hi]...)
+	ids := make([]int64, nr)
+	if nr == 0 {
+		k.rows, k.parts = nil, nil
+		return rowSet{ids: ids, m: out}
+	}
+	// at[r−lo] is 1 + the position of row r among the kept rows, in the
+	// order of the chunks (0: not kept); part and x say where it is.
+	at := make([]int, hi-lo+1)
+	part, xs := make([]int, nr), make([]int64, nr)
+	var y int
+	for p, rows := range k.rows {
+		for x, r := range rows {
+			if at[r-lo] != 0 {
+				panic("sampling: a row of Q kept twice")
+			}
+			y++
+			at[r-lo], part[y-1], xs[y-1] = y, p, int64(x)
 		}
-		out.Indptr[y+1] = int64(len(out.Indices))
-		ids[y] = rf.r
+	}
+	var e, z int64
+	for d, a := range at {
+		if a == 0 {
+			continue
+		}
+		pt := k.parts[part[a-1]]
+		s, t := pt.Indptr[xs[a-1]], pt.Indptr[xs[a-1]+1]
+		copy(out.Indices[e:], pt.Indices[s:t])
+		if valued {
+			copy(out.Values[e:], pt.Values[s:t])
+		}
+		e += t - s
+		ids[z] = lo + int64(d)
+		z++
+		out.Indptr[z] = e
 	}
 	k.rows, k.parts = nil, nil
 	return rowSet{ids: ids, m: out}

@@ -44,10 +44,12 @@ type Topology interface {
 // that every rank picks alike.
 type picker func(sc *scratch, key uint64, v int64, cols []int64, vals []float64) []int
 
-// scratch is one goroutine's reusable state for pickers.
+// scratch is one goroutine's reusable state for pickers and for pickRows.
 type scratch struct {
-	d  darts
-	st *streams
+	d   darts
+	st  *streams
+	ind []int64   // pickRows's kept columns, before they are copied out
+	val []float64 // and their values
 }
 
 func newScratch() *scratch { return &scratch{st: newStreams()} }
@@ -58,13 +60,13 @@ func (sc *scratch) stream(key uint64, h int, v int64) *rand.Rand { return sc.st.
 // pickRows applies pick to every row of the |v|×n matrix (indptr,
 // indices, values) (row i being vertex v[i] of the minibatch of keys[i];
 // values nil for a pattern) and returns the kept entries, with their
-// values if values is not nil.
+// values if values is not nil. The kept entries gather in sc's buffers,
+// which grow to the largest call's and are reused, and are copied out
+// once at their size: a call allocates its result and nothing else.
 func pickRows(n int64, indptr, indices []int64, values []float64, v []int64, keys []uint64, pick picker, sc *scratch) *sparse.CSR {
 	m := int64(len(indptr) - 1)
-	out := &sparse.CSR{NRows: m, NCols: n, Indptr: make([]int64, m+1), Indices: []int64{}}
-	if values != nil {
-		out.Values = []float64{}
-	}
+	out := &sparse.CSR{NRows: m, NCols: n, Indptr: make([]int64, m+1)}
+	ind, val := sc.ind[:0], sc.val[:0]
 	for i := range m {
 		lo, hi := indptr[i], indptr[i+1]
 		cols := indices[lo:hi]
@@ -73,13 +75,18 @@ func pickRows(n int64, indptr, indices []int64, values []float64, v []int64, key
 			vals = values[lo:hi]
 		}
 		for _, k := range pick(sc, keys[i], v[i], cols, vals) {
-			out.Indices = append(out.Indices, cols[k])
+			ind = append(ind, cols[k])
 			if vals != nil {
-				out.Values = append(out.Values, vals[k])
+				val = append(val, vals[k])
 			}
 		}
-		out.Indptr[i+1] = int64(len(out.Indices))
+		out.Indptr[i+1] = int64(len(ind))
 	}
+	out.Indices = append(make([]int64, 0, len(ind)), ind...)
+	if values != nil {
+		out.Values = append(make([]float64, 0, len(val)), val...)
+	}
+	sc.ind, sc.val = ind, val
 	return out
 }
 

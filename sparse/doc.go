@@ -25,7 +25,8 @@
 //
 // MulRowsSR multiplies only chosen rows of A, and MulMaskedSR only at the
 // positions of a mask; both cost in proportion to their output and flops,
-// however large A and B are. Mul is the (+, ×) product over CSR, on which
+// however large A and B are. MulSRTo writes the product into a matrix
+// whose arrays it reuses. Mul is the (+, ×) product over CSR, on which
 // samplers build: P = Q·A selects and merges rows of A.
 //
 // SelectRows is the one row selection of a CSR (the rows a rank owns, the

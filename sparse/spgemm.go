@@ -105,6 +105,23 @@ func MulSR[T Scalar, S Semiring[T]](sr S, a, b *Matrix[T], o *Options) (*Matrix[
 	return newProduct(kernelOf[T](sr), a, b, nil, o).run(), nil
 }
 
+// MulSRTo is MulSR writing C into dst, reusing its arrays where their
+// capacity suffices (dst's contents are overwritten; a nil dst is MulSR).
+// The result is dst, which then shares no memory with a and b but may
+// share its arrays with what dst held before; C is the same as MulSR's.
+// A caller that multiplies many times and drops each product before the
+// next saves their allocation.
+//
+// MulSRTo returns an error wrapping ErrShape if A.NCols != B.NRows.
+func MulSRTo[T Scalar, S Semiring[T]](dst *Matrix[T], sr S, a, b *Matrix[T], o *Options) (*Matrix[T], error) {
+	if a.NCols != b.NRows {
+		return nil, fmt.Errorf("%w: %d×%d times %d×%d", ErrShape, a.NRows, a.NCols, b.NRows, b.NCols)
+	}
+	p := newProduct(kernelOf[T](sr), a, b, nil, o)
+	p.dst = dst
+	return p.run(), nil
+}
+
 // MulRowsSR returns the rows rows of the product A·B over sr, in that
 // order: row r of C is row rows[r] of A·B. It equals MulSR(sr, Q·A, B) where
 // Q is the selection matrix with Q(r, rows[r]) = 1, without forming Q·A;
@@ -166,6 +183,7 @@ type product[T Scalar] struct {
 	sortedB bool
 	mptr    []int64 // mask, when masked
 	mind    []int64
+	dst     *Matrix[T] // MulSRTo's: C's storage, reused
 	ident   T
 	one     T
 
@@ -244,7 +262,12 @@ func (p *product[T]) run() *Matrix[T] {
 	if !p.masked {
 		p.sel = make([]bool, m)
 	}
-	c := &Matrix[T]{NRows: m, NCols: ncols, Indptr: make([]int64, m+1)}
+	c := &Matrix[T]{NRows: m, NCols: ncols}
+	if p.dst != nil {
+		*p.dst, c = Matrix[T]{NRows: m, NCols: ncols, Indptr: p.dst.Indptr, Indices: p.dst.Indices, Values: p.dst.Values}, p.dst
+	}
+	c.Indptr = reuse(c.Indptr, m+1)
+	c.Indptr[0] = 0
 	p.c = c
 	// Symbolic phase: c.Indptr[i+1] = length of row i.
 	p.parallel(p.flops, 1, func(w *worker[T], lo, hi int64) {
@@ -256,8 +279,8 @@ func (p *product[T]) run() *Matrix[T] {
 		c.Indptr[i+1] += c.Indptr[i]
 	}
 	nnz := c.Indptr[m]
-	c.Indices = make([]int64, nnz)
-	c.Values = make([]T, nnz)
+	c.Indices = reuse(c.Indices, nnz)
+	c.Values = reuse(c.Values, nnz)
 	// Numeric phase, balanced by flops plus output.
 	wt := p.flops
 	if p.threads > 1 {
@@ -807,6 +830,16 @@ func (w *worker[T]) fillHashMasked(lo, hi int64, mrow, ind []int64, val []T) {
 	if !strictlyIncreasing(mrow) {
 		sortPairs(ind, val)
 	}
+}
+
+// reuse returns s[:n] if s is not nil and its capacity suffices, else a
+// new slice of n elements (never nil); the contents are unspecified (the
+// caller writes every one).
+func reuse[E any](s []E, n int64) []E {
+	if s != nil && int64(cap(s)) >= n {
+		return s[:n]
+	}
+	return make([]E, n)
 }
 
 // strictlyIncreasing reports whether s is sorted with no repeats.

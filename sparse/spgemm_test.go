@@ -596,3 +596,50 @@ func TestMulSRSortedB(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, want, got)
 }
+
+// MulSRTo gives MulSR's product whatever dst holds: nothing, arrays too
+// short, or longer arrays full of garbage from an earlier product, which it
+// reuses.
+func TestMulSRTo(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(11, 12))
+	var prev *Matrix[float64] // an earlier product, reused as dst
+	for _, tc := range []struct {
+		name    string
+		m, k, n int64
+		density float64
+	}{
+		{"first, into nil", 30, 40, 50, 0.1},
+		{"larger, into a short dst", 60, 40, 80, 0.2},
+		{"smaller, into a long dst", 20, 10, 30, 0.1},
+		{"empty rows", 25, 30, 20, 0.02},
+		{"no rows", 0, 30, 20, 0.1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := randomMatrix(rnd, tc.m, tc.k, tc.density, smallInt[float64])
+			b := randomMatrix(rnd, tc.k, tc.n, tc.density, smallInt[float64])
+			for _, o := range allOptions() {
+				want, err := MulSR(PlusTimes[float64]{}, a, b, o)
+				require.NoError(t, err)
+				if prev != nil {
+					for i := range prev.Indices[:cap(prev.Indices)] {
+						prev.Indices[:cap(prev.Indices)][i] = -7 // garbage the product must overwrite
+					}
+				}
+				got, err := MulSRTo(prev, PlusTimes[float64]{}, a, b, o)
+				require.NoError(t, err)
+				if prev != nil {
+					require.Same(t, prev, got, "%s: the result is dst", optName(o))
+				}
+				// nil and empty arrays alike: an empty product's arrays
+				// are empty either way.
+				assert.Equal(t, [2]int64{want.NRows, want.NCols}, [2]int64{got.NRows, got.NCols}, optName(o))
+				assert.Equal(t, want.Indptr, got.Indptr, optName(o))
+				assert.True(t, slices.Equal(want.Indices, got.Indices), "%s: indices got: %v want: %v", optName(o), got.Indices, want.Indices)
+				assert.True(t, slices.Equal(want.Values, got.Values), "%s: values got: %v want: %v", optName(o), got.Values, want.Values)
+				prev = got
+			}
+		})
+	}
+	_, err := MulSRTo(prev, PlusTimes[float64]{}, randomMatrix(rnd, 3, 4, 0.5, smallInt[float64]), randomMatrix(rnd, 5, 3, 0.5, smallInt[float64]), nil)
+	require.ErrorIs(t, err, ErrShape)
+}

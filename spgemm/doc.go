@@ -135,6 +135,9 @@
 // degrees of B's rows (Stream.Degrees) fetches, per stage, only the rows
 // of B_j that A_i names, instead of the broadcast, when that sends fewer
 // bytes (FetchVolume15D); a fetched stage is one piece of those rows.
+// With Stream.Reuse each
+// chunk is formed in the previous one's arrays (sparse.MulSRTo), so a
+// caller that copies what it keeps allocates no product per chunk.
 //
 // BUG(spgemm): One Alltoallv moves at most 2³¹−1 elements per rank under MPI
 // (MPI counts are C ints); the reduce-scatter of 1.5D and Gather can exceed

@@ -31,7 +31,7 @@ type Stream[T sparse.Scalar] struct {
 	// row rows[x] of C. The stage's block of B arrives in pieces of rows
 	// (PieceEntries); every row of A with an entry in a piece's rows is in
 	// exactly one chunk of that piece, even if its product row is empty,
-	// and a row with entries in several pieces gets a partial row from each. The callback owns rows and c. An error stops the product
+	// and a row with entries in several pieces gets a partial row from each. The callback owns rows, and c unless Reuse is set. An error stops the product
 	// on this rank only: the others may then block, as with any collective
 	// error.
 	Chunk func(stage int, rows []int64, c *sparse.Matrix[T]) error
@@ -52,6 +52,14 @@ type Stream[T sparse.Scalar] struct {
 	// of the stage's block of B that the columns of A name instead of
 	// broadcasting the block (see FetchVolume15D). Mul2DStream ignores it.
 	Degrees []int32
+	// Reuse promises that Chunk keeps neither c nor its arrays once it
+	// returns (it copies what it keeps): each chunk's product is then
+	// written into the previous chunk's arrays (sparse.MulSRTo) instead of
+	// new ones.
+	Reuse bool
+
+	ws    []int64           // streamStage's work per row of A, reused from piece to piece
+	spare *sparse.Matrix[T] // the last chunk's product, with Reuse
 }
 
 // DefaultPieceEntries is the PieceEntries of a Stream that sets none: 2^22
@@ -258,20 +266,13 @@ func streamStage[T sparse.Scalar, S sparse.Semiring[T]](sr S, stage int, a *spar
 		panic("spgemm: stage block does not match the inner range")
 	}
 	limit, o := s.work(), s.local()
-	var rows []int64
-	var work int64
-	flush := func() error {
-		if len(rows) == 0 {
-			return nil
-		}
-		c, err := sparse.MulSR(sr, sparse.SelectBlock(a, rows, lo, hi), blk, o)
-		if err != nil {
-			return fmt.Errorf("spgemm: stream: %w", err)
-		}
-		out := rows
-		rows, work = nil, 0
-		return s.Chunk(stage, out, c)
-	}
+	// The work of every row of a in [lo, hi) (−1: no entry there). When
+	// the rows' scalar products are at least blk's entries, one pass
+	// checking blk's rows sorted and distinct costs less than MulSR's
+	// check of every selected row (a row of B selected many times is
+	// checked each time), and lets it copy them unchecked.
+	ws := s.ws[:0]
+	var total int64
 	for r := range a.NRows {
 		var w, e int64 // the work and the entries of row r in [lo, hi)
 		for q := a.Indptr[r]; q < a.Indptr[r+1]; q++ {
@@ -281,6 +282,34 @@ func streamStage[T sparse.Scalar, S sparse.Semiring[T]](sr S, stage int, a *spar
 			}
 		}
 		if e == 0 {
+			w = -1
+		}
+		ws = append(ws, w)
+		total += max(w, 0)
+	}
+	s.ws = ws
+	if total >= blk.NNZ() && distinctRows(blk) {
+		o.SortedB = true
+	}
+	var rows []int64
+	var work int64
+	flush := func() error {
+		if len(rows) == 0 {
+			return nil
+		}
+		c, err := sparse.MulSRTo(s.spare, sr, sparse.SelectBlock(a, rows, lo, hi), blk, o)
+		if err != nil {
+			return fmt.Errorf("spgemm: stream: %w", err)
+		}
+		if s.Reuse {
+			s.spare = c
+		}
+		out := rows
+		rows, work = nil, 0
+		return s.Chunk(stage, out, c)
+	}
+	for r, w := range ws {
+		if w < 0 {
 			continue
 		}
 		if len(rows) > 0 && work+w+1 > limit {
@@ -288,8 +317,22 @@ func streamStage[T sparse.Scalar, S sparse.Semiring[T]](sr S, stage int, a *spar
 				return err
 			}
 		}
-		rows = append(rows, r)
+		rows = append(rows, int64(r))
 		work += w + 1
 	}
 	return flush()
+}
+
+// distinctRows reports whether every row of m is sorted with no repeated
+// column.
+func distinctRows[T sparse.Scalar](m *sparse.Matrix[T]) bool {
+	for i := range m.NRows {
+		row := m.Indices[m.Indptr[i]:m.Indptr[i+1]]
+		for x := 1; x < len(row); x++ {
+			if row[x] <= row[x-1] {
+				return false
+			}
+		}
+	}
+	return true
 }

@@ -54,6 +54,7 @@ func (r *Result) Final(cfg Config, d *Data, info RunInfo) *metrics.MinibatchFina
 		g := metrics.GPUReads(*r.GPUReads)
 		out.GPUReads = &g
 	}
+	out.DataPath = r.DataPath
 	return out
 }
 

@@ -47,6 +47,8 @@ type Result struct {
 	// Memory is every rank's state by category (Run only; see
 	// MemoryCategories): Memory[category][rank] bytes.
 	Memory map[string][]int64
+	// DataPath is the loader's own rate (Run only; nil without epochs).
+	DataPath *metrics.DataPath
 }
 
 // medianPhaseSeconds returns the median over the epochs of each phase's

@@ -115,6 +115,7 @@ func (t *trainer) train(epoch int, progress func(epoch, batch, batches int)) err
 		ep.secs[p] += s
 	}
 	ep.fetched, ep.reads = ls.fetched, ls.reads
+	t.path.addEpoch(ls)
 	ep.trainSecs = time.Since(start).Seconds()
 	t.ep = ep
 	return nil
@@ -197,6 +198,7 @@ func (t *trainer) summarize(epoch int, ev *evaluation, evalSecs float64) (EpochS
 	if err := collective.AllreduceSlice(c, all, collective.Sum); err != nil {
 		return EpochStats{}, err
 	}
+	t.path.addRanks(all, w)
 	times, critical := make([]float64, w), 0
 	for r := 0; r < c.Size(); r++ {
 		v := all[w*r : w*(r+1)]

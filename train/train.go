@@ -65,6 +65,7 @@ func Run(c collective.Comm, d *Data, cfg Config, h Hooks) (*Result, error) {
 	}
 	res := rec.result()
 	res.NumParams, res.Stores = t.m.NumParams(), t.stores
+	res.DataPath = t.path.record()
 	defer collective.SetPhase(c, metrics.PhaseMetrics)()
 	mine := append(t.memory(), memlimit.PeakRSS())
 	all, _, err := collective.AllgatherSlice(c, mine)

@@ -99,6 +99,7 @@ type feed struct {
 	// the degree exchanges of GCN on a partitioned dataset
 	// (needDegrees); nil otherwise.
 	featDeg *dense.Matrix
+	path    dataPath // the loader's own timing over the run (datapath.go)
 }
 
 // evaluator is the state of a trainer's layer-wise inference (infer.go):
