@@ -37,7 +37,10 @@
 #
 # Environment: NPS (default "1 2 4 8"), GRAPHS, EPOCHS, SAMPLE_BATCHES,
 # CAP, CAP_FRAC, WORK (generated data, about 12 GB; default
-# bench/out/scaleout/data), MPIRUN_ARGS.
+# bench/out/scaleout/data), MPIRUN_ARGS, GNNMPI (a gnnmpi binary to run
+# instead of building ./gnnmpi: another commit's, for a before/after
+# comparison on the same data), REPLICATED (default 1; 0 skips the np 2
+# replicated-topology run), CSV (default bench/out/scaleout.csv).
 #
 # Writes bench/out/scaleout.csv (one row per rank of every run),
 # bench/out/scaleout-capped.csv, bench/out/scaleout.png and the logs under
@@ -56,8 +59,12 @@ WORK=${WORK:-$LOGS/data}
 PARTS=8
 PY=/usr/bin/python3
 mkdir -p "$LOGS" "$WORK"
-./run.sh build >/dev/null
-G=./gnnmpi
+if [ -n "${GNNMPI:-}" ]; then
+	G=$GNNMPI
+else
+	./run.sh build >/dev/null
+	G=./gnnmpi
+fi
 if [ "$(id -u)" = 0 ]; then
 	export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 fi
@@ -65,6 +72,7 @@ commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 if [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ]; then
 	commit+="-dirty"
 fi
+[ -n "${GNNMPI:-}" ] && commit="${COMMIT:-$(basename "$GNNMPI")}" # the binary's, not the tree's
 load1() { cut -d' ' -f1-3 /proc/loadavg; }
 
 # prepare GRAPH: generate and partition once; print the part directory.
@@ -86,7 +94,7 @@ prepare() {
 	echo "$dir"
 }
 
-csv=$OUT/scaleout.csv
+csv=${CSV:-$OUT/scaleout.csv}
 echo "graph,command,topology,np,rank,peak_rss_bytes,topology_bytes,features_bytes,cache_bytes,model_bytes,median_epoch_s,sample_s,test_acc,bytes_fetch,bytes_sample,bytes_spgemm,bytes_grad,bytes_eval,load_start,load_end,commit" > "$csv"
 
 # record CMD TOPO NP JSON GRAPH L0 L1: append one row per rank.
@@ -142,7 +150,7 @@ for g in $GRAPHS; do
 			--bulk 64 --max-batches "$SAMPLE_BATCHES" --json > "$LOGS/$g-sample-np$np.json" 2> "$LOGS/$g-sample-np$np.log"
 		record sample 1.5d "$np" "$LOGS/$g-sample-np$np.json" "$g" "$l0" "$(load1)"
 	done
-	if [ "$g" = "${GRAPHS%% *}" ]; then
+	if [ "$g" = "${GRAPHS%% *}" ] && [ "${REPLICATED:-1}" = 1 ]; then
 		echo "== $g np=2 train, replicated topology" >&2
 		l0=$(load1)
 		train "$dir" 2 replicated "$g-train-np2-replicated"
