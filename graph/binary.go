@@ -615,13 +615,18 @@ type binFile struct {
 	path     string
 	data     []byte // the mapping
 	meta     *binMeta
-	noVerify bool // skip the sections' checksums
+	noVerify bool            // skip the sections' checksums
+	used     map[string]bool // the sections binView returned
 }
 
 // binView returns the elements of the section name of f, aliasing the
 // mapping, after verifying the section's checksum unless f.noVerify.
 func binView[T int64 | int32 | float64 | float32](f *binFile, name string) ([]T, error) {
 	s := f.meta.section(name)
+	if f.used == nil {
+		f.used = map[string]bool{}
+	}
+	f.used[name] = true
 	if !f.noVerify && checksum(f.data[s.Offset:s.Offset+s.Length]) != s.CRC32C {
 		return nil, &ParseError{Path: f.path, Msg: "section " + s.Name, Err: ErrChecksum}
 	}
@@ -740,7 +745,30 @@ func binDataset(path string, data []byte, meta *binMeta, opt ReadOptions) (*Data
 			return nil, err
 		}
 	}
+	if opt.Keep == nil {
+		f.releaseUnused()
+	}
 	return d, nil
+}
+
+// releaseUnused drops from the process's resident set the pages of the
+// sections that binView did not return (the features of a NoFeatures
+// load, say), which the mapping's MAP_POPULATE read in: madvise
+// MADV_DONTNEED on the whole pages inside each such section, which a
+// later touch reads again from the page cache. The advice's failure is
+// ignored: it only leaves the pages resident.
+func (f *binFile) releaseUnused() {
+	page := int64(syscall.Getpagesize())
+	for _, s := range f.meta.Sections {
+		if f.used[s.Name] {
+			continue
+		}
+		lo := (s.Offset + page - 1) &^ (page - 1)
+		hi := (s.Offset + s.Length) &^ (page - 1)
+		if hi > lo {
+			_ = syscall.Madvise(f.data[lo:hi], syscall.MADV_DONTNEED)
+		}
+	}
 }
 
 // copyRows sets d.Adj, and d.Labels where a has them, to copies of the

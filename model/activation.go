@@ -10,13 +10,15 @@ import (
 
 // ReLU is the rectifier y = max(x, 0) with its backward pass.
 type ReLU struct {
-	y *dense.Matrix
+	y  *dense.Matrix
+	dx *dense.Matrix // Backward's result, reused
 }
 
-// Forward returns max(x, 0) as a new matrix, which Backward reads: do not
-// modify it before Backward.
+// Forward returns max(x, 0) in a matrix the ReLU owns, which Backward
+// reads and the next Forward overwrites: do not modify it before Backward,
+// and copy what must outlive the next Forward.
 func (r *ReLU) Forward(x *dense.Matrix) *dense.Matrix {
-	y := dense.New(x.Rows, x.Cols)
+	y := dense.Reuse(r.y, x.Rows, x.Cols)
 	parallel(len(x.Data), 1, int64(len(x.Data)), func(lo, hi int) {
 		out := y.Data[lo:hi]
 		for i, v := range x.Data[lo:hi] {
@@ -37,11 +39,13 @@ func positiveMask(b uint32) uint32 {
 	return uint32(-((uint64(b-1) - 0x7f800000) >> 63))
 }
 
-// Backward returns dL/dx = dy where x > 0 and 0 elsewhere, as a new matrix.
+// Backward returns dL/dx = dy where x > 0 and 0 elsewhere, in a matrix the
+// ReLU owns, which the next Backward overwrites.
 // It will panic if dy does not match the last Forward.
 func (r *ReLU) Backward(dy *dense.Matrix) *dense.Matrix {
 	checkSame(r.y, dy)
-	dx := dense.New(dy.Rows, dy.Cols)
+	dx := dense.Reuse(r.dx, dy.Rows, dy.Cols)
+	r.dx = dx
 	parallel(len(dy.Data), 1, int64(len(dy.Data)), func(lo, hi int) {
 		g, out := dy.Data[lo:hi], dx.Data[lo:hi]
 		for i, v := range r.y.Data[lo:hi] {
@@ -160,11 +164,13 @@ type Dropout struct {
 
 	mask   []float32 // 0 or 1/(1−Rate) per element; nil when the last Forward was the identity
 	buf    []float32
-	sparse bool // the last forward was ForwardSparse, which has no Backward
+	y, dx  *dense.Matrix // Forward's and Backward's results, reused
+	sparse bool          // the last forward was ForwardSparse, which has no Backward
 }
 
-// Forward returns x with dropout applied, as a new matrix, when train is true
-// and Rate > 0, drawing the mask from rng. Otherwise it returns x itself.
+// Forward returns x with dropout applied, in a matrix the Dropout owns
+// (overwritten by its next Forward), when train is true and Rate > 0,
+// drawing the mask from rng. Otherwise it returns x itself.
 // It will panic if Rate is outside [0, 1), or if rng is nil when needed.
 func (d *Dropout) Forward(x *dense.Matrix, train bool, rng *rand.Rand) *dense.Matrix {
 	if !d.active(train, rng) {
@@ -173,7 +179,8 @@ func (d *Dropout) Forward(x *dense.Matrix, train bool, rng *rand.Rand) *dense.Ma
 	d.buf = dense.Grow(d.buf, len(x.Data))
 	d.mask = d.buf
 	key := rng.Uint64()
-	y := dense.New(x.Rows, x.Cols)
+	y := dense.Reuse(d.y, x.Rows, x.Cols)
+	d.y = y
 	c := x.Cols
 	parallel(x.Rows, 1, int64(len(x.Data)), func(lo, hi int) {
 		for r := lo; r < hi; r++ {
@@ -281,8 +288,9 @@ func (d *Dropout) active(train bool, rng *rand.Rand) bool {
 	return true
 }
 
-// Backward returns dL/dx: dy times the last mask as a new matrix, or dy
-// itself when the last Forward was the identity. It will panic if dy does not
+// Backward returns dL/dx: dy times the last mask in a matrix the Dropout
+// owns (overwritten by its next Backward), or dy itself when the last
+// Forward was the identity. It will panic if dy does not
 // match the mask, or if the last forward was a ForwardSparse that dropped.
 func (d *Dropout) Backward(dy *dense.Matrix) *dense.Matrix {
 	if d.sparse {
@@ -294,7 +302,8 @@ func (d *Dropout) Backward(dy *dense.Matrix) *dense.Matrix {
 	if len(dy.Data) != len(d.mask) {
 		panic("model: dy shape does not match the dropout mask")
 	}
-	dx := dense.New(dy.Rows, dy.Cols)
+	dx := dense.Reuse(d.dx, dy.Rows, dy.Cols)
+	d.dx = dx
 	for i, v := range dy.Data {
 		dx.Data[i] = v * d.mask[i]
 	}
@@ -336,14 +345,14 @@ func (d *dropper) next() float32 {
 
 // row masks one row: mask[i] = m and y[i] = x[i]·m for the next decision
 // m of every element in order, or, with skipZeros, mask[i] = 0 and no
-// decision for a zero element (y[i] is left 0). It is next in a loop, with
+// decision for a zero element (y[i] = 0). It is next in a loop, with
 // the undrawn bits in registers.
 func (d *dropper) row(mask, y, x []float32, skipZeros bool) {
 	r, k, t, keep := d.r, d.k, d.t, math.Float32bits(d.keep)
 	mask, y = mask[:len(x)], y[:len(x)]
 	for i, v := range x {
 		if skipZeros && v == 0 {
-			mask[i] = 0
+			mask[i], y[i] = 0, 0
 			continue
 		}
 		if k == 0 {

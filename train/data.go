@@ -8,6 +8,7 @@ import (
 	"gnnmpi/collective"
 	"gnnmpi/dense"
 	"gnnmpi/graph"
+	"gnnmpi/internal/memlimit"
 	"gnnmpi/metrics"
 	"gnnmpi/partition"
 	"gnnmpi/sparse"
@@ -283,6 +284,11 @@ func Load(c collective.Comm, path string, o LoadOptions) (*Data, error) {
 		return nil, fmt.Errorf("train: %s: expected %d feature rows, got %d", path, g.NumNodes, rows)
 	}
 	d.Feat, d.FeatCSR = f.Feat, f.FeatCSR
+	if f.Rows == nil && f.Adj != nil {
+		// A binary file read whole maps f's topology again, resident
+		// (MAP_POPULATE) but unused: g's is the one kept.
+		memlimit.ReleaseMapped(byteView(f.Adj.Indptr), byteView(f.Adj.Indices), byteView(f.Adj.Values))
+	}
 	// Rows kept by a rank are copied out of the file, and a directory
 	// (OGB's raw layout) is parsed: only a binary file read whole stays
 	// mapped.

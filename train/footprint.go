@@ -3,6 +3,7 @@ package train
 import (
 	"fmt"
 	"math"
+	"os"
 	"unsafe"
 
 	"gnnmpi/alltoall"
@@ -10,6 +11,7 @@ import (
 	"gnnmpi/internal/memlimit"
 	"gnnmpi/model"
 	"gnnmpi/pipe"
+	"gnnmpi/sparse"
 )
 
 // footprint is what a minibatch trainer will allocate on one rank beyond
@@ -273,6 +275,35 @@ func mappedFeatures(d *Data) mappedRows {
 // file mapping (memlimit.ReleaseMapped): the store has copied the rows by
 // then, so the mapping's copy no longer counts beside the store's.
 func (m mappedRows) release() { memlimit.ReleaseMapped(m...) }
+
+// csrArrays returns the arrays of m as bytes (none for a nil m).
+func csrArrays(m *sparse.CSR) [][]byte {
+	if m == nil {
+		return nil
+	}
+	return [][]byte{byteView(m.Indptr), byteView(m.Indices), byteView(m.Values)}
+}
+
+// mappedBytes returns the total length of those of bufs that lie in a
+// shared file mapping (memlimit.FileMapped), or 0 where /proc/self/maps
+// cannot be read.
+func mappedBytes(bufs ...[]byte) int64 {
+	maps, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		return 0
+	}
+	var n int64
+	for _, b := range bufs {
+		if len(b) == 0 {
+			continue
+		}
+		lo := uint64(uintptr(unsafe.Pointer(unsafe.SliceData(b))))
+		if memlimit.FileMapped(maps, lo, lo+uint64(len(b))) {
+			n += int64(len(b))
+		}
+	}
+	return n
+}
 
 // byteView returns the bytes of s.
 func byteView[T any](s []T) []byte {

@@ -2,6 +2,9 @@ package train
 
 import (
 	"math"
+	"os"
+	"path/filepath"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -175,4 +178,46 @@ func TestCheckFullFootprint(t *testing.T) {
 	err := checkFullFootprint(1, pc, 50)
 	require.ErrorContains(t, err, "rank 1: out of memory: full-graph training needs")
 	require.ErrorContains(t, err, "test limit")
+}
+
+// heapLimit: 1.5 × state + 256 MiB less the mapped bytes, never above the
+// current limit, and the mapped bytes ignored when they would leave less
+// than 256 MiB.
+func TestHeapLimit(t *testing.T) {
+	const mib = 1 << 20
+	for _, tc := range []struct {
+		name        string
+		state       []int64
+		mapped, cur int64
+		want        int64
+	}{
+		{"no mapping", []int64{100 * mib, 100 * mib}, 0, math.MaxInt64, 300*mib + 256*mib},
+		{"topology mapped", []int64{100 * mib, 100 * mib}, 100 * mib, math.MaxInt64, 200*mib + 256*mib},
+		{"lower already", []int64{100 * mib}, 0, 300 * mib, 300 * mib},
+		{"mapped beyond the state", []int64{10 * mib}, 1000 * mib, math.MaxInt64, 15*mib + 256*mib},
+		{"saturated", []int64{math.MaxInt64, 1}, 0, math.MaxInt64, math.MaxInt64},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.Equal(t, tc.want, heapLimit(tc.state, tc.mapped, tc.cur))
+		})
+	}
+}
+
+// mappedBytes counts a buffer in a shared file mapping and not one on the
+// heap.
+func TestMappedBytes(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "f")
+	require.NoError(t, os.WriteFile(path, make([]byte, 3*4096), 0o644))
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	data, err := syscall.Mmap(int(f.Fd()), 0, 3*4096, syscall.PROT_READ, syscall.MAP_SHARED)
+	require.NoError(t, err)
+	defer syscall.Munmap(data)
+	heap := make([]byte, 5000)
+	if _, err := os.Stat("/proc/self/maps"); err != nil {
+		t.Skip("no /proc/self/maps")
+	}
+	require.Equal(t, int64(4096+100), mappedBytes(data[4096:8192], heap, data[:100], nil))
+	require.Equal(t, int64(0), mappedBytes(heap))
 }

@@ -240,27 +240,38 @@ func newTrainer(c collective.Comm, d *Data, cfg Config) (*trainer, error) {
 	if t.gsync, err = newGradSync(c, m, cfg.GradDType, bucketMB); err != nil {
 		return nil, err
 	}
-	limitHeap(t.memory())
+	limitHeap(t.memory(), mappedBytes(csrArrays(t.d.Adj)...))
 	return t, nil
 }
 
 // limitHeap lowers the Go collector's soft memory limit to 1.5 times the
-// trainer's state (memory's parts) plus 256 MiB, unless GOMEMLIMIT sets
-// one or the limit is lower already: a minibatch's buffers are garbage
-// after its step, and without the limit the heap would grow to twice the
-// live state (GOGC 100) before they are collected.
-func limitHeap(state []int64) {
+// trainer's state (memory's parts) plus 256 MiB, less mapped, the bytes of
+// the state that lie in a file mapping (a binary file's topology, read in
+// place), unless GOMEMLIMIT sets one or the limit is lower already: a
+// minibatch's buffers are garbage after its step, and without the limit
+// the heap would grow to twice the live state (GOGC 100) before they are
+// collected. The mapped pages count in the resident set but not in the Go
+// runtime's memory, which the limit bounds, so the resident set stays
+// under 1.5 times the state plus 256 MiB and what C code (BLAS) holds.
+func limitHeap(state []int64, mapped int64) {
 	if os.Getenv("GOMEMLIMIT") != "" {
 		return
 	}
+	debug.SetMemoryLimit(heapLimit(state, mapped, debug.SetMemoryLimit(-1)))
+}
+
+// heapLimit returns limitHeap's limit for the given state and mapped
+// bytes, or cur if that is lower. The limit is at least 256 MiB.
+func heapLimit(state []int64, mapped, cur int64) int64 {
 	var s int64
 	for _, v := range state {
 		s = addSat(s, v)
 	}
 	lim := addSat(addSat(s, s/2), 256<<20)
-	if lim < debug.SetMemoryLimit(-1) {
-		debug.SetMemoryLimit(lim)
+	if mapped > 0 && mapped < lim-256<<20 {
+		lim -= mapped
 	}
+	return min(lim, cur)
 }
 
 // topologyGrid returns the grid of the sampler's topology over c: (p/C)×C
