@@ -16,7 +16,9 @@
 # (physics passes; default 12: 252 minibatches, 63 per rank at np 4),
 # MAX_BATCHES (rmat20 minibatches, default 256), PHYSICS (the dataset; a
 # .gnn file is faster to load, default ../shared/data/coauthor-physics),
-# TIMEOUT (seconds per run, default 900).
+# TIMEOUT (seconds per run, default 900), GNNMPI (a gnnmpi binary to run
+# instead of building this tree's: another commit's, for a before/after
+# comparison), CSV (default bench/out/sample.csv).
 # Writes bench/out/sample.csv (one row per run), bench/out/sample.png and
 # the raw JSON under bench/out/sample/.
 set -uo pipefail
@@ -36,10 +38,15 @@ OUT=bench/out
 RAW=$OUT/sample
 mkdir -p "$RAW"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-G=$RAW/gnnmpi
-go build -o "$G" . || exit 1
-commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
-CSV=$OUT/sample.csv
+if [ -n "${GNNMPI:-}" ]; then
+	G=$GNNMPI
+	commit=${COMMIT:-$(basename "$G")}
+else
+	G=$RAW/gnnmpi
+	go build -o "$G" . || exit 1
+	commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+fi
+CSV=${CSV:-$OUT/sample.csv}
 echo "input,sampler,topology,c,np,bulk,minibatches,edges,seconds,edges_per_s,minibatches_per_s,sample_bytes,spgemm_bytes,bytes_per_minibatch,loadavg,commit,error" > "$CSV"
 
 # record NAME INPUT SAMPLER TOPOLOGY C NP BULK CMD...: runs CMD (gnnmpi
