@@ -104,6 +104,9 @@ func scaleout(rows []map[string]string, out string) error {
 				}
 			}
 		}
+		if n == 0 {
+			return fmt.Errorf("%s: no run at np 1 to scale from", g)
+		}
 		ideal := plotter.XYs{{X: 1, Y: 1}, {X: float64(maxNP), Y: 1 / float64(maxNP)}}
 		if err := addIdeal(p, "ideal 1/p", ideal); err != nil {
 			return err

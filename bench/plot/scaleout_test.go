@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -44,5 +45,8 @@ func TestScaleout(t *testing.T) {
 	}
 	if err := scaleout(rows[5:], out); err == nil {
 		t.Fatal("scaleout of replicated runs only: no error")
+	}
+	if err := scaleout(rows[1:3], out); err == nil || !strings.Contains(err.Error(), "np 1") {
+		t.Fatalf("scaleout without an np 1 run: %v, want an error naming it", err)
 	}
 }
