@@ -164,13 +164,28 @@ func estimateFootprint(cfg Config, feat featShape, n, evalRows, haloRows, cacheR
 	}
 	if cfg.EvalEvery > 0 {
 		f.Infer = addSat(mulSat(2, mulSat(evalRows, mulSat(wide, 4))), mulSat(2, chunk))
-		// One halo row at the widest input: the features' or a hidden
-		// layer's output.
-		haloRow := int64(row) + 8
-		for _, w := range widths[:max(len(widths)-1, 0)] {
-			haloRow = max(haloRow, mulSat(w, 4))
+		// The halo rows of the layer that holds the most: a layer's halo
+		// is fetched once, and held, only when its values at the layer's
+		// input width fit in a chunk's bound (planChunks); the features'
+		// rows as held, a hidden layer's at its width.
+		limit := cfg.EvalMemory
+		if !sparse {
+			limit = evalChunkValues(cfg.EvalMemory, feat)
 		}
-		f.Halo = mulSat(haloRows, haloRow)
+		fin := feat.cols
+		for l := range widths {
+			if l > 0 {
+				fin = widths[l-1]
+			}
+			if mulSat(haloRows, fin) > limit {
+				continue
+			}
+			b := mulSat(haloRows, mulSat(fin, 4))
+			if l == 0 {
+				b = mulSat(haloRows, int64(row)+8)
+			}
+			f.Halo = max(f.Halo, b)
+		}
 	}
 	return f, nil
 }

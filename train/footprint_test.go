@@ -121,19 +121,28 @@ func TestEstimateFootprint(t *testing.T) {
 			require.Equal(t, tc.want, got)
 			require.Equal(t, tc.want.Model+tc.want.Norm+tc.want.Store+tc.want.Cache+tc.want.Batch+tc.want.Infer, got.Total())
 			// Halo rows add one row each at the widest layer input: the
-			// features' row (plus its offset) or a hidden output.
+			// features' row (plus its offset) or a hidden output (every
+			// case's halo fits in its chunk bound).
 			halo, err := estimateFootprint(tc.cfg, tc.feat, 20, 10, 3, 2, tc.norm)
 			require.NoError(t, err)
 			widest := int64(tc.feat.rowBytes(tc.cfg.FeatureDType)) + 8
 			for _, w := range layerWidths(tc.cfg.Model)[:tc.cfg.Model.Layers-1] {
 				widest = max(widest, 4*w)
 			}
+			require.LessOrEqual(t, 3*tc.feat.cols, tc.cfg.EvalMemory)
 			if tc.cfg.EvalEvery == 0 {
 				widest = 0 // no inference, no halo
 			}
 			require.Equal(t, 3*widest, halo.Halo)
 			halo.Halo = 0
 			require.Equal(t, got, halo)
+			// A halo over the chunk bound is not held: the chunks fetch
+			// their own inputs.
+			small := tc.cfg
+			small.EvalMemory = 2
+			over, err := estimateFootprint(small, tc.feat, 20, 10, 3, 2, tc.norm)
+			require.NoError(t, err)
+			require.Zero(t, over.Halo)
 		})
 	}
 }

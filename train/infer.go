@@ -27,14 +27,19 @@ func mask(lo, hi int64, ids []int64) []bool {
 
 // planChunks cuts the owned vertices, for every layer, into chunks whose
 // gathered input (the distinct rows of the destinations and all their
-// neighbours, times the layer's input width) stays within evalValues; every rank then takes as many exchange rounds as the rank with
-// the most chunks. It returns the boundaries: chunk k of layer l is
-// owned[b[l][k]:b[l][k+1]].
+// neighbours, times the layer's input width) stays within evalValues;
+// every rank then takes as many exchange rounds as the rank with the most
+// chunks. It returns the boundaries: chunk k of layer l is
+// owned[b[l][k]:b[l][k+1]]. It also sets t.haloOnce: whether layer l,
+// when it takes several chunks, fetches the rank's halo once (every
+// rank's halo rows at the layer's input width fit within evalValues) or
+// each chunk's inputs (a halo too large to hold beside the chunks). The
+// ranks agree on both in one Allreduce.
 func (t *trainer) planChunks() ([][]int, error) {
 	owned := t.ebook.Owned(t.c.Rank())
 	L := t.cfg.Model.Layers
 	bounds := make([][]int, L)
-	counts := make([]int64, L)
+	counts := make([]int64, 2*L) // the chunks of every layer, then its halo values
 	seen := newStamps(t.d) // chunk number + 1 that last counted the vertex
 	limit := t.evalValues()
 	for l := range L {
@@ -77,11 +82,14 @@ func (t *trainer) planChunks() ([][]int, error) {
 		}
 		bounds[l] = b
 		counts[l] = int64(len(b) - 1)
+		counts[L+l] = int64(len(t.halo)) * fin
 	}
 	if err := collective.AllreduceSlice(t.c, counts, collective.Max); err != nil {
 		return nil, err
 	}
+	t.haloOnce = make([]bool, L)
 	for l := range L {
+		t.haloOnce[l] = counts[L+l] <= limit
 		for int64(len(bounds[l])-1) < max(counts[l], 1) {
 			bounds[l] = append(bounds[l], len(owned)) // empty rounds
 		}
@@ -165,7 +173,8 @@ func (t *trainer) evaluate() (evaluation, error) {
 // output for its vertices, chunk by chunk, from the inputs of the
 // vertices and their neighbours, fetched from their owners (phase "eval").
 // A layer computed in one chunk fetches the chunk's inputs; a layer in
-// several fetches the rows of the rank's halo (t.halo) once, from the
+// several whose halo fits (t.haloOnce) fetches the rows of the rank's
+// halo (t.halo) once, from the
 // feature store for the input layer and from the previous layer's owners
 // otherwise, and every chunk copies its inputs from those and the rank's
 // own rows. Only one layer's halo rows are held at a time.
@@ -179,9 +188,10 @@ func (t *trainer) infer(owned []int64) (*dense.Matrix, error) {
 	for l := range t.cfg.Model.Layers {
 		var out *dense.Matrix
 		b := t.evalChunks[l]
-		// The chunk counts are padded to the ranks' maximum, so every
-		// rank takes the same branch and makes the same collective calls.
-		halo := len(b)-1 > 1
+		// The chunk counts are padded to the ranks' maximum and haloOnce
+		// is agreed, so every rank takes the same branch and makes the
+		// same collective calls.
+		halo := len(b)-1 > 1 && t.haloOnce[l]
 		if halo {
 			var err error
 			if l == 0 {

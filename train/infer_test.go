@@ -60,15 +60,22 @@ func TestInferenceHaloBytes(t *testing.T) {
 						return err
 					}
 					cfg := testConfig(kind)
-					cfg.EvalMemory = 16 * 60 // several chunks in every layer
+					// The largest halo's input rows fit in a chunk's
+					// bound (so it is fetched once), but no rank's own
+					// rows and halo together: the input layer takes
+					// several chunks (a layer in one chunk fetches its
+					// halo once too).
+					var most int
+					for _, h := range halo {
+						most = max(most, len(h))
+					}
+					cfg.EvalMemory = int64(most * g.NumFeatures())
 					tr, err := newTrainer(c, d, cfg)
 					if err != nil {
 						return err
 					}
-					for l, b := range tr.evalChunks {
-						if len(b) < 3 {
-							return fmt.Errorf("rank %d: layer %d in %d chunk(s); the test needs several", r, l, len(b)-1)
-						}
+					if b := tr.evalChunks[0]; len(b) < 3 || !tr.haloOnce[0] {
+						return fmt.Errorf("rank %d: the input layer in %d chunk(s), halo once %v; the test needs several sharing the halo", r, len(b)-1, tr.haloOnce[0])
 					}
 					var served int64 // rows of the other ranks' halos this rank owns
 					for o := range p {
@@ -123,9 +130,25 @@ func TestInferenceHaloBytes(t *testing.T) {
 					if !slices.Equal(outs[0].Data, outs[1].Data) {
 						return fmt.Errorf("rank %d: two evaluations of the same model differ", r)
 					}
+					// A bound below the halo: every chunk fetches its own
+					// inputs (the halo is not held), the same rows again.
+					tr.cfg.EvalMemory = 16 * 60
+					if tr.evalChunks, err = tr.planChunks(); err != nil {
+						return err
+					}
+					if tr.haloOnce[0] {
+						return fmt.Errorf("rank %d: a halo of %d rows over a bound of %d values is held", r, R, tr.cfg.EvalMemory)
+					}
+					tr.chunkCache, tr.chunkCached = nil, 0
+					small, err := tr.infer(tr.ebook.Owned(r))
+					if err != nil {
+						return err
+					}
 					for i, v := range one.Data {
-						if d := math.Abs(float64(v - outs[0].Data[i])); d > 1e-5*max(1, math.Abs(float64(v))) {
-							return fmt.Errorf("rank %d: output %d in chunks %v, in one chunk %v", r, i, outs[0].Data[i], v)
+						for _, o := range [][]float32{outs[0].Data, small.Data} {
+							if d := math.Abs(float64(v - o[i])); d > 1e-5*max(1, math.Abs(float64(v))) {
+								return fmt.Errorf("rank %d: output %d in chunks %v, in one chunk %v", r, i, o[i], v)
+							}
 						}
 					}
 					return nil

@@ -111,6 +111,7 @@ type evaluator struct {
 	// GCN on a partitioned dataset (needDegrees); nil otherwise.
 	evalDeg     *dense.Matrix
 	evalChunks  [][]int // per layer: this rank's chunk boundaries, padded to the ranks' maximum count
+	haloOnce    []bool  // per layer: whether several chunks share one fetch of the halo (planChunks)
 	chunkCache  map[[2]int]*evalChunk
 	chunkCached int64 // entries and sources of the cached chunks
 	// halo lists, ascending, the sources of the rank's inference blocks
