@@ -40,7 +40,7 @@ func (t *trainer) planChunks() ([][]int, error) {
 	L := t.cfg.Model.Layers
 	bounds := make([][]int, L)
 	counts := make([]int64, 2*L) // the chunks of every layer, then its halo values
-	seen := newStamps(t.d) // chunk number + 1 that last counted the vertex
+	seen := newStamps(t.d)       // chunk number + 1 that last counted the vertex
 	limit := t.evalValues()
 	for l := range L {
 		fin := int64(t.store.Cols())
