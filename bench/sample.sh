@@ -18,7 +18,9 @@
 # .gnn file is faster to load, default ../shared/data/coauthor-physics),
 # TIMEOUT (seconds per run, default 900), GNNMPI (a gnnmpi binary to run
 # instead of building this tree's: another commit's, for a before/after
-# comparison), CSV (default bench/out/sample.csv).
+# comparison), CSV (default bench/out/sample.csv), TOPOLOGIES (default
+# "replicated 1.5d-c1 1.5d-c2"), PLAIN (default 1; 0 skips the plain
+# per-batch baseline).
 # Writes bench/out/sample.csv (one row per run), bench/out/sample.png and
 # the raw JSON under bench/out/sample/.
 set -uo pipefail
@@ -93,9 +95,9 @@ for input in "${INPUTS[@]}"; do
 	esac
 	common=("${data[@]}" --sampler "$SAMPLER" --fanouts "$FANOUTS" --batch-size "$BATCH" --json)
 	for np in $NPS; do
-		record "$input-plain-np$np" "$input" plain replicated 1 "$np" 1 \
+		[ "${PLAIN:-1}" = 1 ] && record "$input-plain-np$np" "$input" plain replicated 1 "$np" 1 \
 			mpirun -np "$np" "$G" sample "${data[@]}" --sampler plain --fanouts "$FANOUTS" --batch-size "$BATCH" --json
-		for top in replicated 1.5d-c1 1.5d-c2; do
+		for top in ${TOPOLOGIES:-replicated 1.5d-c1 1.5d-c2}; do
 			c=1
 			[[ $top == 1.5d-c* ]] && c=${top#1.5d-c}
 			((np % c == 0)) || continue
