@@ -72,7 +72,7 @@ func Defaults(kind model.Kind, mode Mode) Settings {
 		GradComm:   GradCommMPI,
 		EvalMemory: 256 << 20,
 	}
-	c.GradDType, c.GradBucketMB = GradF32, 4
+	c.GradDType, c.GradBucketMB = GradF32, 0 // one sum after backward: buckets cost time where no core is free for them (docs/training.md)
 	switch kind {
 	case model.KindGCN:
 		c.Model.Hidden = 64
