@@ -200,10 +200,10 @@ func TestHeapLimit(t *testing.T) {
 		mapped, cur int64
 		want        int64
 	}{
-		{"no mapping", []int64{100 * mib, 100 * mib}, 0, math.MaxInt64, 400*mib + 512*mib},
-		{"topology mapped", []int64{100 * mib, 100 * mib}, 100 * mib, math.MaxInt64, 300*mib + 512*mib},
+		{"no mapping", []int64{100 * mib, 100 * mib}, 0, math.MaxInt64, 300*mib + 256*mib},
+		{"topology mapped", []int64{100 * mib, 100 * mib}, 100 * mib, math.MaxInt64, 200*mib + 256*mib},
 		{"lower already", []int64{100 * mib}, 0, 300 * mib, 300 * mib},
-		{"mapped beyond the state", []int64{10 * mib}, 1000 * mib, math.MaxInt64, 20*mib + 512*mib},
+		{"mapped beyond the state", []int64{10 * mib}, 1000 * mib, math.MaxInt64, 15*mib + 256*mib},
 		{"saturated", []int64{math.MaxInt64, 1}, 0, math.MaxInt64, math.MaxInt64},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

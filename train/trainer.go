@@ -245,17 +245,15 @@ func newTrainer(c collective.Comm, d *Data, cfg Config) (*trainer, error) {
 	return t, nil
 }
 
-// limitHeap lowers the Go collector's soft memory limit to 2 times the
-// trainer's state (memory's parts) plus 512 MiB, less mapped, the bytes of
+// limitHeap lowers the Go collector's soft memory limit to 1.5 times the
+// trainer's state (memory's parts) plus 256 MiB, less mapped, the bytes of
 // the state that lie in a file mapping (a binary file's topology, read in
 // place), unless GOMEMLIMIT sets one or the limit is lower already: a
 // minibatch's buffers are garbage after its step, and without the limit
 // the heap would grow to twice the live state (GOGC 100) before they are
 // collected. The mapped pages count in the resident set but not in the Go
 // runtime's memory, which the limit bounds, so the resident set stays
-// under 2 times the state plus 512 MiB and what C code (BLAS) holds. A
-// limit nearer the state makes the collector run every few steps (1.7
-// times the epoch on the 1M-vertex SBM at 1.5 times plus 256 MiB).
+// under 1.5 times the state plus 256 MiB and what C code (BLAS) holds.
 func limitHeap(state []int64, mapped int64) {
 	if os.Getenv("GOMEMLIMIT") != "" {
 		return
@@ -270,8 +268,8 @@ func heapLimit(state []int64, mapped, cur int64) int64 {
 	for _, v := range state {
 		s = addSat(s, v)
 	}
-	lim := addSat(mulSat(s, 2), 512<<20)
-	if mapped > 0 && mapped < lim-512<<20 {
+	lim := addSat(addSat(s, s/2), 256<<20)
+	if mapped > 0 && mapped < lim-256<<20 {
 		lim -= mapped
 	}
 	return min(lim, cur)
