@@ -64,7 +64,9 @@ for sys in $SYSTEMS; do
 			rm -f "$m"
 			echo "== gnnmpi np=$np" >&2
 			l0=$(load1)
-			mpirun --oversubscribe -np "$np" $G train --data "$data" "${flags[@]}" --metrics "$m" 2>&1 | tee "$LOGS/gnnmpi-np$np.log" >&2
+			# --bind-to none: Open MPI binds a job of 1 or 2 ranks to one
+			# core each; np 1 would get one of the machine's cores.
+			mpirun --oversubscribe --bind-to none -np "$np" $G train --data "$data" "${flags[@]}" --metrics "$m" 2>&1 | tee "$LOGS/gnnmpi-np$np.log" >&2
 			"$PY" - "$m" "$np" "$l0" "$(load1)" "$commit" >> "$csv" <<'PY'
 import json, sys
 path, np_, l0, l1, commit = sys.argv[1:]

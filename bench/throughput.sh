@@ -167,7 +167,9 @@ PY
 			rss=$LOGS/$tag.rss
 			rm -f "$m" "$rss".*
 			echo "== $ds gnnmpi${VARIANT:+ ($VARIANT)} np=$np" >&2
-			margs=(-np "$np")
+			# --bind-to none: Open MPI binds a job of 1 or 2 ranks to one
+			# core each, which would leave np 1 one of the peer's cores.
+			margs=(-np "$np" --bind-to none)
 			[ "$np" -gt "$(nproc)" ] && margs+=(--oversubscribe)
 			l0=$(load1)
 			# Each rank runs under GNU time, which writes its peak RSS
