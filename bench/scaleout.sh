@@ -40,7 +40,8 @@
 # bench/out/scaleout/data), MPIRUN_ARGS, GNNMPI (a gnnmpi binary to run
 # instead of building ./gnnmpi: another commit's, for a before/after
 # comparison on the same data), REPLICATED (default 1; 0 skips the np 2
-# replicated-topology run), CSV (default bench/out/scaleout.csv).
+# replicated-topology run), CSV (default bench/out/scaleout.csv),
+# EVAL_MEMORY (--eval-memory in MiB, default 16).
 #
 # Writes bench/out/scaleout.csv (one row per rank of every run),
 # bench/out/scaleout-capped.csv, bench/out/scaleout.png and the logs under
@@ -132,7 +133,7 @@ train() { # train DIR NP TOPOLOGY TAG [WRAP...]: one training run, metrics to $L
 	rm -f "$LOGS/$tag.jsonl"
 	# shellcheck disable=SC2046
 	mpirun $(margs "$np") "$@" $G train --data "$dir" --topology "$topo" --c 1 --model sage --hidden 128 \
-		--fanouts 15,10 --global-batch-size 1024 --bulk 64 --eval-memory 16 --epochs "$EPOCHS" --eval-every "$EPOCHS" \
+		--fanouts 15,10 --global-batch-size 1024 --bulk 64 --eval-memory "${EVAL_MEMORY:-16}" --epochs "$EPOCHS" --eval-every "$EPOCHS" \
 		--metrics "$LOGS/$tag.jsonl" > "$LOGS/$tag.log" 2>&1
 }
 
