@@ -38,6 +38,7 @@ var layers = map[string]int{
 	"gnnmpi/internal/memlimit":   0,
 	"gnnmpi/internal/openblas":   0,
 	"gnnmpi/internal/rng":        0,
+	"gnnmpi/internal/sat":        0,
 	"gnnmpi/internal/testutil":   0,
 	"gnnmpi/cli/mpitest":         0,
 	"gnnmpi/bench/golden":        0,
@@ -90,7 +91,7 @@ var layers = map[string]int{
 var pureGo = []string{
 	"gnnmpi/sparse", "gnnmpi/dense", "gnnmpi/collective", "gnnmpi/model", "gnnmpi/spgemm", "gnnmpi/sampling",
 	"gnnmpi/pipe", "gnnmpi/alltoall", "gnnmpi/partition", "gnnmpi/partition/dist", "gnnmpi/perfmodel",
-	"gnnmpi/internal/rng", "gnnmpi/internal/enum", "gnnmpi/internal/textfile", "gnnmpi/internal/atomicfile", "gnnmpi/internal/memlimit",
+	"gnnmpi/internal/rng", "gnnmpi/internal/sat", "gnnmpi/internal/enum", "gnnmpi/internal/textfile", "gnnmpi/internal/atomicfile", "gnnmpi/internal/memlimit",
 }
 
 // cgoLeaves are the only packages with cgo files (STYLE.md §5): thin

@@ -9,6 +9,7 @@ import (
 
 	"gnnmpi/dense"
 	"gnnmpi/internal/enum"
+	"gnnmpi/internal/sat"
 	"gnnmpi/sparse"
 )
 
@@ -535,15 +536,15 @@ func (c DeepConfig) NumParams() (int64, error) {
 	var conv int64
 	switch c.Kind {
 	case ConvGCN: // w, b
-		conv = satAdd(satMul(w, w), w)
+		conv = sat.Add(sat.Mul(w, w), w)
 	case ConvResGCN: // w, b, ln_g, ln_b
-		conv = satAdd(satMul(w, w), satMul(3, w))
+		conv = sat.Add(sat.Mul(w, w), sat.Mul(3, w))
 	case ConvSAGE: // w_self, w_neigh, b
-		conv = satAdd(satMul(satMul(2, w), w), w)
+		conv = sat.Add(sat.Mul(sat.Mul(2, w), w), w)
 	case ConvGCNII: // w
-		conv = satMul(w, w)
+		conv = sat.Mul(w, w)
 	}
-	in := satAdd(satMul(int64(c.In), w), w)
-	out := satAdd(satMul(w, int64(c.Out)), int64(c.Out))
-	return satAdd(satAdd(in, out), satMul(int64(c.Layers), conv)), nil
+	in := sat.Add(sat.Mul(int64(c.In), w), w)
+	out := sat.Add(sat.Mul(w, int64(c.Out)), int64(c.Out))
+	return sat.Add(sat.Add(in, out), sat.Mul(int64(c.Layers), conv)), nil
 }

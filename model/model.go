@@ -3,13 +3,13 @@ package model
 import (
 	"errors"
 	"fmt"
-	"math"
 	"math/rand/v2"
 
 	"gonum.org/v1/gonum/blas"
 
 	"gnnmpi/dense"
 	"gnnmpi/internal/enum"
+	"gnnmpi/internal/sat"
 	"gnnmpi/sparse"
 )
 
@@ -315,39 +315,23 @@ func (c Config) NumParams() (int64, error) {
 		}
 		switch c.Kind {
 		case KindSAGE: // w_self, w_neigh, b
-			n = satAdd(n, satAdd(satMul(satMul(2, fin), fout), fout))
+			n = sat.Add(n, sat.Add(sat.Mul(sat.Mul(2, fin), fout), fout))
 		case KindGCN: // w, b
-			n = satAdd(n, satAdd(satMul(fin, fout), fout))
+			n = sat.Add(n, sat.Add(sat.Mul(fin, fout), fout))
 		case KindGAT: // w (fin × heads·d), att_l, att_r (heads × d), b
 			heads := int64(c.Heads)
 			if last {
 				heads = int64(c.OutHeads)
 			}
-			hd := satMul(heads, fout)
+			hd := sat.Mul(heads, fout)
 			out := fout
 			if !last {
 				out = hd // concatenated heads
 			}
-			n = satAdd(n, satAdd(satAdd(satMul(fin, hd), satMul(2, hd)), out))
+			n = sat.Add(n, sat.Add(sat.Add(sat.Mul(fin, hd), sat.Mul(2, hd)), out))
 			fout = out
 		}
 		fin = fout
 	}
 	return n, nil
-}
-
-// satMul returns a·b for a, b ≥ 0, or math.MaxInt64 if it overflows.
-func satMul(a, b int64) int64 {
-	if a != 0 && b > math.MaxInt64/a {
-		return math.MaxInt64
-	}
-	return a * b
-}
-
-// satAdd returns a+b for a, b ≥ 0, or math.MaxInt64 if it overflows.
-func satAdd(a, b int64) int64 {
-	if a > math.MaxInt64-b {
-		return math.MaxInt64
-	}
-	return a + b
 }

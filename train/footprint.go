@@ -2,13 +2,13 @@ package train
 
 import (
 	"fmt"
-	"math"
 	"os"
 	"unsafe"
 
 	"gnnmpi/alltoall"
 	"gnnmpi/collective"
 	"gnnmpi/internal/memlimit"
+	"gnnmpi/internal/sat"
 	"gnnmpi/model"
 	"gnnmpi/pipe"
 	"gnnmpi/sparse"
@@ -32,7 +32,7 @@ type footprint struct {
 func (f footprint) Total() int64 {
 	var s int64
 	for _, v := range []int64{f.Model, f.Norm, f.Store, f.Cache, f.Batch, f.Infer, f.Halo} {
-		s = addSat(s, v)
+		s = sat.Add(s, v)
 	}
 	return s
 }
@@ -92,7 +92,7 @@ func estimateFootprint(cfg Config, feat featShape, n, evalRows, haloRows, cacheR
 	case cfg.Momentum != 0:
 		moments = 1
 	}
-	f.Model = mulSat(params, 4*(4+moments))
+	f.Model = sat.Mul(params, 4*(4+moments))
 	sparse := feat.nnz >= 0
 	row := feat.rowBytes(cfg.FeatureDType)
 	switch {
@@ -100,7 +100,7 @@ func estimateFootprint(cfg Config, feat featShape, n, evalRows, haloRows, cacheR
 	case sparse:
 		f.Norm = int64(row*float64(feat.rows)) + 8*(feat.rows+1)
 	case !feat.owned:
-		f.Norm = mulSat(feat.rows, mulSat(feat.cols, 4))
+		f.Norm = sat.Mul(feat.rows, sat.Mul(feat.cols, 4))
 	}
 	if sparse {
 		f.Store = 8*feat.nnz + 8*feat.rows
@@ -116,7 +116,7 @@ func estimateFootprint(cfg Config, feat featShape, n, evalRows, haloRows, cacheR
 	for h, k := range cfg.Fanouts {
 		next := n
 		if k >= 0 {
-			next = min(mulSat(rows[h], int64(k)+1), n)
+			next = min(sat.Mul(rows[h], int64(k)+1), n)
 		}
 		rows[h+1] = next
 	}
@@ -136,13 +136,13 @@ func estimateFootprint(cfg Config, feat featShape, n, evalRows, haloRows, cacheR
 		// Two input-wide and four output-wide rows per destination, in the
 		// forward and the backward pass; the input layer's inputs get no
 		// gradient, so its input-wide rows count once.
-		in := mulSat(2*fin, 4*2)
+		in := sat.Mul(2*fin, 4*2)
 		if l == 0 {
-			in = mulSat(2*fin, 4)
+			in = sat.Mul(2*fin, 4)
 		}
-		act = addSat(act, mulSat(dst, addSat(in, mulSat(4*widths[l], 4*2))))
+		act = sat.Add(act, sat.Mul(dst, sat.Add(in, sat.Mul(4*widths[l], 4*2))))
 		if l < L {
-			edges = addSat(edges, mulSat(dst, 20*max(int64(cfg.Fanouts[L-1-l]), 1)))
+			edges = sat.Add(edges, sat.Mul(dst, 20*max(int64(cfg.Fanouts[L-1-l]), 1)))
 		}
 	}
 	slots := int64(1)
@@ -150,7 +150,7 @@ func estimateFootprint(cfg Config, feat featShape, n, evalRows, haloRows, cacheR
 		slots = prefetch + 1
 	}
 	input := int64(row * float64(rows[L]))
-	f.Batch = addSat(act, mulSat(slots, addSat(input, edges)))
+	f.Batch = sat.Add(act, sat.Mul(slots, sat.Add(input, edges)))
 
 	// Inference: the outputs of two consecutive layers, and a chunk's
 	// gathered inputs with the layer's intermediate rows.
@@ -158,12 +158,12 @@ func estimateFootprint(cfg Config, feat featShape, n, evalRows, haloRows, cacheR
 	for _, w := range widths {
 		wide = max(wide, w)
 	}
-	chunk := min(mulSat(cfg.EvalMemory, 4), int64(row*float64(n)))
+	chunk := min(sat.Mul(cfg.EvalMemory, 4), int64(row*float64(n)))
 	if !sparse {
-		chunk = min(mulSat(evalChunkValues(cfg.EvalMemory, feat), 4), int64(row*float64(n)))
+		chunk = min(sat.Mul(evalChunkValues(cfg.EvalMemory, feat), 4), int64(row*float64(n)))
 	}
 	if cfg.EvalEvery > 0 {
-		f.Infer = addSat(mulSat(2, mulSat(evalRows, mulSat(wide, 4))), mulSat(2, chunk))
+		f.Infer = sat.Add(sat.Mul(2, sat.Mul(evalRows, sat.Mul(wide, 4))), sat.Mul(2, chunk))
 		// The halo rows of the layer that holds the most: a layer's halo
 		// is fetched once, and held, only when its values at the layer's
 		// input width fit in a chunk's bound (planChunks); the features'
@@ -177,12 +177,12 @@ func estimateFootprint(cfg Config, feat featShape, n, evalRows, haloRows, cacheR
 			if l > 0 {
 				fin = widths[l-1]
 			}
-			if mulSat(haloRows, fin) > limit {
+			if sat.Mul(haloRows, fin) > limit {
 				continue
 			}
-			b := mulSat(haloRows, mulSat(fin, 4))
+			b := sat.Mul(haloRows, sat.Mul(fin, 4))
 			if l == 0 {
-				b = mulSat(haloRows, int64(row)+8)
+				b = sat.Mul(haloRows, int64(row)+8)
 			}
 			f.Halo = max(f.Halo, b)
 		}
@@ -198,7 +198,7 @@ func layerWidths(c model.Config) []int64 {
 		case l == len(w)-1:
 			w[l] = int64(c.Out)
 		case c.Kind == model.KindGAT:
-			w[l] = mulSat(int64(max(c.Heads, 1)), int64(c.Hidden))
+			w[l] = sat.Mul(int64(max(c.Heads, 1)), int64(c.Hidden))
 		default:
 			w[l] = int64(c.Hidden)
 		}
@@ -212,22 +212,6 @@ func layerWidths(c model.Config) []int64 {
 // intermediate rows stay small beside the state.
 func evalChunkValues(evalMemory int64, feat featShape) int64 {
 	return min(evalMemory, max(feat.rows*feat.cols/8, 1<<22))
-}
-
-// mulSat returns a·b for a, b ≥ 0, or math.MaxInt64 if it overflows.
-func mulSat(a, b int64) int64 {
-	if a != 0 && b > math.MaxInt64/a {
-		return math.MaxInt64
-	}
-	return a * b
-}
-
-// addSat returns a+b for a, b ≥ 0, or math.MaxInt64 if it overflows.
-func addSat(a, b int64) int64 {
-	if a > math.MaxInt64-b {
-		return math.MaxInt64
-	}
-	return a + b
 }
 
 // checkFootprint compares what a minibatch trainer of cfg is about to
@@ -252,14 +236,14 @@ func checkFootprint(c collective.Comm, d *Data, cfg Config, norm FeatureNorm, ev
 		// The device tiers (gpu/tier) copy the resident rows not in device
 		// memory into mapped host memory beside the store.
 		host := int64(float64(f.Store+f.Cache) * (1 - cfg.GPUFrac))
-		need = addSat(need, host)
+		need = sat.Add(need, host)
 		what += ", mapped host tier " + gib(host)
 	}
 	if err := fits(c, need, fmt.Sprintf("training needs %s more (%s)", gib(need), what)); err != nil {
 		return "", err
 	}
 	rss := memlimit.RSS()
-	return fmt.Sprintf("rank %d holds %s (%d bytes) and needs %s (%d bytes) more (%s): estimated peak %d bytes", c.Rank(), gib(rss), rss, gib(need), need, what, addSat(rss, need)), nil
+	return fmt.Sprintf("rank %d holds %s (%d bytes) and needs %s (%d bytes) more (%s): estimated peak %d bytes", c.Rank(), gib(rss), rss, gib(need), need, what, sat.Add(rss, need)), nil
 }
 
 // featShapeOf returns the shape of d's feature rows.
@@ -351,8 +335,8 @@ func checkFullFootprint(rank int, pc pipe.Config, rows int64) error {
 	case pc.Momentum != 0:
 		moments = 1
 	}
-	weights := mulSat(params, 4*(2+moments))
-	acts := mulSat(rows, mulSat(int64(pc.Model.Hidden), mulSat(4, int64(pc.Model.Layers))))
-	need := addSat(weights, acts)
+	weights := sat.Mul(params, 4*(2+moments))
+	acts := sat.Mul(rows, sat.Mul(int64(pc.Model.Hidden), sat.Mul(4, int64(pc.Model.Layers))))
+	need := sat.Add(weights, acts)
 	return fitsLocal(rank, need, fmt.Sprintf("full-graph training needs at least %s more (model and optimiser %s, activations %s)", gib(need), gib(weights), gib(acts)))
 }

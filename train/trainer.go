@@ -9,6 +9,7 @@ import (
 	"gnnmpi/collective"
 	"gnnmpi/dense"
 	"gnnmpi/internal/rng"
+	"gnnmpi/internal/sat"
 	"gnnmpi/metrics"
 	"gnnmpi/model"
 	"gnnmpi/partition"
@@ -266,9 +267,9 @@ func limitHeap(state []int64, mapped int64) {
 func heapLimit(state []int64, mapped, cur int64) int64 {
 	var s int64
 	for _, v := range state {
-		s = addSat(s, v)
+		s = sat.Add(s, v)
 	}
-	lim := addSat(addSat(s, s/2), 256<<20)
+	lim := sat.Add(sat.Add(s, s/2), 256<<20)
 	if mapped > 0 && mapped < lim-256<<20 {
 		lim -= mapped
 	}
