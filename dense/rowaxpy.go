@@ -33,30 +33,15 @@ func AxpyGather(dst, alpha []float32, idx []int64, x []float32, ld int) {
 		return
 	}
 	if v == 0 && n >= 16 {
-		for k, c := range idx {
-			a := float32(1)
-			if alpha != nil {
-				if a = alpha[k]; a == 0 {
-					continue
-				}
-			}
-			vec.Saxpy(n, a, x[int(c)*ld:], 1, dst, 1)
-		}
+		eachEntry(idx, alpha, func(c int, a float32) { vec.Saxpy(n, a, x[c*ld:], 1, dst, 1) })
 		return
 	}
 	tail := dst[v:n]
-	for k, c := range idx {
-		a := float32(1)
-		if alpha != nil {
-			if a = alpha[k]; a == 0 {
-				continue
-			}
-		}
-		row := x[int(c)*ld+v : int(c)*ld+n]
-		for j, r := range row {
+	eachEntry(idx, alpha, func(c int, a float32) {
+		for j, r := range x[c*ld+v : c*ld+n] {
 			tail[j] += float32(a * r)
 		}
-	}
+	})
 }
 
 // AxpyScatter computes, for k = 0, 1, … in turn,
@@ -83,18 +68,21 @@ func AxpyScatter(dst []float32, ld int, idx []int64, alpha, x []float32) {
 		return
 	}
 	if v == 0 && n >= 16 {
-		for k, c := range idx {
-			a := float32(1)
-			if alpha != nil {
-				if a = alpha[k]; a == 0 {
-					continue
-				}
-			}
-			vec.Saxpy(n, a, x, 1, dst[int(c)*ld:], 1)
-		}
+		eachEntry(idx, alpha, func(c int, a float32) { vec.Saxpy(n, a, x, 1, dst[c*ld:], 1) })
 		return
 	}
 	tail := x[v:n]
+	eachEntry(idx, alpha, func(c int, a float32) {
+		row := dst[c*ld+v : c*ld+n]
+		for j, r := range tail {
+			row[j] += float32(a * r)
+		}
+	})
+}
+
+// eachEntry calls f(idx[k], alpha[k]) for k = 0, 1, … in turn (alpha 1
+// when alpha is nil), skipping the entries whose alpha is zero.
+func eachEntry(idx []int64, alpha []float32, f func(c int, a float32)) {
 	for k, c := range idx {
 		a := float32(1)
 		if alpha != nil {
@@ -102,10 +90,7 @@ func AxpyScatter(dst []float32, ld int, idx []int64, alpha, x []float32) {
 				continue
 			}
 		}
-		row := dst[int(c)*ld+v : int(c)*ld+n]
-		for j, r := range tail {
-			row[j] += float32(a * r)
-		}
+		f(int(c), a)
 	}
 }
 
