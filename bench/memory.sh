@@ -11,7 +11,9 @@
 # directory. Training: 2-layer GraphSAGE, fanouts 10,5, hidden 64, batch
 # 1024 (--global-batch-size 1024 for gnnmpi), EPOCHS epochs (default 1),
 # evaluation (layer-wise inference over every vertex) after the last one.
-# gnnmpi runs at np 1 (the .gnn file) and np 4 (the parts), each rank's
+# gnnmpi runs at np 1 (the .gnn file) and np 4 (the parts; with the
+# default replicated topology every rank reads all parts' adjacency, and
+# again with --topology 1.5d --c 1, each rank its part's rows), each rank's
 # peak RSS (VmHWM) and state bytes from its final record; the peer
 # (bench/peers/sage_torch.py, TORCH_THREADS threads) reports its
 # ru_maxrss. SYSTEMS (default "gnnmpi torch") picks what runs; GNNMPI a
@@ -57,24 +59,27 @@ flags=(--model sage --layers 2 --hidden 64 --fanouts 10,5 --global-batch-size 10
 for sys in $SYSTEMS; do
 	case $sys in
 	gnnmpi)
-		for np in 1 4; do
-			data=$gnn
+		for run in 1 4 4-1.5d; do
+			np=${run%%-*} data=$gnn topo=()
 			[ "$np" -gt 1 ] && data=$parts
-			m=$LOGS/gnnmpi-np$np.jsonl
+			[ "$run" = 4-1.5d ] && topo=(--topology 1.5d --c 1)
+			m=$LOGS/gnnmpi-np$run.jsonl
 			rm -f "$m"
-			echo "== gnnmpi np=$np" >&2
+			echo "== gnnmpi np=$run" >&2
 			l0=$(load1)
 			# --bind-to none: Open MPI binds a job of 1 or 2 ranks to one
 			# core each; np 1 would get one of the machine's cores.
-			mpirun --oversubscribe --bind-to none -np "$np" $G train --data "$data" "${flags[@]}" --metrics "$m" 2>&1 | tee "$LOGS/gnnmpi-np$np.log" >&2
-			"$PY" - "$m" "$np" "$l0" "$(load1)" "$commit" >> "$csv" <<'PY'
+			mpirun --oversubscribe --bind-to none -np "$np" $G train --data "$data" "${topo[@]}" "${flags[@]}" --metrics "$m" 2>&1 | tee "$LOGS/gnnmpi-np$run.log" >&2
+			"$PY" - "$m" "$run" "$l0" "$(load1)" "$commit" >> "$csv" <<'PY'
 import json, sys
-path, np_, l0, l1, commit = sys.argv[1:]
+path, run, l0, l1, commit = sys.argv[1:]
+np_, _, topo = run.partition("-")
+system = "gnnmpi" + ("-" + topo if topo else "")
 fin = [json.loads(l) for l in open(path) if '"final"' in l][-1]
 sb = fin["state_bytes"]
 for r, peak in enumerate(fin["peak_rss_bytes"]):
     state = sum(v[r] for v in sb.values())
-    print(f'gnnmpi,{np_},{r},{peak},{state},{peak / state:.2f},{int(1.5 * state + 300e6)},'
+    print(f'{system},{np_},{r},{peak},{state},{peak / state:.2f},{int(1.5 * state + 300e6)},'
           f'{fin["median_epoch_s"]:.3f},{fin["test_acc"]:.4f},{l0},{l1},{commit}')
 PY
 		done
