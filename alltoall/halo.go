@@ -177,14 +177,7 @@ func (s *Store) GatherSparseTo(dst *sparse.Matrix[float32], h *Halo, ids []int64
 	for i, f := range from {
 		lo := out.Indptr[i]
 		if f < 0 {
-			r := int32(^f)
-			a, b := sp.ptr[r], sp.ptr[r+1]
-			for e := a; e < b; e++ {
-				out.Indices[lo+e-a] = int64(sp.col[e])
-			}
-			if sp.valued {
-				copy(out.Values[lo:], sp.val[a:b])
-			}
+			sp.copyRow(out, lo, int32(^f))
 			continue
 		}
 		a, b := h.csr.Indptr[f], h.csr.Indptr[f+1]

@@ -55,6 +55,18 @@ func (sp *sparseStore) wordsPer() int {
 // rowLen returns the entries of resident row r.
 func (sp *sparseStore) rowLen(r int32) int64 { return sp.ptr[r+1] - sp.ptr[r] }
 
+// copyRow copies resident row r into out at entry lo (out's Indices, and
+// Values when the store is valued, sized to hold it).
+func (sp *sparseStore) copyRow(out *sparse.Matrix[float32], lo int64, r int32) {
+	a, b := sp.ptr[r], sp.ptr[r+1]
+	for e := a; e < b; e++ {
+		out.Indices[lo+e-a] = int64(sp.col[e])
+	}
+	if sp.valued {
+		copy(out.Values[lo:], sp.val[a:b])
+	}
+}
+
 // bytes returns the memory of the resident rows.
 func (sp *sparseStore) bytes() int64 {
 	return int64(len(sp.ptr))*8 + int64(len(sp.col))*4 + int64(len(sp.val))*4
@@ -383,14 +395,7 @@ func (s *Store) FetchSparseTo(dst *sparse.Matrix[float32], ids []int64) (*sparse
 	for i, f := range p.from {
 		lo := out.Indptr[i]
 		if f < 0 {
-			r := int32(^f)
-			a, b := sp.ptr[r], sp.ptr[r+1]
-			for e := a; e < b; e++ {
-				out.Indices[lo+e-a] = int64(sp.col[e])
-			}
-			if sp.valued {
-				copy(val[lo:], sp.val[a:b])
-			}
+			sp.copyRow(out, lo, int32(^f))
 			continue
 		}
 		col = slices.Grow(col[:0], int(recv.n[f]))[:recv.n[f]]
