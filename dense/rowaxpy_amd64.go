@@ -44,3 +44,9 @@ func gatherAVX2(dst *float32, n int, x *float32, ld int, idx *int64, alpha *floa
 //
 //go:noescape
 func scatterAVX2(dst *float32, ld int, x *float32, n int, idx *int64, alpha *float32, k int)
+
+// adamAVX2 is AdamUpdate's kernel over n elements, n a positive multiple
+// of 8; coef holds wd, b1, 1−b1, b2, 1−b2, bc2s, eps and step.
+//
+//go:noescape
+func adamAVX2(w, grad, m, v *float32, n int, coef *[8]float32)

@@ -266,3 +266,51 @@ snext:
 sdone:
 	VZEROUPPER
 	RET
+
+// func adamAVX2(w, grad, m, v *float32, n int, coef *[8]float32)
+//
+// AdamUpdate over n elements, 8 at a time, each operation rounded as in
+// the Go loop: VMULPS then VADDPS (no FMA), VSQRTPS, VDIVPS.
+TEXT ·adamAVX2(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), DI
+	MOVQ grad+8(FP), SI
+	MOVQ m+16(FP), R8
+	MOVQ v+24(FP), R9
+	MOVQ n+32(FP), CX
+	MOVQ coef+40(FP), R10
+	VBROADCASTSS 0(R10), Y8  // wd
+	VBROADCASTSS 4(R10), Y9  // b1
+	VBROADCASTSS 8(R10), Y10 // 1−b1
+	VBROADCASTSS 12(R10), Y11 // b2
+	VBROADCASTSS 16(R10), Y12 // 1−b2
+	VBROADCASTSS 20(R10), Y13 // bc2s
+	VBROADCASTSS 24(R10), Y14 // eps
+	VBROADCASTSS 28(R10), Y15 // step
+	XORQ AX, AX
+aloop:
+	CMPQ AX, CX
+	JGE  adone
+	VMOVUPS (DI)(AX*4), Y0     // w
+	VMULPS  Y0, Y8, Y1         // wd·w
+	VADDPS  (SI)(AX*4), Y1, Y1 // g′ = g + wd·w
+	VMULPS  (R8)(AX*4), Y9, Y2 // b1·m
+	VMULPS  Y1, Y10, Y3        // (1−b1)·g′
+	VADDPS  Y3, Y2, Y2         // m
+	VMOVUPS Y2, (R8)(AX*4)
+	VMULPS  (R9)(AX*4), Y11, Y3 // b2·v
+	VMULPS  Y1, Y12, Y4         // (1−b2)·g′
+	VMULPS  Y1, Y4, Y4          // ((1−b2)·g′)·g′
+	VADDPS  Y4, Y3, Y3          // v
+	VMOVUPS Y3, (R9)(AX*4)
+	VSQRTPS Y3, Y4
+	VDIVPS  Y13, Y4, Y4 // √v / bc2s
+	VADDPS  Y14, Y4, Y4 // + eps
+	VMULPS  Y2, Y15, Y5 // step·m
+	VDIVPS  Y4, Y5, Y5  // / den
+	VSUBPS  Y5, Y0, Y0  // w − …
+	VMOVUPS Y0, (DI)(AX*4)
+	ADDQ $8, AX
+	JMP  aloop
+adone:
+	VZEROUPPER
+	RET

@@ -12,3 +12,7 @@ func gatherAVX2(dst *float32, n int, x *float32, ld int, idx *int64, alpha *floa
 func scatterAVX2(dst *float32, ld int, x *float32, n int, idx *int64, alpha *float32, k int) {
 	panic("dense: no AVX2 kernel")
 }
+
+func adamAVX2(w, grad, m, v *float32, n int, coef *[8]float32) {
+	panic("dense: no AVX2 kernel")
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 
+	"gnnmpi/dense"
 	"gnnmpi/internal/enum"
 )
 
@@ -120,16 +121,10 @@ func (o *Adam) StepRange(params []*Param, lo, hi int) {
 			w := p.W[a-off : b-off]
 			g := p.G[a-off : b-off]
 			// Element-wise, so the chunks on several goroutines give the
-			// same bits as one pass.
+			// same bits as one pass; dense.AdamUpdate is the update above
+			// in float32, one fused pass over w, g, m and v.
 			parallel(len(w), 16, int64(len(w)), func(lo, hi int) {
-				for i := lo; i < hi; i++ {
-					wi := w[i]
-					gi := g[i] + wd*wi
-					m[i] = b1*m[i] + (1-b1)*gi
-					v[i] = b2*v[i] + (1-b2)*gi*gi
-					den := float32(math.Sqrt(float64(v[i])))/bc2s + eps
-					w[i] = wi - step*m[i]/den
-				}
+				dense.AdamUpdate(w[lo:hi], g[lo:hi], m[lo:hi], v[lo:hi], wd, b1, b2, eps, step, bc2s)
 			})
 		}
 		off += len(p.W)
