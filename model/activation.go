@@ -3,6 +3,8 @@ package model
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
+	"sync"
 
 	"gnnmpi/dense"
 	"gnnmpi/sparse"
@@ -245,29 +247,47 @@ func (d *Dropout) ForwardSparse(x *sparse.Matrix[float32], train bool, rng *rand
 	}
 	d.sparse = true
 	key := rng.Uint64()
-	nnz := x.NNZ()
+	nr := int(x.NRows)
+	base := x.Indptr[0]
+	nnz := x.Indptr[nr] - base
 	y := &sparse.Matrix[float32]{
 		NRows:   x.NRows,
 		NCols:   x.NCols,
-		Indptr:  make([]int64, x.NRows+1),
-		Indices: make([]int64, 0, nnz),
-		Values:  make([]float32, 0, nnz),
+		Indptr:  make([]int64, nr+1),
+		Indices: make([]int64, nnz),
+		Values:  make([]float32, nnz),
 	}
-	for i := range x.NRows {
-		dr := newDropper(d.Rate, key, uint64(i))
-		for e := x.Indptr[i]; e < x.Indptr[i+1]; e++ {
-			v := float32(1)
-			if x.Values != nil {
-				if v = x.Values[e]; v == 0 {
-					continue
-				}
-			}
-			if m := dr.next(); m != 0 {
-				y.Indices = append(y.Indices, x.Indices[e])
-				y.Values = append(y.Values, v*m)
-			}
+	// Blocks of rows run in parallel, each row on its own stream. A block
+	// [lo, hi) packs its kept entries from offset Indptr[lo] − base (they
+	// cannot pass the block's own entries), and y.Indptr[i+1] holds row i's
+	// count; the blocks are then moved down in order.
+	type block struct{ lo, kept int }
+	var mu sync.Mutex
+	var blocks []block
+	parallel(nr, 1, nnz, func(lo, hi int) {
+		pos := int(x.Indptr[lo] - base)
+		start := pos
+		for i := lo; i < hi; i++ {
+			dr := newDropper(d.Rate, key, uint64(i))
+			n := dr.sparseRow(y.Indices[pos:], y.Values[pos:], x, i)
+			y.Indptr[i+1] = int64(n)
+			pos += n
 		}
-		y.Indptr[i+1] = int64(len(y.Indices))
+		mu.Lock()
+		blocks = append(blocks, block{lo, pos - start})
+		mu.Unlock()
+	})
+	slices.SortFunc(blocks, func(a, b block) int { return a.lo - b.lo })
+	pos := 0
+	for _, b := range blocks {
+		from := int(x.Indptr[b.lo] - base)
+		copy(y.Indices[pos:], y.Indices[from:from+b.kept])
+		copy(y.Values[pos:], y.Values[from:from+b.kept])
+		pos += b.kept
+	}
+	y.Indices, y.Values = y.Indices[:pos:pos], y.Values[:pos:pos]
+	for i := range nr {
+		y.Indptr[i+1] += y.Indptr[i]
 	}
 	return y
 }
@@ -369,6 +389,45 @@ func (d *dropper) row(mask, y, x []float32, skipZeros bool) {
 		y[i] = v * m
 	}
 	d.r, d.k = r, k
+}
+
+// sparseRow drops the stored entries of row i of x (every entry of a
+// pattern, whose values are 1, and every nonzero value draws the next
+// decision in stored order; a stored zero draws nothing and is not kept),
+// writing the kept entries' columns and values scaled by their mask to the
+// front of idx and val, and returns how many it kept. Without a branch on
+// the decision: every entry is written, and the position moves on only
+// past a kept one.
+func (d *dropper) sparseRow(idx []int64, val []float32, x *sparse.Matrix[float32], i int) int {
+	r, k, t, keep := d.r, d.k, d.t, math.Float32bits(d.keep)
+	e0, e1 := x.Indptr[i], x.Indptr[i+1]
+	cols := x.Indices[e0:e1]
+	idx, val = idx[:len(cols)], val[:len(cols)]
+	var vals []float32
+	if x.Values != nil {
+		vals = x.Values[e0:e1]
+		vals = vals[:len(cols)]
+	}
+	n := 0
+	for e, c := range cols {
+		v := float32(1)
+		if vals != nil {
+			if v = vals[e]; v == 0 {
+				continue
+			}
+		}
+		if k == 0 {
+			r, k = d.src.Uint64(), 4
+		}
+		k--
+		drop := ((r & 0xffff) - t) >> 63 // 1 exactly when the bits are below t
+		r >>= 16
+		idx[n] = c
+		val[n] = v * math.Float32frombits(keep)
+		n += int(drop ^ 1)
+	}
+	d.r, d.k = r, k
+	return n
 }
 
 // refill draws the next four decisions' bits (kept out of next, which

@@ -254,6 +254,48 @@ func gemmRef(x, b *dense.Matrix, trans bool) []float32 {
 	return out
 }
 
+// TestDropoutSparseParallel checks ForwardSparse on rows enough for
+// several goroutines, with stored zeros and an Indptr that starts past 0:
+// under GOMAXPROCS 1 and 3 it keeps, bitwise, the entries Forward with
+// SkipZeros keeps on the dense rows, and leaves x as it was.
+func TestDropoutSparseParallel(t *testing.T) {
+	for _, pattern := range []bool{false, true} {
+		t.Run(fmt.Sprintf("pattern=%t", pattern), func(t *testing.T) {
+			xs := randSparseRows(testRNG(243), 6000, 200, 0.3, pattern)
+			if !pattern {
+				for e := range xs.Values {
+					if e%7 == 0 {
+						xs.Values[e] = 0 // stored zeros draw nothing
+					}
+				}
+			}
+			want := (&Dropout{Rate: 0.4, SkipZeros: true}).Forward(densify(xs), true, testRNG(244)).Data
+			// The same rows behind a leading entry that row 0 does not own.
+			shifted := &sparse.Matrix[float32]{NRows: xs.NRows, NCols: xs.NCols,
+				Indices: append([]int64{5}, xs.Indices...)}
+			if !pattern {
+				shifted.Values = append([]float32{3}, xs.Values...)
+			}
+			for _, p := range xs.Indptr {
+				shifted.Indptr = append(shifted.Indptr, p+1)
+			}
+			before := slices.Clone(xs.Indices)
+			for _, procs := range []int{1, 3} {
+				prev := runtime.GOMAXPROCS(procs)
+				ys := (&Dropout{Rate: 0.4}).ForwardSparse(xs, true, testRNG(244))
+				runtime.GOMAXPROCS(prev)
+				require.NoError(t, ys.Validate())
+				assert.Equal(t, want, densify(ys).Data, "GOMAXPROCS %d", procs)
+				assert.Less(t, ys.NNZ(), xs.NNZ())
+			}
+			assert.Equal(t, before, xs.Indices, "x unchanged")
+			ys := (&Dropout{Rate: 0.4}).ForwardSparse(shifted, true, testRNG(244))
+			require.Equal(t, int64(0), ys.Indptr[0])
+			assert.Equal(t, want, densify(ys).Data, "Indptr from 1")
+		})
+	}
+}
+
 // TestDropoutSparse checks that ForwardSparse on CSR rows draws exactly
 // the random numbers of Forward on the dense rows and keeps the same
 // entries, bitwise, for values and patterns; that zeros draw nothing on the
