@@ -18,14 +18,36 @@ package dense
 // It will panic if alpha is not nil and len(alpha) != len(idx), or if a
 // row idx[k] does not lie within x.
 func AxpyGather(dst, alpha []float32, idx []int64, x []float32, ld int) {
+	axpyGather(dst, alpha, idx, x, ld, false)
+}
+
+// AxpyGatherTo is AxpyGather into a dst that starts from +0: it computes
+// dst = Σ_k alpha[k]·x[idx[k]·ld : idx[k]·ld+n] without reading dst, bit
+// for bit the result of clear(dst) and then AxpyGather. It will panic as
+// AxpyGather does.
+func AxpyGatherTo(dst, alpha []float32, idx []int64, x []float32, ld int) {
+	axpyGather(dst, alpha, idx, x, ld, true)
+}
+
+// axpyGather is AxpyGather, or AxpyGatherTo when zero is set.
+func axpyGather(dst, alpha []float32, idx []int64, x []float32, ld int, zero bool) {
 	n := len(dst)
 	checkRowAxpy(alpha, idx, len(x), ld, n)
-	if n == 0 || len(idx) == 0 {
+	if n == 0 {
+		return
+	}
+	if zero && (len(idx) == 0 || !useAVX2 || n&^7 == 0) {
+		clear(dst)
+	}
+	if len(idx) == 0 {
 		return
 	}
 	v := n &^ 7
 	if useAVX2 && v > 0 {
-		gatherAVX2(&dst[0], v, &x[0], ld, &idx[0], ptrOrNil(alpha), len(idx))
+		gatherAVX2(&dst[0], v, &x[0], ld, &idx[0], ptrOrNil(alpha), len(idx), zero)
+		if zero {
+			clear(dst[v:])
+		}
 	} else {
 		v = 0
 	}

@@ -34,10 +34,11 @@ func cpuid(leaf, sub uint32) (eax, ebx, ecx, edx uint32)
 func xgetbv() (eax, edx uint32)
 
 // gatherAVX2 is AxpyGather's kernel over n columns, n a positive multiple
-// of 8; alpha nil means ones.
+// of 8; alpha nil means ones. With zero set it starts from +0 instead of
+// dst's elements (AxpyGatherTo).
 //
 //go:noescape
-func gatherAVX2(dst *float32, n int, x *float32, ld int, idx *int64, alpha *float32, k int)
+func gatherAVX2(dst *float32, n int, x *float32, ld int, idx *int64, alpha *float32, k int, zero bool)
 
 // scatterAVX2 is AxpyScatter's kernel over n columns, n a positive
 // multiple of 8; alpha nil means ones.

@@ -19,13 +19,14 @@ TEXT ·xgetbv(SB), NOSPLIT, $0-8
 	MOVL DX, edx+4(FP)
 	RET
 
-// func gatherAVX2(dst *float32, n int, x *float32, ld int, idx *int64, alpha *float32, k int)
+// func gatherAVX2(dst *float32, n int, x *float32, ld int, idx *int64, alpha *float32, k int, zero bool)
 //
-// For each block of 64 (then 8) columns, the block of dst is held in
+// For each block of 64 (then 8) columns, the block of dst (+0 when zero
+// is set: dst is then only written) is held in
 // Y0–Y7 while every row idx[k] is added: dst += alpha[k]·x[idx[k]·ld + j],
 // VMULPS then VADDPS, so each product is rounded before it is added.
 // The block of row idx[k+8] is prefetched while row idx[k] is added.
-TEXT ·gatherAVX2(SB), NOSPLIT, $0-56
+TEXT ·gatherAVX2(SB), NOSPLIT, $0-57
 	MOVQ dst+0(FP), DI
 	MOVQ n+8(FP), CX
 	MOVQ x+16(FP), SI
@@ -36,9 +37,22 @@ TEXT ·gatherAVX2(SB), NOSPLIT, $0-56
 	MOVQ k+48(FP), R11
 	MOVQ R11, R13
 	SUBQ $8, R13 // the last k whose row idx[k+8] exists, plus one
+	MOVBLZX zero+56(FP), R15
 g64:
 	CMPQ CX, $64
 	JLT  g8
+	TESTL R15, R15
+	JZ   g64load
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	JMP  g64go
+g64load:
 	VMOVUPS 0(DI), Y0
 	VMOVUPS 32(DI), Y1
 	VMOVUPS 64(DI), Y2
@@ -47,6 +61,7 @@ g64:
 	VMOVUPS 160(DI), Y5
 	VMOVUPS 192(DI), Y6
 	VMOVUPS 224(DI), Y7
+g64go:
 	XORQ BX, BX
 g64loop:
 	CMPQ BX, R11
@@ -115,7 +130,11 @@ g64store:
 g8:
 	CMPQ CX, $8
 	JLT  gdone
+	VXORPS Y0, Y0, Y0
+	TESTL R15, R15
+	JNZ  g8go
 	VMOVUPS 0(DI), Y0
+g8go:
 	XORQ BX, BX
 g8loop:
 	CMPQ BX, R11

@@ -5,7 +5,7 @@ package dense
 // useAVX2 is false off amd64: the row axpys run in Go.
 var useAVX2 = false
 
-func gatherAVX2(dst *float32, n int, x *float32, ld int, idx *int64, alpha *float32, k int) {
+func gatherAVX2(dst *float32, n int, x *float32, ld int, idx *int64, alpha *float32, k int, zero bool) {
 	panic("dense: no AVX2 kernel")
 }
 

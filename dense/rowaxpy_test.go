@@ -74,6 +74,21 @@ func TestAxpyGatherScatter(t *testing.T) {
 					}
 					AxpyGather(dst, alpha, idx, x, ld)
 					assert.Equal(t, want, dst, "gather")
+					// GatherTo: the same sums from +0, whatever dst held
+					// (bits compared: +0 and −0 differ).
+					want0 := make([]float32, n)
+					for i, c := range idx {
+						if a := at(i); a != 0 {
+							Axpy(a, x[int(c)*ld:int(c)*ld+n], want0)
+						}
+					}
+					for _, kk := range []int{len(idx), 0} {
+						if kk == 0 {
+							clear(want0)
+						}
+						AxpyGatherTo(dst, sliceOrNil(alpha, kk), idx[:kk], x, ld)
+						assert.Equal(t, floatBits(want0), floatBits(dst), "gather to, %d entries", kk)
+					}
 					// Scatter: row idx[k] of y += alpha[k]·v, in turn.
 					v := x[:n]
 					y := make([]float32, nrows*ld)
@@ -178,4 +193,21 @@ func TestAxpyScatterRows(t *testing.T) {
 			assert.Panics(t, func() { AxpyScatterRows(dst, 8, y, tc.ldy, tc.n, tc.indptr, tc.idx, nil) })
 		})
 	}
+}
+
+// sliceOrNil returns a[:k], or nil for a nil a.
+func sliceOrNil(a []float32, k int) []float32 {
+	if a == nil {
+		return nil
+	}
+	return a[:k]
+}
+
+// floatBits returns the bit patterns of x.
+func floatBits(x []float32) []uint32 {
+	b := make([]uint32, len(x))
+	for i, f := range x {
+		b[i] = math.Float32bits(f)
+	}
+	return b
 }

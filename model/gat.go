@@ -128,8 +128,7 @@ func (g *GAT) ForwardSparse(a *sparse.CSR, x *sparse.Matrix[float32], train bool
 	g.a, g.x, g.xs = a, nil, x
 	ns, hd := int(a.NCols), g.heads*g.d
 	g.z = dense.Grow(g.z, ns*hd)
-	clear(g.z)
-	sparseMulAdd(g.z, x, ns, g.w.W, hd)
+	sparseMulTo(g.z, x, ns, g.w.W, hd)
 	return g.attend(train, rng)
 }
 

@@ -185,8 +185,7 @@ func (s *SAGE) ForwardSparse(a *sparse.CSR, x *sparse.Matrix[float32], train boo
 	s.mean = b.meanWeights()
 	nd, ns, fout := int(a.NRows), int(a.NCols), s.fout
 	s.scr = dense.Grow(s.scr, ns*fout)
-	clear(s.scr)
-	sparseMulAdd(s.scr, x, ns, s.wNeigh.W, fout)
+	sparseMulTo(s.scr, x, ns, s.wNeigh.W, fout)
 	out := dense.New(nd, fout)
 	spmm(out.Data, a, nil, s.mean.rowScale, s.scr, fout)
 	sparseMulAdd(out.Data, x, nd, s.wSelf.W, fout)

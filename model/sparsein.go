@@ -78,6 +78,19 @@ func noInputGrad(needInput bool) {
 // row of dst stays in registers while its entries' rows of w are added
 // (dense.AxpyGather): the kernel reads nnz·f·4 bytes of w.
 func sparseMulAdd(dst []float32, x *sparse.Matrix[float32], n int, w []float32, f int) {
+	sparseMul(dst, x, n, w, f, dense.AxpyGather)
+}
+
+// sparseMulTo computes dst = X[:n]·w, overwriting dst (n×f) without
+// reading it: bit for bit clear(dst[:n·f]) and then sparseMulAdd, with one
+// pass over dst instead of three (dense.AxpyGatherTo).
+func sparseMulTo(dst []float32, x *sparse.Matrix[float32], n int, w []float32, f int) {
+	sparseMul(dst, x, n, w, f, dense.AxpyGatherTo)
+}
+
+// sparseMul runs sparseMulAdd's rows with the row kernel gather.
+func sparseMul(dst []float32, x *sparse.Matrix[float32], n int, w []float32, f int,
+	gather func(dst, alpha []float32, idx []int64, x []float32, ld int)) {
 	dst = dst[:n*f]
 	w = w[:int(x.NCols)*f]
 	parallel(n, 1, (x.Indptr[n]-x.Indptr[0])*int64(f), func(lo, hi int) {
@@ -87,7 +100,7 @@ func sparseMulAdd(dst []float32, x *sparse.Matrix[float32], n int, w []float32, 
 			if x.Values != nil {
 				a = x.Values[e0:e1]
 			}
-			dense.AxpyGather(dst[i*f:(i+1)*f], a, x.Indices[e0:e1], w, f)
+			gather(dst[i*f:(i+1)*f], a, x.Indices[e0:e1], w, f)
 		}
 	})
 }

@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"slices"
@@ -430,4 +431,32 @@ func TestSparseModelGradients(t *testing.T) {
 			checkModelGrad(t, m, f)
 		})
 	}
+}
+
+// TestSparseMulTo checks that sparseMulTo overwrites whatever dst held
+// with, bit for bit, clear and then sparseMulAdd, on values and patterns
+// and on widths with and without a tail past the 8-column blocks.
+func TestSparseMulTo(t *testing.T) {
+	for _, pattern := range []bool{false, true} {
+		for _, f := range []int{5, 16, 70} {
+			rnd := testRNG(245)
+			xs := randSparseRows(rnd, 300, 60, 0.1, pattern)
+			w := randMatrix(rnd, 60, f).Data
+			n := 250
+			want := make([]float32, n*f)
+			sparseMulAdd(want, xs, n, w, f)
+			got := randMatrix(rnd, n, f).Data
+			sparseMulTo(got, xs, n, w, f)
+			assert.Equal(t, bitsOf(want), bitsOf(got), "pattern=%t f=%d", pattern, f)
+		}
+	}
+}
+
+// bitsOf returns the bit patterns of x (+0 and −0 differ).
+func bitsOf(x []float32) []uint32 {
+	b := make([]uint32, len(x))
+	for i, v := range x {
+		b[i] = math.Float32bits(v)
+	}
+	return b
 }
