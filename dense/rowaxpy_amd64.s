@@ -177,7 +177,8 @@ gdone:
 //
 // For k = 0, 1, … in turn, row idx[k] of dst gets alpha[k]·x over n
 // columns, 32 (then 8) at a time: VMULPS then VADDPS, as in Axpy.
-// Row idx[k+2] is prefetched while row idx[k] is updated.
+// Row idx[k+2] is prefetched while row idx[k] is updated. When n is 32
+// (sparseTMulAddTerms' tiles) x is loaded once and kept in Y4–Y7.
 TEXT ·scatterAVX2(SB), NOSPLIT, $0-56
 	MOVQ dst+0(FP), DI
 	MOVQ ld+8(FP), R8
@@ -190,6 +191,8 @@ TEXT ·scatterAVX2(SB), NOSPLIT, $0-56
 	MOVQ R11, R15
 	SUBQ $2, R15 // the last k whose row idx[k+2] exists, plus one
 	XORQ BX, BX
+	CMPQ R13, $32
+	JEQ  f32 // one 32-column tile: x stays in Y4–Y7
 sloop:
 	CMPQ BX, R11
 	JGE  sdone
@@ -282,6 +285,57 @@ s8ones:
 snext:
 	INCQ BX
 	JMP  sloop
+f32:
+	VMOVUPS 0(SI), Y4
+	VMOVUPS 32(SI), Y5
+	VMOVUPS 64(SI), Y6
+	VMOVUPS 96(SI), Y7
+floop:
+	CMPQ BX, R11
+	JGE  sdone
+	MOVQ (R9)(BX*8), DX
+	IMULQ R8, DX
+	ADDQ DI, DX // &dst[idx[k]·ld]
+	MOVQ DX, R14
+	CMPQ BX, R15
+	JGE  fpf
+	MOVQ 16(R9)(BX*8), R14
+	IMULQ R8, R14
+	ADDQ DI, R14
+fpf:
+	PREFETCHT0 0(R14)
+	PREFETCHT0 64(R14)
+	TESTQ R10, R10
+	JZ   fones
+	MOVL (R10)(BX*4), R12
+	TESTL $0x7fffffff, R12
+	JZ   fnext // alpha[k] is ±0: skipped
+	VBROADCASTSS (R10)(BX*4), Y8
+	VMULPS Y4, Y8, Y0
+	VMULPS Y5, Y8, Y1
+	VMULPS Y6, Y8, Y2
+	VMULPS Y7, Y8, Y3
+	VADDPS 0(DX), Y0, Y0
+	VADDPS 32(DX), Y1, Y1
+	VADDPS 64(DX), Y2, Y2
+	VADDPS 96(DX), Y3, Y3
+	VMOVUPS Y0, 0(DX)
+	VMOVUPS Y1, 32(DX)
+	VMOVUPS Y2, 64(DX)
+	VMOVUPS Y3, 96(DX)
+	JMP  fnext
+fones:
+	VADDPS 0(DX), Y4, Y0
+	VADDPS 32(DX), Y5, Y1
+	VADDPS 64(DX), Y6, Y2
+	VADDPS 96(DX), Y7, Y3
+	VMOVUPS Y0, 0(DX)
+	VMOVUPS Y1, 32(DX)
+	VMOVUPS Y2, 64(DX)
+	VMOVUPS Y3, 96(DX)
+fnext:
+	INCQ BX
+	JMP  floop
 sdone:
 	VZEROUPPER
 	RET
