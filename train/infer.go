@@ -94,6 +94,9 @@ func (t *trainer) planChunks() ([][]int, error) {
 			bounds[l] = append(bounds[l], len(owned)) // empty rounds
 		}
 	}
+	if err := t.planPieces(bounds); err != nil {
+		return nil, err
+	}
 	return bounds, nil
 }
 
@@ -186,6 +189,14 @@ func (t *trainer) infer(owned []int64) (*dense.Matrix, error) {
 	var in *alltoall.Halo // the input layer's halo rows
 	var hx *dense.Matrix  // a hidden layer's halo rows, in t.halo's order
 	for l := range t.cfg.Model.Layers {
+		if t.haloRounds != nil && t.haloRounds[l] > 0 {
+			var err error
+			if h, err = t.inferPieces(l, owned, h, t.haloRounds[l]); err != nil {
+				return nil, err
+			}
+			in = nil
+			continue
+		}
 		var out *dense.Matrix
 		b := t.evalChunks[l]
 		// The chunk counts are padded to the ranks' maximum and haloOnce
