@@ -33,8 +33,11 @@ func mask(lo, hi int64, ids []int64) []bool {
 // owned[b[l][k]:b[l][k+1]]. It also sets t.haloOnce: whether layer l,
 // when it takes several chunks, fetches the rank's halo once (every
 // rank's halo rows at the layer's input width fit within evalValues) or
-// each chunk's inputs (a halo too large to hold beside the chunks). The
-// ranks agree on both in one Allreduce.
+// each chunk's inputs (a halo too large to hold beside the chunks), and
+// t.haloRounds (planPieces): the layers of such a halo that are fetched
+// in pieces instead. The ranks agree on the chunks and haloOnce in one
+// Allreduce, and on the pieces in another, made only when some layer
+// needs them.
 func (t *trainer) planChunks() ([][]int, error) {
 	owned := t.ebook.Owned(t.c.Rank())
 	L := t.cfg.Model.Layers
@@ -180,7 +183,8 @@ func (t *trainer) evaluate() (evaluation, error) {
 // halo (t.halo) once, from the
 // feature store for the input layer and from the previous layer's owners
 // otherwise, and every chunk copies its inputs from those and the rank's
-// own rows. Only one layer's halo rows are held at a time.
+// own rows. Only one layer's halo rows are held at a time. A layer with
+// t.haloRounds set fetches its halo in pieces instead (inferPieces).
 func (t *trainer) infer(owned []int64) (*dense.Matrix, error) {
 	if err := t.fetchHaloDegrees(); err != nil {
 		return nil, err
