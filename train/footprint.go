@@ -170,7 +170,8 @@ func estimateFootprint(cfg Config, feat featShape, n, evalRows, haloRows, cacheR
 		// rows as held, a hidden layer's at its width. A larger halo of
 		// SAGE or GCN over dense rows is fetched in pieces of at most the
 		// bound, beside a sum of the layer's input width per vertex
-		// (inferPieces).
+		// (inferPieces); the ranks decide that together, so a rank with
+		// a halo counts the pieces even when its own halo fits.
 		limit := cfg.EvalMemory
 		if !sparse {
 			limit = evalChunkValues(cfg.EvalMemory, feat)
@@ -180,10 +181,10 @@ func estimateFootprint(cfg Config, feat featShape, n, evalRows, haloRows, cacheR
 			if l > 0 {
 				fin = widths[l-1]
 			}
+			if haloRows > 0 && cfg.Model.Kind != model.KindGAT && (l > 0 || !sparse) {
+				f.Halo = max(f.Halo, sat.Mul(sat.Add(sat.Mul(evalRows, fin), min(limit, sat.Mul(haloRows, fin))), 4))
+			}
 			if sat.Mul(haloRows, fin) > limit {
-				if cfg.Model.Kind != model.KindGAT && (l > 0 || !sparse) {
-					f.Halo = max(f.Halo, sat.Mul(sat.Add(sat.Mul(evalRows, fin), limit), 4))
-				}
 				continue
 			}
 			b := sat.Mul(haloRows, sat.Mul(fin, 4))
