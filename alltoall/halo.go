@@ -188,3 +188,24 @@ func (s *Store) GatherSparseTo(dst *sparse.Matrix[float32], h *Halo, ids []int64
 	}
 	return out
 }
+
+// ReadResident copies the row of vertex gid into dst (Cols() values, as
+// float32) when the store holds it, in its own part or its cache, and
+// reports whether it does; dst is not written otherwise. It communicates
+// nothing, and concurrent calls are safe while nothing fetches into the
+// store.
+// It will panic on a store of sparse rows, if gid is outside [0, n) or
+// if len(dst) < Cols().
+func (s *Store) ReadResident(gid int64, dst []float32) bool {
+	if s.sp != nil {
+		panic("alltoall: ReadResident of a store of sparse rows")
+	}
+	if gid < 0 || gid >= s.book.NumNodes() {
+		panic("alltoall: id out of range")
+	}
+	r, ok := s.resident(gid)
+	if ok {
+		s.read(int(r), dst[:s.cols])
+	}
+	return ok
+}

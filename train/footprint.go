@@ -25,7 +25,7 @@ type footprint struct {
 	Cache int64 // the store's cached rows
 	Batch int64 // the minibatches in flight: gathered inputs, blocks and activations
 	Infer int64 // layer-wise inference: two layers' outputs and one chunk's inputs
-	Halo  int64 // layer-wise inference's halo rows, fetched once per layer (at the widest layer input)
+	Halo  int64 // layer-wise inference's halo rows, fetched once per layer (at the widest layer input), or one piece of them and the sums
 }
 
 // Total returns the sum of f's parts, saturating at math.MaxInt64.
@@ -167,7 +167,11 @@ func estimateFootprint(cfg Config, feat featShape, n, evalRows, haloRows, cacheR
 		// The halo rows of the layer that holds the most: a layer's halo
 		// is fetched once, and held, only when its values at the layer's
 		// input width fit in a chunk's bound (planChunks); the features'
-		// rows as held, a hidden layer's at its width.
+		// rows as held, a hidden layer's at its width. A larger halo of
+		// SAGE or GCN over dense rows is fetched in pieces of at most the
+		// bound, beside a sum of the layer's input width per vertex
+		// (inferPieces); the ranks decide that together, so a rank with
+		// a halo counts the pieces even when its own halo fits.
 		limit := cfg.EvalMemory
 		if !sparse {
 			limit = evalChunkValues(cfg.EvalMemory, feat)
@@ -176,6 +180,9 @@ func estimateFootprint(cfg Config, feat featShape, n, evalRows, haloRows, cacheR
 		for l := range widths {
 			if l > 0 {
 				fin = widths[l-1]
+			}
+			if haloRows > 0 && cfg.Model.Kind != model.KindGAT && (l > 0 || !sparse) {
+				f.Halo = max(f.Halo, sat.Mul(sat.Add(sat.Mul(evalRows, fin), min(limit, sat.Mul(haloRows, fin))), 4))
 			}
 			if sat.Mul(haloRows, fin) > limit {
 				continue

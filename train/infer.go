@@ -33,8 +33,11 @@ func mask(lo, hi int64, ids []int64) []bool {
 // owned[b[l][k]:b[l][k+1]]. It also sets t.haloOnce: whether layer l,
 // when it takes several chunks, fetches the rank's halo once (every
 // rank's halo rows at the layer's input width fit within evalValues) or
-// each chunk's inputs (a halo too large to hold beside the chunks). The
-// ranks agree on both in one Allreduce.
+// each chunk's inputs (a halo too large to hold beside the chunks), and
+// t.haloRounds (planPieces): the layers of such a halo that are fetched
+// in pieces instead. The ranks agree on the chunks and haloOnce in one
+// Allreduce, and on the pieces in another, made only when some layer
+// needs them.
 func (t *trainer) planChunks() ([][]int, error) {
 	owned := t.ebook.Owned(t.c.Rank())
 	L := t.cfg.Model.Layers
@@ -93,6 +96,9 @@ func (t *trainer) planChunks() ([][]int, error) {
 		for int64(len(bounds[l])-1) < max(counts[l], 1) {
 			bounds[l] = append(bounds[l], len(owned)) // empty rounds
 		}
+	}
+	if err := t.planPieces(bounds); err != nil {
+		return nil, err
 	}
 	return bounds, nil
 }
@@ -177,7 +183,8 @@ func (t *trainer) evaluate() (evaluation, error) {
 // halo (t.halo) once, from the
 // feature store for the input layer and from the previous layer's owners
 // otherwise, and every chunk copies its inputs from those and the rank's
-// own rows. Only one layer's halo rows are held at a time.
+// own rows. Only one layer's halo rows are held at a time. A layer with
+// t.haloRounds set fetches its halo in pieces instead (inferPieces).
 func (t *trainer) infer(owned []int64) (*dense.Matrix, error) {
 	if err := t.fetchHaloDegrees(); err != nil {
 		return nil, err
@@ -186,6 +193,14 @@ func (t *trainer) infer(owned []int64) (*dense.Matrix, error) {
 	var in *alltoall.Halo // the input layer's halo rows
 	var hx *dense.Matrix  // a hidden layer's halo rows, in t.halo's order
 	for l := range t.cfg.Model.Layers {
+		if t.haloRounds != nil && t.haloRounds[l] > 0 {
+			var err error
+			if h, err = t.inferPieces(l, owned, h, t.haloRounds[l]); err != nil {
+				return nil, err
+			}
+			in = nil
+			continue
+		}
 		var out *dense.Matrix
 		b := t.evalChunks[l]
 		// The chunk counts are padded to the ranks' maximum and haloOnce

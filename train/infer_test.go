@@ -158,3 +158,119 @@ func TestInferenceHaloBytes(t *testing.T) {
 		}
 	}
 }
+
+// A layer whose halo some rank cannot hold within a chunk's bound fetches
+// the halo in pieces, each halo row in exactly one: every layer sends
+// k·8(p−1) + 8·R + 4·w·S bytes and receives k·8(p−1) + 8·S + 4·w·R on
+// rank r, with k the pieces of the rank with the most (one Alltoall of
+// counts each), R its halo rows, S the rows of other ranks' halos it owns
+// and w the layer's input width (GCN adds its degrees at the first
+// evaluation). The outputs are those of inference on one rank up to
+// rounding (the sums are taken in another order), and the predictions
+// the same.
+func TestInferencePieces(t *testing.T) {
+	g := sbm()
+	for _, kind := range []model.Kind{model.KindSAGE, model.KindGCN} {
+		// The outputs of one rank, by global id.
+		var ref *dense.Matrix
+		err := inproc.Run(1, inproc.Options{Timeout: time.Minute}, func(c collective.Comm) error {
+			d, err := Distribute(g, "random", partition.Random(g.NumNodes, 1, 9), 0)
+			if err != nil {
+				return err
+			}
+			tr, err := newTrainer(c, d, testConfig(kind))
+			if err != nil {
+				return err
+			}
+			ref, err = tr.infer(tr.ebook.Owned(0))
+			return err
+		})
+		require.NoError(t, err)
+		for _, p := range []int{2, 3} {
+			t.Run(fmt.Sprintf("%s_p%d", kind, p), func(t *testing.T) {
+				book := partition.Random(g.NumNodes, p, 9)
+				halo := make([][]int64, p)
+				for r := range p {
+					halo[r] = haloRef(g, book, r)
+				}
+				err := inproc.Run(p, inproc.Options{Timeout: time.Minute}, func(c collective.Comm) error {
+					c = collective.WithStats(c, nil)
+					r := c.Rank()
+					d, err := Distribute(g, "random", book, r)
+					if err != nil {
+						return err
+					}
+					cfg := testConfig(kind)
+					// A third of the smallest halo's hidden rows: every
+					// layer of every rank takes at least three pieces.
+					least := len(halo[0])
+					for _, h := range halo {
+						least = min(least, len(h))
+					}
+					cfg.EvalMemory = int64(least * cfg.Model.Hidden / 3)
+					tr, err := newTrainer(c, d, cfg)
+					if err != nil {
+						return err
+					}
+					R := int64(len(halo[r]))
+					var served int64 // rows of the other ranks' halos this rank owns
+					for o := range p {
+						if o != r {
+							served += int64(len(slices.DeleteFunc(slices.Clone(halo[o]), func(v int64) bool { return book.Owner(v) != r })))
+						}
+					}
+					var wantSent, wantRecv int64
+					width := int64(tr.store.Cols())
+					for l := range cfg.Model.Layers {
+						if l > 0 {
+							width = int64(tr.m.Layers[l-1].OutDim())
+						}
+						if tr.haloRounds == nil || tr.haloRounds[l] < 3 {
+							return fmt.Errorf("rank %d: layer %d in pieces %v, the test needs at least three", r, l, tr.haloRounds)
+						}
+						// The pieces of the rank with the most.
+						var k int64
+						for _, h := range halo {
+							per := int(max(1, cfg.EvalMemory/width))
+							k = max(k, int64((len(h)+per-1)/per))
+						}
+						if int64(tr.haloRounds[l]) != k {
+							return fmt.Errorf("rank %d: layer %d in %d rounds, want %d", r, l, tr.haloRounds[l], k)
+						}
+						wantSent += k*8*int64(p-1) + 8*R + 4*width*served
+						wantRecv += k*8*int64(p-1) + 8*served + 4*width*R
+					}
+					if kind == model.KindGCN && d.Partitioned() {
+						wantSent += 8*int64(p-1) + 8*R + 4*served
+						wantRecv += 8*int64(p-1) + 8*served + 4*R
+					}
+					defer collective.SetPhase(c, metrics.PhaseEval)() // as evaluate does
+					defer collective.SetPhase(tr.lc, metrics.PhaseEval)()
+					before := collective.SnapshotOf(c)
+					owned := tr.ebook.Owned(r)
+					h, err := tr.infer(owned)
+					if err != nil {
+						return err
+					}
+					got := collective.SnapshotOf(c).Sub(before).Phase(metrics.PhaseEval)
+					if got.SentBytes != wantSent || got.RecvBytes != wantRecv {
+						return fmt.Errorf("rank %d: sent %d received %d bytes, want %d and %d", r, got.SentBytes, got.RecvBytes, wantSent, wantRecv)
+					}
+					preds, want := model.Argmax(h), model.Argmax(ref)
+					for k, v := range owned {
+						if preds[k] != want[v] {
+							return fmt.Errorf("rank %d: vertex %d predicted %d, %d on one rank", r, v, preds[k], want[v])
+						}
+						for j, x := range h.Row(k) {
+							if y := ref.Row(int(v))[j]; math.Abs(float64(x-y)) > 1e-5*max(1, math.Abs(float64(y))) {
+								return fmt.Errorf("rank %d: vertex %d output %d is %v, %v on one rank", r, v, j, x, y)
+							}
+						}
+					}
+					return nil
+				})
+				require.NoError(t, err)
+			})
+		}
+	}
+}

@@ -113,6 +113,7 @@ type evaluator struct {
 	evalDeg     *dense.Matrix
 	evalChunks  [][]int // per layer: this rank's chunk boundaries, padded to the ranks' maximum count
 	haloOnce    []bool  // per layer: whether several chunks share one fetch of the halo (planChunks)
+	haloRounds  []int   // per layer: the pieces its halo is fetched in (inferPieces), 0 if it is not; nil if no layer is
 	chunkCache  map[[2]int]*evalChunk
 	chunkCached int64 // entries and sources of the cached chunks
 	// halo lists, ascending, the sources of the rank's inference blocks
