@@ -143,8 +143,9 @@ func uniformPicker(h, fanout int) picker {
 // It will panic if a vertex of dst is repeated.
 func relabel(dst []int64, smp *sparse.CSR, t *idTable) Block {
 	nd := len(dst)
-	src := make([]int64, nd, nd+len(smp.Indices))
-	copy(src, dst)
+	// The sources gather in t's scratch and are copied out once at their
+	// size.
+	src := append(t.src[:0], dst...)
 	t.reset(int(min(int64(nd+len(smp.Indices)), smp.NCols)))
 	for i, v := range dst {
 		if t.put(v, int32(i)) != int32(i) {
@@ -160,13 +161,31 @@ func relabel(dst []int64, smp *sparse.CSR, t *idTable) Block {
 		adj.Indices[q] = int64(j)
 	}
 	for i := range nd {
-		slices.Sort(adj.Indices[adj.Indptr[i]:adj.Indptr[i+1]])
+		sortSmall(adj.Indices[adj.Indptr[i]:adj.Indptr[i+1]])
 	}
 	adj.NCols = int64(len(src))
-	if cap(src) > 2*len(src) {
-		// src was sized for every entry distinct; keep only what is used
-		// (a block may be kept long, as inference's chunks are).
-		src = slices.Clone(src)
+	t.src = src
+	src = slices.Clone(src)
+	return Block{Adj: adj, Dst: src[:nd:nd], Src: src}
+}
+
+// smallSort is the length up to which sortSmall sorts by insertion: a
+// sampled row (at most its fanout of entries) is that short, and
+// slices.Sort's pattern-defeating quicksort costs more on it.
+const smallSort = 32
+
+// sortSmall sorts x in ascending order, by insertion when it is short.
+func sortSmall[E int | int64](x []E) {
+	if len(x) > smallSort {
+		slices.Sort(x)
+		return
 	}
-	return Block{Adj: adj, Dst: src[:nd:nd], Src: slices.Clip(src)}
+	for i := 1; i < len(x); i++ {
+		v := x[i]
+		j := i
+		for ; j > 0 && x[j-1] > v; j-- {
+			x[j] = x[j-1]
+		}
+		x[j] = v
+	}
 }

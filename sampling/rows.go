@@ -3,7 +3,6 @@ package sampling
 import (
 	"math"
 	"math/rand/v2"
-	"slices"
 )
 
 // Dart throwing: the row-wise selection step of matrix-based sampling
@@ -113,7 +112,7 @@ func (d *darts) draw(n int, w []float64, s int, r *rand.Rand) []int {
 	for _, pos := range d.out {
 		taken[pos] = false
 	}
-	slices.Sort(d.out)
+	sortSmall(d.out)
 	return d.out
 }
 

@@ -59,6 +59,8 @@ type Stream[T sparse.Scalar] struct {
 	Reuse bool
 
 	ws    []int64           // streamStage's work per row of A, reused from piece to piece
+	bs    []int64           // and the row of the piece each selection row of A meets
+	sel   []int64           // a selection chunk's rows of the piece
 	spare *sparse.Matrix[T] // the last chunk's product, with Reuse
 }
 
@@ -271,41 +273,66 @@ func streamStage[T sparse.Scalar, S sparse.Semiring[T]](sr S, stage int, a *spar
 	// checking blk's rows sorted and distinct costs less than MulSR's
 	// check of every selected row (a row of B selected many times is
 	// checked each time), and lets it copy them unchecked.
-	ws := s.ws[:0]
-	var total int64
+	// A pattern a whose rows each have at most one entry in [lo, hi) (a
+	// sampler's selection matrix Q) makes every chunk a selection of rows
+	// of blk: bs[r] is the row of blk that row r meets, and the chunk is
+	// sparse.SelectRowsSRTo of them, the same matrix as the product's
+	// without forming A's block or running the product's set-up per chunk.
+	if int64(cap(s.ws)) < a.NRows {
+		s.ws, s.bs = make([]int64, 0, a.NRows), make([]int64, 0, a.NRows)
+	}
+	ws, bs := s.ws[:0], s.bs[:0]
+	selection := a.Values == nil
+	var total, met int64 // met: rows of a with an entry in [lo, hi)
 	for r := range a.NRows {
-		var w, e int64 // the work and the entries of row r in [lo, hi)
+		var w, e, b int64 // the work and the entries of row r in [lo, hi), the last one's row of blk
 		for q := a.Indptr[r]; q < a.Indptr[r+1]; q++ {
 			if col := a.Indices[q]; col >= lo && col < hi {
-				w += blk.Degree(col - lo)
+				b = col - lo
+				w += blk.Degree(b)
 				e++
 			}
 		}
 		if e == 0 {
 			w = -1
 		}
-		ws = append(ws, w)
+		selection = selection && e <= 1
+		ws, bs = append(ws, w), append(bs, b)
 		total += max(w, 0)
+		if e > 0 {
+			met++
+		}
 	}
-	s.ws = ws
+	s.ws, s.bs = ws, bs
 	if total >= blk.NNZ() && distinctRows(blk) {
 		o.SortedB = true
 	}
-	var rows []int64
+	// The chunks' rows are consecutive pieces of one array (the callback
+	// owns them, so they are not reused): one allocation per piece.
+	rows := make([]int64, 0, met)
 	var work int64
 	flush := func() error {
 		if len(rows) == 0 {
 			return nil
 		}
-		c, err := sparse.MulSRTo(s.spare, sr, sparse.SelectBlock(a, rows, lo, hi), blk, o)
-		if err != nil {
-			return fmt.Errorf("spgemm: stream: %w", err)
+		var c *sparse.Matrix[T]
+		if selection {
+			s.sel = s.sel[:0]
+			for _, r := range rows {
+				s.sel = append(s.sel, bs[r])
+			}
+			c = sparse.SelectRowsSRTo(s.spare, sr, blk, s.sel, o)
+		} else {
+			var err error
+			if c, err = sparse.MulSRTo(s.spare, sr, sparse.SelectBlock(a, rows, lo, hi), blk, o); err != nil {
+				return fmt.Errorf("spgemm: stream: %w", err)
+			}
 		}
 		if s.Reuse {
 			s.spare = c
 		}
-		out := rows
-		rows, work = nil, 0
+		out := rows[:len(rows):len(rows)]
+		rows, work = rows[len(rows):len(rows)], 0 // the rest of the array
 		return s.Chunk(stage, out, c)
 	}
 	for r, w := range ws {
@@ -317,7 +344,7 @@ func streamStage[T sparse.Scalar, S sparse.Semiring[T]](sr S, stage int, a *spar
 				return err
 			}
 		}
-		rows = append(rows, int64(r))
+		rows = append(rows, int64(r)) // within the array's met rows
 		work += w + 1
 	}
 	return flush()
