@@ -63,10 +63,12 @@ func SelectRowsSR[T Scalar, S Semiring[T]](sr S, a *Matrix[T], rows []int64, o *
 
 // SelectRowsSRTo is SelectRowsSR writing P into dst, reusing its arrays
 // where their capacity suffices, as MulSRTo does (a nil dst allocates);
-// P is the same as SelectRowsSR's. With o.SortedB it does not form Q or
-// run the product: each row of P is its row of A copied, its values
-// One ⊗ A's (One ⊗ One for a pattern), exactly what the product makes of a
-// selection row, in time proportional to len(rows) and P's entries. A
+// P is the same as SelectRowsSR's. When the rows selected are sorted and
+// distinct (o.SortedB promises it of every row of A; otherwise each
+// selected row is checked) it does not form Q or run the product: each row
+// of P is its row of A copied, its values One ⊗ A's (One ⊗ One for a
+// pattern), exactly what the product makes of a selection row, in time
+// proportional to len(rows) and P's entries. A
 // caller that selects many times and drops each P before the next (a
 // streamed sampler) saves the product's set-up and the allocations.
 // It will panic if an entry of rows lies outside [0, A.NRows).
@@ -77,7 +79,17 @@ func SelectRowsSRTo[T Scalar, S Semiring[T]](dst *Matrix[T], sr S, a *Matrix[T],
 			panic("sparse: selected row out of range")
 		}
 	}
-	if o == nil || !o.SortedB {
+	sorted := o != nil && o.SortedB
+	if !sorted {
+		sorted = true
+		for _, i := range rows {
+			if !strictlyIncreasing(a.Indices[a.Indptr[i]:a.Indptr[i+1]]) {
+				sorted = false
+				break
+			}
+		}
+	}
+	if !sorted {
 		q := &Matrix[T]{NRows: nr, NCols: a.NRows, Indptr: make([]int64, nr+1), Indices: rows}
 		for i := range q.Indptr {
 			q.Indptr[i] = int64(i)

@@ -2,6 +2,8 @@ package spgemm
 
 import (
 	"fmt"
+	"math/bits"
+	"slices"
 
 	"gnnmpi/collective"
 	"gnnmpi/metrics"
@@ -362,4 +364,33 @@ func distinctRows[T sparse.Scalar](m *sparse.Matrix[T]) bool {
 		}
 	}
 	return true
+}
+
+// distinctSorted returns the distinct values of xs, each in [0, n), in
+// ascending order, as a new slice: by a sort of a copy, or, when sorting
+// would cost more than a pass over n bits (a bulk's frontier, many
+// vertices of a small graph), by marking them in a bitset of n bits.
+func distinctSorted(xs []int64, n int64) []int64 {
+	m := int64(len(xs))
+	if m*int64(bits.Len64(uint64(m))) <= n/16 {
+		out := slices.Clone(xs)
+		slices.Sort(out)
+		return slices.Compact(out)
+	}
+	set := make([]uint64, (n+63)/64)
+	for _, x := range xs {
+		set[x>>6] |= 1 << (x & 63)
+	}
+	var count int
+	for _, w := range set {
+		count += bits.OnesCount64(w)
+	}
+	out := make([]int64, 0, count)
+	for i, w := range set {
+		for w != 0 {
+			out = append(out, int64(i)<<6|int64(bits.TrailingZeros64(w)))
+			w &= w - 1
+		}
+	}
+	return out
 }
