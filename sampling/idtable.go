@@ -26,6 +26,7 @@ type idTable struct {
 	used  int     // keys stored
 	max   int     // keys the slots in use hold at most half full
 	src   []int64 // relabel's sources while a block is built
+	fresh []int64 // and the ids first given in a row
 }
 
 // idSlot is a slot of an idTable: a key and its value side by side, so

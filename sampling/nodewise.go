@@ -153,15 +153,35 @@ func relabel(dst []int64, smp *sparse.CSR, t *idTable) Block {
 		}
 	}
 	adj := &sparse.CSR{NRows: int64(nd), Indptr: smp.Indptr, Indices: make([]int64, len(smp.Indices))}
-	for q, v := range smp.Indices {
-		j := t.put(v, int32(len(src)))
-		if int(j) == len(src) {
-			src = append(src, v)
-		}
-		adj.Indices[q] = int64(j)
-	}
+	// A row's vertices new to the block get ids above all earlier ones, in
+	// the row's order: the row is its earlier vertices' ids, sorted, then
+	// the new ones. Only the first part needs sorting (all of the row if
+	// the new ids are out of order, as a repeated vertex would make them).
 	for i := range nd {
-		sortSmall(adj.Indices[adj.Indptr[i]:adj.Indptr[i+1]])
+		s, e := smp.Indptr[i], smp.Indptr[i+1]
+		before, o := int32(len(src)), s // o: the next place for an earlier vertex
+		fresh := t.fresh[:0]
+		ordered := true
+		for _, v := range smp.Indices[s:e] {
+			j := t.put(v, int32(len(src)))
+			if int(j) == len(src) {
+				src = append(src, v)
+			}
+			if j < before {
+				adj.Indices[o] = int64(j)
+				o++
+				continue
+			}
+			ordered = ordered && (len(fresh) == 0 || int64(j) > fresh[len(fresh)-1])
+			fresh = append(fresh, int64(j))
+		}
+		copy(adj.Indices[o:e], fresh)
+		if ordered {
+			sortSmall(adj.Indices[s:o])
+		} else {
+			sortSmall(adj.Indices[s:e])
+		}
+		t.fresh = fresh
 	}
 	adj.NCols = int64(len(src))
 	t.src = src
