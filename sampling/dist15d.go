@@ -54,7 +54,9 @@ func Distributed15D(g *collective.Grid, m *sparse.CSR) (Topology, error) {
 // Per rank, a hop holds its block, one received piece of a block
 // (spgemm.Stream.PieceEntries) or the rows of a block it fetched, one
 // chunk of P and the thinned rows, and the topology keeps the n int32
-// degrees: memory that does not grow with the bulk's P. The
+// degrees and, between calls, the arrays of the largest hop's thinned
+// rows (reused by the next): memory that does not grow with the bulk's
+// P. The
 // gathers count under the current phase of g.Comm, the broadcasts and the
 // return of the rows under metrics.PhaseSpGEMM.
 func Distributed15DBlock(g *collective.Grid, rowBounds []int64, local *sparse.CSR) (Topology, error) {

@@ -94,6 +94,13 @@ func (s *NodeWise) Sample(batches [][]int64, keys []uint64) ([]*MiniBatch, error
 	var rowKeys []uint64
 	off := make([]int64, k+1)
 	for h, fanout := range s.Fanouts {
+		var total int
+		for _, f := range frontiers {
+			total += len(f)
+		}
+		if cap(rows) < total {
+			rows, rowKeys = make([]int64, 0, total), make([]uint64, 0, total)
+		}
 		rows, rowKeys = rows[:0], rowKeys[:0]
 		for b, f := range frontiers {
 			off[b] = int64(len(rows))
