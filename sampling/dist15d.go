@@ -224,9 +224,22 @@ func streamThin[T sparse.Scalar, S sparse.Semiring[T]](t *dist15D, sr S, q, a *s
 		if pick == nil {
 			kept.add(rows, &sparse.CSR{NRows: c.NRows, NCols: n, Indptr: c.Indptr, Indices: c.Indices, Values: vals})
 		} else {
-			kept.pick(c.Indptr, c.Indices, vals, rows, qv, f.keys, pick, sc)
+			kept.pick(c.Indptr, c.Indices, vals, nil, rows, qv, f.keys, pick, sc)
 		}
 		return nil
+	}
+	if !valued && pick != nil {
+		// A pattern's P row is its row of the piece: pick reads it there,
+		// with nothing copied but what it keeps.
+		s.Select = func(_ int, rows []int64, piece *sparse.Matrix[T], brows []int64) error {
+			var entries int64
+			for _, b := range brows {
+				entries += piece.Indptr[b+1] - piece.Indptr[b]
+			}
+			t.peak.note(int64(len(rows)), entries)
+			kept.pick(piece.Indptr, piece.Indices, nil, brows, rows, qv, f.keys, pick, sc)
+			return nil
+		}
 	}
 	return spgemm.Mul15DStream(t.g, sr, q, a, s)
 }
@@ -286,16 +299,21 @@ func (k *keptRows) add(rows []int64, part *sparse.CSR) {
 	}
 }
 
-// pick keeps, of each row x of the chunk (indptr, indices, values; values
-// nil for a pattern), row rows[x] of Q_i, whose vertex is qv[rows[x]] and
-// key keys[rows[x]], the entries pick chooses (as pickRows does), written
-// straight into the arena.
-func (k *keptRows) pick(indptr, indices []int64, values []float64, rows, qv, keys []int64, pick picker, sc *scratch) {
+// pick keeps, of each row x of the chunk (row at[x] of the matrix indptr,
+// indices, values, or row x when at is nil; values nil for a pattern),
+// row rows[x] of Q_i, whose vertex is qv[rows[x]] and key keys[rows[x]],
+// the entries pick chooses (as pickRows does), written straight into the
+// arena.
+func (k *keptRows) pick(indptr, indices []int64, values []float64, at, rows, qv, keys []int64, pick picker, sc *scratch) {
 	if len(k.start) == 0 {
 		k.start = append(k.start, 0)
 	}
 	for x, r := range rows {
-		lo, hi := indptr[x], indptr[x+1]
+		i := int64(x)
+		if at != nil {
+			i = at[x]
+		}
+		lo, hi := indptr[i], indptr[i+1]
 		cols := indices[lo:hi]
 		var vals []float64
 		if values != nil {

@@ -192,7 +192,7 @@ func relabel(dst []int64, smp *sparse.CSR, t *idTable) Block {
 	}
 	adj.NCols = int64(len(src))
 	t.src = src
-	src = slices.Clone(src)
+	src = append(make([]int64, 0, len(src)), src...) // never nil, as Dst and Src were before
 	return Block{Adj: adj, Dst: src[:nd:nd], Src: src}
 }
 

@@ -37,6 +37,16 @@ type Stream[T sparse.Scalar] struct {
 	// on this rank only: the others may then block, as with any collective
 	// error.
 	Chunk func(stage int, rows []int64, c *sparse.Matrix[T]) error
+	// Select, if not nil, receives in Chunk's place the chunks that are
+	// selections: when A is a pattern whose rows each have at most one
+	// entry in the stage's range and the rows of the piece they meet are
+	// sorted and distinct, row x of the chunk's product is row brows[x]
+	// of piece, and Select gets the piece and brows instead of the product
+	// copied out (only the pattern of piece is to be read: the product's
+	// values are One ⊗ piece's). rows are as for Chunk, and owned by the
+	// callback; piece and brows are valid until it returns and must not be
+	// modified. Select saves the copy of every selected row.
+	Select func(stage int, rows []int64, piece *sparse.Matrix[T], brows []int64) error
 	// StageDone, if not nil, is called on every rank after the chunks of
 	// each stage, including on a rank that had none; it may communicate
 	// (every rank of the grid calls it for every stage of the product, in
@@ -323,6 +333,11 @@ func streamStage[T sparse.Scalar, S sparse.Semiring[T]](sr S, stage int, a *spar
 			for _, r := range rows {
 				s.sel = append(s.sel, bs[r])
 			}
+			if s.Select != nil && (o.SortedB || rowsDistinct(blk, s.sel)) {
+				out := rows[:len(rows):len(rows)]
+				rows, work = rows[len(rows):len(rows)], 0
+				return s.Select(stage, out, blk, s.sel)
+			}
 			c = sparse.SelectRowsSRTo(s.spare, sr, blk, s.sel, o)
 		} else {
 			var err error
@@ -350,6 +365,20 @@ func streamStage[T sparse.Scalar, S sparse.Semiring[T]](sr S, stage int, a *spar
 		work += w + 1
 	}
 	return flush()
+}
+
+// rowsDistinct reports whether the rows rows of m are sorted with no
+// repeated column.
+func rowsDistinct[T sparse.Scalar](m *sparse.Matrix[T], rows []int64) bool {
+	for _, i := range rows {
+		row := m.Indices[m.Indptr[i]:m.Indptr[i+1]]
+		for x := 1; x < len(row); x++ {
+			if row[x] <= row[x-1] {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // distinctRows reports whether every row of m is sorted with no repeated
