@@ -308,6 +308,7 @@ func (k *keptRows) pick(indptr, indices []int64, values []float64, at, rows, qv,
 	if len(k.start) == 0 {
 		k.start = append(k.start, 0)
 	}
+	ind, val := k.ind, k.val // locals: the loop keeps them in registers
 	for x, r := range rows {
 		i := int64(x)
 		if at != nil {
@@ -319,14 +320,22 @@ func (k *keptRows) pick(indptr, indices []int64, values []float64, at, rows, qv,
 		if values != nil {
 			vals = values[lo:hi]
 		}
-		for _, p := range pick(sc, uint64(keys[r]), qv[r], cols, vals) {
-			k.ind = append(k.ind, cols[p])
-			if vals != nil {
-				k.val = append(k.val, vals[p])
+		ps := pick(sc, uint64(keys[r]), qv[r], cols, vals)
+		if len(ps) == len(cols) {
+			// Every entry (the positions are distinct and ascending).
+			ind = append(ind, cols...)
+			val = append(val, vals...)
+		} else {
+			for _, p := range ps {
+				ind = append(ind, cols[p])
+				if vals != nil {
+					val = append(val, vals[p])
+				}
 			}
 		}
-		k.rows, k.start = append(k.rows, r), append(k.start, int64(len(k.ind)))
+		k.rows, k.start = append(k.rows, r), append(k.start, int64(len(ind)))
 	}
+	k.ind, k.val = ind, val
 }
 
 // sorted returns the kept rows as one matrix of ncols columns in
