@@ -54,7 +54,9 @@ func Distributed15D(g *collective.Grid, m *sparse.CSR) (Topology, error) {
 // Per rank, a hop holds its block, one received piece of a block
 // (spgemm.Stream.PieceEntries) or the rows of a block it fetched, one
 // chunk of P and the thinned rows, and the topology keeps the n int32
-// degrees: memory that does not grow with the bulk's P. The
+// degrees and, between calls, the arrays of the largest hop's thinned
+// rows (reused by the next): memory that does not grow with the bulk's
+// P. The
 // gathers count under the current phase of g.Comm, the broadcasts and the
 // return of the rows under metrics.PhaseSpGEMM.
 func Distributed15DBlock(g *collective.Grid, rowBounds []int64, local *sparse.CSR) (Topology, error) {
@@ -133,11 +135,14 @@ func (t *dist15D) degrees() error {
 }
 
 // distTop is what the distributed topologies share: the grid, this rank's
-// block of the adjacency and the peak of what it held while sampling.
+// block of the adjacency, the peak of what it held while sampling, and
+// the kept rows' arena, reused from call to call (it grows to the largest
+// hop's kept rows, a bulk's sample, and no further).
 type distTop struct {
 	g    *collective.Grid
 	a    *spgemm.Dist[float64]
 	peak chunkPeak
+	kept keptRows
 }
 
 func (t *distTop) N() int64           { return t.a.M }
@@ -170,14 +175,15 @@ func (t *dist15D) rows(v []int64, keys []uint64, pick picker) (*sparse.CSR, erro
 		return nil, err
 	}
 	qv := f.q.Local.Indices // the vertex of each row of Q_i
-	var kept keptRows
+	kept := &t.kept
+	kept.reset() // nothing left from a call that failed
 	if valued {
-		err = streamThin(t, sparse.PlusTimes[float64]{}, f.q, t.a, f, true, pick, &kept)
+		err = streamThin(t, sparse.PlusTimes[float64]{}, f.q, t.a, f, true, pick, kept)
 	} else {
 		// A pattern: P's values are not needed, and (or, and) over
 		// booleans forms it without them (the same entries, the same
 		// bytes on the wire: a pattern's blocks travel without values).
-		err = streamThin(t, sparse.OrAnd{}, patternOf(f.q), patternOf(t.a), f, false, pick, &kept)
+		err = streamThin(t, sparse.OrAnd{}, patternOf(f.q), patternOf(t.a), f, false, pick, kept)
 	}
 	if err != nil {
 		return nil, err
@@ -188,12 +194,11 @@ func (t *dist15D) rows(v []int64, keys []uint64, pick picker) (*sparse.CSR, erro
 	// this rank computed every row of Q_i, its own frontier: the sorted
 	// rows are the result, and there is nothing to return.
 	c := g.PC
-	rs := kept.sorted(valued)
+	rs := kept.sorted(valued, n)
 	if c == 1 {
 		if rs.m.NRows != int64(len(v)) {
 			panic("sampling: 1.5D rows lost a frontier row")
 		}
-		rs.m.NCols = n
 		return rs.m, nil
 	}
 	by := func(x int64) int { return collective.BlockOf(t.a.RowBounds, qv[x]) % c }
@@ -203,17 +208,38 @@ func (t *dist15D) rows(v []int64, keys []uint64, pick picker) (*sparse.CSR, erro
 
 // streamThin streams P = Q_i·A over sr (spgemm.Mul15DStream of q and a,
 // Q_i and this rank's block as float64 or as patterns) and adds each chunk
-// to kept as it comes, thinned by pick (thin).
+// to kept as it comes, thinned by pick (keptRows.pick), or whole if pick
+// is nil.
 func streamThin[T sparse.Scalar, S sparse.Semiring[T]](t *dist15D, sr S, q, a *spgemm.Dist[T], f *frontier, valued bool, pick picker, kept *keptRows) error {
 	n, qv := t.a.M, f.q.Local.Indices
 	sc := newScratch()
-	// A thinned chunk keeps copies of what pick keeps (pickRows): the
-	// chunk itself may be overwritten by the next.
-	s := &spgemm.Stream[T]{ChunkWork: chunkWork, Reuse: pick != nil, Degrees: t.deg}
+	// kept copies what it keeps: each chunk may overwrite the last.
+	s := &spgemm.Stream[T]{ChunkWork: chunkWork, Reuse: true, Degrees: t.deg}
 	s.Chunk = func(_ int, rows []int64, c *sparse.Matrix[T]) error {
 		t.peak.note(int64(len(rows)), c.NNZ())
-		kept.add(rows, thin(n, c, valued, qv, f.keys, rows, pick, sc))
+		var vals []float64
+		if valued {
+			vals = any(c.Values).([]float64)
+		}
+		if pick == nil {
+			kept.add(rows, &sparse.CSR{NRows: c.NRows, NCols: n, Indptr: c.Indptr, Indices: c.Indices, Values: vals})
+		} else {
+			kept.pick(c.Indptr, c.Indices, vals, nil, rows, qv, f.keys, pick, sc)
+		}
 		return nil
+	}
+	if !valued && pick != nil {
+		// A pattern's P row is its row of the piece: pick reads it there,
+		// with nothing copied but what it keeps.
+		s.Select = func(_ int, rows []int64, piece *sparse.Matrix[T], brows []int64) error {
+			var entries int64
+			for _, b := range brows {
+				entries += piece.Indptr[b+1] - piece.Indptr[b]
+			}
+			t.peak.note(int64(len(rows)), entries)
+			kept.pick(piece.Indptr, piece.Indices, nil, brows, rows, qv, f.keys, pick, sc)
+			return nil
+		}
 	}
 	return spgemm.Mul15DStream(t.g, sr, q, a, s)
 }
@@ -245,74 +271,122 @@ func thin[T sparse.Scalar](n int64, c *sparse.Matrix[T], valued bool, qv, keys [
 	return pickRows(n, c.Indptr, c.Indices, vals, vs, ks, pick, sc)
 }
 
-// keptRows collects thinned chunks and the rows of Q_i they hold.
+// keptRows collects rows of Q_i as they come, chunk after chunk: their
+// entries side by side in one arena (ind, and val when valued), which
+// grows by doubling, not by an allocation per chunk. Row y kept (row
+// rows[y] of Q_i) has the entries ind[start[y]:start[y+1]]. The zero
+// value is empty and ready to use.
 type keptRows struct {
-	rows  [][]int64
-	parts []*sparse.CSR
+	rows  []int64
+	start []int64
+	ind   []int64
+	val   []float64
 }
 
+// add keeps the rows of part, rows rows of Q_i (row x of part is row
+// rows[x]), copying their entries (and values, if part has them).
 func (k *keptRows) add(rows []int64, part *sparse.CSR) {
-	k.rows, k.parts = append(k.rows, rows), append(k.parts, part)
+	if len(k.start) == 0 {
+		k.start = append(k.start, 0)
+	}
+	for x, r := range rows {
+		s, e := part.Indptr[x], part.Indptr[x+1]
+		k.ind = append(k.ind, part.Indices[s:e]...)
+		if part.Values != nil {
+			k.val = append(k.val, part.Values[s:e]...)
+		}
+		k.rows, k.start = append(k.rows, r), append(k.start, int64(len(k.ind)))
+	}
 }
 
-// sorted returns the kept rows as one matrix in ascending order of their
-// rows of Q_i, with those rows. A row of Q_i is kept at most once (Q has
-// one entry per row, so its product row comes whole from one chunk). The
-// rows are placed by a table over the span of their rows of Q_i, not
-// sorted, and the result is allocated once at its size: O(rows + entries
-// + span), whatever the number of chunks.
-func (k *keptRows) sorted(valued bool) rowSet {
-	var nr, ne, ncols int64
-	lo, hi := int64(math.MaxInt64), int64(-1)
-	for p, rows := range k.rows {
-		ncols = k.parts[p].NCols
-		ne += k.parts[p].NNZ()
-		nr += int64(len(rows))
-		for _, r := range rows {
-			lo, hi = min(lo, r), max(hi, r)
-		}
+// pick keeps, of each row x of the chunk (row at[x] of the matrix indptr,
+// indices, values, or row x when at is nil; values nil for a pattern),
+// row rows[x] of Q_i, whose vertex is qv[rows[x]] and key keys[rows[x]],
+// the entries pick chooses (as pickRows does), written straight into the
+// arena.
+func (k *keptRows) pick(indptr, indices []int64, values []float64, at, rows, qv, keys []int64, pick picker, sc *scratch) {
+	if len(k.start) == 0 {
+		k.start = append(k.start, 0)
 	}
+	ind, val := k.ind, k.val // locals: the loop keeps them in registers
+	for x, r := range rows {
+		i := int64(x)
+		if at != nil {
+			i = at[x]
+		}
+		lo, hi := indptr[i], indptr[i+1]
+		cols := indices[lo:hi]
+		var vals []float64
+		if values != nil {
+			vals = values[lo:hi]
+		}
+		ps := pick(sc, uint64(keys[r]), qv[r], cols, vals)
+		if len(ps) == len(cols) {
+			// Every entry (the positions are distinct and ascending).
+			ind = append(ind, cols...)
+			val = append(val, vals...)
+		} else {
+			for _, p := range ps {
+				ind = append(ind, cols[p])
+				if vals != nil {
+					val = append(val, vals[p])
+				}
+			}
+		}
+		k.rows, k.start = append(k.rows, r), append(k.start, int64(len(ind)))
+	}
+	k.ind, k.val = ind, val
+}
+
+// sorted returns the kept rows as one matrix of ncols columns in
+// ascending order of their rows of Q_i, with those rows, and empties k
+// (keeping its arrays for the next rows). A
+// row of Q_i is kept at most once (Q has one entry per row, so its product
+// row comes whole from one chunk). The rows are placed by a table over the
+// span of their rows of Q_i, not sorted, and the result is allocated once
+// at its size: O(rows + entries + span), whatever the number of chunks.
+func (k *keptRows) sorted(valued bool, ncols int64) rowSet {
+	nr, ne := int64(len(k.rows)), int64(len(k.ind))
 	out := &sparse.CSR{NRows: nr, NCols: ncols, Indptr: make([]int64, nr+1), Indices: make([]int64, ne)}
 	if valued {
 		out.Values = make([]float64, ne)
 	}
 	ids := make([]int64, nr)
+	defer k.reset()
 	if nr == 0 {
-		k.rows, k.parts = nil, nil
 		return rowSet{ids: ids, m: out}
 	}
-	// at[r−lo] is 1 + the position of row r among the kept rows, in the
-	// order of the chunks (0: not kept); part and x say where it is.
+	lo, hi := slices.Min(k.rows), slices.Max(k.rows)
+	// at[r−lo] is 1 + the position of row r among the kept rows (0: not
+	// kept).
 	at := make([]int, hi-lo+1)
-	part, xs := make([]int, nr), make([]int64, nr)
-	var y int
-	for p, rows := range k.rows {
-		for x, r := range rows {
-			if at[r-lo] != 0 {
-				panic("sampling: a row of Q kept twice")
-			}
-			y++
-			at[r-lo], part[y-1], xs[y-1] = y, p, int64(x)
+	for y, r := range k.rows {
+		if at[r-lo] != 0 {
+			panic("sampling: a row of Q kept twice")
 		}
+		at[r-lo] = y + 1
 	}
 	var e, z int64
 	for d, a := range at {
 		if a == 0 {
 			continue
 		}
-		pt := k.parts[part[a-1]]
-		s, t := pt.Indptr[xs[a-1]], pt.Indptr[xs[a-1]+1]
-		copy(out.Indices[e:], pt.Indices[s:t])
+		s, t := k.start[a-1], k.start[a]
+		copy(out.Indices[e:], k.ind[s:t])
 		if valued {
-			copy(out.Values[e:], pt.Values[s:t])
+			copy(out.Values[e:], k.val[s:t])
 		}
 		e += t - s
 		ids[z] = lo + int64(d)
 		z++
 		out.Indptr[z] = e
 	}
-	k.rows, k.parts = nil, nil
 	return rowSet{ids: ids, m: out}
+}
+
+// reset empties k, keeping its arrays.
+func (k *keptRows) reset() {
+	k.rows, k.start, k.ind, k.val = k.rows[:0], append(k.start[:0], 0), k.ind[:0], k.val[:0]
 }
 
 // rowSet is rows ids of Q_i (ascending), row y of m being row ids[y].

@@ -66,7 +66,8 @@ func (t *dist2D) rows(v []int64, keys []uint64, pick picker) (*sparse.CSR, error
 	var stageRows []int64
 	var pieces []*sparse.CSR
 	var held int64
-	var kept keptRows
+	kept := &t.kept
+	kept.reset() // nothing left from a call that failed
 	sc := newScratch()
 	s := &spgemm.Stream[float64]{ChunkWork: chunkWork}
 	s.Chunk = func(_ int, rows []int64, c *sparse.Matrix[float64]) error {
@@ -91,8 +92,7 @@ func (t *dist2D) rows(v []int64, keys []uint64, pick picker) (*sparse.CSR, error
 	if err := spgemm.Mul2DStream(g, sparse.PlusTimes[float64]{}, f.q, t.a, s); err != nil {
 		return nil, err
 	}
-	rs := kept.sorted(valued)
-	rs.m.NCols = n
+	rs := kept.sorted(valued, n)
 	if rs.m.NRows != f.from[g.Col+1]-f.from[g.Col] {
 		panic("sampling: 2D rows lost a frontier row")
 	}

@@ -20,12 +20,20 @@ import (
 // probe misses the cache more), but the whole of Sample only about 5% at
 // most, and the array is O(n) on every rank.
 type idTable struct {
-	keys []int64 // vertex + 1 in a used slot, 0 in a free one
-	vals []int32
-	mask uint64 // slots in use − 1
-	bits uint   // log2(slots in use)
-	used int    // keys stored
-	max  int    // keys the slots in use hold at most half full
+	slots []idSlot
+	mask  uint64  // slots in use − 1
+	bits  uint    // log2(slots in use)
+	used  int     // keys stored
+	max   int     // keys the slots in use hold at most half full
+	src   []int64 // relabel's sources while a block is built
+	fresh []int64 // and the ids first given in a row
+}
+
+// idSlot is a slot of an idTable: a key and its value side by side, so
+// that a probe reads one cache line, not one in each of two arrays.
+type idSlot struct {
+	key int64 // vertex + 1 in a used slot, 0 in a free one
+	val int32
 }
 
 // minSlots is the smallest table.
@@ -43,10 +51,10 @@ func tableSlots(m int) int {
 // reset empties t and sizes it for about m keys (it grows if more come).
 func (t *idTable) reset(m int) {
 	size := tableSlots(m)
-	if len(t.keys) < size {
-		t.keys, t.vals = make([]int64, size), make([]int32, size)
+	if len(t.slots) < size {
+		t.slots = make([]idSlot, size)
 	} else {
-		clear(t.keys[:size])
+		clear(t.slots[:size])
 	}
 	t.mask = uint64(size - 1)
 	t.bits = uint(bits.TrailingZeros(uint(size)))
@@ -64,16 +72,16 @@ func (t *idTable) home(v int64) uint64 {
 func (t *idTable) put(v int64, x int32) int32 {
 	k := v + 1
 	i := t.home(v)
-	for ; t.keys[i] != 0; i = (i + 1) & t.mask {
-		if t.keys[i] == k {
-			return t.vals[i]
+	for ; t.slots[i].key != 0; i = (i + 1) & t.mask {
+		if t.slots[i].key == k {
+			return t.slots[i].val
 		}
 	}
 	if t.used == t.max {
 		t.grow()
 		return t.put(v, x)
 	}
-	t.keys[i], t.vals[i] = k, x
+	t.slots[i] = idSlot{key: k, val: x}
 	t.used++
 	return x
 }
@@ -81,9 +89,9 @@ func (t *idTable) put(v int64, x int32) int32 {
 // get returns the value of v, or −1 if v is not in t.
 func (t *idTable) get(v int64) int32 {
 	k := v + 1
-	for i := t.home(v); t.keys[i] != 0; i = (i + 1) & t.mask {
-		if t.keys[i] == k {
-			return t.vals[i]
+	for i := t.home(v); t.slots[i].key != 0; i = (i + 1) & t.mask {
+		if t.slots[i].key == k {
+			return t.slots[i].val
 		}
 	}
 	return -1
@@ -91,12 +99,12 @@ func (t *idTable) get(v int64) int32 {
 
 // grow doubles the slots in use, keeping the keys.
 func (t *idTable) grow() {
-	keys, vals := t.keys[:t.mask+1], t.vals[:t.mask+1]
-	t.keys, t.vals = nil, nil // fresh arrays: the old ones are read while these fill
+	old := t.slots[:t.mask+1]
+	t.slots = nil // a fresh array: the old one is read while this fills
 	t.reset(2 * t.max)
-	for x, k := range keys {
-		if k != 0 {
-			t.put(k-1, vals[x])
+	for _, s := range old {
+		if s.key != 0 {
+			t.put(s.key-1, s.val)
 		}
 	}
 }

@@ -94,6 +94,13 @@ func (s *NodeWise) Sample(batches [][]int64, keys []uint64) ([]*MiniBatch, error
 	var rowKeys []uint64
 	off := make([]int64, k+1)
 	for h, fanout := range s.Fanouts {
+		var total int
+		for _, f := range frontiers {
+			total += len(f)
+		}
+		if cap(rows) < total {
+			rows, rowKeys = make([]int64, 0, total), make([]uint64, 0, total)
+		}
 		rows, rowKeys = rows[:0], rowKeys[:0]
 		for b, f := range frontiers {
 			off[b] = int64(len(rows))
@@ -143,8 +150,9 @@ func uniformPicker(h, fanout int) picker {
 // It will panic if a vertex of dst is repeated.
 func relabel(dst []int64, smp *sparse.CSR, t *idTable) Block {
 	nd := len(dst)
-	src := make([]int64, nd, nd+len(smp.Indices))
-	copy(src, dst)
+	// The sources gather in t's scratch and are copied out once at their
+	// size.
+	src := append(t.src[:0], dst...)
 	t.reset(int(min(int64(nd+len(smp.Indices)), smp.NCols)))
 	for i, v := range dst {
 		if t.put(v, int32(i)) != int32(i) {
@@ -152,21 +160,59 @@ func relabel(dst []int64, smp *sparse.CSR, t *idTable) Block {
 		}
 	}
 	adj := &sparse.CSR{NRows: int64(nd), Indptr: smp.Indptr, Indices: make([]int64, len(smp.Indices))}
-	for q, v := range smp.Indices {
-		j := t.put(v, int32(len(src)))
-		if int(j) == len(src) {
-			src = append(src, v)
-		}
-		adj.Indices[q] = int64(j)
-	}
+	// A row's vertices new to the block get ids above all earlier ones, in
+	// the row's order: the row is its earlier vertices' ids, sorted, then
+	// the new ones. Only the first part needs sorting (all of the row if
+	// the new ids are out of order, as a repeated vertex would make them).
 	for i := range nd {
-		slices.Sort(adj.Indices[adj.Indptr[i]:adj.Indptr[i+1]])
+		s, e := smp.Indptr[i], smp.Indptr[i+1]
+		before, o := int32(len(src)), s // o: the next place for an earlier vertex
+		fresh := t.fresh[:0]
+		ordered := true
+		for _, v := range smp.Indices[s:e] {
+			j := t.put(v, int32(len(src)))
+			if int(j) == len(src) {
+				src = append(src, v)
+			}
+			if j < before {
+				adj.Indices[o] = int64(j)
+				o++
+				continue
+			}
+			ordered = ordered && (len(fresh) == 0 || int64(j) > fresh[len(fresh)-1])
+			fresh = append(fresh, int64(j))
+		}
+		copy(adj.Indices[o:e], fresh)
+		if ordered {
+			sortSmall(adj.Indices[s:o])
+		} else {
+			sortSmall(adj.Indices[s:e])
+		}
+		t.fresh = fresh
 	}
 	adj.NCols = int64(len(src))
-	if cap(src) > 2*len(src) {
-		// src was sized for every entry distinct; keep only what is used
-		// (a block may be kept long, as inference's chunks are).
-		src = slices.Clone(src)
+	t.src = src
+	src = append(make([]int64, 0, len(src)), src...) // never nil, as Dst and Src were before
+	return Block{Adj: adj, Dst: src[:nd:nd], Src: src}
+}
+
+// smallSort is the length up to which sortSmall sorts by insertion: a
+// sampled row (at most its fanout of entries) is that short, and
+// slices.Sort's pattern-defeating quicksort costs more on it.
+const smallSort = 32
+
+// sortSmall sorts x in ascending order, by insertion when it is short.
+func sortSmall[E int | int64](x []E) {
+	if len(x) > smallSort {
+		slices.Sort(x)
+		return
 	}
-	return Block{Adj: adj, Dst: src[:nd:nd], Src: slices.Clip(src)}
+	for i := 1; i < len(x); i++ {
+		v := x[i]
+		j := i
+		for ; j > 0 && x[j-1] > v; j-- {
+			x[j] = x[j-1]
+		}
+		x[j] = v
+	}
 }

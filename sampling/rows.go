@@ -3,7 +3,6 @@ package sampling
 import (
 	"math"
 	"math/rand/v2"
-	"slices"
 )
 
 // Dart throwing: the row-wise selection step of matrix-based sampling
@@ -110,12 +109,27 @@ func (d *darts) draw(n int, w []float64, s int, r *rand.Rand) []int {
 			mass = 0
 		}
 	}
+	if n <= scanFactor*len(d.out) {
+		// In order by a scan of the marks, which it clears.
+		d.out = d.out[:0]
+		for k := range n {
+			if taken[k] {
+				d.out = append(d.out, k)
+				taken[k] = false
+			}
+		}
+		return d.out
+	}
 	for _, pos := range d.out {
 		taken[pos] = false
 	}
-	slices.Sort(d.out)
+	sortSmall(d.out)
 	return d.out
 }
+
+// scanFactor bounds the candidates per draw up to which draw puts its
+// draws in order by a scan of its marks rather than a sort of the draws.
+const scanFactor = 8
 
 // rebuild makes idx the positions not yet taken of positive weight and, for
 // non-nil w, prefix their prefix sums. It returns their total weight.

@@ -38,10 +38,10 @@ type Topology interface {
 }
 
 // picker chooses among the candidates of the row of vertex v in the
-// minibatch of the given key: it returns the positions it keeps, ascending,
-// in a slice valid until its next call with the same scratch. It must be a
-// pure function of its arguments (and of the sampler's configuration), so
-// that every rank picks alike.
+// minibatch of the given key: it returns the positions it keeps, distinct
+// and ascending, in a slice valid until its next call with the same
+// scratch. It must be a pure function of its arguments (and of the
+// sampler's configuration), so that every rank picks alike.
 type picker func(sc *scratch, key uint64, v int64, cols []int64, vals []float64) []int
 
 // scratch is one goroutine's reusable state for pickers and for pickRows.

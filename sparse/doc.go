@@ -27,7 +27,9 @@
 // positions of a mask; both cost in proportion to their output and flops,
 // however large A and B are. MulSRTo writes the product into a matrix
 // whose arrays it reuses. Mul is the (+, ×) product over CSR, on which
-// samplers build: P = Q·A selects and merges rows of A.
+// samplers build: P = Q·A selects and merges rows of A (SelectRowsSR;
+// SelectRowsSRTo into reused arrays, copying rows that are sorted and
+// distinct without running the product).
 //
 // SelectRows is the one row selection of a CSR (the rows a rank owns, the
 // rows of a frontier): the readers, the samplers and the spgemm command

@@ -61,6 +61,72 @@ func SelectRowsSR[T Scalar, S Semiring[T]](sr S, a *Matrix[T], rows []int64, o *
 	return p
 }
 
+// SelectRowsSRTo is SelectRowsSR writing P into dst, reusing its arrays
+// where their capacity suffices, as MulSRTo does (a nil dst allocates);
+// P is the same as SelectRowsSR's. When the rows selected are sorted and
+// distinct (o.SortedB promises it of every row of A; otherwise each
+// selected row is checked) it does not form Q or run the product: each row
+// of P is its row of A copied, its values One ⊗ A's (One ⊗ One for a
+// pattern), exactly what the product makes of a selection row, in time
+// proportional to len(rows) and P's entries. A
+// caller that selects many times and drops each P before the next (a
+// streamed sampler) saves the product's set-up and the allocations.
+// It will panic if an entry of rows lies outside [0, A.NRows).
+func SelectRowsSRTo[T Scalar, S Semiring[T]](dst *Matrix[T], sr S, a *Matrix[T], rows []int64, o *Options) *Matrix[T] {
+	nr := int64(len(rows))
+	for _, i := range rows {
+		if i < 0 || i >= a.NRows {
+			panic("sparse: selected row out of range")
+		}
+	}
+	sorted := o != nil && o.SortedB
+	if !sorted {
+		sorted = true
+		for _, i := range rows {
+			if !strictlyIncreasing(a.Indices[a.Indptr[i]:a.Indptr[i+1]]) {
+				sorted = false
+				break
+			}
+		}
+	}
+	if !sorted {
+		q := &Matrix[T]{NRows: nr, NCols: a.NRows, Indptr: make([]int64, nr+1), Indices: rows}
+		for i := range q.Indptr {
+			q.Indptr[i] = int64(i)
+		}
+		p, err := MulSRTo(dst, sr, q, a, o)
+		if err != nil {
+			panic(err) // Q has as many columns as A has rows
+		}
+		return p
+	}
+	k := kernelOf[T](sr)
+	c := dst
+	if c == nil {
+		c = &Matrix[T]{}
+	}
+	*c = Matrix[T]{NRows: nr, NCols: a.NCols, Indptr: reuse(c.Indptr, nr+1), Indices: c.Indices, Values: c.Values}
+	c.Indptr[0] = 0
+	for x, i := range rows {
+		c.Indptr[x+1] = c.Indptr[x] + a.Indptr[i+1] - a.Indptr[i]
+	}
+	nnz := c.Indptr[nr]
+	c.Indices, c.Values = reuse(c.Indices, nnz), reuse(c.Values, nnz)
+	one := k.One()
+	if a.Values == nil {
+		fillValue(c.Values, k.Mul(one, one))
+	}
+	for x, i := range rows {
+		lo, hi := a.Indptr[i], a.Indptr[i+1]
+		o, e := c.Indptr[x], c.Indptr[x+1]
+		copy(c.Indices[o:e], a.Indices[lo:hi])
+		if a.Values != nil {
+			k.scale(c.Values[o:e], a.Values[lo:hi], one)
+		}
+	}
+	return c
+}
+
 // RowRange returns rows [lo, hi) of a as a matrix of hi−lo rows. It shares
 // Indices and Values with a (a valued a gives non-nil Values, even when
 // empty); only the row offsets are new.

@@ -1,6 +1,8 @@
 package sparse
 
 import (
+	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -105,6 +107,76 @@ func TestSelectRowsSR(t *testing.T) {
 	want := SelectRows(r, rows)
 	for _, o := range []*Options{nil, {Threads: 1}, {Threads: 4, exact: true}, {Threads: 1, SortedB: true}, {Threads: 3, SortedB: true, exact: true}} {
 		assert.Equal(t, want, SelectRowsSR(PlusTimes[float64]{}, r, rows, o), "options %+v", o)
+	}
+}
+
+// SelectRowsSRTo makes SelectRowsSR's matrix, bit for bit, into a
+// reused dst of any capacity: with SortedB by copying the rows, without
+// it by the product (which also merges an unsorted row's repeats).
+func TestSelectRowsSRTo(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(7, 8))
+	const n = 200
+	// Rows sorted and distinct (some empty), with values that a careless
+	// copy would change: −0, NaN, ±Inf.
+	r := &CSR{NRows: n, NCols: n, Indptr: make([]int64, n+1)}
+	special := []float64{math.Copysign(0, -1), math.NaN(), math.Inf(1), math.Inf(-1)}
+	for i := range int64(n) {
+		for j := range int64(n) {
+			if rnd.IntN(15) == 0 {
+				r.Indices = append(r.Indices, j)
+				v := rnd.NormFloat64()
+				if rnd.IntN(10) == 0 {
+					v = special[rnd.IntN(len(special))]
+				}
+				r.Values = append(r.Values, v)
+			}
+		}
+		r.Indptr[i+1] = int64(len(r.Indices))
+	}
+	pat := &CSR{NRows: n, NCols: n, Indptr: r.Indptr, Indices: r.Indices}
+	boolPat := &Matrix[bool]{NRows: n, NCols: n, Indptr: r.Indptr, Indices: r.Indices}
+	rowSets := [][]int64{nil, {3}, {5, 5, 0, 199}}
+	many := make([]int64, 400)
+	for i := range many {
+		many[i] = rnd.Int64N(n)
+	}
+	rowSets = append(rowSets, many)
+	for _, sorted := range []bool{false, true} {
+		o := &Options{Threads: 1, SortedB: sorted}
+		var dst, pdst *CSR // reused across the row sets: growing and shrinking
+		var bdst *Matrix[bool]
+		for x, rows := range rowSets {
+			name := fmt.Sprintf("sorted=%v/rows %d", sorted, x)
+			// NaN != NaN: compare the values' bits.
+			dst = SelectRowsSRTo(dst, PlusTimes[float64]{}, r, rows, o)
+			assertSameBits(t, SelectRowsSR(PlusTimes[float64]{}, r, rows, o), dst, name+" plus-times")
+			mp := SelectRowsSRTo(nil, MinPlus[float64]{}, r, rows, o)
+			assertSameBits(t, SelectRowsSR(MinPlus[float64]{}, r, rows, o), mp, name+" min-plus")
+			pdst = SelectRowsSRTo(pdst, PlusTimes[float64]{}, pat, rows, o)
+			assert.Equal(t, SelectRowsSR(PlusTimes[float64]{}, pat, rows, o), pdst, name+" pattern")
+			bdst = SelectRowsSRTo(bdst, OrAnd{}, boolPat, rows, o)
+			assert.Equal(t, SelectRowsSR(OrAnd{}, boolPat, rows, o), bdst, name+" or-and")
+		}
+	}
+	// Without SortedB an unsorted row is sorted and its repeats merged,
+	// as SelectRowsSR does (its test checks the values).
+	fx := selectFixture()
+	got := SelectRowsSRTo(&CSR{Indptr: make([]int64, 10)}, PlusTimes[float64]{}, fx, []int64{0, 2}, nil)
+	assert.Equal(t, SelectRowsSR(PlusTimes[float64]{}, fx, []int64{0, 2}, nil), got)
+	assert.Panics(t, func() { SelectRowsSRTo(nil, OrAnd{}, boolPat, []int64{n}, &Options{SortedB: true}) }, "row out of range")
+}
+
+// assertSameBits asserts that a and b have the same shape, indices and
+// values bit for bit.
+func assertSameBits(t *testing.T, want, got *CSR, msg string) {
+	t.Helper()
+	require.Equal(t, want.NRows, got.NRows, msg)
+	require.Equal(t, want.NCols, got.NCols, msg)
+	require.Equal(t, want.Indptr, got.Indptr, msg)
+	require.Equal(t, want.Indices, got.Indices, msg)
+	require.Len(t, got.Values, len(want.Values), msg)
+	for q := range want.Values {
+		require.Equal(t, math.Float64bits(want.Values[q]), math.Float64bits(got.Values[q]), "%s: value %d", msg, q)
 	}
 }
 

@@ -2,6 +2,8 @@ package spgemm
 
 import (
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -106,6 +108,41 @@ func TestSumThreads(t *testing.T) {
 	for _, th := range []int{2, 3, 8} {
 		t.Run(fmt.Sprint(th), func(t *testing.T) {
 			require.Equal(t, one, sum(sparse.PlusTimes[float64]{}, []*sparse.CSR{a, b}, th))
+		})
+	}
+}
+
+// distinctSorted gives the sorted distinct values whichever way it takes:
+// a sort for few values of a wide range, a bitset for many of a narrow
+// one (the bitset's words straddled, values at both ends of the range).
+func TestDistinctSorted(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	for _, tc := range []struct {
+		name string
+		m, n int64
+	}{
+		{"empty", 0, 100},
+		{"few of many: sort", 50, 1 << 30},
+		{"many of few: bitset", 5000, 300},
+		{"one word", 40, 64},
+		{"many of more: sort", 2000, 1 << 20},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			xs := make([]int64, tc.m)
+			for i := range xs {
+				xs[i] = r.Int64N(tc.n)
+			}
+			if tc.m > 2 {
+				xs[0], xs[1] = 0, tc.n-1
+			}
+			orig := slices.Clone(xs)
+			want := slices.Compact(slices.Sorted(slices.Values(xs)))
+			got := distinctSorted(xs, tc.n)
+			require.Equal(t, len(want), len(got))
+			if len(want) > 0 {
+				require.Equal(t, want, got)
+			}
+			require.Equal(t, orig, xs, "input modified")
 		})
 	}
 }

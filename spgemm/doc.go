@@ -137,7 +137,12 @@
 // bytes (FetchVolume15D); a fetched stage is one piece of those rows.
 // With Stream.Reuse each
 // chunk is formed in the previous one's arrays (sparse.MulSRTo), so a
-// caller that copies what it keeps allocates no product per chunk.
+// caller that copies what it keeps allocates no product per chunk. When A
+// is a pattern with at most one entry per row in a stage's range (a
+// sampler's selection matrix Q), a chunk is its rows of the piece copied
+// (sparse.SelectRowsSRTo): the same matrix, without the product's set-up;
+// with Stream.Select the caller reads those rows in the piece itself, and
+// nothing is copied.
 //
 // BUG(spgemm): One Alltoallv moves at most 2³¹−1 elements per rank under MPI
 // (MPI counts are C ints); the reduce-scatter of 1.5D and Gather can exceed

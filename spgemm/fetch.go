@@ -81,9 +81,7 @@ func planFetch15D[T sparse.Scalar](g *collective.Grid, a, b *Dist[T], deg []int3
 		p.js = append(p.js, j)
 	}
 	ns := len(p.js)
-	cols := slices.Clone(a.Local.Indices)
-	slices.Sort(cols)
-	cols = slices.Compact(cols)
+	cols := distinctSorted(a.Local.Indices, b.M)
 	mine := make([]int64, 2*ns) // R then N for each stage
 	p.need = make([][]int64, ns)
 	for t, j := range p.js {

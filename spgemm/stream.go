@@ -2,6 +2,8 @@ package spgemm
 
 import (
 	"fmt"
+	"math/bits"
+	"slices"
 
 	"gnnmpi/collective"
 	"gnnmpi/metrics"
@@ -35,6 +37,16 @@ type Stream[T sparse.Scalar] struct {
 	// on this rank only: the others may then block, as with any collective
 	// error.
 	Chunk func(stage int, rows []int64, c *sparse.Matrix[T]) error
+	// Select, if not nil, receives in Chunk's place the chunks that are
+	// selections: when A is a pattern whose rows each have at most one
+	// entry in the stage's range and the rows of the piece they meet are
+	// sorted and distinct, row x of the chunk's product is row brows[x]
+	// of piece, and Select gets the piece and brows instead of the product
+	// copied out (only the pattern of piece is to be read: the product's
+	// values are One ⊗ piece's). rows are as for Chunk, and owned by the
+	// callback; piece and brows are valid until it returns and must not be
+	// modified. Select saves the copy of every selected row.
+	Select func(stage int, rows []int64, piece *sparse.Matrix[T], brows []int64) error
 	// StageDone, if not nil, is called on every rank after the chunks of
 	// each stage, including on a rank that had none; it may communicate
 	// (every rank of the grid calls it for every stage of the product, in
@@ -59,6 +71,8 @@ type Stream[T sparse.Scalar] struct {
 	Reuse bool
 
 	ws    []int64           // streamStage's work per row of A, reused from piece to piece
+	bs    []int64           // and the row of the piece each selection row of A meets
+	sel   []int64           // a selection chunk's rows of the piece
 	spare *sparse.Matrix[T] // the last chunk's product, with Reuse
 }
 
@@ -271,41 +285,71 @@ func streamStage[T sparse.Scalar, S sparse.Semiring[T]](sr S, stage int, a *spar
 	// checking blk's rows sorted and distinct costs less than MulSR's
 	// check of every selected row (a row of B selected many times is
 	// checked each time), and lets it copy them unchecked.
-	ws := s.ws[:0]
-	var total int64
+	// A pattern a whose rows each have at most one entry in [lo, hi) (a
+	// sampler's selection matrix Q) makes every chunk a selection of rows
+	// of blk: bs[r] is the row of blk that row r meets, and the chunk is
+	// sparse.SelectRowsSRTo of them, the same matrix as the product's
+	// without forming A's block or running the product's set-up per chunk.
+	if int64(cap(s.ws)) < a.NRows {
+		s.ws, s.bs = make([]int64, 0, a.NRows), make([]int64, 0, a.NRows)
+	}
+	ws, bs := s.ws[:0], s.bs[:0]
+	selection := a.Values == nil
+	var total, met int64 // met: rows of a with an entry in [lo, hi)
 	for r := range a.NRows {
-		var w, e int64 // the work and the entries of row r in [lo, hi)
+		var w, e, b int64 // the work and the entries of row r in [lo, hi), the last one's row of blk
 		for q := a.Indptr[r]; q < a.Indptr[r+1]; q++ {
 			if col := a.Indices[q]; col >= lo && col < hi {
-				w += blk.Degree(col - lo)
+				b = col - lo
+				w += blk.Degree(b)
 				e++
 			}
 		}
 		if e == 0 {
 			w = -1
 		}
-		ws = append(ws, w)
+		selection = selection && e <= 1
+		ws, bs = append(ws, w), append(bs, b)
 		total += max(w, 0)
+		if e > 0 {
+			met++
+		}
 	}
-	s.ws = ws
+	s.ws, s.bs = ws, bs
 	if total >= blk.NNZ() && distinctRows(blk) {
 		o.SortedB = true
 	}
-	var rows []int64
+	// The chunks' rows are consecutive pieces of one array (the callback
+	// owns them, so they are not reused): one allocation per piece.
+	rows := make([]int64, 0, met)
 	var work int64
 	flush := func() error {
 		if len(rows) == 0 {
 			return nil
 		}
-		c, err := sparse.MulSRTo(s.spare, sr, sparse.SelectBlock(a, rows, lo, hi), blk, o)
-		if err != nil {
-			return fmt.Errorf("spgemm: stream: %w", err)
+		var c *sparse.Matrix[T]
+		if selection {
+			s.sel = s.sel[:0]
+			for _, r := range rows {
+				s.sel = append(s.sel, bs[r])
+			}
+			if s.Select != nil && (o.SortedB || rowsDistinct(blk, s.sel)) {
+				out := rows[:len(rows):len(rows)]
+				rows, work = rows[len(rows):len(rows)], 0
+				return s.Select(stage, out, blk, s.sel)
+			}
+			c = sparse.SelectRowsSRTo(s.spare, sr, blk, s.sel, o)
+		} else {
+			var err error
+			if c, err = sparse.MulSRTo(s.spare, sr, sparse.SelectBlock(a, rows, lo, hi), blk, o); err != nil {
+				return fmt.Errorf("spgemm: stream: %w", err)
+			}
 		}
 		if s.Reuse {
 			s.spare = c
 		}
-		out := rows
-		rows, work = nil, 0
+		out := rows[:len(rows):len(rows)]
+		rows, work = rows[len(rows):len(rows)], 0 // the rest of the array
 		return s.Chunk(stage, out, c)
 	}
 	for r, w := range ws {
@@ -317,10 +361,24 @@ func streamStage[T sparse.Scalar, S sparse.Semiring[T]](sr S, stage int, a *spar
 				return err
 			}
 		}
-		rows = append(rows, int64(r))
+		rows = append(rows, int64(r)) // within the array's met rows
 		work += w + 1
 	}
 	return flush()
+}
+
+// rowsDistinct reports whether the rows rows of m are sorted with no
+// repeated column.
+func rowsDistinct[T sparse.Scalar](m *sparse.Matrix[T], rows []int64) bool {
+	for _, i := range rows {
+		row := m.Indices[m.Indptr[i]:m.Indptr[i+1]]
+		for x := 1; x < len(row); x++ {
+			if row[x] <= row[x-1] {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // distinctRows reports whether every row of m is sorted with no repeated
@@ -335,4 +393,33 @@ func distinctRows[T sparse.Scalar](m *sparse.Matrix[T]) bool {
 		}
 	}
 	return true
+}
+
+// distinctSorted returns the distinct values of xs, each in [0, n), in
+// ascending order, as a new slice: by a sort of a copy, or, when sorting
+// would cost more than a pass over n bits (a bulk's frontier, many
+// vertices of a small graph), by marking them in a bitset of n bits.
+func distinctSorted(xs []int64, n int64) []int64 {
+	m := int64(len(xs))
+	if m*int64(bits.Len64(uint64(m))) <= n/16 {
+		out := slices.Clone(xs)
+		slices.Sort(out)
+		return slices.Compact(out)
+	}
+	set := make([]uint64, (n+63)/64)
+	for _, x := range xs {
+		set[x>>6] |= 1 << (x & 63)
+	}
+	var count int
+	for _, w := range set {
+		count += bits.OnesCount64(w)
+	}
+	out := make([]int64, 0, count)
+	for i, w := range set {
+		for w != 0 {
+			out = append(out, int64(i)<<6|int64(bits.TrailingZeros64(w)))
+			w &= w - 1
+		}
+	}
+	return out
 }

@@ -3,6 +3,8 @@ package spgemm_test
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 
@@ -278,4 +280,103 @@ func TestStreamLayoutErrors(t *testing.T) {
 		}
 		return g.Free()
 	})
+}
+
+// With Stream.Select set, a selection A (a pattern, one entry or none per
+// row) hands over the rows of the piece it selects instead of the product:
+// over every layout, with row fetching or broadcasts, the rows Select and
+// Chunk receive together are the product's, and a piece with an unsorted
+// row (not a selection's copy) still comes to Chunk.
+func TestStreamSelect(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 22))
+	const n = 60
+	b := &sparse.Matrix[bool]{NRows: n, NCols: n, Indptr: make([]int64, n+1)}
+	for i := range int64(n) {
+		for j := range int64(n) {
+			if r.IntN(6) == 0 {
+				b.Indices = append(b.Indices, j)
+			}
+		}
+		b.Indptr[i+1] = int64(len(b.Indices))
+	}
+	unsorted := &sparse.Matrix[bool]{NRows: n, NCols: n, Indptr: b.Indptr, Indices: slices.Clone(b.Indices)}
+	rev := int64(-1) // the first row with two entries, reversed
+	for i := range int64(n) {
+		if row := unsorted.Indices[b.Indptr[i]:b.Indptr[i+1]]; len(row) > 1 {
+			slices.Reverse(row)
+			rev = i
+			break
+		}
+	}
+	require.NotEqual(t, int64(-1), rev)
+	const m = 80
+	a := &sparse.Matrix[bool]{NRows: m, NCols: n, Indptr: make([]int64, m+1)}
+	for i := range m {
+		if i%7 != 3 { // some rows select nothing
+			a.Indices = append(a.Indices, r.Int64N(n))
+		}
+		a.Indptr[i+1] = int64(len(a.Indices))
+	}
+	a.Indices[0] = rev // selected
+	for _, bm := range []*sparse.Matrix[bool]{b, unsorted} {
+		want, err := sparse.MulSR(sparse.OrAnd{}, a, bm, nil)
+		require.NoError(t, err)
+		for _, l := range []streamLayout{{algo: "1.5d", pr: 1, pc: 1}, {algo: "1.5d", pr: 2, pc: 1}, {algo: "1.5d", pr: 2, pc: 1, fetch: true}, {algo: "1.5d", pr: 2, pc: 2}} {
+			name := fmt.Sprintf("%v/sorted=%v", l, bm == b)
+			var mu sync.Mutex
+			got := map[int64][]int64{}
+			var selected, chunked int
+			put := func(rows []int64, row func(x int) []int64, off int64) error {
+				mu.Lock()
+				defer mu.Unlock()
+				for x, rr := range rows {
+					if _, ok := got[off+rr]; ok {
+						return fmt.Errorf("row %d twice", off+rr)
+					}
+					got[off+rr] = slices.Clone(row(x))
+				}
+				return nil
+			}
+			run(t, l.pr*l.pc, func(c collective.Comm) error {
+				g, err := collective.NewGrid(c, l.pr, l.pc)
+				if err != nil {
+					return err
+				}
+				ad := spgemm.Distribute(a, spgemm.Bounds(m, g.PR), []int64{0, n}, g.Row, 0, g.Col)
+				bd := spgemm.Distribute(bm, spgemm.Bounds(n, g.PR), []int64{0, n}, g.Row, 0, g.Col)
+				s := &spgemm.Stream[bool]{ChunkWork: 40, Reuse: true}
+				if l.fetch {
+					s.Degrees = degrees(bm)
+				}
+				s.Chunk = func(_ int, rows []int64, cm *sparse.Matrix[bool]) error {
+					mu.Lock()
+					chunked++
+					mu.Unlock()
+					return put(rows, func(x int) []int64 { return cm.Indices[cm.Indptr[x]:cm.Indptr[x+1]] }, ad.RowOff())
+				}
+				s.Select = func(_ int, rows []int64, piece *sparse.Matrix[bool], brows []int64) error {
+					mu.Lock()
+					selected++
+					mu.Unlock()
+					if len(brows) != len(rows) {
+						return fmt.Errorf("%d rows of the piece for %d rows", len(brows), len(rows))
+					}
+					return put(rows, func(x int) []int64 { return piece.Indices[piece.Indptr[brows[x]]:piece.Indptr[brows[x]+1]] }, ad.RowOff())
+				}
+				return spgemm.Mul15DStream(g, sparse.OrAnd{}, ad, bd, s)
+			})
+			for i := range int64(m) {
+				w := want.Indices[want.Indptr[i]:want.Indptr[i+1]]
+				if len(w) == 0 {
+					require.Empty(t, got[i], "%s: row %d", name, i)
+					continue
+				}
+				require.Equal(t, w, got[i], "%s: row %d", name, i)
+			}
+			require.Positive(t, selected, "%s: no chunk came to Select", name)
+			if bm == unsorted {
+				require.Positive(t, chunked, "%s: the unsorted row's chunk went to Select", name)
+			}
+		}
+	}
 }
