@@ -161,6 +161,16 @@ func fetchStage[T sparse.Scalar, S sparse.Semiring[T]](sr S, s *Stream[T], cc co
 	var val []T
 	blk := b.Local
 	if me == j {
+		// The send buffers are sized once from the rows' degrees: grown by
+		// append they took twice the memory and copied every entry again.
+		var total int
+		for _, r := range asked {
+			total += int(deg[r])
+		}
+		ind = make([]int64, 0, total)
+		if valued {
+			val = make([]T, 0, total)
+		}
 		own := b.Local
 		var at int
 		for x := range q {
