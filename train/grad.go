@@ -1,6 +1,7 @@
 package train
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -45,9 +46,12 @@ type gradSync struct {
 	params  []*model.Param
 	offs    []int // flat offset of each param, then the total
 	buckets []gradBucket
-	flat    []float32            // the flat vector of the one bucket, when there is one
-	half    []uint16             // the 16-bit words in flight, with a 16-bit GradDType (flat positions)
-	scratch collective.Scratch16 // of the one goroutine that sums: the worker, or the step's with one bucket
+	flat    []float32             // the flat vector of the one bucket, when there is one and shared is nil
+	shared  *collective.SharedSum // the one float32 bucket's sum when the ranks share memory
+	half    []uint16              // the 16-bit words in flight, with a 16-bit GradDType (flat positions)
+	scratch collective.Scratch16  // of the one goroutine that sums: the worker, or the step's with one bucket
+
+	skew time.Duration // with shared: the time the sums waited for the slowest rank's gradients
 
 	next int        // the next bucket to launch in the current step
 	jobs chan int   // buckets to sum, in order (nil with one bucket)
@@ -88,6 +92,16 @@ func newGradSync(c collective.Comm, m *model.Model, dtype GradDType, bucketMB fl
 	size := bucketElems(bucketMB, n)
 	if size >= n {
 		g.buckets = []gradBucket{{lo: 0, hi: n, param: -1}}
+		if !dtype.half() {
+			shared, err := collective.NewSharedSum(c, n)
+			switch {
+			case err == nil:
+				g.shared = shared
+				return g, nil
+			case !errors.Is(err, collective.ErrNotShared):
+				return nil, err
+			}
+		}
 		g.flat = make([]float32, n)
 		return g, nil
 	}
@@ -131,7 +145,15 @@ func planBuckets(offs, layerOf []int, size int) []gradBucket {
 // close stops the worker and frees the duplicate communicator
 // (collective when there is one).
 func (g *gradSync) close() error {
-	if g == nil || g.jobs == nil {
+	if g == nil {
+		return nil
+	}
+	if g.shared != nil {
+		err := g.shared.Free()
+		g.shared = nil
+		return err
+	}
+	if g.jobs == nil {
 		return nil
 	}
 	close(g.jobs)
@@ -184,6 +206,30 @@ func (g *gradSync) layerDone(l int) {
 // flattening, the one Allreduce and the copy back, as before buckets),
 // the step's exposed gradient exchange.
 func (g *gradSync) step(opt model.Optimizer) (time.Duration, error) {
+	if g.shared != nil {
+		t0 := time.Now()
+		flat := g.shared.Local()
+		off := 0
+		for _, p := range g.params {
+			off += copy(flat[off:], p.G)
+		}
+		restore := collective.SetPhase(g.c, metrics.PhaseGrad)
+		err := g.shared.Sum()
+		restore()
+		if err == nil {
+			off = 0
+			for _, p := range g.params {
+				off += copy(p.G, flat[off:])
+			}
+		}
+		waited := time.Since(t0)
+		g.skew += g.shared.Wait()
+		if err != nil {
+			return waited, err
+		}
+		opt.Step(g.params)
+		return waited, nil
+	}
 	if g.jobs == nil {
 		t0 := time.Now()
 		off := 0
@@ -239,6 +285,13 @@ func (g *gradSync) step(opt model.Optimizer) (time.Duration, error) {
 // metrics.PhaseGrad.
 func (g *gradSync) sumFlat(c collective.Comm, x []float32) error {
 	defer collective.SetPhase(c, metrics.PhaseGrad)()
+	if g.shared != nil && c == g.c && len(x) == len(g.shared.Local()) {
+		copy(g.shared.Local(), x)
+		err := g.shared.Sum()
+		g.skew += g.shared.Wait()
+		copy(x, g.shared.Local())
+		return err
+	}
 	if !g.dtype.half() {
 		return collective.AllreduceSlice(c, x, collective.Sum)
 	}
