@@ -51,7 +51,7 @@ type gradSync struct {
 	half    []uint16              // the 16-bit words in flight, with a 16-bit GradDType (flat positions)
 	scratch collective.Scratch16  // of the one goroutine that sums: the worker, or the step's with one bucket
 
-	skew time.Duration // with shared: the time the sums waited for the slowest rank's gradients
+	skew time.Duration // with shared: the time the sums waited in their first Sync (takeWait)
 
 	next int        // the next bucket to launch in the current step
 	jobs chan int   // buckets to sum, in order (nil with one bucket)
@@ -305,6 +305,14 @@ func (g *gradSync) sumFlat(c collective.Comm, x []float32) error {
 	}
 	g.codec.Decode(x, h)
 	return nil
+}
+
+// takeWait returns the time the shared-memory sums waited for the other
+// ranks' gradients since the last call (0 without them), and resets it.
+func (g *gradSync) takeWait() time.Duration {
+	w := g.skew
+	g.skew = 0
+	return w
 }
 
 // validateGrad checks GradDType and GradBucketMB.

@@ -19,7 +19,7 @@ import (
 func untimed(es []EpochStats) []EpochStats {
 	out := make([]EpochStats, len(es))
 	for i, e := range es {
-		e.Seconds, e.PhaseSeconds, e.CriticalPhaseSeconds, e.WaitSeconds, e.GradExposedSeconds = 0, nil, nil, 0, 0
+		e.Seconds, e.PhaseSeconds, e.CriticalPhaseSeconds, e.WaitSeconds, e.GradExposedSeconds, e.GradWaitSeconds = 0, nil, nil, 0, 0, 0
 		out[i] = e
 	}
 	return out
