@@ -59,13 +59,15 @@ func AllocShared(c Comm, nbytes int) (Shared, error) {
 // the sums are the same bits there and, with two ranks, under any MPI
 // algorithm, addition being commutative).
 //
-// Sum is a reduce-scatter and an allgather in the segments: after a
-// Sync, rank r sums its block (AllreduceBlock elements; the blocks in
-// rank order) from every rank's segment into its own; after a second
-// Sync, it copies every other rank's summed block from that rank's
-// segment; a third Sync keeps the next Local writes from overwriting a
-// block another rank still reads. The bytes other ranks read from a
-// rank's segment are those AllreduceVolume counts as sent, and Sum
+// Sum is a reduce-scatter and an allgather in the segments, with two
+// Syncs: after the first, rank r sums its block (AllreduceBlock elements;
+// the blocks in rank order) over every rank's segment and writes the sums
+// into that block of every segment (only rank r touches block r of any
+// segment, so no Sync is needed in between); after the second, every
+// rank's own segment holds all the sums, and no rank touches another's
+// segment until the next Sum's first Sync. The bytes a rank's block moves
+// between segments, those other ranks read from its segment and those it
+// writes into theirs, are what AllreduceVolume counts as sent, and Sum
 // records them as one Allreduce under c's current phase.
 type SharedSum struct {
 	c        Comm
@@ -122,7 +124,6 @@ func (s *SharedSum) Sum() error {
 		return err
 	}
 	s.lastWait = time.Since(t0)
-	own := s.seg[r]
 	for lo := s.lo[r]; lo < s.lo[r+1]; lo += len(s.acc) {
 		hi := min(lo+len(s.acc), s.lo[r+1])
 		acc := s.acc[:hi-lo]
@@ -134,14 +135,8 @@ func (s *SharedSum) Sum() error {
 				acc[i] += v
 			}
 		}
-		copy(own[lo:hi], acc)
-	}
-	if err := s.sh.Sync(); err != nil {
-		return err
-	}
-	for q := range p {
-		if q != r {
-			copy(own[s.lo[q]:s.lo[q+1]], s.seg[q][s.lo[q]:s.lo[q+1]])
+		for q := range p {
+			copy(s.seg[q][lo:hi], acc)
 		}
 	}
 	err := s.sh.Sync()

@@ -154,9 +154,9 @@ func TestLoaderErrorEndsEveryRank(t *testing.T) {
 		{"grad-error", func(ev inproc.Event) error {
 			// The first Sync (a Barrier) of the gradient sum of the second
 			// epoch's second step (world calls: 6 of setup and the shared
-			// segments' allocation, then per epoch 3 steps of 3 Syncs
+			// segments' allocation, then per epoch 3 steps of 2 Syncs
 			// each, 4 of evaluation and 3 of metrics).
-			if ev.Comm == 0 && ev.Op == collective.OpBarrier && ev.WorldRank == 1 && ev.Seq == 26 {
+			if ev.Comm == 0 && ev.Op == collective.OpBarrier && ev.WorldRank == 1 && ev.Seq == 22 {
 				return injected
 			}
 			return nil
