@@ -196,6 +196,7 @@ import (
 	"math"
 	"runtime"
 	"sync"
+	"syscall"
 	"time"
 	"unsafe"
 
@@ -756,15 +757,27 @@ func Call(f func()) {
 // AllocShared allocates nbytes on every rank in one MPI-3 shared window
 // (MPI_Win_allocate_shared over the node's communicator) and maps every
 // rank's segment (MPI_Win_shared_query); it is collective. When c's ranks
-// are not all on one node it returns collective.ErrNotShared on every rank
-// (each rank's node holds fewer than all of them).
+// are not all on one node (each rank's node then holds fewer than all of
+// them), or the shared-memory file system (/dev/shm, where Open MPI and
+// MPICH place windows on Linux) has less than twice the segments' bytes
+// free on some rank, it returns collective.ErrNotShared on every rank.
 func (c *Comm) AllocShared(nbytes int) (collective.Shared, error) {
 	nc, err := c.SplitNode()
 	if err != nil {
 		return nil, err
 	}
 	node := nc.(*Comm)
-	if node.size != c.size {
+	// Every rank of the node must have room for all segments in the
+	// backing file system (a tmpfs: a page beyond its size is SIGBUS when
+	// first touched, not an error of the allocation); the node agrees.
+	room := []int32{0}
+	if node.size == c.size && shmRoom(shmDir, int64(nbytes)*int64(c.size)) {
+		room[0] = 1
+	}
+	if err := collective.AllreduceSlice(node, room, collective.Min); err != nil {
+		return nil, err
+	}
+	if node.size != c.size || room[0] == 0 {
 		if err := node.Free(); err != nil {
 			return nil, err
 		}
@@ -832,4 +845,19 @@ func (s *shared) Free() error {
 		return err
 	}
 	return s.node.Free()
+}
+
+// shmDir is where Open MPI (osc_sm_backing_directory) and MPICH back
+// shared windows on Linux.
+const shmDir = "/dev/shm"
+
+// shmRoom reports whether dir's file system has at least twice need bytes
+// available, or dir does not exist (the library then backs windows
+// elsewhere, and no limit is known).
+func shmRoom(dir string, need int64) bool {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return errors.Is(err, syscall.ENOENT)
+	}
+	return int64(st.Bavail)*int64(st.Bsize) >= 2*need
 }
