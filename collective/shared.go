@@ -124,7 +124,7 @@ func (s *SharedSum) Sum() error {
 		return err
 	}
 	s.lastWait = time.Since(t0)
-	for lo := s.lo[r]; lo < s.lo[r+1]; lo += len(s.acc) {
+	for lo := s.lo[r]; p > 1 && lo < s.lo[r+1]; lo += len(s.acc) {
 		hi := min(lo+len(s.acc), s.lo[r+1])
 		acc := s.acc[:hi-lo]
 		copy(acc, s.seg[0][lo:hi])

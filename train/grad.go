@@ -32,7 +32,12 @@ import (
 // With one bucket (the model fits in GradBucketMB, or GradBucketMB is 0)
 // there is nothing to overlap: the gradients are flattened into one
 // vector, summed on the trainer's own communicator after backward, and the
-// optimizer steps, as it always did.
+// optimizer steps, as it always did. When the ranks share memory
+// (collective.NewSharedSum) and the sums are float32, the params'
+// gradients live in this rank's shared segment from the first step on
+// (bind): backward adds into it, collective.SharedSum sums in place in
+// rank order, and the optimizer reads the sums there, with no flattening,
+// no message and no copy back.
 //
 // With Config.GradDType bf16 or f16 every bucket travels as 16-bit words
 // (collective.AllreduceSum16: float32 accumulation in rank order, one
@@ -48,6 +53,7 @@ type gradSync struct {
 	buckets []gradBucket
 	flat    []float32             // the flat vector of the one bucket, when there is one and shared is nil
 	shared  *collective.SharedSum // the one float32 bucket's sum when the ranks share memory
+	bound   bool                  // the params' G are views of shared's Local (bind)
 	half    []uint16              // the 16-bit words in flight, with a 16-bit GradDType (flat positions)
 	scratch collective.Scratch16  // of the one goroutine that sums: the worker, or the step's with one bucket
 
@@ -149,6 +155,12 @@ func (g *gradSync) close() error {
 		return nil
 	}
 	if g.shared != nil {
+		if g.bound {
+			for _, p := range g.params {
+				p.G = append([]float32(nil), p.G...)
+			}
+			g.bound = false
+		}
 		err := g.shared.Free()
 		g.shared = nil
 		return err
@@ -186,6 +198,20 @@ func (g *gradSync) sum(c collective.Comm, x []float32, lo int) error {
 	return nil
 }
 
+// bind makes the params' gradients views of this rank's shared segment
+// (their values copied), so that backward adds into the memory the other
+// ranks read and the sums land where the optimizer reads them: nothing is
+// flattened or copied back. close gives them Go memory again.
+func (g *gradSync) bind() {
+	local := g.shared.Local()
+	for i, p := range g.params {
+		v := local[g.offs[i]:g.offs[i+1]:g.offs[i+1]]
+		copy(v, p.G)
+		p.G = v
+	}
+	g.bound = true
+}
+
 // layerDone launches the buckets that are final once layer l's backward
 // is done (model.BackwardEach's hook); with one bucket it does nothing.
 func (g *gradSync) layerDone(l int) {
@@ -208,20 +234,12 @@ func (g *gradSync) layerDone(l int) {
 func (g *gradSync) step(opt model.Optimizer) (time.Duration, error) {
 	if g.shared != nil {
 		t0 := time.Now()
-		flat := g.shared.Local()
-		off := 0
-		for _, p := range g.params {
-			off += copy(flat[off:], p.G)
+		if !g.bound {
+			g.bind()
 		}
 		restore := collective.SetPhase(g.c, metrics.PhaseGrad)
 		err := g.shared.Sum()
 		restore()
-		if err == nil {
-			off = 0
-			for _, p := range g.params {
-				off += copy(p.G, flat[off:])
-			}
-		}
 		waited := time.Since(t0)
 		g.skew += g.shared.Wait()
 		if err != nil {
@@ -285,7 +303,7 @@ func (g *gradSync) step(opt model.Optimizer) (time.Duration, error) {
 // metrics.PhaseGrad.
 func (g *gradSync) sumFlat(c collective.Comm, x []float32) error {
 	defer collective.SetPhase(c, metrics.PhaseGrad)()
-	if g.shared != nil && c == g.c && len(x) == len(g.shared.Local()) {
+	if g.shared != nil && !g.bound && c == g.c && len(x) == len(g.shared.Local()) {
 		copy(g.shared.Local(), x)
 		err := g.shared.Sum()
 		g.skew += g.shared.Wait()
