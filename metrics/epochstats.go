@@ -44,6 +44,12 @@ type EpochStats struct {
 	// neither backward nor the optimizer hid, which is the grad phase's
 	// time (PhaseSeconds[PhaseGrad]). Minibatch training only.
 	GradExposedSeconds float64 `json:"grad_exposed_s"`
+	// GradWaitSeconds is the part of GradExposedSeconds that the gradient
+	// sum through shared memory (collective.SharedSum) waited in its first
+	// Sync for the other ranks' gradients, on the rank that waited
+	// longest: the ranks' skew at the end of backward, plus a barrier's
+	// latency per step. It is 0 when the sums go through MPI's Allreduce.
+	GradWaitSeconds float64 `json:"grad_wait_s"`
 }
 
 // Record returns the metrics record of the epoch: the accuracies and the
@@ -58,6 +64,7 @@ func (st *EpochStats) Record() Epoch {
 		rec.ValAcc, rec.TestAcc, rec.ValLoss = &st.ValAcc, &st.TestAcc, &st.ValLoss
 	}
 	rec.GradExposedS = st.GradExposedSeconds
+	rec.GradWaitS = st.GradWaitSeconds
 	if st.GPUReads != nil {
 		g := *st.GPUReads
 		rec.GPUReads = &g

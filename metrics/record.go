@@ -31,6 +31,9 @@ type Epoch struct {
 	// GradExposedS is the step blocked on gradient sums after backward
 	// (minibatch training only).
 	GradExposedS float64 `json:"grad_exposed_s,omitempty"`
+	// GradWaitS is the part of GradExposedS spent waiting for the slowest
+	// rank's gradients (the shared-memory sum only).
+	GradWaitS float64 `json:"grad_wait_s,omitempty"`
 }
 
 // GPUReads are the rows and bytes the device gathers read from each

@@ -1,6 +1,7 @@
 package train
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -31,7 +32,12 @@ import (
 // With one bucket (the model fits in GradBucketMB, or GradBucketMB is 0)
 // there is nothing to overlap: the gradients are flattened into one
 // vector, summed on the trainer's own communicator after backward, and the
-// optimizer steps, as it always did.
+// optimizer steps, as it always did. When the ranks share memory
+// (collective.NewSharedSum) and the sums are float32, the params'
+// gradients live in this rank's shared segment from the first step on
+// (bind): backward adds into it, collective.SharedSum sums in place in
+// rank order, and the optimizer reads the sums there, with no flattening,
+// no message and no copy back.
 //
 // With Config.GradDType bf16 or f16 every bucket travels as 16-bit words
 // (collective.AllreduceSum16: float32 accumulation in rank order, one
@@ -45,9 +51,13 @@ type gradSync struct {
 	params  []*model.Param
 	offs    []int // flat offset of each param, then the total
 	buckets []gradBucket
-	flat    []float32            // the flat vector of the one bucket, when there is one
-	half    []uint16             // the 16-bit words in flight, with a 16-bit GradDType (flat positions)
-	scratch collective.Scratch16 // of the one goroutine that sums: the worker, or the step's with one bucket
+	flat    []float32             // the flat vector of the one bucket, when there is one and shared is nil
+	shared  *collective.SharedSum // the one float32 bucket's sum when the ranks share memory
+	bound   bool                  // the params' G are views of shared's Local (bind)
+	half    []uint16              // the 16-bit words in flight, with a 16-bit GradDType (flat positions)
+	scratch collective.Scratch16  // of the one goroutine that sums: the worker, or the step's with one bucket
+
+	skew time.Duration // with shared: the time the sums waited in their first Sync (takeWait)
 
 	next int        // the next bucket to launch in the current step
 	jobs chan int   // buckets to sum, in order (nil with one bucket)
@@ -88,6 +98,16 @@ func newGradSync(c collective.Comm, m *model.Model, dtype GradDType, bucketMB fl
 	size := bucketElems(bucketMB, n)
 	if size >= n {
 		g.buckets = []gradBucket{{lo: 0, hi: n, param: -1}}
+		if !dtype.half() {
+			shared, err := collective.NewSharedSum(c, n)
+			switch {
+			case err == nil:
+				g.shared = shared
+				return g, nil
+			case !errors.Is(err, collective.ErrNotShared):
+				return nil, err
+			}
+		}
 		g.flat = make([]float32, n)
 		return g, nil
 	}
@@ -131,7 +151,21 @@ func planBuckets(offs, layerOf []int, size int) []gradBucket {
 // close stops the worker and frees the duplicate communicator
 // (collective when there is one).
 func (g *gradSync) close() error {
-	if g == nil || g.jobs == nil {
+	if g == nil {
+		return nil
+	}
+	if g.shared != nil {
+		if g.bound {
+			for _, p := range g.params {
+				p.G = append([]float32(nil), p.G...)
+			}
+			g.bound = false
+		}
+		err := g.shared.Free()
+		g.shared = nil
+		return err
+	}
+	if g.jobs == nil {
 		return nil
 	}
 	close(g.jobs)
@@ -164,6 +198,20 @@ func (g *gradSync) sum(c collective.Comm, x []float32, lo int) error {
 	return nil
 }
 
+// bind makes the params' gradients views of this rank's shared segment
+// (their values copied), so that backward adds into the memory the other
+// ranks read and the sums land where the optimizer reads them: nothing is
+// flattened or copied back. close gives them Go memory again.
+func (g *gradSync) bind() {
+	local := g.shared.Local()
+	for i, p := range g.params {
+		v := local[g.offs[i]:g.offs[i+1]:g.offs[i+1]]
+		copy(v, p.G)
+		p.G = v
+	}
+	g.bound = true
+}
+
 // layerDone launches the buckets that are final once layer l's backward
 // is done (model.BackwardEach's hook); with one bucket it does nothing.
 func (g *gradSync) layerDone(l int) {
@@ -184,6 +232,22 @@ func (g *gradSync) layerDone(l int) {
 // flattening, the one Allreduce and the copy back, as before buckets),
 // the step's exposed gradient exchange.
 func (g *gradSync) step(opt model.Optimizer) (time.Duration, error) {
+	if g.shared != nil {
+		t0 := time.Now()
+		if !g.bound {
+			g.bind()
+		}
+		restore := collective.SetPhase(g.c, metrics.PhaseGrad)
+		err := g.shared.Sum()
+		restore()
+		waited := time.Since(t0)
+		g.skew += g.shared.Wait()
+		if err != nil {
+			return waited, err
+		}
+		opt.Step(g.params)
+		return waited, nil
+	}
 	if g.jobs == nil {
 		t0 := time.Now()
 		off := 0
@@ -239,6 +303,13 @@ func (g *gradSync) step(opt model.Optimizer) (time.Duration, error) {
 // metrics.PhaseGrad.
 func (g *gradSync) sumFlat(c collective.Comm, x []float32) error {
 	defer collective.SetPhase(c, metrics.PhaseGrad)()
+	if g.shared != nil && !g.bound && c == g.c && len(x) == len(g.shared.Local()) {
+		copy(g.shared.Local(), x)
+		err := g.shared.Sum()
+		g.skew += g.shared.Wait()
+		copy(x, g.shared.Local())
+		return err
+	}
 	if !g.dtype.half() {
 		return collective.AllreduceSlice(c, x, collective.Sum)
 	}
@@ -252,6 +323,14 @@ func (g *gradSync) sumFlat(c collective.Comm, x []float32) error {
 	}
 	g.codec.Decode(x, h)
 	return nil
+}
+
+// takeWait returns the time the shared-memory sums waited for the other
+// ranks' gradients since the last call (0 without them), and resets it.
+func (g *gradSync) takeWait() time.Duration {
+	w := g.skew
+	g.skew = 0
+	return w
 }
 
 // validateGrad checks GradDType and GradBucketMB.

@@ -3,12 +3,15 @@ package train
 import (
 	"math"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"gnnmpi/collective"
+	"gnnmpi/collective/inproc"
 	"gnnmpi/metrics"
 	"gnnmpi/model"
+	"gnnmpi/partition"
 )
 
 // planBuckets cuts every param from its end, last param first, so a
@@ -168,5 +171,46 @@ func TestDeviceGradBF16(t *testing.T) {
 		c, g := cpu.Epochs[e], gpu.Epochs[e]
 		require.InDelta(t, c.Loss, g.Loss, 1e-4*math.Abs(c.Loss), "epoch %d", e+1)
 		require.Equal(t, gradBytes(2, cpu.NumParams, 2)*int64(c.Batches), g.Bytes[metrics.PhaseGrad], "epoch %d", e+1)
+	}
+}
+
+// unshared hides its communicator's collective.SharedMemory (and every
+// other optional capability), as MPI ranks on several hosts would: the
+// gradients are then summed by Allreduce.
+type unshared struct{ collective.Comm }
+
+// With one float32 bucket on ranks that share memory, the gradients are
+// summed through collective.SharedSum (its wait is measured) and give the
+// Allreduce's run bit for bit: the same losses, accuracies and bytes
+// (the grad phase's an allreduce's volume).
+func TestGradSharedSum(t *testing.T) {
+	for _, kind := range []model.Kind{model.KindSAGE, model.KindGCN} {
+		for _, p := range []int{1, 2, 3} {
+			cfg := testConfig(kind)
+			cfg.Epochs = 2
+			run := func(wrap func(collective.Comm) collective.Comm) *Result {
+				results := make([]*Result, p)
+				book := partition.Random(sbm().NumNodes, p, 5)
+				err := inproc.Run(p, inproc.Options{Timeout: time.Minute}, func(c collective.Comm) error {
+					d, err := Distribute(sbm(), "random", book, c.Rank())
+					if err != nil {
+						return err
+					}
+					results[c.Rank()], err = Run(collective.WithStats(wrap(c), nil), d, cfg, Hooks{})
+					return err
+				})
+				require.NoError(t, err)
+				return results[0]
+			}
+			shared := run(func(c collective.Comm) collective.Comm { return c })
+			plain := run(func(c collective.Comm) collective.Comm { return unshared{c} })
+			require.Equal(t, untimed(plain.Epochs), untimed(shared.Epochs), "%s p=%d", kind, p)
+			for i, e := range shared.Epochs {
+				require.Equal(t, gradBytes(p, shared.NumParams, 4)*int64(e.Batches), e.Bytes[metrics.PhaseGrad], "%s p=%d", kind, p)
+				require.Positive(t, e.GradWaitSeconds, "%s p=%d: the shared sum's barrier waited", kind, p)
+				require.LessOrEqual(t, e.GradWaitSeconds, e.GradExposedSeconds, "%s p=%d: the wait is part of the exposed time", kind, p)
+				require.Zero(t, plain.Epochs[i].GradWaitSeconds, "%s p=%d: Allreduce measures no wait", kind, p)
+			}
+		}
 	}
 }

@@ -19,7 +19,7 @@ import (
 func untimed(es []EpochStats) []EpochStats {
 	out := make([]EpochStats, len(es))
 	for i, e := range es {
-		e.Seconds, e.PhaseSeconds, e.CriticalPhaseSeconds, e.WaitSeconds, e.GradExposedSeconds = 0, nil, nil, 0, 0
+		e.Seconds, e.PhaseSeconds, e.CriticalPhaseSeconds, e.WaitSeconds, e.GradExposedSeconds, e.GradWaitSeconds = 0, nil, nil, 0, 0, 0
 		out[i] = e
 	}
 	return out
@@ -152,10 +152,11 @@ func TestLoaderErrorEndsEveryRank(t *testing.T) {
 			return nil
 		}, "injected panic"},
 		{"grad-error", func(ev inproc.Event) error {
-			// The gradient Allreduce of the second epoch's second step
-			// (world calls: 6 of setup, then per epoch 3 steps, 4 of
-			// evaluation and 3 of metrics).
-			if ev.Comm == 0 && ev.Op == collective.OpAllreduce && ev.WorldRank == 1 && ev.Seq == 17 {
+			// The first Sync (a Barrier) of the gradient sum of the second
+			// epoch's second step (world calls: 6 of setup and the shared
+			// segments' allocation, then per epoch 3 steps of 2 Syncs
+			// each, 4 of evaluation and 3 of metrics).
+			if ev.Comm == 0 && ev.Op == collective.OpBarrier && ev.WorldRank == 1 && ev.Seq == 22 {
 				return injected
 			}
 			return nil

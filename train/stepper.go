@@ -24,6 +24,7 @@ type epochState struct {
 	fetched                alltoall.Counts
 	reads                  tier.Reads // of the device gathers
 	batches                int
+	gradWait               float64 // seconds the gradient sums waited for the other ranks (gradSync.takeWait)
 }
 
 // count adds a minibatch of n seeds to the epoch's sums: its mean loss
@@ -117,6 +118,7 @@ func (t *trainer) train(epoch int, progress func(epoch, batch, batches int)) err
 	ep.fetched, ep.reads = ls.fetched, ls.reads
 	t.path.addEpoch(ls)
 	ep.trainSecs = time.Since(start).Seconds()
+	ep.gradWait = t.gsync.takeWait().Seconds()
 	t.ep = ep
 	return nil
 }
@@ -187,14 +189,15 @@ func (t *trainer) summarize(epoch int, ev *evaluation, evalSecs float64) (EpochS
 	}
 	// Every rank's times in its own slot of one vector (a sum with zeros
 	// elsewhere is exact): the slowest rank per phase, and the phases of
-	// the rank whose epoch was the slowest.
-	w := 1 + len(timePhases)
+	// the rank whose epoch was the slowest; the gradient sums' wait last.
+	w := 2 + len(timePhases)
 	all := make([]float64, w*c.Size())
 	own := all[w*c.Rank():]
 	own[0] = ep.trainSecs
 	for k, p := range timePhases {
 		own[k+1] = ep.secs[p]
 	}
+	own[w-1] = ep.gradWait
 	if err := collective.AllreduceSlice(c, all, collective.Sum); err != nil {
 		return EpochStats{}, err
 	}
@@ -232,6 +235,7 @@ func (t *trainer) summarize(epoch int, ev *evaluation, evalSecs float64) (EpochS
 	}
 	st.WaitSeconds = st.PhaseSeconds[metrics.PhaseWait]
 	st.GradExposedSeconds = st.PhaseSeconds[metrics.PhaseGrad]
+	st.GradWaitSeconds = times[w-1]
 	st.CriticalPhaseSeconds = map[string]float64{}
 	for k, p := range timePhases {
 		st.CriticalPhaseSeconds[p] = all[w*critical+k+1]

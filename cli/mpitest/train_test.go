@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -176,6 +177,43 @@ func TestTrainGradBF16MPI(t *testing.T) {
 	raw, err := os.ReadFile(m)
 	require.NoError(t, err)
 	require.Contains(t, string(raw), `"grad_exposed_s":`)
+}
+
+// Under mpirun on one host the float32 gradients are summed through an
+// MPI-3 shared window (collective.SharedSum) in rank order, as the
+// in-process Allreduce adds them: every epoch reports grad_wait_s, the
+// bytes are the in-process run's, and the losses are its losses (with 3
+// ranks up to the order of MPI's float64 sum of the ranks' loss sums),
+// under MPI_THREAD_MULTIPLE and FUNNELED.
+func TestTrainSharedGradMPI(t *testing.T) {
+	skipUnlessMPI(t)
+	for _, run := range []struct {
+		np     int
+		thread string
+	}{{2, "multiple"}, {2, "funneled"}, {3, "multiple"}} {
+		t.Run(fmt.Sprintf("np=%d/%s", run.np, run.thread), func(t *testing.T) {
+			dir := t.TempDir()
+			args := []string{"train", "--data", "data/cora", "--epochs", "4", "--seed", "6"}
+			m1, m2 := filepath.Join(dir, "mpi.jsonl"), filepath.Join(dir, "inproc.jsonl")
+			r := mpirun(t, 3*time.Minute, run.np, bin, append([]string{"--mpi-thread", run.thread}, append(args, "--metrics", m1)...)...)
+			require.Equal(t, 0, r.code, "stderr:\n%s", r.stderr)
+			l := local(t, append([]string{"--ranks", fmt.Sprint(run.np)}, append(args, "--metrics", m2)...)...)
+			require.Equal(t, 0, l.code, "stderr:\n%s", l.stderr)
+			a, fa := readMetrics(t, m1)
+			b, fb := readMetrics(t, m2)
+			require.Len(t, a, 4)
+			if run.np == 2 {
+				require.Equal(t, lossesOf(b), lossesOf(a))
+			}
+			for i := range a {
+				require.InEpsilon(t, b[i].Loss, a[i].Loss, 1e-12, "epoch %d", i+1)
+			}
+			require.Equal(t, fb["bytes_per_epoch"], fa["bytes_per_epoch"])
+			raw, err := os.ReadFile(m1)
+			require.NoError(t, err)
+			require.Equal(t, 4, strings.Count(string(raw), `"grad_wait_s":`), "every epoch's gradients went through shared memory")
+		})
+	}
 }
 
 // A job killed (SIGKILL to mpirun and its ranks) after a checkpoint, then

@@ -54,6 +54,7 @@ func Cases() []Case {
 		{"SplitUndefined", 2, splitUndefined},
 		{"SplitNested", 4, splitNested},
 		{"ConcurrentComms", 1, concurrentComms},
+		{"SharedSum", 1, sharedSum},
 	}
 }
 
@@ -829,5 +830,52 @@ func concurrentComms(c collective.Comm) error {
 	if err := collective.Free(d); err != nil {
 		return ce(err)
 	}
+	return k.err
+}
+
+// sharedSum sums float32 vectors through shared memory (collective.SharedSum)
+// twice with the same segments, and checks every element against the sum
+// in rank order, bit for bit, and the volume against one Allreduce's. A
+// communicator whose ranks cannot share memory (collective.ErrNotShared on
+// every rank) has nothing to check.
+func sharedSum(c collective.Comm) error {
+	var k checker
+	p, r := c.Size(), c.Rank()
+	v := track(c)
+	x := func(q, i, round int) float32 { return float32(math.Sin(float64(7*q+i+round))) * float32(1+q) / 3 }
+	for _, n := range []int{0, 1, p + 1, 10001} {
+		s, err := collective.NewSharedSum(c, n)
+		if errors.Is(err, collective.ErrNotShared) {
+			return nil
+		}
+		if err != nil {
+			return ce(err)
+		}
+		for round := range 2 {
+			loc := s.Local()
+			for i := range loc {
+				loc[i] = x(r, i, round)
+			}
+			if err := s.Sum(); err != nil {
+				return ce(err)
+			}
+			sent, recv := expAllreduce(r, p, n, 4)
+			v.expect(collective.OpAllreduce, sent, recv)
+			for i, got := range s.Local() {
+				want := x(0, i, round)
+				for q := 1; q < p; q++ {
+					want += x(q, i, round)
+				}
+				if math.Float32bits(got) != math.Float32bits(want) {
+					k.failf("n %d round %d element %d: got %v want %v (rank order)", n, round, i, got, want)
+					break
+				}
+			}
+		}
+		if err := s.Free(); err != nil {
+			return ce(err)
+		}
+	}
+	v.check(&k)
 	return k.err
 }

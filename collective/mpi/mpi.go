@@ -145,6 +145,36 @@ static int gm_split_node(MPI_Comm c, int key, MPI_Comm *out) {
 
 static int gm_free(MPI_Comm *c) { return MPI_Comm_free(c); }
 
+// Shared windows (MPI-3): gm_win_alloc allocates n bytes per rank of the
+// node communicator c, segments placed apart (alloc_shared_noncontig), and
+// opens a passive epoch on every rank, in which loads and stores are
+// ordered by gm_win_sync and a barrier.
+static int gm_win_alloc(MPI_Comm c, MPI_Aint n, MPI_Win *win) {
+	MPI_Info info;
+	int rc = MPI_Info_create(&info);
+	if (rc != MPI_SUCCESS) return rc;
+	MPI_Info_set(info, "alloc_shared_noncontig", "true");
+	void *base;
+	rc = MPI_Win_allocate_shared(n, 1, info, c, &base, win);
+	MPI_Info_free(&info);
+	if (rc != MPI_SUCCESS) return rc;
+	MPI_Win_set_errhandler(*win, MPI_ERRORS_RETURN);
+	return MPI_Win_lock_all(MPI_MODE_NOCHECK, *win);
+}
+
+static int gm_win_query(MPI_Win win, int rank, MPI_Aint *n, void **base) {
+	int disp;
+	return MPI_Win_shared_query(win, rank, n, &disp, base);
+}
+
+static int gm_win_sync(MPI_Win win) { return MPI_Win_sync(win); }
+
+static int gm_win_free(MPI_Win *win) {
+	int rc = MPI_Win_unlock_all(*win);
+	if (rc != MPI_SUCCESS) return rc;
+	return MPI_Win_free(win);
+}
+
 // MPICH defines MPI_Comm_c2f as a macro, which cgo cannot call.
 static MPI_Fint gm_c2f(MPI_Comm c) { return MPI_Comm_c2f(c); }
 
@@ -166,6 +196,7 @@ import (
 	"math"
 	"runtime"
 	"sync"
+	"syscall"
 	"time"
 	"unsafe"
 
@@ -334,6 +365,7 @@ var (
 	_ collective.Aborter      = (*Comm)(nil)
 	_ collective.Freer        = (*Comm)(nil)
 	_ collective.NodeSplitter = (*Comm)(nil)
+	_ collective.SharedMemory = (*Comm)(nil)
 )
 
 // Rank returns the rank of the calling process in c.
@@ -720,4 +752,112 @@ func Call(f func()) {
 		panic("mpi: Call before Init")
 	}
 	onMPI(f)
+}
+
+// AllocShared allocates nbytes on every rank in one MPI-3 shared window
+// (MPI_Win_allocate_shared over the node's communicator) and maps every
+// rank's segment (MPI_Win_shared_query); it is collective. When c's ranks
+// are not all on one node (each rank's node then holds fewer than all of
+// them), or the shared-memory file system (/dev/shm, where Open MPI and
+// MPICH place windows on Linux) has less than twice the segments' bytes
+// free on some rank, it returns collective.ErrNotShared on every rank.
+func (c *Comm) AllocShared(nbytes int) (collective.Shared, error) {
+	nc, err := c.SplitNode()
+	if err != nil {
+		return nil, err
+	}
+	node := nc.(*Comm)
+	// Every rank of the node must have room for all segments in the
+	// backing file system (a tmpfs: a page beyond its size is SIGBUS when
+	// first touched, not an error of the allocation); the node agrees.
+	room := []int32{0}
+	if node.size == c.size && shmRoom(shmDir, int64(nbytes)*int64(c.size)) {
+		room[0] = 1
+	}
+	if err := collective.AllreduceSlice(node, room, collective.Min); err != nil {
+		return nil, err
+	}
+	if node.size != c.size || room[0] == 0 {
+		if err := node.Free(); err != nil {
+			return nil, err
+		}
+		return nil, collective.ErrNotShared
+	}
+	s := &shared{node: node, segs: make([][]byte, c.size)}
+	onMPI(func() {
+		if err = check("MPI_Win_allocate_shared", C.gm_win_alloc(node.c, C.MPI_Aint(nbytes), &s.win)); err != nil {
+			return
+		}
+		for q := range s.segs {
+			var n C.MPI_Aint
+			var base unsafe.Pointer
+			if err = check("MPI_Win_shared_query", C.gm_win_query(s.win, C.int(q), &n, &base)); err != nil {
+				return
+			}
+			if int(n) < nbytes { // Open MPI rounds noncontiguous segments up to pages
+				err = fmt.Errorf("mpi: MPI_Win_shared_query: rank %d's segment holds %d bytes, want %d", q, int(n), nbytes)
+				return
+			}
+			if nbytes > 0 {
+				s.segs[q] = unsafe.Slice((*byte)(base), nbytes)
+			}
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// shared is an MPI-3 shared window over a node communicator, in a passive
+// epoch opened by MPI_Win_lock_all.
+type shared struct {
+	node *Comm
+	win  C.MPI_Win
+	segs [][]byte
+}
+
+func (s *shared) Segment(r int) []byte { return s.segs[r] }
+
+// Sync is MPI_Win_sync, a barrier on the node communicator and
+// MPI_Win_sync: the unified memory model's way to order the ranks' loads
+// and stores.
+func (s *shared) Sync() error {
+	var rc C.int
+	onMPI(func() { rc = C.gm_win_sync(s.win) })
+	if err := check("MPI_Win_sync", rc); err != nil {
+		return err
+	}
+	if err := s.node.Barrier(); err != nil {
+		return err
+	}
+	onMPI(func() { rc = C.gm_win_sync(s.win) })
+	return check("MPI_Win_sync", rc)
+}
+
+// Free closes the epoch, frees the window and the node communicator
+// (collective).
+func (s *shared) Free() error {
+	var rc C.int
+	onMPI(func() { rc = C.gm_win_free(&s.win) })
+	s.segs = nil
+	if err := check("MPI_Win_free", rc); err != nil {
+		return err
+	}
+	return s.node.Free()
+}
+
+// shmDir is where Open MPI (osc_sm_backing_directory) and MPICH back
+// shared windows on Linux.
+const shmDir = "/dev/shm"
+
+// shmRoom reports whether dir's file system has at least twice need bytes
+// available, or dir does not exist (the library then backs windows
+// elsewhere, and no limit is known).
+func shmRoom(dir string, need int64) bool {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return errors.Is(err, syscall.ENOENT)
+	}
+	return int64(st.Bavail)*int64(st.Bsize) >= 2*need
 }
