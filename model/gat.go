@@ -62,6 +62,12 @@ type GAT struct {
 
 var _ Layer = (*GAT)(nil)
 
+// release drops g's forward cache and buffers (Model.Release).
+func (g *GAT) release() {
+	*g = GAT{AttnDropout: g.AttnDropout, w: g.w, attL: g.attL, attR: g.attR, b: g.b,
+		fin: g.fin, heads: g.heads, d: g.d, concat: g.concat, impl: g.impl}
+}
+
 // NewGAT returns a GAT layer from fin features to heads heads of width d,
 // concatenated or averaged, with Glorot uniform W, a_l and a_r drawn from rng
 // in that order (fans fin, h·d for W and h, d for a_l and a_r, as PyG) and a

@@ -57,6 +57,9 @@ func (g *GCN) shared() *GCN {
 	return &GCN{w: g.w, b: g.b, fin: g.fin, fout: g.fout, impl: g.impl}
 }
 
+// release drops g's forward cache and buffers (Model.Release).
+func (g *GCN) release() { *g = *g.shared() }
+
 // Params returns W and b.
 func (g *GCN) Params() []*Param { return []*Param{g.w, g.b} }
 

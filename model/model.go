@@ -238,6 +238,35 @@ func (m *Model) ForwardLayer(l int, a *sparse.CSR, x *dense.Matrix) *dense.Matri
 	return h
 }
 
+// Release drops what the model keeps between calls for reuse: every
+// layer's forward cache and the dropout and activation buffers, so that the
+// garbage collector can reclaim them while the model is not training (a
+// trainer calls it before layer-wise inference, whose chunks need other
+// shapes). Weights, gradients and settings are kept; the next Forward
+// allocates afresh and gives the same results. A pending Backward is
+// invalid afterwards.
+func (m *Model) Release() {
+	for l, layer := range m.Layers {
+		if r, ok := layer.(releaser); ok {
+			r.release()
+		}
+		m.drops[l] = Dropout{Rate: m.drops[l].Rate, SkipZeros: m.drops[l].SkipZeros}
+		switch m.acts[l].(type) {
+		case *ReLU:
+			m.acts[l] = &ReLU{}
+		case *ELU:
+			m.acts[l] = &ELU{}
+		}
+	}
+	m.ready = false
+}
+
+// releaser is a layer that can drop its forward cache and buffers
+// (Model.Release).
+type releaser interface {
+	release()
+}
+
 // Params returns the parameters of all layers in order (a new slice of the
 // model's own Params). Names are "layer<l>.<name>".
 func (m *Model) Params() []*Param { return append([]*Param(nil), m.params...) }

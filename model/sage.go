@@ -115,6 +115,9 @@ func (s *SAGE) shared() *SAGE {
 	}
 }
 
+// release drops s's forward cache and buffers (Model.Release).
+func (s *SAGE) release() { *s = *s.shared() }
+
 // Params returns W_self, W_neigh and b.
 func (s *SAGE) Params() []*Param { return []*Param{s.wSelf, s.wNeigh, s.b} }
 

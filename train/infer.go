@@ -136,6 +136,7 @@ func (t *trainer) evaluate() (evaluation, error) {
 	c := t.c
 	defer collective.SetPhase(c, metrics.PhaseEval)()
 	defer collective.SetPhase(t.lc, metrics.PhaseEval)() // the input layer's fetch
+	t.releaseTraining()
 	owned := t.ebook.Owned(c.Rank())
 	h, err := t.infer(owned)
 	if err != nil {
@@ -166,6 +167,18 @@ func (t *trainer) evaluate() (evaluation, error) {
 		ValLoss: valLoss / max(val, 1),
 		TestAcc: testHits / max(test, 1),
 	}, nil
+}
+
+// releaseTraining drops the buffers training keeps for reuse and inference
+// does not use, before inference allocates its own: the model's forward
+// caches (Model.Release) and the host input rows of the pipeline's slots
+// other than slot 0, which inference reuses. The next epoch allocates them
+// again; results do not change.
+func (t *trainer) releaseTraining() {
+	t.m.Release()
+	for _, s := range t.slots[min(1, len(t.slots)):] {
+		s.x.dense, s.x.csr, s.x.deg = nil, nil, nil
+	}
 }
 
 // infer computes the model's output rows of the vertices this rank owns in
