@@ -122,7 +122,9 @@ func New(cfg Config, rng *rand.Rand, impl blas.Float32Level3) (*Model, error) {
 			if last {
 				fout = cfg.Out
 			}
-			layer = NewSAGE(fin, fout, cfg.Normalize && !last, rng, impl)
+			sage := NewSAGE(fin, fout, cfg.Normalize && !last, rng, impl)
+			sage.own = true
+			layer = sage
 		case KindGCN:
 			fout := cfg.Hidden
 			if last {
@@ -163,9 +165,12 @@ func (m *Model) Config() Config { return m.cfg }
 
 // Forward runs the model on blocks (blocks[0] for the input layer, whose
 // NSrc is x.Rows; blocks[len-1] for the output layer) and returns the
-// logits, NDst×Out of the last block, as a new matrix. With train, dropout is
-// on and its masks come from rng, in layer order; rng may be nil when train
-// is false or nothing drops. Forward caches what
+// logits, NDst×Out of the last block, in a matrix the model may own (a
+// SAGE model's layers own their results; GCN's and GAT's are new), valid
+// until the next Forward, ForwardSparse or ForwardLayer: callers that keep
+// the logits copy them. With train, dropout is on and its masks come from
+// rng, in layer order; rng may be nil when train is false or nothing
+// drops. Forward caches what
 // Backward needs; x and blocks must not change until Backward returns.
 // It will panic if len(blocks) != len(m.Layers) or the shapes do not conform.
 func (m *Model) Forward(blocks []*sparse.CSR, x *dense.Matrix, train bool, rng *rand.Rand) *dense.Matrix {
@@ -224,7 +229,8 @@ func (m *Model) BackwardEach(dlogits *dense.Matrix, done func(l int)) {
 
 // ForwardLayer computes layer l in evaluation mode (no dropout) on block a
 // and input x, followed by its activation unless l is the last layer, and
-// returns a new matrix. Chaining it over l = 0, 1, … with full-neighbourhood
+// returns the result, valid until the next call of a Forward method, as
+// Forward's. Chaining it over l = 0, 1, … with full-neighbourhood
 // blocks gives layer-wise inference; with the blocks of Forward it gives
 // Forward's eval-mode result. It replaces layer l's cache, so a pending
 // Backward is invalid afterwards.

@@ -3,6 +3,7 @@ package model
 import (
 	"errors"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -124,7 +125,8 @@ func TestForwardLayerChain(t *testing.T) {
 			x := randMatrix(rnd, tc.sizes[0], tc.cfg.In)
 			m, err := New(tc.cfg, rnd, nil)
 			require.NoError(t, err)
-			want := m.Forward(blocks, x, false, nil)
+			// The logits are the model's until its next Forward: keep a copy.
+			want := clone(m.Forward(blocks, x, false, nil))
 			h := x
 			for l, b := range blocks {
 				h = m.ForwardLayer(l, b, h)
@@ -293,6 +295,40 @@ func TestBackwardEach(t *testing.T) {
 			}
 			require.Equal(t, wantOrder, order)
 			require.Equal(t, want, m.FlattenGrads(nil))
+		})
+	}
+}
+
+// Release drops the layers' buffers and caches; a Forward and Backward
+// after it give the logits and gradients of one before it.
+func TestModelRelease(t *testing.T) {
+	for ci, tc := range modelCases {
+		t.Run(tc.name, func(t *testing.T) {
+			rnd := testRNG(uint64(90 + ci))
+			blocks := chainBlocks(rnd, tc.cfg.Kind, tc.sizes)
+			x := randMatrix(rnd, tc.sizes[0], tc.cfg.In)
+			m, err := New(tc.cfg, rnd, nil)
+			require.NoError(t, err)
+			dl := randMatrix(rnd, tc.sizes[len(tc.sizes)-1], tc.cfg.Out)
+			step := func() (logits, grads []float32) {
+				logits = slices.Clone(m.Forward(blocks, x, true, testRNG(4)).Data)
+				m.ZeroGrad()
+				m.Backward(clone(dl))
+				return logits, m.FlattenGrads(nil)
+			}
+			wantLogits, wantGrads := step()
+			m.Release()
+			for l, layer := range m.Layers {
+				if s, ok := layer.(*SAGE); ok {
+					assert.True(t, s.blk == nil && s.out == nil && s.dx == nil && s.agg == nil, "layer %d: SAGE buffers kept", l)
+					assert.True(t, s.own, "layer %d: SAGE lost its ownership setting", l)
+				}
+				assert.Nil(t, m.drops[l].buf, "layer %d: dropout buffer kept", l)
+			}
+			assert.Panics(t, func() { m.Backward(clone(dl)) }, "Backward after Release")
+			gotLogits, gotGrads := step()
+			assert.Equal(t, wantLogits, gotLogits)
+			assert.Equal(t, wantGrads, gotGrads)
 		})
 	}
 }

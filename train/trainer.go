@@ -81,6 +81,10 @@ type learner struct {
 	opt   model.Optimizer
 	grads []float32 // the device step's flat gradients, staged for their Allreduce
 	gsync *gradSync // sums the gradients over the ranks (grad.go)
+	// labels and dlogits are the host step's seed labels and loss
+	// gradient, reused from step to step (trainer.backward).
+	labels  []int32
+	dlogits *dense.Matrix
 }
 
 // flatWeights appends the model's parameters to dst (weightKeeper).
@@ -114,7 +118,7 @@ type evaluator struct {
 	evalChunks  [][]int // per layer: this rank's chunk boundaries, padded to the ranks' maximum count
 	haloOnce    []bool  // per layer: whether several chunks share one fetch of the halo (planChunks)
 	chunkCache  map[[2]int]*evalChunk
-	chunkCached int64 // entries and sources of the cached chunks
+	chunkCached int64 // bytes of the cached chunks (trainer.chunk)
 	// halo lists, ascending, the sources of the rank's inference blocks
 	// that it does not own under ebook: what a layer computed in several
 	// chunks fetches once (haloPlan, from the first evaluation on).
