@@ -3,6 +3,7 @@ package model
 import (
 	"errors"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"testing"
 
@@ -331,4 +332,50 @@ func TestModelRelease(t *testing.T) {
 			assert.Equal(t, wantGrads, gotGrads)
 		})
 	}
+}
+
+// A SAGE model's training step (Forward, the loss into a reused gradient,
+// Backward) reuses the layers' results and scratch once they have grown:
+// what a step still allocates (the blocks' derived arrays, goroutines) is
+// a small part of what it allocates when every result is new (own unset,
+// as for a deep stack's layers), and less than the hidden layer's output
+// alone.
+func TestSAGEModelStepReuses(t *testing.T) {
+	cfg := Config{Kind: "sage", In: 64, Hidden: 64, Out: 8, Layers: 2, Dropout: 0.25}
+	sizes := []int{6000, 2000, 500}
+	perStep := func(own bool) float64 {
+		rnd := testRNG(95)
+		blocks := chainBlocks(rnd, cfg.Kind, sizes)
+		x := randMatrix(rnd, sizes[0], cfg.In)
+		labels := make([]int32, sizes[2])
+		for i := range labels {
+			labels[i] = int32(rnd.IntN(cfg.Out))
+		}
+		m, err := New(cfg, rnd, nil)
+		require.NoError(t, err)
+		for _, layer := range m.Layers {
+			layer.(*SAGE).own = own
+		}
+		var dl *dense.Matrix
+		drops := testRNG(96)
+		step := func() {
+			_, dl = SoftmaxCrossEntropyTo(dl, m.Forward(blocks, x, true, drops), labels)
+			m.ZeroGrad()
+			m.Backward(dl)
+		}
+		step() // the buffers grow
+		const steps = 20
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		for range steps {
+			step()
+		}
+		runtime.ReadMemStats(&after)
+		return float64(after.TotalAlloc-before.TotalAlloc) / steps
+	}
+	owned, fresh := perStep(true), perStep(false)
+	hidden := float64(sizes[1] * cfg.Hidden * 4) // layer 0's output, bytes
+	t.Logf("bytes allocated per step: %.0f with owned results, %.0f with new ones (hidden output %.0f)", owned, fresh, hidden)
+	assert.Less(t, owned, hidden, "a step allocates as much as a hidden output")
+	assert.Less(t, owned, fresh/4, "owned results save less than three quarters of a step's allocations")
 }

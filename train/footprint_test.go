@@ -189,9 +189,9 @@ func TestCheckFullFootprint(t *testing.T) {
 	require.ErrorContains(t, err, "test limit")
 }
 
-// heapLimit: 1.5 × state + 256 MiB less the mapped bytes, never above the
-// current limit, and the mapped bytes ignored when they would leave less
-// than 256 MiB.
+// heapLimit: 1.5 × state + heapSlack (128 MiB) less the mapped bytes,
+// never above the current limit, and the mapped bytes ignored when they
+// would leave less than heapSlack.
 func TestHeapLimit(t *testing.T) {
 	const mib = 1 << 20
 	for _, tc := range []struct {
@@ -200,10 +200,10 @@ func TestHeapLimit(t *testing.T) {
 		mapped, cur int64
 		want        int64
 	}{
-		{"no mapping", []int64{100 * mib, 100 * mib}, 0, math.MaxInt64, 300*mib + 256*mib},
-		{"topology mapped", []int64{100 * mib, 100 * mib}, 100 * mib, math.MaxInt64, 200*mib + 256*mib},
-		{"lower already", []int64{100 * mib}, 0, 300 * mib, 300 * mib},
-		{"mapped beyond the state", []int64{10 * mib}, 1000 * mib, math.MaxInt64, 15*mib + 256*mib},
+		{"no mapping", []int64{100 * mib, 100 * mib}, 0, math.MaxInt64, 300*mib + 128*mib},
+		{"topology mapped", []int64{100 * mib, 100 * mib}, 100 * mib, math.MaxInt64, 200*mib + 128*mib},
+		{"lower already", []int64{100 * mib}, 0, 200 * mib, 200 * mib},
+		{"mapped beyond the state", []int64{10 * mib}, 1000 * mib, math.MaxInt64, 15*mib + 128*mib},
 		{"saturated", []int64{math.MaxInt64, 1}, 0, math.MaxInt64, math.MaxInt64},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

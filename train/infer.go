@@ -275,7 +275,8 @@ func (t *trainer) infer(owned []int64) (*dense.Matrix, error) {
 			out = dense.New(0, t.m.Layers[l].OutDim())
 		}
 		h = out
-		in = nil // the input layer's halo goes before the hidden layers' comes
+		in = nil      // the input layer's halo goes before the hidden layers' comes
+		t.m.Release() // layer l's buffers (output, scratch, activation) go before layer l+1's come
 	}
 	return h, nil
 }
