@@ -190,9 +190,9 @@ func TestCheckFullFootprint(t *testing.T) {
 	require.ErrorContains(t, err, "test limit")
 }
 
-// heapLimit: 1.5 × state + heapSlack (128 MiB) less the mapped bytes,
-// never above the current limit, and the mapped bytes ignored when they
-// would leave less than heapSlack.
+// heapLimit: 1.5 × state + heapSlack (state/2 within [96, 128] MiB) less
+// the mapped bytes, never above the current limit, and the mapped bytes
+// ignored when they would leave less than the slack.
 func TestHeapLimit(t *testing.T) {
 	const mib = 1 << 20
 	for _, tc := range []struct {
@@ -201,10 +201,11 @@ func TestHeapLimit(t *testing.T) {
 		mapped, cur int64
 		want        int64
 	}{
-		{"no mapping", []int64{100 * mib, 100 * mib}, 0, math.MaxInt64, 300*mib + 128*mib},
-		{"topology mapped", []int64{100 * mib, 100 * mib}, 100 * mib, math.MaxInt64, 200*mib + 128*mib},
+		{"no mapping", []int64{200 * mib, 100 * mib}, 0, math.MaxInt64, 450*mib + 128*mib},
+		{"slack state/2", []int64{100 * mib, 120 * mib}, 0, math.MaxInt64, 330*mib + 110*mib},
+		{"topology mapped", []int64{100 * mib, 100 * mib}, 100 * mib, math.MaxInt64, 200*mib + 100*mib},
 		{"lower already", []int64{100 * mib}, 0, 200 * mib, 200 * mib},
-		{"mapped beyond the state", []int64{10 * mib}, 1000 * mib, math.MaxInt64, 15*mib + 128*mib},
+		{"mapped beyond the state", []int64{10 * mib}, 1000 * mib, math.MaxInt64, 15*mib + 96*mib},
 		{"saturated", []int64{math.MaxInt64, 1}, 0, math.MaxInt64, math.MaxInt64},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -251,14 +251,14 @@ func newTrainer(c collective.Comm, d *Data, cfg Config) (*trainer, error) {
 }
 
 // limitHeap lowers the Go collector's soft memory limit to 1.5 times the
-// trainer's state (memory's parts) plus heapSlack, less mapped, the bytes of
+// trainer's state (memory's parts) plus the slack heapSlack(state), less mapped, the bytes of
 // the state that lie in a file mapping (a binary file's topology, read in
 // place), unless GOMEMLIMIT sets one or the limit is lower already: a
 // minibatch's buffers are garbage after its step, and without the limit
 // the heap would grow to twice the live state (GOGC 100) before they are
 // collected. The mapped pages count in the resident set but not in the Go
 // runtime's memory, which the limit bounds, so the resident set stays
-// under 1.5 times the state plus heapSlack and what C code (BLAS) and the
+// under 1.5 times the state plus the slack and what C code (BLAS) and the
 // binary's own pages hold.
 func limitHeap(state []int64, mapped int64) {
 	if os.Getenv("GOMEMLIMIT") != "" {
@@ -268,27 +268,33 @@ func limitHeap(state []int64, mapped int64) {
 }
 
 // heapLimit returns limitHeap's limit for the given state and mapped
-// bytes, or cur if that is lower. The limit is at least heapSlack.
+// bytes, or cur if that is lower. The limit is at least the slack.
 func heapLimit(state []int64, mapped, cur int64) int64 {
 	var s int64
 	for _, v := range state {
 		s = sat.Add(s, v)
 	}
-	lim := sat.Add(sat.Add(s, s/2), heapSlack)
-	if mapped > 0 && mapped < lim-heapSlack {
+	slack := heapSlack(s)
+	lim := sat.Add(sat.Add(s, s/2), slack)
+	if mapped > 0 && mapped < lim-slack {
 		lim -= mapped
 	}
 	return min(lim, cur)
 }
 
-// heapSlack is the soft heap limit's allowance beyond 1.5 times the state:
-// room for a step's or an inference chunk's buffers and the garbage
-// between two collections. With the layers' buffers reused, a step of the
-// 1M SBM (SAGE, batch 1024, fanouts 10,5) leaves about 10 MB of garbage,
-// so 128 MiB means a collection every dozen steps, and layer-wise
-// inference's live heap (the store, two layers' outputs, one chunk) stays
-// below the limit (bench/results/README.md, "Memory against the state").
-const heapSlack = 128 << 20
+// heapSlack returns the soft heap limit's allowance beyond 1.5 times the
+// state s: room for a step's or an inference chunk's buffers and the
+// garbage between two collections, s/2 within [96 MiB, 128 MiB]. With the
+// layers' buffers reused, a step of the 1M SBM (SAGE, batch 1024, fanouts
+// 10,5) leaves about 10 MB of garbage at np 1 (17 MB at np 4, with the
+// exchanges), so the slack means a collection every few steps at least,
+// and layer-wise inference's live heap (the store, two layers' outputs,
+// one chunk) stays below the limit: at np 1 (state 0.69 GB) about 0.94 GB
+// live against 0.97 GB, at np 4 with 1.5D (0.17 GB a rank) 0.27 GB against
+// 0.32 GB.
+func heapSlack(s int64) int64 {
+	return min(max(s/2, 96<<20), 128<<20)
+}
 
 // topologyGrid returns the grid of the sampler's topology over c: (p/C)×C
 // for 1.5D, √p×√p for 2D, nil when replicated.
