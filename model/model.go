@@ -130,7 +130,9 @@ func New(cfg Config, rng *rand.Rand, impl blas.Float32Level3) (*Model, error) {
 			if last {
 				fout = cfg.Out
 			}
-			layer = NewGCN(fin, fout, rng, impl)
+			gcn := NewGCN(fin, fout, rng, impl)
+			gcn.own = true
+			layer = gcn
 		case KindGAT:
 			if last {
 				layer = NewGAT(fin, cfg.Out, cfg.OutHeads, false, rng, impl)
@@ -166,7 +168,7 @@ func (m *Model) Config() Config { return m.cfg }
 // Forward runs the model on blocks (blocks[0] for the input layer, whose
 // NSrc is x.Rows; blocks[len-1] for the output layer) and returns the
 // logits, NDst×Out of the last block, in a matrix the model may own (a
-// SAGE model's layers own their results; GCN's and GAT's are new), valid
+// SAGE or GCN model's layers own their results; GAT's are new), valid
 // until the next Forward, ForwardSparse or ForwardLayer: callers that keep
 // the logits copy them. With train, dropout is on and its masks come from
 // rng, in layer order; rng may be nil when train is false or nothing

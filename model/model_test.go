@@ -320,9 +320,13 @@ func TestModelRelease(t *testing.T) {
 			wantLogits, wantGrads := step()
 			m.Release()
 			for l, layer := range m.Layers {
-				if s, ok := layer.(*SAGE); ok {
+				switch s := layer.(type) {
+				case *SAGE:
 					assert.True(t, s.blk == nil && s.out == nil && s.dx == nil && s.agg == nil, "layer %d: SAGE buffers kept", l)
 					assert.True(t, s.own, "layer %d: SAGE lost its ownership setting", l)
+				case *GCN:
+					assert.True(t, s.blk == nil && s.out == nil && s.dx == nil && s.t == nil, "layer %d: GCN buffers kept", l)
+					assert.True(t, s.own, "layer %d: GCN lost its ownership setting", l)
 				}
 				assert.Nil(t, m.drops[l].buf, "layer %d: dropout buffer kept", l)
 			}
@@ -334,14 +338,20 @@ func TestModelRelease(t *testing.T) {
 	}
 }
 
-// A SAGE model's training step (Forward, the loss into a reused gradient,
-// Backward) reuses the layers' results and scratch once they have grown:
-// what a step still allocates (the blocks' derived arrays, goroutines) is
-// a small part of what it allocates when every result is new (own unset,
-// as for a deep stack's layers), and less than the hidden layer's output
-// alone.
-func TestSAGEModelStepReuses(t *testing.T) {
-	cfg := Config{Kind: "sage", In: 64, Hidden: 64, Out: 8, Layers: 2, Dropout: 0.25}
+// A SAGE or GCN model's training step (Forward, the loss into a reused
+// gradient, Backward) reuses the layers' results and scratch once they
+// have grown: what a step still allocates (the blocks' derived arrays,
+// goroutines) is a small part of what it allocates when every result is
+// new (own unset, as for a deep stack's layers), and less than the hidden
+// layer's output alone.
+func TestModelStepReuses(t *testing.T) {
+	for _, kind := range []Kind{KindSAGE, KindGCN} {
+		t.Run(string(kind), func(t *testing.T) { testModelStepReuses(t, kind) })
+	}
+}
+
+func testModelStepReuses(t *testing.T, kind Kind) {
+	cfg := Config{Kind: kind, In: 64, Hidden: 64, Out: 8, Layers: 2, Dropout: 0.25}
 	sizes := []int{6000, 2000, 500}
 	perStep := func(own bool) float64 {
 		rnd := testRNG(95)
@@ -354,7 +364,12 @@ func TestSAGEModelStepReuses(t *testing.T) {
 		m, err := New(cfg, rnd, nil)
 		require.NoError(t, err)
 		for _, layer := range m.Layers {
-			layer.(*SAGE).own = own
+			switch l := layer.(type) {
+			case *SAGE:
+				l.own = own
+			case *GCN:
+				l.own = own
+			}
 		}
 		var dl *dense.Matrix
 		drops := testRNG(96)

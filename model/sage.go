@@ -126,20 +126,30 @@ func (s *SAGE) shared() *SAGE {
 	}
 }
 
-// matrix returns a rows×cols matrix for a result: *buf reused when s owns
-// its results, else a new one. Its contents are unspecified.
+// matrix returns a rows×cols matrix for a result (ownedMatrix).
 func (s *SAGE) matrix(buf **dense.Matrix, rows, cols int) *dense.Matrix {
-	if !s.own {
+	return ownedMatrix(s.own, buf, rows, cols)
+}
+
+// scratch returns n float32s of scratch (ownedScratch).
+func (s *SAGE) scratch(buf *[]float32, n int) []float32 { return ownedScratch(s.own, buf, n) }
+
+// ownedMatrix returns a rows×cols matrix for a layer's result: *buf
+// reused when the layer owns its results (own), else a new one. Its
+// contents are unspecified unless new (zero).
+func ownedMatrix(own bool, buf **dense.Matrix, rows, cols int) *dense.Matrix {
+	if !own {
 		return dense.New(rows, cols)
 	}
 	*buf = dense.Reuse(*buf, rows, cols)
 	return *buf
 }
 
-// scratch returns n float32s: *buf grown when s owns its results, else a
-// new slice. Its contents are unspecified.
-func (s *SAGE) scratch(buf *[]float32, n int) []float32 {
-	if !s.own {
+// ownedScratch returns n float32s of a layer's scratch: *buf grown when
+// the layer owns its results (own), else a new slice. Its contents are
+// unspecified unless new (zero).
+func ownedScratch(own bool, buf *[]float32, n int) []float32 {
+	if !own {
 		return make([]float32, n)
 	}
 	*buf = dense.Grow(*buf, n)
