@@ -140,6 +140,7 @@ func New(cfg Config, rng *rand.Rand, impl blas.Float32Level3) (*Model, error) {
 				layer = NewGAT(fin, cfg.Hidden, cfg.Heads, true, rng, impl)
 			}
 			layer.(*GAT).AttnDropout = cfg.AttnDropout
+			layer.(*GAT).own = true
 		}
 		var act activation
 		if !last {
@@ -167,8 +168,8 @@ func (m *Model) Config() Config { return m.cfg }
 
 // Forward runs the model on blocks (blocks[0] for the input layer, whose
 // NSrc is x.Rows; blocks[len-1] for the output layer) and returns the
-// logits, NDst×Out of the last block, in a matrix the model may own (a
-// SAGE or GCN model's layers own their results; GAT's are new), valid
+// logits, NDst×Out of the last block, in a matrix the model owns (its
+// last layer's), valid
 // until the next Forward, ForwardSparse or ForwardLayer: callers that keep
 // the logits copy them. With train, dropout is on and its masks come from
 // rng, in layer order; rng may be nil when train is false or nothing

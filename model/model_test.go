@@ -327,6 +327,9 @@ func TestModelRelease(t *testing.T) {
 				case *GCN:
 					assert.True(t, s.blk == nil && s.out == nil && s.dx == nil && s.t == nil, "layer %d: GCN buffers kept", l)
 					assert.True(t, s.own, "layer %d: GCN lost its ownership setting", l)
+				case *GAT:
+					assert.True(t, s.a == nil && s.out == nil && s.dx == nil && s.z == nil, "layer %d: GAT buffers kept", l)
+					assert.True(t, s.own, "layer %d: GAT lost its ownership setting", l)
 				}
 				assert.Nil(t, m.drops[l].buf, "layer %d: dropout buffer kept", l)
 			}
@@ -338,14 +341,14 @@ func TestModelRelease(t *testing.T) {
 	}
 }
 
-// A SAGE or GCN model's training step (Forward, the loss into a reused
+// A model's training step (Forward, the loss into a reused
 // gradient, Backward) reuses the layers' results and scratch once they
 // have grown: what a step still allocates (the blocks' derived arrays,
 // goroutines) is a small part of what it allocates when every result is
 // new (own unset, as for a deep stack's layers), and less than the hidden
 // layer's output alone.
 func TestModelStepReuses(t *testing.T) {
-	for _, kind := range []Kind{KindSAGE, KindGCN} {
+	for _, kind := range []Kind{KindSAGE, KindGCN, KindGAT} {
 		t.Run(string(kind), func(t *testing.T) { testModelStepReuses(t, kind) })
 	}
 }
@@ -368,6 +371,8 @@ func testModelStepReuses(t *testing.T, kind Kind) {
 			case *SAGE:
 				l.own = own
 			case *GCN:
+				l.own = own
+			case *GAT:
 				l.own = own
 			}
 		}
