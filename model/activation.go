@@ -107,13 +107,15 @@ func (r *reluMask) positive(i int) bool { return r.bits[i>>6]&(1<<(i&63)) != 0 }
 // ELU is the exponential linear unit with α = 1: y = x for x > 0 and
 // eˣ − 1 otherwise. The GAT paper uses it between layers.
 type ELU struct {
-	y *dense.Matrix
+	y  *dense.Matrix
+	dx *dense.Matrix // Backward's result, reused
 }
 
-// Forward returns ELU(x) as a new matrix, which Backward reads: do not
-// modify it before Backward.
+// Forward returns ELU(x) in a matrix the ELU owns, which Backward reads
+// and the next Forward overwrites: do not modify it before Backward, and
+// copy what must outlive the next Forward.
 func (u *ELU) Forward(x *dense.Matrix) *dense.Matrix {
-	y := dense.New(x.Rows, x.Cols)
+	y := dense.Reuse(u.y, x.Rows, x.Cols)
 	for i, v := range x.Data {
 		if v > 0 {
 			y.Data[i] = v
@@ -125,11 +127,13 @@ func (u *ELU) Forward(x *dense.Matrix) *dense.Matrix {
 	return y
 }
 
-// Backward returns dL/dx = dy for x > 0 and dy·(y+1) = dy·eˣ otherwise, as a
-// new matrix. It will panic if dy does not match the last Forward.
+// Backward returns dL/dx = dy for x > 0 and dy·(y+1) = dy·eˣ otherwise, in
+// a matrix the ELU owns, which the next Backward overwrites. It will panic
+// if dy does not match the last Forward.
 func (u *ELU) Backward(dy *dense.Matrix) *dense.Matrix {
 	checkSame(u.y, dy)
-	dx := dense.New(dy.Rows, dy.Cols)
+	dx := dense.Reuse(u.dx, dy.Rows, dy.Cols)
+	u.dx = dx
 	for i, v := range u.y.Data {
 		if v > 0 {
 			dx.Data[i] = dy.Data[i]

@@ -58,9 +58,20 @@ type GAT struct {
 	der   []float32               // NSrc×h scratch
 	dal   []float32               // E×h scratch: dL/dα
 	sum   []float32               // h scratch
+
+	// own makes Forward and Backward return matrices the layer owns, as
+	// SAGE's own (a Model's layers).
+	own     bool
+	out, dx *dense.Matrix // the results when own
 }
 
 var _ Layer = (*GAT)(nil)
+
+// release drops g's forward cache and buffers (Model.Release).
+func (g *GAT) release() {
+	*g = GAT{AttnDropout: g.AttnDropout, w: g.w, attL: g.attL, attR: g.attR, b: g.b,
+		fin: g.fin, heads: g.heads, d: g.d, concat: g.concat, impl: g.impl, own: g.own}
+}
 
 // NewGAT returns a GAT layer from fin features to heads heads of width d,
 // concatenated or averaged, with Glorot uniform W, a_l and a_r drawn from rng
@@ -105,8 +116,9 @@ func (g *GAT) Heads() int { return g.heads }
 // Concat reports whether the heads are concatenated rather than averaged.
 func (g *GAT) Concat() bool { return g.concat }
 
-// Forward computes the layer on block a and returns a new NDst×OutDim()
-// matrix. With train and AttnDropout > 0 it draws the attention dropout mask
+// Forward computes the layer on block a and returns an NDst×OutDim()
+// matrix: a new one, or, in a Model, one the layer owns, valid until its
+// next Forward or ForwardSparse (callers that keep it copy it). With train and AttnDropout > 0 it draws the attention dropout mask
 // from rng. It will panic if the shapes do not conform, or if dropout is
 // needed and rng is nil.
 func (g *GAT) Forward(a *sparse.CSR, x *dense.Matrix, train bool, rng *rand.Rand) *dense.Matrix {
@@ -164,7 +176,8 @@ func (g *GAT) attend(train bool, rng *rand.Rand) *dense.Matrix {
 	}
 
 	od := g.OutDim()
-	out := dense.New(nd, od)
+	out := ownedMatrix(g.own, &g.out, nd, od)
+	clear(out.Data) // the rows accumulate
 	for i := range nd {
 		row := out.Data[i*od : (i+1)*od]
 		for e := g.eptr[i]; e < g.eptr[i+1]; e++ {
@@ -323,7 +336,8 @@ func AttentionMask(dst []float32, n int, rate float32, rng *rand.Rand) []float32
 }
 
 // Backward adds dL/dW, dL/da_l, dL/da_r and dL/db into the parameters' G and
-// returns dL/dx (NSrc×fin, new) if needInput, else nil. It will panic if dy
+// returns dL/dx (NSrc×fin; new, or in a Model the layer's own until its
+// next Backward) if needInput, else nil. It will panic if dy
 // is not NDst×OutDim() or no Forward preceded it, or if needInput follows a
 // ForwardSparse.
 func (g *GAT) Backward(dy *dense.Matrix, needInput bool) *dense.Matrix {
@@ -412,7 +426,7 @@ func (g *GAT) Backward(dy *dense.Matrix, needInput bool) *dense.Matrix {
 	if !needInput {
 		return nil
 	}
-	dx := dense.New(ns, g.fin)
+	dx := ownedMatrix(g.own, &g.dx, ns, g.fin)
 	dense.Gemm(g.impl, blas.NoTrans, blas.Trans, ns, g.fin, hd, 1, g.dz, g.w.W, 0, dx.Data)
 	return dx
 }

@@ -39,6 +39,12 @@ type GCN struct {
 	xs       *sparse.Matrix[float32] // the input of the last ForwardSparse, else nil
 	aggFirst bool
 	t        []float32 // NDst×fin (Â·X) when aggFirst, else NSrc×fout (X·W; after a sparse Backward, dL/d(X·W))
+
+	// own makes Forward and Backward return matrices the layer owns and
+	// keep their scratch, as SAGE's own (a Model's layers).
+	own     bool
+	out, dx *dense.Matrix // the results when own
+	scr     []float32     // Backward's scratch when own
 }
 
 var _ Layer = (*GCN)(nil)
@@ -54,8 +60,11 @@ func NewGCN(fin, fout int, rng *rand.Rand, impl blas.Float32Level3) *GCN {
 // shared returns a GCN with g's Params (gradients accumulate into the same
 // G) and BLAS and its own forward cache.
 func (g *GCN) shared() *GCN {
-	return &GCN{w: g.w, b: g.b, fin: g.fin, fout: g.fout, impl: g.impl}
+	return &GCN{w: g.w, b: g.b, fin: g.fin, fout: g.fout, impl: g.impl, own: g.own}
 }
+
+// release drops g's forward cache and buffers (Model.Release).
+func (g *GCN) release() { *g = *g.shared() }
 
 // Params returns W and b.
 func (g *GCN) Params() []*Param { return []*Param{g.w, g.b} }
@@ -63,7 +72,9 @@ func (g *GCN) Params() []*Param { return []*Param{g.w, g.b} }
 // OutDim returns fout.
 func (g *GCN) OutDim() int { return g.fout }
 
-// Forward computes Â·X·W + b on block a and returns a new NDst×fout matrix.
+// Forward computes Â·X·W + b on block a and returns an NDst×fout matrix:
+// a new one, or, in a Model, one the layer owns, valid until its next
+// Forward or ForwardSparse (callers that keep it copy it).
 // train and rng are unused. It will panic if a.Values is nil or the shapes
 // do not conform.
 func (g *GCN) Forward(a *sparse.CSR, x *dense.Matrix, train bool, rng *rand.Rand) *dense.Matrix {
@@ -82,7 +93,7 @@ func (g *GCN) forward(b *Block, x *dense.Matrix) *dense.Matrix {
 	nd, ns, fin, fout := int64(a.NRows), int64(a.NCols), int64(g.fin), int64(g.fout)
 	nnz := a.NNZ()
 	g.aggFirst = nnz*fin*spmmCost+nd*fin*fout <= ns*fin*fout+nnz*fout*spmmCost
-	out := dense.New(int(nd), g.fout)
+	out := ownedMatrix(g.own, &g.out, int(nd), g.fout)
 	if g.aggFirst {
 		g.t = dense.Grow(g.t, int(nd*fin))
 		spmm(g.t, a, g.wt.val, nil, x.Data, g.fin)
@@ -98,7 +109,8 @@ func (g *GCN) forward(b *Block, x *dense.Matrix) *dense.Matrix {
 }
 
 // ForwardSparse computes Â·(X·W) + b on block a and sparse rows x
-// (NSrc×fin), projecting first, and returns a new NDst×fout matrix. train
+// (NSrc×fin), projecting first, and returns an NDst×fout matrix, new or
+// the layer's own as Forward's. train
 // and rng are unused. Backward after it adds the parameter gradients and
 // panics if needInput is true. It will panic if a.Values is nil or the
 // shapes do not conform.
@@ -113,14 +125,15 @@ func (g *GCN) ForwardSparse(a *sparse.CSR, x *sparse.Matrix[float32], train bool
 	nd, ns := int(a.NRows), int(a.NCols)
 	g.t = dense.Grow(g.t, ns*g.fout)
 	sparseMulTo(g.t, x, ns, g.w.W, g.fout)
-	out := dense.New(nd, g.fout)
+	out := ownedMatrix(g.own, &g.out, nd, g.fout)
 	spmm(out.Data, a, g.wt.val, nil, g.t, g.fout)
 	addRowVec(out.Data, g.b.W, nd, g.fout)
 	return out
 }
 
 // Backward adds dL/dW and dL/db into the parameters' G and returns dL/dx
-// (NSrc×fin, new) if needInput, else nil. It will panic if dy is not
+// (NSrc×fin; new, or in a Model the layer's own until its next Backward)
+// if needInput, else nil. It will panic if dy is not
 // NDst×fout or no Forward preceded it, or if needInput follows a
 // ForwardSparse.
 func (g *GCN) Backward(dy *dense.Matrix, needInput bool) *dense.Matrix {
@@ -149,20 +162,22 @@ func (g *GCN) Backward(dy *dense.Matrix, needInput bool) *dense.Matrix {
 		if !needInput {
 			return nil
 		}
-		scr := make([]float32, nd*fin)
+		scr := ownedScratch(g.own, &g.scr, nd*fin)
 		dense.Gemm(g.impl, blas.NoTrans, blas.Trans, nd, fin, fout, 1, dy.Data, g.w.W, 0, scr)
-		dx := dense.New(ns, fin)
+		dx := ownedMatrix(g.own, &g.dx, ns, fin)
+		clear(dx.Data)
 		g.blk.transpose(g.wt).mulAdd(dx.Data, scr, fin)
 		return dx
 	}
 	// out = Â·Z with Z = X·W.
-	scr := make([]float32, ns*fout)
+	scr := ownedScratch(g.own, &g.scr, ns*fout)
+	clear(scr)
 	g.blk.transpose(g.wt).mulAdd(scr, dy.Data, fout)
 	dense.Gemm(g.impl, blas.Trans, blas.NoTrans, fin, fout, ns, 1, g.x.Data, scr, 1, g.w.G)
 	if !needInput {
 		return nil
 	}
-	dx := dense.New(ns, fin)
+	dx := ownedMatrix(g.own, &g.dx, ns, fin)
 	dense.Gemm(g.impl, blas.NoTrans, blas.Trans, ns, fin, fout, 1, scr, g.w.W, 0, dx.Data)
 	return dx
 }

@@ -12,11 +12,21 @@ import (
 // reduced in float64. With n = 0 the loss is 0.
 // It will panic if len(labels) != n or a label is outside [0, c).
 func SoftmaxCrossEntropy(logits *dense.Matrix, labels []int32) (loss float64, dlogits *dense.Matrix) {
+	return SoftmaxCrossEntropyTo(nil, logits, labels)
+}
+
+// SoftmaxCrossEntropyTo is SoftmaxCrossEntropy with the gradient written to
+// dst's storage when its capacity suffices (dense.Reuse; dst may be nil),
+// so that a training loop that passes the previous step's gradient back
+// allocates none. The result aliases dst unless it is new. dst must not
+// alias logits.
+// It will panic if len(labels) != n or a label is outside [0, c).
+func SoftmaxCrossEntropyTo(dst, logits *dense.Matrix, labels []int32) (loss float64, dlogits *dense.Matrix) {
 	n, c := logits.Rows, logits.Cols
 	if len(labels) != n {
 		panic("model: len(labels) != logits.Rows")
 	}
-	dlogits = dense.New(n, c)
+	dlogits = dense.Reuse(dst, n, c)
 	if n == 0 {
 		return 0, dlogits
 	}

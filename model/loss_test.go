@@ -58,3 +58,22 @@ func TestArgmaxCorrect(t *testing.T) {
 	assert.Equal(t, []int32{1, 0, 2}, Argmax(logits))
 	assert.Equal(t, 2, Correct(logits, []int32{1, 1, 2}))
 }
+
+// SoftmaxCrossEntropyTo overwrites every element of a reused gradient
+// (filled with NaN here, larger than needed) and returns what
+// SoftmaxCrossEntropy does, on dst's storage.
+func TestSoftmaxCrossEntropyTo(t *testing.T) {
+	logits := randMatrix(testRNG(12), 5, 4)
+	labels := []int32{3, 0, 2, 1, 1}
+	wantLoss, want := SoftmaxCrossEntropy(logits, labels)
+	dst := dense.New(7, 4)
+	for i := range dst.Data {
+		dst.Data[i] = float32(math.NaN())
+	}
+	loss, got := SoftmaxCrossEntropyTo(dst, logits, labels)
+	assert.Equal(t, wantLoss, loss)
+	assert.Equal(t, want, got)
+	assert.Same(t, &dst.Data[0], &got.Data[0], "the gradient is on dst's storage")
+	_, fresh := SoftmaxCrossEntropyTo(dense.New(1, 4), logits, labels)
+	assert.Equal(t, want, fresh, "a dst too small gives a new matrix")
+}

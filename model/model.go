@@ -122,13 +122,17 @@ func New(cfg Config, rng *rand.Rand, impl blas.Float32Level3) (*Model, error) {
 			if last {
 				fout = cfg.Out
 			}
-			layer = NewSAGE(fin, fout, cfg.Normalize && !last, rng, impl)
+			sage := NewSAGE(fin, fout, cfg.Normalize && !last, rng, impl)
+			sage.own = true
+			layer = sage
 		case KindGCN:
 			fout := cfg.Hidden
 			if last {
 				fout = cfg.Out
 			}
-			layer = NewGCN(fin, fout, rng, impl)
+			gcn := NewGCN(fin, fout, rng, impl)
+			gcn.own = true
+			layer = gcn
 		case KindGAT:
 			if last {
 				layer = NewGAT(fin, cfg.Out, cfg.OutHeads, false, rng, impl)
@@ -136,6 +140,7 @@ func New(cfg Config, rng *rand.Rand, impl blas.Float32Level3) (*Model, error) {
 				layer = NewGAT(fin, cfg.Hidden, cfg.Heads, true, rng, impl)
 			}
 			layer.(*GAT).AttnDropout = cfg.AttnDropout
+			layer.(*GAT).own = true
 		}
 		var act activation
 		if !last {
@@ -163,9 +168,12 @@ func (m *Model) Config() Config { return m.cfg }
 
 // Forward runs the model on blocks (blocks[0] for the input layer, whose
 // NSrc is x.Rows; blocks[len-1] for the output layer) and returns the
-// logits, NDst×Out of the last block, as a new matrix. With train, dropout is
-// on and its masks come from rng, in layer order; rng may be nil when train
-// is false or nothing drops. Forward caches what
+// logits, NDst×Out of the last block, in a matrix the model owns (its
+// last layer's), valid
+// until the next Forward, ForwardSparse or ForwardLayer: callers that keep
+// the logits copy them. With train, dropout is on and its masks come from
+// rng, in layer order; rng may be nil when train is false or nothing
+// drops. Forward caches what
 // Backward needs; x and blocks must not change until Backward returns.
 // It will panic if len(blocks) != len(m.Layers) or the shapes do not conform.
 func (m *Model) Forward(blocks []*sparse.CSR, x *dense.Matrix, train bool, rng *rand.Rand) *dense.Matrix {
@@ -224,7 +232,8 @@ func (m *Model) BackwardEach(dlogits *dense.Matrix, done func(l int)) {
 
 // ForwardLayer computes layer l in evaluation mode (no dropout) on block a
 // and input x, followed by its activation unless l is the last layer, and
-// returns a new matrix. Chaining it over l = 0, 1, … with full-neighbourhood
+// returns the result, valid until the next call of a Forward method, as
+// Forward's. Chaining it over l = 0, 1, … with full-neighbourhood
 // blocks gives layer-wise inference; with the blocks of Forward it gives
 // Forward's eval-mode result. It replaces layer l's cache, so a pending
 // Backward is invalid afterwards.
@@ -236,6 +245,35 @@ func (m *Model) ForwardLayer(l int, a *sparse.CSR, x *dense.Matrix) *dense.Matri
 	}
 	m.ready = false
 	return h
+}
+
+// Release drops what the model keeps between calls for reuse: every
+// layer's forward cache and the dropout and activation buffers, so that the
+// garbage collector can reclaim them while the model is not training (a
+// trainer calls it before layer-wise inference, whose chunks need other
+// shapes). Weights, gradients and settings are kept; the next Forward
+// allocates afresh and gives the same results. A pending Backward is
+// invalid afterwards.
+func (m *Model) Release() {
+	for l, layer := range m.Layers {
+		if r, ok := layer.(releaser); ok {
+			r.release()
+		}
+		m.drops[l] = Dropout{Rate: m.drops[l].Rate, SkipZeros: m.drops[l].SkipZeros}
+		switch m.acts[l].(type) {
+		case *ReLU:
+			m.acts[l] = &ReLU{}
+		case *ELU:
+			m.acts[l] = &ELU{}
+		}
+	}
+	m.ready = false
+}
+
+// releaser is a layer that can drop its forward cache and buffers
+// (Model.Release).
+type releaser interface {
+	release()
 }
 
 // Params returns the parameters of all layers in order (a new slice of the

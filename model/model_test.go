@@ -3,6 +3,8 @@ package model
 import (
 	"errors"
 	"math/rand/v2"
+	"runtime"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -124,7 +126,8 @@ func TestForwardLayerChain(t *testing.T) {
 			x := randMatrix(rnd, tc.sizes[0], tc.cfg.In)
 			m, err := New(tc.cfg, rnd, nil)
 			require.NoError(t, err)
-			want := m.Forward(blocks, x, false, nil)
+			// The logits are the model's until its next Forward: keep a copy.
+			want := clone(m.Forward(blocks, x, false, nil))
 			h := x
 			for l, b := range blocks {
 				h = m.ForwardLayer(l, b, h)
@@ -295,4 +298,104 @@ func TestBackwardEach(t *testing.T) {
 			require.Equal(t, want, m.FlattenGrads(nil))
 		})
 	}
+}
+
+// Release drops the layers' buffers and caches; a Forward and Backward
+// after it give the logits and gradients of one before it.
+func TestModelRelease(t *testing.T) {
+	for ci, tc := range modelCases {
+		t.Run(tc.name, func(t *testing.T) {
+			rnd := testRNG(uint64(90 + ci))
+			blocks := chainBlocks(rnd, tc.cfg.Kind, tc.sizes)
+			x := randMatrix(rnd, tc.sizes[0], tc.cfg.In)
+			m, err := New(tc.cfg, rnd, nil)
+			require.NoError(t, err)
+			dl := randMatrix(rnd, tc.sizes[len(tc.sizes)-1], tc.cfg.Out)
+			step := func() (logits, grads []float32) {
+				logits = slices.Clone(m.Forward(blocks, x, true, testRNG(4)).Data)
+				m.ZeroGrad()
+				m.Backward(clone(dl))
+				return logits, m.FlattenGrads(nil)
+			}
+			wantLogits, wantGrads := step()
+			m.Release()
+			for l, layer := range m.Layers {
+				switch s := layer.(type) {
+				case *SAGE:
+					assert.True(t, s.blk == nil && s.out == nil && s.dx == nil && s.agg == nil, "layer %d: SAGE buffers kept", l)
+					assert.True(t, s.own, "layer %d: SAGE lost its ownership setting", l)
+				case *GCN:
+					assert.True(t, s.blk == nil && s.out == nil && s.dx == nil && s.t == nil, "layer %d: GCN buffers kept", l)
+					assert.True(t, s.own, "layer %d: GCN lost its ownership setting", l)
+				case *GAT:
+					assert.True(t, s.a == nil && s.out == nil && s.dx == nil && s.z == nil, "layer %d: GAT buffers kept", l)
+					assert.True(t, s.own, "layer %d: GAT lost its ownership setting", l)
+				}
+				assert.Nil(t, m.drops[l].buf, "layer %d: dropout buffer kept", l)
+			}
+			assert.Panics(t, func() { m.Backward(clone(dl)) }, "Backward after Release")
+			gotLogits, gotGrads := step()
+			assert.Equal(t, wantLogits, gotLogits)
+			assert.Equal(t, wantGrads, gotGrads)
+		})
+	}
+}
+
+// A model's training step (Forward, the loss into a reused
+// gradient, Backward) reuses the layers' results and scratch once they
+// have grown: what a step still allocates (the blocks' derived arrays,
+// goroutines) is a small part of what it allocates when every result is
+// new (own unset, as for a deep stack's layers), and less than the hidden
+// layer's output alone.
+func TestModelStepReuses(t *testing.T) {
+	for _, kind := range []Kind{KindSAGE, KindGCN, KindGAT} {
+		t.Run(string(kind), func(t *testing.T) { testModelStepReuses(t, kind) })
+	}
+}
+
+func testModelStepReuses(t *testing.T, kind Kind) {
+	cfg := Config{Kind: kind, In: 64, Hidden: 64, Out: 8, Layers: 2, Dropout: 0.25}
+	sizes := []int{6000, 2000, 500}
+	perStep := func(own bool) float64 {
+		rnd := testRNG(95)
+		blocks := chainBlocks(rnd, cfg.Kind, sizes)
+		x := randMatrix(rnd, sizes[0], cfg.In)
+		labels := make([]int32, sizes[2])
+		for i := range labels {
+			labels[i] = int32(rnd.IntN(cfg.Out))
+		}
+		m, err := New(cfg, rnd, nil)
+		require.NoError(t, err)
+		for _, layer := range m.Layers {
+			switch l := layer.(type) {
+			case *SAGE:
+				l.own = own
+			case *GCN:
+				l.own = own
+			case *GAT:
+				l.own = own
+			}
+		}
+		var dl *dense.Matrix
+		drops := testRNG(96)
+		step := func() {
+			_, dl = SoftmaxCrossEntropyTo(dl, m.Forward(blocks, x, true, drops), labels)
+			m.ZeroGrad()
+			m.Backward(dl)
+		}
+		step() // the buffers grow
+		const steps = 20
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		for range steps {
+			step()
+		}
+		runtime.ReadMemStats(&after)
+		return float64(after.TotalAlloc-before.TotalAlloc) / steps
+	}
+	owned, fresh := perStep(true), perStep(false)
+	hidden := float64(sizes[1] * cfg.Hidden * 4) // layer 0's output, bytes
+	t.Logf("bytes allocated per step: %.0f with owned results, %.0f with new ones (hidden output %.0f)", owned, fresh, hidden)
+	assert.Less(t, owned, hidden, "a step allocates as much as a hidden output")
+	assert.Less(t, owned, fresh/4, "owned results save less than three quarters of a step's allocations")
 }

@@ -57,6 +57,16 @@ type SAGE struct {
 	// Backward reads when aggregating first, instead of x: a deep stack's
 	// caller allocates x (NSrc rows) for one layer only.
 	dstOnly bool
+
+	// own makes Forward and Backward return matrices the layer owns and
+	// keep their scratch, reused by the next call (a Model's layers), so
+	// that a step allocates nothing once the buffers have grown; without
+	// it every result and scratch array is new (a deep stack, whose
+	// caller keeps the outputs of many layers).
+	own       bool
+	out, dx   *dense.Matrix // the results when own
+	xn, aggO  []float32     // multiply first: X·W_neigh (NSrc×fout) and M·X·W_neigh (NDst×fout), when own
+	dagg, dhb []float32     // Backward's scratch when own: dL/d(agg) (NDst×fin), dL/dh (NDst×fout, Normalize)
 }
 
 // sparseCost is the cost of one SpMM multiply-add over rows of the given
@@ -112,8 +122,42 @@ func (s *SAGE) shared() *SAGE {
 		impl:      s.impl,
 		order:     s.order,
 		dstOnly:   s.dstOnly,
+		own:       s.own,
 	}
 }
+
+// matrix returns a rows×cols matrix for a result (ownedMatrix).
+func (s *SAGE) matrix(buf **dense.Matrix, rows, cols int) *dense.Matrix {
+	return ownedMatrix(s.own, buf, rows, cols)
+}
+
+// scratch returns n float32s of scratch (ownedScratch).
+func (s *SAGE) scratch(buf *[]float32, n int) []float32 { return ownedScratch(s.own, buf, n) }
+
+// ownedMatrix returns a rows×cols matrix for a layer's result: *buf
+// reused when the layer owns its results (own), else a new one. Its
+// contents are unspecified unless new (zero).
+func ownedMatrix(own bool, buf **dense.Matrix, rows, cols int) *dense.Matrix {
+	if !own {
+		return dense.New(rows, cols)
+	}
+	*buf = dense.Reuse(*buf, rows, cols)
+	return *buf
+}
+
+// ownedScratch returns n float32s of a layer's scratch: *buf grown when
+// the layer owns its results (own), else a new slice. Its contents are
+// unspecified unless new (zero).
+func ownedScratch(own bool, buf *[]float32, n int) []float32 {
+	if !own {
+		return make([]float32, n)
+	}
+	*buf = dense.Grow(*buf, n)
+	return *buf
+}
+
+// release drops s's forward cache and buffers (Model.Release).
+func (s *SAGE) release() { *s = *s.shared() }
 
 // Params returns W_self, W_neigh and b.
 func (s *SAGE) Params() []*Param { return []*Param{s.wSelf, s.wNeigh, s.b} }
@@ -122,7 +166,9 @@ func (s *SAGE) Params() []*Param { return []*Param{s.wSelf, s.wNeigh, s.b} }
 func (s *SAGE) OutDim() int { return s.fout }
 
 // Forward computes the layer on block a (NDst×NSrc) and x (NSrc×fin) and
-// returns a new NDst×fout matrix. train and rng are unused.
+// returns an NDst×fout matrix: a new one, or, in a Model (which New
+// builds), one the layer owns, valid until its next Forward or
+// ForwardSparse (callers that keep it copy it). train and rng are unused.
 // It will panic if the shapes do not conform.
 func (s *SAGE) Forward(a *sparse.CSR, x *dense.Matrix, train bool, rng *rand.Rand) *dense.Matrix {
 	checkBlock(a, x, s.fin)
@@ -147,12 +193,12 @@ func (s *SAGE) forward(b *Block, x *dense.Matrix) *dense.Matrix {
 	default:
 		s.mulFirst = sageOrder(nd, ns, a.NNZ(), fin, fout)
 	}
-	out := dense.New(nd, fout)
+	out := s.matrix(&s.out, nd, fout)
 	dense.Gemm(s.impl, blas.NoTrans, blas.NoTrans, nd, fout, fin, 1, x.Data, s.wSelf.W, 0, out.Data)
 	if s.mulFirst {
-		xn := make([]float32, ns*fout)
+		xn := s.scratch(&s.xn, ns*fout)
 		dense.Gemm(s.impl, blas.NoTrans, blas.NoTrans, ns, fout, fin, 1, x.Data, s.wNeigh.W, 0, xn)
-		aggOut := make([]float32, nd*fout)
+		aggOut := s.scratch(&s.aggO, nd*fout)
 		spmm(aggOut, a, nil, invDeg, xn, fout)
 		dense.Axpy(1, aggOut, out.Data)
 	} else {
@@ -175,7 +221,8 @@ func (s *SAGE) forward(b *Block, x *dense.Matrix) *dense.Matrix {
 //	out = X_dst·W_self + M·(X·W_neigh) + b,
 //
 // X_dst being x's first NDst rows and M the row-mean matrix of a, and
-// returns a new NDst×fout matrix. train and rng are unused. Backward after
+// returns an NDst×fout matrix, new or the layer's own as Forward's.
+// train and rng are unused. Backward after
 // it adds the parameter gradients and panics if needInput is true.
 // It will panic if the shapes do not conform.
 func (s *SAGE) ForwardSparse(a *sparse.CSR, x *sparse.Matrix[float32], train bool, rng *rand.Rand) *dense.Matrix {
@@ -186,7 +233,7 @@ func (s *SAGE) ForwardSparse(a *sparse.CSR, x *sparse.Matrix[float32], train boo
 	nd, ns, fout := int(a.NRows), int(a.NCols), s.fout
 	s.scr = dense.Grow(s.scr, ns*fout)
 	sparseMulTo(s.scr, x, ns, s.wNeigh.W, fout)
-	out := dense.New(nd, fout)
+	out := s.matrix(&s.out, nd, fout)
 	spmm(out.Data, a, nil, s.mean.rowScale, s.scr, fout)
 	sparseMulAdd(out.Data, x, nd, s.wSelf.W, fout)
 	s.finish(out)
@@ -214,7 +261,8 @@ func (s *SAGE) finish(out *dense.Matrix) {
 }
 
 // Backward adds dL/dW_self, dL/dW_neigh and dL/db into the parameters' G and
-// returns dL/dx (NSrc×fin, new) if needInput, else nil.
+// returns dL/dx (NSrc×fin) if needInput, else nil: a new matrix, or in a
+// Model one the layer owns, valid until its next Backward.
 // It will panic if dy is not NDst×fout or no Forward preceded it, or if
 // needInput follows a ForwardSparse.
 func (s *SAGE) Backward(dy *dense.Matrix, needInput bool) *dense.Matrix {
@@ -250,9 +298,10 @@ func (s *SAGE) Backward(dy *dense.Matrix, needInput bool) *dense.Matrix {
 	if !needInput {
 		return nil
 	}
-	dx := dense.New(ns, fin)
+	dx := s.matrix(&s.dx, ns, fin)
 	dense.Gemm(s.impl, blas.NoTrans, blas.Trans, nd, fin, fout, 1, dh, s.wSelf.W, 0, dx.Data)
-	dagg := make([]float32, nd*fin)
+	clear(dx.Data[nd*fin:]) // the sources that are not destinations
+	dagg := s.scratch(&s.dagg, nd*fin)
 	dense.Gemm(s.impl, blas.NoTrans, blas.Trans, nd, fin, fout, 1, dh, s.wNeigh.W, 0, dagg)
 	s.blk.transpose(s.mean).mulAdd(dx.Data, dagg, fin)
 	return dx
@@ -265,7 +314,7 @@ func (s *SAGE) preNormGrad(dy *dense.Matrix) []float32 {
 	dh := dy.Data
 	if s.Normalize {
 		// o = h/‖h‖: dL/dh = (dy − o·(o·dy))/‖h‖, or dy/eps where the norm is clamped.
-		dh = make([]float32, nd*fout)
+		dh = s.scratch(&s.dhb, nd*fout)
 		for i := range nd {
 			h := s.h[i*fout : (i+1)*fout]
 			g := dy.Data[i*fout : (i+1)*fout]
@@ -290,13 +339,14 @@ func (s *SAGE) backwardMulFirst(dh []float32, needInput bool) *dense.Matrix {
 	nd, ns, fin, fout := int(a.NRows), int(a.NCols), s.fin, s.fout
 	// out = X_dst·W_self + M·X·W_neigh with M the row-mean matrix:
 	// dL/d(X·W_neigh) = Mᵀ·dh, dW_neigh = Xᵀ·Mᵀ·dh.
-	dxn := make([]float32, ns*fout)
+	dxn := s.scratch(&s.xn, ns*fout)
+	clear(dxn)
 	s.blk.transpose(s.mean).mulAdd(dxn, dh, fout)
 	dense.Gemm(s.impl, blas.Trans, blas.NoTrans, fin, fout, ns, 1, s.x.Data, dxn, 1, s.wNeigh.G)
 	if !needInput {
 		return nil
 	}
-	dx := dense.New(ns, fin)
+	dx := s.matrix(&s.dx, ns, fin)
 	dense.Gemm(s.impl, blas.NoTrans, blas.Trans, ns, fin, fout, 1, dxn, s.wNeigh.W, 0, dx.Data)
 	dense.Gemm(s.impl, blas.NoTrans, blas.Trans, nd, fin, fout, 1, dh, s.wSelf.W, 1, dx.Data)
 	return dx

@@ -152,10 +152,14 @@ func estimateFootprint(cfg Config, feat featShape, n, evalRows, haloRows, cacheR
 	input := int64(row * float64(rows[L]))
 	f.Batch = sat.Add(act, sat.Mul(slots, sat.Add(input, edges)))
 
-	// Inference: the outputs of two consecutive layers, and a chunk's
-	// gathered inputs with the layer's intermediate rows.
+	// Inference: the outputs of two consecutive layers (layer l−1's,
+	// its input, and layer l's; the input layer's own alone), and a
+	// chunk's gathered inputs with the layer's intermediate rows.
 	var wide int64
-	for _, w := range widths {
+	for l, w := range widths {
+		if l > 0 {
+			w = sat.Add(w, widths[l-1])
+		}
 		wide = max(wide, w)
 	}
 	chunk := min(sat.Mul(cfg.EvalMemory, 4), int64(row*float64(n)))
@@ -163,7 +167,7 @@ func estimateFootprint(cfg Config, feat featShape, n, evalRows, haloRows, cacheR
 		chunk = min(sat.Mul(evalChunkValues(cfg.EvalMemory, feat), 4), int64(row*float64(n)))
 	}
 	if cfg.EvalEvery > 0 {
-		f.Infer = sat.Add(sat.Mul(2, sat.Mul(evalRows, sat.Mul(wide, 4))), sat.Mul(2, chunk))
+		f.Infer = sat.Add(sat.Mul(evalRows, sat.Mul(wide, 4)), sat.Mul(2, chunk))
 		// The halo rows of the layer that holds the most: a layer's halo
 		// is fetched once, and held, only when its values at the layer's
 		// input width fit in a chunk's bound (planChunks); the features'

@@ -43,7 +43,8 @@ func TestEstimateFootprint(t *testing.T) {
 		// Layer 0 (dst 12, projected input 8 wide, out 8; its inputs get no
 		// gradient): 12·(2·8·4+4·8·8) = 3840 bytes of activations, 12·20·3 = 720 of edges; layer 1 (dst 4, in 8,
 		// out 3): 4·(16+12)·8 = 896 and 4·20·2 = 160. Inputs 20 rows · 60.
-		// Inference: 2·10 rows·8·4 = 640, chunk min(4000, 60·20) twice.
+		// Inference: 10 rows·(8+3)·4 = 440 (the outputs of layers 0 and
+		// 1), chunk min(4000, 60·20) twice.
 		name: "sparse adam row-normalised",
 		cfg:  base, feat: sparse, norm: FeatureNormRow,
 		want: footprint{
@@ -52,7 +53,7 @@ func TestEstimateFootprint(t *testing.T) {
 			Store: 8*50 + 8*10,
 			Cache: 60 * 2,
 			Batch: 3840 + 896 + 20*60 + 720 + 160,
-			Infer: 640 + 2*1200,
+			Infer: 440 + 2*1200,
 		},
 	}, {
 		// The input layer's width is the features' (100): layer 0 acts
@@ -70,7 +71,7 @@ func TestEstimateFootprint(t *testing.T) {
 			Store: 10 * 400,
 			Cache: 2 * 400,
 			Batch: 12672 + 896 + (prefetch+1)*(20*400+720+160),
-			Infer: 640 + 2*4000,
+			Infer: 440 + 2*4000,
 		},
 	}, {
 		name: "dense owned rows normalised in place, no evaluation",
@@ -92,7 +93,7 @@ func TestEstimateFootprint(t *testing.T) {
 			Store: 10 * 200,
 			Cache: 2 * 200,
 			Batch: 12672 + 896 + 20*200 + 720 + 160,
-			Infer: 640 + 2*min(4000, 200*20),
+			Infer: 440 + 2*min(4000, 200*20),
 		},
 	}, {
 		// GAT: the hidden layer is heads·hidden = 2·8 wide. Params: per
@@ -100,7 +101,7 @@ func TestEstimateFootprint(t *testing.T) {
 		// bias (heads·out when concatenated, out when averaged): 100·16 +
 		// 3·16 and 16·3 + 3·3 (one output head, averaged: bias 3).
 		// Layer 0 acts 12·(2·16·4+4·16·8), layer 1 4·(2·16+4·3)·8; inference
-		// rows 16 wide.
+		// rows 16 + 3 wide.
 		name: "sparse gat heads",
 		cfg: withCfg(func(c *Config) {
 			c.Model = model.Config{Kind: model.KindGAT, In: 100, Hidden: 8, Out: 3, Layers: 2, Heads: 2, OutHeads: 1}
@@ -111,7 +112,7 @@ func TestEstimateFootprint(t *testing.T) {
 			Store: 8*50 + 8*10,
 			Cache: 60 * 2,
 			Batch: 12*(2*16*4+4*16*8) + 4*(2*16+4*3)*8 + 20*60 + 720 + 160,
-			Infer: 2*10*16*4 + 2*1200,
+			Infer: 10*(16+3)*4 + 2*1200,
 		},
 	}}
 	for _, tc := range cases {
@@ -208,9 +209,9 @@ func TestCheckFullFootprint(t *testing.T) {
 	require.ErrorContains(t, err, "test limit")
 }
 
-// heapLimit: 1.5 × state + 256 MiB less the mapped bytes, never above the
-// current limit, and the mapped bytes ignored when they would leave less
-// than 256 MiB.
+// heapLimit: 1.5 × state + heapSlack (state/2 within [96, 128] MiB) less
+// the mapped bytes, never above the current limit, and the mapped bytes
+// ignored when they would leave less than the slack.
 func TestHeapLimit(t *testing.T) {
 	const mib = 1 << 20
 	for _, tc := range []struct {
@@ -219,10 +220,11 @@ func TestHeapLimit(t *testing.T) {
 		mapped, cur int64
 		want        int64
 	}{
-		{"no mapping", []int64{100 * mib, 100 * mib}, 0, math.MaxInt64, 300*mib + 256*mib},
-		{"topology mapped", []int64{100 * mib, 100 * mib}, 100 * mib, math.MaxInt64, 200*mib + 256*mib},
-		{"lower already", []int64{100 * mib}, 0, 300 * mib, 300 * mib},
-		{"mapped beyond the state", []int64{10 * mib}, 1000 * mib, math.MaxInt64, 15*mib + 256*mib},
+		{"no mapping", []int64{200 * mib, 100 * mib}, 0, math.MaxInt64, 450*mib + 128*mib},
+		{"slack state/2", []int64{100 * mib, 120 * mib}, 0, math.MaxInt64, 330*mib + 110*mib},
+		{"topology mapped", []int64{100 * mib, 100 * mib}, 100 * mib, math.MaxInt64, 200*mib + 100*mib},
+		{"lower already", []int64{100 * mib}, 0, 200 * mib, 200 * mib},
+		{"mapped beyond the state", []int64{10 * mib}, 1000 * mib, math.MaxInt64, 15*mib + 96*mib},
 		{"saturated", []int64{math.MaxInt64, 1}, 0, math.MaxInt64, math.MaxInt64},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

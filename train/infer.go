@@ -142,6 +142,7 @@ func (t *trainer) evaluate() (evaluation, error) {
 	c := t.c
 	defer collective.SetPhase(c, metrics.PhaseEval)()
 	defer collective.SetPhase(t.lc, metrics.PhaseEval)() // the input layer's fetch
+	t.releaseTraining()
 	owned := t.ebook.Owned(c.Rank())
 	h, err := t.infer(owned)
 	if err != nil {
@@ -172,6 +173,18 @@ func (t *trainer) evaluate() (evaluation, error) {
 		ValLoss: valLoss / max(val, 1),
 		TestAcc: testHits / max(test, 1),
 	}, nil
+}
+
+// releaseTraining drops the buffers training keeps for reuse and inference
+// does not use, before inference allocates its own: the model's forward
+// caches (Model.Release) and the host input rows of the pipeline's slots
+// other than slot 0, which inference reuses. The next epoch allocates them
+// again; results do not change.
+func (t *trainer) releaseTraining() {
+	t.m.Release()
+	for _, s := range t.slots[min(1, len(t.slots)):] {
+		s.x.dense, s.x.csr, s.x.deg = nil, nil, nil
+	}
 }
 
 // infer computes the model's output rows of the vertices this rank owns in
@@ -277,7 +290,8 @@ func (t *trainer) infer(owned []int64) (*dense.Matrix, error) {
 			out = dense.New(0, t.m.Layers[l].OutDim())
 		}
 		h = out
-		in = nil // the input layer's halo goes before the hidden layers' comes
+		in = nil      // the input layer's halo goes before the hidden layers' comes
+		t.m.Release() // layer l's buffers (output, scratch, activation) go before layer l+1's come
 	}
 	return h, nil
 }
@@ -388,9 +402,9 @@ func (t *trainer) normalize(ch *evalChunk) {
 // evalChunk is one chunk of layer-wise inference: the destinations'
 // full-neighbour adjacency (normalised for GCN) and the plan that gathers
 // its sources. The same chunks recur in every evaluation and, where the
-// boundaries agree, in every layer, so they are kept while their entries
-// fit evalValues; beyond that (a graph whose blocks would double the
-// rank's topology) they are built again each time.
+// boundaries agree, in every layer, so they are kept while their bytes
+// fit those of one chunk's gathered inputs (4·evalValues); beyond that
+// they are built again each time.
 type evalChunk struct {
 	blk     sampling.Block // the destinations' full-neighbour block, until adj is made from it
 	adj     *sparse.CSR
@@ -411,7 +425,11 @@ func (t *trainer) chunk(owned []int64, lo, hi int) *evalChunk {
 	// One rank, one chunk: the sources are this rank's rows in order, so
 	// nothing is exchanged.
 	ch.inPlace = identity(blk.Src, t.ebook, t.c.Rank(), len(owned))
-	if size := int64(len(blk.Adj.Indices) + len(blk.Src)); t.chunkCached+size <= t.evalValues() {
+	// A cached chunk holds 8 bytes per entry (column index), destination
+	// (row offset) and source (its id, and where it is: trainer.sources);
+	// the cache holds as many bytes as one chunk's gathered inputs.
+	size := 8 * (int64(len(blk.Adj.Indices)) + blk.Adj.NRows + 1 + 2*int64(len(blk.Src)))
+	if t.chunkCached+size <= 4*t.evalValues() {
 		if t.chunkCache == nil {
 			t.chunkCache = map[[2]int]*evalChunk{}
 		}
@@ -422,9 +440,9 @@ func (t *trainer) chunk(owned []int64, lo, hi int) *evalChunk {
 }
 
 // evalValues returns the values a chunk of layer-wise inference gathers at
-// most, and the entries its cached blocks hold: EvalMemory, and with dense
-// features no more than an eighth of the store's own values (at least
-// 4 Mi), so that inference's buffers stay small beside the state
+// most, and a quarter of the bytes its cached blocks hold: EvalMemory, and
+// with dense features no more than an eighth of the store's own values (at
+// least 4 Mi), so that inference's buffers stay small beside the state
 // (evalChunkValues).
 func (t *trainer) evalValues() int64 {
 	if t.store.Sparse() {

@@ -1,6 +1,7 @@
 package train
 
 import (
+	"slices"
 	"time"
 
 	"gnnmpi/alltoall"
@@ -156,11 +157,13 @@ func (t *trainer) backward(ep *epochState, epoch, i int, seeds []int64, mb *samp
 	} else {
 		logits = t.m.Forward(t.blocks(mb, x.deg), x.dense, true, drops)
 	}
-	labels := make([]int32, len(seeds))
+	labels := slices.Grow(t.labels[:0], len(seeds))[:len(seeds)]
+	t.labels = labels
 	for k, g := range seeds {
 		labels[k] = t.d.Label(g)
 	}
-	loss, dl := model.SoftmaxCrossEntropy(logits, labels)
+	loss, dl := model.SoftmaxCrossEntropyTo(t.dlogits, logits, labels)
+	t.dlogits = dl
 	// dl is the gradient of this rank's mean loss; rescale it to this
 	// rank's share of the global mean over the step's seeds, so that
 	// summing over ranks gives the global gradient.
