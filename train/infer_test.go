@@ -231,7 +231,7 @@ func TestInferencePieces(t *testing.T) {
 						// The pieces of the rank with the most.
 						var k int64
 						for _, h := range halo {
-							per := int(max(1, cfg.EvalMemory/width))
+							per := int(max(1, cfg.EvalMemory/(width*int64(p-1))))
 							k = max(k, int64((len(h)+per-1)/per))
 						}
 						if int64(tr.haloRounds[l]) != k {

@@ -21,9 +21,13 @@ func (t *trainer) pieceable(l int) bool {
 }
 
 // pieceRows returns the halo rows of one piece at input width fin: as
-// many as fit in a chunk's bound (evalValues), at least one.
+// many as fit in a chunk's bound (evalValues) shared by the other q−1
+// ranks, at least one. The halo's rows are in ascending ids, so the ranks'
+// pieces of one round tend to ask the same owner (at first all ask the
+// lowest): a rank then serves up to q−1 pieces in a round, and the rows
+// it receives and serves stay within q/(q−1) times the bound.
 func (t *trainer) pieceRows(fin int) int {
-	return int(max(1, t.evalValues()/int64(fin)))
+	return int(max(1, t.evalValues()/(int64(fin)*int64(max(1, t.c.Size()-1)))))
 }
 
 // planPieces sets t.haloRounds: for every layer that takes several chunks,
@@ -73,7 +77,8 @@ func (t *trainer) planPieces(bounds [][]int) error {
 // piece's first id, the rank's own rows among them, in ascending id
 // order. Only one piece is held at a time, beside the sums (a row of the
 // layer's input width per owned vertex); the layer's output is then
-// computed from the sums in chunks (model.ForwardLayerAggregated). Every
+// computed from the sums in chunks (model.ForwardLayerAggregated),
+// written over them when it is no wider than the input. Every
 // rank takes rounds exchanges (those past its last piece are empty), so
 // rank r sends rounds·8(q−1) + 8·R + w·F·S bytes per layer and receives
 // rounds·8(q−1) + 8·S + w·F·R, with R = len(t.halo), S the rows of other
@@ -187,7 +192,13 @@ func (t *trainer) inferPieces(l int, owned []int64, h *dense.Matrix, rounds int)
 	}
 	piece = nil
 	fout := t.m.Layers[l].OutDim()
-	out := dense.New(len(owned), fout)
+	// A layer no wider than its input writes its output over the sums
+	// already consumed: chunk [a, b)'s rows go to values [a·fout, b·fout),
+	// before the next chunk's sums at b·fin.
+	out := sums
+	if fout > fin {
+		out = dense.New(len(owned), fout)
+	}
 	step := int(max(1, t.evalValues()/int64(max(fin, fout))))
 	var xdst *dense.Matrix
 	for a := 0; a < len(owned); a += step {
@@ -205,6 +216,11 @@ func (t *trainer) inferPieces(l int, owned []int64, h *dense.Matrix, rounds int)
 		}
 		y := t.m.ForwardLayerAggregated(l, xdst, s)
 		copy(out.Data[a*fout:], y.Data)
+	}
+	switch {
+	case fout == fin:
+	case fout < fin: // a copy of its size, so that the sums' storage is freed
+		out = &dense.Matrix{Rows: len(owned), Cols: fout, Data: slices.Clone(sums.Data[:len(owned)*fout])}
 	}
 	return out, nil
 }
