@@ -209,26 +209,29 @@ func TestCheckFullFootprint(t *testing.T) {
 	require.ErrorContains(t, err, "test limit")
 }
 
-// heapLimit: 1.5 × state + heapSlack (state/2 within [96, 128] MiB) less
-// the mapped bytes, never above the current limit, and the mapped bytes
-// ignored when they would leave less than the slack.
+// heapLimit: 1.5 × state + heapSlack (300 MB less the other resident
+// bytes, 64 MiB and state/2, at least 96 MiB) less the mapped bytes, never
+// above the current limit, and the mapped bytes ignored when they would
+// leave less than the slack.
 func TestHeapLimit(t *testing.T) {
 	const mib = 1 << 20
 	for _, tc := range []struct {
-		name        string
-		state       []int64
-		mapped, cur int64
-		want        int64
+		name               string
+		state              []int64
+		mapped, other, cur int64
+		want               int64
 	}{
-		{"no mapping", []int64{200 * mib, 100 * mib}, 0, math.MaxInt64, 450*mib + 128*mib},
-		{"slack state/2", []int64{100 * mib, 120 * mib}, 0, math.MaxInt64, 330*mib + 110*mib},
-		{"topology mapped", []int64{100 * mib, 100 * mib}, 100 * mib, math.MaxInt64, 200*mib + 100*mib},
-		{"lower already", []int64{100 * mib}, 0, 200 * mib, 200 * mib},
-		{"mapped beyond the state", []int64{10 * mib}, 1000 * mib, math.MaxInt64, 15*mib + 96*mib},
-		{"saturated", []int64{math.MaxInt64, 1}, 0, math.MaxInt64, math.MaxInt64},
+		{"large state", []int64{300 * mib, 400 * mib}, 0, 50 * mib, math.MaxInt64, 1050*mib + 96*mib},
+		{"small state", []int64{30 * mib, 50 * mib}, 0, 30 * mib, math.MaxInt64, 120*mib + 300_000_000 - 134*mib},
+		{"nothing else resident", []int64{10 * mib}, 0, 0, math.MaxInt64, 15*mib + 300_000_000 - 69*mib},
+		{"other beyond the target", []int64{10 * mib}, 0, 400 * mib, math.MaxInt64, 15*mib + 96*mib},
+		{"topology mapped", []int64{100 * mib, 100 * mib}, 100 * mib, 10 * mib, math.MaxInt64, 300*mib + 300_000_000 - 174*mib - 100*mib},
+		{"lower already", []int64{100 * mib}, 0, 0, 200 * mib, 200 * mib},
+		{"mapped beyond the state", []int64{10 * mib}, 1000 * mib, 300 * mib, math.MaxInt64, 15*mib + 96*mib},
+		{"saturated", []int64{math.MaxInt64, 1}, 0, 0, math.MaxInt64, math.MaxInt64},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			require.Equal(t, tc.want, heapLimit(tc.state, tc.mapped, tc.cur))
+			require.Equal(t, tc.want, heapLimit(tc.state, tc.mapped, tc.other, tc.cur))
 		})
 	}
 }

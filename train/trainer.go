@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"os"
 	"runtime/debug"
+	rtmetrics "runtime/metrics"
 
 	"gnnmpi/alltoall"
 	"gnnmpi/collective"
 	"gnnmpi/dense"
+	"gnnmpi/internal/memlimit"
 	"gnnmpi/internal/rng"
 	"gnnmpi/internal/sat"
 	"gnnmpi/metrics"
@@ -252,30 +254,45 @@ func newTrainer(c collective.Comm, d *Data, cfg Config) (*trainer, error) {
 }
 
 // limitHeap lowers the Go collector's soft memory limit to 1.5 times the
-// trainer's state (memory's parts) plus the slack heapSlack(state), less mapped, the bytes of
-// the state that lie in a file mapping (a binary file's topology, read in
-// place), unless GOMEMLIMIT sets one or the limit is lower already: a
-// minibatch's buffers are garbage after its step, and without the limit
-// the heap would grow to twice the live state (GOGC 100) before they are
-// collected. The mapped pages count in the resident set but not in the Go
-// runtime's memory, which the limit bounds, so the resident set stays
-// under 1.5 times the state plus the slack and what C code (BLAS) and the
-// binary's own pages hold.
+// trainer's state (memory's parts) plus the slack heapSlack(state, other),
+// less mapped, the bytes of the state that lie in a file mapping (a
+// binary file's topology, read in place), unless GOMEMLIMIT sets one or
+// the limit is lower already: a minibatch's buffers are garbage after its
+// step, and without the limit the heap would grow to twice the live state
+// (GOGC 100) before they are collected. other is the resident memory
+// outside the Go runtime and the mapping now (the binary's and libraries'
+// pages, MPI's segments). The mapped pages count in the resident set but
+// not in the Go runtime's memory, which the limit bounds, so the resident
+// set stays under 1.5 times the state plus the slack, other and what C
+// code (BLAS) allocates later.
 func limitHeap(state []int64, mapped int64) {
 	if os.Getenv("GOMEMLIMIT") != "" {
 		return
 	}
-	debug.SetMemoryLimit(heapLimit(state, mapped, debug.SetMemoryLimit(-1)))
+	other := max(0, memlimit.RSS()-goResident()-mapped)
+	debug.SetMemoryLimit(heapLimit(state, mapped, other, debug.SetMemoryLimit(-1)))
 }
 
-// heapLimit returns limitHeap's limit for the given state and mapped
-// bytes, or cur if that is lower. The limit is at least the slack.
-func heapLimit(state []int64, mapped, cur int64) int64 {
+// goResident returns the Go runtime's memory not returned to the system
+// (runtime/metrics: all its memory less the heap's released pages), the
+// part of the resident set it accounts for.
+func goResident() int64 {
+	ss := []rtmetrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
+	rtmetrics.Read(ss)
+	if ss[0].Value.Kind() != rtmetrics.KindUint64 || ss[1].Value.Kind() != rtmetrics.KindUint64 {
+		return 0
+	}
+	return int64(ss[0].Value.Uint64() - ss[1].Value.Uint64())
+}
+
+// heapLimit returns limitHeap's limit for the given state, mapped and
+// other bytes, or cur if that is lower. The limit is at least the slack.
+func heapLimit(state []int64, mapped, other, cur int64) int64 {
 	var s int64
 	for _, v := range state {
 		s = sat.Add(s, v)
 	}
-	slack := heapSlack(s)
+	slack := heapSlack(s, other)
 	lim := sat.Add(sat.Add(s, s/2), slack)
 	if mapped > 0 && mapped < lim-slack {
 		lim -= mapped
@@ -283,18 +300,31 @@ func heapLimit(state []int64, mapped, cur int64) int64 {
 	return min(lim, cur)
 }
 
+// Bounds of heapSlack: peakSlack is the resident set's allowance beyond
+// 1.5 times the state (the memory target, issue 29), heapMargin what of it
+// stays free for memory outside the heap that comes after the limit is
+// set (BLAS's per-thread buffers, about 32 MiB a thread) and for the
+// collector's overshoot, and the slack is at least minSlack.
+const (
+	peakSlack  = 300_000_000
+	heapMargin = 64 << 20
+	minSlack   = 96 << 20
+)
+
 // heapSlack returns the soft heap limit's allowance beyond 1.5 times the
-// state s: room for a step's or an inference chunk's buffers and the
-// garbage between two collections, s/2 within [96 MiB, 128 MiB]. With the
-// layers' buffers reused, a step of the 1M SBM (SAGE, batch 1024, fanouts
-// 10,5) leaves about 10 MB of garbage at np 1 (17 MB at np 4, with the
-// exchanges), so the slack means a collection every few steps at least,
-// and layer-wise inference's live heap (the store, two layers' outputs,
-// one chunk) stays below the limit: at np 1 (state 0.69 GB) about 0.94 GB
-// live against 0.97 GB, at np 4 with 1.5D (0.17 GB a rank) 0.27 GB against
-// 0.32 GB.
-func heapSlack(s int64) int64 {
-	return min(max(s/2, 96<<20), 128<<20)
+// state s, given other bytes resident outside the Go runtime: what the
+// memory target leaves, peakSlack − other − heapMargin, less s/2 (layer-
+// wise inference holds two layers' outputs beside the state, which the
+// limit must leave room for), at least minSlack. A small state
+// gets room for a step's buffers and garbage, so that the collector does
+// not run every few steps (Coauthor-Physics, SAGE hidden 256, state 83 MB:
+// a step's working set is about 130 MB beyond the state, and a slack of
+// 96 MiB meant 812 collections in 3 epochs against 23 with 256 MiB); a
+// large state's slack is minSlack, which leaves a collection every few
+// steps at least (a step of the 1M SBM leaves about 10 MB of garbage at
+// np 1, 17 MB at np 4).
+func heapSlack(s, other int64) int64 {
+	return max(peakSlack-other-heapMargin-s/2, minSlack)
 }
 
 // topologyGrid returns the grid of the sampler's topology over c: (p/C)×C
