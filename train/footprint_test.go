@@ -210,7 +210,7 @@ func TestCheckFullFootprint(t *testing.T) {
 }
 
 // heapLimit: 1.5 × state + heapSlack (300 MB less the other resident
-// bytes, 64 MiB and state/2, at least 96 MiB) less the mapped bytes, never
+// bytes, 32 MiB and state/2, at least 96 MiB) less the mapped bytes, never
 // above the current limit, and the mapped bytes ignored when they would
 // leave less than the slack.
 func TestHeapLimit(t *testing.T) {
@@ -222,10 +222,10 @@ func TestHeapLimit(t *testing.T) {
 		want               int64
 	}{
 		{"large state", []int64{300 * mib, 400 * mib}, 0, 50 * mib, math.MaxInt64, 1050*mib + 96*mib},
-		{"small state", []int64{30 * mib, 50 * mib}, 0, 30 * mib, math.MaxInt64, 120*mib + 300_000_000 - 134*mib},
-		{"nothing else resident", []int64{10 * mib}, 0, 0, math.MaxInt64, 15*mib + 300_000_000 - 69*mib},
+		{"small state", []int64{30 * mib, 50 * mib}, 0, 30 * mib, math.MaxInt64, 120*mib + 300_000_000 - 102*mib},
+		{"nothing else resident", []int64{10 * mib}, 0, 0, math.MaxInt64, 15*mib + 300_000_000 - 37*mib},
 		{"other beyond the target", []int64{10 * mib}, 0, 400 * mib, math.MaxInt64, 15*mib + 96*mib},
-		{"topology mapped", []int64{100 * mib, 100 * mib}, 100 * mib, 10 * mib, math.MaxInt64, 300*mib + 300_000_000 - 174*mib - 100*mib},
+		{"topology mapped", []int64{100 * mib, 100 * mib}, 100 * mib, 10 * mib, math.MaxInt64, 300*mib + 300_000_000 - 142*mib - 100*mib},
 		{"lower already", []int64{100 * mib}, 0, 0, 200 * mib, 200 * mib},
 		{"mapped beyond the state", []int64{10 * mib}, 1000 * mib, 300 * mib, math.MaxInt64, 15*mib + 96*mib},
 		{"saturated", []int64{math.MaxInt64, 1}, 0, 0, math.MaxInt64, math.MaxInt64},

@@ -78,7 +78,10 @@ func (t *trainer) planPieces(bounds [][]int) error {
 // order. Only one piece is held at a time, beside the sums (a row of the
 // layer's input width per owned vertex); the layer's output is then
 // computed from the sums in chunks (model.ForwardLayerAggregated),
-// written over them when it is no wider than the input. Every
+// written over them when it is no wider than the input (the rest of
+// their storage then holds the next layer's sums if it is large enough:
+// the input layer's sums of 128 features per vertex hold a hidden layer's
+// output and sums of 64). Every
 // rank takes rounds exchanges (those past its last piece are empty), so
 // rank r sends rounds·8(q−1) + 8·R + w·F·S bytes per layer and receives
 // rounds·8(q−1) + 8·S + w·F·R, with R = len(t.halo), S the rows of other
@@ -95,7 +98,16 @@ func (t *trainer) inferPieces(l int, owned []int64, h *dense.Matrix, rounds int)
 	agg := t.m.Aggregation(l)
 	per := t.pieceRows(fin)
 	rows := t.evalRows(owned)
-	sums := dense.New(len(owned), fin)
+	// The sums go in the storage the previous layer's sums left beyond
+	// its output (t.pieceSpare), when large enough.
+	var sums *dense.Matrix
+	if n := len(owned) * fin; l > 0 && len(t.pieceSpare) >= n {
+		sums = &dense.Matrix{Rows: len(owned), Cols: fin, Data: t.pieceSpare[:n:n]}
+		clear(sums.Data)
+	} else {
+		sums = dense.New(len(owned), fin)
+	}
+	t.pieceSpare = nil
 	// own reads the input row of a vertex the rank owns, local id lid,
 	// into scratch (l = 0) or in place.
 	own := func(g, lid int64, scratch []float32) []float32 {
@@ -217,10 +229,13 @@ func (t *trainer) inferPieces(l int, owned []int64, h *dense.Matrix, rounds int)
 		y := t.m.ForwardLayerAggregated(l, xdst, s)
 		copy(out.Data[a*fout:], y.Data)
 	}
-	switch {
-	case fout == fin:
-	case fout < fin: // a copy of its size, so that the sums' storage is freed
-		out = &dense.Matrix{Rows: len(owned), Cols: fout, Data: slices.Clone(sums.Data[:len(owned)*fout])}
+	if fout < fin {
+		// The rest of the sums' storage is spare for the next layer's.
+		n := len(owned) * fout
+		out = &dense.Matrix{Rows: len(owned), Cols: fout, Data: sums.Data[:n:n]}
+		if l+1 < len(t.m.Layers) {
+			t.pieceSpare = sums.Data[n:]
+		}
 	}
 	return out, nil
 }

@@ -117,9 +117,10 @@ type evaluator struct {
 	// evalDeg is the degrees of the rows the rank owns under ebook, for
 	// GCN on a partitioned dataset (needDegrees); nil otherwise.
 	evalDeg     *dense.Matrix
-	evalChunks  [][]int // per layer: this rank's chunk boundaries, padded to the ranks' maximum count
-	haloOnce    []bool  // per layer: whether several chunks share one fetch of the halo (planChunks)
-	haloRounds  []int   // per layer: the pieces its halo is fetched in (inferPieces), 0 if it is not; nil if no layer is
+	evalChunks  [][]int   // per layer: this rank's chunk boundaries, padded to the ranks' maximum count
+	haloOnce    []bool    // per layer: whether several chunks share one fetch of the halo (planChunks)
+	haloRounds  []int     // per layer: the pieces its halo is fetched in (inferPieces), 0 if it is not; nil if no layer is
+	pieceSpare  []float32 // storage inferPieces' sums left beyond the layer's output, for the next layer's sums; nil when there is none
 	chunkCache  map[[2]int]*evalChunk
 	chunkCached int64 // bytes of the cached chunks (trainer.chunk)
 	// halo lists, ascending, the sources of the rank's inference blocks
@@ -303,11 +304,11 @@ func heapLimit(state []int64, mapped, other, cur int64) int64 {
 // Bounds of heapSlack: peakSlack is the resident set's allowance beyond
 // 1.5 times the state (the memory target, issue 29), heapMargin what of it
 // stays free for memory outside the heap that comes after the limit is
-// set (BLAS's per-thread buffers, about 32 MiB a thread) and for the
+// set (BLAS's buffers, growth of the other bytes) and for the
 // collector's overshoot, and the slack is at least minSlack.
 const (
 	peakSlack  = 300_000_000
-	heapMargin = 64 << 20
+	heapMargin = 32 << 20
 	minSlack   = 96 << 20
 )
 
