@@ -233,14 +233,14 @@ func evalChunkValues(evalMemory int64, feat featShape) int64 {
 // them it does not own. It is collective
 // over c: every rank fails if one would not fit. The topology and the
 // loaded rows are in use already and counted by the budget. On success it
-// returns a line for the log: the resident memory now, the estimate and
+// returns the estimate and a line for the log: the resident memory now, the estimate and
 // their sum, the peak the rank should expect (the loaded rows that move
 // into the store count twice in it, so it errs high by about the store).
-func checkFootprint(c collective.Comm, d *Data, cfg Config, norm FeatureNorm, evalRows, haloRows int64) (string, error) {
+func checkFootprint(c collective.Comm, d *Data, cfg Config, norm FeatureNorm, evalRows, haloRows int64) (footprint, string, error) {
 	shape := featShapeOf(d)
 	f, err := estimateFootprint(cfg, shape, d.NumNodes(), evalRows, haloRows, int64(cacheRows(cfg.CacheFrac, d.Book.NumNodes(), d.Book.Parts)), norm)
 	if err != nil { // the same configuration on every rank: all fail alike
-		return "", err
+		return footprint{}, "", err
 	}
 	need, what := f.Total(), f.String()
 	if cfg.Device == DeviceCUDA && shape.nnz < 0 && cfg.FeatureDType != alltoall.F16 {
@@ -251,10 +251,10 @@ func checkFootprint(c collective.Comm, d *Data, cfg Config, norm FeatureNorm, ev
 		what += ", mapped host tier " + gib(host)
 	}
 	if err := fits(c, need, fmt.Sprintf("training needs %s more (%s)", gib(need), what)); err != nil {
-		return "", err
+		return footprint{}, "", err
 	}
 	rss := memlimit.RSS()
-	return fmt.Sprintf("rank %d holds %s (%d bytes) and needs %s (%d bytes) more (%s): estimated peak %d bytes", c.Rank(), gib(rss), rss, gib(need), need, what, sat.Add(rss, need)), nil
+	return f, fmt.Sprintf("rank %d holds %s (%d bytes) and needs %s (%d bytes) more (%s): estimated peak %d bytes", c.Rank(), gib(rss), rss, gib(need), need, what, sat.Add(rss, need)), nil
 }
 
 // featShapeOf returns the shape of d's feature rows.

@@ -155,7 +155,7 @@ func newTrainer(c collective.Comm, d *Data, cfg Config) (*trainer, error) {
 	if c.Rank() < ebook.Parts {
 		halo = haloOf(d, ebook, c.Rank(), ebook.Owned(c.Rank()))
 	}
-	memCheck, err := checkFootprint(c, d, ccfg, norm, evalRows, int64(len(halo)))
+	fp, memCheck, err := checkFootprint(c, d, ccfg, norm, evalRows, int64(len(halo)))
 	if err != nil {
 		return nil, err
 	}
@@ -250,12 +250,13 @@ func newTrainer(c collective.Comm, d *Data, cfg Config) (*trainer, error) {
 	if t.gsync, err = newGradSync(c, m, cfg.GradDType, bucketMB); err != nil {
 		return nil, err
 	}
-	limitHeap(t.memory(), mappedBytes(csrArrays(t.d.Adj)...))
+	limitHeap(t.memory(), mappedBytes(csrArrays(t.d.Adj)...), fp.Batch)
 	return t, nil
 }
 
 // limitHeap lowers the Go collector's soft memory limit to 1.5 times the
-// trainer's state (memory's parts) plus the slack heapSlack(state, other),
+// trainer's state (memory's parts) plus the slack heapSlack(state, other,
+// batch), with batch the minibatches' bytes in flight (footprint.Batch),
 // less mapped, the bytes of the state that lie in a file mapping (a
 // binary file's topology, read in place), unless GOMEMLIMIT sets one or
 // the limit is lower already: a minibatch's buffers are garbage after its
@@ -266,12 +267,12 @@ func newTrainer(c collective.Comm, d *Data, cfg Config) (*trainer, error) {
 // not in the Go runtime's memory, which the limit bounds, so the resident
 // set stays under 1.5 times the state plus the slack, other and what C
 // code (BLAS) allocates later.
-func limitHeap(state []int64, mapped int64) {
+func limitHeap(state []int64, mapped, batch int64) {
 	if os.Getenv("GOMEMLIMIT") != "" {
 		return
 	}
 	other := max(0, memlimit.RSS()-goResident()-mapped)
-	debug.SetMemoryLimit(heapLimit(state, mapped, other, debug.SetMemoryLimit(-1)))
+	debug.SetMemoryLimit(heapLimit(state, mapped, other, batch, debug.SetMemoryLimit(-1)))
 }
 
 // goResident returns the Go runtime's memory not returned to the system
@@ -286,14 +287,15 @@ func goResident() int64 {
 	return int64(ss[0].Value.Uint64() - ss[1].Value.Uint64())
 }
 
-// heapLimit returns limitHeap's limit for the given state, mapped and
-// other bytes, or cur if that is lower. The limit is at least the slack.
-func heapLimit(state []int64, mapped, other, cur int64) int64 {
+// heapLimit returns limitHeap's limit for the given state, mapped, other
+// and batch bytes, or cur if that is lower. The limit is at least the
+// slack.
+func heapLimit(state []int64, mapped, other, batch, cur int64) int64 {
 	var s int64
 	for _, v := range state {
 		s = sat.Add(s, v)
 	}
-	slack := heapSlack(s, other)
+	slack := heapSlack(s, other, batch)
 	lim := sat.Add(sat.Add(s, s/2), slack)
 	if mapped > 0 && mapped < lim-slack {
 		lim -= mapped
@@ -313,19 +315,20 @@ const (
 )
 
 // heapSlack returns the soft heap limit's allowance beyond 1.5 times the
-// state s, given other bytes resident outside the Go runtime: what the
-// memory target leaves, peakSlack − other − heapMargin, less s/2 (layer-
+// state s, given other bytes resident outside the Go runtime and batch,
+// the bytes of the minibatches in flight: batch, but no more than the
+// memory target leaves, peakSlack − other − heapMargin less s/2 (layer-
 // wise inference holds two layers' outputs beside the state, which the
-// limit must leave room for), at least minSlack. A small state
-// gets room for a step's buffers and garbage, so that the collector does
-// not run every few steps (Coauthor-Physics, SAGE hidden 256, state 83 MB:
-// a step's working set is about 130 MB beyond the state, and a slack of
-// 96 MiB meant 812 collections in 3 epochs against 23 with 256 MiB); a
-// large state's slack is minSlack, which leaves a collection every few
-// steps at least (a step of the 1M SBM leaves about 10 MB of garbage at
-// np 1, 17 MB at np 4).
-func heapSlack(s, other int64) int64 {
-	return max(peakSlack-other-heapMargin-s/2, minSlack)
+// limit must leave room for), and at least minSlack. A state whose steps
+// take much memory gets room for them and their garbage, so that the
+// collector does not run several times a step (Coauthor-Physics, SAGE
+// hidden 256, state 83 MB, minibatches 0.21 GiB: a slack of 96 MiB meant
+// 849 collections in 3 epochs and evaluation, this one, about 156 MB, 67;
+// 256 MiB would mean 46); a step beyond that gains little, and a step
+// that takes less (the 1M SBM: about 10 MB of garbage at np 1, 17 MB at
+// np 4) gets minSlack, a collection every few steps at least.
+func heapSlack(s, other, batch int64) int64 {
+	return max(min(batch, peakSlack-other-heapMargin-s/2), minSlack)
 }
 
 // topologyGrid returns the grid of the sampler's topology over c: (p/C)×C
