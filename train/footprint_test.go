@@ -210,7 +210,7 @@ func TestCheckFullFootprint(t *testing.T) {
 }
 
 // heapLimit: 1.5 × state + heapSlack (the minibatches' bytes, but at most
-// 300 MB less the other resident bytes, 32 MiB and state/2, and at least
+// 300 MB less the other resident bytes and 32 MiB, and at least
 // 96 MiB) less the mapped bytes, never above the current limit, and the
 // mapped bytes ignored when they would leave less than the slack.
 func TestHeapLimit(t *testing.T) {
@@ -221,13 +221,13 @@ func TestHeapLimit(t *testing.T) {
 		mapped, other, batch, cur int64
 		want                      int64
 	}{
-		{"large state", []int64{300 * mib, 400 * mib}, 0, 50 * mib, 200 * mib, math.MaxInt64, 1050*mib + 96*mib},
-		{"small state, large steps", []int64{30 * mib, 50 * mib}, 0, 30 * mib, 200 * mib, math.MaxInt64, 120*mib + 300_000_000 - 102*mib},
-		{"small state, small steps", []int64{30 * mib, 50 * mib}, 0, 30 * mib, 110 * mib, math.MaxInt64, 120*mib + 110*mib},
+		{"steps within the target", []int64{300 * mib, 400 * mib}, 0, 50 * mib, 200 * mib, math.MaxInt64, 1050*mib + 200*mib},
+		{"steps beyond the target", []int64{30 * mib, 50 * mib}, 0, 30 * mib, 1000 * mib, math.MaxInt64, 120*mib + 300_000_000 - 62*mib},
+		{"small steps", []int64{30 * mib, 50 * mib}, 0, 30 * mib, 110 * mib, math.MaxInt64, 120*mib + 110*mib},
 		{"steps below the least slack", []int64{160 * mib}, 0, 30 * mib, 30 * mib, math.MaxInt64, 240*mib + 96*mib},
-		{"nothing else resident", []int64{10 * mib}, 0, 0, 1000 * mib, math.MaxInt64, 15*mib + 300_000_000 - 37*mib},
+		{"nothing else resident", []int64{10 * mib}, 0, 0, 1000 * mib, math.MaxInt64, 15*mib + 300_000_000 - 32*mib},
 		{"other beyond the target", []int64{10 * mib}, 0, 400 * mib, 200 * mib, math.MaxInt64, 15*mib + 96*mib},
-		{"topology mapped", []int64{100 * mib, 100 * mib}, 100 * mib, 10 * mib, 200 * mib, math.MaxInt64, 300*mib + 300_000_000 - 142*mib - 100*mib},
+		{"topology mapped", []int64{100 * mib, 100 * mib}, 100 * mib, 10 * mib, 1000 * mib, math.MaxInt64, 300*mib + 300_000_000 - 42*mib - 100*mib},
 		{"lower already", []int64{100 * mib}, 0, 0, 0, 200 * mib, 200 * mib},
 		{"mapped beyond the state", []int64{10 * mib}, 1000 * mib, 300 * mib, 200 * mib, math.MaxInt64, 15*mib + 96*mib},
 		{"saturated", []int64{math.MaxInt64, 1}, 0, 0, 0, math.MaxInt64, math.MaxInt64},
