@@ -209,7 +209,7 @@ func TestCheckFullFootprint(t *testing.T) {
 	require.ErrorContains(t, err, "test limit")
 }
 
-// heapLimit: 1.5 × state + heapSlack (twice the minibatches' bytes, but at most
+// heapLimit: 1.5 × state + heapSlack (the minibatches' bytes, but at most
 // 300 MB less the other resident bytes and 32 MiB, and at least
 // 96 MiB) less the mapped bytes, never above the current limit, and the
 // mapped bytes ignored when they would leave less than the slack.
@@ -221,10 +221,10 @@ func TestHeapLimit(t *testing.T) {
 		mapped, other, batch, cur int64
 		want                      int64
 	}{
-		{"steps within the target", []int64{300 * mib, 400 * mib}, 0, 50 * mib, 80 * mib, math.MaxInt64, 1050*mib + 160*mib},
+		{"steps within the target", []int64{300 * mib, 400 * mib}, 0, 50 * mib, 160 * mib, math.MaxInt64, 1050*mib + 160*mib},
 		{"steps beyond the target", []int64{30 * mib, 50 * mib}, 0, 30 * mib, 1000 * mib, math.MaxInt64, 120*mib + 300_000_000 - 62*mib},
-		{"small steps", []int64{30 * mib, 50 * mib}, 0, 30 * mib, 55 * mib, math.MaxInt64, 120*mib + 110*mib},
-		{"steps below the least slack", []int64{160 * mib}, 0, 30 * mib, 40 * mib, math.MaxInt64, 240*mib + 96*mib},
+		{"small steps", []int64{30 * mib, 50 * mib}, 0, 30 * mib, 110 * mib, math.MaxInt64, 120*mib + 110*mib},
+		{"steps below the least slack", []int64{160 * mib}, 0, 30 * mib, 80 * mib, math.MaxInt64, 240*mib + 96*mib},
 		{"nothing else resident", []int64{10 * mib}, 0, 0, 1000 * mib, math.MaxInt64, 15*mib + 300_000_000 - 32*mib},
 		{"other beyond the target", []int64{10 * mib}, 0, 400 * mib, 200 * mib, math.MaxInt64, 15*mib + 96*mib},
 		{"topology mapped", []int64{100 * mib, 100 * mib}, 100 * mib, 10 * mib, 1000 * mib, math.MaxInt64, 300*mib + 300_000_000 - 42*mib - 100*mib},

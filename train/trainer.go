@@ -316,18 +316,18 @@ const (
 
 // heapSlack returns the soft heap limit's allowance beyond 1.5 times the
 // state s, given other bytes resident outside the Go runtime and batch,
-// the bytes of the minibatches in flight: 2·batch (the live minibatches
-// and as much again of their garbage between two collections), but no
-// more than the memory target leaves, peakSlack − other − heapMargin, and
-// at least minSlack. A state whose steps take much memory gets room for
-// them and their garbage, so that the collector does not run several
-// times a step (Coauthor-Physics, SAGE hidden 256, state 83 MB,
-// minibatches 0.21 GiB: a slack of 96 MiB meant 849 collections in 3
-// epochs and evaluation, one of the minibatches' bytes 101, 256 MiB 46),
-// and steps that take less (the 1M SBM: about 10 MB of garbage at np 1,
-// 17 MB at np 4) get minSlack, a collection every few steps at least.
+// the bytes of the minibatches in flight: batch, but no more than the
+// memory target leaves, peakSlack − other − heapMargin, and at least
+// minSlack. A state whose steps take much memory gets room for them and
+// their garbage, so that the collector does not run several times a step
+// (Coauthor-Physics, SAGE hidden 256, state 83 MB, minibatches 0.21 GiB:
+// a slack of 96 MiB meant 849 collections in 3 epochs and evaluation,
+// this one 101; twice the minibatches' bytes meant 46, but raised the
+// peak of states with larger steps beside them, products' at np 8), and
+// steps that take less (the 1M SBM: about 10 MB of garbage at np 1, 17 MB
+// at np 4) get minSlack, a collection every few steps at least.
 func heapSlack(s, other, batch int64) int64 {
-	return max(min(sat.Mul(2, batch), peakSlack-other-heapMargin), minSlack)
+	return max(min(batch, peakSlack-other-heapMargin), minSlack)
 }
 
 // topologyGrid returns the grid of the sampler's topology over c: (p/C)×C
