@@ -2,7 +2,6 @@ package sampling
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"slices"
 
 	"gnnmpi/sparse"
@@ -134,9 +133,9 @@ func (s *NodeWise) Sample(batches [][]int64, keys []uint64) ([]*MiniBatch, error
 // entries keeps all and draws nothing.
 func uniformPicker(h, fanout int) picker {
 	return func(sc *scratch, key uint64, v int64, cols []int64, _ []float64) []int {
-		var r *rand.Rand
+		var r *pcg
 		if fanout >= 0 && len(cols) > fanout {
-			r = sc.stream(key, h, v)
+			r = sc.rp.row(key, h, v)
 		}
 		return sc.d.draw(len(cols), nil, fanout, r)
 	}
