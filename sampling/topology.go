@@ -48,7 +48,7 @@ type picker func(sc *scratch, key uint64, v int64, cols []int64, vals []float64)
 type scratch struct {
 	d   darts
 	st  *streams
-	rp  pcg // uniformPicker's RowStream generators
+	rp  pcg       // uniformPicker's RowStream generators
 	ind []int64   // pickRows's kept columns, before they are copied out
 	val []float64 // and their values
 }
