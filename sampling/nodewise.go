@@ -152,7 +152,7 @@ func relabel(dst []int64, smp *sparse.CSR, t *idTable) Block {
 	// The sources gather in t's scratch and are copied out once at their
 	// size.
 	src := append(t.src[:0], dst...)
-	t.reset(int(min(int64(nd+len(smp.Indices)), smp.NCols)))
+	t.reset(int(min(int64(nd+len(smp.Indices)), smp.NCols)), smp.NCols)
 	for i, v := range dst {
 		if t.put(v, int32(i)) != int32(i) {
 			panic("sampling: destination vertex repeated")
