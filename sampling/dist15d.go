@@ -350,6 +350,17 @@ func (k *keptRows) pick(indptr, indices []int64, values []float64, at, rows, qv,
 			i = at[x]
 		}
 		lo, hi := indptr[i], indptr[i+1]
+		// The row two ahead on its way to the cache while this one draws
+		// (the rows of a chunk are scattered over the piece).
+		if x+2 < len(rows) {
+			n := int64(x + 2)
+			if at != nil {
+				n = at[x+2]
+			}
+			if q, e := indptr[n], indptr[n+1]; q < e {
+				prefetchRow(&indices[q], int(e-q))
+			}
+		}
 		cols := indices[lo:hi]
 		var vals []float64
 		if values != nil {
@@ -361,9 +372,14 @@ func (k *keptRows) pick(indptr, indices []int64, values []float64, at, rows, qv,
 			ind = append(ind, cols...)
 			val = append(val, vals...)
 		} else {
-			for _, p := range ps {
-				ind = append(ind, cols[p])
-				if vals != nil {
+			ind = slices.Grow(ind, len(ps))
+			dst := ind[len(ind) : len(ind)+len(ps)]
+			for y, p := range ps {
+				dst[y] = cols[p]
+			}
+			ind = ind[:len(ind)+len(ps)]
+			if vals != nil {
+				for _, p := range ps {
 					val = append(val, vals[p])
 				}
 			}
