@@ -170,14 +170,23 @@ const scanFactor = 64
 func (d *darts) rebuild(n int, w []float64, taken []uint64) float64 {
 	d.idx = d.idx[:0]
 	d.prefix = d.prefix[:0]
+	if w == nil {
+		// The clear bits of taken, a word at a time.
+		for i, x := range taken[:(n+63)>>6] {
+			free := ^x
+			if rest := n - i<<6; rest < 64 {
+				free &= 1<<rest - 1
+			}
+			for free != 0 {
+				d.idx = append(d.idx, i<<6|bits.TrailingZeros64(free))
+				free &= free - 1
+			}
+		}
+		return float64(len(d.idx))
+	}
 	var total float64
 	for k := range n {
 		if taken[k>>6]&(1<<(k&63)) != 0 {
-			continue
-		}
-		if w == nil {
-			d.idx = append(d.idx, k)
-			total++
 			continue
 		}
 		if w[k] > 0 {
