@@ -116,7 +116,9 @@ func (s *NodeWise) Sample(batches [][]int64, keys []uint64) ([]*MiniBatch, error
 		// The minibatches' blocks, on up to GOMAXPROCS goroutines, each
 		// with its own table numbering a block's sources.
 		forEach(k, func(b int, t *idTable) {
-			blk := relabel(frontiers[b], rowRange(smp, off[b], off[b+1]), t)
+			// smp is this call's (rows' result): each block takes its
+			// rows' indices, disjoint from the others'.
+			blk := relabel(frontiers[b], rowRange(smp, off[b], off[b+1]), t, true)
 			out[b].Blocks[nl-1-h] = blk
 			frontiers[b] = blk.Src
 		})
@@ -145,9 +147,13 @@ func uniformPicker(h, fanout int) picker {
 // block with destinations dst: sources are the destinations followed by
 // the other sampled vertices in order of first appearance, and each row's
 // local columns are sorted. t is scratch: it numbers the block's sources
-// while the block is built.
+// while the block is built. With own, smp's indices are the caller's to
+// give: the block's local columns overwrite them (each is written at or
+// before the place it is read from), and the block keeps them, instead
+// of a new array of the same length (which would be zeroed and then
+// written). Otherwise smp is not modified.
 // It will panic if a vertex of dst is repeated.
-func relabel(dst []int64, smp *sparse.CSR, t *idTable) Block {
+func relabel(dst []int64, smp *sparse.CSR, t *idTable, own bool) Block {
 	nd := len(dst)
 	// The sources gather in t's scratch and are copied out once at their
 	// size.
@@ -158,7 +164,10 @@ func relabel(dst []int64, smp *sparse.CSR, t *idTable) Block {
 			panic("sampling: destination vertex repeated")
 		}
 	}
-	adj := &sparse.CSR{NRows: int64(nd), Indptr: smp.Indptr, Indices: make([]int64, len(smp.Indices))}
+	adj := &sparse.CSR{NRows: int64(nd), Indptr: smp.Indptr, Indices: smp.Indices}
+	if !own {
+		adj.Indices = make([]int64, len(smp.Indices))
+	}
 	// A row's vertices new to the block get ids above all earlier ones, in
 	// the row's order: the row is its earlier vertices' ids, sorted, then
 	// the new ones. Only the first part needs sorting (all of the row if

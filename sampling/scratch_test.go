@@ -323,3 +323,35 @@ func arrayBlock(dst []int64, norm *sparse.CSR, cols []int64, factor []float64, p
 	adj.SortRows()
 	return Block{Adj: adj, Dst: src[:nd:nd], Src: slices.Clip(src)}
 }
+
+// relabel gives the same block whether it owns the sampled rows (and
+// overwrites their indices) or not (and leaves them as they were), on
+// rows with repeated vertices across and within rows.
+func TestRelabelOwn(t *testing.T) {
+	r := rand.New(rand.NewPCG(8, 9))
+	const n, nd = 500, 40
+	dst := make([]int64, 0, nd)
+	for _, v := range r.Perm(n)[:nd] {
+		dst = append(dst, int64(v))
+	}
+	smp := &sparse.CSR{NRows: nd, NCols: n, Indptr: make([]int64, nd+1)}
+	for i := range nd {
+		for range r.IntN(12) {
+			smp.Indices = append(smp.Indices, r.Int64N(60)) // many repeats
+		}
+		slices.Sort(smp.Indices[smp.Indptr[i]:])
+		smp.Indptr[i+1] = int64(len(smp.Indices))
+	}
+	before := slices.Clone(smp.Indices)
+	var tab idTable
+	kept := relabel(dst, smp, &tab, false)
+	require.Equal(t, before, smp.Indices, "relabel without own modified the rows")
+	owned := relabel(dst, smp, &tab, true)
+	require.Equal(t, kept, owned)
+	pos := make([]int32, n)
+	for v := range pos {
+		pos[v] = -1
+	}
+	smp.Indices = before
+	require.Equal(t, arrayRelabel(dst, smp, pos), owned)
+}

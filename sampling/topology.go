@@ -33,7 +33,9 @@ type Topology interface {
 	// rows returns the |v|×N matrix whose row i holds the entries of row
 	// v[i] of the matrix (sorted, repeats merged into their count) that
 	// pick keeps (all if pick is nil), with their values if the matrix has
-	// values. keys[i] is the key of row i's minibatch.
+	// values. keys[i] is the key of row i's minibatch. The matrix is the
+	// caller's: it shares no array with the topology, and the caller may
+	// overwrite it.
 	rows(v []int64, keys []uint64, pick picker) (*sparse.CSR, error)
 }
 
