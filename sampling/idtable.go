@@ -28,7 +28,7 @@ type idTable struct {
 	slots []idSlot
 	mask  uint64  // slots in use − 1
 	bits  uint    // log2(slots in use)
-	used  int     // keys stored
+	used  int     // keys stored in the slots (not counted when direct)
 	max   int     // keys the slots in use hold at most half full
 	src   []int64 // relabel's sources while a block is built
 	fresh []int64 // and the ids first given in a row
@@ -101,15 +101,19 @@ func (t *idTable) home(v int64) uint64 {
 // put returns the value of v if v is in t; otherwise it stores v with the
 // value x and returns x. v is in [0, n) of the last reset.
 func (t *idTable) put(v int64, x int32) int32 {
-	if t.direct {
+	if t.direct { // small enough to inline: one load, maybe a store
 		e := &t.dense[v]
-		if e.gen == t.gen {
-			return e.val
+		if e.gen != t.gen {
+			*e = idStamp{gen: t.gen, val: x}
+			return x
 		}
-		*e = idStamp{gen: t.gen, val: x}
-		t.used++
-		return x
+		return e.val
 	}
+	return t.putHashed(v, x)
+}
+
+// putHashed is put into the slots.
+func (t *idTable) putHashed(v int64, x int32) int32 {
 	k := v + 1
 	i := t.home(v)
 	for ; t.slots[i].key != 0; i = (i + 1) & t.mask {
@@ -119,7 +123,7 @@ func (t *idTable) put(v int64, x int32) int32 {
 	}
 	if t.used == t.max {
 		t.grow()
-		return t.put(v, x)
+		return t.putHashed(v, x)
 	}
 	t.slots[i] = idSlot{key: k, val: x}
 	t.used++

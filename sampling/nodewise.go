@@ -164,6 +164,7 @@ func relabel(dst []int64, smp *sparse.CSR, t *idTable, own bool) Block {
 			panic("sampling: destination vertex repeated")
 		}
 	}
+	direct, dense, gen := t.direct, t.dense, t.gen
 	adj := &sparse.CSR{NRows: int64(nd), Indptr: smp.Indptr, Indices: smp.Indices}
 	if !own {
 		adj.Indices = make([]int64, len(smp.Indices))
@@ -178,7 +179,17 @@ func relabel(dst []int64, smp *sparse.CSR, t *idTable, own bool) Block {
 		fresh := t.fresh[:0]
 		ordered := true
 		for _, v := range smp.Indices[s:e] {
-			j := t.put(v, int32(len(src)))
+			var j int32
+			if direct { // t.put, inline
+				if d := &dense[v]; d.gen == gen {
+					j = d.val
+				} else {
+					j = int32(len(src))
+					*d = idStamp{gen: gen, val: j}
+				}
+			} else {
+				j = t.put(v, int32(len(src)))
+			}
 			if int(j) == len(src) {
 				src = append(src, v)
 			}
