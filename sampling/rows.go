@@ -67,9 +67,12 @@ func (d *darts) draw(n int, w []float64, s int, r *pcg) []int {
 		d.taken = make([]uint64, words)
 	}
 	taken := d.taken[:words]
-	if w == nil && n >= 2*s {
+	switch {
+	case w == nil && n >= 2*s:
 		d.out = drawUnit(d.out, n, s, taken, r)
-	} else {
+	case w == nil:
+		d.drawUnitRebuild(n, s, taken, r)
+	default:
 		d.drawWeighted(n, w, s, taken, r)
 	}
 	if n <= scanFactor*len(d.out) {
@@ -110,6 +113,53 @@ func drawUnit(out []int, n, s int, taken []uint64, r *pcg) []int {
 		out = append(out, t)
 	}
 	return out
+}
+
+// drawUnitRebuild appends to d.out s distinct positions among n of unit
+// weight, marking them in taken: drawWeighted with nil weights, without
+// its tests of the weights, when the draws may come to half of n and
+// rebuild (n < 2s). The counts are whole, so comparing them as integers
+// is comparing them as drawWeighted's float64.
+func (d *darts) drawUnitRebuild(n, s int, taken []uint64, r *pcg) {
+	out := d.out
+	total, mass := n, 0
+	for len(out) < s { // the identity: candidate t is position t
+		t := int(r.float64() * float64(total))
+		if uint(t) >= uint(n) {
+			continue // rounding put the dart at the end
+		}
+		x, b := taken[t>>6], uint64(1)<<(t&63)
+		if x&b != 0 {
+			continue
+		}
+		taken[t>>6] = x | b
+		out = append(out, t)
+		if mass++; 2*mass > total && len(out) < s {
+			break
+		}
+	}
+	for len(out) < s { // the candidates left at each rebuild
+		d.out = out
+		total, mass = int(d.rebuild(n, nil, taken)), 0
+		idx := d.idx
+		for len(out) < s {
+			t := int(r.float64() * float64(total))
+			if uint(t) >= uint(len(idx)) {
+				continue
+			}
+			pos := idx[t]
+			x, b := taken[pos>>6], uint64(1)<<(pos&63)
+			if x&b != 0 {
+				continue
+			}
+			taken[pos>>6] = x | b
+			out = append(out, pos)
+			if mass++; 2*mass > total && len(out) < s {
+				break
+			}
+		}
+	}
+	d.out = out
 }
 
 // drawWeighted appends to d.out the s draws of draw with weights w (nil:
