@@ -175,21 +175,15 @@ func relabel(dst []int64, smp *sparse.CSR, t *idTable, own bool) Block {
 	// the new ids are out of order, as a repeated vertex would make them).
 	for i := range nd {
 		s, e := smp.Indptr[i], smp.Indptr[i+1]
+		if direct {
+			src = relabelRow(adj.Indices, smp.Indices, s, e, src, dense, gen, t)
+			continue
+		}
 		before, o := int32(len(src)), s // o: the next place for an earlier vertex
 		fresh := t.fresh[:0]
 		ordered := true
 		for _, v := range smp.Indices[s:e] {
-			var j int32
-			if direct { // t.put, inline
-				if d := &dense[v]; d.gen == gen {
-					j = d.val
-				} else {
-					j = int32(len(src))
-					*d = idStamp{gen: gen, val: j}
-				}
-			} else {
-				j = t.put(v, int32(len(src)))
-			}
+			j := t.put(v, int32(len(src)))
 			if int(j) == len(src) {
 				src = append(src, v)
 			}
@@ -213,6 +207,57 @@ func relabel(dst []int64, smp *sparse.CSR, t *idTable, own bool) Block {
 	t.src = src
 	src = append(make([]int64, 0, len(src)), src...) // never nil, as Dst and Src were before
 	return Block{Adj: adj, Dst: src[:nd:nd], Src: src}
+}
+
+// relabelRow is a row [s, e) of relabel with a direct idTable (dense,
+// generation gen): it reads the row's vertices from in, writes their ids
+// to out (which may be in: each is written at or before the place it is
+// read from), appends the new vertices to src and returns it. Its loop
+// has no branch on the vertices: every id is written both as an earlier
+// one (at o) and as a new one (in t.fresh), and the counts advance by the
+// comparisons, so that a row whose vertices are new or not at random costs
+// no mispredicted branches.
+func relabelRow(out, in []int64, s, e int64, src []int64, dense []idStamp, gen uint32, t *idTable) []int64 {
+	row := in[s:e:e]
+	before, o := int32(len(src)), s // o: the next place for an earlier vertex
+	ns := len(src)
+	src = slices.Grow(src, len(row))
+	room := src[:cap(src)]
+	fresh := slices.Grow(t.fresh[:0], len(row))[:len(row)]
+	nf := 0
+	ordered := true
+	last := int32(-1) // the last new id of the row
+	for _, v := range row {
+		d := &dense[v]
+		j := int32(ns)
+		if d.gen == gen {
+			j = d.val
+		}
+		*d = idStamp{gen: gen, val: j}
+		room[ns] = v // kept only when v is new
+		isNew, earlier := 0, 0
+		if int(j) == ns {
+			isNew = 1
+		}
+		if j < before {
+			earlier = 1
+		}
+		ns += isNew
+		out[o] = int64(j)
+		o += int64(earlier)
+		fresh[nf] = int64(j)
+		nf += 1 - earlier
+		ordered = ordered && (j < before || j > last)
+		last = max(last, j)
+	}
+	copy(out[o:e], fresh[:nf])
+	if ordered {
+		sortSmall(out[s:o])
+	} else {
+		sortSmall(out[s:e])
+	}
+	t.fresh = fresh[:0]
+	return room[:ns]
 }
 
 // smallSort is the length up to which sortSmall sorts by insertion: a
