@@ -198,3 +198,37 @@ func TestPrefetchRow(t *testing.T) {
 		require.Equal(t, want, row, "n=%d", n)
 	}
 }
+
+// sortSmall sorts as slices.Sort does, by each of its methods (sweeps up
+// to sweepSort, insertion up to smallSort, slices.Sort beyond), with
+// repeated values and already sorted or reversed input.
+func TestSortSmall(t *testing.T) {
+	r := rand.New(rand.NewPCG(4, 5))
+	for n := range 2*smallSort + 3 {
+		for trial := range 6 {
+			x := make([]int64, n)
+			for i := range x {
+				x[i] = r.Int64N(int64(n/2 + 1)) // repeats
+			}
+			switch trial {
+			case 1:
+				slices.Sort(x)
+			case 2:
+				slices.Sort(x)
+				slices.Reverse(x)
+			}
+			want := slices.Clone(x)
+			slices.Sort(want)
+			y := make([]int, n)
+			for i, v := range x {
+				y[i] = int(v)
+			}
+			sortSmall(x)
+			sortSmall(y)
+			require.Equal(t, want, x, "n=%d trial %d", n, trial)
+			for i, v := range want {
+				require.Equal(t, int(v), y[i], "n=%d trial %d", n, trial)
+			}
+		}
+	}
+}
