@@ -96,24 +96,36 @@ func checkRowBlock(rowBounds []int64, nb, i int, local *sparse.CSR) error {
 // columns; peak is the largest chunk of unthinned rows. deg is the degree
 // of every vertex, gathered on the first hop (degrees), with which a hop
 // fetches only the rows of a block its frontier needs when that sends
-// fewer bytes than the block (spgemm.Stream.Degrees).
+// fewer bytes than the block (spgemm.Stream.Degrees). distinct, learnt
+// with deg, is whether every row of the adjacency is sorted with distinct
+// columns (spgemm.Stream.DistinctB: the product then checks no row of B).
 type dist15D struct {
 	distTop
-	deg []int32
+	deg      []int32
+	known    bool // deg (with more than one grid row) and distinct
+	distinct bool
 }
 
 // degrees gathers, on first use, the degree of every vertex from the
 // ranks of the grid column (an Allgatherv of one int32 per row, counted
 // under metrics.PhaseSpGEMM: 4·(n − rows_i) bytes received and
-// 4·(q−1)·rows_i sent by a rank of grid row i). With one grid row there
-// is nothing to fetch, and no degrees.
+// 4·(q−1)·rows_i sent by a rank of grid row i), and whether every row of
+// the adjacency is sorted with distinct columns: a row that is not sends
+// its degree d as ^d (−d−1), which costs no byte more. With one grid row
+// there is nothing to fetch, no degrees, and this rank's block is all
+// the rows.
 func (t *dist15D) degrees() error {
 	g := t.g
-	if t.deg != nil || g.PR == 1 {
+	if t.known {
+		return nil
+	}
+	loc := t.a.Local
+	if g.PR == 1 {
+		t.distinct = rowsSorted(loc.Indptr, loc.Indices)
+		t.known = true
 		return nil
 	}
 	defer collective.SetPhase(g.Comm, metrics.PhaseSpGEMM)()
-	loc := t.a.Local
 	mine := make([]int32, loc.NRows)
 	for r := range mine {
 		d := loc.Degree(int64(r))
@@ -121,6 +133,9 @@ func (t *dist15D) degrees() error {
 			return fmt.Errorf("sampling: row %d has %d entries, more than an int32", t.a.RowBounds[g.Row]+int64(r), d)
 		}
 		mine[r] = int32(d)
+		if !rowsSorted(loc.Indptr[r:r+2], loc.Indices) {
+			mine[r] = ^mine[r]
+		}
 	}
 	counts := make([]int, g.PR)
 	for x := range counts {
@@ -130,8 +145,28 @@ func (t *dist15D) degrees() error {
 	if err := g.ColComm.Allgatherv(collective.BufOf(mine), collective.BufOf(deg), counts); err != nil {
 		return err
 	}
-	t.deg = deg
+	t.distinct = true
+	for v, d := range deg {
+		if d < 0 {
+			deg[v], t.distinct = ^d, false
+		}
+	}
+	t.deg, t.known = deg, true
 	return nil
+}
+
+// rowsSorted reports whether every row of the rows (indptr, indices) is
+// sorted with distinct columns.
+func rowsSorted(indptr, indices []int64) bool {
+	for r := range len(indptr) - 1 {
+		row := indices[indptr[r]:indptr[r+1]]
+		for x := 1; x < len(row); x++ {
+			if row[x] <= row[x-1] {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // distTop is what the distributed topologies share: the grid, this rank's
@@ -214,7 +249,7 @@ func streamThin[T sparse.Scalar, S sparse.Semiring[T]](t *dist15D, sr S, q, a *s
 	n, qv := t.a.M, f.q.Local.Indices
 	sc := newScratch()
 	// kept copies what it keeps: each chunk may overwrite the last.
-	s := &spgemm.Stream[T]{ChunkWork: chunkWork, Reuse: true, Degrees: t.deg}
+	s := &spgemm.Stream[T]{ChunkWork: chunkWork, Reuse: true, Degrees: t.deg, DistinctB: t.distinct}
 	s.Chunk = func(_ int, rows []int64, c *sparse.Matrix[T]) error {
 		t.peak.note(int64(len(rows)), c.NNZ())
 		var vals []float64
@@ -315,6 +350,17 @@ func (k *keptRows) pick(indptr, indices []int64, values []float64, at, rows, qv,
 			i = at[x]
 		}
 		lo, hi := indptr[i], indptr[i+1]
+		// The row two ahead on its way to the cache while this one draws
+		// (the rows of a chunk are scattered over the piece).
+		if x+2 < len(rows) {
+			n := int64(x + 2)
+			if at != nil {
+				n = at[x+2]
+			}
+			if q, e := indptr[n], indptr[n+1]; q < e {
+				prefetchRow(&indices[q], int(e-q))
+			}
+		}
 		cols := indices[lo:hi]
 		var vals []float64
 		if values != nil {
@@ -326,9 +372,14 @@ func (k *keptRows) pick(indptr, indices []int64, values []float64, at, rows, qv,
 			ind = append(ind, cols...)
 			val = append(val, vals...)
 		} else {
-			for _, p := range ps {
-				ind = append(ind, cols[p])
-				if vals != nil {
+			ind = slices.Grow(ind, len(ps))
+			dst := ind[len(ind) : len(ind)+len(ps)]
+			for y, p := range ps {
+				dst[y] = cols[p]
+			}
+			ind = ind[:len(ind)+len(ps)]
+			if vals != nil {
+				for _, p := range ps {
 					val = append(val, vals[p])
 				}
 			}

@@ -46,7 +46,7 @@ func fullBlock(adj *sparse.CSR, dst, rows []int64) Block {
 	pat := sparse.SelectRowsSR(sparse.OrAnd{}, &sparse.Matrix[bool]{NRows: adj.NRows, NCols: adj.NCols, Indptr: adj.Indptr, Indices: adj.Indices}, rows, nil)
 	smp := &sparse.CSR{NRows: pat.NRows, NCols: pat.NCols, Indptr: pat.Indptr, Indices: pat.Indices}
 	t := tables.Get().(*idTable)
-	b := relabel(dst, smp, t)
+	b := relabel(dst, smp, t, false)
 	tables.Put(t)
 	return b
 }

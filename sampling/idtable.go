@@ -8,25 +8,41 @@ import (
 )
 
 // idTable numbers the vertices of one block: a map from global vertex id
-// to a position in the block's sources, by open addressing with linear
-// probing over a power-of-two number of slots. reset sizes it for the
-// block at hand, and it doubles whenever it becomes half full, so its
-// memory is proportional to the block, never to the graph. The slots are
-// kept between blocks (a smaller block uses and clears a prefix of them),
-// and a table is reused (through tables) between calls.
+// to a position in the block's sources. reset sizes it for the block at
+// hand and the range [0, n) of its vertices, and picks one of two forms:
 //
-// An array of n positions indexed by vertex is faster to probe (on R-MAT
-// scale 20, relabel alone takes about 1.6× as long with the table, as a
-// probe misses the cache more), but the whole of Sample only about 5% at
-// most, and the array is O(n) on every rank.
+//   - when n is at most twice the slots a hashed table would have (n ≤
+//     2·tableSlots(m)), a direct array of n entries indexed by vertex,
+//     each stamped with the generation of the reset that stored it, so
+//     that a reset clears nothing (it starts a new generation) and a
+//     lookup is one load. Its 8 bytes per vertex are at most the 16 per
+//     slot of the hashed table it replaces.
+//   - otherwise, open addressing with linear probing over a power-of-two
+//     number of slots, doubled whenever it becomes half full.
+//
+// Either way its memory is proportional to the block, never to the graph
+// alone. The arrays are kept between blocks (a smaller block uses and
+// clears a prefix of the slots, or starts a generation of the array), and
+// a table is reused (through tables) between calls.
 type idTable struct {
 	slots []idSlot
 	mask  uint64  // slots in use − 1
 	bits  uint    // log2(slots in use)
-	used  int     // keys stored
+	used  int     // keys stored in the slots (not counted when direct)
 	max   int     // keys the slots in use hold at most half full
 	src   []int64 // relabel's sources while a block is built
 	fresh []int64 // and the ids first given in a row
+
+	direct bool      // the block's keys are in dense, not slots
+	dense  []idStamp // dense[v]: the value of v if its gen is gen
+	gen    uint32    // the generation of the current block, ≥ 1
+}
+
+// idStamp is an entry of an idTable's direct array: a vertex's value and
+// the generation in which it was stored.
+type idStamp struct {
+	gen uint32
+	val int32
 }
 
 // idSlot is a slot of an idTable: a key and its value side by side, so
@@ -48,9 +64,24 @@ func tableSlots(m int) int {
 	return size
 }
 
-// reset empties t and sizes it for about m keys (it grows if more come).
-func (t *idTable) reset(m int) {
+// reset empties t and sizes it for about m keys (it grows if more come)
+// in [0, n) (n ≤ 0: unknown, any int64 of at least 0).
+func (t *idTable) reset(m int, n int64) {
 	size := tableSlots(m)
+	t.used = 0
+	if n > 0 && n <= 2*int64(size) {
+		t.direct = true
+		if int64(len(t.dense)) < n {
+			t.dense = make([]idStamp, n) // stamped 0: no generation's
+		}
+		t.gen++
+		if t.gen == 0 { // wrapped: the stamps of 2^32 resets ago would match
+			clear(t.dense)
+			t.gen = 1
+		}
+		return
+	}
+	t.direct = false
 	if len(t.slots) < size {
 		t.slots = make([]idSlot, size)
 	} else {
@@ -58,7 +89,7 @@ func (t *idTable) reset(m int) {
 	}
 	t.mask = uint64(size - 1)
 	t.bits = uint(bits.TrailingZeros(uint(size)))
-	t.used, t.max = 0, size/2
+	t.max = size / 2
 }
 
 // home is the first slot probed for v (Fibonacci hashing: the top bits of
@@ -68,8 +99,21 @@ func (t *idTable) home(v int64) uint64 {
 }
 
 // put returns the value of v if v is in t; otherwise it stores v with the
-// value x and returns x.
+// value x and returns x. v is in [0, n) of the last reset.
 func (t *idTable) put(v int64, x int32) int32 {
+	if t.direct { // small enough to inline: one load, maybe a store
+		e := &t.dense[v]
+		if e.gen != t.gen {
+			*e = idStamp{gen: t.gen, val: x}
+			return x
+		}
+		return e.val
+	}
+	return t.putHashed(v, x)
+}
+
+// putHashed is put into the slots.
+func (t *idTable) putHashed(v int64, x int32) int32 {
 	k := v + 1
 	i := t.home(v)
 	for ; t.slots[i].key != 0; i = (i + 1) & t.mask {
@@ -79,7 +123,7 @@ func (t *idTable) put(v int64, x int32) int32 {
 	}
 	if t.used == t.max {
 		t.grow()
-		return t.put(v, x)
+		return t.putHashed(v, x)
 	}
 	t.slots[i] = idSlot{key: k, val: x}
 	t.used++
@@ -88,6 +132,12 @@ func (t *idTable) put(v int64, x int32) int32 {
 
 // get returns the value of v, or −1 if v is not in t.
 func (t *idTable) get(v int64) int32 {
+	if t.direct {
+		if uint64(v) < uint64(len(t.dense)) && t.dense[v].gen == t.gen {
+			return t.dense[v].val
+		}
+		return -1
+	}
 	k := v + 1
 	for i := t.home(v); t.slots[i].key != 0; i = (i + 1) & t.mask {
 		if t.slots[i].key == k {
@@ -101,7 +151,7 @@ func (t *idTable) get(v int64) int32 {
 func (t *idTable) grow() {
 	old := t.slots[:t.mask+1]
 	t.slots = nil // a fresh array: the old one is read while this fills
-	t.reset(2 * t.max)
+	t.reset(2*t.max, 0)
 	for _, s := range old {
 		if s.key != 0 {
 			t.put(s.key-1, s.val)

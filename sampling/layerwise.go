@@ -256,7 +256,7 @@ func block(dst []int64, norm *sparse.CSR, cols []int64, factor []float64, t *idT
 	}
 	src := make([]int64, nd, nd+drawn)
 	copy(src, dst)
-	t.reset(nd + drawn)
+	t.reset(nd+drawn, norm.NCols)
 	for i, v := range dst {
 		t.put(v, int32(i))
 	}

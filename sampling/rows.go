@@ -2,7 +2,7 @@ package sampling
 
 import (
 	"math"
-	"math/rand/v2"
+	"math/bits"
 )
 
 // Dart throwing: the row-wise selection step of matrix-based sampling
@@ -13,7 +13,7 @@ import (
 // darts holds the scratch space of weighted sampling without replacement by
 // dart throwing; the zero value is ready to use and reused across rows.
 type darts struct {
-	taken  []bool    // taken[k]: position k already drawn; all false between calls
+	taken  []uint64  // bit k of taken: position k already drawn; all clear between calls
 	idx    []int     // candidate positions after the last rebuild
 	prefix []float64 // prefix[t] = Σ weights of idx[:t+1]
 	out    []int
@@ -26,7 +26,7 @@ type darts struct {
 // Entries of weight 0 are never drawn. When there are at most s candidates,
 // or s < 0, all of them are returned and r is not used.
 //
-// A draw throws a dart u = r.Float64()·total and takes the candidate t whose
+// A draw throws a dart u = r.float64()·total and takes the candidate t whose
 // prefix-sum interval [prefix[t−1], prefix[t]) contains u (binary search;
 // for unit weights t = ⌊u⌋). A dart that lands on a taken candidate is
 // rejected and thrown again, which keeps the distribution exact. Once the
@@ -36,7 +36,7 @@ type darts struct {
 //
 // The returned slice is reused by the next call.
 // It will panic if a weight is negative, NaN or infinite.
-func (d *darts) draw(n int, w []float64, s int, r *rand.Rand) []int {
+func (d *darts) draw(n int, w []float64, s int, r *pcg) []int {
 	d.out = d.out[:0]
 	candidates := n
 	if w != nil {
@@ -62,10 +62,109 @@ func (d *darts) draw(n int, w []float64, s int, r *rand.Rand) []int {
 		return d.out
 	}
 
-	if len(d.taken) < n {
-		d.taken = make([]bool, n)
+	words := (n + 63) >> 6
+	if len(d.taken) < words {
+		d.taken = make([]uint64, words)
 	}
-	taken := d.taken[:n]
+	taken := d.taken[:words]
+	switch {
+	case w == nil && n >= 2*s:
+		d.out = drawUnit(d.out, n, s, taken, r)
+	case w == nil:
+		d.drawUnitRebuild(n, s, taken, r)
+	default:
+		d.drawWeighted(n, w, s, taken, r)
+	}
+	if n <= scanFactor*len(d.out) {
+		// In order by a scan of the marks, which it clears.
+		out := d.out[:0]
+		for i, x := range taken {
+			for x != 0 {
+				out = append(out, i<<6|bits.TrailingZeros64(x))
+				x &= x - 1
+			}
+			taken[i] = 0
+		}
+		d.out = out
+		return out
+	}
+	for _, pos := range d.out {
+		taken[pos>>6] = 0
+	}
+	sortSmall(d.out)
+	return d.out
+}
+
+// drawUnit appends to out s distinct positions among n of unit weight
+// with n ≥ 2s, marking them in taken: as drawWeighted, whose rebuild
+// never comes when the s − 1 first draws are less than half of n.
+func drawUnit(out []int, n, s int, taken []uint64, r *pcg) []int {
+	total := float64(n)
+	for len(out) < s {
+		t := int(r.float64() * total)
+		if uint(t) >= uint(n) {
+			continue // rounding put the dart at the end
+		}
+		x, b := taken[t>>6], uint64(1)<<(t&63)
+		if x&b != 0 {
+			continue
+		}
+		taken[t>>6] = x | b
+		out = append(out, t)
+	}
+	return out
+}
+
+// drawUnitRebuild appends to d.out s distinct positions among n of unit
+// weight, marking them in taken: drawWeighted with nil weights, without
+// its tests of the weights, when the draws may come to half of n and
+// rebuild (n < 2s). The counts are whole, so comparing them as integers
+// is comparing them as drawWeighted's float64.
+func (d *darts) drawUnitRebuild(n, s int, taken []uint64, r *pcg) {
+	out := d.out
+	total, mass := n, 0
+	for len(out) < s { // the identity: candidate t is position t
+		t := int(r.float64() * float64(total))
+		if uint(t) >= uint(n) {
+			continue // rounding put the dart at the end
+		}
+		x, b := taken[t>>6], uint64(1)<<(t&63)
+		if x&b != 0 {
+			continue
+		}
+		taken[t>>6] = x | b
+		out = append(out, t)
+		if mass++; 2*mass > total && len(out) < s {
+			break
+		}
+	}
+	for len(out) < s { // the candidates left at each rebuild
+		d.out = out
+		total, mass = int(d.rebuild(n, nil, taken)), 0
+		idx := d.idx
+		for len(out) < s {
+			t := int(r.float64() * float64(total))
+			if uint(t) >= uint(len(idx)) {
+				continue
+			}
+			pos := idx[t]
+			x, b := taken[pos>>6], uint64(1)<<(pos&63)
+			if x&b != 0 {
+				continue
+			}
+			taken[pos>>6] = x | b
+			out = append(out, pos)
+			if mass++; 2*mass > total && len(out) < s {
+				break
+			}
+		}
+	}
+	d.out = out
+}
+
+// drawWeighted appends to d.out the s draws of draw with weights w (nil:
+// all ones), marking them in taken.
+func (d *darts) drawWeighted(n int, w []float64, s int, taken []uint64, r *pcg) {
 	// Unit weights start from the identity: candidate t is position t and
 	// the prefix sums need not be stored.
 	identity := w == nil
@@ -77,7 +176,7 @@ func (d *darts) draw(n int, w []float64, s int, r *rand.Rand) []int {
 	}
 	var mass float64 // weight of the candidates taken since the last rebuild
 	for len(d.out) < s {
-		u := r.Float64() * total
+		u := r.float64() * total
 		var t int
 		if w == nil {
 			t = int(u)
@@ -93,10 +192,10 @@ func (d *darts) draw(n int, w []float64, s int, r *rand.Rand) []int {
 		default:
 			continue // rounding put the dart at the end
 		}
-		if taken[pos] {
+		if taken[pos>>6]&(1<<(pos&63)) != 0 {
 			continue
 		}
-		taken[pos] = true
+		taken[pos>>6] |= 1 << (pos & 63)
 		d.out = append(d.out, pos)
 		if w == nil {
 			mass++
@@ -109,41 +208,35 @@ func (d *darts) draw(n int, w []float64, s int, r *rand.Rand) []int {
 			mass = 0
 		}
 	}
-	if n <= scanFactor*len(d.out) {
-		// In order by a scan of the marks, which it clears.
-		d.out = d.out[:0]
-		for k := range n {
-			if taken[k] {
-				d.out = append(d.out, k)
-				taken[k] = false
-			}
-		}
-		return d.out
-	}
-	for _, pos := range d.out {
-		taken[pos] = false
-	}
-	sortSmall(d.out)
-	return d.out
 }
 
 // scanFactor bounds the candidates per draw up to which draw puts its
-// draws in order by a scan of its marks rather than a sort of the draws.
-const scanFactor = 8
+// draws in order by a scan of its marks (a word of 64 at a time) rather
+// than a sort of the draws.
+const scanFactor = 64
 
 // rebuild makes idx the positions not yet taken of positive weight and, for
 // non-nil w, prefix their prefix sums. It returns their total weight.
-func (d *darts) rebuild(n int, w []float64, taken []bool) float64 {
+func (d *darts) rebuild(n int, w []float64, taken []uint64) float64 {
 	d.idx = d.idx[:0]
 	d.prefix = d.prefix[:0]
+	if w == nil {
+		// The clear bits of taken, a word at a time.
+		for i, x := range taken[:(n+63)>>6] {
+			free := ^x
+			if rest := n - i<<6; rest < 64 {
+				free &= 1<<rest - 1
+			}
+			for free != 0 {
+				d.idx = append(d.idx, i<<6|bits.TrailingZeros64(free))
+				free &= free - 1
+			}
+		}
+		return float64(len(d.idx))
+	}
 	var total float64
 	for k := range n {
-		if taken[k] {
-			continue
-		}
-		if w == nil {
-			d.idx = append(d.idx, k)
-			total++
+		if taken[k>>6]&(1<<(k&63)) != 0 {
 			continue
 		}
 		if w[k] > 0 {

@@ -2,6 +2,7 @@ package sampling
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"slices"
@@ -16,17 +17,31 @@ import (
 )
 
 // idTable behaves as a map from vertex to int32, through resets to
-// smaller and larger sizes and growth past the size it was reset for.
+// smaller and larger sizes and growth past the size it was reset for,
+// hashed (the range of the keys unknown or large) or direct (a range at
+// most twice its slots), and from one form to the other.
 func TestIdTable(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	var tab idTable
-	for trial, m := range []int{0, 5, 1000, 3, 70000, 10} {
+	for trial, tc := range []struct {
+		m      int
+		n      int64 // the keys' range, 0: unknown
+		direct bool
+	}{
+		{0, 0, false}, {5, 1 << 40, false}, {1000, 0, false}, {3, 100, true}, {70000, 0, false},
+		{10, 128, true}, {1000, 4096, true}, {1000, 4097, false}, {70000, 200000, true}, {2, 60, true},
+	} {
 		want := map[int64]int32{}
-		tab.reset(m)
-		for x := range 3*m + 100 { // past m: the table grows
-			v := r.Int64N(1 << 40)
+		tab.reset(tc.m, tc.n)
+		require.Equal(t, tc.direct, tab.direct, "m=%d n=%d", tc.m, tc.n)
+		span := tc.n
+		if span == 0 {
+			span = 1 << 40
+		}
+		for x := range 3*tc.m + 100 { // past m: a hashed table grows
+			v := r.Int64N(span)
 			if trial%2 == 0 {
-				v = r.Int64N(int64(2*m + 50)) // many repeats
+				v = r.Int64N(min(span, int64(2*tc.m+50))) // many repeats
 			}
 			got := tab.put(v, int32(x))
 			if w, ok := want[v]; ok {
@@ -40,11 +55,28 @@ func TestIdTable(t *testing.T) {
 			require.Equal(t, w, tab.get(v))
 		}
 		require.Equal(t, int32(-1), tab.get(1<<41), "absent key")
-		require.Equal(t, len(want), tab.used)
-		require.LessOrEqual(t, 2*tab.used, int(tab.mask+1), "at most half full")
+		for v := range min(span, 200) {
+			if _, ok := want[v]; !ok {
+				require.Equal(t, int32(-1), tab.get(v), "absent key %d", v)
+			}
+		}
+		if !tab.direct {
+			require.Equal(t, len(want), tab.used)
+			require.LessOrEqual(t, 2*tab.used, int(tab.mask+1), "at most half full")
+		}
 	}
-	tab.reset(1)
-	require.Equal(t, int32(-1), tab.get(0), "reset empties the table")
+	for _, n := range []int64{0, 50} {
+		tab.reset(1, n)
+		require.Equal(t, int32(-1), tab.get(0), "reset empties the table")
+	}
+	// A direct table whose generation wraps clears its stamps.
+	tab.gen = 0
+	tab.reset(1, 50)
+	require.Equal(t, int32(3), tab.put(7, 3)) // stamped with generation 1
+	tab.gen = math.MaxUint32
+	tab.reset(1, 50)
+	require.Equal(t, uint32(1), tab.gen)
+	require.Equal(t, int32(-1), tab.get(7), "a stamp of generation 1 outlived the wrap")
 }
 
 // randomBatches returns k minibatches of size distinct seeds of [0, n)
@@ -290,4 +322,36 @@ func arrayBlock(dst []int64, norm *sparse.CSR, cols []int64, factor []float64, p
 	}
 	adj.SortRows()
 	return Block{Adj: adj, Dst: src[:nd:nd], Src: slices.Clip(src)}
+}
+
+// relabel gives the same block whether it owns the sampled rows (and
+// overwrites their indices) or not (and leaves them as they were), on
+// rows with repeated vertices across and within rows.
+func TestRelabelOwn(t *testing.T) {
+	r := rand.New(rand.NewPCG(8, 9))
+	const n, nd = 500, 40
+	dst := make([]int64, 0, nd)
+	for _, v := range r.Perm(n)[:nd] {
+		dst = append(dst, int64(v))
+	}
+	smp := &sparse.CSR{NRows: nd, NCols: n, Indptr: make([]int64, nd+1)}
+	for i := range nd {
+		for range r.IntN(12) {
+			smp.Indices = append(smp.Indices, r.Int64N(60)) // many repeats
+		}
+		slices.Sort(smp.Indices[smp.Indptr[i]:])
+		smp.Indptr[i+1] = int64(len(smp.Indices))
+	}
+	before := slices.Clone(smp.Indices)
+	var tab idTable
+	kept := relabel(dst, smp, &tab, false)
+	require.Equal(t, before, smp.Indices, "relabel without own modified the rows")
+	owned := relabel(dst, smp, &tab, true)
+	require.Equal(t, kept, owned)
+	pos := make([]int32, n)
+	for v := range pos {
+		pos[v] = -1
+	}
+	smp.Indices = before
+	require.Equal(t, arrayRelabel(dst, smp, pos), owned)
 }

@@ -33,7 +33,9 @@ type Topology interface {
 	// rows returns the |v|×N matrix whose row i holds the entries of row
 	// v[i] of the matrix (sorted, repeats merged into their count) that
 	// pick keeps (all if pick is nil), with their values if the matrix has
-	// values. keys[i] is the key of row i's minibatch.
+	// values. keys[i] is the key of row i's minibatch. The matrix is the
+	// caller's: it shares no array with the topology, and the caller may
+	// overwrite it.
 	rows(v []int64, keys []uint64, pick picker) (*sparse.CSR, error)
 }
 
@@ -48,6 +50,7 @@ type picker func(sc *scratch, key uint64, v int64, cols []int64, vals []float64)
 type scratch struct {
 	d   darts
 	st  *streams
+	rp  pcg       // uniformPicker's RowStream generators
 	ind []int64   // pickRows's kept columns, before they are copied out
 	val []float64 // and their values
 }

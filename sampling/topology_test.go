@@ -3,6 +3,7 @@ package sampling
 import (
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"runtime"
 	"slices"
 	"sync"
@@ -412,5 +413,76 @@ func TestReplicatedChunks(t *testing.T) {
 				sameMiniBatch(t, want[b], got[b], fmt.Sprintf("%s minibatch %d", tc.name, b))
 			}
 		}()
+	}
+}
+
+// Every rank of a 1.5D topology learns whether all the adjacency's rows
+// are sorted and distinct, with the degrees (no byte more), also when
+// only another grid row's block has a repeated entry, and samples the
+// same minibatches either way.
+func TestDistributed15DDistinctRows(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 14))
+	clean := randomAdj(t, r, 120, 9, false)
+	// One repeated entry in the last row with any: in the last grid row's
+	// block whatever p.
+	var rows, cols []int64
+	dup := int64(-1)
+	for v := clean.NRows - 1; v >= 0 && dup < 0; v-- {
+		if clean.Degree(v) > 0 {
+			dup = v
+		}
+	}
+	for v := range clean.NRows {
+		for q := clean.Indptr[v]; q < clean.Indptr[v+1]; q++ {
+			rows, cols = append(rows, v), append(cols, clean.Indices[q])
+			if v == dup && q == clean.Indptr[v] {
+				rows, cols = append(rows, v), append(cols, clean.Indices[q])
+			}
+		}
+	}
+	repeated, err := sparse.FromCOO(clean.NRows, clean.NCols, rows, cols, nil)
+	require.NoError(t, err)
+	batches, keys := testBatches(r, clean.NRows, 4, 16)
+	for _, tc := range []struct {
+		name     string
+		m        *sparse.CSR
+		distinct bool
+	}{{"clean", clean, true}, {"repeated", repeated, false}} {
+		ref, err := NewNodeWise(tc.m, []int{3, 2})
+		require.NoError(t, err)
+		want, err := ref.Sample(batches, keys)
+		require.NoError(t, err)
+		for _, pc := range [][2]int{{1, 1}, {2, 1}, {3, 1}, {4, 2}} {
+			p, c := pc[0], pc[1]
+			name := fmt.Sprintf("%s/p=%d/c=%d", tc.name, p, c)
+			err := inproc.Run(p, inproc.Options{}, func(cm collective.Comm) error {
+				g, err := collective.NewGrid(cm, p/c, c)
+				if err != nil {
+					return err
+				}
+				top, err := Distributed15D(g, tc.m)
+				if err != nil {
+					return err
+				}
+				s, err := NewNodeWiseOn(top, []int{3, 2})
+				if err != nil {
+					return err
+				}
+				got, err := s.Sample(batches, keys)
+				if err != nil {
+					return err
+				}
+				if d := top.(*dist15D).distinct; d != tc.distinct {
+					return fmt.Errorf("rank %d: distinct %v", cm.Rank(), d)
+				}
+				for b := range want {
+					if !reflect.DeepEqual(want[b], got[b]) {
+						return fmt.Errorf("rank %d: minibatch %d differs", cm.Rank(), b)
+					}
+				}
+				return g.Free()
+			})
+			require.NoError(t, err, name)
+		}
 	}
 }

@@ -69,6 +69,12 @@ type Stream[T sparse.Scalar] struct {
 	// written into the previous chunk's arrays (sparse.MulSRTo) instead of
 	// new ones.
 	Reuse bool
+	// DistinctB promises that every row of B (every rank's block, and so
+	// every piece and every fetched row) is sorted with distinct columns,
+	// as sparse.Options.SortedB does: no stage then checks the rows it
+	// uses. A caller that learns it once (a sampler's adjacency, used for
+	// many products) saves a pass over every selected row of B per chunk.
+	DistinctB bool
 
 	ws    []int64           // streamStage's work per row of A, reused from piece to piece
 	bs    []int64           // and the row of the piece each selection row of A meets
@@ -316,7 +322,7 @@ func streamStage[T sparse.Scalar, S sparse.Semiring[T]](sr S, stage int, a *spar
 		}
 	}
 	s.ws, s.bs = ws, bs
-	if total >= blk.NNZ() && distinctRows(blk) {
+	if s.DistinctB || (total >= blk.NNZ() && distinctRows(blk)) {
 		o.SortedB = true
 	}
 	// The chunks' rows are consecutive pieces of one array (the callback

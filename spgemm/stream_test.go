@@ -318,11 +318,18 @@ func TestStreamSelect(t *testing.T) {
 		a.Indptr[i+1] = int64(len(a.Indices))
 	}
 	a.Indices[0] = rev // selected
-	for _, bm := range []*sparse.Matrix[bool]{b, unsorted} {
+	// DistinctB (B's rows promised sorted and distinct) sends every chunk
+	// to Select, with the same rows; the promise is trusted, not checked
+	// (a broken one sends the unsorted row to Select too).
+	for _, tc := range []struct {
+		bm       *sparse.Matrix[bool]
+		distinct bool
+	}{{b, false}, {unsorted, false}, {b, true}, {unsorted, true}} {
+		bm := tc.bm
 		want, err := sparse.MulSR(sparse.OrAnd{}, a, bm, nil)
 		require.NoError(t, err)
 		for _, l := range []streamLayout{{algo: "1.5d", pr: 1, pc: 1}, {algo: "1.5d", pr: 2, pc: 1}, {algo: "1.5d", pr: 2, pc: 1, fetch: true}, {algo: "1.5d", pr: 2, pc: 2}} {
-			name := fmt.Sprintf("%v/sorted=%v", l, bm == b)
+			name := fmt.Sprintf("%v/sorted=%v/distinct=%v", l, bm == b, tc.distinct)
 			var mu sync.Mutex
 			got := map[int64][]int64{}
 			var selected, chunked int
@@ -344,7 +351,7 @@ func TestStreamSelect(t *testing.T) {
 				}
 				ad := spgemm.Distribute(a, spgemm.Bounds(m, g.PR), []int64{0, n}, g.Row, 0, g.Col)
 				bd := spgemm.Distribute(bm, spgemm.Bounds(n, g.PR), []int64{0, n}, g.Row, 0, g.Col)
-				s := &spgemm.Stream[bool]{ChunkWork: 40, Reuse: true}
+				s := &spgemm.Stream[bool]{ChunkWork: 40, Reuse: true, DistinctB: tc.distinct}
 				if l.fetch {
 					s.Degrees = degrees(bm)
 				}
@@ -366,6 +373,9 @@ func TestStreamSelect(t *testing.T) {
 				return spgemm.Mul15DStream(g, sparse.OrAnd{}, ad, bd, s)
 			})
 			for i := range int64(m) {
+				if tc.distinct && bm == unsorted {
+					break // the broken promise's rows are as the piece has them
+				}
 				w := want.Indices[want.Indptr[i]:want.Indptr[i+1]]
 				if len(w) == 0 {
 					require.Empty(t, got[i], "%s: row %d", name, i)
@@ -374,8 +384,11 @@ func TestStreamSelect(t *testing.T) {
 				require.Equal(t, w, got[i], "%s: row %d", name, i)
 			}
 			require.Positive(t, selected, "%s: no chunk came to Select", name)
-			if bm == unsorted {
+			if bm == unsorted && !tc.distinct {
 				require.Positive(t, chunked, "%s: the unsorted row's chunk went to Select", name)
+			}
+			if tc.distinct {
+				require.Zero(t, chunked, "%s: a chunk of a distinct B was not a selection", name)
 			}
 		}
 	}
