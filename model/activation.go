@@ -345,9 +345,12 @@ func (d *Dropout) Backward(dy *dense.Matrix) *dense.Matrix {
 	}
 	dx := dense.Reuse(d.dx, dy.Rows, dy.Cols)
 	d.dx = dx
-	for i, v := range dy.Data {
-		dx.Data[i] = v * d.mask[i]
-	}
+	parallel(len(dy.Data), 1, int64(len(dy.Data)), func(lo, hi int) {
+		out, mask := dx.Data[lo:hi], d.mask[lo:hi]
+		for i, v := range dy.Data[lo:hi] {
+			out[i] = v * mask[i]
+		}
+	})
 	return dx
 }
 
