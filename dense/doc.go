@@ -7,7 +7,8 @@
 // gather, scatter and add rows by index (the feature fetch, halo
 // exchanges and the layers' backward passes all move rows this way), and
 // Reuse and Grow recycle buffers between minibatches and layers. The row
-// axpys (AxpyGather, AxpyScatter, AxpyScatterRows) are the kernels of a
+// axpys (AxpyGather, AxpyScatter, AxpyScatterRows, and ScatterRows for
+// rows checked once and added tile by tile) are the kernels of a
 // sparse-input layer, one whole row per stored entry, in AVX2 assembly on
 // amd64 and bitwise equal to one Axpy per entry. Products
 // go through thin GEMM, axpy, scale and dot wrappers over gonum's BLAS

@@ -125,15 +125,26 @@ func checkRowAxpy(alpha []float32, idx []int64, size, ld, n int) {
 	if n == 0 || len(idx) == 0 {
 		return
 	}
-	if ld < n || size < n {
-		panic("dense: row out of range")
-	}
-	last := uint64((size - n) / ld) // the last row with n elements in it
-	var hi uint64                   // a negative row wraps above last
+	checkRowsIn(maxRow(idx), size, ld, n)
+}
+
+// maxRow returns the largest idx[k] as a uint64, so that a negative one
+// wraps above any row; 0 for an empty idx.
+func maxRow(idx []int64) uint64 {
+	var hi uint64
 	for _, c := range idx {
 		hi = max(hi, uint64(c))
 	}
-	if hi > last {
+	return hi
+}
+
+// checkRowsIn panics unless rows 0 to hi of a row-major matrix of size
+// elements and stride ld have n elements in them.
+func checkRowsIn(hi uint64, size, ld, n int) {
+	if ld < n || size < n {
+		panic("dense: row out of range")
+	}
+	if last := uint64((size - n) / ld); hi > last { // the last row with n elements in it
 		panic("dense: row out of range")
 	}
 }
@@ -151,14 +162,39 @@ func ptrOrNil(a []float32) *float32 {
 // row-major with row stride ldy: for each row i of X in turn, AxpyScatter(
 // dst, ld, idx[indptr[i]:indptr[i+1]], alpha[indptr[i]:indptr[i+1]],
 // y[i·ldy : i·ldy+n]), bit for bit, with the bounds checked once for all
-// rows. dst must not overlap y.
+// rows. dst must not overlap y. It is NewScatterRows(indptr, idx,
+// alpha).AddTo(dst, ld, y, ldy, n).
 // It will panic if indptr decreases or leaves idx, alpha is not nil and
 // len(alpha) != len(idx), a row of y or of dst lies outside its slice, or
 // n > ldy.
 func AxpyScatterRows(dst []float32, ld int, y []float32, ldy, n int, indptr, idx []int64, alpha []float32) {
-	rows := len(indptr) - 1
-	if rows <= 0 || n == 0 {
+	if len(indptr) <= 1 || n == 0 {
 		return
+	}
+	r := NewScatterRows(indptr, idx, alpha)
+	r.AddTo(dst, ld, y, ldy, n)
+}
+
+// ScatterRows holds sparse rows X (CSR arrays: indptr, idx, alpha, alpha
+// nil for a pattern) whose structure has been checked once, for
+// AxpyScatterRows over many column tiles: each AddTo then checks its
+// bounds in constant time instead of reading every entry's index again.
+// The arrays are not copied and must not change while it is in use.
+type ScatterRows struct {
+	indptr, idx []int64
+	alpha       []float32
+	hi          uint64 // the largest entry's index, negative ones wrapped above; 0 when there is none
+}
+
+// NewScatterRows checks sparse rows X given as CSR arrays (X's rows are
+// indptr[i]:indptr[i+1] of idx and alpha, alpha nil for a pattern) and
+// returns them for AddTo.
+// It will panic if indptr decreases or leaves idx, or alpha is not nil and
+// len(alpha) != len(idx).
+func NewScatterRows(indptr, idx []int64, alpha []float32) *ScatterRows {
+	rows := len(indptr) - 1
+	if rows <= 0 {
+		return &ScatterRows{indptr: indptr, idx: idx, alpha: alpha}
 	}
 	e0, e1 := indptr[0], indptr[rows]
 	if e0 < 0 || e1 > int64(len(idx)) {
@@ -169,17 +205,28 @@ func AxpyScatterRows(dst []float32, ld int, y []float32, ldy, n int, indptr, idx
 			panic("dense: indptr decreases")
 		}
 	}
+	if alpha != nil && len(alpha) != len(idx) {
+		panic("dense: len(alpha) != len(idx)")
+	}
+	return &ScatterRows{indptr: indptr, idx: idx, alpha: alpha, hi: maxRow(idx[e0:e1])}
+}
+
+// AddTo computes dst += Xᵀ·Y over n columns, as AxpyScatterRows(dst, ld,
+// y, ldy, n, indptr, idx, alpha) does with r's arrays, bit for bit.
+// It will panic if a row of y or of dst lies outside its slice, or n >
+// ldy.
+func (r *ScatterRows) AddTo(dst []float32, ld int, y []float32, ldy, n int) {
+	indptr, idx, alpha := r.indptr, r.idx, r.alpha
+	rows := len(indptr) - 1
+	if rows <= 0 || n == 0 {
+		return
+	}
 	if n > ldy || (rows-1)*ldy+n > len(y) {
 		panic("dense: row out of range")
 	}
-	var a []float32
-	if alpha != nil {
-		if len(alpha) != len(idx) {
-			panic("dense: len(alpha) != len(idx)")
-		}
-		a = alpha[e0:e1]
+	if indptr[0] != indptr[rows] {
+		checkRowsIn(r.hi, len(dst), ld, n)
 	}
-	checkRowAxpy(a, idx[e0:e1], len(dst), ld, n)
 	v := n &^ 7
 	if !useAVX2 || v == 0 {
 		for i := range rows {

@@ -169,8 +169,17 @@ func TestAxpyScatterRows(t *testing.T) {
 						}
 						AxpyScatter(want, ld, idx[indptr[i]:indptr[i+1]], a, y[i*ldy:i*ldy+n])
 					}
+					tiled := append([]float32(nil), dst...)
 					AxpyScatterRows(dst, ld, y, ldy, n, indptr, idx, alpha)
 					assert.Equal(t, want, dst)
+					// The same rows checked once and added in tiles of
+					// columns: the same sums, bit for bit.
+					r := NewScatterRows(indptr, idx, alpha)
+					for lo := 0; lo < n; lo += 16 {
+						w := min(16, n-lo)
+						r.AddTo(tiled[lo:], ld, y[lo:], ldy, w)
+					}
+					assert.Equal(t, want, tiled, "ScatterRows in tiles")
 				})
 			}
 		}
@@ -188,11 +197,19 @@ func TestAxpyScatterRows(t *testing.T) {
 		{"row of y past the end", []int64{0, 1, 2}, idx, 9, 8},
 		{"n above ldy", []int64{0, 1, 2}, idx, 4, 8},
 		{"row of dst past the end", []int64{0, 1, 2}, []int64{0, 4, 1}, 8, 8},
+		{"negative row of dst", []int64{0, 1, 2}, []int64{0, -1, 1}, 8, 8},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			assert.Panics(t, func() { AxpyScatterRows(dst, 8, y, tc.ldy, tc.n, tc.indptr, tc.idx, nil) })
+			assert.Panics(t, func() { NewScatterRows(tc.indptr, tc.idx, nil).AddTo(dst, 8, y, tc.ldy, tc.n) })
 		})
 	}
+	assert.Panics(t, func() { NewScatterRows([]int64{0, 1, 2}, idx, []float32{1}) }, "len(alpha) != len(idx)")
+	// AddTo checks its own dst: row 2 fits in dst[8:] (24 elements), not
+	// in dst[9:].
+	r := NewScatterRows([]int64{0, 1}, []int64{2}, nil)
+	assert.NotPanics(t, func() { r.AddTo(dst[8:], 8, y, 8, 8) })
+	assert.Panics(t, func() { r.AddTo(dst[9:], 8, y, 8, 8) })
 }
 
 // sliceOrNil returns a[:k], or nil for a nil a.

@@ -172,6 +172,9 @@ type Dropout struct {
 	buf    []float32
 	y, dx  *dense.Matrix // Forward's and Backward's results, reused
 	sparse bool          // the last forward was ForwardSparse, which has no Backward
+	// ForwardSparse's result arrays, reused (their full capacity).
+	sPtr, sIdx []int64
+	sVal       []float32
 }
 
 // Forward returns x with dropout applied, in a matrix the Dropout owns
@@ -236,9 +239,11 @@ func (d *Dropout) Mask(dst []float32, rows, cols int, x []float32, train bool, r
 }
 
 // ForwardSparse is Forward on sparse rows: it returns x with dropout
-// applied, as a new matrix with values holding only the kept entries (in
-// x's order, scaled by 1/(1−Rate)), when train is true and Rate > 0, and x
-// itself otherwise. Every stored entry with a nonzero value (every entry of
+// applied, as a matrix with values holding only the kept entries (in x's
+// order, scaled by 1/(1−Rate)), when train is true and Rate > 0, and x
+// itself otherwise. The result's arrays are the Dropout's own, which its
+// next ForwardSparse overwrites (a minibatch's 10 MB of them were
+// allocated afresh, and cleared, at every step). Every stored entry with a nonzero value (every entry of
 // a pattern, whose values are 1) draws one decision, in row-major stored
 // order, whatever SkipZeros is; with each row's columns sorted and
 // distinct, those are the draws Forward with SkipZeros makes on x's dense
@@ -254,13 +259,16 @@ func (d *Dropout) ForwardSparse(x *sparse.Matrix[float32], train bool, rng *rand
 	nr := int(x.NRows)
 	base := x.Indptr[0]
 	nnz := x.Indptr[nr] - base
+	d.sPtr, d.sIdx = growInt64(d.sPtr, nr+1), growInt64(d.sIdx, int(nnz))
+	d.sVal = dense.Grow(d.sVal, int(nnz))
 	y := &sparse.Matrix[float32]{
 		NRows:   x.NRows,
 		NCols:   x.NCols,
-		Indptr:  make([]int64, nr+1),
-		Indices: make([]int64, nnz),
-		Values:  make([]float32, nnz),
+		Indptr:  d.sPtr,
+		Indices: d.sIdx,
+		Values:  d.sVal,
 	}
+	y.Indptr[0] = 0
 	// Blocks of rows run in parallel, each row on its own stream. A block
 	// [lo, hi) packs its kept entries from offset Indptr[lo] − base (they
 	// cannot pass the block's own entries), and y.Indptr[i+1] holds row i's
@@ -296,6 +304,15 @@ func (d *Dropout) ForwardSparse(x *sparse.Matrix[float32], train bool, rng *rand
 	return y
 }
 
+// growInt64 returns buf[:n], or a new slice of length n if buf is too
+// small.
+func growInt64(buf []int64, n int) []int64 {
+	if cap(buf) < n {
+		return make([]int64, n)
+	}
+	return buf[:n]
+}
+
 // active checks Rate and reports whether a forward in this mode drops,
 // resetting the state of the last forward.
 func (d *Dropout) active(train bool, rng *rand.Rand) bool {
@@ -328,9 +345,12 @@ func (d *Dropout) Backward(dy *dense.Matrix) *dense.Matrix {
 	}
 	dx := dense.Reuse(d.dx, dy.Rows, dy.Cols)
 	d.dx = dx
-	for i, v := range dy.Data {
-		dx.Data[i] = v * d.mask[i]
-	}
+	parallel(len(dy.Data), 1, int64(len(dy.Data)), func(lo, hi int) {
+		out, mask := dx.Data[lo:hi], d.mask[lo:hi]
+		for i, v := range dy.Data[lo:hi] {
+			out[i] = v * mask[i]
+		}
+	})
 	return dx
 }
 

@@ -72,11 +72,13 @@ func refSpMM(dst []float32, a *sparse.CSR, w, rowScale, x []float32, f int) {
 // TestRowKernelsBitwise checks sparseMulAdd, the fused two-term
 // sparseTMulAddTerms of SAGE's backward pass, spmm and the transposed
 // block's mulAdd bit for bit against one Axpy per entry, for widths on and
-// off the kernels' 8- and 16-column blocks, values with stored zeros, a
-// pattern, weights with zeros, and GOMAXPROCS 1 to 8.
+// off the kernels' 8- and 16-column blocks and sparseTMulAddTerms' packed
+// 32-column tiles (one tile, and several with a narrower last one),
+// values with stored zeros, a pattern, weights with zeros, and GOMAXPROCS
+// 1 to 8.
 func TestRowKernelsBitwise(t *testing.T) {
 	const nd, ns, fin = 70, 160, 90
-	for _, f := range []int{3, 8, 21, 128, 152} {
+	for _, f := range []int{3, 8, 21, 40, 128, 152} {
 		for _, pattern := range []bool{false, true} {
 			rnd := testRNG(2900 + uint64(f))
 			x := randSparseRows(rnd, ns, fin, 0.15, pattern)

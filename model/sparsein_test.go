@@ -300,7 +300,8 @@ func TestDropoutSparseParallel(t *testing.T) {
 // TestDropoutSparse checks that ForwardSparse on CSR rows draws exactly
 // the random numbers of Forward on the dense rows and keeps the same
 // entries, bitwise, for values and patterns; that zeros draw nothing on the
-// dense path; and that ForwardSparse has no Backward.
+// dense path; that ForwardSparse has no Backward; and that reusing its
+// arrays changes no result.
 func TestDropoutSparse(t *testing.T) {
 	for _, pattern := range []bool{false, true} {
 		t.Run(fmt.Sprintf("pattern=%t", pattern), func(t *testing.T) {
@@ -329,6 +330,16 @@ func TestDropoutSparse(t *testing.T) {
 				assert.Equal(t, yd.Data, y.Data, "GOMAXPROCS %d", procs)
 			}
 			assert.Panics(t, func() { ds.Backward(yd) })
+			// The Dropout reuses its arrays: a smaller input after a
+			// larger one, and the larger again, give what fresh Dropouts
+			// give.
+			small := randSparseRows(testRNG(245), 20, 40, 0.1, pattern)
+			for _, in := range []*sparse.Matrix[float32]{small, xs} {
+				got := ds.ForwardSparse(in, true, testRNG(246))
+				require.NoError(t, got.Validate())
+				want := (&Dropout{Rate: 0.3}).ForwardSparse(in, true, testRNG(246))
+				assert.Equal(t, want, got, "reused arrays, %d rows", in.NRows)
+			}
 			// Evaluation and rate 0 return x itself.
 			assert.Same(t, xs, ds.ForwardSparse(xs, false, nil))
 			assert.Same(t, xs, (&Dropout{}).ForwardSparse(xs, true, nil))
