@@ -133,16 +133,14 @@ func estimateFootprint(cfg Config, feat featShape, n, evalRows, haloRows, cacheR
 		default:
 			fin = int64(cfg.Model.In)
 		}
-		// Two input-wide rows per destination in the forward and the
-		// backward pass (the input layer's inputs get no gradient, so its
-		// count once), and four output-wide rows that the layer owns and
-		// both passes reuse (its output, the activation's and dropout's,
-		// and the output's gradient: model's buffer rule).
+		// Two input-wide and four output-wide rows per destination, in the
+		// forward and the backward pass; the input layer's inputs get no
+		// gradient, so its input-wide rows count once.
 		in := sat.Mul(2*fin, 4*2)
 		if l == 0 {
 			in = sat.Mul(2*fin, 4)
 		}
-		act = sat.Add(act, sat.Mul(dst, sat.Add(in, sat.Mul(4*widths[l], 4))))
+		act = sat.Add(act, sat.Mul(dst, sat.Add(in, sat.Mul(4*widths[l], 4*2))))
 		if l < L {
 			edges = sat.Add(edges, sat.Mul(dst, 20*max(int64(cfg.Fanouts[L-1-l]), 1)))
 		}

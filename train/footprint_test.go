@@ -41,8 +41,8 @@ func TestEstimateFootprint(t *testing.T) {
 	}{{
 		// Hops: 4 seeds, min(4·3, 20) = 12, min(12·4, 20) = 20 vertices.
 		// Layer 0 (dst 12, projected input 8 wide, out 8; its inputs get no
-		// gradient): 12·(2·8·4+4·8·4) = 2304 bytes of activations, 12·20·3 = 720 of edges; layer 1 (dst 4, in 8,
-		// out 3): 4·(2·8·8+4·3·4) = 704 and 4·20·2 = 160. Inputs 20 rows · 60.
+		// gradient): 12·(2·8·4+4·8·8) = 3840 bytes of activations, 12·20·3 = 720 of edges; layer 1 (dst 4, in 8,
+		// out 3): 4·(16+12)·8 = 896 and 4·20·2 = 160. Inputs 20 rows · 60.
 		// Inference: 10 rows·(8+3)·4 = 440 (the outputs of layers 0 and
 		// 1), chunk min(4000, 60·20) twice.
 		name: "sparse adam row-normalised",
@@ -52,12 +52,12 @@ func TestEstimateFootprint(t *testing.T) {
 			Norm:  60*10 + 8*11,
 			Store: 8*50 + 8*10,
 			Cache: 60 * 2,
-			Batch: 2304 + 704 + 20*60 + 720 + 160,
+			Batch: 3840 + 896 + 20*60 + 720 + 160,
 			Infer: 440 + 2*1200,
 		},
 	}, {
 		// The input layer's width is the features' (100): layer 0 acts
-		// 12·(2·100·4+4·8·4) = 11136. Inference chunk: min(4000, max(1000/8,
+		// 12·(2·100·4+4·8·8) = 12672. Inference chunk: min(4000, max(1000/8,
 		// 4 Mi)=1000 values·4, 400·20) = 4000, twice. The copy is the
 		// normalised matrix, 10·100·4.
 		name: "dense sgd momentum, copied normalisation, overlap",
@@ -70,7 +70,7 @@ func TestEstimateFootprint(t *testing.T) {
 			Norm:  10 * 100 * 4,
 			Store: 10 * 400,
 			Cache: 2 * 400,
-			Batch: 11136 + 704 + (prefetch+1)*(20*400+720+160),
+			Batch: 12672 + 896 + (prefetch+1)*(20*400+720+160),
 			Infer: 440 + 2*4000,
 		},
 	}, {
@@ -81,7 +81,7 @@ func TestEstimateFootprint(t *testing.T) {
 			Model: sageParams * 4 * 6,
 			Store: 10 * 400,
 			Cache: 2 * 400,
-			Batch: 11136 + 704 + 20*400 + 720 + 160,
+			Batch: 12672 + 896 + 20*400 + 720 + 160,
 		},
 	}, {
 		// f16 rows: 2 bytes a column; no normalisation asked for.
@@ -92,7 +92,7 @@ func TestEstimateFootprint(t *testing.T) {
 			Model: sageParams * 4 * 6,
 			Store: 10 * 200,
 			Cache: 2 * 200,
-			Batch: 11136 + 704 + 20*200 + 720 + 160,
+			Batch: 12672 + 896 + 20*200 + 720 + 160,
 			Infer: 440 + 2*min(4000, 200*20),
 		},
 	}, {
@@ -100,7 +100,7 @@ func TestEstimateFootprint(t *testing.T) {
 		// layer W (in·heads·out), a_src and a_dst (heads·out each) and a
 		// bias (heads·out when concatenated, out when averaged): 100·16 +
 		// 3·16 and 16·3 + 3·3 (one output head, averaged: bias 3).
-		// Layer 0 acts 12·(2·16·4+4·16·4), layer 1 4·(2·16·8+4·3·4); inference
+		// Layer 0 acts 12·(2·16·4+4·16·8), layer 1 4·(2·16+4·3)·8; inference
 		// rows 16 + 3 wide.
 		name: "sparse gat heads",
 		cfg: withCfg(func(c *Config) {
@@ -111,7 +111,7 @@ func TestEstimateFootprint(t *testing.T) {
 			Model: (100*16 + 3*16 + 16*3 + 3*3) * 4 * 6,
 			Store: 8*50 + 8*10,
 			Cache: 60 * 2,
-			Batch: 12*(2*16*4+4*16*4) + 4*(2*16*8+4*3*4) + 20*60 + 720 + 160,
+			Batch: 12*(2*16*4+4*16*8) + 4*(2*16+4*3)*8 + 20*60 + 720 + 160,
 			Infer: 10*(16+3)*4 + 2*1200,
 		},
 	}}
