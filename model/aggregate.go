@@ -54,13 +54,9 @@ func MeanWeight(k int) float32 {
 // degSrc are the degrees of i and j without self-loops, k the number of
 // i's neighbours other than i, and self whether j is i.
 func GCNWeight(degDst, k, degSrc int64, self bool) float32 {
-	di := float64(degDst)
+	scaleI, loop := gcnRowScale(degDst, k)
 	if self {
-		return float32(1 / (di + 1))
-	}
-	scaleI := 0.0
-	if k > 0 {
-		scaleI = di / float64(k) / math.Sqrt(di+1)
+		return float32(loop)
 	}
 	return float32(scaleI / math.Sqrt(float64(degSrc)+1))
 }

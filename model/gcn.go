@@ -225,12 +225,7 @@ func GCNNorm(a *sparse.CSR, degDst, degSrc []int64) *sparse.CSR {
 				k++
 			}
 		}
-		di := float64(degDst[i])
-		scaleI := 0.0
-		if k > 0 {
-			scaleI = di / float64(k) / math.Sqrt(di+1)
-		}
-		self := 1 / (di + 1)
+		scaleI, self := gcnRowScale(degDst[i], k)
 		has := rowHas(a, i, i)
 		for _, j := range row {
 			if !has && j > i {
@@ -252,6 +247,18 @@ func GCNNorm(a *sparse.CSR, degDst, degSrc []int64) *sparse.CSR {
 		out.Indptr[i+1] = int64(len(out.Indices))
 	}
 	return out
+}
+
+// gcnRowScale returns the factors of GCNNorm's row i: scaleI, which an
+// entry (i, j ≠ i) divides by √(deg(j)+1), and the self-loop's entry, for
+// degDst the degree of i without self-loops and k its neighbours other
+// than i.
+func gcnRowScale(degDst, k int64) (scaleI, self float64) {
+	di := float64(degDst)
+	if k > 0 {
+		scaleI = di / float64(k) / math.Sqrt(di+1)
+	}
+	return scaleI, 1 / (di + 1)
 }
 
 // rowHas reports whether row i of a stores column j.
