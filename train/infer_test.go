@@ -20,6 +20,17 @@ import (
 
 // haloRef returns the halo of layer-wise inference on rank r, derived from
 // the whole graph: the distinct neighbours of the vertices r owns that it
+
+// randomHalos partitions g at random (seed 9) into p parts and returns
+// the book and every rank's halo (haloRef).
+func randomHalos(g *graph.Dataset, p int) (*partition.Book, [][]int64) {
+	book := partition.Random(g.NumNodes, p, 9)
+	halo := make([][]int64, p)
+	for r := range p {
+		halo[r] = haloRef(g, book, r)
+	}
+	return book, halo
+}
 // does not own.
 func haloRef(g *graph.Dataset, book *partition.Book, r int) []int64 {
 	var halo []int64
@@ -47,11 +58,7 @@ func TestInferenceHaloBytes(t *testing.T) {
 	for _, kind := range []model.Kind{model.KindSAGE, model.KindGCN} {
 		for _, p := range []int{2, 3} {
 			t.Run(fmt.Sprintf("%s_p%d", kind, p), func(t *testing.T) {
-				book := partition.Random(g.NumNodes, p, 9)
-				halo := make([][]int64, p)
-				for r := range p {
-					halo[r] = haloRef(g, book, r)
-				}
+				book, halo := randomHalos(g, p)
 				err := inproc.Run(p, inproc.Options{Timeout: time.Minute}, func(c collective.Comm) error {
 					c = collective.WithStats(c, nil)
 					r := c.Rank()
@@ -188,11 +195,7 @@ func TestInferencePieces(t *testing.T) {
 		require.NoError(t, err)
 		for _, p := range []int{2, 3} {
 			t.Run(fmt.Sprintf("%s_p%d", kind, p), func(t *testing.T) {
-				book := partition.Random(g.NumNodes, p, 9)
-				halo := make([][]int64, p)
-				for r := range p {
-					halo[r] = haloRef(g, book, r)
-				}
+				book, halo := randomHalos(g, p)
 				err := inproc.Run(p, inproc.Options{Timeout: time.Minute}, func(c collective.Comm) error {
 					c = collective.WithStats(c, nil)
 					r := c.Rank()
