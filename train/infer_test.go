@@ -31,6 +31,7 @@ func randomHalos(g *graph.Dataset, p int) (*partition.Book, [][]int64) {
 	}
 	return book, halo
 }
+
 // does not own.
 func haloRef(g *graph.Dataset, book *partition.Book, r int) []int64 {
 	var halo []int64
