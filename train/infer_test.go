@@ -18,9 +18,6 @@ import (
 	"gnnmpi/partition"
 )
 
-// haloRef returns the halo of layer-wise inference on rank r, derived from
-// the whole graph: the distinct neighbours of the vertices r owns that it
-
 // randomHalos partitions g at random (seed 9) into p parts and returns
 // the book and every rank's halo (haloRef).
 func randomHalos(g *graph.Dataset, p int) (*partition.Book, [][]int64) {
@@ -32,6 +29,8 @@ func randomHalos(g *graph.Dataset, p int) (*partition.Book, [][]int64) {
 	return book, halo
 }
 
+// haloRef returns the halo of layer-wise inference on rank r, derived from
+// the whole graph: the distinct neighbours of the vertices r owns that it
 // does not own.
 func haloRef(g *graph.Dataset, book *partition.Book, r int) []int64 {
 	var halo []int64
