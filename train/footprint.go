@@ -2,6 +2,7 @@ package train
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"unsafe"
 
@@ -24,23 +25,33 @@ type footprint struct {
 	Store int64 // the feature store's copy of the rows the rank owns
 	Cache int64 // the store's cached rows
 	Batch int64 // the minibatches in flight: gathered inputs, blocks and activations
+	Held  int64 // what of Batch stays through inference: one slot's inputs and every slot's blocks
 	Infer int64 // layer-wise inference: two layers' outputs and one chunk's inputs
 	Halo  int64 // layer-wise inference's halo rows, fetched once per layer (at the widest layer input), or one piece of them and the sums
+
+	// Slack is Batch with every sampled row counted as new (the batch
+	// times the product of (fanout + 1), at most n): the heap limit's
+	// room for a step's buffers and garbage (heapSlack). It is not a part
+	// of Total.
+	Slack int64
 }
 
-// Total returns the sum of f's parts, saturating at math.MaxInt64.
+// Total returns what f's parts hold at once, saturating at
+// math.MaxInt64: the state's parts, and the larger of the minibatches
+// (training) and inference beside what it keeps of them (releaseTraining
+// drops the activations and the other slots' inputs before inference).
 func (f footprint) Total() int64 {
 	var s int64
-	for _, v := range []int64{f.Model, f.Norm, f.Store, f.Cache, f.Batch, f.Infer, f.Halo} {
+	for _, v := range []int64{f.Model, f.Norm, f.Store, f.Cache} {
 		s = sat.Add(s, v)
 	}
-	return s
+	return sat.Add(s, max(f.Batch, sat.Add(f.Held, sat.Add(f.Infer, f.Halo))))
 }
 
 // String lists f's parts.
 func (f footprint) String() string {
-	return fmt.Sprintf("model and optimiser %s, normalised features %s, feature store %s, cache %s, minibatches %s, inference %s, inference halo %s",
-		gib(f.Model), gib(f.Norm), gib(f.Store), gib(f.Cache), gib(f.Batch), gib(f.Infer), gib(f.Halo))
+	return fmt.Sprintf("model and optimiser %s, normalised features %s, feature store %s, cache %s, minibatches %s (%s through inference), inference %s, inference halo %s",
+		gib(f.Model), gib(f.Norm), gib(f.Store), gib(f.Cache), gib(f.Batch), gib(f.Held), gib(f.Infer), gib(f.Halo))
 }
 
 // featShape is the shape of one rank's feature rows: rows × cols, with
@@ -75,8 +86,9 @@ func (s featShape) rowBytes(dtype alltoall.DType) float64 {
 //
 // Inference's outputs have the layers' output widths: a sparse input
 // layer projects its rows before aggregating, so no buffer is as wide as
-// the input. A minibatch's sampled rows are bounded by the batch times
-// the product of (fanout + 1) and by n.
+// the input. A minibatch's sampled rows are bounded hop by hop by
+// sampledRows; Slack bounds them by the batch times the product of
+// (fanout + 1) and by n instead.
 func estimateFootprint(cfg Config, feat featShape, n, evalRows, haloRows, cacheRows int64, norm FeatureNorm) (footprint, error) {
 	var f footprint
 	params, err := cfg.Model.NumParams()
@@ -109,48 +121,17 @@ func estimateFootprint(cfg Config, feat featShape, n, evalRows, haloRows, cacheR
 	}
 	f.Cache = int64(row * float64(cacheRows))
 
-	// The minibatches: rows[h] vertices at hop h, h = 0 the seeds.
-	L := len(cfg.Fanouts)
-	rows := make([]int64, L+1)
-	rows[0] = min(int64(cfg.BatchSize), n)
-	for h, k := range cfg.Fanouts {
-		next := n
-		if k >= 0 {
-			next = min(sat.Mul(rows[h], int64(k)+1), n)
-		}
-		rows[h+1] = next
-	}
+	// The minibatches: at the expected distinct rows, and (the heap
+	// limit's slack) at every draw a new row.
 	widths := layerWidths(cfg.Model)
-	var act, edges int64
-	for l := range widths { // layer l's destinations are rows[L-1-l]
-		dst := rows[max(L-1-l, 0)]
-		var fin int64
-		switch {
-		case l > 0:
-			fin = widths[l-1]
-		case sparse:
-			fin = widths[0] // a sparse input layer projects its rows first
-		default:
-			fin = int64(cfg.Model.In)
-		}
-		// Two input-wide and four output-wide rows per destination, in the
-		// forward and the backward pass; the input layer's inputs get no
-		// gradient, so its input-wide rows count once.
-		in := sat.Mul(2*fin, 4*2)
-		if l == 0 {
-			in = sat.Mul(2*fin, 4)
-		}
-		act = sat.Add(act, sat.Mul(dst, sat.Add(in, sat.Mul(4*widths[l], 4*2))))
-		if l < L {
-			edges = sat.Add(edges, sat.Mul(dst, 20*max(int64(cfg.Fanouts[L-1-l]), 1)))
-		}
-	}
 	slots := int64(1)
 	if cfg.Overlap {
 		slots = prefetch + 1
 	}
-	input := int64(row * float64(rows[L]))
-	f.Batch = sat.Add(act, sat.Mul(slots, sat.Add(input, edges)))
+	var input, edges int64
+	f.Batch, input, edges = batchBytes(cfg, widths, sparse, row, slots, sampledRows(cfg, n, true))
+	f.Held = sat.Add(input, sat.Mul(slots, edges))
+	f.Slack, _, _ = batchBytes(cfg, widths, sparse, row, slots, sampledRows(cfg, n, false))
 
 	// Inference: the outputs of two consecutive layers (layer l−1's,
 	// its input, and layer l's; the input layer's own alone), and a
@@ -199,6 +180,80 @@ func estimateFootprint(cfg Config, feat featShape, n, evalRows, haloRows, cacheR
 		}
 	}
 	return f, nil
+}
+
+// distinctMargin is sampledRows' factor on the expected number of new
+// rows a hop adds. That expectation is an upper bound of the mean over
+// batches when the seeds are drawn uniformly (the number of distinct
+// vertices hit is largest, for a given number of draws, when every
+// vertex is equally likely: it is concave in the vertices' chances);
+// beyond the first hop the frontier clusters around the seeds, so its
+// neighbours repeat more. The margin covers a batch above the mean (the
+// count's standard deviation is at most its square root: under 1% at
+// 10,000 rows) and the draws of one vertex being distinct rather than
+// independent.
+const distinctMargin = 1.1
+
+// sampledRows returns the vertices of a minibatch of cfg at every hop
+// (rows[0] the seeds, rows[h+1] the sources of hop h, which include
+// hop h's destinations) in a graph of n vertices. With expected, hop h
+// adds to its r destinations at most distinctMargin times the expected
+// number of the other n − r vertices that r·k uniform draws hit,
+// (n − r)·(1 − (1 − 1/n)^(r·k)) for fanout k; otherwise every draw counts
+// as a new vertex, r·(k + 1). Either is at most n (a fanout below 0, all
+// neighbours, gives n).
+func sampledRows(cfg Config, n int64, expected bool) []int64 {
+	L := len(cfg.Fanouts)
+	rows := make([]int64, L+1)
+	rows[0] = min(int64(cfg.BatchSize), n)
+	for h, k := range cfg.Fanouts {
+		r, next := rows[h], n
+		if k >= 0 {
+			next = min(sat.Mul(r, int64(k)+1), n)
+		}
+		if expected && k >= 0 && n > 0 {
+			draws := float64(r) * float64(k)
+			hit := float64(n-r) * -math.Expm1(draws*math.Log1p(-1/float64(n)))
+			next = min(next, r+int64(math.Ceil(distinctMargin*hit)))
+		}
+		rows[h+1] = next
+	}
+	return rows
+}
+
+// batchBytes returns the bytes of the minibatches in flight (slots of
+// them) of cfg, with rows[h] vertices at hop h (sampledRows), layer
+// output widths, and row bytes per input row: the activations of one and
+// the inputs and blocks of every slot. It returns as well one slot's
+// inputs and blocks.
+func batchBytes(cfg Config, widths []int64, sparse bool, row float64, slots int64, rows []int64) (batch, input, edges int64) {
+	L := len(cfg.Fanouts)
+	var act int64
+	for l := range widths { // layer l's destinations are rows[L-1-l]
+		dst := rows[max(L-1-l, 0)]
+		var fin int64
+		switch {
+		case l > 0:
+			fin = widths[l-1]
+		case sparse:
+			fin = widths[0] // a sparse input layer projects its rows first
+		default:
+			fin = int64(cfg.Model.In)
+		}
+		// Two input-wide and four output-wide rows per destination, in the
+		// forward and the backward pass; the input layer's inputs get no
+		// gradient, so its input-wide rows count once.
+		in := sat.Mul(2*fin, 4*2)
+		if l == 0 {
+			in = sat.Mul(2*fin, 4)
+		}
+		act = sat.Add(act, sat.Mul(dst, sat.Add(in, sat.Mul(4*widths[l], 4*2))))
+		if l < L {
+			edges = sat.Add(edges, sat.Mul(dst, 20*max(int64(cfg.Fanouts[L-1-l]), 1)))
+		}
+	}
+	input = int64(row * float64(rows[L]))
+	return sat.Add(act, sat.Mul(slots, sat.Add(input, edges))), input, edges
 }
 
 // layerWidths returns the output width of every layer of a model of c.

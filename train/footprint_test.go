@@ -2,6 +2,7 @@ package train
 
 import (
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -39,10 +40,15 @@ func TestEstimateFootprint(t *testing.T) {
 		norm FeatureNorm
 		want footprint
 	}{{
-		// Hops: 4 seeds, min(4·3, 20) = 12, min(12·4, 20) = 20 vertices.
-		// Layer 0 (dst 12, projected input 8 wide, out 8; its inputs get no
-		// gradient): 12·(2·8·4+4·8·8) = 3840 bytes of activations, 12·20·3 = 720 of edges; layer 1 (dst 4, in 8,
-		// out 3): 4·(16+12)·8 = 896 and 4·20·2 = 160. Inputs 20 rows · 60.
+		// Hops (sampledRows, n = 20): 4 seeds, 4 + ⌈1.1·16·(1 − 0.95^8)⌉ =
+		// 4 + ⌈5.92⌉ = 10, 10 + ⌈1.1·10·(1 − 0.95^30)⌉ = 10 + ⌈8.64⌉ = 19
+		// vertices; every draw new (Slack): min(4·3, 20) = 12, min(12·4,
+		// 20) = 20. Layer 0 (dst 10, projected input 8 wide, out 8; its
+		// inputs get no gradient): 10·(2·8·4+4·8·8) = 3200 bytes of
+		// activations (12·320 = 3840 in Slack), 10·20·3 = 600 of edges
+		// (720); layer 1 (dst 4, in 8, out 3): 4·(16+12)·8 = 896 and
+		// 4·20·2 = 160. Inputs 19 rows · 60 (20 in Slack). Held through
+		// inference: the inputs and edges.
 		// Inference: 10 rows·(8+3)·4 = 440 (the outputs of layers 0 and
 		// 1), chunk min(4000, 60·20) twice.
 		name: "sparse adam row-normalised",
@@ -52,12 +58,15 @@ func TestEstimateFootprint(t *testing.T) {
 			Norm:  60*10 + 8*11,
 			Store: 8*50 + 8*10,
 			Cache: 60 * 2,
-			Batch: 3840 + 896 + 20*60 + 720 + 160,
+			Batch: 3200 + 896 + 19*60 + 600 + 160,
+			Held:  19*60 + 600 + 160,
 			Infer: 440 + 2*1200,
+			Slack: 3840 + 896 + 20*60 + 720 + 160,
 		},
 	}, {
 		// The input layer's width is the features' (100): layer 0 acts
-		// 12·(2·100·4+4·8·8) = 12672. Inference chunk: min(4000, max(1000/8,
+		// 10·(2·100·4+4·8·8) = 10560 (Slack: 12·1056 = 12672); every
+		// slot holds its inputs and edges, one slot's inputs stay. Inference chunk: min(4000, max(1000/8,
 		// 4 Mi)=1000 values·4, 400·20) = 4000, twice. The copy is the
 		// normalised matrix, 10·100·4.
 		name: "dense sgd momentum, copied normalisation, overlap",
@@ -70,8 +79,10 @@ func TestEstimateFootprint(t *testing.T) {
 			Norm:  10 * 100 * 4,
 			Store: 10 * 400,
 			Cache: 2 * 400,
-			Batch: 12672 + 896 + (prefetch+1)*(20*400+720+160),
+			Batch: 10560 + 896 + (prefetch+1)*(19*400+600+160),
+			Held:  19*400 + (prefetch+1)*(600+160),
 			Infer: 440 + 2*4000,
+			Slack: 12672 + 896 + (prefetch+1)*(20*400+720+160),
 		},
 	}, {
 		name: "dense owned rows normalised in place, no evaluation",
@@ -81,7 +92,9 @@ func TestEstimateFootprint(t *testing.T) {
 			Model: sageParams * 4 * 6,
 			Store: 10 * 400,
 			Cache: 2 * 400,
-			Batch: 12672 + 896 + 20*400 + 720 + 160,
+			Batch: 10560 + 896 + 19*400 + 600 + 160,
+			Held:  19*400 + 600 + 160,
+			Slack: 12672 + 896 + 20*400 + 720 + 160,
 		},
 	}, {
 		// f16 rows: 2 bytes a column; no normalisation asked for.
@@ -92,15 +105,18 @@ func TestEstimateFootprint(t *testing.T) {
 			Model: sageParams * 4 * 6,
 			Store: 10 * 200,
 			Cache: 2 * 200,
-			Batch: 12672 + 896 + 20*200 + 720 + 160,
+			Batch: 10560 + 896 + 19*200 + 600 + 160,
+			Held:  19*200 + 600 + 160,
 			Infer: 440 + 2*min(4000, 200*20),
+			Slack: 12672 + 896 + 20*200 + 720 + 160,
 		},
 	}, {
 		// GAT: the hidden layer is heads·hidden = 2·8 wide. Params: per
 		// layer W (in·heads·out), a_src and a_dst (heads·out each) and a
 		// bias (heads·out when concatenated, out when averaged): 100·16 +
 		// 3·16 and 16·3 + 3·3 (one output head, averaged: bias 3).
-		// Layer 0 acts 12·(2·16·4+4·16·8), layer 1 4·(2·16+4·3)·8; inference
+		// Layer 0 acts 10·(2·16·4+4·16·8) (12· in Slack), layer 1
+		// 4·(2·16+4·3)·8; inference
 		// rows 16 + 3 wide.
 		name: "sparse gat heads",
 		cfg: withCfg(func(c *Config) {
@@ -111,8 +127,10 @@ func TestEstimateFootprint(t *testing.T) {
 			Model: (100*16 + 3*16 + 16*3 + 3*3) * 4 * 6,
 			Store: 8*50 + 8*10,
 			Cache: 60 * 2,
-			Batch: 12*(2*16*4+4*16*8) + 4*(2*16+4*3)*8 + 20*60 + 720 + 160,
+			Batch: 10*(2*16*4+4*16*8) + 4*(2*16+4*3)*8 + 19*60 + 600 + 160,
+			Held:  19*60 + 600 + 160,
 			Infer: 10*(16+3)*4 + 2*1200,
+			Slack: 12*(2*16*4+4*16*8) + 4*(2*16+4*3)*8 + 20*60 + 720 + 160,
 		},
 	}}
 	for _, tc := range cases {
@@ -120,7 +138,8 @@ func TestEstimateFootprint(t *testing.T) {
 			got, err := estimateFootprint(tc.cfg, tc.feat, 20, 10, 0, 2, tc.norm)
 			require.NoError(t, err)
 			require.Equal(t, tc.want, got)
-			require.Equal(t, tc.want.Model+tc.want.Norm+tc.want.Store+tc.want.Cache+tc.want.Batch+tc.want.Infer, got.Total())
+			// Inference runs after releaseTraining: beside Held, not Batch.
+			require.Equal(t, tc.want.Model+tc.want.Norm+tc.want.Store+tc.want.Cache+max(tc.want.Batch, tc.want.Held+tc.want.Infer), got.Total())
 			// pieces is what SAGE holds when its halo of 3 rows is
 			// fetched in pieces of at most limit values, as it is when
 			// another rank's halo is over the bound: a piece and a sum of
@@ -163,6 +182,66 @@ func TestEstimateFootprint(t *testing.T) {
 			over, err := estimateFootprint(small, tc.feat, 20, 10, 3, 2, tc.norm)
 			require.NoError(t, err)
 			require.Equal(t, pieces(2), over.Halo)
+		})
+	}
+}
+
+// sampledRows against uniform draws: hop h's r destinations and r·k
+// vertices drawn uniformly from n (a Monte Carlo mean over 200 batches,
+// at r the bound's own previous hop). The bound holds the mean within the
+// margin, exceeds it by at most the margin, never exceeds every draw
+// being new (nor n), and is n for a fanout of −1 (all neighbours).
+func TestSampledRows(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		n       int64
+		batch   int
+		fanouts []int
+	}{
+		{"physics-sized", 34493, 1024, []int{15, 10}},
+		{"amazon-sized", 13752, 1024, []int{15, 10}},
+		{"large graph, draws far below n", 1_000_000, 1024, []int{10, 5}},
+		{"batch above n", 50, 100, []int{3}},
+		{"all neighbours", 1000, 10, []int{-1, 2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := Config{BatchSize: tc.batch, Fanouts: tc.fanouts}
+			got := sampledRows(cfg, tc.n, true)
+			every := sampledRows(cfg, tc.n, false)
+			require.Len(t, got, len(tc.fanouts)+1)
+			require.Equal(t, min(int64(tc.batch), tc.n), got[0])
+			rng := rand.New(rand.NewPCG(1, 2))
+			seen := make([]int32, tc.n)
+			for h, k := range tc.fanouts {
+				require.LessOrEqual(t, got[h+1], every[h+1])
+				require.LessOrEqual(t, got[h+1], tc.n)
+				if k < 0 {
+					require.Equal(t, tc.n, got[h+1])
+					continue
+				}
+				r := got[h]
+				const trials = 200
+				var hits int64
+				for trial := range int32(trials) {
+					for v := range r { // the destinations, 0..r−1
+						seen[v] = trial + 1
+					}
+					for range r * int64(k) {
+						if v := rng.Int64N(tc.n); seen[v] != trial+1 {
+							seen[v] = trial + 1
+							hits++
+						}
+					}
+				}
+				mean := float64(hits) / trials
+				bound := float64(got[h+1] - r)
+				if got[h+1] < every[h+1] && got[h+1] < tc.n { // not capped
+					require.GreaterOrEqual(t, bound, mean*1.05, "hop %d: the margin over the mean", h)
+					require.LessOrEqual(t, bound, mean*distinctMargin*1.01+1, "hop %d: no more than the margin", h)
+				} else {
+					require.GreaterOrEqual(t, bound, mean, "hop %d", h)
+				}
+			}
 		})
 	}
 }

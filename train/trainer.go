@@ -250,14 +250,14 @@ func newTrainer(c collective.Comm, d *Data, cfg Config) (*trainer, error) {
 	if t.gsync, err = newGradSync(c, m, cfg.GradDType, bucketMB); err != nil {
 		return nil, err
 	}
-	limitHeap(t.memory(), mappedBytes(csrArrays(t.d.Adj)...), fp.Batch)
+	limitHeap(t.memory(), mappedBytes(csrArrays(t.d.Adj)...), fp.Slack)
 	return t, nil
 }
 
 // limitHeap lowers the Go collector's soft memory limit to 1.5 times the
 // trainer's state (memory's parts) plus the slack heapSlack(state, other,
-// batch), with batch the minibatches' bytes in flight (footprint.Batch),
-// less mapped, the bytes of the state that lie in a file mapping (a
+// batch), with batch the minibatches' bytes in flight with every sampled
+// row counted as new (footprint.Slack), less mapped, the bytes of the state that lie in a file mapping (a
 // binary file's topology, read in place), unless GOMEMLIMIT sets one or
 // the limit is lower already: a minibatch's buffers are garbage after its
 // step, and without the limit the heap would grow to twice the live state
@@ -316,8 +316,10 @@ const (
 
 // heapSlack returns the soft heap limit's allowance beyond 1.5 times the
 // state s, given other bytes resident outside the Go runtime and batch,
-// the bytes of the minibatches in flight: batch, but no more than the
-// memory target leaves, peakSlack − other − heapMargin, and at least
+// the bytes of the minibatches in flight with every sampled row counted
+// as new (footprint.Slack; not the memory check's tighter
+// footprint.Batch, so that the collector's pace does not follow the
+// estimate): batch, but no more than the memory target leaves, peakSlack − other − heapMargin, and at least
 // minSlack. A state whose steps take much memory gets room for them and
 // their garbage, so that the collector does not run several times a step
 // (Coauthor-Physics, SAGE hidden 256, state 83 MB, minibatches 0.21 GiB:
