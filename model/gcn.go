@@ -151,8 +151,7 @@ func (g *GCN) Backward(dy *dense.Matrix, needInput bool) *dense.Matrix {
 		// out = Â·Z with Z = X·W: dL/dZ = Âᵀ·dy, into Z's storage (the
 		// sparse path's Backward does not read Z).
 		dz := dense.Grow(g.t, ns*fout)
-		clear(dz)
-		g.blk.transpose(g.wt).mulAdd(dz, dy.Data, fout)
+		g.blk.transpose(g.wt).mulTo(dz, dy.Data, fout)
 		sparseTMulAddTerms(g.xs, fout, gradTerm(g.w, dz, ns))
 		return nil
 	}
@@ -166,14 +165,12 @@ func (g *GCN) Backward(dy *dense.Matrix, needInput bool) *dense.Matrix {
 		scr := ownedScratch(g.own, &g.scr, nd*fin)
 		dense.Gemm(g.impl, blas.NoTrans, blas.Trans, nd, fin, fout, 1, dy.Data, g.w.W, 0, scr)
 		dx := ownedMatrix(g.own, &g.dx, ns, fin)
-		clear(dx.Data)
-		g.blk.transpose(g.wt).mulAdd(dx.Data, scr, fin)
+		g.blk.transpose(g.wt).mulTo(dx.Data, scr, fin)
 		return dx
 	}
 	// out = Â·Z with Z = X·W.
 	scr := ownedScratch(g.own, &g.scr, ns*fout)
-	clear(scr)
-	g.blk.transpose(g.wt).mulAdd(scr, dy.Data, fout)
+	g.blk.transpose(g.wt).mulTo(scr, dy.Data, fout)
 	dw, beta := g.w.gemmDst()
 	dense.Gemm(g.impl, blas.Trans, blas.NoTrans, fin, fout, ns, 1, g.x.Data, scr, beta, dw)
 	if !needInput {

@@ -147,6 +147,10 @@ func TestRowKernelsBitwise(t *testing.T) {
 					gotT := make([]float32, ns*f)
 					tr.mulAdd(gotT, dh.Data, f)
 					assert.Equal(t, wantT, gotT, "Sᵀ·dy")
+					// mulTo overwrites: dz's stale values must not show.
+					stale := clone(dz).Data
+					tr.mulTo(stale, dh.Data, f)
+					assert.Equal(t, wantT, stale, "Sᵀ·dy over stale values")
 				})
 			}
 		}

@@ -281,8 +281,7 @@ func (s *SAGE) Backward(dy *dense.Matrix, needInput bool) *dense.Matrix {
 		// out = X_dst·W_self + M·Z with Z = X·W_neigh: dL/dZ = Mᵀ·dh;
 		// both weight gradients by one call, tiled over columns.
 		dz := dense.Grow(s.scr, ns*fout)
-		clear(dz)
-		s.blk.transpose(s.mean).mulAdd(dz, dh, fout)
+		s.blk.transpose(s.mean).mulTo(dz, dh, fout)
 		sparseTMulAddTerms(s.xs, fout, gradTerm(s.wSelf, dh, nd), gradTerm(s.wNeigh, dz, ns))
 		return nil
 	}
@@ -342,8 +341,7 @@ func (s *SAGE) backwardMulFirst(dh []float32, needInput bool) *dense.Matrix {
 	// out = X_dst·W_self + M·X·W_neigh with M the row-mean matrix:
 	// dL/d(X·W_neigh) = Mᵀ·dh, dW_neigh = Xᵀ·Mᵀ·dh.
 	dxn := s.scratch(&s.xn, ns*fout)
-	clear(dxn)
-	s.blk.transpose(s.mean).mulAdd(dxn, dh, fout)
+	s.blk.transpose(s.mean).mulTo(dxn, dh, fout)
 	dw, beta := s.wNeigh.gemmDst()
 	dense.Gemm(s.impl, blas.Trans, blas.NoTrans, fin, fout, ns, 1, s.x.Data, dxn, beta, dw)
 	if !needInput {
