@@ -434,3 +434,25 @@ gloop:
 gdone:
 	VZEROUPPER
 	RET
+
+// func mulAVX2(dst, x, y *float32, n int)
+//
+// Mul over n elements, 8 at a time: one VMULPS, rounded as the Go
+// product.
+TEXT ·mulAVX2(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ y+16(FP), DX
+	MOVQ n+24(FP), CX
+	XORQ AX, AX
+mloop:
+	CMPQ    AX, CX
+	JGE     mdone
+	VMOVUPS (SI)(AX*4), Y0
+	VMULPS  (DX)(AX*4), Y0, Y0
+	VMOVUPS Y0, (DI)(AX*4)
+	ADDQ    $8, AX
+	JMP     mloop
+mdone:
+	VZEROUPPER
+	RET

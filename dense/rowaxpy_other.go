@@ -24,3 +24,7 @@ func reluAVX2(dst, x *float32, n int) {
 func reluGradAVX2(dst, dy, y *float32, n int) {
 	panic("dense: no AVX2 kernel")
 }
+
+func mulAVX2(dst, x, y *float32, n int) {
+	panic("dense: no AVX2 kernel")
+}

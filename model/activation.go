@@ -330,10 +330,7 @@ func (d *Dropout) Backward(dy *dense.Matrix) *dense.Matrix {
 	dx := dense.Reuse(d.dx, dy.Rows, dy.Cols)
 	d.dx = dx
 	parallel(len(dy.Data), 1, int64(len(dy.Data)), func(lo, hi int) {
-		out, mask := dx.Data[lo:hi], d.mask[lo:hi]
-		for i, v := range dy.Data[lo:hi] {
-			out[i] = v * mask[i]
-		}
+		dense.Mul(dx.Data[lo:hi], dy.Data[lo:hi], d.mask[lo:hi])
 	})
 	return dx
 }
