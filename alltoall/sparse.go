@@ -59,8 +59,10 @@ func (sp *sparseStore) rowLen(r int32) int64 { return sp.ptr[r+1] - sp.ptr[r] }
 // Values when the store is valued, sized to hold it).
 func (sp *sparseStore) copyRow(out *sparse.Matrix[float32], lo int64, r int32) {
 	a, b := sp.ptr[r], sp.ptr[r+1]
-	for e := a; e < b; e++ {
-		out.Indices[lo+e-a] = int64(sp.col[e])
+	col := sp.col[a:b]
+	dst := out.Indices[lo : lo+int64(len(col))] // one bounds check per row, none per entry
+	for e, c := range col {
+		dst[e] = int64(c)
 	}
 	if sp.valued {
 		copy(out.Values[lo:], sp.val[a:b])
