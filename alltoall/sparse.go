@@ -402,8 +402,9 @@ func (s *Store) FetchSparseTo(dst *sparse.Matrix[float32], ids []int64) (*sparse
 		}
 		col = slices.Grow(col[:0], int(recv.n[f]))[:recv.n[f]]
 		recv.copyTo(f, col, val, lo, sp.valued)
+		dst := out.Indices[lo : lo+int64(len(col))]
 		for e, j := range col {
-			out.Indices[lo+int64(e)] = int64(j)
+			dst[e] = int64(j)
 		}
 	}
 	return out, cnt, nil
