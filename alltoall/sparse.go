@@ -59,8 +59,10 @@ func (sp *sparseStore) rowLen(r int32) int64 { return sp.ptr[r+1] - sp.ptr[r] }
 // Values when the store is valued, sized to hold it).
 func (sp *sparseStore) copyRow(out *sparse.Matrix[float32], lo int64, r int32) {
 	a, b := sp.ptr[r], sp.ptr[r+1]
-	for e := a; e < b; e++ {
-		out.Indices[lo+e-a] = int64(sp.col[e])
+	col := sp.col[a:b]
+	dst := out.Indices[lo : lo+int64(len(col))] // one bounds check per row, none per entry
+	for e, c := range col {
+		dst[e] = int64(c)
 	}
 	if sp.valued {
 		copy(out.Values[lo:], sp.val[a:b])
@@ -400,8 +402,9 @@ func (s *Store) FetchSparseTo(dst *sparse.Matrix[float32], ids []int64) (*sparse
 		}
 		col = slices.Grow(col[:0], int(recv.n[f]))[:recv.n[f]]
 		recv.copyTo(f, col, val, lo, sp.valued)
+		dst := out.Indices[lo : lo+int64(len(col))]
 		for e, j := range col {
-			out.Indices[lo+int64(e)] = int64(j)
+			dst[e] = int64(j)
 		}
 	}
 	return out, cnt, nil

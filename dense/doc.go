@@ -10,7 +10,10 @@
 // axpys (AxpyGather, AxpyScatter, AxpyScatterRows, and ScatterRows for
 // rows checked once and added tile by tile) are the kernels of a
 // sparse-input layer, one whole row per stored entry, in AVX2 assembly on
-// amd64 and bitwise equal to one Axpy per entry. Products
+// amd64 and bitwise equal to one Axpy per entry; so are the elementwise
+// kernels of the optimizer, the rectifier and dropout's backward pass
+// (AdamUpdate, ReLU, ReLUGrad, Mul), bitwise equal to their Go loops.
+// Products
 // go through thin GEMM, axpy, scale and dot wrappers over gonum's BLAS
 // interface, with the implementation injected by the caller (OpenBLAS when
 // available; BLASOrDefault falls back to gonum's pure Go). This package

@@ -51,3 +51,19 @@ func scatterAVX2(dst *float32, ld int, x *float32, n int, idx *int64, alpha *flo
 //
 //go:noescape
 func adamAVX2(w, grad, m, v *float32, n int, coef *[8]float32)
+
+// reluAVX2 is ReLU's kernel over n elements, n a positive multiple of 8.
+//
+//go:noescape
+func reluAVX2(dst, x *float32, n int)
+
+// reluGradAVX2 is ReLUGrad's kernel over n elements, n a positive
+// multiple of 8.
+//
+//go:noescape
+func reluGradAVX2(dst, dy, y *float32, n int)
+
+// mulAVX2 is Mul's kernel over n elements, n a positive multiple of 8.
+//
+//go:noescape
+func mulAVX2(dst, x, y *float32, n int)

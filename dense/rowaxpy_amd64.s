@@ -387,3 +387,72 @@ aloop:
 adone:
 	VZEROUPPER
 	RET
+
+// func reluAVX2(dst, x *float32, n int)
+//
+// ReLU over n elements, 8 at a time: VMAXPS returns its second source
+// (here +0) when either source is NaN or both are zeros, so NaN and −0
+// give +0 as the Go loop does.
+TEXT ·reluAVX2(SB), NOSPLIT, $0-24
+	MOVQ   dst+0(FP), DI
+	MOVQ   x+8(FP), SI
+	MOVQ   n+16(FP), CX
+	VXORPS Y15, Y15, Y15
+	XORQ   AX, AX
+rloop:
+	CMPQ    AX, CX
+	JGE     rdone
+	VMOVUPS (SI)(AX*4), Y0
+	VMAXPS  Y15, Y0, Y0 // max(x, +0), +0 for NaN and −0
+	VMOVUPS Y0, (DI)(AX*4)
+	ADDQ    $8, AX
+	JMP     rloop
+rdone:
+	VZEROUPPER
+	RET
+
+// func reluGradAVX2(dst, dy, y *float32, n int)
+//
+// ReLUGrad over n elements, 8 at a time: the mask of y > 0 (ordered, so
+// false for NaN; false for −0) ANDed with dy.
+TEXT ·reluGradAVX2(SB), NOSPLIT, $0-32
+	MOVQ   dst+0(FP), DI
+	MOVQ   dy+8(FP), SI
+	MOVQ   y+16(FP), DX
+	MOVQ   n+24(FP), CX
+	VXORPS Y15, Y15, Y15
+	XORQ   AX, AX
+gloop:
+	CMPQ    AX, CX
+	JGE     gdone
+	VMOVUPS (DX)(AX*4), Y0
+	VCMPPS  $0x1e, Y15, Y0, Y0 // y > +0: GT_OQ
+	VANDPS  (SI)(AX*4), Y0, Y0
+	VMOVUPS Y0, (DI)(AX*4)
+	ADDQ    $8, AX
+	JMP     gloop
+gdone:
+	VZEROUPPER
+	RET
+
+// func mulAVX2(dst, x, y *float32, n int)
+//
+// Mul over n elements, 8 at a time: one VMULPS, rounded as the Go
+// product.
+TEXT ·mulAVX2(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ y+16(FP), DX
+	MOVQ n+24(FP), CX
+	XORQ AX, AX
+mloop:
+	CMPQ    AX, CX
+	JGE     mdone
+	VMOVUPS (SI)(AX*4), Y0
+	VMULPS  (DX)(AX*4), Y0, Y0
+	VMOVUPS Y0, (DI)(AX*4)
+	ADDQ    $8, AX
+	JMP     mloop
+mdone:
+	VZEROUPPER
+	RET

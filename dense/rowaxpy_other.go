@@ -16,3 +16,15 @@ func scatterAVX2(dst *float32, ld int, x *float32, n int, idx *int64, alpha *flo
 func adamAVX2(w, grad, m, v *float32, n int, coef *[8]float32) {
 	panic("dense: no AVX2 kernel")
 }
+
+func reluAVX2(dst, x *float32, n int) {
+	panic("dense: no AVX2 kernel")
+}
+
+func reluGradAVX2(dst, dy, y *float32, n int) {
+	panic("dense: no AVX2 kernel")
+}
+
+func mulAVX2(dst, x, y *float32, n int) {
+	panic("dense: no AVX2 kernel")
+}

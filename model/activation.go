@@ -22,23 +22,10 @@ type ReLU struct {
 func (r *ReLU) Forward(x *dense.Matrix) *dense.Matrix {
 	y := dense.Reuse(r.y, x.Rows, x.Cols)
 	parallel(len(x.Data), 1, int64(len(x.Data)), func(lo, hi int) {
-		out := y.Data[lo:hi]
-		for i, v := range x.Data[lo:hi] {
-			b := math.Float32bits(v)
-			out[i] = math.Float32frombits(b & positiveMask(b))
-		}
+		dense.ReLU(y.Data[lo:hi], x.Data[lo:hi])
 	})
 	r.y = y
 	return y
-}
-
-// positiveMask returns all ones when the float32 with bits b is > 0 (in
-// (0, +Inf]; not NaN, not −0), else 0, without a branch: ReLU's condition
-// is a coin flip the branch predictor misses half the time.
-func positiveMask(b uint32) uint32 {
-	// b−1 < 0x7f800000 exactly for 0 < b ≤ 0x7f800000; the difference
-	// below is negative (top bit set) exactly then.
-	return uint32(-((uint64(b-1) - 0x7f800000) >> 63))
 }
 
 // Backward returns dL/dx = dy where x > 0 and 0 elsewhere, in a matrix the
@@ -49,10 +36,7 @@ func (r *ReLU) Backward(dy *dense.Matrix) *dense.Matrix {
 	dx := dense.Reuse(r.dx, dy.Rows, dy.Cols)
 	r.dx = dx
 	parallel(len(dy.Data), 1, int64(len(dy.Data)), func(lo, hi int) {
-		g, out := dy.Data[lo:hi], dx.Data[lo:hi]
-		for i, v := range r.y.Data[lo:hi] {
-			out[i] = math.Float32frombits(math.Float32bits(g[i]) & positiveMask(math.Float32bits(v)))
-		}
+		dense.ReLUGrad(dx.Data[lo:hi], dy.Data[lo:hi], r.y.Data[lo:hi])
 	})
 	return dx
 }
@@ -346,10 +330,7 @@ func (d *Dropout) Backward(dy *dense.Matrix) *dense.Matrix {
 	dx := dense.Reuse(d.dx, dy.Rows, dy.Cols)
 	d.dx = dx
 	parallel(len(dy.Data), 1, int64(len(dy.Data)), func(lo, hi int) {
-		out, mask := dx.Data[lo:hi], d.mask[lo:hi]
-		for i, v := range dy.Data[lo:hi] {
-			out[i] = v * mask[i]
-		}
+		dense.Mul(dx.Data[lo:hi], dy.Data[lo:hi], d.mask[lo:hi])
 	})
 	return dx
 }

@@ -100,22 +100,6 @@ func TestDropout(t *testing.T) {
 	assert.Panics(t, func() { (&Dropout{Rate: 1}).Forward(x, true, testRNG(0)) })
 }
 
-// positiveMask is v > 0 without a branch, special values included.
-func TestPositiveMask(t *testing.T) {
-	vals := []float32{0, float32(math.Copysign(0, -1)), 1, -1, math.SmallestNonzeroFloat32, -math.SmallestNonzeroFloat32,
-		math.MaxFloat32, -math.MaxFloat32, float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()),
-		math.Float32frombits(0xffc00000), math.Float32frombits(0x7f800001)}
-	for _, v := range vals {
-		want := uint32(0)
-		if v > 0 {
-			want = ^uint32(0)
-		}
-		if got := positiveMask(math.Float32bits(v)); got != want {
-			t.Errorf("positiveMask(%v, bits %#x) = %#x, want %#x", v, math.Float32bits(v), got, want)
-		}
-	}
-}
-
 // Mask draws what Forward draws: the same mask, the same rng stream after,
 // with and without SkipZeros.
 func TestDropoutMask(t *testing.T) {

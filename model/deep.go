@@ -150,8 +150,8 @@ func (l *Linear) Backward(dy *dense.Matrix, needInput bool) *dense.Matrix {
 		noInputGrad(needInput)
 		n := int(l.xs.NRows)
 		checkGrad(dy, n, l.fout)
-		colSumAdd(l.b.G, dy.Data, n, l.fout)
-		sparseTMulAdd(l.w.G, l.xs, n, dy.Data, l.fout)
+		colSumAdd(l.b.Grad(), dy.Data, n, l.fout)
+		sparseTMulAddTerms(l.xs, l.fout, gradTerm(l.w, dy.Data, n))
 		return nil
 	}
 	if l.x == nil {
@@ -159,8 +159,9 @@ func (l *Linear) Backward(dy *dense.Matrix, needInput bool) *dense.Matrix {
 	}
 	n := l.x.Rows
 	checkGrad(dy, n, l.fout)
-	colSumAdd(l.b.G, dy.Data, n, l.fout)
-	dense.Gemm(l.impl, blas.Trans, blas.NoTrans, l.fin, l.fout, n, 1, l.x.Data, dy.Data, 1, l.w.G)
+	colSumAdd(l.b.Grad(), dy.Data, n, l.fout)
+	dw, beta := l.w.gemmDst()
+	dense.Gemm(l.impl, blas.Trans, blas.NoTrans, l.fin, l.fout, n, 1, l.x.Data, dy.Data, beta, dw)
 	if !needInput {
 		return nil
 	}
@@ -214,7 +215,7 @@ type Conv interface {
 	// a gcn, resgcn or gcnii block has no Values.
 	Forward(b *Block, x, aux *dense.Matrix) *dense.Matrix
 	// Backward takes dL/dout (NDst×w), adds the parameter gradients into
-	// Param.G and returns dL/dx (NSrc×w, new) and dL/daux (NDst×w, new;
+	// Param.Grad and returns dL/dx (NSrc×w, new) and dL/daux (NDst×w, new;
 	// nil when UsesAux is false). It will panic if no Forward preceded it
 	// or dy is not NDst×w.
 	Backward(dy *dense.Matrix) (dx, daux *dense.Matrix)
@@ -266,7 +267,7 @@ func NewConv(cfg DeepConfig, l int, rng *rand.Rand, impl blas.Float32Level3) Con
 	case ConvGCN:
 		return &reluConv[*GCN]{l: NewGCN(w, w, rng, impl)}
 	case ConvResGCN:
-		c := &resConv{g: NewGCN(w, w, rng, impl), gain: newParam("ln_g", 1, w), bias: newParam("ln_b", 1, w), width: w}
+		c := &resConv{g: NewGCN(w, w, rng, impl), gain: NewParam("ln_g", 1, w), bias: NewParam("ln_b", 1, w), width: w}
 		for i := range c.gain.W {
 			c.gain.W[i] = 1
 		}
@@ -280,7 +281,7 @@ func NewConv(cfg DeepConfig, l int, rng *rand.Rand, impl blas.Float32Level3) Con
 			panic("model: invalid gcnii alpha or lambda")
 		}
 		c := &gcniiConv{
-			w:     newParam("w", w, w),
+			w:     NewParam("w", w, w),
 			width: w,
 			alpha: cfg.Alpha,
 			beta:  gcniiBeta(cfg.Lambda, l),
@@ -416,7 +417,7 @@ func (c *resConv) Backward(dy *dense.Matrix) (dx, daux *dense.Matrix) {
 		}
 	}
 	// γ and β: sums over the rows in row order.
-	gg, bg := c.gain.G, c.bias.G
+	gg, bg := c.gain.Grad(), c.bias.Grad()
 	for j := range ns {
 		dp, xh := dpre[j*w:(j+1)*w], c.xhat[j*w:(j+1)*w]
 		for k, v := range dp {
@@ -503,7 +504,8 @@ func (c *gcniiConv) Backward(dy *dense.Matrix) (dx, daux *dense.Matrix) {
 	checkGrad(dy, nd, w)
 	dpre := c.relu.backward(dy)
 	// pre = (1−β)·S + β·S·W: dW = β·Sᵀ·dpre, dS = (1−β)·dpre + β·dpre·Wᵀ.
-	dense.Gemm(c.impl, blas.Trans, blas.NoTrans, w, w, nd, float32(c.beta), c.s, dpre.Data, 1, c.w.G)
+	dw, beta := c.w.gemmDst()
+	dense.Gemm(c.impl, blas.Trans, blas.NoTrans, w, w, nd, float32(c.beta), c.s, dpre.Data, beta, dw)
 	ds := make([]float32, nd*w)
 	copy(ds, dpre.Data)
 	dense.Gemm(c.impl, blas.NoTrans, blas.Trans, nd, w, w, float32(c.beta), dpre.Data, c.w.W, float32(1-c.beta), ds)

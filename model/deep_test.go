@@ -62,16 +62,30 @@ func randomizeBiases(rnd *rand.Rand, ps []*Param) {
 	}
 }
 
+// zeroGrads marks every gradient of ps zero (Param.ZeroGrad).
 func zeroGrads(ps []*Param) {
 	for _, p := range ps {
-		clear(p.G)
+		p.ZeroGrad()
+	}
+}
+
+// staleGrads fills every gradient of ps with NaN and then marks it zero,
+// so that a Backward that added into the stale values instead of
+// overwriting them would leave NaNs.
+func staleGrads(ps []*Param) {
+	for _, p := range ps {
+		g := p.Grad()
+		for i := range g {
+			g[i] = float32(math.NaN())
+		}
+		p.ZeroGrad()
 	}
 }
 
 func copyGrads(ps []*Param) [][]float32 {
 	var g [][]float32
 	for _, p := range ps {
-		g = append(g, append([]float32(nil), p.G...))
+		g = append(g, append([]float32(nil), p.Grad()...))
 	}
 	return g
 }
@@ -194,7 +208,7 @@ func TestLinearGradients(t *testing.T) {
 			l.Forward(x)
 			assert.Nil(t, l.Backward(r, false))
 			for i, p := range l.Params() {
-				assert.Equal(t, want[i], p.G, p.Name)
+				assert.Equal(t, want[i], p.Grad(), p.Name)
 			}
 			assert.Equal(t, "w", l.Params()[0].Name)
 			assert.Equal(t, "b", l.Params()[1].Name)
@@ -390,14 +404,14 @@ func TestDeepStackGradients(t *testing.T) {
 				dense.Scale(n, dlogits.Data)
 				s.backward(dlogits)
 				for _, p := range s.in.Params() {
-					require.NotZero(t, maxAbs(p.G), "in.%s has a gradient", p.Name)
+					require.NotZero(t, maxAbs(p.Grad()), "in.%s has a gradient", p.Name)
 				}
 
 				var w, grad []float32
 				var names []string
 				for i, p := range ps {
 					w = append(w, p.W...)
-					grad = append(grad, p.G...)
+					grad = append(grad, p.Grad()...)
 					for k := range p.W {
 						names = append(names, fmt.Sprintf("%s.%s[%d]", s.paramOwner(i), p.Name, k))
 					}
@@ -475,9 +489,9 @@ func TestConvShared(t *testing.T) {
 					dxs, dauxs = append(dxs, dx), append(dauxs, daux)
 					for i, p := range conv.Params() {
 						if sum[i] == nil {
-							sum[i] = make([]float32, len(p.G))
+							sum[i] = make([]float32, len(p.Grad()))
 						}
-						dense.Axpy(1, p.G, sum[i])
+						dense.Axpy(1, p.Grad(), sum[i])
 					}
 				}
 
@@ -503,7 +517,7 @@ func TestConvShared(t *testing.T) {
 					}
 				}
 				for i, p := range conv.Params() {
-					assert.True(t, testutil.Close(p.G, sum[i], 1e-6), "%s is the sum", p.Name)
+					assert.True(t, testutil.Close(p.Grad(), sum[i], 1e-6), "%s is the sum", p.Name)
 				}
 			})
 		}
@@ -525,9 +539,9 @@ func TestLinearShared(t *testing.T) {
 				dxs = append(dxs, l.Backward(dys[i], true))
 				for k, p := range l.Params() {
 					if sum[k] == nil {
-						sum[k] = make([]float32, len(p.G))
+						sum[k] = make([]float32, len(p.Grad()))
 					}
-					dense.Axpy(1, p.G, sum[k])
+					dense.Axpy(1, p.Grad(), sum[k])
 				}
 			}
 			zeroGrads(l.Params())
@@ -543,7 +557,7 @@ func TestLinearShared(t *testing.T) {
 				assert.Equal(t, dxs[i].Data, ls[i].Backward(dys[i], true).Data)
 			}
 			for k, p := range l.Params() {
-				assert.True(t, testutil.Close(p.G, sum[k], 1e-6), p.Name)
+				assert.True(t, testutil.Close(p.Grad(), sum[k], 1e-6), p.Name)
 			}
 		})
 	}

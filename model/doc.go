@@ -62,8 +62,9 @@
 //
 // Forward methods cache what Backward needs and keep references to their
 // inputs, which must not change until Backward returns. Returned matrices are
-// new and owned by the caller. Backward adds into Param.G; call ZeroGrad
-// before a fresh gradient. Nothing draws from a global random source: weight
+// new and owned by the caller. Backward adds into Param.Grad; call ZeroGrad
+// before a fresh gradient (it only marks the gradients zero, and the next
+// Backward overwrites them). Nothing draws from a global random source: weight
 // initialisation and dropout take a *rand.Rand, so equal seeds give
 // bit-identical results. Types in this package are not safe for concurrent
 // use, but for Block.

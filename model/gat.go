@@ -83,16 +83,16 @@ func NewGAT(fin, d, heads int, concat bool, rng *rand.Rand, impl blas.Float32Lev
 		panic("model: non-positive layer width or heads")
 	}
 	g := &GAT{
-		w:      newParam("w", fin, heads*d),
-		attL:   newParam("att_l", heads, d),
-		attR:   newParam("att_r", heads, d),
+		w:      NewParam("w", fin, heads*d),
+		attL:   NewParam("att_l", heads, d),
+		attR:   NewParam("att_r", heads, d),
 		fin:    fin,
 		heads:  heads,
 		d:      d,
 		concat: concat,
 		impl:   dense.BLASOrDefault(impl),
 	}
-	g.b = newParam("b", 1, g.OutDim())
+	g.b = NewParam("b", 1, g.OutDim())
 	glorot(g.w, fin, heads*d, rng)
 	glorot(g.attL, heads, d, rng)
 	glorot(g.attR, heads, d, rng)
@@ -350,7 +350,7 @@ func (g *GAT) Backward(dy *dense.Matrix, needInput bool) *dense.Matrix {
 	if g.xs != nil {
 		noInputGrad(needInput)
 	}
-	colSumAdd(g.b.G, dy.Data, nd, od)
+	colSumAdd(g.b.Grad(), dy.Data, nd, od)
 
 	ne := len(g.esrc)
 	g.dz = dense.Grow(g.dz, ns*hd)
@@ -402,27 +402,29 @@ func (g *GAT) Backward(dy *dense.Matrix, needInput bool) *dense.Matrix {
 			}
 		}
 	}
+	dattR, dattL := g.attR.Grad(), g.attL.Grad()
 	for j := range ns {
 		for k := range h {
 			zk := g.z[j*hd+k*d : j*hd+(k+1)*d]
 			dzk := g.dz[j*hd+k*d : j*hd+(k+1)*d]
 			if r := g.der[j*h+k]; r != 0 {
 				dense.Axpy(r, g.attR.W[k*d:(k+1)*d], dzk)
-				dense.Axpy(r, zk, g.attR.G[k*d:(k+1)*d])
+				dense.Axpy(r, zk, dattR[k*d:(k+1)*d])
 			}
 			if j < nd {
 				if l := g.del[j*h+k]; l != 0 {
 					dense.Axpy(l, g.attL.W[k*d:(k+1)*d], dzk)
-					dense.Axpy(l, zk, g.attL.G[k*d:(k+1)*d])
+					dense.Axpy(l, zk, dattL[k*d:(k+1)*d])
 				}
 			}
 		}
 	}
 	if g.xs != nil {
-		sparseTMulAdd(g.w.G, g.xs, ns, g.dz, hd)
+		sparseTMulAddTerms(g.xs, hd, gradTerm(g.w, g.dz, ns))
 		return nil
 	}
-	dense.Gemm(g.impl, blas.Trans, blas.NoTrans, g.fin, hd, ns, 1, g.x.Data, g.dz, 1, g.w.G)
+	dw, beta := g.w.gemmDst()
+	dense.Gemm(g.impl, blas.Trans, blas.NoTrans, g.fin, hd, ns, 1, g.x.Data, g.dz, beta, dw)
 	if !needInput {
 		return nil
 	}

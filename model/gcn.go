@@ -146,34 +146,33 @@ func (g *GCN) Backward(dy *dense.Matrix, needInput bool) *dense.Matrix {
 	if g.xs != nil {
 		noInputGrad(needInput)
 	}
-	colSumAdd(g.b.G, dy.Data, nd, fout)
+	colSumAdd(g.b.Grad(), dy.Data, nd, fout)
 	if g.xs != nil {
 		// out = Â·Z with Z = X·W: dL/dZ = Âᵀ·dy, into Z's storage (the
 		// sparse path's Backward does not read Z).
 		dz := dense.Grow(g.t, ns*fout)
-		clear(dz)
-		g.blk.transpose(g.wt).mulAdd(dz, dy.Data, fout)
-		sparseTMulAdd(g.w.G, g.xs, ns, dz, fout)
+		g.blk.transpose(g.wt).mulTo(dz, dy.Data, fout)
+		sparseTMulAddTerms(g.xs, fout, gradTerm(g.w, dz, ns))
 		return nil
 	}
 	if g.aggFirst {
 		// out = T·W with T = Â·X.
-		dense.Gemm(g.impl, blas.Trans, blas.NoTrans, fin, fout, nd, 1, g.t, dy.Data, 1, g.w.G)
+		dw, beta := g.w.gemmDst()
+		dense.Gemm(g.impl, blas.Trans, blas.NoTrans, fin, fout, nd, 1, g.t, dy.Data, beta, dw)
 		if !needInput {
 			return nil
 		}
 		scr := ownedScratch(g.own, &g.scr, nd*fin)
 		dense.Gemm(g.impl, blas.NoTrans, blas.Trans, nd, fin, fout, 1, dy.Data, g.w.W, 0, scr)
 		dx := ownedMatrix(g.own, &g.dx, ns, fin)
-		clear(dx.Data)
-		g.blk.transpose(g.wt).mulAdd(dx.Data, scr, fin)
+		g.blk.transpose(g.wt).mulTo(dx.Data, scr, fin)
 		return dx
 	}
 	// out = Â·Z with Z = X·W.
 	scr := ownedScratch(g.own, &g.scr, ns*fout)
-	clear(scr)
-	g.blk.transpose(g.wt).mulAdd(scr, dy.Data, fout)
-	dense.Gemm(g.impl, blas.Trans, blas.NoTrans, fin, fout, ns, 1, g.x.Data, scr, 1, g.w.G)
+	g.blk.transpose(g.wt).mulTo(scr, dy.Data, fout)
+	dw, beta := g.w.gemmDst()
+	dense.Gemm(g.impl, blas.Trans, blas.NoTrans, fin, fout, ns, 1, g.x.Data, scr, beta, dw)
 	if !needInput {
 		return nil
 	}

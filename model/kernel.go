@@ -53,7 +53,6 @@ func spmm(dst []float32, a *sparse.CSR, w, rowScale []float32, x []float32, f in
 		var alpha []float32
 		for i := lo; i < hi; i++ {
 			out := dst[i*f : (i+1)*f]
-			clear(out)
 			s := float32(1)
 			if rowScale != nil {
 				s = rowScale[i]
@@ -67,7 +66,7 @@ func spmm(dst []float32, a *sparse.CSR, w, rowScale []float32, x []float32, f in
 				}
 				alpha = append(alpha, al)
 			}
-			gatherRow(out, alpha, a.Indices[e0:e1], x, f)
+			gatherRowTo(out, alpha, a.Indices[e0:e1], x, f)
 		}
 	})
 }
@@ -84,6 +83,17 @@ func gatherRow(out, alpha []float32, idx []int64, x []float32, f int) {
 	for k, c := range idx {
 		dense.Axpy(alpha[k], x[int(c)*f:int(c+1)*f], out)
 	}
+}
+
+// gatherRowTo is gatherRow into an out that starts from +0, without
+// reading out: bit for bit clear(out) and then gatherRow.
+func gatherRowTo(out, alpha []float32, idx []int64, x []float32, f int) {
+	if !slices.Contains(alpha, 0) {
+		dense.AxpyGatherTo(out, alpha, idx, x, f)
+		return
+	}
+	clear(out)
+	gatherRow(out, alpha, idx, x, f)
 }
 
 // transposed is the transpose of a block's weighted pattern (CSC order):
@@ -140,7 +150,14 @@ func (t *transposed) build(a *sparse.CSR, w, rowScale []float32) {
 
 // mulAdd computes dst += Sᵀ·dy: dy has one row of f columns per row of S
 // and dst one per column.
-func (t *transposed) mulAdd(dst, dy []float32, f int) {
+func (t *transposed) mulAdd(dst, dy []float32, f int) { t.mul(dst, dy, f, false) }
+
+// mulTo computes dst = Sᵀ·dy (mulAdd without reading dst): bit for bit
+// clear(dst) and then mulAdd.
+func (t *transposed) mulTo(dst, dy []float32, f int) { t.mul(dst, dy, f, true) }
+
+// mul is mulAdd, or mulTo when to is set.
+func (t *transposed) mul(dst, dy []float32, f int, to bool) {
 	nc := len(t.ptr) - 1
 	parallel(nc, 1, int64(len(t.row))*int64(f), func(lo, hi int) {
 		var idx []int64
@@ -150,7 +167,11 @@ func (t *transposed) mulAdd(dst, dy []float32, f int) {
 			for _, i := range t.row[k0:k1] {
 				idx = append(idx, int64(i))
 			}
-			gatherRow(dst[j*f:(j+1)*f], t.val[k0:k1], idx, dy, f)
+			if to {
+				gatherRowTo(dst[j*f:(j+1)*f], t.val[k0:k1], idx, dy, f)
+			} else {
+				gatherRow(dst[j*f:(j+1)*f], t.val[k0:k1], idx, dy, f)
+			}
 		}
 	})
 }

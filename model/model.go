@@ -283,10 +283,11 @@ func (m *Model) Params() []*Param { return append([]*Param(nil), m.params...) }
 // NumParams returns the number of scalar weights.
 func (m *Model) NumParams() int { return m.n }
 
-// ZeroGrad sets every gradient to zero.
+// ZeroGrad sets every gradient to zero: it marks them (Param.ZeroGrad),
+// and the next Backward overwrites them instead of adding.
 func (m *Model) ZeroGrad() {
 	for _, p := range m.params {
-		clear(p.G)
+		p.ZeroGrad()
 	}
 }
 
@@ -294,13 +295,13 @@ func (m *Model) ZeroGrad() {
 // returns it: dst[:NumParams()] when cap(dst) suffices, else a new slice.
 // It suits a single Allreduce followed by SetGrads.
 func (m *Model) FlattenGrads(dst []float32) []float32 {
-	return flatten(dst, m.n, m.params, func(p *Param) []float32 { return p.G })
+	return flatten(dst, m.n, m.params, (*Param).Grad)
 }
 
 // SetGrads copies src, laid out as FlattenGrads writes it, into the
 // gradients. It will panic if len(src) != NumParams().
 func (m *Model) SetGrads(src []float32) {
-	unflatten(src, m.n, m.params, func(p *Param) []float32 { return p.G })
+	unflatten(src, m.n, m.params, (*Param).overwriteGrad)
 }
 
 // FlattenWeights copies all weights, in Params order, into one buffer and

@@ -61,7 +61,7 @@ const (
 )
 
 // Adam is the Adam optimizer with PyTorch's semantics (torch.optim.Adam,
-// amsgrad off): with g = G + WeightDecay·W (L2 decay added to the gradient),
+// amsgrad off): with g = Grad + WeightDecay·W (L2 decay added to the gradient),
 //
 //	m ← β₁m + (1−β₁)g,  v ← β₂v + (1−β₂)g²,
 //	W ← W − LR/(1−β₁ᵗ) · m / (√v/√(1−β₂ᵗ) + Eps),
@@ -119,7 +119,7 @@ func (o *Adam) StepRange(params []*Param, lo, hi int) {
 			m := o.m[a:b]
 			v := o.v[a:b]
 			w := p.W[a-off : b-off]
-			g := p.G[a-off : b-off]
+			g := p.Grad()[a-off : b-off]
 			// Element-wise, so the chunks on several goroutines give the
 			// same bits as one pass; dense.AdamUpdate is the update above
 			// in float32, one fused pass over w, g, m and v.
@@ -240,7 +240,7 @@ func (o *SGD) StepRange(params []*Param, lo, hi int) {
 		a, b := max(lo, off), min(hi, off+len(p.W))
 		if a < b {
 			w := p.W[a-off : b-off]
-			g := p.G[a-off : b-off]
+			g := p.Grad()[a-off : b-off]
 			for i, wi := range w {
 				gi := g[i] + wd*wi
 				if o.buf != nil {
@@ -282,8 +282,8 @@ func (o *SGD) SetState(state []float32) error {
 func countParams(params []*Param) int {
 	n := 0
 	for _, p := range params {
-		if len(p.G) != len(p.W) {
-			panic("model: len(G) != len(W)")
+		if len(p.g) != len(p.W) {
+			panic("model: len(Grad()) != len(W)")
 		}
 		n += len(p.W)
 	}

@@ -13,10 +13,10 @@ import (
 // twoSteps runs opt on one 1×2 parameter W = (1, −2) with gradients
 // (0.5, 0.1) and then (−0.3, 0.2), returning W after each step.
 func twoSteps(opt Optimizer) [][]float32 {
-	p := &Param{Name: "w", Rows: 1, Cols: 2, W: []float32{1, -2}, G: make([]float32, 2)}
+	p := &Param{Name: "w", Rows: 1, Cols: 2, W: []float32{1, -2}, g: make([]float32, 2)}
 	var out [][]float32
 	for _, g := range [][]float32{{0.5, 0.1}, {-0.3, 0.2}} {
-		copy(p.G, g)
+		copy(p.Grad(), g)
 		opt.Step([]*Param{p})
 		out = append(out, append([]float32(nil), p.W...))
 	}
@@ -161,10 +161,10 @@ func TestNewOptimizer(t *testing.T) {
 // Moments returns is Step's, and State sees those moments.
 func TestAdamAdvanceMoments(t *testing.T) {
 	ref, ext := NewAdam(0.1, 0.01), NewAdam(0.1, 0.01)
-	p := &Param{Name: "w", Rows: 1, Cols: 2, W: []float32{1, -2}, G: make([]float32, 2)}
+	p := &Param{Name: "w", Rows: 1, Cols: 2, W: []float32{1, -2}, g: make([]float32, 2)}
 	w := []float32{1, -2}
 	for _, g := range [][]float32{{0.5, 0.1}, {-0.3, 0.2}} {
-		copy(p.G, g)
+		copy(p.Grad(), g)
 		ref.Step([]*Param{p})
 		step, bc2s := ext.Advance()
 		m, v := ext.Moments(2)
@@ -197,7 +197,7 @@ func TestRangeStepperMatchesStep(t *testing.T) {
 			mk := func() []*Param {
 				var ps []*Param
 				for _, n := range sizes {
-					ps = append(ps, &Param{W: make([]float32, n), G: make([]float32, n)})
+					ps = append(ps, &Param{W: make([]float32, n), g: make([]float32, n)})
 				}
 				return ps
 			}
@@ -211,10 +211,10 @@ func TestRangeStepperMatchesStep(t *testing.T) {
 			a, b := tc.new(), tc.new()
 			for step := range 4 {
 				for i := range whole {
-					for k := range whole[i].G {
-						whole[i].G[k] = float32(rnd.NormFloat64())
+					for k := range whole[i].Grad() {
+						whole[i].Grad()[k] = float32(rnd.NormFloat64())
 					}
-					copy(ranged[i].G, whole[i].G)
+					copy(ranged[i].Grad(), whole[i].Grad())
 				}
 				a.Step(whole)
 				// Cut [0, 23) at random points and apply the pieces in a

@@ -109,6 +109,9 @@ func TestRowKernelsBitwise(t *testing.T) {
 			wantSelf, wantNeigh := clone(start).Data, clone(start).Data
 			refTMulAdd(wantSelf, x, nd, dh.Data, f)
 			refTMulAdd(wantNeigh, x, ns, dz.Data, f)
+			freshSelf, freshNeigh := make([]float32, fin*f), make([]float32, fin*f)
+			refTMulAdd(freshSelf, x, nd, dh.Data, f)
+			refTMulAdd(freshNeigh, x, ns, dz.Data, f)
 			wantSpMM := make([]float32, nd*f)
 			refSpMM(wantSpMM, a, wt, inv, z.Data, f)
 			wantMean := make([]float32, nd*f)
@@ -127,9 +130,15 @@ func TestRowKernelsBitwise(t *testing.T) {
 					sparseMulAdd(mul, x, ns, w.Data, f)
 					assert.Equal(t, wantMul, mul, "X·W")
 					self, neigh := clone(start).Data, clone(start).Data
-					sparseTMulAddTerms(x, f, tmulTerm{self, dh.Data, nd}, tmulTerm{neigh, dz.Data, ns})
+					sparseTMulAddTerms(x, f, tmulTerm{dw: self, dy: dh.Data, n: nd}, tmulTerm{dw: neigh, dy: dz.Data, n: ns})
 					assert.Equal(t, wantSelf, self, "X_dstᵀ·dh")
 					assert.Equal(t, wantNeigh, neigh, "Xᵀ·dz")
+					// Fresh terms overwrite what dw held: start's values
+					// must not show.
+					self, neigh = clone(start).Data, clone(start).Data
+					sparseTMulAddTerms(x, f, tmulTerm{dw: self, dy: dh.Data, n: nd, fresh: true}, tmulTerm{dw: neigh, dy: dz.Data, n: ns, fresh: true})
+					assert.Equal(t, freshSelf, self, "fresh X_dstᵀ·dh")
+					assert.Equal(t, freshNeigh, neigh, "fresh Xᵀ·dz")
 					got := make([]float32, nd*f)
 					spmm(got, a, wt, inv, z.Data, f)
 					assert.Equal(t, wantSpMM, got, "weighted spmm")
@@ -138,6 +147,10 @@ func TestRowKernelsBitwise(t *testing.T) {
 					gotT := make([]float32, ns*f)
 					tr.mulAdd(gotT, dh.Data, f)
 					assert.Equal(t, wantT, gotT, "Sᵀ·dy")
+					// mulTo overwrites: dz's stale values must not show.
+					stale := clone(dz).Data
+					tr.mulTo(stale, dh.Data, f)
+					assert.Equal(t, wantT, stale, "Sᵀ·dy over stale values")
 				})
 			}
 		}

@@ -97,9 +97,9 @@ func NewSAGE(fin, fout int, normalize bool, rng *rand.Rand, impl blas.Float32Lev
 	}
 	s := &SAGE{
 		Normalize: normalize,
-		wSelf:     newParam("w_self", fin, fout),
-		wNeigh:    newParam("w_neigh", fin, fout),
-		b:         newParam("b", 1, fout),
+		wSelf:     NewParam("w_self", fin, fout),
+		wNeigh:    NewParam("w_neigh", fin, fout),
+		b:         NewParam("b", 1, fout),
 		fin:       fin,
 		fout:      fout,
 		impl:      dense.BLASOrDefault(impl),
@@ -276,25 +276,26 @@ func (s *SAGE) Backward(dy *dense.Matrix, needInput bool) *dense.Matrix {
 		noInputGrad(needInput)
 	}
 	dh := s.preNormGrad(dy)
-	colSumAdd(s.b.G, dh, nd, fout)
+	colSumAdd(s.b.Grad(), dh, nd, fout)
 	if s.xs != nil {
 		// out = X_dst·W_self + M·Z with Z = X·W_neigh: dL/dZ = Mᵀ·dh;
 		// both weight gradients by one call, tiled over columns.
 		dz := dense.Grow(s.scr, ns*fout)
-		clear(dz)
-		s.blk.transpose(s.mean).mulAdd(dz, dh, fout)
-		sparseTMulAddTerms(s.xs, fout, tmulTerm{s.wSelf.G, dh, nd}, tmulTerm{s.wNeigh.G, dz, ns})
+		s.blk.transpose(s.mean).mulTo(dz, dh, fout)
+		sparseTMulAddTerms(s.xs, fout, gradTerm(s.wSelf, dh, nd), gradTerm(s.wNeigh, dz, ns))
 		return nil
 	}
 	xd := s.xd
 	if s.x != nil {
 		xd = s.x.Data
 	}
-	dense.Gemm(s.impl, blas.Trans, blas.NoTrans, fin, fout, nd, 1, xd, dh, 1, s.wSelf.G)
+	dw, beta := s.wSelf.gemmDst()
+	dense.Gemm(s.impl, blas.Trans, blas.NoTrans, fin, fout, nd, 1, xd, dh, beta, dw)
 	if s.mulFirst {
 		return s.backwardMulFirst(dh, needInput)
 	}
-	dense.Gemm(s.impl, blas.Trans, blas.NoTrans, fin, fout, nd, 1, s.agg, dh, 1, s.wNeigh.G)
+	dw, beta = s.wNeigh.gemmDst()
+	dense.Gemm(s.impl, blas.Trans, blas.NoTrans, fin, fout, nd, 1, s.agg, dh, beta, dw)
 	if !needInput {
 		return nil
 	}
@@ -340,9 +341,9 @@ func (s *SAGE) backwardMulFirst(dh []float32, needInput bool) *dense.Matrix {
 	// out = X_dst·W_self + M·X·W_neigh with M the row-mean matrix:
 	// dL/d(X·W_neigh) = Mᵀ·dh, dW_neigh = Xᵀ·Mᵀ·dh.
 	dxn := s.scratch(&s.xn, ns*fout)
-	clear(dxn)
-	s.blk.transpose(s.mean).mulAdd(dxn, dh, fout)
-	dense.Gemm(s.impl, blas.Trans, blas.NoTrans, fin, fout, ns, 1, s.x.Data, dxn, 1, s.wNeigh.G)
+	s.blk.transpose(s.mean).mulTo(dxn, dh, fout)
+	dw, beta := s.wNeigh.gemmDst()
+	dense.Gemm(s.impl, blas.Trans, blas.NoTrans, fin, fout, ns, 1, s.x.Data, dxn, beta, dw)
 	if !needInput {
 		return nil
 	}

@@ -107,10 +107,13 @@ func sparseMul(dst []float32, x *sparse.Matrix[float32], n int, w []float32, f i
 }
 
 // tmulTerm is one weight gradient dw += X[:n]ᵀ·dy of sparseTMulAdd: dw is
-// X.NCols×f, dy n×f.
+// X.NCols×f, dy n×f. With fresh, dw counts as zero whatever it holds
+// (Param.gradDst), and sparseTMulAddTerms overwrites all of it: dw =
+// X[:n]ᵀ·dy, the same bits as adding into a cleared dw.
 type tmulTerm struct {
 	dw, dy []float32
 	n      int
+	fresh  bool
 }
 
 // sparseTMulAdd computes dw += X[:n]ᵀ·dy: for every stored entry (i, c, a)
@@ -118,7 +121,7 @@ type tmulTerm struct {
 // stored zeros skipped, a pattern's entries adding dy's rows as they are.
 // Each row of dw adds its entries in row-major stored order.
 func sparseTMulAdd(dw []float32, x *sparse.Matrix[float32], n int, dy []float32, f int) {
-	sparseTMulAddTerms(x, f, tmulTerm{dw, dy, n})
+	sparseTMulAddTerms(x, f, tmulTerm{dw: dw, dy: dy, n: n})
 }
 
 // tmulTile is the width of the column tiles of sparseTMulAddTerms: 32
@@ -154,7 +157,8 @@ var tileBufs sync.Pool
 // term instead of once per tile (dense.ScatterRows) another 13% (28.5,
 // 25.3 then 21.6 ms of CPU for BenchmarkFirstLayerKernels' sparse-tmul
 // shapes on one core of a 2-core AMD EPYC with 1 MB of L2 per core). The
-// sums are the same, bit for bit.
+// sums are the same, bit for bit. A fresh term's tile starts from a
+// cleared buffer instead of a copy of dw, so that dw is only written.
 func sparseTMulAddTerms(x *sparse.Matrix[float32], f int, terms ...tmulTerm) {
 	nc := int(x.NCols)
 	rows := 0
@@ -164,6 +168,14 @@ func sparseTMulAddTerms(x *sparse.Matrix[float32], f int, terms ...tmulTerm) {
 		rows = max(rows, t.n)
 	}
 	nnz := x.Indptr[rows] - x.Indptr[0]
+	if f <= tmulTile {
+		// Goroutines add straight into dw, by blocks of its columns.
+		for k := range terms {
+			if terms[k].fresh {
+				clear(terms[k].dw)
+			}
+		}
+	}
 	// X's rows checked once, not once per tile and goroutine.
 	xr := make([]*dense.ScatterRows, len(terms))
 	for k, t := range terms {
@@ -187,8 +199,12 @@ func sparseTMulAddTerms(x *sparse.Matrix[float32], f int, terms ...tmulTerm) {
 			thi := min(tlo+tmulTile, hi)
 			w := thi - tlo
 			for k, t := range terms {
-				for c := range nc {
-					copy(buf[c*w:(c+1)*w], t.dw[c*f+tlo:c*f+thi])
+				if t.fresh {
+					clear(buf[:nc*w])
+				} else {
+					for c := range nc {
+						copy(buf[c*w:(c+1)*w], t.dw[c*f+tlo:c*f+thi])
+					}
 				}
 				xr[k].AddTo(buf, w, t.dy[tlo:], f, w)
 				for c := range nc {

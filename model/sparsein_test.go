@@ -96,7 +96,7 @@ func TestSparseLayerGradients(t *testing.T) {
 				require.True(t, testutil.Close(got.Data, want.Data, 1e-5), "out: got: %v want: %v", got.Data, want.Data)
 				dps := dl.Params()
 				for i, p := range sl.Params() {
-					assert.True(t, testutil.Close(p.G, dps[i].G, 1e-5), "%s: got: %v want: %v", p.Name, p.G, dps[i].G)
+					assert.True(t, testutil.Close(p.Grad(), dps[i].Grad(), 1e-5), "%s: got: %v want: %v", p.Name, p.Grad(), dps[i].Grad())
 				}
 				checkParamsGrad(t, sl.Params(), func() float64 { return weightedSum(fwd(), r) })
 				fwd()
@@ -150,7 +150,7 @@ func TestLinearSparse(t *testing.T) {
 			assert.Nil(t, sl.Backward(r, false))
 			require.True(t, testutil.Close(got.Data, want.Data, 1e-6))
 			for i, p := range sl.Params() {
-				assert.True(t, testutil.Close(p.G, dl.Params()[i].G, 1e-6), p.Name)
+				assert.True(t, testutil.Close(p.Grad(), dl.Params()[i].Grad(), 1e-6), p.Name)
 			}
 			checkParamsGrad(t, sl.Params(), func() float64 { return weightedSum(sl.ForwardSparse(xs), r) })
 			sl.ForwardSparse(xs)
@@ -217,7 +217,7 @@ func checkParamsGrad(t *testing.T, ps []*Param, f func() float64) {
 	var w, g []float32
 	for _, p := range ps {
 		w = append(w, p.W...)
-		g = append(g, p.G...)
+		g = append(g, p.Grad()...)
 	}
 	set := func() {
 		off := 0

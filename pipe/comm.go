@@ -46,12 +46,12 @@ func (t *Trainer) reduce(c collective.Comm, ps []*model.Param) error {
 	}
 	n := 0
 	for _, p := range ps {
-		n += len(p.G)
+		n += len(p.W)
 	}
 	t.flat = dense.Grow(t.flat, n)
 	off := 0
 	for _, p := range ps {
-		off += copy(t.flat[off:], p.G)
+		off += copy(t.flat[off:], p.Grad())
 	}
 	b := collective.BufOf(t.flat)
 	if err := c.Allreduce(b, b, collective.Sum); err != nil {
@@ -59,7 +59,7 @@ func (t *Trainer) reduce(c collective.Comm, ps []*model.Param) error {
 	}
 	off = 0
 	for _, p := range ps {
-		off += copy(p.G, t.flat[off:])
+		off += copy(p.Grad(), t.flat[off:])
 	}
 	return nil
 }

@@ -128,7 +128,7 @@ func (t *Trainer) step() error {
 	all := t.Params()
 	t.opt.Step(all)
 	for _, p := range all {
-		clear(p.G)
+		p.ZeroGrad()
 	}
 	return nil
 }

@@ -85,7 +85,7 @@ func (t *Trainer) SetState(s State) error {
 	off := 0
 	for _, p := range params {
 		off += copy(p.W, s.Weights[off:])
-		clear(p.G)
+		p.ZeroGrad()
 	}
 	if snap {
 		if t.snap == nil {

@@ -384,7 +384,7 @@ func (t *Trainer) flight(c int) *flight {
 func (t *Trainer) StateBytes() int64 {
 	var n int64
 	for _, p := range t.Params() {
-		n += int64(len(p.W)+len(p.G)) * 4
+		n += int64(2*len(p.W)) * 4 // weights and gradient
 	}
 	for _, ms := range [][]*dense.Matrix{t.hist, t.histGrad, t.snap, {t.rows, t.rowGrads}} {
 		for _, m := range ms {

@@ -157,7 +157,7 @@ func (g *gradSync) close() error {
 	if g.shared != nil {
 		if g.bound {
 			for _, p := range g.params {
-				p.G = append([]float32(nil), p.G...)
+				p.BindGrad(make([]float32, len(p.W)))
 			}
 			g.bound = false
 		}
@@ -178,7 +178,7 @@ func (g *gradSync) work() {
 	for k := range g.jobs {
 		b := g.buckets[k]
 		o := g.offs[b.param]
-		g.done <- g.sum(g.c, g.params[b.param].G[b.lo-o:b.hi-o], b.lo)
+		g.done <- g.sum(g.c, g.params[b.param].Grad()[b.lo-o:b.hi-o], b.lo)
 	}
 }
 
@@ -206,8 +206,7 @@ func (g *gradSync) bind() {
 	local := g.shared.Local()
 	for i, p := range g.params {
 		v := local[g.offs[i]:g.offs[i+1]:g.offs[i+1]]
-		copy(v, p.G)
-		p.G = v
+		p.BindGrad(v)
 	}
 	g.bound = true
 }
@@ -237,6 +236,12 @@ func (g *gradSync) step(opt model.Optimizer) (time.Duration, error) {
 		if !g.bound {
 			g.bind()
 		}
+		// The sum reads the segment itself: a gradient still marked zero
+		// (no backward wrote it, as in a step without seeds) is cleared
+		// there.
+		for _, p := range g.params {
+			p.Grad()
+		}
 		restore := collective.SetPhase(g.c, metrics.PhaseGrad)
 		err := g.shared.Sum()
 		restore()
@@ -252,7 +257,7 @@ func (g *gradSync) step(opt model.Optimizer) (time.Duration, error) {
 		t0 := time.Now()
 		off := 0
 		for _, p := range g.params {
-			off += copy(g.flat[off:], p.G)
+			off += copy(g.flat[off:], p.Grad())
 		}
 		restore := collective.SetPhase(g.c, metrics.PhaseGrad)
 		err := g.sum(g.c, g.flat, 0)
@@ -260,7 +265,7 @@ func (g *gradSync) step(opt model.Optimizer) (time.Duration, error) {
 		if err == nil {
 			off = 0
 			for _, p := range g.params {
-				off += copy(p.G, g.flat[off:])
+				off += copy(p.Grad(), g.flat[off:])
 			}
 		}
 		waited := time.Since(t0)

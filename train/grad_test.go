@@ -1,7 +1,10 @@
 package train
 
 import (
+	"fmt"
 	"math"
+	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -212,5 +215,84 @@ func TestGradSharedSum(t *testing.T) {
 				require.Zero(t, plain.Epochs[i].GradWaitSeconds, "%s p=%d: Allreduce measures no wait", kind, p)
 			}
 		}
+	}
+}
+
+// stepRecorder is an optimizer that keeps the summed gradients it is
+// handed instead of updating.
+type stepRecorder struct{ sums []float32 }
+
+func (s *stepRecorder) Step(params []*model.Param) {
+	s.sums = s.sums[:0]
+	for _, p := range params {
+		s.sums = append(s.sums, p.Grad()...)
+	}
+}
+func (s *stepRecorder) State() []float32               { return nil }
+func (s *stepRecorder) SetState(state []float32) error { return nil }
+
+// A rank whose gradients ZeroGrad only marked (no backward wrote them: a
+// step without seeds) adds zeros to the sum, not the stale values its
+// storage still holds, with every exchange: the shared segment, one flat
+// Allreduce and buckets.
+func TestGradSyncMarkedZero(t *testing.T) {
+	tests := []struct {
+		name     string
+		bucketMB float64
+		wrap     func(collective.Comm) collective.Comm
+		shared   bool
+	}{
+		{"shared", 0, func(c collective.Comm) collective.Comm { return c }, true},
+		{"flat", 0, func(c collective.Comm) collective.Comm { return unshared{c} }, false},
+		{"buckets", 1e-4, func(c collective.Comm) collective.Comm { return c }, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := inproc.Run(2, inproc.Options{Timeout: time.Minute}, func(c collective.Comm) error {
+				m, err := model.New(model.Config{Kind: model.KindSAGE, In: 5, Hidden: 8, Out: 3, Layers: 2}, rand.New(rand.NewPCG(1, 2)), nil)
+				if err != nil {
+					return err
+				}
+				g, err := newGradSync(tc.wrap(c), m, GradF32, tc.bucketMB)
+				if err != nil {
+					return err
+				}
+				defer g.close()
+				if (g.shared != nil) != tc.shared || (len(g.buckets) > 1) != (tc.bucketMB > 0) {
+					return fmt.Errorf("shared %t, %d buckets: not the exchange under test", g.shared != nil, len(g.buckets))
+				}
+				rec := &stepRecorder{}
+				fill := func(v float32) {
+					for _, p := range m.Params() {
+						for i := range p.Grad() {
+							p.Grad()[i] = v
+						}
+					}
+				}
+				// Step 1: both ranks write (1 and 2); the sums are 3.
+				m.ZeroGrad()
+				fill(float32(c.Rank() + 1))
+				if _, err := g.step(rec); err != nil {
+					return err
+				}
+				if want := slices.Repeat([]float32{3}, m.NumParams()); !slices.Equal(want, rec.sums) {
+					return fmt.Errorf("step 1: sums %v, want %v", rec.sums, want)
+				}
+				// Step 2: rank 1 only marks its gradients, whose storage
+				// holds step 1's sums; the sums are rank 0's 5.
+				m.ZeroGrad()
+				if c.Rank() == 0 {
+					fill(5)
+				}
+				if _, err := g.step(rec); err != nil {
+					return err
+				}
+				if want := slices.Repeat([]float32{5}, m.NumParams()); !slices.Equal(want, rec.sums) {
+					return fmt.Errorf("rank %d, step 2: sums %v, want %v", c.Rank(), rec.sums, want)
+				}
+				return nil
+			})
+			require.NoError(t, err)
+		})
 	}
 }

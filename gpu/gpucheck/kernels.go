@@ -364,7 +364,9 @@ func kernelChecks() map[string]kernelCheck {
 			defer d.free()
 			w, g := randNormal(r, n), randNormal(r, n)
 			opt := model.NewAdam(0.01, 5e-4)
-			param := &model.Param{Rows: 1, Cols: n, W: append([]float32(nil), w...), G: g}
+			param := model.NewParam("w", 1, n)
+			copy(param.W, w)
+			copy(param.Grad(), g)
 			pw := up(d, w)
 			pg := up(d, g)
 			pm := up(d, make([]float32, n))
