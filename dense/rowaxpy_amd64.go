@@ -51,3 +51,16 @@ func scatterAVX2(dst *float32, ld int, x *float32, n int, idx *int64, alpha *flo
 //
 //go:noescape
 func adamAVX2(w, grad, m, v *float32, n int, coef *[8]float32)
+
+// dropAVX2 is DropWords' kernel over n elements, n a positive multiple of
+// 8, the 16-bit decisions read from w in memory order (amd64 is little
+// endian: word j's low bits first); mask nil writes no mask.
+//
+//go:noescape
+func dropAVX2(y, mask, x *float32, w *uint64, n int, t, keep uint32)
+
+// hasZeroAVX2 is HasZero's kernel over n elements, n a positive multiple
+// of 8.
+//
+//go:noescape
+func hasZeroAVX2(x *float32, n int) bool

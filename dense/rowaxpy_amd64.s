@@ -387,3 +387,79 @@ aloop:
 adone:
 	VZEROUPPER
 	RET
+
+// func dropAVX2(y, mask, x *float32, w *uint64, n int, t, keep uint32)
+//
+// Eight elements a step: their eight 16-bit decisions zero-extended to
+// 32 bits (VPMOVZXWD) and compared with t−1 as signed 32-bit integers
+// (b > t−1 is b ≥ t, t ≤ 2¹⁶; t = 0 gives −1, below every b), the
+// comparison's all-ones lanes anded with keep's bits give the mask, and
+// VMULPS the products x·m.
+TEXT ·dropAVX2(SB), NOSPLIT, $0-48
+	MOVQ y+0(FP), DI
+	MOVQ mask+8(FP), R8
+	MOVQ x+16(FP), SI
+	MOVQ w+24(FP), DX
+	MOVQ n+32(FP), CX
+	MOVL t+40(FP), AX
+	MOVL keep+44(FP), BX
+	DECL AX
+	MOVL AX, X0
+	VPBROADCASTD X0, Y0
+	MOVL BX, X1
+	VPBROADCASTD X1, Y1
+	TESTQ R8, R8
+	JEQ   dropnomask
+
+dropmask:
+	VPMOVZXWD (DX), Y2
+	VPCMPGTD  Y0, Y2, Y2
+	VPAND     Y1, Y2, Y2
+	VMULPS    (SI), Y2, Y3
+	VMOVUPS   Y3, (DI)
+	VMOVUPS   Y2, (R8)
+	ADDQ      $32, SI
+	ADDQ      $32, DI
+	ADDQ      $32, R8
+	ADDQ      $16, DX
+	SUBQ      $8, CX
+	JNZ       dropmask
+	VZEROUPPER
+	RET
+
+dropnomask:
+	VPMOVZXWD (DX), Y2
+	VPCMPGTD  Y0, Y2, Y2
+	VPAND     Y1, Y2, Y2
+	VMULPS    (SI), Y2, Y3
+	VMOVUPS   Y3, (DI)
+	ADDQ      $32, SI
+	ADDQ      $32, DI
+	ADDQ      $16, DX
+	SUBQ      $8, CX
+	JNZ       dropnomask
+	VZEROUPPER
+	RET
+
+// func hasZeroAVX2(x *float32, n int) bool
+//
+// Eight elements a step compared equal (ordered, so NaN is not) with +0
+// by VCMPPS, the results or-ed together; the answer is whether any lane
+// of the or is set.
+TEXT ·hasZeroAVX2(SB), NOSPLIT, $0-17
+	MOVQ   x+0(FP), SI
+	MOVQ   n+8(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+
+zeroloop:
+	VCMPPS $0, (SI), Y0, Y2
+	VORPS  Y2, Y1, Y1
+	ADDQ   $32, SI
+	SUBQ   $8, CX
+	JNZ    zeroloop
+	VMOVMSKPS Y1, AX
+	TESTL  AX, AX
+	SETNE  ret+16(FP)
+	VZEROUPPER
+	RET

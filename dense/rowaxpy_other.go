@@ -16,3 +16,11 @@ func scatterAVX2(dst *float32, ld int, x *float32, n int, idx *int64, alpha *flo
 func adamAVX2(w, grad, m, v *float32, n int, coef *[8]float32) {
 	panic("dense: no AVX2 kernel")
 }
+
+func dropAVX2(y, mask, x *float32, w *uint64, n int, t, keep uint32) {
+	panic("dense: no AVX2 kernel")
+}
+
+func hasZeroAVX2(x *float32, n int) bool {
+	panic("dense: no AVX2 kernel")
+}
