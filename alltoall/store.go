@@ -116,6 +116,9 @@ type Store struct {
 	f32   []float32 // resident rows, row-major (half == false)
 	f16   []uint16  // resident rows, row-major (half == true)
 	local []int32   // local id → resident row
+	// identity: local[lid] = lid for every lid (the own rows first, in
+	// local-id order: a store without scores), so plan need not read local.
+	identity bool
 	// cached holds the cached global ids ascending, slot the resident row
 	// of each.
 	cached []int64
@@ -229,6 +232,13 @@ func newLayout(c collective.Comm, book *partition.Book, rows, cols int, o StoreO
 		}
 	}
 	sort.Sort(byGid{s.cached, s.slot})
+	s.identity = true
+	for lid, row := range s.local {
+		if int(row) != lid {
+			s.identity = false
+			break
+		}
+	}
 	s.gpu = int(o.GPUFrac * float64(len(s.order)))
 	if s.roundBytes == 0 {
 		s.roundBytes = DefaultRoundBytes
@@ -456,6 +466,9 @@ func (s *Store) FetchTo(dst *dense.Matrix, ids []int64) (*dense.Matrix, Counts, 
 func (s *Store) plan(ids []int64) (*Plan, Counts) {
 	p := newPlan(ids, s.book, s.part, func(gid int64, owner int, lid int64) (int64, bool) {
 		if owner == s.part {
+			if s.identity {
+				return lid, true
+			}
 			return int64(s.local[lid]), true
 		}
 		return s.lookup(gid)

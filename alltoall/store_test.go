@@ -424,7 +424,17 @@ func TestStoreLayout(t *testing.T) {
 		assert.Equal(t, s.Bytes()-h.Bytes(), int64(70*2*f))
 		assert.Equal(t, int64(20*(4*f+20)), s.CacheBytes(), "20 cached rows of f float32 and their index entries")
 		assert.Equal(t, int64(20*(2*f+20)), h.CacheBytes())
+		assert.False(t, s.identity, "scored own rows are not in local-id order")
 	}
+	// Without scores the own rows are in local-id order, and plan reads
+	// the resident row of local id lid as lid itself.
+	storeRun(t, 2, 1, book, x, func(int) StoreOptions { return StoreOptions{} }, func(rank int, _ collective.Comm, s *Store) error {
+		assert.True(t, s.identity)
+		for lid, row := range s.local {
+			assert.Equal(t, lid, int(row))
+		}
+		return nil
+	})
 }
 
 func TestSelectCache(t *testing.T) {
