@@ -9,6 +9,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"gnnmpi/collective"
 	"gnnmpi/dense"
@@ -374,6 +375,10 @@ func (s *Store) gatherResident(out *dense.Matrix, from []int64) {
 // copied (or decoded), from cache.
 func (s *Store) gatherRange(out *dense.Matrix, from []int64, lo, hi int) uint32 {
 	f := s.cols
+	if usePrefetch {
+		s.gatherPrefetch(out, from, lo, hi)
+		return 0
+	}
 	var x uint32
 	for b := lo; b < hi; b += gatherBlock {
 		e := min(b+gatherBlock, hi)
@@ -401,6 +406,47 @@ func (s *Store) gatherRange(out *dense.Matrix, from []int64, lo, hi int) uint32 
 		}
 	}
 	return x
+}
+
+// usePrefetch selects gatherPrefetch; tests turn it off to check the
+// loads' path too.
+var usePrefetch = canPrefetch
+
+// gatherAhead is how many rows ahead of its copy gatherPrefetch asks for
+// a resident row's cache lines.
+const gatherAhead = 16
+
+// gatherPrefetch is gatherRange with prefetch instructions: row i is
+// copied (or decoded) after the lines of row i+gatherAhead were asked
+// for, so that up to gatherAhead rows' misses are in flight while rows
+// already in cache are copied, where loads would hold up the copies
+// behind them until they return.
+func (s *Store) gatherPrefetch(out *dense.Matrix, from []int64, lo, hi int) {
+	f, rb := s.cols, int(s.rowBytes())
+	ask := func(i int) {
+		if src := from[i]; src < 0 {
+			r := int(^src)
+			if s.half {
+				prefetch(unsafe.Pointer(&s.f16[r*f]), rb)
+			} else {
+				prefetch(unsafe.Pointer(&s.f32[r*f]), rb)
+			}
+		}
+	}
+	if f == 0 {
+		return
+	}
+	for i := lo; i < min(lo+gatherAhead, hi); i++ {
+		ask(i)
+	}
+	for i := lo; i < hi; i++ {
+		if i+gatherAhead < hi {
+			ask(i + gatherAhead)
+		}
+		if src := from[i]; src < 0 {
+			s.read(int(^src), out.Row(i))
+		}
+	}
 }
 
 func (s *Store) serve32(lid int64, row []float32) {
