@@ -14,6 +14,7 @@ import (
 	"gnnmpi/collective"
 	"gnnmpi/dense"
 	"gnnmpi/internal/f16"
+	"gnnmpi/internal/prefetch"
 	"gnnmpi/partition"
 	"gnnmpi/sparse"
 )
@@ -410,7 +411,7 @@ func (s *Store) gatherRange(out *dense.Matrix, from []int64, lo, hi int) uint32 
 
 // usePrefetch selects gatherPrefetch; tests turn it off to check the
 // loads' path too.
-var usePrefetch = canPrefetch
+var usePrefetch = prefetch.Enabled
 
 // gatherAhead is how many rows ahead of its copy gatherPrefetch asks for
 // a resident row's cache lines.
@@ -427,9 +428,9 @@ func (s *Store) gatherPrefetch(out *dense.Matrix, from []int64, lo, hi int) {
 		if src := from[i]; src < 0 {
 			r := int(^src)
 			if s.half {
-				prefetch(unsafe.Pointer(&s.f16[r*f]), rb)
+				prefetch.Lines(unsafe.Pointer(&s.f16[r*f]), rb)
 			} else {
-				prefetch(unsafe.Pointer(&s.f32[r*f]), rb)
+				prefetch.Lines(unsafe.Pointer(&s.f32[r*f]), rb)
 			}
 		}
 	}

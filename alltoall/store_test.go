@@ -15,6 +15,7 @@ import (
 	"gnnmpi/collective/inproc"
 	"gnnmpi/dense"
 	"gnnmpi/internal/f16"
+	"gnnmpi/internal/prefetch"
 	"gnnmpi/partition"
 	"gnnmpi/sparse"
 )
@@ -514,7 +515,7 @@ func fetchBytes(cm collective.Comm, fn func() error) (int64, error) {
 // loads ahead.
 func TestStoreGatherSplit(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
-	defer func() { usePrefetch = canPrefetch }()
+	defer func() { usePrefetch = prefetch.Enabled }()
 	const n, f = 12000, 64 // 256- or 128-byte rows: 3 MiB or 1.5 MiB of own rows per rank
 	x := globalFeatures(n, f)
 	for _, tc := range []struct {
@@ -532,7 +533,7 @@ func TestStoreGatherSplit(t *testing.T) {
 		{"np3 f16 cached loads", 3, F16, 500, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if tc.prefetch && !canPrefetch {
+			if tc.prefetch && !prefetch.Enabled {
 				t.Skip("no prefetch instructions here")
 			}
 			usePrefetch = tc.prefetch
@@ -570,7 +571,7 @@ func BenchmarkStoreFetch(b *testing.B) {
 		{1 << 16, 128, 1 << 20},
 	} {
 		for _, pf := range []bool{false, true} {
-			usePrefetch = pf && canPrefetch
+			usePrefetch = pf && prefetch.Enabled
 			b.Run(fmt.Sprintf("p=1/ids=%d/f=%d/n=%d/prefetch=%v", bc.ids, bc.f, bc.n, pf), func(b *testing.B) {
 				book := partition.Block(bc.n, 1)
 				x := dense.New(int(bc.n), bc.f)
@@ -604,6 +605,6 @@ func BenchmarkStoreFetch(b *testing.B) {
 				}
 			})
 		}
-		usePrefetch = canPrefetch
+		usePrefetch = prefetch.Enabled
 	}
 }
