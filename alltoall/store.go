@@ -369,11 +369,12 @@ func (s *Store) gatherResident(out *dense.Matrix, from []int64) {
 	touched.Add(x)
 }
 
-// gatherRange is gatherResident's work on rows [lo, hi) of out, in
-// blocks of gatherBlock rows: first one word of every cache line of the
-// block's resident rows is loaded (the words are xor-ed into the result,
-// which the caller keeps, so that the loads stay), then the rows are
-// copied (or decoded), from cache.
+// gatherRange is gatherResident's work on rows [lo, hi) of out:
+// gatherPrefetch where prefetch instructions are (usePrefetch, returning
+// 0), otherwise in blocks of gatherBlock rows: first one word of every
+// cache line of the block's resident rows is loaded (the words are xor-ed
+// into the result, which the caller keeps, so that the loads stay), then
+// the rows are copied (or decoded), from cache.
 func (s *Store) gatherRange(out *dense.Matrix, from []int64, lo, hi int) uint32 {
 	f := s.cols
 	if usePrefetch {
