@@ -108,3 +108,87 @@ func TestHasZero(t *testing.T) {
 		}
 	}
 }
+
+// setAVX512 sets useAVX512 to on and returns the function restoring it.
+func setAVX512(on bool) func() {
+	old := useAVX512
+	useAVX512 = on
+	return func() { useAVX512 = old }
+}
+
+// PCGFill8 draws math/rand/v2's PCG numbers, lane by lane, and leaves the
+// states after them, for states with the carry of the LCG's low half and
+// high bits set, over 0, 1 and many steps; without AVX-512 it reports
+// false and changes nothing.
+func TestPCGFill8(t *testing.T) {
+	var hi, lo [8]uint64
+	seeds := [8][2]uint64{{0, 0}, {1, 2}, {^uint64(0), ^uint64(0)}, {0x9e3779b97f4a7c15, 7},
+		{1 << 63, ^uint64(0) - 5}, {12345, 1 << 40}, {^uint64(0), 0}, {0, ^uint64(0)}}
+	for r, s := range seeds {
+		hi[r], lo[r] = s[0], s[1]
+	}
+	for _, steps := range []int{0, 1, 33} {
+		h, l := hi, lo
+		words := make([]uint64, 8*steps)
+		if !PCGFill8(&h, &l, words) {
+			restore := setAVX512(false)
+			assert.False(t, PCGFill8(&h, &l, words))
+			restore()
+			assert.Equal(t, hi, h, "no AVX-512: states unchanged")
+			t.Skip("no AVX-512 here")
+		}
+		for r, s := range seeds {
+			ref := rand.NewPCG(s[0], s[1])
+			for j := range steps {
+				require.Equal(t, ref.Uint64(), words[8*j+r], "steps %d lane %d draw %d", steps, r, j)
+			}
+			// The state left is the reference's: the next numbers agree.
+			next := make([]uint64, 8)
+			h2, l2 := h, l
+			require.True(t, PCGFill8(&h2, &l2, next))
+			require.Equal(t, ref.Uint64(), next[r], "steps %d lane %d: state after", steps, r)
+		}
+	}
+	assert.Panics(t, func() { PCGFill8(&hi, &lo, make([]uint64, 7)) })
+}
+
+// DropWordsStride reads element i's bits from words[(i/4)·stride]: it
+// equals DropWords on the row's words gathered, bit for bit, with and
+// without the AVX2 kernel and a mask.
+func TestDropWordsStride(t *testing.T) {
+	for _, n := range []int{1, 8, 13, 128} {
+		for _, stride := range []int{1, 3, 8} {
+			for _, avx := range []bool{false, true} {
+				if avx && !hasAVX2Kernel() {
+					continue
+				}
+				rnd := rand.New(rand.NewPCG(uint64(n), uint64(stride)))
+				x := make([]float32, n)
+				for i := range x {
+					x[i] = float32(rnd.NormFloat64())
+				}
+				nw := (n + 3) / 4
+				words := make([]uint64, (nw-1)*stride+1)
+				row := make([]uint64, nw)
+				for i := range words {
+					words[i] = rnd.Uint64()
+				}
+				for j := range row {
+					row[j] = words[j*stride]
+				}
+				wantY, wantM := dropRef(x, row, 20000, 1.5)
+				restore := setAVX2(avx)
+				y, mask := make([]float32, n), make([]float32, n)
+				DropWordsStride(y, mask, x, words, stride, 20000, 1.5)
+				y2 := make([]float32, n)
+				DropWordsStride(y2, nil, x, words, stride, 20000, 1.5)
+				restore()
+				assert.Equal(t, wantY, y, "n %d stride %d avx %v", n, stride, avx)
+				assert.Equal(t, wantM, mask, "n %d stride %d avx %v: mask", n, stride, avx)
+				assert.Equal(t, wantY, y2, "n %d stride %d avx %v: no mask", n, stride, avx)
+			}
+		}
+	}
+	assert.Panics(t, func() { DropWordsStride(make([]float32, 8), nil, make([]float32, 8), make([]uint64, 2), 0, 0, 1) })
+	assert.Panics(t, func() { DropWordsStride(make([]float32, 8), nil, make([]float32, 8), make([]uint64, 4), 8, 0, 1) })
+}
