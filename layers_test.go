@@ -37,6 +37,7 @@ var layers = map[string]int{
 	"gnnmpi/internal/f16":        0,
 	"gnnmpi/internal/memlimit":   0,
 	"gnnmpi/internal/openblas":   0,
+	"gnnmpi/internal/prefetch":   0,
 	"gnnmpi/internal/rng":        0,
 	"gnnmpi/internal/sat":        0,
 	"gnnmpi/internal/testutil":   0,

@@ -9,10 +9,12 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"gnnmpi/collective"
 	"gnnmpi/dense"
 	"gnnmpi/internal/f16"
+	"gnnmpi/internal/prefetch"
 	"gnnmpi/partition"
 	"gnnmpi/sparse"
 )
@@ -116,6 +118,9 @@ type Store struct {
 	f32   []float32 // resident rows, row-major (half == false)
 	f16   []uint16  // resident rows, row-major (half == true)
 	local []int32   // local id → resident row
+	// identity: local[lid] = lid for every lid (the own rows first, in
+	// local-id order: a store without scores), so plan need not read local.
+	identity bool
 	// cached holds the cached global ids ascending, slot the resident row
 	// of each.
 	cached []int64
@@ -229,6 +234,13 @@ func newLayout(c collective.Comm, book *partition.Book, rows, cols int, o StoreO
 		}
 	}
 	sort.Sort(byGid{s.cached, s.slot})
+	s.identity = true
+	for lid, row := range s.local {
+		if int(row) != lid {
+			s.identity = false
+			break
+		}
+	}
 	s.gpu = int(o.GPUFrac * float64(len(s.order)))
 	if s.roundBytes == 0 {
 		s.roundBytes = DefaultRoundBytes
@@ -357,13 +369,18 @@ func (s *Store) gatherResident(out *dense.Matrix, from []int64) {
 	touched.Add(x)
 }
 
-// gatherRange is gatherResident's work on rows [lo, hi) of out, in
-// blocks of gatherBlock rows: first one word of every cache line of the
-// block's resident rows is loaded (the words are xor-ed into the result,
-// which the caller keeps, so that the loads stay), then the rows are
-// copied (or decoded), from cache.
+// gatherRange is gatherResident's work on rows [lo, hi) of out:
+// gatherPrefetch where prefetch instructions are (usePrefetch, returning
+// 0), otherwise in blocks of gatherBlock rows: first one word of every
+// cache line of the block's resident rows is loaded (the words are xor-ed
+// into the result, which the caller keeps, so that the loads stay), then
+// the rows are copied (or decoded), from cache.
 func (s *Store) gatherRange(out *dense.Matrix, from []int64, lo, hi int) uint32 {
 	f := s.cols
+	if usePrefetch {
+		s.gatherPrefetch(out, from, lo, hi)
+		return 0
+	}
 	var x uint32
 	for b := lo; b < hi; b += gatherBlock {
 		e := min(b+gatherBlock, hi)
@@ -391,6 +408,47 @@ func (s *Store) gatherRange(out *dense.Matrix, from []int64, lo, hi int) uint32 
 		}
 	}
 	return x
+}
+
+// usePrefetch selects gatherPrefetch; tests turn it off to check the
+// loads' path too.
+var usePrefetch = prefetch.Enabled
+
+// gatherAhead is how many rows ahead of its copy gatherPrefetch asks for
+// a resident row's cache lines.
+const gatherAhead = 16
+
+// gatherPrefetch is gatherRange with prefetch instructions: row i is
+// copied (or decoded) after the lines of row i+gatherAhead were asked
+// for, so that up to gatherAhead rows' misses are in flight while rows
+// already in cache are copied, where loads would hold up the copies
+// behind them until they return.
+func (s *Store) gatherPrefetch(out *dense.Matrix, from []int64, lo, hi int) {
+	f, rb := s.cols, int(s.rowBytes())
+	ask := func(i int) {
+		if src := from[i]; src < 0 {
+			r := int(^src)
+			if s.half {
+				prefetch.Lines(unsafe.Pointer(&s.f16[r*f]), rb)
+			} else {
+				prefetch.Lines(unsafe.Pointer(&s.f32[r*f]), rb)
+			}
+		}
+	}
+	if f == 0 {
+		return
+	}
+	for i := lo; i < min(lo+gatherAhead, hi); i++ {
+		ask(i)
+	}
+	for i := lo; i < hi; i++ {
+		if i+gatherAhead < hi {
+			ask(i + gatherAhead)
+		}
+		if src := from[i]; src < 0 {
+			s.read(int(^src), out.Row(i))
+		}
+	}
 }
 
 func (s *Store) serve32(lid int64, row []float32) {
@@ -456,6 +514,9 @@ func (s *Store) FetchTo(dst *dense.Matrix, ids []int64) (*dense.Matrix, Counts, 
 func (s *Store) plan(ids []int64) (*Plan, Counts) {
 	p := newPlan(ids, s.book, s.part, func(gid int64, owner int, lid int64) (int64, bool) {
 		if owner == s.part {
+			if s.identity {
+				return lid, true
+			}
 			return int64(s.local[lid]), true
 		}
 		return s.lookup(gid)

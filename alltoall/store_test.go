@@ -15,6 +15,7 @@ import (
 	"gnnmpi/collective/inproc"
 	"gnnmpi/dense"
 	"gnnmpi/internal/f16"
+	"gnnmpi/internal/prefetch"
 	"gnnmpi/partition"
 	"gnnmpi/sparse"
 )
@@ -424,7 +425,17 @@ func TestStoreLayout(t *testing.T) {
 		assert.Equal(t, s.Bytes()-h.Bytes(), int64(70*2*f))
 		assert.Equal(t, int64(20*(4*f+20)), s.CacheBytes(), "20 cached rows of f float32 and their index entries")
 		assert.Equal(t, int64(20*(2*f+20)), h.CacheBytes())
+		assert.False(t, s.identity, "scored own rows are not in local-id order")
 	}
+	// Without scores the own rows are in local-id order, and plan reads
+	// the resident row of local id lid as lid itself.
+	storeRun(t, 2, 1, book, x, func(int) StoreOptions { return StoreOptions{} }, func(rank int, _ collective.Comm, s *Store) error {
+		assert.True(t, s.identity)
+		for lid, row := range s.local {
+			assert.Equal(t, lid, int(row))
+		}
+		return nil
+	})
 }
 
 func TestSelectCache(t *testing.T) {
@@ -500,23 +511,32 @@ func fetchBytes(cm collective.Comm, fn func() error) (int64, error) {
 // (more than resolveSplit ids and gatherSplit bytes of rows per goroutine,
 // GOMAXPROCS raised to 4) returns the same rows and counts as the
 // reference, with own, cached and remote rows mixed and repeated, in both
-// dtypes.
+// dtypes, with the gather's prefetch instructions (amd64) and with its
+// loads ahead.
 func TestStoreGatherSplit(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	defer func() { usePrefetch = prefetch.Enabled }()
 	const n, f = 12000, 64 // 256- or 128-byte rows: 3 MiB or 1.5 MiB of own rows per rank
 	x := globalFeatures(n, f)
 	for _, tc := range []struct {
-		name  string
-		q     int
-		dtype DType
-		cache int
+		name     string
+		q        int
+		dtype    DType
+		cache    int
+		prefetch bool
 	}{
-		{"np1 f32", 1, F32, 0},
-		{"np1 f16", 1, F16, 0},
-		{"np2 f32 cached", 2, F32, 1000},
-		{"np3 f16 cached", 3, F16, 500},
+		{"np1 f32", 1, F32, 0, true},
+		{"np1 f16", 1, F16, 0, true},
+		{"np2 f32 cached", 2, F32, 1000, true},
+		{"np3 f16 cached", 3, F16, 500, true},
+		{"np1 f32 loads", 1, F32, 0, false},
+		{"np3 f16 cached loads", 3, F16, 500, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if tc.prefetch && !prefetch.Enabled {
+				t.Skip("no prefetch instructions here")
+			}
+			usePrefetch = tc.prefetch
 			book := partition.Random(n, tc.q, 3)
 			storeRun(t, tc.q, 1, book, x, func(rank int) StoreOptions {
 				return StoreOptions{DType: tc.dtype, Score: vecOf(positive(n, rank)), CacheRows: tc.cache}
@@ -550,37 +570,41 @@ func BenchmarkStoreFetch(b *testing.B) {
 	}{
 		{1 << 16, 128, 1 << 20},
 	} {
-		b.Run(fmt.Sprintf("p=1/ids=%d/f=%d/n=%d", bc.ids, bc.f, bc.n), func(b *testing.B) {
-			book := partition.Block(bc.n, 1)
-			x := dense.New(int(bc.n), bc.f)
-			r := rand.New(rand.NewPCG(1, 2))
-			for i := range x.Data {
-				x.Data[i] = r.Float32()
-			}
-			ids := r.Perm(int(bc.n))[:bc.ids]
-			req := make([]int64, len(ids))
-			for i, v := range ids {
-				req[i] = int64(v)
-			}
-			b.SetBytes(int64(bc.ids * bc.f * 4))
-			b.ReportAllocs()
-			err := inproc.Run(1, opts, func(c collective.Comm) error {
-				s, err := NewStore(c, book, x, StoreOptions{})
-				if err != nil {
-					return err
+		for _, pf := range []bool{false, true} {
+			usePrefetch = pf && prefetch.Enabled
+			b.Run(fmt.Sprintf("p=1/ids=%d/f=%d/n=%d/prefetch=%v", bc.ids, bc.f, bc.n, pf), func(b *testing.B) {
+				book := partition.Block(bc.n, 1)
+				x := dense.New(int(bc.n), bc.f)
+				r := rand.New(rand.NewPCG(1, 2))
+				for i := range x.Data {
+					x.Data[i] = r.Float32()
 				}
-				var dst *dense.Matrix
-				b.ResetTimer()
-				for range b.N {
-					if dst, _, err = s.FetchTo(dst, req); err != nil {
+				ids := r.Perm(int(bc.n))[:bc.ids]
+				req := make([]int64, len(ids))
+				for i, v := range ids {
+					req[i] = int64(v)
+				}
+				b.SetBytes(int64(bc.ids * bc.f * 4))
+				b.ReportAllocs()
+				err := inproc.Run(1, opts, func(c collective.Comm) error {
+					s, err := NewStore(c, book, x, StoreOptions{})
+					if err != nil {
 						return err
 					}
+					var dst *dense.Matrix
+					b.ResetTimer()
+					for range b.N {
+						if dst, _, err = s.FetchTo(dst, req); err != nil {
+							return err
+						}
+					}
+					return nil
+				})
+				if err != nil {
+					b.Fatal(err)
 				}
-				return nil
 			})
-			if err != nil {
-				b.Fatal(err)
-			}
-		})
+		}
+		usePrefetch = prefetch.Enabled
 	}
 }

@@ -67,3 +67,45 @@ func reluGradAVX2(dst, dy, y *float32, n int)
 //
 //go:noescape
 func mulAVX2(dst, x, y *float32, n int)
+
+// dropAVX2 is DropWords' kernel over n elements, n a positive multiple of
+// 8, the 16-bit decisions read from w in memory order (amd64 is little
+// endian: word j's low bits first); mask nil writes no mask.
+//
+//go:noescape
+func dropAVX2(y, mask, x *float32, w *uint64, n int, t, keep uint32)
+
+// hasZeroAVX2 is HasZero's kernel over n elements, n a positive multiple
+// of 8.
+//
+//go:noescape
+func hasZeroAVX2(x *float32, n int) bool
+
+// useAVX512 selects PCGFill8's kernel; tests turn it off.
+var useAVX512 = hasAVX512()
+
+// hasAVX512 reports whether the CPU has AVX-512 F and DQ and the OS saves
+// the opmask and ZMM registers (XCR0 bits 1, 2, 5, 6 and 7).
+func hasAVX512() bool {
+	if !hasAVX2() {
+		return false
+	}
+	if xcr0, _ := xgetbv(); xcr0&0xe6 != 0xe6 {
+		return false
+	}
+	_, ebx7, _, _ := cpuid(7, 0)
+	const f, dq = 1 << 16, 1 << 17
+	return ebx7&f != 0 && ebx7&dq != 0
+}
+
+// pcgFill8AVX512 is PCGFill8's kernel over n > 0 steps.
+//
+//go:noescape
+func pcgFill8AVX512(hi, lo *[8]uint64, words *uint64, n int)
+
+// dropStrideAVX2 is DropWords' kernel over n elements, n a positive
+// multiple of 8, with the words of the row stride words apart; mask nil
+// writes no mask.
+//
+//go:noescape
+func dropStrideAVX2(y, mask, x *float32, w *uint64, stride, n int, t, keep uint32)

@@ -456,3 +456,196 @@ mloop:
 mdone:
 	VZEROUPPER
 	RET
+
+// func dropAVX2(y, mask, x *float32, w *uint64, n int, t, keep uint32)
+//
+// Eight elements a step: their eight 16-bit decisions zero-extended to
+// 32 bits (VPMOVZXWD) and compared with t−1 as signed 32-bit integers
+// (b > t−1 is b ≥ t, t ≤ 2¹⁶; t = 0 gives −1, below every b), the
+// comparison's all-ones lanes anded with keep's bits give the mask, and
+// VMULPS the products x·m.
+TEXT ·dropAVX2(SB), NOSPLIT, $0-48
+	MOVQ y+0(FP), DI
+	MOVQ mask+8(FP), R8
+	MOVQ x+16(FP), SI
+	MOVQ w+24(FP), DX
+	MOVQ n+32(FP), CX
+	MOVL t+40(FP), AX
+	MOVL keep+44(FP), BX
+	DECL AX
+	MOVL AX, X0
+	VPBROADCASTD X0, Y0
+	MOVL BX, X1
+	VPBROADCASTD X1, Y1
+	TESTQ R8, R8
+	JEQ   dropnomask
+
+dropmask:
+	VPMOVZXWD (DX), Y2
+	VPCMPGTD  Y0, Y2, Y2
+	VPAND     Y1, Y2, Y2
+	VMULPS    (SI), Y2, Y3
+	VMOVUPS   Y3, (DI)
+	VMOVUPS   Y2, (R8)
+	ADDQ      $32, SI
+	ADDQ      $32, DI
+	ADDQ      $32, R8
+	ADDQ      $16, DX
+	SUBQ      $8, CX
+	JNZ       dropmask
+	VZEROUPPER
+	RET
+
+dropnomask:
+	VPMOVZXWD (DX), Y2
+	VPCMPGTD  Y0, Y2, Y2
+	VPAND     Y1, Y2, Y2
+	VMULPS    (SI), Y2, Y3
+	VMOVUPS   Y3, (DI)
+	ADDQ      $32, SI
+	ADDQ      $32, DI
+	ADDQ      $16, DX
+	SUBQ      $8, CX
+	JNZ       dropnomask
+	VZEROUPPER
+	RET
+
+// func hasZeroAVX2(x *float32, n int) bool
+//
+// Eight elements a step compared equal (ordered, so NaN is not) with +0
+// by VCMPPS, the results or-ed together; the answer is whether any lane
+// of the or is set.
+TEXT ·hasZeroAVX2(SB), NOSPLIT, $0-17
+	MOVQ   x+0(FP), SI
+	MOVQ   n+8(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+
+zeroloop:
+	VCMPPS $0, (SI), Y0, Y2
+	VORPS  Y2, Y1, Y1
+	ADDQ   $32, SI
+	SUBQ   $8, CX
+	JNZ    zeroloop
+	VMOVMSKPS Y1, AX
+	TESTL  AX, AX
+	SETNE  ret+16(FP)
+	VZEROUPPER
+	RET
+
+// func pcgFill8AVX512(hi, lo *[8]uint64, words *uint64, n int)
+//
+// Eight PCG states (hi, lo) in Z0 and Z1, one per lane. A step is the LCG
+// s ↦ m·s + c mod 2¹²⁸: the high half of lo·mLo from four 32×32-bit
+// products (VPMULUDQ), the low halves of lo·mLo, hi·mLo and lo·mHi by
+// VPMULLQ, the carry of lo + cLo by an unsigned compare into K1; then
+// the DXSM output of the new state, stored as words[8j .. 8j+7].
+TEXT ·pcgFill8AVX512(SB), NOSPLIT, $0-32
+	MOVQ hi+0(FP), SI
+	MOVQ lo+8(FP), R8
+	MOVQ words+16(FP), DI
+	MOVQ n+24(FP), CX
+	VMOVDQU64 (SI), Z0
+	VMOVDQU64 (R8), Z1
+	MOVQ $4865540595714422341, AX
+	VPBROADCASTQ AX, Z20
+	SHRQ $32, AX
+	VPBROADCASTQ AX, Z21
+	MOVQ $2549297995355413924, AX
+	VPBROADCASTQ AX, Z22
+	MOVQ $1442695040888963407, AX
+	VPBROADCASTQ AX, Z23
+	MOVQ $6364136223846793005, AX
+	VPBROADCASTQ AX, Z24
+	MOVQ $0xda942042e4dd58b5, AX
+	VPBROADCASTQ AX, Z25
+	MOVQ $0xffffffff, AX
+	VPBROADCASTQ AX, Z26
+	MOVQ $1, AX
+	VPBROADCASTQ AX, Z27
+
+pcgloop:
+	VPSRLQ   $32, Z1, Z2
+	VPMULUDQ Z20, Z1, Z3
+	VPMULUDQ Z21, Z1, Z4
+	VPMULUDQ Z20, Z2, Z5
+	VPMULUDQ Z21, Z2, Z6
+	VPSRLQ   $32, Z3, Z7
+	VPANDQ   Z26, Z4, Z8
+	VPADDQ   Z8, Z7, Z7
+	VPANDQ   Z26, Z5, Z8
+	VPADDQ   Z8, Z7, Z7
+	VPSRLQ   $32, Z7, Z7
+	VPSRLQ   $32, Z4, Z4
+	VPSRLQ   $32, Z5, Z5
+	VPADDQ   Z4, Z6, Z6
+	VPADDQ   Z5, Z6, Z6
+	VPADDQ   Z7, Z6, Z6
+	VPMULLQ  Z20, Z1, Z9
+	VPMULLQ  Z20, Z0, Z10
+	VPMULLQ  Z22, Z1, Z11
+	VPADDQ   Z10, Z6, Z6
+	VPADDQ   Z11, Z6, Z6
+	VPADDQ   Z23, Z9, Z1
+	VPCMPUQ  $1, Z9, Z1, K1
+	VPADDQ   Z24, Z6, Z0
+	VPADDQ   Z27, Z0, K1, Z0
+	VPSRLQ   $32, Z0, Z12
+	VPXORQ   Z0, Z12, Z12
+	VPMULLQ  Z25, Z12, Z12
+	VPSRLQ   $48, Z12, Z13
+	VPXORQ   Z13, Z12, Z12
+	VPORQ    Z27, Z1, Z13
+	VPMULLQ  Z13, Z12, Z12
+	VMOVDQU64 Z12, (DI)
+	ADDQ     $64, DI
+	DECQ     CX
+	JNZ      pcgloop
+	VMOVDQU64 Z0, (SI)
+	VMOVDQU64 Z1, (R8)
+	VZEROUPPER
+	RET
+
+// func dropStrideAVX2(y, mask, x *float32, w *uint64, stride, n int, t, keep uint32)
+//
+// dropAVX2 with the row's words stride words apart: a step's two words
+// are gathered into X2 (VMOVQ, VPINSRQ) before the same compare, and and
+// multiply.
+TEXT ·dropStrideAVX2(SB), NOSPLIT, $0-56
+	MOVQ y+0(FP), DI
+	MOVQ mask+8(FP), R8
+	MOVQ x+16(FP), SI
+	MOVQ w+24(FP), DX
+	MOVQ stride+32(FP), R9
+	SHLQ $3, R9
+	MOVQ n+40(FP), CX
+	MOVL t+48(FP), AX
+	MOVL keep+52(FP), BX
+	DECL AX
+	MOVL AX, X0
+	VPBROADCASTD X0, Y0
+	MOVL BX, X1
+	VPBROADCASTD X1, Y1
+	LEAQ (R9)(R9*1), R10
+
+dropsloop:
+	VMOVQ     (DX), X2
+	VPINSRQ   $1, (DX)(R9*1), X2, X2
+	VPMOVZXWD X2, Y2
+	VPCMPGTD  Y0, Y2, Y2
+	VPAND     Y1, Y2, Y2
+	VMULPS    (SI), Y2, Y3
+	VMOVUPS   Y3, (DI)
+	TESTQ     R8, R8
+	JEQ       dropsnomask
+	VMOVUPS   Y2, (R8)
+	ADDQ      $32, R8
+
+dropsnomask:
+	ADDQ      $32, SI
+	ADDQ      $32, DI
+	ADDQ      R10, DX
+	SUBQ      $8, CX
+	JNZ       dropsloop
+	VZEROUPPER
+	RET

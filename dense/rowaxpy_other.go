@@ -28,3 +28,22 @@ func reluGradAVX2(dst, dy, y *float32, n int) {
 func mulAVX2(dst, x, y *float32, n int) {
 	panic("dense: no AVX2 kernel")
 }
+
+func dropAVX2(y, mask, x *float32, w *uint64, n int, t, keep uint32) {
+	panic("dense: no AVX2 kernel")
+}
+
+func hasZeroAVX2(x *float32, n int) bool {
+	panic("dense: no AVX2 kernel")
+}
+
+// useAVX512 is false off amd64.
+var useAVX512 = false
+
+func pcgFill8AVX512(hi, lo *[8]uint64, words *uint64, n int) {
+	panic("dense: no AVX-512 kernel")
+}
+
+func dropStrideAVX2(y, mask, x *float32, w *uint64, stride, n int, t, keep uint32) {
+	panic("dense: no AVX2 kernel")
+}

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"gnnmpi/dense"
+	"gnnmpi/internal/rng"
 	"gnnmpi/sparse"
 )
 
@@ -152,6 +153,13 @@ type Dropout struct {
 	// SkipZeros makes zero elements draw no random number.
 	SkipZeros bool
 
+	// noMask makes Forward keep no mask, for a dropout whose Backward is
+	// never called (a Model's input dropout: Backward does not compute
+	// dL/dx for the input). It saves writing a mask as large as the input.
+	noMask bool
+	// unmasked: the last Forward dropped without keeping a mask.
+	unmasked bool
+
 	mask   []float32 // 0 or 1/(1−Rate) per element; nil when the last Forward was the identity
 	buf    []float32
 	y, dx  *dense.Matrix // Forward's and Backward's results, reused
@@ -169,19 +177,56 @@ func (d *Dropout) Forward(x *dense.Matrix, train bool, rng *rand.Rand) *dense.Ma
 	if !d.active(train, rng) {
 		return x
 	}
-	d.buf = dense.Grow(d.buf, len(x.Data))
-	d.mask = d.buf
+	if d.noMask {
+		d.unmasked = true
+	} else {
+		d.buf = dense.Grow(d.buf, len(x.Data))
+		d.mask = d.buf
+	}
 	key := rng.Uint64()
 	y := dense.Reuse(d.y, x.Rows, x.Cols)
 	d.y = y
 	c := x.Cols
+	proto := newDropper(d.Rate, 0, 0)
 	parallel(x.Rows, 1, int64(len(x.Data)), func(lo, hi int) {
-		for r := lo; r < hi; r++ {
-			dr := newDropper(d.Rate, key, uint64(r))
-			dr.row(d.mask[r*c:(r+1)*c], y.Data[r*c:(r+1)*c], x.Data[r*c:(r+1)*c], d.SkipZeros)
+		var words *[8 * wordsChunk / 4]uint64 // rows8's draws, allocated at its first use
+		can8 := true                          // rows8 can run (AVX-512)
+		for r := lo; r < hi; {
+			if can8 && r+8 <= hi && (!d.SkipZeros || noZeroRows(x.Data[r*c:(r+8)*c], c)) {
+				if words == nil {
+					words = new([8 * wordsChunk / 4]uint64)
+				}
+				var mask []float32
+				if d.mask != nil {
+					mask = d.mask[r*c : (r+8)*c]
+				}
+				if proto.rows8(key, r, c, mask, y.Data[r*c:(r+8)*c], x.Data[r*c:(r+8)*c], words) {
+					r += 8
+					continue
+				}
+				can8 = false
+			}
+			var mask []float32
+			if d.mask != nil {
+				mask = d.mask[r*c : (r+1)*c]
+			}
+			dr := proto.stream(key, uint64(r))
+			dr.row(mask, y.Data[r*c:(r+1)*c], x.Data[r*c:(r+1)*c], d.SkipZeros)
+			r++
 		}
 	})
 	return y
+}
+
+// noZeroRows reports whether none of the rows of c elements in x has an
+// element equal to 0.
+func noZeroRows(x []float32, c int) bool {
+	for lo := 0; lo < len(x); lo += c {
+		if dense.HasZero(x[lo : lo+c]) {
+			return false
+		}
+	}
+	return true
 }
 
 // Mask draws the mask Forward would draw from rng on the rows×cols matrix
@@ -303,7 +348,7 @@ func (d *Dropout) active(train bool, rng *rand.Rand) bool {
 	if !(d.Rate >= 0 && d.Rate < 1) {
 		panic("model: dropout rate outside [0, 1)")
 	}
-	d.mask, d.sparse = nil, false
+	d.mask, d.sparse, d.unmasked = nil, false, false
 	if !train || d.Rate == 0 {
 		return false
 	}
@@ -316,10 +361,14 @@ func (d *Dropout) active(train bool, rng *rand.Rand) bool {
 // Backward returns dL/dx: dy times the last mask in a matrix the Dropout
 // owns (overwritten by its next Backward), or dy itself when the last
 // Forward was the identity. It will panic if dy does not
-// match the mask, or if the last forward was a ForwardSparse that dropped.
+// match the mask, if the last forward was a ForwardSparse that dropped, or
+// if it dropped without keeping a mask (a Model's input dropout).
 func (d *Dropout) Backward(dy *dense.Matrix) *dense.Matrix {
 	if d.sparse {
 		panic("model: no dropout Backward after ForwardSparse")
+	}
+	if d.unmasked {
+		panic("model: no dropout Backward after a Forward that kept no mask")
 	}
 	if d.mask == nil {
 		return dy
@@ -339,7 +388,7 @@ func (d *Dropout) Backward(dy *dense.Matrix) *dense.Matrix {
 // Uint64, a decision keeping its element when the bits are at least
 // round(rate·2¹⁶).
 type dropper struct {
-	src  rand.PCG
+	src  rng.PCG
 	t    uint64  // drop threshold
 	keep float32 // 1/(1 − t/2¹⁶)
 	r    uint64  // undrawn bits
@@ -350,8 +399,14 @@ type dropper struct {
 func newDropper(rate float32, key, stream uint64) dropper {
 	t := uint64(math.Round(float64(rate) * 65536))
 	d := dropper{t: t, keep: float32(1 / (1 - float64(t)/65536))}
-	d.src.Seed(key, stream)
+	d.src = rng.PCG{Hi: key, Lo: stream}
 	return d
+}
+
+// stream returns newDropper(rate, key, stream) for d = newDropper(rate, …):
+// the same threshold and scale, without working them out again.
+func (d dropper) stream(key, stream uint64) dropper {
+	return dropper{src: rng.PCG{Hi: key, Lo: stream}, t: d.t, keep: d.keep}
 }
 
 // next draws a decision and returns its mask value, 0 or the keep scale.
@@ -370,30 +425,124 @@ func (d *dropper) next() float32 {
 
 // row masks one row: mask[i] = m and y[i] = x[i]·m for the next decision
 // m of every element in order, or, with skipZeros, mask[i] = 0 and no
-// decision for a zero element (y[i] = 0). It is next in a loop, with
-// the undrawn bits in registers.
+// decision for a zero element (y[i] = 0). mask may be nil: then only y is
+// written. A row on a fresh draw whose every element draws (no zero to
+// skip) goes to rowWords; otherwise it is next in a loop, with the undrawn
+// bits in registers, four elements that start a fresh draw and need four
+// decisions taking the four from one draw at once.
 func (d *dropper) row(mask, y, x []float32, skipZeros bool) {
-	r, k, t, keep := d.r, d.k, d.t, math.Float32bits(d.keep)
-	mask, y = mask[:len(x)], y[:len(x)]
-	for i, v := range x {
+	if d.k == 0 && (!skipZeros || !dense.HasZero(x)) {
+		d.rowWords(mask, y, x)
+		return
+	}
+	src, r, k, t, keep := d.src, d.r, d.k, d.t, math.Float32bits(d.keep)
+	y = y[:len(x)]
+	if mask != nil {
+		mask = mask[:len(x)]
+	}
+	for i := 0; i < len(x); i++ {
+		if k == 0 && i+4 <= len(x) {
+			x4, y4 := x[i:i+4:i+4], y[i:i+4:i+4]
+			if !skipZeros || (x4[0] != 0 && x4[1] != 0 && x4[2] != 0 && x4[3] != 0) {
+				var u uint64
+				src, u = src.Next()
+				m0, m1 := decide(u, t, keep), decide(u>>16, t, keep)
+				m2, m3 := decide(u>>32, t, keep), decide(u>>48, t, keep)
+				y4[0], y4[1], y4[2], y4[3] = x4[0]*m0, x4[1]*m1, x4[2]*m2, x4[3]*m3
+				if mask != nil {
+					m4 := mask[i : i+4 : i+4]
+					m4[0], m4[1], m4[2], m4[3] = m0, m1, m2, m3
+				}
+				i += 3
+				continue
+			}
+		}
+		v := x[i]
 		if skipZeros && v == 0 {
-			mask[i], y[i] = 0, 0
+			if mask != nil {
+				mask[i] = 0
+			}
+			y[i] = 0
 			continue
 		}
 		if k == 0 {
-			r, k = d.src.Uint64(), 4
+			src, r = src.Next()
+			k = 4
 		}
 		k--
-		// Without a branch (the decision is a coin flip the predictor
-		// misses half the time): (b − t)>>63 is 1 exactly when b < t,
-		// since both are below 2¹⁶; m is keep when b ≥ t, else 0.
-		drop := ((r & 0xffff) - t) >> 63
-		m := math.Float32frombits(keep &^ uint32(-drop))
+		m := decide(r, t, keep)
 		r >>= 16
-		mask[i] = m
+		if mask != nil {
+			mask[i] = m
+		}
 		y[i] = v * m
 	}
-	d.r, d.k = r, k
+	d.src, d.r, d.k = src, r, k
+}
+
+// wordsChunk is the elements of a row whose draws rowWords and rows8 make
+// ahead at a time; a multiple of 4.
+const wordsChunk = 256
+
+// rows8 masks rows r … r+7 of c columns (mask, y and x hold those rows;
+// mask may be nil), every element of which draws, each row from its own
+// stream (key, row) of d's rate, as row would: the eight streams' draws
+// are made side by side (dense.PCGFill8, AVX-512) into words, and
+// dense.DropWordsStride applies each row's. It reports false, doing
+// nothing, where PCGFill8 cannot run.
+func (d dropper) rows8(key uint64, r, c int, mask, y, x []float32, words *[8 * wordsChunk / 4]uint64) bool {
+	var hi, lo [8]uint64
+	for i := range 8 {
+		hi[i], lo[i] = key, uint64(r+i)
+	}
+	for c0 := 0; c0 < c; c0 += wordsChunk {
+		c1 := min(c0+wordsChunk, c)
+		nw := (c1 - c0 + 3) / 4
+		if !dense.PCGFill8(&hi, &lo, words[:8*nw]) {
+			return false // at c0 = 0: nothing written yet
+		}
+		for i := range 8 {
+			var m []float32
+			if mask != nil {
+				m = mask[i*c+c0 : i*c+c1]
+			}
+			dense.DropWordsStride(y[i*c+c0:i*c+c1], m, x[i*c+c0:i*c+c1], words[i:], 8, d.t, d.keep)
+		}
+	}
+	return true
+}
+
+// rowWords is row when d has no undrawn bits and every element of x
+// draws: the draws, four decisions each, are made ahead for up to
+// wordsChunk elements at a time, and dense.DropWords applies them.
+func (d *dropper) rowWords(mask, y, x []float32) {
+	const chunk = wordsChunk
+	var words [chunk / 4]uint64
+	src := d.src
+	nw := 0
+	for lo := 0; lo < len(x); lo += chunk {
+		hi := min(lo+chunk, len(x))
+		nw = (hi - lo + 3) / 4
+		src = src.Fill(words[:nw])
+		var m []float32
+		if mask != nil {
+			m = mask[lo:hi]
+		}
+		dense.DropWords(y[lo:hi], m, x[lo:hi], words[:nw], d.t, d.keep)
+	}
+	d.src, d.r, d.k = src, 0, 0
+	if used := len(x) % 4; used != 0 {
+		d.r, d.k = words[nw-1]>>(16*used), 4-used
+	}
+}
+
+// decide returns the mask value of the decision in b's low 16 bits: the
+// keep scale (keep's bits) when they are at least t, else 0. It has no
+// branch (the decision is a coin flip the predictor misses half the time):
+// (b − t)>>63 is 1 exactly when b < t, since both are below 2¹⁶.
+func decide(b, t uint64, keep uint32) float32 {
+	drop := ((b & 0xffff) - t) >> 63
+	return math.Float32frombits(keep &^ uint32(-drop))
 }
 
 // sparseRow drops the stored entries of row i of x (every entry of a
@@ -404,7 +553,7 @@ func (d *dropper) row(mask, y, x []float32, skipZeros bool) {
 // the decision: every entry is written, and the position moves on only
 // past a kept one.
 func (d *dropper) sparseRow(idx []int64, val []float32, x *sparse.Matrix[float32], i int) int {
-	r, k, t, keep := d.r, d.k, d.t, math.Float32bits(d.keep)
+	src, r, k, t, keep := d.src, d.r, d.k, d.t, math.Float32bits(d.keep)
 	e0, e1 := x.Indptr[i], x.Indptr[i+1]
 	cols := x.Indices[e0:e1]
 	idx, val = idx[:len(cols)], val[:len(cols)]
@@ -422,7 +571,8 @@ func (d *dropper) sparseRow(idx []int64, val []float32, x *sparse.Matrix[float32
 			}
 		}
 		if k == 0 {
-			r, k = d.src.Uint64(), 4
+			src, r = src.Next()
+			k = 4
 		}
 		k--
 		drop := ((r & 0xffff) - t) >> 63 // 1 exactly when the bits are below t
@@ -431,13 +581,16 @@ func (d *dropper) sparseRow(idx []int64, val []float32, x *sparse.Matrix[float32
 		val[n] = v * math.Float32frombits(keep)
 		n += int(drop ^ 1)
 	}
-	d.r, d.k = r, k
+	d.src, d.r, d.k = src, r, k
 	return n
 }
 
 // refill draws the next four decisions' bits (kept out of next, which
 // then inlines).
-func (d *dropper) refill() { d.r, d.k = d.src.Uint64(), 4 }
+func (d *dropper) refill() {
+	d.src, d.r = d.src.Next()
+	d.k = 4
+}
 
 // dropMask fills dst with 0 (probability ≈ rate) or the matching inverse
 // keep probability, drawing 16 bits per element from the stream of one key

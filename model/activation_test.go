@@ -125,3 +125,48 @@ func TestDropoutMask(t *testing.T) {
 	assert.Nil(t, (&Dropout{Rate: 0.3}).Mask(nil, 2, 2, nil, false, nil))
 	assert.Nil(t, (&Dropout{}).Mask(nil, 2, 2, nil, true, nil))
 }
+
+// Forward's row loops (eight rows' draws side by side, a row's draws
+// ahead, four decisions per draw) draw what Mask's one-decision-at-a-time
+// loop draws, for row lengths around multiples of four and past a chunk
+// of draws, 19 rows (two blocks of eight and three more), and zeros that
+// shift the draws off the fours or keep a block of eight off the side-by-
+// side path, with and without a kept mask; without one, Backward panics.
+func TestDropoutRowDraws(t *testing.T) {
+	for _, cols := range []int{1, 3, 4, 5, 8, 13, 128, 300} {
+		for _, zeros := range []string{"none", "every3", "random", "leading", "row3"} {
+			x := randMatrix(testRNG(uint64(cols)), 19, cols)
+			zr := testRNG(11)
+			for i := range x.Data {
+				c := i % cols
+				switch {
+				case zeros == "every3" && i%3 == 1,
+					zeros == "random" && zr.Float64() < 0.3,
+					zeros == "leading" && c < 2,
+					zeros == "row3" && i/cols == 3 && c == cols-1:
+					x.Data[i] = 0
+				}
+			}
+			for _, skip := range []bool{false, true} {
+				for _, noMask := range []bool{false, true} {
+					d := &Dropout{Rate: 0.3, SkipZeros: skip, noMask: noMask}
+					y := d.Forward(x, true, testRNG(8))
+					in := x.Data
+					m := (&Dropout{Rate: 0.3, SkipZeros: skip}).Mask(nil, x.Rows, x.Cols, in, true, testRNG(8))
+					for i, v := range x.Data {
+						require.Equal(t, v*m[i], y.Data[i], "cols %d zeros %s skip %v noMask %v element %d", cols, zeros, skip, noMask, i)
+					}
+					ones := dense.New(x.Rows, x.Cols)
+					for i := range ones.Data {
+						ones.Data[i] = 1
+					}
+					if noMask {
+						assert.Panics(t, func() { d.Backward(ones) })
+					} else {
+						require.Equal(t, m, d.Backward(ones).Data, "cols %d zeros %s skip %v", cols, zeros, skip)
+					}
+				}
+			}
+		}
+	}
+}

@@ -153,6 +153,7 @@ func New(cfg Config, rng *rand.Rand, impl blas.Float32Level3) (*Model, error) {
 		m.acts = append(m.acts, act)
 		m.drops[l].Rate = cfg.Dropout
 		m.drops[l].SkipZeros = l == 0 // the input's zeros draw nothing, as in ForwardSparse
+		m.drops[l].noMask = l == 0    // Backward stops at the input
 		for _, p := range layer.Params() {
 			p.Name = fmt.Sprintf("layer%d.%s", l, p.Name)
 			m.params = append(m.params, p)
@@ -259,7 +260,7 @@ func (m *Model) Release() {
 		if r, ok := layer.(releaser); ok {
 			r.release()
 		}
-		m.drops[l] = Dropout{Rate: m.drops[l].Rate, SkipZeros: m.drops[l].SkipZeros}
+		m.drops[l] = Dropout{Rate: m.drops[l].Rate, SkipZeros: m.drops[l].SkipZeros, noMask: m.drops[l].noMask}
 		switch m.acts[l].(type) {
 		case *ReLU:
 			m.acts[l] = &ReLU{}

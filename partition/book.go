@@ -203,9 +203,17 @@ func (b *Book) LocalID(gid int64) int64 {
 }
 
 // Locate returns Owner(gid) and LocalID(gid) together, with one binary
-// search on a book made by Contiguous.
+// search on a book made by Contiguous, and without reading Part and Local
+// on a contiguous book of one part (part 0, local id gid: a run on one
+// rank locates every row it samples).
 // It will panic if gid is out of range.
 func (b *Book) Locate(gid int64) (owner int, lid int64) {
+	if b.contig && b.Parts == 1 {
+		if gid < 0 || gid >= b.offsets[1] {
+			panic("partition: gid out of range")
+		}
+		return 0, gid
+	}
 	if b.compact() {
 		r := b.rangeOf(gid)
 		return r, gid - b.offsets[r]

@@ -433,3 +433,30 @@ func TestContiguousFile(t *testing.T) {
 		})
 	}
 }
+
+// On a book of one part, Locate's shortcut (part 0, local id gid) answers
+// as Owner and LocalID do, for every kind of book that has one part: a
+// Part array (Block), Contiguous, and a literal (no shortcut), and panics
+// out of range.
+func TestLocateOnePart(t *testing.T) {
+	contig, err := Contiguous([]int64{0, 6}, "one")
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name string
+		b    *Book
+	}{
+		{"block", Block(6, 1)},
+		{"contiguous", contig},
+		{"literal", &Book{Parts: 1, Method: "lit", Part: make([]int32, 6), Local: []int64{0, 1, 2, 3, 4, 5}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for gid := range int64(6) {
+				r, lid := tc.b.Locate(gid)
+				assert.Equal(t, [2]int64{int64(tc.b.Owner(gid)), tc.b.LocalID(gid)}, [2]int64{int64(r), lid}, "Locate(%d)", gid)
+				assert.Equal(t, [2]int64{0, gid}, [2]int64{int64(r), lid})
+			}
+			assert.Panics(t, func() { tc.b.Locate(6) })
+			assert.Panics(t, func() { tc.b.Locate(-1) })
+		})
+	}
+}

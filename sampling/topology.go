@@ -5,7 +5,9 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
+	"gnnmpi/internal/prefetch"
 	"gnnmpi/sparse"
 )
 
@@ -43,7 +45,8 @@ type Topology interface {
 // minibatch of the given key: it returns the positions it keeps, distinct
 // and ascending, in a slice valid until its next call with the same
 // scratch. It must be a pure function of its arguments (and of the
-// sampler's configuration), so that every rank picks alike.
+// sampler's configuration), so that every rank picks alike, and must not
+// modify cols or vals, which may be the topology's own rows.
 type picker func(sc *scratch, key uint64, v int64, cols []int64, vals []float64) []int
 
 // scratch is one goroutine's reusable state for pickers and for pickRows.
@@ -67,11 +70,45 @@ func (sc *scratch) stream(key uint64, h int, v int64) *rand.Rand { return sc.st.
 // which grow to the largest call's and are reused, and are copied out
 // once at their size: a call allocates its result and nothing else.
 func pickRows(n int64, indptr, indices []int64, values []float64, v []int64, keys []uint64, pick picker, sc *scratch) *sparse.CSR {
-	m := int64(len(indptr) - 1)
+	return pickRowsAt(n, indptr, indices, values, nil, v, keys, pick, sc)
+}
+
+// pickAhead is how many rows ahead of its pick pickRowsAt asks for the
+// cache lines of a row it reads in place.
+const pickAhead = 8
+
+// pickRowsAt is pickRows on row at[i] of (indptr, indices, values) as
+// row i, for i < len(v), when at is not nil: the rows of a matrix picked
+// in place, without copying them into a selection first. It prefetches
+// the rows pickAhead ahead: rows scattered over an adjacency larger than
+// the caches otherwise miss one after another.
+func pickRowsAt(n int64, indptr, indices []int64, values []float64, at, v []int64, keys []uint64, pick picker, sc *scratch) *sparse.CSR {
+	m := int64(len(v))
 	out := &sparse.CSR{NRows: m, NCols: n, Indptr: make([]int64, m+1)}
 	ind, val := sc.ind[:0], sc.val[:0]
+	ask := func(i int64) {
+		lo, hi := indptr[at[i]], indptr[at[i]+1]
+		if hi > lo {
+			prefetch.Lines(unsafe.Pointer(&indices[lo]), int(hi-lo)*8)
+			if values != nil {
+				prefetch.Lines(unsafe.Pointer(&values[lo]), int(hi-lo)*8)
+			}
+		}
+	}
+	if at != nil && prefetch.Enabled {
+		for i := range min(pickAhead, m) {
+			ask(i)
+		}
+	}
 	for i := range m {
-		lo, hi := indptr[i], indptr[i+1]
+		r := i
+		if at != nil {
+			r = at[i]
+			if prefetch.Enabled && i+pickAhead < m {
+				ask(i + pickAhead)
+			}
+		}
+		lo, hi := indptr[r], indptr[r+1]
 		cols := indices[lo:hi]
 		var vals []float64
 		if values != nil {
@@ -147,6 +184,12 @@ func (t *replicated) rows(v []int64, keys []uint64, pick picker) (*sparse.CSR, e
 	valued := t.m.Values != nil
 	chunk := func(x int, sc *scratch) {
 		lo, hi := cuts[x], cuts[x+1]
+		if t.sorted {
+			// P's rows would be m's rows copied (a selection of sorted,
+			// distinct rows): pick from m's rows in place.
+			parts[x] = pickRowsAt(t.m.NCols, t.m.Indptr, t.m.Indices, t.m.Values, v[lo:hi], v[lo:hi], keys[lo:hi], pick, sc)
+			return
+		}
 		if t.pat != nil { // a pattern product: P's values are not needed
 			p := sparse.SelectRowsSR(sparse.OrAnd{}, t.pat, v[lo:hi], &sparse.Options{Threads: 1, SortedB: t.sorted})
 			parts[x] = pickRows(t.m.NCols, p.Indptr, p.Indices, nil, v[lo:hi], keys[lo:hi], pick, sc)
