@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 	"unsafe"
+
+	"gnnmpi/dense"
 )
 
 // SharedMemory is implemented by communicators whose ranks can map one
@@ -127,13 +129,9 @@ func (s *SharedSum) Sum() error {
 	for lo := s.lo[r]; p > 1 && lo < s.lo[r+1]; lo += len(s.acc) {
 		hi := min(lo+len(s.acc), s.lo[r+1])
 		acc := s.acc[:hi-lo]
-		copy(acc, s.seg[0][lo:hi])
-		for q := 1; q < p; q++ {
-			x := s.seg[q][lo:hi]
-			x = x[:len(acc)]
-			for i, v := range x {
-				acc[i] += v
-			}
+		dense.Add(acc, s.seg[0][lo:hi], s.seg[1][lo:hi])
+		for q := 2; q < p; q++ {
+			dense.Add(acc, acc, s.seg[q][lo:hi])
 		}
 		for q := range p {
 			copy(s.seg[q][lo:hi], acc)

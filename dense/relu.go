@@ -56,6 +56,23 @@ func Mul(dst, x, y []float32) {
 	}
 }
 
+// Add sets dst[i] = x[i] + y[i] for i < len(x), each sum rounded to
+// float32 as in a Go loop (the bits are the same; on amd64 with AVX2, 8
+// elements at a time). dst may be x or y.
+// It will panic if dst or y is shorter than x.
+func Add(dst, x, y []float32) {
+	n := len(x)
+	dst, y = dst[:n], y[:n]
+	k := 0
+	if useAVX2 && n >= 8 {
+		k = n &^ 7
+		addAVX2(&dst[0], &x[0], &y[0], k)
+	}
+	for i := k; i < n; i++ {
+		dst[i] = x[i] + y[i]
+	}
+}
+
 // positiveMask returns all ones when the float32 with bits b is > 0 (in
 // (0, +Inf]; not NaN, not −0), else 0, without a branch: ReLU's condition
 // is a coin flip the branch predictor misses half the time.

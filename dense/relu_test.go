@@ -120,3 +120,34 @@ func TestMul(t *testing.T) {
 	}
 	assert.Panics(t, func() { Mul(make([]float32, 4), make([]float32, 4), make([]float32, 3)) })
 }
+
+// TestAdd checks Add, with and without the AVX2 kernel, bit for bit
+// against the Go sum on lengths around the kernel's 8- and 32-element
+// blocks, special values included, in place (dst = x) too, and that it
+// writes nothing past len(x).
+func TestAdd(t *testing.T) {
+	for _, n := range []int{0, 1, 7, 8, 9, 31, 32, 33, 40, 1000} {
+		for _, avx := range []bool{false, true} {
+			if avx && !hasAVX2Kernel() {
+				continue
+			}
+			rnd := rand.New(rand.NewPCG(uint64(n), 37))
+			x, y := randReLUInput(rnd, n), randReLUInput(rnd, n)
+			want := make([]float32, n+1)
+			for i := range x {
+				want[i] = x[i] + y[i]
+			}
+			want[n] = 7
+			restore := setAVX2(avx)
+			got := make([]float32, n+1)
+			got[n] = 7
+			Add(got, x, y)
+			inPlace := append([]float32(nil), x...)
+			Add(inPlace, inPlace, y)
+			restore()
+			assert.Equal(t, bitsOf(want), bitsOf(got), "n=%d avx=%t", n, avx)
+			assert.Equal(t, bitsOf(want[:n]), bitsOf(inPlace), "in place: n=%d avx=%t", n, avx)
+		}
+	}
+	assert.Panics(t, func() { Add(make([]float32, 4), make([]float32, 4), make([]float32, 3)) })
+}

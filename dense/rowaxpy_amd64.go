@@ -63,6 +63,11 @@ func reluAVX2(dst, x *float32, n int)
 //go:noescape
 func reluGradAVX2(dst, dy, y *float32, n int)
 
+// addAVX2 is Add's kernel over n elements, n a positive multiple of 8.
+//
+//go:noescape
+func addAVX2(dst, x, y *float32, n int)
+
 // mulAVX2 is Mul's kernel over n elements, n a positive multiple of 8.
 //
 //go:noescape

@@ -435,6 +435,47 @@ gdone:
 	VZEROUPPER
 	RET
 
+// func addAVX2(dst, x, y *float32, n int)
+//
+// Add over n elements, 32 then 8 at a time: VADDPS, rounded as the Go
+// sum.
+TEXT ·addAVX2(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ y+16(FP), DX
+	MOVQ n+24(FP), CX
+	XORQ AX, AX
+	MOVQ CX, BX
+	ANDQ $-32, BX
+addloop32:
+	CMPQ    AX, BX
+	JGE     addloop8
+	VMOVUPS (SI)(AX*4), Y0
+	VMOVUPS 32(SI)(AX*4), Y1
+	VMOVUPS 64(SI)(AX*4), Y2
+	VMOVUPS 96(SI)(AX*4), Y3
+	VADDPS  (DX)(AX*4), Y0, Y0
+	VADDPS  32(DX)(AX*4), Y1, Y1
+	VADDPS  64(DX)(AX*4), Y2, Y2
+	VADDPS  96(DX)(AX*4), Y3, Y3
+	VMOVUPS Y0, (DI)(AX*4)
+	VMOVUPS Y1, 32(DI)(AX*4)
+	VMOVUPS Y2, 64(DI)(AX*4)
+	VMOVUPS Y3, 96(DI)(AX*4)
+	ADDQ    $32, AX
+	JMP     addloop32
+addloop8:
+	CMPQ    AX, CX
+	JGE     adddone
+	VMOVUPS (SI)(AX*4), Y0
+	VADDPS  (DX)(AX*4), Y0, Y0
+	VMOVUPS Y0, (DI)(AX*4)
+	ADDQ    $8, AX
+	JMP     addloop8
+adddone:
+	VZEROUPPER
+	RET
+
 // func mulAVX2(dst, x, y *float32, n int)
 //
 // Mul over n elements, 8 at a time: one VMULPS, rounded as the Go

@@ -25,6 +25,10 @@ func reluGradAVX2(dst, dy, y *float32, n int) {
 	panic("dense: no AVX2 kernel")
 }
 
+func addAVX2(dst, x, y *float32, n int) {
+	panic("dense: no AVX2 kernel")
+}
+
 func mulAVX2(dst, x, y *float32, n int) {
 	panic("dense: no AVX2 kernel")
 }
