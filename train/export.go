@@ -235,11 +235,16 @@ func CheckpointModel(dir string) (SavedModel, error) {
 	if err := json.Unmarshal([]byte(ck.Header.Fingerprint), &fp); err != nil {
 		return SavedModel{}, fmt.Errorf("train: export: %s: fingerprint: %w", path, err)
 	}
+	if ck.Header.In == 0 || ck.Header.Out == 0 {
+		return SavedModel{}, fmt.Errorf("train: export: %s predates the model widths in checkpoints; train again with --checkpoint", path)
+	}
+	mc := fp.Config.Model
+	mc.In, mc.Out = ck.Header.In, ck.Header.Out
 	w, best := ck.Best, ck.Header.BestEpoch
 	if len(w) == 0 {
 		w, best = ck.Weights, 0
 	}
-	return SavedModel{Config: fp.Config.Model, Weights: w,
+	return SavedModel{Config: mc, Weights: w,
 		Info: ModelInfo{FeatureNorm: fp.Config.FeatureNorm, Dataset: fp.Dataset, Split: fp.Split, BestEpoch: best}}, nil
 }
 
