@@ -41,6 +41,7 @@ var layers = map[string]int{
 	"gnnmpi/internal/rng":        0,
 	"gnnmpi/internal/sat":        0,
 	"gnnmpi/internal/testutil":   0,
+	"gnnmpi/safetensors":         0,
 	"gnnmpi/cli/mpitest":         0,
 	"gnnmpi/bench/golden":        0,
 	"gnnmpi/bench/plot":          0,

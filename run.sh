@@ -5,6 +5,8 @@
 #   ./run.sh [-n NP] CMD ARGS...  run `gnnmpi CMD ARGS...` on NP ranks (mpirun, or srun in Slurm)
 #   ./run.sh test                 all tests: vet, gofmt, go test -race, MPI suites under mpirun,
 #                                 bench/gpu/run.sh --fake (the GPU check on the fake CUDA libraries),
+#                                 the model export checked in PyTorch (bench/peers/export-check.sh, when
+#                                 /usr/bin/python3 has torch),
 #                                 and (as root) a one-node Slurm (bench/cluster/slurm-test.sh) and
 #                                 three network-namespace hosts over TCP (bench/cluster/netns-test.sh)
 #   ./run.sh test cluster         the one-node Slurm and namespace-hosts tests only
@@ -152,6 +154,12 @@ run_tests() {
 	echo "== nompi, noblas build (pure Go apart from METIS)" >&2
 	go build -tags nompi,noblas -o /dev/null .
 	go vet -tags nompi,noblas ./...
+	echo "== model export: PyTorch reproduces gnnmpi's predictions on Cora (bench/peers/export-check.sh; skipped without python3-torch)" >&2
+	local exportdir
+	exportdir=$(mktemp -d)
+	go build -tags "$TAGS" -o "$exportdir/gnnmpi" .
+	bench/peers/export-check.sh "$exportdir/gnnmpi" "$exportdir" >&2
+	rm -rf "$exportdir"
 	echo "== MPI suites under $MPIRUN ($MPI; np = 1, 2, 3, 4)" >&2
 	GNNMPI_MPI=$MPI GNNMPI_MPI_TESTS=1 go test -count=1 -v -timeout 15m ./cli/mpitest/
 	if [ "$MPI" != mpich ] && mpich_installed; then

@@ -42,7 +42,7 @@ func trainCmd() *Command {
 				if err != nil {
 					return err
 				}
-				return runTrain(env, *f.sample.data, lo, cfg)
+				return runTrain(env, *f.sample.data, lo, cfg, outputs{model: *f.saveModel, logits: *f.saveLogits})
 			}
 		},
 	}
@@ -54,18 +54,19 @@ func trainCmd() *Command {
 type trainFlags struct {
 	sample *sampleFlags
 
-	mode                 *train.Mode
-	kind                 *string
-	layers               optInt
-	hidden, epochs       optInt
-	lr, drop, attnDrop   optFloat
-	featNorm             *train.FeatureNorm
-	optim                *model.OptimizerKind
-	sel                  *train.Selection
-	ckpt                 *string
-	wd, mom              *float64
-	evalEvery, ckptEvery *int
-	resume               *bool
+	mode                  *train.Mode
+	kind                  *string
+	layers                optInt
+	hidden, epochs        optInt
+	lr, drop, attnDrop    optFloat
+	featNorm              *train.FeatureNorm
+	optim                 *model.OptimizerKind
+	sel                   *train.Selection
+	ckpt                  *string
+	wd, mom               *float64
+	evalEvery, ckptEvery  *int
+	resume                *bool
+	saveModel, saveLogits *string
 
 	// minibatch
 	heads, outHeads    *int
@@ -91,7 +92,7 @@ type trainFlags struct {
 var flagModes = map[string]bool{ // true: minibatch only; false: full-graph only
 	"fanouts": true, "sampler": true, "topology": true, "c": true, "replication": true, "cache": true, "cache-frac": true, "cache-sim-epochs": true,
 	"feature-dtype": true, "gpu-frac": true, "bulk": true, "batch-size": true, "global-batch-size": true, "shuffle": true, "heads": true, "out-heads": true, "attn-dropout": true,
-	"normalize": true, "eval-memory": true, "overlap": true, "grad-comm": true, "grad-dtype": true, "grad-bucket-mb": true, "device": true,
+	"normalize": true, "eval-memory": true, "overlap": true, "save-model": true, "save-logits": true, "grad-comm": true, "grad-dtype": true, "grad-bucket-mb": true, "device": true,
 	"chunks": false, "pipelines": false, "chunk-partition": false, "shuffle-chunks": false, "clear-grads": false, "snapshot-every": false, "alpha": false, "lambda": false,
 }
 
@@ -228,6 +229,8 @@ func addTrainFlags(fs *flag.FlagSet) *trainFlags {
 	f.ckpt = fs.String("checkpoint", d.CheckpointDir, "checkpoint directory (written atomically; full-graph modes: one file per rank and a manifest)")
 	f.ckptEvery = fs.Int("checkpoint-every", d.CheckpointEvery, "epochs between checkpoints (and after the last)")
 	f.resume = fs.Bool("resume", d.Resume, "continue from the checkpoint in --checkpoint, with the losses of an uninterrupted run")
+	f.saveModel = fs.String("save-model", "", "write the selected model (the best evaluated epoch's; the last epoch's when none was evaluated) to this file as safetensors with PyTorch Geometric's names (rank 0, atomically; docs/data-formats.md)")
+	f.saveLogits = fs.String("save-logits", "", "write the selected model's logits of every vertex, by the evaluation's layer-wise inference after the last epoch, to this file as a float32 .npy (n×classes, global id order; rank 0, atomically; every rank receives all rows)")
 	f.mode = enumVar(fs, "mode", train.ModeMinibatch, train.ParseMode, "minibatch (data-parallel sampled minibatches), or full-graph training of a deep model: graph (graph parallelism, halo exchange per layer), pipe (GNNPipe: layers in stages over the ranks, chunks through the pipeline) or hybrid (--pipelines pipelines over graph parts)")
 	fs.Var(&f.chunks, "chunks", "pipe, hybrid: chunks each graph part is split into ("+defaultsHelp(false, true, func(s train.Settings) string { return fmt.Sprint(s.Full.Chunks) })+")")
 	f.pipelines = fs.Int("pipelines", hd.Pipelines, "hybrid: pipelines (graph parts); the ranks of each are its stages")
@@ -311,7 +314,12 @@ func (f *trainFlags) minibatchConfig(env *Env, set map[string]bool) (train.Confi
 	return cfg, nil
 }
 
-func runTrain(env *Env, path string, lo train.LoadOptions, cfg train.Config) error {
+// outputs are the files minibatch training writes besides its metrics:
+// the selected model (--save-model) and its logits (--save-logits); ""
+// for none.
+type outputs struct{ model, logits string }
+
+func runTrain(env *Env, path string, lo train.LoadOptions, cfg train.Config, out outputs) error {
 	c := env.Comm
 	// Resolved here too (Run resolves it again, to the same) to check it
 	// before loading and to report the batch size per rank.
@@ -340,10 +348,18 @@ func runTrain(env *Env, path string, lo train.LoadOptions, cfg train.Config) err
 			return env.Record(st.Record())
 		},
 	}
+	if out.logits != "" {
+		hooks.Logits = logitsWriter(env, out.logits, d.NumNodes())
+	}
 	cfg.Backends = env.GPU
 	res, err := train.Run(c, d, cfg, hooks)
 	if err != nil {
 		return err
+	}
+	if out.model != "" {
+		if err := saveModel(env, out.model, res, cfg, d); err != nil {
+			return err
+		}
 	}
 	printBest(env, res)
 	if res.DataPath != nil {

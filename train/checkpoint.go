@@ -37,6 +37,12 @@ type ckptHeader struct {
 	Seed        uint64 `json:"seed"`
 	Ranks       int    `json:"ranks"`
 	ckptRecord
+	// In and Out are the model's input and output widths, which the
+	// fingerprint's settings leave 0 (they come from the data): what
+	// CheckpointModel needs to rebuild the model. Checkpoints written
+	// before them have none.
+	In      int `json:"in,omitempty"`
+	Out     int `json:"out,omitempty"`
 	Weights int `json:"weights"`
 	Opt     int `json:"opt"`
 	Best    int `json:"best"`
@@ -169,7 +175,7 @@ func (t *trainer) save(epoch int, rec *record) error {
 	}
 	ck := &checkpoint{
 		Header: ckptHeader{Fingerprint: t.fingerprint, Epoch: epoch, Seed: t.cfg.Seed, Ranks: t.c.Size(),
-			ckptRecord: ckptRecordOf(rec)},
+			ckptRecord: ckptRecordOf(rec), In: t.m.Config().In, Out: t.m.Config().Out},
 		Weights: t.m.FlattenWeights(nil),
 		Opt:     t.opt.State(),
 		Best:    rec.best,

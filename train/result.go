@@ -7,6 +7,7 @@ import (
 
 	"gnnmpi/gpu/tier"
 	"gnnmpi/metrics"
+	"gnnmpi/model"
 )
 
 // timePhases are the phases of EpochStats.PhaseSeconds. With Config.Overlap
@@ -40,6 +41,10 @@ type Result struct {
 	Stores    []StoreStats // every rank's feature store
 	NumParams int
 	Best      []float32 // parameters at BestEpoch (Run only: a full-graph rank holds one stage)
+	Last      []float32 // parameters after the last epoch (Run only)
+	// Model is the model's configuration as built, its In and Out
+	// from the data (Run only).
+	Model model.Config
 	// PeakRSS is every rank's peak resident memory at the end of the run
 	// (VmHWM; 0 where unknown). In-process ranks share one process and
 	// report its peak.

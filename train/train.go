@@ -2,6 +2,7 @@ package train
 
 import (
 	"gnnmpi/collective"
+	"gnnmpi/dense"
 	"gnnmpi/internal/memlimit"
 	"gnnmpi/metrics"
 )
@@ -28,6 +29,14 @@ type Hooks struct {
 	Epoch func(EpochStats) error
 	Batch func(epoch, batch, batches int)
 	Log   func(format string, args ...any)
+	// Logits, when set, is called by Run on every rank after the last
+	// epoch with the logits of the model it selects (Result.Saved: the
+	// best epoch's parameters, or the last epoch's when none was
+	// evaluated) for the vertices the rank owns in evaluation (owned:
+	// their global ids; logits: one row each), computed by the
+	// evaluation's layer-wise inference (phase "eval"). It may make
+	// collective calls: every rank calls it.
+	Logits func(owned []int64, logits *dense.Matrix) error
 }
 
 // Run trains a model on d with cfg: data-parallel minibatch SGD, every rank
@@ -60,10 +69,17 @@ func Run(c collective.Comm, d *Data, cfg Config, h Hooks) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	last := t.m.FlattenWeights(nil)
+	if h.Logits != nil {
+		if err := t.selectedLogits(rec.best, h.Logits); err != nil {
+			return nil, err
+		}
+	}
 	if err := t.free(); err != nil {
 		return nil, err
 	}
 	res := rec.result()
+	res.Last, res.Model = last, t.m.Config()
 	res.NumParams, res.Stores = t.m.NumParams(), t.stores
 	res.DataPath = t.path.record()
 	defer collective.SetPhase(c, metrics.PhaseMetrics)()
