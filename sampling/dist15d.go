@@ -212,6 +212,15 @@ func (t *dist15D) rows(v []int64, keys []uint64, pick picker) (*sparse.CSR, erro
 	qv := f.q.Local.Indices // the vertex of each row of Q_i
 	kept := &t.kept
 	kept.reset() // nothing left from a call that failed
+	kept.expect = len(qv)
+	if c := g.PC; c > 1 {
+		kept.expect = 0
+		for _, u := range qv {
+			if collective.BlockOf(t.a.RowBounds, u)%c == g.Col {
+				kept.expect++
+			}
+		}
+	}
 	if valued {
 		err = streamThin(t, sparse.PlusTimes[float64]{}, f.q, t.a, f, true, pick, kept)
 	} else {
@@ -311,11 +320,36 @@ func thin[T sparse.Scalar](n int64, c *sparse.Matrix[T], valued bool, qv, keys [
 // grows by doubling, not by an allocation per chunk. Row y kept (row
 // rows[y] of Q_i) has the entries ind[start[y]:start[y+1]]. The zero
 // value is empty and ready to use.
+//
+// expect, when set, is the number of rows the call will keep (a bulk's
+// whole frontier on this replica): when the arena must grow, it grows at
+// once to the entries that the rows kept so far predict for expect rows,
+// instead of doubling (each doubling copies all the entries kept; the
+// first call of a bulk run, which is most of its calls at k = 16, grew
+// its arena from a hop's to the next hop's size that way).
 type keptRows struct {
-	rows  []int64
-	start []int64
-	ind   []int64
-	val   []float64
+	rows   []int64
+	start  []int64
+	ind    []int64
+	val    []float64
+	expect int
+	at     []int // sorted's table, kept zeroed between calls
+}
+
+// room returns the capacity to give an arena of have entries that needs
+// room for need more: twice have, or, if more, the entries that the kept
+// rows predict for k.expect rows (need per row for the rows to come, when
+// none is kept yet), plus an eighth.
+func (k *keptRows) room(have, need int) int {
+	c := 2 * have
+	if k.expect > 0 {
+		per := float64(need)
+		if len(k.rows) > 0 {
+			per = float64(have+need) / float64(len(k.rows)+1)
+		}
+		c = max(c, int(per*float64(k.expect)*1.125))
+	}
+	return max(c, have+need)
 }
 
 // add keeps the rows of part, rows rows of Q_i (row x of part is row
@@ -367,6 +401,13 @@ func (k *keptRows) pick(indptr, indices []int64, values []float64, at, rows, qv,
 			vals = values[lo:hi]
 		}
 		ps := pick(sc, uint64(keys[r]), qv[r], cols, vals)
+		if len(ind)+len(ps) > cap(ind) {
+			c := k.room(len(ind), len(ps))
+			ind = append(make([]int64, 0, c), ind...)
+			if values != nil {
+				val = append(make([]float64, 0, c), val...)
+			}
+		}
 		if len(ps) == len(cols) {
 			// Every entry (the positions are distinct and ascending).
 			ind = append(ind, cols...)
@@ -409,8 +450,12 @@ func (k *keptRows) sorted(valued bool, ncols int64) rowSet {
 	}
 	lo, hi := slices.Min(k.rows), slices.Max(k.rows)
 	// at[r−lo] is 1 + the position of row r among the kept rows (0: not
-	// kept).
-	at := make([]int, hi-lo+1)
+	// kept); the table is kept for the next call, and zeroed as it is
+	// read.
+	if int64(len(k.at)) < hi-lo+1 {
+		k.at = make([]int, hi-lo+1)
+	}
+	at := k.at[:hi-lo+1]
 	for y, r := range k.rows {
 		if at[r-lo] != 0 {
 			panic("sampling: a row of Q kept twice")
@@ -422,6 +467,7 @@ func (k *keptRows) sorted(valued bool, ncols int64) rowSet {
 		if a == 0 {
 			continue
 		}
+		at[d] = 0
 		s, t := k.start[a-1], k.start[a]
 		copy(out.Indices[e:], k.ind[s:t])
 		if valued {
@@ -438,6 +484,7 @@ func (k *keptRows) sorted(valued bool, ncols int64) rowSet {
 // reset empties k, keeping its arrays.
 func (k *keptRows) reset() {
 	k.rows, k.start, k.ind, k.val = k.rows[:0], append(k.start[:0], 0), k.ind[:0], k.val[:0]
+	k.expect = 0
 }
 
 // rowSet is rows ids of Q_i (ascending), row y of m being row ids[y].
