@@ -201,13 +201,45 @@ func (p *chunkPeak) note(rows, entries int64) {
 func (t *dist15D) Name() string { return string(Layout15D) }
 
 func (t *dist15D) rows(v []int64, keys []uint64, pick picker) (*sparse.CSR, error) {
+	rs, _, err := t.thinned(v, keys, pick, false)
+	return rs, err
+}
+
+// keptView is the thinned rows of a hop as a 1.5D topology with c = 1
+// kept them, in the order their chunks came: row x of the frontier has
+// the entries ind[start[pos[x]]:start[pos[x]+1]]. It is valid until the
+// topology's next call.
+type keptView struct {
+	ind, start []int64
+	pos        []int
+}
+
+// row returns the entries of row x of the frontier.
+func (v *keptView) row(x int64) []int64 {
+	p := v.pos[x]
+	s, e := v.start[p], v.start[p+1]
+	return v.ind[s:e:e]
+}
+
+// rowsKept is rows without gathering the thinned rows into one matrix:
+// with c = 1 it returns them where they were kept (a keptView, valid
+// until the next call), so that a bulk's blocks read them there, and a
+// bulk's sample is not copied once more; with c > 1 (the rows come back
+// from the grid row's ranks as one matrix) it returns rows' matrix.
+func (t *dist15D) rowsKept(v []int64, keys []uint64, pick picker) (*sparse.CSR, *keptView, error) {
+	return t.thinned(v, keys, pick, t.g.PC == 1)
+}
+
+// thinned is rows, or, with view (c = 1 only), rowsKept's view of the
+// kept rows.
+func (t *dist15D) thinned(v []int64, keys []uint64, pick picker, view bool) (*sparse.CSR, *keptView, error) {
 	g, n := t.g, t.a.M
 	f, valued, err := t.frontier(v, keys)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := t.degrees(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	qv := f.q.Local.Indices // the vertex of each row of Q_i
 	kept := &t.kept
@@ -230,7 +262,10 @@ func (t *dist15D) rows(v []int64, keys []uint64, pick picker) (*sparse.CSR, erro
 		err = streamThin(t, sparse.OrAnd{}, patternOf(f.q), patternOf(t.a), f, false, pick, kept)
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	if view {
+		return nil, kept.view(len(v)), nil
 	}
 	// Row x of Q_i was computed by replica (block of its vertex) mod c.
 	// The return of the rows is the product's delivery (what Mul15D's
@@ -243,11 +278,12 @@ func (t *dist15D) rows(v []int64, keys []uint64, pick picker) (*sparse.CSR, erro
 		if rs.m.NRows != int64(len(v)) {
 			panic("sampling: 1.5D rows lost a frontier row")
 		}
-		return rs.m, nil
+		return rs.m, nil, nil
 	}
 	by := func(x int64) int { return collective.BlockOf(t.a.RowBounds, qv[x]) % c }
 	defer collective.SetPhase(g.Comm, metrics.PhaseSpGEMM)()
-	return returnRows(g.RowComm, n, rs, f.from, by, valued)
+	m, err := returnRows(g.RowComm, n, rs, f.from, by, valued)
+	return m, nil, err
 }
 
 // streamThin streams P = Q_i·A over sr (spgemm.Mul15DStream of q and a,
@@ -334,6 +370,7 @@ type keptRows struct {
 	val    []float64
 	expect int
 	at     []int // sorted's table, kept zeroed between calls
+	pos    []int // view's table
 }
 
 // room returns the capacity to give an arena of have entries that needs
@@ -479,6 +516,29 @@ func (k *keptRows) sorted(valued bool, ncols int64) rowSet {
 		out.Indptr[z] = e
 	}
 	return rowSet{ids: ids, m: out}
+}
+
+// view returns the kept rows as a keptView of the m rows of Q_i, every
+// one of which must have been kept exactly once; k keeps them until its
+// next reset.
+func (k *keptRows) view(m int) *keptView {
+	if len(k.rows) != m {
+		panic("sampling: 1.5D rows lost a frontier row")
+	}
+	if cap(k.pos) < m {
+		k.pos = make([]int, m)
+	}
+	pos := k.pos[:m]
+	for x := range pos {
+		pos[x] = -1
+	}
+	for y, r := range k.rows {
+		if pos[r] >= 0 {
+			panic("sampling: a row of Q kept twice")
+		}
+		pos[r] = y
+	}
+	return &keptView{ind: k.ind, start: k.start, pos: pos}
 }
 
 // reset empties k, keeping its arrays.
