@@ -50,13 +50,16 @@ func Distributed15D(g *collective.Grid, m *sparse.CSR) (Topology, error) {
 // thinned rows are kept and M_j is dropped before the next stage. The
 // thinned rows then go back to the rank of the grid row they came from
 // (Alltoallv of the row lengths, columns and values over the grid row;
-// with c = 1 they are home already, and there is no exchange).
+// with c = 1 they are home already, and there is no exchange, and
+// NodeWise's blocks read them where they were kept, without gathering
+// them into one matrix first).
 // Per rank, a hop holds its block, one received piece of a block
 // (spgemm.Stream.PieceEntries) or the rows of a block it fetched, one
 // chunk of P and the thinned rows, and the topology keeps the n int32
 // degrees and, between calls, the arrays of the largest hop's thinned
-// rows (reused by the next): memory that does not grow with the bulk's
-// P. The
+// rows (reused by the next; they grow at once to the entries the first
+// rows kept predict for the hop's frontier, an eighth over, not by
+// doubling): memory that does not grow with the bulk's P. The
 // gathers count under the current phase of g.Comm, the broadcasts and the
 // return of the rows under metrics.PhaseSpGEMM.
 func Distributed15DBlock(g *collective.Grid, rowBounds []int64, local *sparse.CSR) (Topology, error) {
@@ -172,7 +175,7 @@ func rowsSorted(indptr, indices []int64) bool {
 // distTop is what the distributed topologies share: the grid, this rank's
 // block of the adjacency, the peak of what it held while sampling, and
 // the kept rows' arena, reused from call to call (it grows to the largest
-// hop's kept rows, a bulk's sample, and no further).
+// hop's kept rows, a bulk's sample, with an eighth to spare: keptRows.room).
 type distTop struct {
 	g    *collective.Grid
 	a    *spgemm.Dist[float64]
