@@ -57,9 +57,10 @@ func Distributed15D(g *collective.Grid, m *sparse.CSR) (Topology, error) {
 // (spgemm.Stream.PieceEntries) or the rows of a block it fetched, one
 // chunk of P and the thinned rows, and the topology keeps the n int32
 // degrees and, between calls, the arrays of the largest hop's thinned
-// rows (reused by the next; they grow at once to the entries the first
-// rows kept predict for the hop's frontier, an eighth over, not by
-// doubling): memory that does not grow with the bulk's P. The
+// rows (reused by the next; they grow to the entries the first rows kept
+// predict for the hop's frontier, an eighth over, at most four times at
+// once, rather than by doubling): memory that does not grow with the
+// bulk's P. The
 // gathers count under the current phase of g.Comm, the broadcasts and the
 // return of the rows under metrics.PhaseSpGEMM.
 func Distributed15DBlock(g *collective.Grid, rowBounds []int64, local *sparse.CSR) (Topology, error) {
@@ -361,11 +362,12 @@ func thin[T sparse.Scalar](n int64, c *sparse.Matrix[T], valued bool, qv, keys [
 // value is empty and ready to use.
 //
 // expect, when set, is the number of rows the call will keep (a bulk's
-// whole frontier on this replica): when the arena must grow, it grows at
-// once to the entries that the rows kept so far predict for expect rows,
-// instead of doubling (each doubling copies all the entries kept; the
-// first call of a bulk run, which is most of its calls at k = 16, grew
-// its arena from a hop's to the next hop's size that way).
+// whole frontier on this replica): once keptGuessRows rows are kept, an
+// arena that must grow grows to the entries those rows predict for expect
+// rows, an eighth over (at most four times its size, against a guess from
+// unusual first rows), instead of doubling: each growth copies all the
+// entries kept, and the first call of a bulk run, most of its calls at
+// k = 16, grew its arena from one hop's size to the next hop's that way.
 type keptRows struct {
 	rows   []int64
 	start  []int64
@@ -376,18 +378,20 @@ type keptRows struct {
 	pos    []int // view's table
 }
 
+// keptGuessRows is how many rows keptRows keeps before it predicts its
+// entries from them.
+const keptGuessRows = 64
+
 // room returns the capacity to give an arena of have entries that needs
-// room for need more: twice have, or, if more, the entries that the kept
-// rows predict for k.expect rows (need per row for the rows to come, when
-// none is kept yet), plus an eighth.
+// room for need more: twice have, or, once the rows kept can predict the
+// call's entries (k.expect set, at least keptGuessRows rows kept, or all
+// of the expected ones), their prediction plus an eighth, up to four times
+// have.
 func (k *keptRows) room(have, need int) int {
 	c := 2 * have
-	if k.expect > 0 {
-		per := float64(need)
-		if len(k.rows) > 0 {
-			per = float64(have+need) / float64(len(k.rows)+1)
-		}
-		c = max(c, int(per*float64(k.expect)*1.125))
+	if k.expect > 0 && len(k.rows) >= min(k.expect, keptGuessRows) {
+		per := float64(have) / float64(len(k.rows))
+		c = max(c, min(int(per*float64(k.expect)*1.125), 4*have))
 	}
 	return max(c, have+need)
 }
