@@ -50,13 +50,17 @@ func Distributed15D(g *collective.Grid, m *sparse.CSR) (Topology, error) {
 // thinned rows are kept and M_j is dropped before the next stage. The
 // thinned rows then go back to the rank of the grid row they came from
 // (Alltoallv of the row lengths, columns and values over the grid row;
-// with c = 1 they are home already, and there is no exchange).
+// with c = 1 they are home already, and there is no exchange, and
+// NodeWise's blocks read them where they were kept, without gathering
+// them into one matrix first).
 // Per rank, a hop holds its block, one received piece of a block
 // (spgemm.Stream.PieceEntries) or the rows of a block it fetched, one
 // chunk of P and the thinned rows, and the topology keeps the n int32
 // degrees and, between calls, the arrays of the largest hop's thinned
-// rows (reused by the next): memory that does not grow with the bulk's
-// P. The
+// rows (reused by the next; they grow to the entries the first rows kept
+// predict for the hop's frontier, an eighth over, at most four times at
+// once, rather than by doubling): memory that does not grow with the
+// bulk's P. The
 // gathers count under the current phase of g.Comm, the broadcasts and the
 // return of the rows under metrics.PhaseSpGEMM.
 func Distributed15DBlock(g *collective.Grid, rowBounds []int64, local *sparse.CSR) (Topology, error) {
@@ -172,7 +176,7 @@ func rowsSorted(indptr, indices []int64) bool {
 // distTop is what the distributed topologies share: the grid, this rank's
 // block of the adjacency, the peak of what it held while sampling, and
 // the kept rows' arena, reused from call to call (it grows to the largest
-// hop's kept rows, a bulk's sample, and no further).
+// hop's kept rows, a bulk's sample, with an eighth to spare: keptRows.room).
 type distTop struct {
 	g    *collective.Grid
 	a    *spgemm.Dist[float64]
@@ -201,17 +205,58 @@ func (p *chunkPeak) note(rows, entries int64) {
 func (t *dist15D) Name() string { return string(Layout15D) }
 
 func (t *dist15D) rows(v []int64, keys []uint64, pick picker) (*sparse.CSR, error) {
+	rs, _, err := t.thinned(v, keys, pick, false)
+	return rs, err
+}
+
+// keptView is the thinned rows of a hop as a 1.5D topology with c = 1
+// kept them, in the order their chunks came: row x of the frontier has
+// the entries ind[start[pos[x]]:start[pos[x]+1]]. It is valid until the
+// topology's next call.
+type keptView struct {
+	ind, start []int64
+	pos        []int
+}
+
+// row returns the entries of row x of the frontier.
+func (v *keptView) row(x int64) []int64 {
+	p := v.pos[x]
+	s, e := v.start[p], v.start[p+1]
+	return v.ind[s:e:e]
+}
+
+// rowsKept is rows without gathering the thinned rows into one matrix:
+// with c = 1 it returns them where they were kept (a keptView, valid
+// until the next call), so that a bulk's blocks read them there, and a
+// bulk's sample is not copied once more; with c > 1 (the rows come back
+// from the grid row's ranks as one matrix) it returns rows' matrix.
+func (t *dist15D) rowsKept(v []int64, keys []uint64, pick picker) (*sparse.CSR, *keptView, error) {
+	return t.thinned(v, keys, pick, t.g.PC == 1)
+}
+
+// thinned is rows, or, with view (c = 1 only), rowsKept's view of the
+// kept rows.
+func (t *dist15D) thinned(v []int64, keys []uint64, pick picker, view bool) (*sparse.CSR, *keptView, error) {
 	g, n := t.g, t.a.M
 	f, valued, err := t.frontier(v, keys)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := t.degrees(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	qv := f.q.Local.Indices // the vertex of each row of Q_i
 	kept := &t.kept
 	kept.reset() // nothing left from a call that failed
+	kept.expect = len(qv)
+	if c := g.PC; c > 1 {
+		kept.expect = 0
+		for _, u := range qv {
+			if collective.BlockOf(t.a.RowBounds, u)%c == g.Col {
+				kept.expect++
+			}
+		}
+	}
 	if valued {
 		err = streamThin(t, sparse.PlusTimes[float64]{}, f.q, t.a, f, true, pick, kept)
 	} else {
@@ -221,7 +266,10 @@ func (t *dist15D) rows(v []int64, keys []uint64, pick picker) (*sparse.CSR, erro
 		err = streamThin(t, sparse.OrAnd{}, patternOf(f.q), patternOf(t.a), f, false, pick, kept)
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	if view {
+		return nil, kept.view(len(v)), nil
 	}
 	// Row x of Q_i was computed by replica (block of its vertex) mod c.
 	// The return of the rows is the product's delivery (what Mul15D's
@@ -234,11 +282,12 @@ func (t *dist15D) rows(v []int64, keys []uint64, pick picker) (*sparse.CSR, erro
 		if rs.m.NRows != int64(len(v)) {
 			panic("sampling: 1.5D rows lost a frontier row")
 		}
-		return rs.m, nil
+		return rs.m, nil, nil
 	}
 	by := func(x int64) int { return collective.BlockOf(t.a.RowBounds, qv[x]) % c }
 	defer collective.SetPhase(g.Comm, metrics.PhaseSpGEMM)()
-	return returnRows(g.RowComm, n, rs, f.from, by, valued)
+	m, err := returnRows(g.RowComm, n, rs, f.from, by, valued)
+	return m, nil, err
 }
 
 // streamThin streams P = Q_i·A over sr (spgemm.Mul15DStream of q and a,
@@ -311,11 +360,40 @@ func thin[T sparse.Scalar](n int64, c *sparse.Matrix[T], valued bool, qv, keys [
 // grows by doubling, not by an allocation per chunk. Row y kept (row
 // rows[y] of Q_i) has the entries ind[start[y]:start[y+1]]. The zero
 // value is empty and ready to use.
+//
+// expect, when set, is the number of rows the call will keep (a bulk's
+// whole frontier on this replica): once keptGuessRows rows are kept, an
+// arena that must grow grows to the entries those rows predict for expect
+// rows, an eighth over (at most four times its size, against a guess from
+// unusual first rows), instead of doubling: each growth copies all the
+// entries kept, and the first call of a bulk run, most of its calls at
+// k = 16, grew its arena from one hop's size to the next hop's that way.
 type keptRows struct {
-	rows  []int64
-	start []int64
-	ind   []int64
-	val   []float64
+	rows   []int64
+	start  []int64
+	ind    []int64
+	val    []float64
+	expect int
+	at     []int // sorted's table, kept zeroed between calls
+	pos    []int // view's table
+}
+
+// keptGuessRows is how many rows keptRows keeps before it predicts its
+// entries from them.
+const keptGuessRows = 64
+
+// room returns the capacity to give an arena of have entries that needs
+// room for need more: twice have, or, once the rows kept can predict the
+// call's entries (k.expect set, at least keptGuessRows rows kept, or all
+// of the expected ones), their prediction plus an eighth, up to four times
+// have.
+func (k *keptRows) room(have, need int) int {
+	c := 2 * have
+	if k.expect > 0 && len(k.rows) >= min(k.expect, keptGuessRows) {
+		per := float64(have) / float64(len(k.rows))
+		c = max(c, min(int(per*float64(k.expect)*1.125), 4*have))
+	}
+	return max(c, have+need)
 }
 
 // add keeps the rows of part, rows rows of Q_i (row x of part is row
@@ -367,6 +445,13 @@ func (k *keptRows) pick(indptr, indices []int64, values []float64, at, rows, qv,
 			vals = values[lo:hi]
 		}
 		ps := pick(sc, uint64(keys[r]), qv[r], cols, vals)
+		if len(ind)+len(ps) > cap(ind) {
+			c := k.room(len(ind), len(ps))
+			ind = append(make([]int64, 0, c), ind...)
+			if values != nil {
+				val = append(make([]float64, 0, c), val...)
+			}
+		}
 		if len(ps) == len(cols) {
 			// Every entry (the positions are distinct and ascending).
 			ind = append(ind, cols...)
@@ -409,8 +494,12 @@ func (k *keptRows) sorted(valued bool, ncols int64) rowSet {
 	}
 	lo, hi := slices.Min(k.rows), slices.Max(k.rows)
 	// at[r−lo] is 1 + the position of row r among the kept rows (0: not
-	// kept).
-	at := make([]int, hi-lo+1)
+	// kept); the table is kept for the next call, and zeroed as it is
+	// read.
+	if int64(len(k.at)) < hi-lo+1 {
+		k.at = make([]int, hi-lo+1)
+	}
+	at := k.at[:hi-lo+1]
 	for y, r := range k.rows {
 		if at[r-lo] != 0 {
 			panic("sampling: a row of Q kept twice")
@@ -422,6 +511,7 @@ func (k *keptRows) sorted(valued bool, ncols int64) rowSet {
 		if a == 0 {
 			continue
 		}
+		at[d] = 0
 		s, t := k.start[a-1], k.start[a]
 		copy(out.Indices[e:], k.ind[s:t])
 		if valued {
@@ -435,9 +525,33 @@ func (k *keptRows) sorted(valued bool, ncols int64) rowSet {
 	return rowSet{ids: ids, m: out}
 }
 
+// view returns the kept rows as a keptView of the m rows of Q_i, every
+// one of which must have been kept exactly once; k keeps them until its
+// next reset.
+func (k *keptRows) view(m int) *keptView {
+	if len(k.rows) != m {
+		panic("sampling: 1.5D rows lost a frontier row")
+	}
+	if cap(k.pos) < m {
+		k.pos = make([]int, m)
+	}
+	pos := k.pos[:m]
+	for x := range pos {
+		pos[x] = -1
+	}
+	for y, r := range k.rows {
+		if pos[r] >= 0 {
+			panic("sampling: a row of Q kept twice")
+		}
+		pos[r] = y
+	}
+	return &keptView{ind: k.ind, start: k.start, pos: pos}
+}
+
 // reset empties k, keeping its arrays.
 func (k *keptRows) reset() {
 	k.rows, k.start, k.ind, k.val = k.rows[:0], append(k.start[:0], 0), k.ind[:0], k.val[:0]
+	k.expect = 0
 }
 
 // rowSet is rows ids of Q_i (ascending), row y of m being row ids[y].

@@ -109,16 +109,30 @@ func (s *NodeWise) Sample(batches [][]int64, keys []uint64) ([]*MiniBatch, error
 			}
 		}
 		off[k] = int64(len(rows))
-		smp, err := s.top.rows(rows, rowKeys, uniformPicker(h, fanout))
+		var smp *sparse.CSR
+		var view *keptView
+		var err error
+		if d, ok := s.top.(*dist15D); ok {
+			// The rows where the topology kept them, when it can (c = 1):
+			// each block reads its own, not a copy of the bulk's sample.
+			smp, view, err = d.rowsKept(rows, rowKeys, uniformPicker(h, fanout))
+		} else {
+			smp, err = s.top.rows(rows, rowKeys, uniformPicker(h, fanout))
+		}
 		if err != nil {
 			return nil, err
 		}
 		// The minibatches' blocks, on up to GOMAXPROCS goroutines, each
 		// with its own table numbering a block's sources.
 		forEach(k, func(b int, t *idTable) {
-			// smp is this call's (rows' result): each block takes its
-			// rows' indices, disjoint from the others'.
-			blk := relabel(frontiers[b], rowRange(smp, off[b], off[b+1]), t, true)
+			var blk Block
+			if view != nil {
+				blk = relabelView(frontiers[b], view, off[b], off[b+1], n, t)
+			} else {
+				// smp is this call's (rows' result): each block takes its
+				// rows' indices, disjoint from the others'.
+				blk = relabel(frontiers[b], rowRange(smp, off[b], off[b+1]), t, true)
+			}
 			out[b].Blocks[nl-1-h] = blk
 			frontiers[b] = blk.Src
 		})
@@ -154,35 +168,61 @@ func uniformPicker(h, fanout int) picker {
 // written). Otherwise smp is not modified.
 // It will panic if a vertex of dst is repeated.
 func relabel(dst []int64, smp *sparse.CSR, t *idTable, own bool) Block {
+	out := smp.Indices
+	if !own {
+		out = make([]int64, len(smp.Indices))
+	}
+	row := func(i int) []int64 { return smp.Indices[smp.Indptr[i]:smp.Indptr[i+1]] }
+	return relabelRows(dst, smp.Indptr, row, out, smp.NCols, t)
+}
+
+// relabelView is relabel of rows [lo, hi) of the kept rows v (row i of
+// the sampled matrix being v.row(lo+i)), into a new array of the block's
+// size: the rows are read where they were kept, not first gathered into
+// one matrix.
+func relabelView(dst []int64, v *keptView, lo, hi int64, n int64, t *idTable) Block {
+	indptr := make([]int64, hi-lo+1)
+	for i := range hi - lo {
+		indptr[i+1] = indptr[i] + int64(len(v.row(lo+i)))
+	}
+	row := func(i int) []int64 { return v.row(lo + int64(i)) }
+	return relabelRows(dst, indptr, row, make([]int64, indptr[hi-lo]), n, t)
+}
+
+// relabelRows is relabel of the len(dst) rows row(0), row(1), … of a
+// matrix of ncols columns, whose offsets in the block are indptr (row i
+// at [indptr[i], indptr[i+1])): the block's local columns are written to
+// out (which may hold the rows themselves, each row at its offsets: each
+// id is written at or before the place it is read from), and the block
+// keeps out and indptr.
+func relabelRows(dst []int64, indptr []int64, row func(i int) []int64, out []int64, ncols int64, t *idTable) Block {
 	nd := len(dst)
 	// The sources gather in t's scratch and are copied out once at their
 	// size.
 	src := append(t.src[:0], dst...)
-	t.reset(int(min(int64(nd+len(smp.Indices)), smp.NCols)), smp.NCols)
+	t.reset(int(min(int64(nd+len(out)), ncols)), ncols)
 	for i, v := range dst {
 		if t.put(v, int32(i)) != int32(i) {
 			panic("sampling: destination vertex repeated")
 		}
 	}
 	direct, dense, gen := t.direct, t.dense, t.gen
-	adj := &sparse.CSR{NRows: int64(nd), Indptr: smp.Indptr, Indices: smp.Indices}
-	if !own {
-		adj.Indices = make([]int64, len(smp.Indices))
-	}
+	adj := &sparse.CSR{NRows: int64(nd), Indptr: indptr, Indices: out}
 	// A row's vertices new to the block get ids above all earlier ones, in
 	// the row's order: the row is its earlier vertices' ids, sorted, then
 	// the new ones. Only the first part needs sorting (all of the row if
 	// the new ids are out of order, as a repeated vertex would make them).
 	for i := range nd {
-		s, e := smp.Indptr[i], smp.Indptr[i+1]
+		s, e := indptr[i], indptr[i+1]
+		in := row(i)
 		if direct {
-			src = relabelRow(adj.Indices, smp.Indices, s, e, src, dense, gen, t)
+			src = relabelRow(adj.Indices, in, s, src, dense, gen, t)
 			continue
 		}
 		before, o := int32(len(src)), s // o: the next place for an earlier vertex
 		fresh := t.fresh[:0]
 		ordered := true
-		for _, v := range smp.Indices[s:e] {
+		for _, v := range in {
 			j := t.put(v, int32(len(src)))
 			if int(j) == len(src) {
 				src = append(src, v)
@@ -209,16 +249,18 @@ func relabel(dst []int64, smp *sparse.CSR, t *idTable, own bool) Block {
 	return Block{Adj: adj, Dst: src[:nd:nd], Src: src}
 }
 
-// relabelRow is a row [s, e) of relabel with a direct idTable (dense,
-// generation gen): it reads the row's vertices from in, writes their ids
-// to out (which may be in: each is written at or before the place it is
-// read from), appends the new vertices to src and returns it. Its loop
+// relabelRow is a row of relabel with a direct idTable (dense,
+// generation gen): it reads the row's vertices from row, writes their ids
+// to out[s:s+len(row)] (which may be where row is: each is written at or
+// before the place it is read from), appends the new vertices to src and
+// returns it. Its loop
 // has no branch on the vertices: every id is written both as an earlier
 // one (at o) and as a new one (in t.fresh), and the counts advance by the
 // comparisons, so that a row whose vertices are new or not at random costs
 // no mispredicted branches.
-func relabelRow(out, in []int64, s, e int64, src []int64, dense []idStamp, gen uint32, t *idTable) []int64 {
-	row := in[s:e:e]
+func relabelRow(out, row []int64, s int64, src []int64, dense []idStamp, gen uint32, t *idTable) []int64 {
+	row = row[:len(row):len(row)]
+	e := s + int64(len(row))
 	before, o := int32(len(src)), s // o: the next place for an earlier vertex
 	ns := len(src)
 	src = slices.Grow(src, len(row))

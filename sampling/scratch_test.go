@@ -355,3 +355,86 @@ func TestRelabelOwn(t *testing.T) {
 	smp.Indices = before
 	require.Equal(t, arrayRelabel(dst, smp, pos), owned)
 }
+
+// keptRows keeps the rows its picker chooses, in order of their rows of
+// Q, whether or not it expects a count of rows: with one, its arena grows
+// by doubling only until it has rows to predict from, then (at most four
+// times at once) to the entries they predict for the expected rows, an
+// eighth over, in a call whose rows keep a steady count of entries, and
+// without one it doubles all the way; sorted's table, kept between calls,
+// is left zeroed and gives the right rows on a second, smaller call.
+func TestKeptRowsGrowth(t *testing.T) {
+	const n, deg, fanout = 1000, 20, 7
+	r := rand.New(rand.NewPCG(3, 4))
+	adj := &sparse.CSR{NRows: n, NCols: n, Indptr: make([]int64, n+1)}
+	for v := range n {
+		for _, u := range r.Perm(n)[:deg] {
+			adj.Indices = append(adj.Indices, int64(u))
+		}
+		slices.Sort(adj.Indices[adj.Indptr[v]:])
+		adj.Indptr[v+1] = int64(len(adj.Indices))
+	}
+	take := uniformPicker(0, fanout) // fanout of every row's deg entries
+	for _, tc := range []struct {
+		name     string
+		expect   bool
+		maxGrows int
+	}{
+		// Chunk by chunk: the first chunk's doublings, four times its
+		// entries after it, then the prediction.
+		{name: "expected rows", expect: true, maxGrows: 3},
+		{name: "no expectation", expect: false, maxGrows: 13},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var k keptRows
+			sc := newScratch()
+			for call, nr := range []int{600, 37} {
+				k.reset()
+				if tc.expect {
+					k.expect = nr
+				}
+				// Q's row y has vertex qv[y] and key keys[y]; the rows
+				// come in descending order of Q's rows, in chunks of 50.
+				qv, keys := make([]int64, nr), make([]int64, nr)
+				for y := range nr {
+					qv[y], keys[y] = r.Int64N(n), int64(y%3)
+				}
+				rows, at := make([]int64, nr), make([]int64, nr)
+				for x := range nr {
+					rows[x] = int64(nr - 1 - x)
+					at[x] = qv[rows[x]]
+				}
+				grows, last := 0, cap(k.ind)
+				for lo := 0; lo < nr; lo += 50 {
+					hi := min(lo+50, nr)
+					k.pick(adj.Indptr, adj.Indices, nil, at[lo:hi], rows[lo:hi], qv, keys, take, sc)
+					if cap(k.ind) != last {
+						grows, last = grows+1, cap(k.ind)
+					}
+				}
+				if call == 0 {
+					require.LessOrEqual(t, grows, tc.maxGrows)
+					if tc.expect {
+						require.LessOrEqual(t, cap(k.ind), int(1.125*fanout*float64(nr))+fanout)
+					} else {
+						require.Greater(t, grows, 3, "doubling from empty to %d entries", fanout*nr)
+					}
+				}
+				got := k.sorted(false, n)
+				wantIDs := make([]int64, nr)
+				for y := range nr {
+					wantIDs[y] = int64(y)
+					cols := adj.Indices[adj.Indptr[qv[y]]:adj.Indptr[qv[y]+1]]
+					var row []int64
+					for _, p := range take(newScratch(), uint64(keys[y]), qv[y], cols, nil) {
+						row = append(row, cols[p])
+					}
+					require.Len(t, row, fanout)
+					require.Equal(t, row, got.m.Indices[got.m.Indptr[y]:got.m.Indptr[y+1]], "call %d, row %d", call, y)
+				}
+				require.Equal(t, wantIDs, got.ids)
+				require.Zero(t, slices.Max(k.at), "sorted left its table dirty")
+			}
+		})
+	}
+}
