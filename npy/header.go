@@ -164,8 +164,8 @@ func (h *Header) Len() int64 {
 // DataBytes returns the size of the data in bytes, Len·DType.Size.
 func (h *Header) DataBytes() int64 { return h.Len() * int64(h.DType.Size) }
 
-// Rows returns the first dimension (1 for a scalar), and RowLen the
-// number of elements of each row, the product of the other dimensions.
+// Rows returns the first dimension: the number of rows along the first
+// axis (1 for a scalar).
 func (h *Header) Rows() int64 {
 	if len(h.Shape) == 0 {
 		return 1
