@@ -55,6 +55,7 @@ var layers = map[string]int{
 	"gnnmpi/internal/textfile":     1,
 	"gnnmpi/bench/gpu/fakes":       1,
 	"gnnmpi/model":                 1,
+	"gnnmpi/npy":                   1,
 	"gnnmpi/spgemm/spgemmtest":     1,
 	// Layer 2: backends, algorithms over a Comm or a book; device APIs.
 	"gnnmpi/collective/collectivetest": 2,

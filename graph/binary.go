@@ -810,7 +810,7 @@ func (f *binFile) copyRows(d *Dataset, a binArrays) error {
 //   - a directory with a manifest.json: a partitioned dataset (WriteParts),
 //     read whole (LoadParts) in its relabelled ids, or with opt.Keep only
 //     the parts holding kept rows, one at a time;
-//   - any other directory: the OGB raw layout (ReadOGB);
+//   - any other directory: the OGB layout, csv or binary .npz (ReadOGB);
 //   - a file starting with the binary magic: OpenBinary;
 //   - a file named *.mtx or *.mtx.gz: ReadMatrixMarket, which must give a
 //     square matrix;

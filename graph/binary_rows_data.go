@@ -46,7 +46,8 @@ func (r *BinaryRows) SplitSizes() []SplitSizes {
 }
 
 // Labels returns the labels of rows [lo, hi), nil when the file has none.
-// A label outside [0, NumClasses) gives a *ParseError naming the file. It
+// A label outside [0, NumClasses), other than Unlabelled, gives a
+// *ParseError naming the file. It
 // will panic unless 0 ≤ lo ≤ hi ≤ NumNodes.
 func (r *BinaryRows) Labels(lo, hi int64) ([]int32, error) {
 	r.checkRange(lo, hi)
@@ -58,7 +59,7 @@ func (r *BinaryRows) Labels(lo, hi int64) ([]int32, error) {
 		return nil, err
 	}
 	for k, l := range labels {
-		if l < 0 || int(l) >= r.meta.NumClasses {
+		if (l < 0 && l != Unlabelled) || int(l) >= r.meta.NumClasses {
 			return nil, parseErr(r.path, 0, fmt.Sprintf("section labels: vertex %d has label %d outside [0,%d) (num_classes)", lo+int64(k), l, r.meta.NumClasses))
 		}
 	}

@@ -110,7 +110,8 @@ func (d *Dataset) SplitNamed(name string) (string, Split, error) {
 // Validate checks the dataset's internal consistency: matrix structure, row
 // counts of features and labels, sparse feature rows (structure, columns
 // in range and strictly ascending, at most one of Feat and FeatCSR), label
-// range, split ids in range.
+// range (Unlabelled allowed), split ids in range and, where their labels
+// are held, labelled.
 func (d *Dataset) Validate() error {
 	held := d.NumNodes
 	if d.Rows != nil {
@@ -149,14 +150,29 @@ func (d *Dataset) Validate() error {
 				if v < 0 || v >= d.NumNodes {
 					return fmt.Errorf("graph: split %s has vertex %d outside [0,%d)", name, v, d.NumNodes)
 				}
+				if d.Labels == nil {
+					continue
+				}
+				if lid, ok := d.rowOf(v); ok && d.Labels[lid] == Unlabelled {
+					return fmt.Errorf("graph: split %s has vertex %d, which is unlabelled", name, v)
+				}
 			}
 		}
 	}
 	return nil
 }
 
+// rowOf returns the index of vertex g among d's held rows and whether it
+// is held.
+func (d *Dataset) rowOf(g int64) (int64, bool) {
+	if d.Rows == nil {
+		return g, true
+	}
+	return searchRow(d.Rows, g)
+}
+
 // validateLabels checks labels, if not nil: one per row of rows, each in
-// [0, numClasses). Its errors have no package prefix.
+// [0, numClasses) or Unlabelled. Its errors have no package prefix.
 func validateLabels(labels []int32, rows int64, numClasses int) error {
 	if labels == nil {
 		return nil
@@ -165,7 +181,7 @@ func validateLabels(labels []int32, rows int64, numClasses int) error {
 		return fmt.Errorf("%d labels, want %d", len(labels), rows)
 	}
 	for i, l := range labels {
-		if l < 0 || int(l) >= numClasses {
+		if (l < 0 && l != Unlabelled) || int(l) >= numClasses {
 			return fmt.Errorf("label %d of row %d outside [0,%d)", l, i, numClasses)
 		}
 	}

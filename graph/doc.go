@@ -13,7 +13,10 @@
 // the dense matrix.
 //
 // Readers take the OGB raw layout (edge.csv.gz, node-feat.csv.gz,
-// node-label.csv.gz, split/<name>/{train,valid,test}.csv.gz), SNAP-style
+// node-label.csv.gz, split/<name>/{train,valid,test}.csv.gz), OGB's
+// binary layout of NumPy archives (raw/data.npz, raw/node-label.npz, read
+// through package npy: mapped or streamed by rows; NaN labels are
+// Unlabelled), SNAP-style
 // edge lists and Matrix Market coordinate files; every malformed input is
 // reported as an error naming the file and line. The binary format written by
 // `gnnmpi convert` is versioned, checksummed and memory-mapped on load.

@@ -52,8 +52,25 @@ const maxNodes = 1 << 40
 //	dir/raw/edge.csv.gz           "src,dst" per line, 0-based (required)
 //	dir/raw/num-edge-list.csv.gz  the number of edge lines (optional; checked)
 //	dir/raw/node-feat.csv.gz      n lines of comma-separated numbers (optional)
-//	dir/raw/node-label.csv.gz     n lines of one integer class in [0, MaxClasses) (optional)
+//	dir/raw/node-label.csv.gz     n lines of one integer class in [0, MaxClasses), or "nan" (optional)
 //	dir/split/<name>/{train,valid,test}.csv.gz  vertex ids, one a line
+//
+// or in OGB's binary layout, chosen when dir/raw/data.npz exists:
+//
+//	dir/raw/data.npz        NumPy archive (package npy) of edge_index (2×E integers:
+//	                        sources, then destinations), num_nodes_list (one count),
+//	                        optional num_edges_list (one count, checked) and
+//	                        node_feat (n×f float16, float32 or float64; optional)
+//	dir/raw/node-label.npz  node_label: n or n×1 numbers, each a class id or NaN (optional)
+//	dir/split/<name>/…      as above
+//
+// A label "nan" or NaN marks an unlabelled vertex (Unlabelled): it counts
+// for no class, and a split naming one is an error naming the split file
+// and line. Features must be finite: a NaN or infinity in node_feat is an
+// error naming the file, the array and the row. The archives' stored
+// entries are memory-mapped and their deflated ones streamed, in chunks
+// of about 1 MiB, so that neither edge_index nor node_feat is ever held
+// whole beyond the rows kept; float16 features are widened to float32.
 //
 // Each table may also be stored uncompressed, without the ".gz"; the
 // compressed file wins when both exist. Edge (src, dst) becomes the entry in
@@ -79,6 +96,9 @@ func ReadOGB(dir string, opt ReadOptions) (*Dataset, error) {
 	format, err := opt.FeatureFormat.resolve()
 	if err != nil {
 		return nil, err
+	}
+	if isOGBBinary(dir) {
+		return readOGBBinary(dir, opt, format)
 	}
 	raw := filepath.Join(dir, "raw")
 	nodePath, ok := findTable(raw, "num-node-list")
@@ -121,16 +141,13 @@ func ReadOGB(dir string, opt ReadOptions) (*Dataset, error) {
 		return nil, parseErr(nodePath, 1, fmt.Sprintf("%d nodes is implausible for the size of %s", n, filepath.Base(edgePath)))
 	}
 
-	name := filepath.Base(filepath.Clean(dir))
-	if abs, err := filepath.Abs(dir); err == nil {
-		name = filepath.Base(abs)
-	}
-	d := &Dataset{Name: name, NumNodes: n}
+	d := &Dataset{Name: datasetName(dir), NumNodes: n}
 	if opt.Keep != nil {
 		d.Rows = keptRows(n, opt.Keep)
 	}
+	var unlabelled unlabelledSet
 	if labelPath != "" {
-		if d.Labels, d.NumClasses, err = readLabels(labelPath, n, d.Rows); err != nil {
+		if d.Labels, d.NumClasses, unlabelled, err = readLabels(labelPath, n, d.Rows); err != nil {
 			return nil, err
 		}
 	}
@@ -154,7 +171,7 @@ func ReadOGB(dir string, opt ReadOptions) (*Dataset, error) {
 	if haveCount && lines != m {
 		return nil, parseErr(edgePath, 0, fmt.Sprintf("%d edge lines, but %s says %d", lines, filepath.Base(countPath), m))
 	}
-	if d.Splits, err = readSplits(filepath.Join(dir, "split"), n); err != nil {
+	if d.Splits, err = readSplits(filepath.Join(dir, "split"), n, unlabelled, labelPath); err != nil {
 		return nil, err
 	}
 	return d, nil
@@ -207,31 +224,35 @@ func readCount(path, what string) (int64, error) {
 }
 
 // readLabels reads n lines of one non-negative integer below MaxClasses
-// each. It returns the labels of the held rows (all when rows is nil) and
-// 1 + the largest label.
-func readLabels(path string, n int64, rows []int64) ([]int32, int, error) {
+// each, or "nan" (any case) for an unlabelled vertex. It returns the
+// labels of the held rows (all when rows is nil; Unlabelled for "nan"),
+// 1 + the largest label, and the unlabelled vertices of the whole file.
+func readLabels(path string, n int64, rows []int64) (labels []int32, classes int, unlabelled unlabelledSet, err error) {
 	lr, err := textfile.Open(path)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, nil, err
 	}
 	defer lr.Close()
 	held := heldRows(n, rows)
-	labels := make([]int32, held)
+	labels = make([]int32, held)
 	maxLabel := int64(-1)
 	next := 0 // index into rows of the next held vertex
 	var g int64
 	for line := range lr.All() {
 		if g >= n {
-			return nil, 0, lr.Errorf("more labels than the %d nodes of num-node-list", n)
+			return nil, 0, nil, lr.Errorf("more labels than the %d nodes of num-node-list", n)
 		}
 		v, ok := textfile.ParseInt(line)
 		switch {
+		case !ok && bytes.EqualFold(bytes.TrimSpace(line), []byte("nan")):
+			v = Unlabelled
+			unlabelled.add(n, g)
 		case !ok:
-			return nil, 0, lr.Errorf("malformed label %s: want one integer", textfile.Quote(line))
+			return nil, 0, nil, lr.Errorf("malformed label %s: want one integer", textfile.Quote(line))
 		case v < 0:
-			return nil, 0, lr.Errorf("negative label %d", v)
+			return nil, 0, nil, lr.Errorf("negative label %d", v)
 		case v >= MaxClasses:
-			return nil, 0, lr.Errorf("label %d is implausibly large: class ids must be below %d (graph.MaxClasses)", v, MaxClasses)
+			return nil, 0, nil, lr.Errorf("label %d is implausibly large: class ids must be below %d (graph.MaxClasses)", v, MaxClasses)
 		}
 		maxLabel = max(maxLabel, v)
 		if rows == nil {
@@ -243,12 +264,12 @@ func readLabels(path string, n int64, rows []int64) ([]int32, int, error) {
 		g++
 	}
 	if err := lr.Err(); err != nil {
-		return nil, 0, err
+		return nil, 0, nil, err
 	}
 	if g != n {
-		return nil, 0, parseErr(path, 0, fmt.Sprintf("%d labels, but num-node-list declares %d nodes", g, n))
+		return nil, 0, nil, parseErr(path, 0, fmt.Sprintf("%d labels, but num-node-list declares %d nodes", g, n))
 	}
-	return labels, int(maxLabel + 1), nil
+	return labels, int(maxLabel + 1), unlabelled, nil
 }
 
 // readFeatures reads n lines of comma-separated numbers, all with the
@@ -319,13 +340,18 @@ func (b *featBuilder) start(path string, dim int) error {
 	if b.n > textfile.MaxLines(path)/int64(dim)+1 || b.held > math.MaxInt/int64(dim) {
 		return parseErr(path, 0, fmt.Sprintf("file too small for %d rows of %d columns", b.n, dim))
 	}
-	if b.format == FeatureDense {
-		b.feat = dense.New(int(b.held), dim)
-		return nil
-	}
-	b.buf = make([]float32, dim)
-	b.csr = &sparse.Matrix[float32]{NRows: b.held, NCols: int64(dim), Indptr: make([]int64, 1, b.held+1)}
+	b.alloc()
 	return nil
+}
+
+// alloc allocates the held rows of b.dim columns.
+func (b *featBuilder) alloc() {
+	if b.format == FeatureDense {
+		b.feat = dense.New(int(b.held), b.dim)
+		return
+	}
+	b.buf = make([]float32, b.dim)
+	b.csr = &sparse.Matrix[float32]{NRows: b.held, NCols: int64(b.dim), Indptr: make([]int64, 1, b.held+1)}
 }
 
 // line takes line g of the file.
@@ -368,6 +394,41 @@ func (b *featBuilder) line(lr *textfile.Lines, g int64, line []byte) error {
 	if b.format == FeatureDense {
 		return nil
 	}
+	b.addSparse(dst)
+	return b.maybeDense()
+}
+
+// values takes row g of the file, already parsed (b.dim numbers; the
+// builder copies them).
+func (b *featBuilder) values(g int64, v []float32) {
+	held := b.rows == nil || (b.next < len(b.rows) && b.rows[b.next] == g)
+	if !held {
+		if b.format != FeatureDense {
+			for _, x := range v {
+				if x != 0 {
+					b.nnz++
+					b.ones = b.ones && x == 1
+				}
+			}
+			b.maybeDense()
+		}
+		return
+	}
+	lid := int(g)
+	if b.rows != nil {
+		lid = b.next
+		b.next++
+	}
+	if b.format == FeatureDense {
+		copy(b.feat.Row(lid), v)
+		return
+	}
+	b.addSparse(v)
+	b.maybeDense()
+}
+
+// addSparse appends the next held row, dst, to the sparse rows.
+func (b *featBuilder) addSparse(dst []float32) {
 	a := b.csr
 	for j, v := range dst {
 		if v != 0 {
@@ -378,7 +439,6 @@ func (b *featBuilder) line(lr *textfile.Lines, g int64, line []byte) error {
 	}
 	b.nnz += int64(len(a.Indices)) - a.Indptr[len(a.Indptr)-1]
 	a.Indptr = append(a.Indptr, int64(len(a.Indices)))
-	return b.maybeDense()
 }
 
 // maybeDense turns an auto builder dense once the nonzeros seen rule out
@@ -744,8 +804,9 @@ func checkID(lr *textfile.Lines, id, n int64) error {
 var splitParts = [...]string{"train", "valid", "test"}
 
 // readSplits reads every split directory under dir. A missing dir means no
-// splits.
-func readSplits(dir string, n int64) (map[string]Split, error) {
+// splits. A member in unlabelled is an error naming the split file and
+// line and the label file labels.
+func readSplits(dir string, n int64, unlabelled unlabelledSet, labels string) (map[string]Split, error) {
 	splits := map[string]Split{}
 	ents, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -768,7 +829,7 @@ func readSplits(dir string, n int64) (map[string]Split, error) {
 			if !ok {
 				return nil, &ParseError{Path: p, Msg: "missing file of split " + e.Name(), Err: fs.ErrNotExist}
 			}
-			if parts[k], err = readIDs(p, n); err != nil {
+			if parts[k], err = readIDs(p, n, unlabelled, labels); err != nil {
 				return nil, err
 			}
 		}
@@ -778,8 +839,9 @@ func readSplits(dir string, n int64) (map[string]Split, error) {
 }
 
 // readIDs reads one vertex id in [0, n) a line and returns them ascending.
-// A repeated id is an error.
-func readIDs(path string, n int64) ([]int64, error) {
+// A repeated id is an error, and so is one in unlabelled (whose labels
+// are in the file labels).
+func readIDs(path string, n int64, unlabelled unlabelledSet, labels string) ([]int64, error) {
 	lr, err := textfile.Open(path)
 	if err != nil {
 		return nil, err
@@ -794,6 +856,9 @@ func readIDs(path string, n int64) ([]int64, error) {
 		}
 		if err := checkID(lr, v, n); err != nil {
 			return nil, err
+		}
+		if unlabelled.has(v) {
+			return nil, lr.Errorf("vertex %d is unlabelled in %s: a split holds labelled vertices only", v, filepath.Base(labels))
 		}
 		if k := len(ids); k > 0 {
 			if ids[k-1] == v {

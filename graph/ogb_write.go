@@ -188,7 +188,7 @@ func writeOGBNodeTables(raw string, d *Dataset) error {
 	}
 	if d.Labels != nil {
 		return writeTable(raw, "node-label", func(w *bufio.Writer) error {
-			return textfile.WriteInts(w, d.Labels)
+			return writeLabelLines(w, d.Labels)
 		})
 	}
 	return removeTable(raw, "node-label")
@@ -292,4 +292,22 @@ func appendFloat32(b []byte, v float32) []byte {
 		return strconv.AppendInt(b, int64(v), 10)
 	}
 	return strconv.AppendFloat(b, float64(v), 'g', -1, 32)
+}
+
+// writeLabelLines writes one label a line, "nan" for Unlabelled (as
+// readLabels reads it).
+func writeLabelLines(w *bufio.Writer, labels []int32) error {
+	var buf []byte
+	for _, l := range labels {
+		buf = buf[:0]
+		if l == Unlabelled {
+			buf = append(buf, "nan"...)
+		} else {
+			buf = strconv.AppendInt(buf, int64(l), 10)
+		}
+		if _, err := w.Write(append(buf, '\n')); err != nil {
+			return err
+		}
+	}
+	return nil
 }
