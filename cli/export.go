@@ -1,16 +1,15 @@
 package cli
 
 import (
-	"encoding/binary"
+	"bufio"
 	"errors"
 	"flag"
 	"fmt"
-	"math"
-	"strings"
 
 	"gnnmpi/collective"
 	"gnnmpi/dense"
 	"gnnmpi/internal/atomicfile"
+	"gnnmpi/npy"
 	"gnnmpi/train"
 )
 
@@ -58,7 +57,7 @@ func saveModel(env *Env, path string, res *train.Result, cfg train.Config, d *tr
 // logitsWriter returns a train.Hooks.Logits that gathers every rank's
 // logits to every rank (collective.AllgatherSlice: n×classes float32 on
 // each, so it suits graphs of moderate size) and writes them on rank 0 to
-// path as a .npy (writeNpyF32) of one row per vertex in global id order.
+// path as a .npy (writeNpy) of one row per vertex in global id order.
 func logitsWriter(env *Env, path string, n int64) func(owned []int64, logits *dense.Matrix) error {
 	return func(owned []int64, logits *dense.Matrix) error {
 		c := env.Comm
@@ -79,7 +78,7 @@ func logitsWriter(env *Env, path string, n int64) func(owned []int64, logits *de
 			for k, g := range ids {
 				copy(out[int(g)*cols:(int(g)+1)*cols], rows[k*cols:(k+1)*cols])
 			}
-			if err := atomicfile.WriteFile(path, npyF32(out, len(ids), cols)); err != nil {
+			if err := writeNpy(path, []int64{int64(len(ids)), int64(cols)}, out); err != nil {
 				return fmt.Errorf("train: --save-logits: %w", err)
 			}
 			env.Printf("logits (%d×%d) saved to %s\n", len(ids), cols, path)
@@ -88,24 +87,21 @@ func logitsWriter(env *Env, path string, n int64) func(owned []int64, logits *de
 	}
 }
 
-// npyF32 returns the NumPy .npy file (format version 1.0) of the
-// row-major rows×cols float32 matrix x: the magic "\x93NUMPY", the
-// version, a little-endian uint16 header length, the header dict padded
-// with spaces and a newline so that the data starts at a multiple of 64
-// bytes, then the values little-endian. numpy.load reads it.
-func npyF32(x []float32, rows, cols int) []byte {
-	dict := fmt.Sprintf("{'descr': '<f4', 'fortran_order': False, 'shape': (%d, %d), }", rows, cols)
-	pad := 64 - (10+len(dict)+1)%64
-	if pad == 64 {
-		pad = 0
+// writeNpy writes data, of the given shape, to path as a .npy file
+// (npy.Write), atomically.
+func writeNpy(path string, shape []int64, data []float32) error {
+	f, err := atomicfile.Create(path)
+	if err != nil {
+		return err
 	}
-	hdr := dict + strings.Repeat(" ", pad) + "\n"
-	b := make([]byte, 0, 10+len(hdr)+4*len(x))
-	b = append(b, "\x93NUMPY\x01\x00"...)
-	b = binary.LittleEndian.AppendUint16(b, uint16(len(hdr)))
-	b = append(b, hdr...)
-	for _, v := range x {
-		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(v))
+	w := bufio.NewWriterSize(f, 1<<20)
+	if err := npy.Write(w, shape, data); err != nil {
+		f.Abort()
+		return err
 	}
-	return b
+	if err := w.Flush(); err != nil {
+		f.Abort()
+		return err
+	}
+	return f.Commit()
 }
