@@ -222,7 +222,7 @@ func addTrainFlags(fs *flag.FlagSet) *trainFlags {
 	f.gradDType = enumVar(fs, "grad-dtype", d.GradDType, train.ParseGradDType, "the type the gradients are summed in: f32, or bf16 or f16 (half the bytes: rounded to 16 bits on every rank, summed in float32 in rank order, rounded once; the weights and the optimizer stay float32; not with --grad-comm nccl)")
 	f.gradBucketMB = fs.Float64("grad-bucket-mb", d.GradBucketMB, "MiB of float32 gradients per bucket: buckets are summed, the last layer's first, while backward goes on (as PyTorch DDP's bucket_cap_mb); 0: one sum after backward. The sums are the same either way")
 	f.device = enumVar(fs, "device", d.Device, train.ParseDevice, "where the minibatch step (forward, backward, Adam) runs: cpu, or cuda (the rank's NVIDIA GPU, ranks of a node dealt round-robin over its devices; GraphSAGE and GCN, on dense or CSR features, with Adam only; sampling, fetch, evaluation, checkpoints and, unless --grad-comm nccl, the gradient Allreduce stay on the CPU)")
-	f.overlap = fs.Bool("overlap", d.Overlap, "sample and fetch the next two minibatches on a loader goroutine while one computes (the same losses either way; false: one after another, for comparison)")
+	f.overlap = fs.Bool("overlap", d.Overlap, "sample and fetch the next two minibatches on a loader goroutine while one computes (the same losses either way; false: one after another, for comparison). Unless given, it is on only where every rank has at least 2 cores of its own")
 	f.evalEvery = fs.Int("eval-every", d.EvalEvery, "evaluate every K epochs and after the last (0: no evaluation)")
 	f.sel = enumVar(fs, "select", d.Select, train.ParseSelection, "model selection over evaluated epochs: val-acc (highest validation accuracy) or val-loss (lowest validation loss)")
 	f.evalMem = fs.Int64("eval-memory", d.EvalMemory*4>>20, "MiB of gathered inputs per chunk of layer-wise inference (a layer in several chunks also holds its halo rows, fetched once)")
@@ -309,6 +309,9 @@ func (f *trainFlags) minibatchConfig(env *Env, set map[string]bool) (train.Confi
 	cfg.CacheFrac, cfg.GPUFrac = *f.cacheFrac, *f.gpuFrac
 	cfg.EvalMemory = *f.evalMem << 20 / 4
 	cfg.Overlap = *f.overlap
+	if set["overlap"] {
+		cfg.OverlapCores = 0 // asked for: overlap on any number of cores
+	}
 	cfg.GradComm, cfg.Device = *f.gradComm, *f.device
 	cfg.GradDType, cfg.GradBucketMB = *f.gradDType, *f.gradBucketMB
 	return cfg, nil

@@ -137,7 +137,7 @@ func (t *trainer) makeFingerprint() string {
 	cfg := t.cfg
 	cfg.Epochs, cfg.EvalEvery, cfg.CheckpointDir, cfg.CheckpointEvery, cfg.Resume, cfg.EvalMemory = 0, 0, "", 0, false, 0
 	cfg.FeatureNorm = cfg.FeatureNorm.Resolve(t.d.NonNegative) // auto and what it chose are the same run
-	cfg.Overlap = false
+	cfg.Overlap, cfg.OverlapCores = false, 0
 	cfg.Device = ""   // where the step ran: a run may resume on the other device
 	cfg.GradComm = "" // how the gradients were summed: the same sums
 	// The gradients' type and buckets are not the model's state: a run

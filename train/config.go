@@ -141,6 +141,13 @@ type Config struct {
 	// minibatch i computes and its gradients are summed, as SALIENT++ does.
 	// The losses are the same with and without it.
 	Overlap bool `json:",omitempty"`
+	// OverlapCores is the fewest cores a rank needs for Overlap to run:
+	// with fewer, the loader would only take the compute loop's core, and
+	// Run prepares the minibatches inline instead (the same losses). A
+	// rank's cores are the least of its GOMAXPROCS, its affinity mask and
+	// its share of the host's CPUs among the ranks on the host; the ranks
+	// take the fewest of them. 0 overlaps whatever the cores.
+	OverlapCores int `json:",omitempty"`
 
 	// Device is where the minibatch step (forward, backward, optimizer)
 	// runs: DeviceCPU ("" too) or DeviceCUDA, the rank's GPU (see

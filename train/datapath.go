@@ -14,7 +14,7 @@ import (
 type dataPath struct {
 	batches   int64
 	secs      []float64 // per rank: sample + fetch seconds
-	bytes     int64     // this rank's fetched input rows (inputs.bytes)
+	bytes     int64     // this rank's fetched input rows (trainer.inputBytes)
 	fetchSecs float64   // this rank's fetch seconds
 }
 
@@ -65,18 +65,20 @@ func rate(n, secs float64) float64 {
 	return n / secs
 }
 
-// bytes returns the bytes of the input rows a fetch delivered into x:
-// rows × features × 4 for dense rows, the arrays of sparse rows (int64
-// column indices, float32 values, int64 row offsets), or the device
-// batch's float32 rows.
-func (x *inputs) bytes() int64 {
+// inputBytes returns the bytes of the input rows a fetch delivered into
+// x, in the form t fetches them (not every field of x is current: a slot
+// that inference used keeps its dense buffer beside the sparse rows):
+// the device batch's float32 rows with a device tier, the arrays of
+// sparse rows (int64 column indices, float32 values, int64 row offsets)
+// from a sparse store, else rows × features × 4.
+func (t *trainer) inputBytes(x *inputs) int64 {
 	switch {
-	case x.dense != nil:
-		return 4 * int64(len(x.dense.Data))
-	case x.csr != nil:
+	case t.dev != nil && t.dev.tier != nil:
+		return 4 * int64(x.gpu.Rows) * int64(x.gpu.Cols)
+	case t.store.Sparse():
 		return 12*x.csr.NNZ() + 8*(x.csr.NRows+1)
 	default:
-		return 4 * int64(x.gpu.Rows) * int64(x.gpu.Cols)
+		return 4 * int64(len(x.dense.Data))
 	}
 }
 

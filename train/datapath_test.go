@@ -26,7 +26,7 @@ func TestDataPathRecord(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := testConfig("sage")
-			cfg.Epochs, cfg.Overlap = 2, tc.overlap
+			cfg.Epochs, cfg.Overlap, cfg.OverlapCores = 2, tc.overlap, 0
 			g := sbm()
 			results, err := runRanks(tc.p, cfg, partition.Random(g.NumNodes, tc.p, 5))
 			require.NoError(t, err)

@@ -66,8 +66,8 @@ func Defaults(kind model.Kind, mode Mode) Settings {
 		C:           1,
 		Replication: 1,
 		Cache:       alltoall.CacheNone, CacheSimEpochs: 2, FeatureDType: alltoall.F32,
-		Shuffle:    ShuffleLocal,
-		Overlap:    true,
+		Shuffle: ShuffleLocal,
+		Overlap: true, OverlapCores: 2, // a loader beside the compute loop needs a core of its own (docs/training.md, Overlap)
 		Device:     DeviceCPU,
 		GradComm:   GradCommMPI,
 		EvalMemory: 256 << 20,

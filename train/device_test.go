@@ -70,7 +70,7 @@ func testDeviceMatchesCPU(t *testing.T, dt alltoall.DType) {
 				}
 				name := fmt.Sprintf("p=%d overlap=%v gpu-frac=%v", p, overlap, frac)
 				gcfg := cfg
-				gcfg.Device, gcfg.Overlap, gcfg.GPUFrac = DeviceCUDA, overlap, frac
+				gcfg.Device, gcfg.Overlap, gcfg.OverlapCores, gcfg.GPUFrac = DeviceCUDA, overlap, 0, frac
 				gpu := runP(t, p, gcfg, nil)
 				got := losses(gpu)
 				t.Logf("%s: losses cpu %v gpu %v", name, want, got)

@@ -81,7 +81,7 @@ type loadState struct {
 	sampled []*sampling.MiniBatch
 	secs    map[string]float64 // metrics.PhaseSample, metrics.PhaseFetch
 	fetched alltoall.Counts
-	bytes   int64      // the fetched input rows' bytes (inputs.bytes)
+	bytes   int64      // the fetched input rows' bytes (trainer.inputBytes)
 	reads   tier.Reads // the tiers the device gathers read from
 }
 
@@ -111,7 +111,7 @@ func (t *trainer) prepare(ls *loadState, i int, s *slot) (*batch, error) {
 		return nil, err
 	}
 	ls.fetched = ls.fetched.Add(cnt)
-	ls.bytes += s.x.bytes()
+	ls.bytes += t.inputBytes(&s.x)
 	if t.needDegrees(true) {
 		restore := collective.SetPhase(t.lc, metrics.PhaseFetch)
 		s.x.deg, err = fetchDegrees(t.fcomm, t.d.Book, t.featDeg, nil, mb.Input())

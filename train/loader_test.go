@@ -55,10 +55,10 @@ func TestOverlapSameLosses(t *testing.T) {
 			cfg.Epochs = 3
 			tc.set(&cfg)
 			book := func(g int64, p int) *partition.Book { return partition.Random(g, p/cfg.Replication, 5) }
-			cfg.Overlap = false
+			cfg.Overlap, cfg.OverlapCores = false, 0
 			seq, err := runRanks(tc.p, cfg, book(sbm().NumNodes, tc.p))
 			require.NoError(t, err)
-			cfg.Overlap = true
+			cfg.Overlap, cfg.OverlapCores = true, 0
 			ovl, err := runRanks(tc.p, cfg, book(sbm().NumNodes, tc.p))
 			require.NoError(t, err)
 			require.Equal(t, untimed(seq[0].Epochs), untimed(ovl[0].Epochs))
@@ -95,7 +95,7 @@ func TestOverlapPhasesPerRank(t *testing.T) {
 	cfg.Epochs, cfg.Topology, cfg.C = 2, Topology15D, 2
 	book := partition.Random(sbm().NumNodes, p, 5)
 	snaps := func(overlap bool) []collective.Snapshot {
-		cfg.Overlap = overlap
+		cfg.Overlap, cfg.OverlapCores = overlap, 0
 		out := make([]collective.Snapshot, p)
 		err := inproc.Run(p, inproc.Options{Timeout: time.Minute}, func(c collective.Comm) error {
 			d, err := Distribute(sbm(), "random", book, c.Rank())
@@ -166,7 +166,7 @@ func TestLoaderErrorEndsEveryRank(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/overlap=%v", tc.name, overlap), func(t *testing.T) {
 				const p = 2
 				cfg := testConfig("sage")
-				cfg.Epochs, cfg.Overlap = 3, overlap
+				cfg.Epochs, cfg.Overlap, cfg.OverlapCores = 3, overlap, 0
 				book := partition.Random(sbm().NumNodes, p, 5)
 				errs := make([]error, p)
 				start := time.Now()

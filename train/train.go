@@ -54,9 +54,17 @@ func Run(c collective.Comm, d *Data, cfg Config, h Hooks) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	requested := cfg.Overlap
+	cfg, cores, err := resolveOverlap(c, cfg)
+	if err != nil {
+		return nil, err
+	}
 	t, err := newTrainer(c, d, cfg)
 	if err != nil {
 		return nil, err
+	}
+	if requested && !cfg.Overlap && h.Log != nil && c.Rank() == 0 {
+		h.Log("overlap off: %d core per rank, fewer than %d (--overlap to overlap anyway)", cores, cfg.OverlapCores)
 	}
 	if h.Log != nil && c.Rank() == 0 {
 		h.Log("memory check: %s", t.memCheck)
