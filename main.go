@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
 	"strings"
@@ -31,7 +32,9 @@ import (
 	"gnnmpi/collective"
 	"gnnmpi/collective/inproc"
 	"gnnmpi/collective/mpi"
+	"gnnmpi/gpu"
 	"gnnmpi/gpu/cuda"
+	"gnnmpi/internal/cores"
 	"gnnmpi/internal/memlimit"
 	"gnnmpi/internal/openblas"
 	"gnnmpi/nccl"
@@ -70,6 +73,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	setBLASThreads(g.blasThreads, os.Getenv)
+	setProcs(os.Getenv)
 	setMemoryLimit(os.Getenv)
 	impl, blasName, err := pickBLAS(g.blas)
 	if err != nil {
@@ -326,6 +330,21 @@ func setBLASThreads(n int, getenv func(string) string) {
 		n = 1
 	}
 	openblas.SetThreads(n)
+}
+
+// setProcs lowers GOMAXPROCS to the cores this rank can use
+// (cores.PerRank) when a launcher started several ranks on this host, so
+// that the ranks' parallel loops do not take turns on shared cores,
+// unless $GOMAXPROCS is set. The ranks on the host come from the
+// launcher's variables (gpu.LocalRankFromEnv); in-process ranks share one
+// process, whose GOMAXPROCS stays.
+func setProcs(getenv func(string) string) {
+	if getenv("GOMAXPROCS") != "" || !mpi.Launched(getenv) {
+		return
+	}
+	if _, local, ok := gpu.LocalRankFromEnv(getenv); ok && local > 1 {
+		runtime.GOMAXPROCS(cores.Mine(local))
+	}
 }
 
 // pickBLAS returns the dense-product implementation named by --blas. A

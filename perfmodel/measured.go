@@ -192,6 +192,10 @@ func (r *Measured) Comparable() any {
 	}
 	c := r.Record.Minibatch.Config
 	c.Epochs, c.EvalEvery, c.Select = 0, 0, ""
+	// Whether the loader overlapped is each run's own input of the model
+	// (Run.Overlap): a run with a core per rank prepares its minibatches
+	// inline (train.Config.OverlapCores) where one with more overlaps.
+	c.Overlap = false
 	if c.GlobalBatchSize > 0 {
 		c.BatchSize = 0
 	}

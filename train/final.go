@@ -34,7 +34,7 @@ func (r *Result) Final(cfg Config, d *Data, info RunInfo) *metrics.MinibatchFina
 			Topology: string(cfg.Topology), C: cfg.C, Fanouts: cfg.Fanouts, Replication: cfg.Replication,
 			Cache: string(cfg.Cache), CacheFrac: cfg.CacheFrac, FeatureDType: string(cfg.FeatureDType), GPUFrac: cfg.GPUFrac,
 			BatchSize: cfg.BatchSize, GlobalBatchSize: info.GlobalBatchSize, Shuffle: string(cfg.Shuffle),
-			Overlap: cfg.Overlap, Device: string(cfg.Device), GradComm: string(cfg.GradComm),
+			Overlap: r.Overlap, Device: string(cfg.Device), GradComm: string(cfg.GradComm),
 		},
 		RemoteRowsPerEpoch: r.RemoteRowsPerEpoch, StateBytes: r.Memory, TrainVertices: len(d.Split.Train),
 		MedianCriticalPhaseS: medianCriticalPhaseSeconds(r.Epochs),

@@ -42,6 +42,9 @@ type Result struct {
 	NumParams int
 	Best      []float32 // parameters at BestEpoch (Run only: a full-graph rank holds one stage)
 	Last      []float32 // parameters after the last epoch (Run only)
+	// Overlap reports whether the loader overlapped (Run only): the
+	// request of Config.Overlap, unless Config.OverlapCores turned it off.
+	Overlap bool
 	// Model is the model's configuration as built, its In and Out
 	// from the data (Run only).
 	Model model.Config

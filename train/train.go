@@ -87,7 +87,7 @@ func Run(c collective.Comm, d *Data, cfg Config, h Hooks) (*Result, error) {
 		return nil, err
 	}
 	res := rec.result()
-	res.Last, res.Model = last, t.m.Config()
+	res.Last, res.Model, res.Overlap = last, t.m.Config(), t.cfg.Overlap
 	res.NumParams, res.Stores = t.m.NumParams(), t.stores
 	res.DataPath = t.path.record()
 	defer collective.SetPhase(c, metrics.PhaseMetrics)()
