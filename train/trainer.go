@@ -257,8 +257,9 @@ func newTrainer(c collective.Comm, d *Data, cfg Config) (*trainer, error) {
 // limitHeap lowers the Go collector's soft memory limit to 1.5 times the
 // trainer's state (memory's parts) plus the slack heapSlack(state, other,
 // batch), with batch the minibatches' bytes in flight with every sampled
-// row counted as new (footprint.Slack), less mapped, the bytes of the state that lie in a file mapping (a
-// binary file's topology, read in place), unless GOMEMLIMIT sets one or
+// row counted as new (footprint.Slack), less mapped, the bytes of the
+// state that lie in a file mapping (a binary file's topology, read in
+// place), unless GOMEMLIMIT sets one or
 // the limit is lower already: a minibatch's buffers are garbage after its
 // step, and without the limit the heap would grow to twice the live state
 // (GOGC 100) before they are collected. other is the resident memory
@@ -319,8 +320,8 @@ const (
 // the bytes of the minibatches in flight with every sampled row counted
 // as new (footprint.Slack; not the memory check's tighter
 // footprint.Batch, so that the collector's pace does not follow the
-// estimate): batch, but no more than the memory target leaves, peakSlack − other − heapMargin, and at least
-// minSlack. A state whose steps take much memory gets room for them and
+// estimate): batch, but no more than the memory target leaves,
+// peakSlack − other − heapMargin, and at least minSlack. A state whose steps take much memory gets room for them and
 // their garbage, so that the collector does not run several times a step
 // (Coauthor-Physics, SAGE hidden 256, state 83 MB, minibatches 0.21 GiB:
 // a slack of 96 MiB meant 849 collections in 3 epochs and evaluation,
