@@ -199,19 +199,29 @@ func (t *trainer) releaseTraining() {
 // own rows. Only one layer's halo rows are held at a time. A layer with
 // t.haloRounds set fetches its halo in pieces instead (inferPieces).
 func (t *trainer) infer(owned []int64) (*dense.Matrix, error) {
+	return t.inferLayers(owned, t.cfg.Model.Layers)
+}
+
+// inferLayers computes, as infer does, the output rows of the first
+// layers layers (1 to the model's), and calls t.layerDone, if set, after
+// each.
+func (t *trainer) inferLayers(owned []int64, layers int) (*dense.Matrix, error) {
 	if err := t.fetchHaloDegrees(); err != nil {
 		return nil, err
 	}
 	var h *dense.Matrix
 	var in *alltoall.Halo // the input layer's halo rows
 	var hx *dense.Matrix  // a hidden layer's halo rows, in t.halo's order
-	for l := range t.cfg.Model.Layers {
+	for l := range layers {
 		if t.haloRounds != nil && t.haloRounds[l] > 0 {
 			var err error
 			if h, err = t.inferPieces(l, owned, h, t.haloRounds[l]); err != nil {
 				return nil, err
 			}
 			in = nil
+			if t.layerDone != nil {
+				t.layerDone(l + 1)
+			}
 			continue
 		}
 		var out *dense.Matrix
@@ -292,6 +302,9 @@ func (t *trainer) infer(owned []int64) (*dense.Matrix, error) {
 		h = out
 		in = nil      // the input layer's halo goes before the hidden layers' comes
 		t.m.Release() // layer l's buffers (output, scratch, activation) go before layer l+1's come
+		if t.layerDone != nil {
+			t.layerDone(l + 1)
+		}
 	}
 	return h, nil
 }
