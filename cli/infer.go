@@ -118,59 +118,40 @@ func runInfer(env *Env, path string, lo train.LoadOptions, cfg train.Config, sm 
 	if layer < 1 || layer > L {
 		return fmt.Errorf("infer: --layer %d: the model of %s has layers 1 to %d", layer, o.model, L)
 	}
-	// The logits are computed when predictions or scores are asked for;
-	// embeddings of a lower layer alone stop there.
-	need := layer
-	if o.preds != "" || o.scores != "" {
-		need = L
+	embed := 0
+	if o.emb != "" {
+		embed = layer
 	}
 	env.Printf("inferring with the %s model of %s (%d layers, epoch %d, feature norm %s) on %s, %d ranks\n",
 		sm.Config.Kind, o.model, L, sm.Info.BestEpoch, cfg.FeatureNorm, d.Name, c.Size())
-	// The embeddings of a lower layer are the rows of a run that stops
-	// there; the same run's chunks give the logits' layers the same
-	// values, so a second run from the start is all it costs.
-	runs := []int{need}
-	if o.emb != "" && layer != need {
-		runs = []int{layer, need}
-	}
-	var results []*train.Inference
-	for _, k := range runs {
-		progress := func(l int) {
-			if c.Rank() == 0 {
-				env.Progress("inference: layer %d of %d done", l, k)
-			}
+	inf, err := train.Infer(c, d, sm, cfg, embed, func(l int) {
+		if c.Rank() == 0 {
+			env.Progress("inference: layer %d of %d done", l, L)
 		}
-		inf, err := train.Infer(c, d, sm, cfg, k, progress)
-		if err != nil {
-			return fmt.Errorf("infer: %s: %w", o.model, err)
-		}
-		results = append(results, inf)
-	}
-	sel, n, ids, err := selectRows(c, d, results[0], o.split)
+	})
 	if err != nil {
-		return err
+		return fmt.Errorf("infer: %s: %w", o.model, err)
 	}
-	last := results[len(results)-1]
-	lastSel, _, _, err := selectRows(c, d, last, o.split)
+	sel, n, ids, err := selectRows(c, d, inf, o.split)
 	if err != nil {
 		return err
 	}
 	if o.emb != "" {
-		if err := writeSelected(env, o.emb, n, ids, sel, results[0].Rows.Data, results[0].Rows.Cols); err != nil {
+		if err := writeSelected(env, o.emb, n, ids, sel, inf.Embeddings.Data, inf.Embeddings.Cols); err != nil {
 			return err
 		}
 	}
 	if o.scores != "" {
-		if err := writeSelected(env, o.scores, n, ids, lastSel, last.Rows.Data, last.Rows.Cols); err != nil {
+		if err := writeSelected(env, o.scores, n, ids, sel, inf.Logits.Data, inf.Logits.Cols); err != nil {
 			return err
 		}
 	}
 	if o.preds != "" {
-		pred := make([]int64, last.Rows.Rows)
-		for i, p := range model.Argmax(last.Rows) {
+		pred := make([]int64, inf.Logits.Rows)
+		for i, p := range model.Argmax(inf.Logits) {
 			pred[i] = int64(p)
 		}
-		if err := writeSelected(env, o.preds, n, ids, lastSel, pred, 1); err != nil {
+		if err := writeSelected(env, o.preds, n, ids, sel, pred, 1); err != nil {
 			return err
 		}
 	}

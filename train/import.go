@@ -11,6 +11,7 @@ import (
 	"gnnmpi/metrics"
 	"gnnmpi/model"
 	"gnnmpi/safetensors"
+	"gnnmpi/sampling"
 )
 
 // ModelFromFile returns the model an exported file holds (SaveModel's
@@ -112,42 +113,54 @@ func ModelFromFile(f *safetensors.File) (SavedModel, error) {
 // the rank owns in layer-wise inference.
 type Inference struct {
 	// Owned are the vertices' ids: global ids of the loaded dataset (new
-	// ids of a partitioned one), in the order of Rows.
+	// ids of a partitioned one), in the order of the rows.
 	Owned []int64
 	// Orig are the same vertices' original ids: Owned for a whole
 	// dataset, their ids before relabelling (Data.OrigIDs) for a
 	// partitioned one.
 	Orig []int64
-	// Rows holds one row per vertex: the output of the layer asked for
-	// (the logits for the last).
-	Rows *dense.Matrix
+	// Logits holds the model's output, one row per vertex.
+	Logits *dense.Matrix
+	// Embeddings holds the output of the layer Infer was asked for, one
+	// row per vertex; nil if none was.
+	Embeddings *dense.Matrix
 }
 
 // Infer runs the model sm on d by the exact layer-wise inference of
 // training's evaluation (phase "eval"; the same chunks, halo fetches and
-// arithmetic as Run's with cfg, so that the last layer's rows equal the
-// logits Hooks.Logits receives for the same parameters, rank count and
-// settings) and returns this rank's rows of layer layer's output, 1 ≤ layer ≤
-// sm.Config.Layers (the last: the logits). cfg supplies the settings
-// inference reads (EvalMemory, Replication, FeatureNorm, Cache, BLAS);
-// its model is replaced by sm's. progress, if not nil, is called on every
-// rank after each layer with the layer's number (from 1).
+// arithmetic as Run's with cfg, so that the logits equal those
+// Hooks.Logits receives for the same parameters, rank count and
+// settings) and returns this rank's rows: the logits and, if embed is
+// not 0, a copy of layer embed's output (1 ≤ embed ≤ sm.Config.Layers;
+// the last is the logits). cfg supplies the settings inference reads
+// (EvalMemory, Replication, FeatureNorm, FeatureDType, BLAS); its model
+// is replaced by sm's. progress, if not nil, is called on every rank
+// after each layer with the layer's number (from 1). Like Run, Infer
+// takes d's feature rows: d serves one call.
 //
 // Infer is collective over c: every rank calls it with the same model and
 // cfg. It returns an error if the model's input width is not d's feature
-// count or its output width not d's class count, or if layer is out of
+// count or its output width not d's class count, or if embed is out of
 // range.
-func Infer(c collective.Comm, d *Data, sm SavedModel, cfg Config, layer int, progress func(layer int)) (*Inference, error) {
+func Infer(c collective.Comm, d *Data, sm SavedModel, cfg Config, embed int, progress func(layer int)) (*Inference, error) {
 	mc := sm.Config
+	if d.Feat == nil && d.FeatCSR == nil {
+		return nil, fmt.Errorf("%s has no feature rows (a run has taken them)", d.Name)
+	}
 	if mc.In != d.NumFeatures() || mc.Out != d.NumClasses {
 		return nil, fmt.Errorf("the model takes %d features to %d classes, %s has %d features and %d classes", mc.In, mc.Out, d.Name, d.NumFeatures(), d.NumClasses)
 	}
-	if layer < 1 || layer > mc.Layers {
-		return nil, fmt.Errorf("layer %d of a model of %d layers: want 1 to %d", layer, mc.Layers, mc.Layers)
+	if embed < 0 || embed > mc.Layers {
+		return nil, fmt.Errorf("layer %d of a model of %d layers: want 1 to %d", embed, mc.Layers, mc.Layers)
 	}
 	cfg.Model = mc
 	if len(cfg.Fanouts) != mc.Layers {
 		cfg.Fanouts = DefaultFanouts(mc.Layers)
+	}
+	if d.Partitioned() {
+		// No rank holds the whole topology: the sampler, which inference
+		// does not use, takes it distributed as the parts lie.
+		cfg.Topology, cfg.C = sampling.Layout15D, cfg.Replication
 	}
 	cfg, err := cfg.Resolve(c.Size())
 	if err != nil {
@@ -162,13 +175,21 @@ func Infer(c collective.Comm, d *Data, sm SavedModel, cfg Config, layer int, pro
 		return nil, fmt.Errorf("%d weights, the %s model has %d", len(sm.Weights), mc.Kind, t.m.NumParams())
 	}
 	t.m.SetWeights(sm.Weights)
-	t.layerDone = progress
+	inf := &Inference{}
+	t.layerDone = func(l int, h *dense.Matrix) {
+		if l == embed {
+			inf.Embeddings = &dense.Matrix{Rows: h.Rows, Cols: h.Cols, Data: slices.Clone(h.Data)}
+		}
+		if progress != nil {
+			progress(l)
+		}
+	}
 	owned := t.ebook.Owned(c.Rank())
 	h, err := func() (*dense.Matrix, error) {
 		defer collective.SetPhase(c, metrics.PhaseEval)()
 		defer collective.SetPhase(t.lc, metrics.PhaseEval)()
 		t.releaseTraining()
-		return t.inferLayers(owned, layer)
+		return t.infer(owned)
 	}()
 	if err != nil {
 		return nil, err
@@ -176,12 +197,12 @@ func Infer(c collective.Comm, d *Data, sm SavedModel, cfg Config, layer int, pro
 	if err := t.free(); err != nil {
 		return nil, err
 	}
-	orig := owned
+	inf.Owned, inf.Orig, inf.Logits = owned, owned, h
 	if d.OrigIDs != nil {
-		orig = make([]int64, len(owned))
+		inf.Orig = make([]int64, len(owned))
 		for i, g := range owned {
-			orig[i] = d.OrigIDs[g-d.RowLo]
+			inf.Orig[i] = d.OrigIDs[g-d.RowLo]
 		}
 	}
-	return &Inference{Owned: owned, Orig: orig, Rows: h}, nil
+	return inf, nil
 }

@@ -198,21 +198,15 @@ func (t *trainer) releaseTraining() {
 // otherwise, and every chunk copies its inputs from those and the rank's
 // own rows. Only one layer's halo rows are held at a time. A layer with
 // t.haloRounds set fetches its halo in pieces instead (inferPieces).
+// t.layerDone, if set, is called after each layer with its output.
 func (t *trainer) infer(owned []int64) (*dense.Matrix, error) {
-	return t.inferLayers(owned, t.cfg.Model.Layers)
-}
-
-// inferLayers computes, as infer does, the output rows of the first
-// layers layers (1 to the model's), and calls t.layerDone, if set, after
-// each.
-func (t *trainer) inferLayers(owned []int64, layers int) (*dense.Matrix, error) {
 	if err := t.fetchHaloDegrees(); err != nil {
 		return nil, err
 	}
 	var h *dense.Matrix
 	var in *alltoall.Halo // the input layer's halo rows
 	var hx *dense.Matrix  // a hidden layer's halo rows, in t.halo's order
-	for l := range layers {
+	for l := range t.cfg.Model.Layers {
 		if t.haloRounds != nil && t.haloRounds[l] > 0 {
 			var err error
 			if h, err = t.inferPieces(l, owned, h, t.haloRounds[l]); err != nil {
@@ -220,7 +214,7 @@ func (t *trainer) inferLayers(owned []int64, layers int) (*dense.Matrix, error) 
 			}
 			in = nil
 			if t.layerDone != nil {
-				t.layerDone(l + 1)
+				t.layerDone(l+1, h)
 			}
 			continue
 		}
@@ -303,7 +297,7 @@ func (t *trainer) inferLayers(owned []int64, layers int) (*dense.Matrix, error) 
 		in = nil      // the input layer's halo goes before the hidden layers' comes
 		t.m.Release() // layer l's buffers (output, scratch, activation) go before layer l+1's come
 		if t.layerDone != nil {
-			t.layerDone(l + 1)
+			t.layerDone(l+1, h)
 		}
 	}
 	return h, nil
