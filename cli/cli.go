@@ -40,7 +40,7 @@ type Command struct {
 
 // Commands returns every subcommand, sorted by name.
 func Commands() []*Command {
-	cmds := []*Command{infoCmd(), selftestCmd(), gpucheckCmd(), genCmd(), convertCmd(), partitionCmd(), trainCmd(), spgemmCmd(), sampleCmd(), fetchCmd(), predictCmd(), exportCmd()}
+	cmds := []*Command{infoCmd(), selftestCmd(), gpucheckCmd(), genCmd(), convertCmd(), partitionCmd(), trainCmd(), spgemmCmd(), sampleCmd(), fetchCmd(), predictCmd(), exportCmd(), inferCmd()}
 	sort.Slice(cmds, func(i, j int) bool { return cmds[i].Name < cmds[j].Name })
 	for _, c := range cmds {
 		c.Flags = withFlagNamesRun(c.Flags) // train's errors name settings, the user sees flags

@@ -62,36 +62,89 @@ func ModelTensors(mc model.Config, weights []float32) ([]safetensors.Tensor, err
 	m.SetWeights(weights)
 	var out []safetensors.Tensor
 	for l, layer := range m.Layers {
-		ps := layer.Params()
-		pre := "convs." + strconv.Itoa(l) + "."
-		// weight returns p (in×out) transposed to out×in.
-		weight := func(name string, p *model.Param) safetensors.Tensor {
-			t := make([]float32, len(p.W))
-			for i := range p.Rows {
-				for j := range p.Cols {
-					t[j*p.Rows+i] = p.W[i*p.Cols+j]
-				}
-			}
-			return safetensors.FromFloat32(pre+name, []int64{int64(p.Cols), int64(p.Rows)}, t)
+		specs, err := layerTensors(mc.Kind, l, layer.Params())
+		if err != nil {
+			return nil, err
 		}
-		vector := func(name string, p *model.Param) safetensors.Tensor {
-			return safetensors.FromFloat32(pre+name, []int64{int64(len(p.W))}, p.W)
-		}
-		switch mc.Kind {
-		case model.KindSAGE: // w_self, w_neigh, b
-			out = append(out, weight("lin_l.weight", ps[1]), vector("lin_l.bias", ps[2]), weight("lin_r.weight", ps[0]))
-		case model.KindGCN: // w, b
-			out = append(out, weight("lin.weight", ps[0]), vector("bias", ps[1]))
-		case model.KindGAT: // w, att_l, att_r, b
-			att := func(name string, p *model.Param) safetensors.Tensor {
-				return safetensors.FromFloat32(pre+name, []int64{1, int64(p.Rows), int64(p.Cols)}, p.W)
-			}
-			out = append(out, weight("lin.weight", ps[0]), att("att_src", ps[2]), att("att_dst", ps[1]), vector("bias", ps[3]))
-		default:
-			return nil, fmt.Errorf("train: export: model %q has no export layout", mc.Kind)
+		for _, s := range specs {
+			out = append(out, safetensors.FromFloat32(s.name, s.shape(), s.pack()))
 		}
 	}
 	return out, nil
+}
+
+// tensorLayout is how an exported tensor holds a parameter's values.
+type tensorLayout int
+
+const (
+	layoutLinear tensorLayout = iota // the parameter (in×out) transposed, out×in
+	layoutVector                     // the values as a vector
+	layoutAtt                        // the values (heads×out) as 1×heads×out
+)
+
+// tensorSpec is one exported tensor: its name and the parameter it holds,
+// laid out as layout says.
+type tensorSpec struct {
+	name   string
+	p      *model.Param
+	layout tensorLayout
+}
+
+// layerTensors returns the exported tensors of layer l of a model of kind
+// kind whose parameters are ps (the layer's Params), in ModelTensors'
+// order and names, or an error for a kind without an export layout.
+func layerTensors(kind model.Kind, l int, ps []*model.Param) ([]tensorSpec, error) {
+	pre := "convs." + strconv.Itoa(l) + "."
+	switch kind {
+	case model.KindSAGE: // w_self, w_neigh, b
+		return []tensorSpec{{pre + "lin_l.weight", ps[1], layoutLinear}, {pre + "lin_l.bias", ps[2], layoutVector}, {pre + "lin_r.weight", ps[0], layoutLinear}}, nil
+	case model.KindGCN: // w, b
+		return []tensorSpec{{pre + "lin.weight", ps[0], layoutLinear}, {pre + "bias", ps[1], layoutVector}}, nil
+	case model.KindGAT: // w, att_l, att_r, b
+		return []tensorSpec{{pre + "lin.weight", ps[0], layoutLinear}, {pre + "att_src", ps[2], layoutAtt}, {pre + "att_dst", ps[1], layoutAtt}, {pre + "bias", ps[3], layoutVector}}, nil
+	}
+	return nil, fmt.Errorf("train: export: model %q has no export layout", kind)
+}
+
+// shape returns the exported tensor's shape.
+func (s tensorSpec) shape() []int64 {
+	switch s.layout {
+	case layoutLinear:
+		return []int64{int64(s.p.Cols), int64(s.p.Rows)}
+	case layoutAtt:
+		return []int64{1, int64(s.p.Rows), int64(s.p.Cols)}
+	}
+	return []int64{int64(len(s.p.W))}
+}
+
+// pack returns the parameter's values in the exported tensor's layout.
+func (s tensorSpec) pack() []float32 {
+	if s.layout != layoutLinear {
+		return s.p.W
+	}
+	p := s.p
+	t := make([]float32, len(p.W))
+	for i := range p.Rows {
+		for j := range p.Cols {
+			t[j*p.Rows+i] = p.W[i*p.Cols+j]
+		}
+	}
+	return t
+}
+
+// unpack sets the parameter's values from v, the exported tensor's values
+// (pack's inverse).
+func (s tensorSpec) unpack(v []float32) {
+	if s.layout != layoutLinear {
+		copy(s.p.W, v)
+		return
+	}
+	p := s.p
+	for i := range p.Rows {
+		for j := range p.Cols {
+			p.W[i*p.Cols+j] = v[j*p.Rows+i]
+		}
+	}
 }
 
 // ModelMetadata returns the metadata of an exported model of config mc

@@ -198,6 +198,7 @@ func (t *trainer) releaseTraining() {
 // otherwise, and every chunk copies its inputs from those and the rank's
 // own rows. Only one layer's halo rows are held at a time. A layer with
 // t.haloRounds set fetches its halo in pieces instead (inferPieces).
+// t.layerDone, if set, is called after each layer with its output.
 func (t *trainer) infer(owned []int64) (*dense.Matrix, error) {
 	if err := t.fetchHaloDegrees(); err != nil {
 		return nil, err
@@ -212,6 +213,9 @@ func (t *trainer) infer(owned []int64) (*dense.Matrix, error) {
 				return nil, err
 			}
 			in = nil
+			if t.layerDone != nil {
+				t.layerDone(l+1, h)
+			}
 			continue
 		}
 		var out *dense.Matrix
@@ -292,6 +296,9 @@ func (t *trainer) infer(owned []int64) (*dense.Matrix, error) {
 		h = out
 		in = nil      // the input layer's halo goes before the hidden layers' comes
 		t.m.Release() // layer l's buffers (output, scratch, activation) go before layer l+1's come
+		if t.layerDone != nil {
+			t.layerDone(l+1, h)
+		}
 	}
 	return h, nil
 }

@@ -132,6 +132,9 @@ type evaluator struct {
 	// fetched at the first evaluation (nil before).
 	haloDeg           []int64
 	valMask, testMask []bool // of rows [d.RowLo, d.RowHi)
+	// layerDone, when set (Infer), is called after each layer of
+	// inference with its number, from 1, and its output rows.
+	layerDone func(layer int, h *dense.Matrix)
 }
 
 func newTrainer(c collective.Comm, d *Data, cfg Config) (*trainer, error) {
