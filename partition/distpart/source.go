@@ -68,17 +68,19 @@ type OGB struct {
 // OpenOGB opens the OGB binary layout in dir on every rank of c and
 // builds this rank's block of rows, rows dist.BlockRange(n, p, rank): rank
 // r reads edges dist.BlockRange(E, p, r) of edge_index, adds their
-// reverses when symmetrize, and sends every edge to the owner of its
-// source's row (one AlltoallvSlices of two int64s an edge); each rank's
+// reverses when symmetrize, orders them by the owner of their source's row
+// in place and sends each to that owner (AlltoallCounts, then one
+// Alltoallv of two int64s an edge); each rank's
 // rows are then sorted by column and hold no repeated column (as
 // graph.Dedupe, or graph.Symmetrize when symmetrize). It reads the
 // labels and split members of this rank's rows, and finds the class
 // count with one scalar Allreduce.
 //
-// A rank holds its E/p edges (twice with symmetrize) to send, those it
-// receives, its rows' CSR and labels, and chunks of at most 512 KiB of
-// the edge array: O(E/p + n/p) bytes when the edges are spread evenly over
-// the rows' blocks. An error on any rank fails every rank. OpenOGB is
+// A rank allocates its E/p edges (twice with symmetrize) to send, 16
+// bytes each, those it receives, its rows' CSR (8 bytes an edge, 16 a
+// row) and labels, and chunks of at most 512 KiB of the edge array:
+// O(E/p + n/p) bytes when the edges are spread evenly over the rows'
+// blocks. An error on any rank fails every rank. OpenOGB is
 // collective over c. The caller closes it.
 func OpenOGB(c collective.Comm, dir string, symmetrize bool) (*OGB, error) {
 	r, err := graph.OpenOGBRows(dir)
@@ -106,24 +108,18 @@ func (o *OGB) load(c collective.Comm, symmetrize bool) error {
 		bounds[q], bounds[q+1] = dist.BlockRange(n, p, q)
 	}
 	elo, ehi := dist.BlockRange(m, p, rank)
-	// Room for an even spread of this rank's edges (two int64s each, twice
-	// as many with their reverses) and a tenth more.
-	per := 2 * (ehi - elo) / int64(p) * 11 / 10
+	// This rank's edges as (row, column) pairs, with their reverses when
+	// symmetrize, in one buffer of the exact size.
+	per := int64(2)
 	if symmetrize {
-		per *= 2
+		per = 4
 	}
-	send := make([][]int64, p)
-	for q := range send {
-		send[q] = make([]int64, 0, per)
-	}
+	pairs := make([]int64, 0, per*(ehi-elo))
 	err := o.r.EdgeChunks(elo, ehi, func(src, dst []int64) error {
 		for i, s := range src {
-			t := dst[i]
-			q := collective.BlockOf(bounds, s)
-			send[q] = append(send[q], s, t)
-			if symmetrize && s != t {
-				q = collective.BlockOf(bounds, t)
-				send[q] = append(send[q], t, s)
+			pairs = append(pairs, s, dst[i])
+			if symmetrize {
+				pairs = append(pairs, dst[i], s)
 			}
 		}
 		return nil
@@ -131,11 +127,17 @@ func (o *OGB) load(c collective.Comm, symmetrize bool) error {
 	if err = collective.Agree(c, err); err != nil {
 		return err
 	}
-	recv, err := collective.AlltoallvSlices(c, send)
+	counts := sortByOwner(pairs, bounds)
+	recvCounts, err := collective.AlltoallCounts(c, counts)
 	if err != nil {
 		return err
 	}
-	send = nil
+	flat, err := collective.AlltoallvFlat(c, pairs, counts, recvCounts)
+	if err != nil {
+		return err
+	}
+	pairs = nil
+	recv := [][]int64{flat}
 	o.adj = rowsFromPairs(o.lo, o.hi, n, recv)
 	recv = nil
 
@@ -157,6 +159,38 @@ func (o *OGB) load(c collective.Comm, symmetrize bool) error {
 		o.numClasses = int(maxLabel + 1)
 	}
 	return nil
+}
+
+// sortByOwner orders the (row, column) pairs in place by the block of
+// bounds that holds their row (collective.BlockOf), in place, and returns
+// the number of int64s (two a pair) of each block.
+func sortByOwner(pairs, bounds []int64) []int {
+	p := len(bounds) - 1
+	counts := make([]int, p)
+	for k := 0; k < len(pairs); k += 2 {
+		counts[collective.BlockOf(bounds, pairs[k])] += 2
+	}
+	next, end := make([]int, p), make([]int, p)
+	for q, at := 0, 0; q < p; q++ {
+		next[q], end[q] = at, at+counts[q]
+		at += counts[q]
+	}
+	// Cycle each misplaced pair to the next free slot of its block.
+	for q := range p {
+		for next[q] < end[q] {
+			k := next[q]
+			d := collective.BlockOf(bounds, pairs[k])
+			if d == q {
+				next[q] += 2
+				continue
+			}
+			t := next[d]
+			pairs[k], pairs[t] = pairs[t], pairs[k]
+			pairs[k+1], pairs[t+1] = pairs[t+1], pairs[k+1]
+			next[d] += 2
+		}
+	}
+	return counts
 }
 
 // rowsFromPairs returns the CSR of rows [lo, hi) of an n-column matrix
