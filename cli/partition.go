@@ -20,7 +20,7 @@ func partitionCmd() *Command {
 			df := addDatasetFlags(fs, "data/cora", "dataset", symmetrizeUsage+"; METIS partitions the symmetrized graph either way, but the edge cut reported counts the edges loaded",
 				featureFormatUsage+"; how the part files store the features")
 			parts := fs.Int("parts", 0, "number of parts (default: number of ranks)")
-			method := fs.String("method", string(partition.MethodMetis), "block, random, metis (rank 0, whole graph in memory), ptscotch (distributed under mpirun: every rank reads 1/p of the rows of a binary dataset, and --out writes the parts from them), or a partition book file; block on more than one rank with a binary dataset is distributed like ptscotch")
+			method := fs.String("method", string(partition.MethodMetis), "block, random, metis (rank 0, whole graph in memory), ptscotch (distributed under mpirun: every rank reads 1/p of the rows of a binary dataset or 1/p of the edges of OGB's binary layout, and --out writes the parts from them), or a partition book file; block on more than one rank with a binary dataset, or on any number with OGB's binary layout, is distributed like ptscotch")
 			imbalance := fs.Float64("imbalance", 0, "ptscotch: allowed part size over the mean, minus 1 (0: 0.03)")
 			checkGraph := fs.Bool("check-graph", false, "ptscotch: verify the symmetrized graph with SCOTCH_dgraphCheck before partitioning")
 			split := fs.String("split", "", "split whose train/valid/test vertices METIS balances (default: the dataset's first; \"none\" balances vertices only)")
@@ -42,10 +42,11 @@ func partitionCmd() *Command {
 				}
 				o := partitionOptions{data: *df.data, parts: k, method: partition.Method(*method), split: *split, seed: *seed, symmetrize: *df.symmetrize,
 					edges: *edges, out: *out, book: *bookPath, format: ff}
-				// PT-Scotch, and blocks of a binary dataset on more than
-				// one rank, partition and write from the ranks' row
-				// blocks: no rank holds the whole graph.
-				if o.method == partition.MethodPTScotch || (o.method == partition.MethodBlock && env.Comm.Size() > 1 && binaryFile(o.data)) {
+				// PT-Scotch, blocks of a binary dataset on more than one
+				// rank and blocks of OGB's binary layout partition and
+				// write from the ranks' row blocks: no rank holds the
+				// whole graph.
+				if o.method == partition.MethodPTScotch || (o.method == partition.MethodBlock && (env.Comm.Size() > 1 && binaryFile(o.data) || ogbBinaryDir(o.data))) {
 					if o.method == partition.MethodPTScotch && *split != "" && *split != "none" {
 						return fmt.Errorf("partition: --method ptscotch balances vertex counts only; --split %q needs --method metis", *split)
 					}

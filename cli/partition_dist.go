@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"gnnmpi/collective"
 	"gnnmpi/graph"
@@ -43,8 +44,18 @@ func binaryFile(path string) bool {
 	return true
 }
 
-// runDistPartition partitions the binary dataset o.data into o.parts parts
-// with a distributed method, every rank reading its block of rows: with
+// ogbBinaryDir reports whether path is a directory in OGB's binary layout
+// (raw/data.npz), which distpart.OpenOGB reads in slices.
+func ogbBinaryDir(path string) bool {
+	st, err := os.Stat(filepath.Join(path, "raw", "data.npz"))
+	return err == nil && !st.IsDir()
+}
+
+// runDistPartition partitions the binary dataset o.data, or the directory
+// in OGB's binary layout o.data (distpart.OpenOGB: every rank reads 1/p of
+// the edges and sends each to its row's owner, symmetrized with
+// --symmetrize), into o.parts parts with a distributed method, every rank
+// holding its block of rows: with
 // PT-Scotch ("ptscotch") or into consecutive blocks ("block", no engine).
 // It writes the book on rank 0 (o.book) and the partitioned dataset
 // (o.out) from the ranks' blocks (package partition/distpart), so that no
@@ -67,19 +78,30 @@ func runDistPartition(env *Env, o distOptions) error {
 		}
 	}
 	notBinary := func(err error) error {
-		return fmt.Errorf("partition: --method %s reads row blocks of a binary dataset; convert %s first (gnnmpi convert): %w", method, data, err)
+		return fmt.Errorf("partition: --method %s reads row blocks of a binary dataset or OGB's binary layout (raw/data.npz); convert %s first (gnnmpi convert): %w", method, data, err)
 	}
-	if st, err := os.Stat(data); err == nil && st.IsDir() {
-		return notBinary(errors.New("a directory"))
-	}
-	r, err := graph.OpenBinaryRows(data)
-	if err != nil {
-		if errors.Is(err, graph.ErrNotBinary) {
-			return notBinary(err)
+	var r distpart.Source
+	if ogbBinaryDir(data) {
+		g, err := distpart.OpenOGB(c, data, o.symmetrize)
+		if err != nil {
+			return err
 		}
-		return err
+		defer g.Close()
+		r = g
+	} else {
+		if st, err := os.Stat(data); err == nil && st.IsDir() {
+			return notBinary(errors.New("a directory without raw/data.npz"))
+		}
+		b, err := graph.OpenBinaryRows(data)
+		if err != nil {
+			if errors.Is(err, graph.ErrNotBinary) {
+				return notBinary(err)
+			}
+			return err
+		}
+		defer b.Close()
+		r = b
 	}
-	defer r.Close()
 	if o.out != "" && o.symmetrize && !r.Symmetric() {
 		return fmt.Errorf("partition: --symmetrize with --out and --method %s: %s is not symmetric; write a symmetrized copy first (gnnmpi convert --symmetrize) and partition that", method, data)
 	}

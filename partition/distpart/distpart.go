@@ -62,7 +62,7 @@ type Result struct {
 // dist.EdgeCut and dist.Sizes's Allreduce of o.Parts int64s.
 //
 // Partition will panic if o.Parts is less than 1.
-func Partition(c collective.Comm, r *graph.BinaryRows, o Options) (*Result, error) {
+func Partition(c collective.Comm, r Source, o Options) (*Result, error) {
 	if o.Parts < 1 {
 		panic("distpart: parts < 1")
 	}
@@ -155,7 +155,7 @@ type WriteOptions struct {
 // (the other ranks return nil). An error on any rank fails every rank and
 // leaves no manifest. It is collective over c; beside Redistribute it
 // sends a few scalar Allreduces and one Allgatherv of 3 int64s per part.
-func WriteParts(c collective.Comm, r *graph.BinaryRows, res *Result, o WriteOptions) (*graph.PartManifest, error) {
+func WriteParts(c collective.Comm, r Source, res *Result, o WriteOptions) (*graph.PartManifest, error) {
 	n, lo, adj, part, parts := res.N, res.Lo, res.Adj, res.Part, res.Parts
 	hi := lo + adj.NRows
 	format, err := graph.ParseFeatureFormat(string(o.Format))

@@ -4,8 +4,10 @@
 //
 // # Overview
 //
-// Every rank reads its block of rows of a graph.BinaryRows (the split of
-// dist.BlockRange). Partition symmetrizes the blocks when asked and cuts
+// Every rank reads its block of rows (the split of dist.BlockRange) of a
+// Source: a graph.BinaryRows, or an OGB (OpenOGB), which reads OGB's
+// binary layout in slices, every rank 1/p of edge_index, and sends each
+// edge to the owner of its source's row. Partition symmetrizes the blocks when asked and cuts
 // them with an injected dist.Engine (PT-Scotch, wired by the command
 // layer, which alone picks the MPI backend) or into consecutive blocks,
 // and returns the parts of the rank's rows with the edge cut and the part
