@@ -3,6 +3,7 @@ package npy
 import (
 	"archive/zip"
 	"encoding/binary"
+	"fmt"
 	"io"
 	"math"
 )
@@ -170,3 +171,61 @@ func Add[T Elem](aw *ArchiveWriter, name string, shape []int64, data []T) error 
 // Close finishes the archive (the central directory). It does not close
 // the underlying writer.
 func (aw *ArchiveWriter) Close() error { return aw.zw.Close() }
+
+// EntryWriter streams the data of one .npz entry created by Create: rows
+// are appended in order, so that no more than the caller's piece is held.
+type EntryWriter[T Elem] struct {
+	w         io.Writer
+	left      int64 // elements still to write
+	buf       []byte
+	name      string
+	wantTotal int64
+}
+
+// Create starts the next entry of aw, the array called name of the given
+// shape, and returns a writer of its data in C order. The entry is
+// streamed: the zip writer computes its CRC-32 and sizes while the data
+// pass through and writes them in a data descriptor after the data (zip64
+// when the entry reaches 4 GiB), so nothing but a chunk is buffered. The
+// caller must write exactly the product of shape elements and call
+// Finish before creating another entry or closing aw. It panics if a
+// dimension is negative.
+func Create[T Elem](aw *ArchiveWriter, name string, shape []int64) (*EntryWriter[T], error) {
+	w, err := aw.zw.CreateHeader(&zip.FileHeader{Name: name + ".npy", Method: aw.method})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := w.Write(EncodeHeader(DTypeOf[T](), shape)); err != nil {
+		return nil, err
+	}
+	h := Header{Shape: shape}
+	return &EntryWriter[T]{w: w, left: h.Len(), name: name, wantTotal: h.Len()}, nil
+}
+
+// Write appends src to the entry's data. It returns an error, writing
+// nothing, if src would run past the array's length.
+func (e *EntryWriter[T]) Write(src []T) error {
+	if int64(len(src)) > e.left {
+		return fmt.Errorf("npy: entry %s: %d elements written past its length %d", e.name, int64(len(src))-e.left, e.wantTotal)
+	}
+	e.left -= int64(len(src))
+	per := max(1, chunk/DTypeOf[T]().Size)
+	for len(src) > 0 {
+		k := min(per, len(src))
+		e.buf = appendElems(e.buf[:0], src[:k])
+		if _, err := e.w.Write(e.buf); err != nil {
+			return err
+		}
+		src = src[k:]
+	}
+	return nil
+}
+
+// Finish reports an error if fewer elements were written than the
+// array's length.
+func (e *EntryWriter[T]) Finish() error {
+	if e.left != 0 {
+		return fmt.Errorf("npy: entry %s: %d of %d elements written", e.name, e.wantTotal-e.left, e.wantTotal)
+	}
+	return nil
+}
