@@ -13,8 +13,8 @@ import (
 func genCmd() *Command {
 	return &Command{
 		Name:    "gen",
-		Summary: "generate a graph: rmat (Graph500 R-MAT) or sbm (planted partition with features, labels, split)",
-		Usage:   "rmat|sbm --out PATH",
+		Summary: "generate a graph: rmat (Graph500 R-MAT), sbm (planted partition with features, labels, split) or papers (papers100M-like, streamed to OGB's binary layout)",
+		Usage:   "rmat|sbm|papers --out PATH",
 		Flags: func(fs *flag.FlagSet) func(*Env) error {
 			out := fs.String("out", "", "output: a directory (OGB raw layout, csv.gz), a file ending in .gnn (binary), or .mtx[.gz] (Matrix Market adjacency only)")
 			var o graph.GenOptions
@@ -29,8 +29,13 @@ func genCmd() *Command {
 			fs.Float64Var(&o.TrainFrac, "train-frac", -1, "sbm, rmat with --features: fraction of vertices in the training set (-1: default 0.6)")
 			fs.Float64Var(&o.ValidFrac, "valid-frac", -1, "sbm, rmat with --features: fraction in the validation set (-1: default 0.2); the rest is the test set")
 			fs.Uint64Var(&o.Seed, "seed", 1, "random seed")
+			testFrac := fs.Float64("test-frac", -1, "papers: fraction of vertices in the test set (-1: default 0.002); the rest not in a set is unlabelled")
+			dtype := fs.String("feature-dtype", "f32", "papers: dtype of node_feat, f32 or f16")
 			return func(env *Env) error {
 				args := fs.Args()
+				if len(args) == 1 && args[0] == "papers" {
+					return genPapers(env, o, *testFrac, *dtype, *out)
+				}
 				var gen graph.Generator
 				if len(args) == 1 {
 					gen, _ = graph.ParseGenerator(args[0])
@@ -122,4 +127,51 @@ func convertCmd() *Command {
 			}
 		},
 	}
+}
+
+// genPapers runs `gen papers`: graph.WritePapers of o's parameters (the
+// defaults of graph.DefaultPapers where o has none) to the directory out,
+// on rank 0.
+func genPapers(env *Env, o graph.GenOptions, testFrac float64, dtype, out string) error {
+	if out == "" {
+		return fmt.Errorf("gen: --out is required")
+	}
+	p := graph.DefaultPapers(o.Nodes)
+	switch dtype {
+	case "f32":
+	case "f16":
+		p.Half = true
+	default:
+		return fmt.Errorf("gen papers: --feature-dtype %q, want f32 or f16", dtype)
+	}
+	if o.Classes > 0 {
+		p.Classes = o.Classes
+	}
+	if o.Degree > 0 {
+		p.Degree = o.Degree
+	}
+	if o.Homophily >= 0 {
+		p.Homophily = o.Homophily
+	}
+	if o.Features > 0 {
+		p.Features = o.Features
+	}
+	if o.TrainFrac >= 0 {
+		p.TrainFrac = o.TrainFrac
+	}
+	if o.ValidFrac >= 0 {
+		p.ValidFrac = o.ValidFrac
+	}
+	if testFrac >= 0 {
+		p.TestFrac = testFrac
+	}
+	p.Seed = o.Seed
+	return collective.RankZero(env.Comm, func() error {
+		t0 := time.Now()
+		if err := graph.WritePapers(out, p); err != nil {
+			return err
+		}
+		env.Printf("wrote %s: papers graph of %d vertices, %d features (%s), in %.2fs\n", out, p.Nodes, p.Features, dtype, time.Since(t0).Seconds())
+		return nil
+	})
 }
