@@ -87,11 +87,26 @@ func Symmetrize(c collective.Comm, n, lo int64, adj *sparse.CSR) (*sparse.CSR, e
 	if err != nil {
 		return nil, err
 	}
+	return RowsFromPairs(lo, lo+adj.NRows, n, adj, recv, true), nil
+}
+
+// RowsFromPairs returns the CSR of rows [lo, hi) of an n-column pattern
+// from own, this rank's rows of it (nil for none), and the (row, column)
+// pairs of recv, rows in [lo, hi): every row's columns ascending and
+// without repeats, and without its diagonal entry (i, i) when dropLoops
+// is set. Values are dropped.
+func RowsFromPairs(lo, hi, n int64, own *sparse.CSR, recv [][]int64, dropLoops bool) *sparse.CSR {
+	rows := hi - lo
+	ownRow := func(i int64) []int64 {
+		if own == nil {
+			return nil
+		}
+		return own.Indices[own.Indptr[i]:own.Indptr[i+1]]
+	}
 	// Count each row's candidates: its own entries and those received.
-	rows := adj.NRows
 	ptr := make([]int64, rows+1)
 	for i := range rows {
-		ptr[i+1] = adj.Indptr[i+1] - adj.Indptr[i]
+		ptr[i+1] = int64(len(ownRow(i)))
 	}
 	for _, pairs := range recv {
 		for k := 0; k < len(pairs); k += 2 {
@@ -104,10 +119,7 @@ func Symmetrize(c collective.Comm, n, lo int64, adj *sparse.CSR) (*sparse.CSR, e
 	ind := make([]int64, ptr[rows])
 	next := slices.Clone(ptr[:rows])
 	for i := range rows {
-		for _, j := range adj.Indices[adj.Indptr[i]:adj.Indptr[i+1]] {
-			ind[next[i]] = j
-			next[i]++
-		}
+		next[i] += int64(copy(ind[next[i]:], ownRow(i)))
 	}
 	for _, pairs := range recv {
 		for k := 0; k < len(pairs); k += 2 {
@@ -116,23 +128,22 @@ func Symmetrize(c collective.Comm, n, lo int64, adj *sparse.CSR) (*sparse.CSR, e
 			next[i]++
 		}
 	}
-	// Sort each row, drop self-loops and repeats, compacting in place.
+	// Sort each row, drop repeats (and self-loops), compacting in place.
 	var w int64
 	for i := range rows {
 		row := ind[ptr[i]:ptr[i+1]]
 		slices.Sort(row)
-		start := w
+		ptr[i] = w
 		for k, j := range row {
-			if j == lo+i || (k > 0 && j == row[k-1]) {
+			if (dropLoops && j == lo+i) || (k > 0 && j == row[k-1]) {
 				continue
 			}
 			ind[w] = j
 			w++
 		}
-		ptr[i] = start
 	}
 	ptr[rows] = w
-	return &sparse.CSR{NRows: rows, NCols: n, Indptr: ptr, Indices: slices.Clip(ind[:w])}, nil
+	return &sparse.CSR{NRows: rows, NCols: n, Indptr: ptr, Indices: slices.Clip(ind[:w])}
 }
 
 // Graph is one rank's block of a distributed undirected graph, as an

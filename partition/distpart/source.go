@@ -2,7 +2,6 @@ package distpart
 
 import (
 	"fmt"
-	"slices"
 
 	"gnnmpi/collective"
 	"gnnmpi/graph"
@@ -138,7 +137,7 @@ func (o *OGB) load(c collective.Comm, symmetrize bool) error {
 	}
 	pairs = nil
 	recv := [][]int64{flat}
-	o.adj = rowsFromPairs(o.lo, o.hi, n, recv)
+	o.adj = dist.RowsFromPairs(o.lo, o.hi, n, nil, recv, false)
 	recv = nil
 
 	o.labels, err = o.r.Labels(o.lo, o.hi)
@@ -191,45 +190,6 @@ func sortByOwner(pairs, bounds []int64) []int {
 		}
 	}
 	return counts
-}
-
-// rowsFromPairs returns the CSR of rows [lo, hi) of an n-column matrix
-// from the (row, column) pairs of recv, every row sorted by column with
-// repeated columns merged.
-func rowsFromPairs(lo, hi, n int64, recv [][]int64) *sparse.CSR {
-	rows := hi - lo
-	ptr := make([]int64, rows+1)
-	for _, pairs := range recv {
-		for k := 0; k < len(pairs); k += 2 {
-			ptr[pairs[k]-lo+1]++
-		}
-	}
-	for i := range rows {
-		ptr[i+1] += ptr[i]
-	}
-	ind := make([]int64, ptr[rows])
-	next := slices.Clone(ptr[:rows])
-	for _, pairs := range recv {
-		for k := 0; k < len(pairs); k += 2 {
-			i := pairs[k] - lo
-			ind[next[i]] = pairs[k+1]
-			next[i]++
-		}
-	}
-	var w int64
-	for i := range rows {
-		row := ind[ptr[i]:ptr[i+1]]
-		slices.Sort(row)
-		ptr[i] = w
-		for k, j := range row {
-			if k == 0 || j != row[k-1] {
-				ind[w] = j
-				w++
-			}
-		}
-	}
-	ptr[rows] = w
-	return &sparse.CSR{NRows: rows, NCols: n, Indptr: ptr, Indices: slices.Clip(ind[:w])}
 }
 
 // Close closes the archive.
