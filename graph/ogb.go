@@ -807,14 +807,43 @@ var splitParts = [...]string{"train", "valid", "test"}
 // splits. A member in unlabelled is an error naming the split file and
 // line and the label file labels.
 func readSplits(dir string, n int64, unlabelled unlabelledSet, labels string) (map[string]Split, error) {
+	dirs, err := splitDirs(dir)
+	if err != nil {
+		return nil, err
+	}
 	splits := map[string]Split{}
+	for _, sd := range dirs {
+		var parts [len(splitParts)][]int64
+		for k, p := range sd.files {
+			if parts[k], err = readIDs(p, n, unlabelled, labels); err != nil {
+				return nil, err
+			}
+		}
+		splits[sd.name] = Split{Train: parts[0], Valid: parts[1], Test: parts[2]}
+	}
+	return splits, nil
+}
+
+// splitDir is one split directory: its name and the paths of its train,
+// valid and test files (splitParts).
+type splitDir struct {
+	name  string
+	files [len(splitParts)]string
+}
+
+// splitDirs lists the split directories under dir, each with its three
+// files found (findTable); hidden entries and entries that are not
+// directories are skipped, a missing dir has none, and a split without
+// one of its files is an error naming it.
+func splitDirs(dir string) ([]splitDir, error) {
 	ents, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
-		return splits, nil
+		return nil, nil
 	}
 	if err != nil {
 		return nil, &ParseError{Path: dir, Msg: "cannot list splits", Err: err}
 	}
+	var out []splitDir
 	for _, e := range ents {
 		sub := filepath.Join(dir, e.Name())
 		if strings.HasPrefix(e.Name(), ".") {
@@ -823,19 +852,17 @@ func readSplits(dir string, n int64, unlabelled unlabelledSet, labels string) (m
 		if st, err := os.Stat(sub); err != nil || !st.IsDir() {
 			continue // not a split: a stray file, or a dangling link
 		}
-		var parts [len(splitParts)][]int64
+		sd := splitDir{name: e.Name()}
 		for k, part := range splitParts {
 			p, ok := findTable(sub, part)
 			if !ok {
 				return nil, &ParseError{Path: p, Msg: "missing file of split " + e.Name(), Err: fs.ErrNotExist}
 			}
-			if parts[k], err = readIDs(p, n, unlabelled, labels); err != nil {
-				return nil, err
-			}
+			sd.files[k] = p
 		}
-		splits[e.Name()] = Split{Train: parts[0], Valid: parts[1], Test: parts[2]}
+		out = append(out, sd)
 	}
-	return splits, nil
+	return out, nil
 }
 
 // readIDs reads one vertex id in [0, n) a line and returns them ascending.

@@ -287,34 +287,20 @@ func (r *OGBRows) SplitMembers(lo, hi int64, labels []int32) (map[string]Split, 
 	dir := filepath.Join(r.dir, "split")
 	out := map[string]Split{}
 	sizes := []SplitSizes{}
-	ents, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return out, sizes, nil
-	}
+	dirs, err := splitDirs(dir)
 	if err != nil {
-		return nil, nil, &ParseError{Path: dir, Msg: "cannot list splits", Err: err}
+		return nil, nil, err
 	}
-	for _, e := range ents {
-		sub := filepath.Join(dir, e.Name())
-		if strings.HasPrefix(e.Name(), ".") {
-			continue
-		}
-		if st, err := os.Stat(sub); err != nil || !st.IsDir() {
-			continue // not a split: a stray file, or a dangling link
-		}
+	for _, sd := range dirs {
 		var kept [len(splitParts)][]int64
 		var count [len(splitParts)]int64
-		for k, part := range splitParts {
-			p, ok := findTable(sub, part)
-			if !ok {
-				return nil, nil, &ParseError{Path: p, Msg: "missing file of split " + e.Name(), Err: fs.ErrNotExist}
-			}
+		for k, p := range sd.files {
 			if kept[k], count[k], err = r.splitIDs(p, lo, hi, labels); err != nil {
 				return nil, nil, err
 			}
 		}
-		out[e.Name()] = Split{Train: kept[0], Valid: kept[1], Test: kept[2]}
-		sizes = append(sizes, SplitSizes{Name: e.Name(), Train: count[0], Valid: count[1], Test: count[2]})
+		out[sd.name] = Split{Train: kept[0], Valid: kept[1], Test: kept[2]}
+		sizes = append(sizes, SplitSizes{Name: sd.name, Train: count[0], Valid: count[1], Test: count[2]})
 	}
 	slices.SortFunc(sizes, func(a, b SplitSizes) int { return strings.Compare(a.Name, b.Name) })
 	return out, sizes, nil
