@@ -82,7 +82,7 @@ func runDistPartition(env *Env, o distOptions) error {
 	}
 	var r distpart.Source
 	if ogbBinaryDir(data) {
-		g, err := distpart.OpenOGB(c, data, o.symmetrize)
+		g, err := distpart.OpenOGB(c, data, distpart.OGBOptions{Symmetrize: o.symmetrize, Progress: env.Progress})
 		if err != nil {
 			return err
 		}

@@ -207,6 +207,10 @@ func WriteBinary(path string, d *Dataset) error {
 type binContent struct {
 	meta binMeta
 	data [][]byte // data[k] is the content of meta.Sections[k]
+	// stream[k], when not nil, writes section k's content instead of
+	// data[k], through write, in pieces (its length and checksum are
+	// recorded beforehand).
+	stream map[int]func(write func([]byte) error) error
 }
 
 // add appends the section name, count elements of dtype stored as data,
@@ -331,6 +335,18 @@ func (c *binContent) write(path string, mj []byte) (size int64, err error) {
 		return 0, err
 	}
 	for k, s := range c.meta.Sections {
+		if fill := c.stream[k]; fill != nil {
+			if err := w.writeSection(s, nil); err != nil {
+				return 0, err
+			}
+			if err := fill(w.write); err != nil {
+				return 0, err
+			}
+			if got := w.pos - s.Offset; got != s.Length {
+				return 0, fmt.Errorf("section %s: %d bytes written, %d recorded", s.Name, got, s.Length)
+			}
+			continue
+		}
 		if err := w.writeSection(s, c.data[k]); err != nil {
 			return 0, err
 		}

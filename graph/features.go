@@ -57,6 +57,21 @@ func (f FeatureFormat) resolve() (FeatureFormat, error) {
 	return ParseFeatureFormat(string(f))
 }
 
+// Decide returns the format f gives a feature matrix of rows×cols
+// entries with nnz nonzeros, as the readers decide it: FeatureCSR or
+// FeatureDense for FeatureAuto (or ""), by SparseDensity, else f; an
+// unknown format is an error.
+func (f FeatureFormat) Decide(nnz, rows int64, cols int) (FeatureFormat, error) {
+	f, err := f.resolve()
+	if err != nil || f != FeatureAuto {
+		return f, err
+	}
+	if sparseByDensity(nnz, rows, cols) {
+		return FeatureCSR, nil
+	}
+	return FeatureDense, nil
+}
+
 // sparseByDensity reports whether FeatureAuto keeps a feature matrix with
 // nnz nonzeros out of rows×cols entries sparse.
 func sparseByDensity(nnz, rows int64, cols int) bool {

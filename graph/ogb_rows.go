@@ -273,6 +273,76 @@ func (r *OGBRows) Features(lo, hi int64) (*FeatureBlock, error) {
 	return &FeatureBlock{src: featSource{path: r.z.Path, dim: r.dim, dense: data}, rows: hi - lo}, nil
 }
 
+// OGBFeatureReader reads rows of node_feat by vertex id, for a writer
+// that holds a chunk of rows at a time (OGBRows.FeatureReader). A mapped
+// node_feat is read in any order; a streamed one (a deflated entry)
+// forward only, so that ascending ids over all calls read it in one
+// pass. It may be used by one goroutine at a time.
+type OGBFeatureReader struct {
+	a    *npy.Array
+	path string
+	dim  int64
+	next int64 // the lowest id a streamed array can still read
+}
+
+// FeatureReader returns a reader of node_feat's rows, nil without
+// node_feat or when node_feat is a Fortran-order array in a deflated
+// entry, whose rows cannot be read by id in one forward pass (Features
+// reads a range of them). The caller closes it.
+func (r *OGBRows) FeatureReader() (*OGBFeatureReader, error) {
+	if !r.z.Has(npzFeat) {
+		return nil, nil
+	}
+	a, err := r.openFeat()
+	if err != nil {
+		return nil, err
+	}
+	if a.Fortran && !a.Mapped() {
+		return nil, a.Close()
+	}
+	return &OGBFeatureReader{a: a, path: r.z.Path, dim: int64(r.dim)}, nil
+}
+
+// Read fills dst, len(ids) × NumFeatures, with the feature rows of ids,
+// widened to float32, reading each run of consecutive ids at once. On a
+// streamed node_feat the ids must ascend, also from one call to the
+// next (else an error wrapping npy.ErrBackward). A feature that is not
+// finite gives a *ParseError naming the file, the row and the column.
+// It will panic if len(dst) is not len(ids) × NumFeatures or an id lies
+// outside [0, NumNodes).
+func (f *OGBFeatureReader) Read(ids []int64, dst []float32) error {
+	dim := f.dim
+	if int64(len(dst)) != int64(len(ids))*dim {
+		panic("graph: OGBFeatureReader.Read: dst does not hold the rows")
+	}
+	for k := 0; k < len(ids); {
+		run := 1
+		for k+run < len(ids) && ids[k+run] == ids[k]+int64(run) {
+			run++
+		}
+		rows := dst[int64(k)*dim : int64(k+run)*dim]
+		var err error
+		if f.a.Fortran {
+			err = npy.ReadRows(f.a, rows, ids[k], ids[k]+int64(run))
+		} else {
+			err = npy.Read(f.a, rows, ids[k]*dim)
+		}
+		if err != nil {
+			return err
+		}
+		for e, v := range rows {
+			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+				return parseErr(f.path, 0, fmt.Sprintf("%s: row %d, column %d: non-finite feature %v", npzFeat, ids[k]+int64(e)/dim, int64(e)%dim, v))
+			}
+		}
+		k += run
+	}
+	return nil
+}
+
+// Close closes the reader.
+func (f *OGBFeatureReader) Close() error { return f.a.Close() }
+
 // SplitMembers streams every split file of the dataset and returns, for
 // every split, its train, validation and test members in [lo, hi),
 // ascending, and the sizes of the whole splits, sorted by name. labels

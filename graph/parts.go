@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -234,6 +235,18 @@ func checkPartInput(g *Dataset, book *partition.Book) error {
 	return nil
 }
 
+// partContent returns the metadata and sections of part index of parts
+// p (binContentOf's, then the original ids).
+func partContent(p *Part, index, parts int) *binContent {
+	d := &Dataset{Name: p.Name, NumNodes: p.Rows(), Adj: p.Adj, Feat: p.Feat, FeatCSR: p.FeatCSR, Labels: p.Labels,
+		NumClasses: p.NumClasses, Splits: p.Splits, Symmetric: p.Symmetric}
+	c := binContentOf(d)
+	c.meta.NumNodes = p.NumNodes
+	c.meta.Part = &binPart{Index: index, Parts: parts, Lo: p.Lo, Hi: p.Hi}
+	c.add(secOrigIDs, "int64", int64(len(p.OrigIDs)), asBytes(p.OrigIDs))
+	return c
+}
+
 // WritePart writes p, part index of parts, to path as a binary file of
 // version 3 (see binMeta), atomically like WriteBinary, and returns its
 // description for the manifest (Name is path's base name). p must be
@@ -246,12 +259,7 @@ func WritePart(path string, p *Part, index, parts int) (PartFile, error) {
 	if err := p.check(index, parts); err != nil {
 		return PartFile{}, fmt.Errorf("graph: writing %s: %w", path, err)
 	}
-	d := &Dataset{Name: p.Name, NumNodes: p.Rows(), Adj: p.Adj, Feat: p.Feat, FeatCSR: p.FeatCSR, Labels: p.Labels,
-		NumClasses: p.NumClasses, Splits: p.Splits, Symmetric: p.Symmetric}
-	c := binContentOf(d)
-	c.meta.NumNodes = p.NumNodes
-	c.meta.Part = &binPart{Index: index, Parts: parts, Lo: p.Lo, Hi: p.Hi}
-	c.add(secOrigIDs, "int64", int64(len(p.OrigIDs)), asBytes(p.OrigIDs))
+	c := partContent(p, index, parts)
 	mj, err := c.meta.layOut()
 	if err != nil {
 		return PartFile{}, err
@@ -261,6 +269,88 @@ func WritePart(path string, p *Part, index, parts int) (PartFile, error) {
 		return PartFile{}, err
 	}
 	return PartFile{Name: filepath.Base(path), Bytes: size, Checksum: c.meta.crc, Edges: p.Adj.NNZ()}, nil
+}
+
+// FeatureRows fills dst, (hi−lo) × the feature width, row-major, with the
+// dense feature rows [lo, hi) of a part's rows (row 0 is the part's
+// first row), for WritePartRows.
+type FeatureRows func(lo, hi int64, dst []float32) error
+
+// partRowChunk is how many bytes of feature rows WritePartRows asks for
+// at a time.
+const partRowChunk = 4 << 20
+
+// WritePartRows writes p as WritePart does, with dense features dim wide
+// that it reads from rows in chunks of at most 4 MiB instead of from
+// p.Feat, which must be nil, as p.FeatCSR: the file is the one WritePart
+// writes with those rows in p.Feat. rows is called twice for each chunk,
+// ascending, in two passes: the first for the section's checksum and for
+// the feature statistics it returns (the nonzeros, and whether all are 1,
+// as Part.FeatureStats), the second to write them; it must give the same
+// rows both times. An error of rows is returned as is.
+func WritePartRows(path string, p *Part, index, parts, dim int, rows FeatureRows) (f PartFile, nnz int64, ones bool, err error) {
+	if !littleEndian {
+		return PartFile{}, 0, false, errBigEndian
+	}
+	if p.Feat != nil || p.FeatCSR != nil || dim < 1 {
+		panic("graph: WritePartRows of a part holding features, or of no feature columns")
+	}
+	if err := p.check(index, parts); err != nil {
+		return PartFile{}, 0, false, fmt.Errorf("graph: writing %s: %w", path, err)
+	}
+	n := p.Rows()
+	step := max(1, int64(partRowChunk/(4*dim)))
+	buf := make([]float32, min(step, n)*int64(dim))
+	each := func(fn func(chunk []float32) error) error {
+		for lo := int64(0); lo < n; lo += step {
+			hi := min(lo+step, n)
+			chunk := buf[:(hi-lo)*int64(dim)]
+			if err := rows(lo, hi, chunk); err != nil {
+				return err
+			}
+			if err := fn(chunk); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	var crc uint32
+	ones = true
+	err = each(func(chunk []float32) error {
+		crc = crc32.Update(crc, castagnoli, asBytes(chunk))
+		for _, v := range chunk {
+			if v != 0 {
+				nnz++
+				ones = ones && v == 1
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return PartFile{}, 0, false, err
+	}
+	c := partContent(p, index, parts)
+	c.meta.HasFeatures, c.meta.NumFeatures = true, dim
+	// The features' place in binContentOf's order: after the adjacency.
+	at := 2
+	if c.meta.Weighted {
+		at++
+	}
+	sec := binSection{Name: "features", DType: "float32", Count: n * int64(dim), Length: 4 * n * int64(dim), CRC32C: crc}
+	c.meta.Sections = slices.Insert(c.meta.Sections, at, sec)
+	c.data = slices.Insert(c.data, at, nil)
+	c.stream = map[int]func(func([]byte) error) error{at: func(write func([]byte) error) error {
+		return each(func(chunk []float32) error { return write(asBytes(chunk)) })
+	}}
+	mj, err := c.meta.layOut()
+	if err != nil {
+		return PartFile{}, 0, false, err
+	}
+	size, err := c.write(path, mj)
+	if err != nil {
+		return PartFile{}, 0, false, err
+	}
+	return PartFile{Name: filepath.Base(path), Bytes: size, Checksum: c.meta.crc, Edges: p.Adj.NNZ()}, nnz, ones, nil
 }
 
 // selectRowData returns copies of the rows idx of a part's or dataset's

@@ -96,46 +96,98 @@ func Symmetrize(c collective.Comm, n, lo int64, adj *sparse.CSR) (*sparse.CSR, e
 // without repeats, and without its diagonal entry (i, i) when dropLoops
 // is set. Values are dropped.
 func RowsFromPairs(lo, hi, n int64, own *sparse.CSR, recv [][]int64, dropLoops bool) *sparse.CSR {
-	rows := hi - lo
-	ownRow := func(i int64) []int64 {
-		if own == nil {
-			return nil
+	b := NewRowBuilder(lo, hi, n)
+	if own != nil {
+		for i := range hi - lo {
+			b.ptr[i+1] = own.Indptr[i+1] - own.Indptr[i]
 		}
-		return own.Indices[own.Indptr[i]:own.Indptr[i+1]]
-	}
-	// Count each row's candidates: its own entries and those received.
-	ptr := make([]int64, rows+1)
-	for i := range rows {
-		ptr[i+1] = int64(len(ownRow(i)))
 	}
 	for _, pairs := range recv {
-		for k := 0; k < len(pairs); k += 2 {
-			ptr[pairs[k]-lo+1]++
+		b.Count(pairs, 2)
+	}
+	b.Alloc()
+	if own != nil {
+		for i := range hi - lo {
+			b.next[i] += int64(copy(b.ind[b.next[i]:], own.Indices[own.Indptr[i]:own.Indptr[i+1]]))
 		}
-	}
-	for i := range rows {
-		ptr[i+1] += ptr[i]
-	}
-	ind := make([]int64, ptr[rows])
-	next := slices.Clone(ptr[:rows])
-	for i := range rows {
-		next[i] += int64(copy(ind[next[i]:], ownRow(i)))
 	}
 	for _, pairs := range recv {
-		for k := 0; k < len(pairs); k += 2 {
-			i := pairs[k] - lo
-			ind[next[i]] = pairs[k+1]
-			next[i]++
-		}
+		b.Place(pairs)
 	}
-	// Sort each row, drop repeats (and self-loops), compacting in place.
+	return b.Finish(dropLoops)
+}
+
+// RowBuilder builds the CSR of rows [lo, hi) of an n-column pattern from
+// (row, column) pairs that may arrive in rounds, in two passes over the
+// same pairs: Count sees every pair's row, Alloc sizes the rows, Place
+// puts every pair's column in its row, and Finish sorts the rows and
+// drops repeats. It holds one int64 for each pair and two for each row,
+// never the pairs themselves.
+type RowBuilder struct {
+	lo, hi, n      int64
+	ptr, next, ind []int64
+}
+
+// NewRowBuilder returns a builder of rows [lo, hi) of n columns.
+func NewRowBuilder(lo, hi, n int64) *RowBuilder {
+	return &RowBuilder{lo: lo, hi: hi, n: n, ptr: make([]int64, hi-lo+1)}
+}
+
+// Count counts a pair for each row rows[0], rows[stride], rows[2·stride],
+// …: stride 1 for a list of rows, 2 for (row, column) pairs. It will panic
+// if a row lies outside [lo, hi), or if called after Alloc.
+func (b *RowBuilder) Count(rows []int64, stride int) {
+	if b.ind != nil {
+		panic("dist: RowBuilder.Count after Alloc")
+	}
+	for k := 0; k < len(rows); k += stride {
+		b.ptr[rows[k]-b.lo+1]++
+	}
+}
+
+// Alloc sizes the rows for the pairs counted.
+func (b *RowBuilder) Alloc() {
+	rows := b.hi - b.lo
+	for i := range rows {
+		b.ptr[i+1] += b.ptr[i]
+	}
+	b.ind = make([]int64, b.ptr[rows])
+	b.next = slices.Clone(b.ptr[:rows])
+}
+
+// Place puts the column of every (row, column) pair of pairs in its row.
+// It will panic if a row gets more columns than were counted for it, or
+// if a column lies outside [0, n).
+func (b *RowBuilder) Place(pairs []int64) {
+	for k := 0; k < len(pairs); k += 2 {
+		i, j := pairs[k]-b.lo, pairs[k+1]
+		if j < 0 || j >= b.n {
+			panic("dist: RowBuilder.Place: column out of range")
+		}
+		if b.next[i] == b.ptr[i+1] {
+			panic("dist: RowBuilder.Place: more pairs than counted")
+		}
+		b.ind[b.next[i]] = j
+		b.next[i]++
+	}
+}
+
+// Finish returns the rows, each sorted, without repeated columns and,
+// when dropLoops is set, without its diagonal entry. The builder must not
+// be used afterwards. It will panic if fewer pairs were placed than
+// counted.
+func (b *RowBuilder) Finish(dropLoops bool) *sparse.CSR {
+	rows, ptr, ind, n := b.hi-b.lo, b.ptr, b.ind, b.n
 	var w int64
 	for i := range rows {
+		if b.next[i] != ptr[i+1] {
+			panic("dist: RowBuilder.Finish: fewer pairs placed than counted")
+		}
 		row := ind[ptr[i]:ptr[i+1]]
 		slices.Sort(row)
 		ptr[i] = w
 		for k, j := range row {
-			if (dropLoops && j == lo+i) || (k > 0 && j == row[k-1]) {
+			if (dropLoops && j == b.lo+i) || (k > 0 && j == row[k-1]) {
 				continue
 			}
 			ind[w] = j
@@ -143,6 +195,7 @@ func RowsFromPairs(lo, hi, n int64, own *sparse.CSR, recv [][]int64, dropLoops b
 		}
 	}
 	ptr[rows] = w
+	*b = RowBuilder{}
 	return &sparse.CSR{NRows: rows, NCols: n, Indptr: ptr, Indices: slices.Clip(ind[:w])}
 }
 

@@ -177,6 +177,10 @@ func WriteParts(c collective.Comm, r Source, res *Result, o WriteOptions) (*grap
 		return nil, err
 	}
 	b := &dist.Block{Lo: lo, Adj: adj, Splits: map[string]dist.Members{}}
+	stream, err := streamFeatures(c, r, lo, hi, format)
+	if err != nil {
+		return nil, err
+	}
 	var fb *graph.FeatureBlock
 	err = func() error {
 		var err error
@@ -189,6 +193,9 @@ func WriteParts(c collective.Comm, r Source, res *Result, o WriteOptions) (*grap
 		}
 		for name, s := range splits {
 			b.Splits[name] = dist.Members{s.Train, s.Valid, s.Test}
+		}
+		if stream != nil {
+			return nil
 		}
 		fb, err = r.Features(lo, hi)
 		return err
@@ -215,6 +222,8 @@ func WriteParts(c collective.Comm, r Source, res *Result, o WriteOptions) (*grap
 	// As Dataset.FeatureFormat: every rank decided alike.
 	var featFormat graph.FeatureFormat
 	switch {
+	case stream != nil:
+		featFormat = graph.FeatureDense
 	case b.FeatCSR != nil:
 		featFormat = graph.FeatureCSR
 	case b.Feat != nil:
@@ -245,12 +254,20 @@ func WriteParts(c collective.Comm, r Source, res *Result, o WriteOptions) (*grap
 			for name, m := range pr.Splits {
 				p.Splits[name] = graph.Split{Train: m[0], Valid: m[1], Test: m[2]}
 			}
-			z, ones := p.FeatureStats()
-			fnnz, fones = fnnz+z, fones && ones
-			f, err := graph.WritePart(filepath.Join(o.Dir, graph.PartFileName(pr.Part)), p, pr.Part, parts)
+			path := filepath.Join(o.Dir, graph.PartFileName(pr.Part))
+			var f graph.PartFile
+			var z int64
+			var ones bool
+			if stream != nil {
+				f, z, ones, err = stream.write(path, p, pr.Part, parts)
+			} else {
+				z, ones = p.FeatureStats()
+				f, err = graph.WritePart(path, p, pr.Part, parts)
+			}
 			if err != nil {
 				return err
 			}
+			fnnz, fones = fnnz+z, fones && ones
 			files = append(files, f)
 			if c.Rank() == 0 && o.Progress != nil {
 				o.Progress("wrote part %d of %d: %s, vertices [%d,%d), %d edges, %d bytes", pr.Part+1, parts, f.Name, p.Lo, p.Hi, f.Edges, f.Bytes)
@@ -295,6 +312,128 @@ func WriteParts(c collective.Comm, r Source, res *Result, o WriteOptions) (*grap
 		return nil, err
 	}
 	return m, nil
+}
+
+// FeatureReader reads dense feature rows by vertex id, widened to
+// float32: a mapped array in any order, a streamed one by ids ascending
+// over all calls (graph.OGBFeatureReader).
+type FeatureReader interface {
+	// Read fills dst, len(ids) rows, with the feature rows of ids.
+	Read(ids []int64, dst []float32) error
+	Close() error
+}
+
+// RowFeatures is a Source whose dense feature rows can be read by vertex
+// id (OGB), which WriteParts then reads while it writes each part
+// instead of sending them to the part's writer.
+type RowFeatures interface {
+	// FeatureReader returns a new reader, or nil when the features cannot
+	// be read by id.
+	FeatureReader() (FeatureReader, error)
+}
+
+// streamed reads the dense feature rows of the parts a rank writes from
+// the dataset, for graph.WritePartRows.
+type streamed struct {
+	src RowFeatures
+	dim int
+}
+
+// streamFeatures returns how WriteParts reads the features when it can
+// read them while writing (r is a RowFeatures with a reader on every
+// rank, and format, decided for the whole matrix, is dense), else nil:
+// then the ranks hold their rows' features and send them to the parts'
+// writers. Unless format is dense, it reads this rank's rows [lo, hi)
+// once, in chunks, for the nonzeros that decide it (two scalar
+// Allreduces). It is collective over c.
+func streamFeatures(c collective.Comm, r Source, lo, hi int64, format graph.FeatureFormat) (*streamed, error) {
+	src, ok := r.(RowFeatures)
+	dim := r.NumFeatures()
+	if !ok || dim == 0 {
+		return nil, nil
+	}
+	var nnz int64
+	ones := true
+	have, err := func() (int64, error) {
+		f, err := src.FeatureReader()
+		if err != nil || f == nil {
+			return 0, err
+		}
+		defer f.Close()
+		if format == graph.FeatureDense {
+			return 1, nil
+		}
+		step := max(1, int64(streamChunk/(4*dim)))
+		ids := make([]int64, min(step, hi-lo))
+		buf := make([]float32, int64(len(ids))*int64(dim))
+		for at := lo; at < hi; at += step {
+			k := min(step, hi-at)
+			for i := range k {
+				ids[i] = at + i
+			}
+			rows := buf[:k*int64(dim)]
+			if err := f.Read(ids[:k], rows); err != nil {
+				return 0, err
+			}
+			for _, v := range rows {
+				if v != 0 {
+					nnz++
+					ones = ones && v == 1
+				}
+			}
+		}
+		return 1, nil
+	}()
+	if err = collective.Agree(c, err); err != nil {
+		return nil, err
+	}
+	if have, err = collective.AllreduceScalar(c, have, collective.Min); err != nil || have == 0 {
+		return nil, err
+	}
+	if format != graph.FeatureDense {
+		notOnes := int64(0)
+		if !ones {
+			notOnes = 1
+		}
+		if err := collective.AllreduceVars(c, collective.Sum, &nnz, &notOnes); err != nil {
+			return nil, err
+		}
+		if format, err = format.Decide(nnz, r.NumNodes(), dim); err != nil || format != graph.FeatureDense {
+			return nil, err
+		}
+	}
+	return &streamed{src: src, dim: dim}, nil
+}
+
+// streamChunk is how many bytes of feature rows streamFeatures reads at
+// a time.
+const streamChunk = 4 << 20
+
+// write writes part index of parts p, whose features it reads by p's
+// original ids (ascending), with graph.WritePartRows: a new reader for
+// each of its two passes.
+func (s *streamed) write(path string, p *graph.Part, index, parts int) (graph.PartFile, int64, bool, error) {
+	var f FeatureReader
+	defer func() {
+		if f != nil {
+			f.Close()
+		}
+	}()
+	return graph.WritePartRows(path, p, index, parts, s.dim, func(lo, hi int64, dst []float32) error {
+		if lo == 0 {
+			if f != nil {
+				f.Close()
+			}
+			var err error
+			if f, err = s.src.FeatureReader(); err != nil {
+				return err
+			}
+			if f == nil {
+				return fmt.Errorf("partition: %s: the features can no longer be read by id", path)
+			}
+		}
+		return f.Read(p.OrigIDs[lo:hi], dst)
+	})
 }
 
 // gatherPartFiles returns the manifest entries of the parts parts, in part

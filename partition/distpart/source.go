@@ -2,6 +2,7 @@ package distpart
 
 import (
 	"fmt"
+	"slices"
 
 	"gnnmpi/collective"
 	"gnnmpi/graph"
@@ -43,8 +44,9 @@ type Source interface {
 }
 
 var (
-	_ Source = (*graph.BinaryRows)(nil)
-	_ Source = (*OGB)(nil)
+	_ Source      = (*graph.BinaryRows)(nil)
+	_ Source      = (*OGB)(nil)
+	_ RowFeatures = (*OGB)(nil)
 )
 
 // OGB is a dataset in OGB's binary layout (graph.OpenOGBRows) spread over
@@ -64,24 +66,44 @@ type OGB struct {
 	sizes      []graph.SplitSizes
 }
 
+// OGBOptions configure OpenOGB.
+type OGBOptions struct {
+	// Symmetrize adds every edge's reverse.
+	Symmetrize bool
+	// RoundEdges is how many of its edges a rank reads and sends in one
+	// round; 0 means DefaultRoundEdges.
+	RoundEdges int64
+	// Progress, when not nil, is called on every rank with a line about
+	// rank 0's rounds.
+	Progress func(format string, args ...any)
+}
+
+// DefaultRoundEdges is OGBOptions.RoundEdges's default: a round's pairs
+// take 16 MiB (32 MiB symmetrized) to send, as many to receive.
+const DefaultRoundEdges = 1 << 20
+
 // OpenOGB opens the OGB binary layout in dir on every rank of c and
 // builds this rank's block of rows, rows dist.BlockRange(n, p, rank): rank
-// r reads edges dist.BlockRange(E, p, r) of edge_index, adds their
-// reverses when symmetrize, orders them by the owner of their source's row
-// in place and sends each to that owner (AlltoallCounts, then one
-// Alltoallv of two int64s an edge); each rank's
-// rows are then sorted by column and hold no repeated column (as
-// graph.Dedupe, or graph.Symmetrize when symmetrize). It reads the
-// labels and split members of this rank's rows, and finds the class
-// count with one scalar Allreduce.
+// r reads edges dist.BlockRange(E, p, r) of edge_index, with their
+// reverses when o.Symmetrize, and sends each to the owner of its source's
+// row, in rounds of o.RoundEdges edges and two passes over them: the
+// first sends the rows alone (one Alltoallv of an int64 an edge a round),
+// for each owner to count its rows' entries; the second sends (row,
+// column) pairs (an Alltoallv of two int64s an edge a round), which the
+// owner puts in place (dist.RowBuilder). Each rank's rows are then sorted
+// by column and hold no repeated column (as graph.Dedupe, or
+// graph.Symmetrize when symmetrizing). It reads the labels and split
+// members of this rank's rows, and finds the class count with one scalar
+// Allreduce.
 //
-// A rank allocates its E/p edges (twice with symmetrize) to send, 16
-// bytes each, those it receives, its rows' CSR (8 bytes an edge, 16 a
-// row) and labels, and chunks of at most 512 KiB of the edge array:
-// O(E/p + n/p) bytes when the edges are spread evenly over the rows'
-// blocks. An error on any rank fails every rank. OpenOGB is
-// collective over c. The caller closes it.
-func OpenOGB(c collective.Comm, dir string, symmetrize bool) (*OGB, error) {
+// A rank holds its rows' CSR (8 bytes an entry received, 16 a row), its
+// rows' labels, a round's edges to send and those it receives (16 bytes
+// an edge each, twice symmetrized, reused from round to round) and chunks
+// of at most 512 KiB of the edge array: O(E/p + n/p) bytes in all, only
+// the CSR growing with E, when the edges are spread evenly over the rows'
+// blocks. The edge array is read twice. An error on any rank fails every
+// rank. OpenOGB is collective over c. The caller closes it.
+func OpenOGB(c collective.Comm, dir string, o OGBOptions) (*OGB, error) {
 	r, err := graph.OpenOGBRows(dir)
 	if err = collective.Agree(c, err); err != nil {
 		if r != nil {
@@ -89,73 +111,139 @@ func OpenOGB(c collective.Comm, dir string, symmetrize bool) (*OGB, error) {
 		}
 		return nil, err
 	}
-	o := &OGB{r: r, symmetric: symmetrize}
-	if err := o.load(c, symmetrize); err != nil {
+	g := &OGB{r: r, symmetric: o.Symmetrize}
+	if err := g.load(c, o); err != nil {
 		r.Close()
 		return nil, err
 	}
-	return o, nil
+	return g, nil
 }
 
-// load builds o's block of rows, labels and splits.
-func (o *OGB) load(c collective.Comm, symmetrize bool) error {
+// load builds g's block of rows, labels and splits.
+func (g *OGB) load(c collective.Comm, o OGBOptions) error {
 	p, rank := c.Size(), c.Rank()
-	n, m := o.r.NumNodes(), o.r.NumEdges()
-	o.lo, o.hi = dist.BlockRange(n, p, rank)
+	n, m := g.r.NumNodes(), g.r.NumEdges()
+	g.lo, g.hi = dist.BlockRange(n, p, rank)
 	bounds := make([]int64, p+1)
 	for q := range p {
 		bounds[q], bounds[q+1] = dist.BlockRange(n, p, q)
 	}
 	elo, ehi := dist.BlockRange(m, p, rank)
-	// This rank's edges as (row, column) pairs, with their reverses when
-	// symmetrize, in one buffer of the exact size.
+	round := o.RoundEdges
+	if round <= 0 {
+		round = DefaultRoundEdges
+	}
+	// Every rank makes as many rounds as the largest slice needs, so that
+	// the collectives match; a rank past its slice sends nothing.
+	_, most := dist.BlockRange(m, p, 0)
+	rounds := (most + round - 1) / round
 	per := int64(2)
-	if symmetrize {
+	if o.Symmetrize {
 		per = 4
 	}
-	pairs := make([]int64, 0, per*(ehi-elo))
-	err := o.r.EdgeChunks(elo, ehi, func(src, dst []int64) error {
-		for i, s := range src {
-			pairs = append(pairs, s, dst[i])
-			if symmetrize {
-				pairs = append(pairs, dst[i], s)
+	pairs := make([]int64, 0, per*min(round, max(ehi-elo, 1)))
+	var rows, recv []int64
+	counts := make([]int, p)
+	b := dist.NewRowBuilder(g.lo, g.hi, n)
+	for pass := range 2 {
+		done := int64(0)
+		// flush sends the pairs read (the rows alone in the first pass)
+		// to their rows' owners, after the ranks agree on readErr.
+		flush := func(readErr error) error {
+			if err := collective.Agree(c, readErr); err != nil {
+				return err
 			}
+			copy(counts, sortByOwner(pairs, bounds))
+			send := pairs
+			if pass == 0 { // the rows alone
+				rows = slices.Grow(rows[:0], len(pairs)/2)[:len(pairs)/2]
+				for e := range rows {
+					rows[e] = pairs[2*e]
+				}
+				for q := range counts {
+					counts[q] /= 2
+				}
+				send = rows
+			}
+			recvCounts, err := collective.AlltoallCounts(c, counts)
+			if err != nil {
+				return err
+			}
+			total := 0
+			for _, v := range recvCounts {
+				total += v
+			}
+			recv = slices.Grow(recv[:0], total)[:total]
+			if err := c.Alltoallv(collective.BufOf(send), counts, collective.BufOf(recv), recvCounts); err != nil {
+				return err
+			}
+			if pass == 0 {
+				b.Count(recv, 1)
+			} else {
+				b.Place(recv)
+			}
+			pairs = pairs[:0]
+			done++
+			if o.Progress != nil && (done%16 == 0 || done == rounds) {
+				o.Progress("ingest: pass %d of 2, round %d of %d (%d edges a rank a round)", pass+1, done, rounds, round)
+			}
+			return nil
 		}
-		return nil
-	})
-	if err = collective.Agree(c, err); err != nil {
-		return err
+		// One pass over the slice (a deflated edge_index is streamed once
+		// a pass), flushing every round's edges; a rank whose slice
+		// needs fewer rounds makes the rest empty.
+		var flushErr error
+		readErr := g.r.EdgeChunks(elo, ehi, func(src, dst []int64) error {
+			for i, s := range src {
+				pairs = append(pairs, s, dst[i])
+				if o.Symmetrize {
+					pairs = append(pairs, dst[i], s)
+				}
+				if int64(len(pairs)) == per*round {
+					if flushErr = flush(nil); flushErr != nil {
+						return flushErr
+					}
+				}
+			}
+			return nil
+		})
+		if flushErr != nil {
+			return flushErr
+		}
+		for done < rounds {
+			if err := flush(readErr); err != nil {
+				return err
+			}
+			readErr = nil
+		}
+		if err := collective.Agree(c, readErr); err != nil {
+			return err
+		}
+		if pass == 0 {
+			rows = nil
+			b.Alloc()
+		}
 	}
-	counts := sortByOwner(pairs, bounds)
-	recvCounts, err := collective.AlltoallCounts(c, counts)
-	if err != nil {
-		return err
-	}
-	flat, err := collective.AlltoallvFlat(c, pairs, counts, recvCounts)
-	if err != nil {
-		return err
-	}
-	pairs = nil
-	recv := [][]int64{flat}
-	o.adj = dist.RowsFromPairs(o.lo, o.hi, n, nil, recv, false)
-	recv = nil
+	pairs, recv = nil, nil
+	g.adj = b.Finish(false)
 
-	o.labels, err = o.r.Labels(o.lo, o.hi)
+	var err error
+	g.labels, err = g.r.Labels(g.lo, g.hi)
 	if err == nil {
-		o.splits, o.sizes, err = o.r.SplitMembers(o.lo, o.hi, o.labels)
+		g.splits, g.sizes, err = g.r.SplitMembers(g.lo, g.hi, g.labels)
 	}
 	if err = collective.Agree(c, err); err != nil {
 		return err
 	}
 	maxLabel := int64(-1)
-	for _, l := range o.labels {
+	for _, l := range g.labels {
 		maxLabel = max(maxLabel, int64(l))
 	}
 	if maxLabel, err = collective.AllreduceScalar(c, maxLabel, collective.Max); err != nil {
 		return err
 	}
-	if o.r.HasLabels() {
-		o.numClasses = int(maxLabel + 1)
+	if g.r.HasLabels() {
+		g.numClasses = int(maxLabel + 1)
 	}
 	return nil
 }
@@ -255,6 +343,17 @@ func (o *OGB) SplitMembers(lo, hi int64) (map[string]graph.Split, error) {
 // Features reads the feature rows [lo, hi) (graph.OGBRows.Features).
 func (o *OGB) Features(lo, hi int64) (*graph.FeatureBlock, error) {
 	return o.r.Features(lo, hi)
+}
+
+// FeatureReader returns a reader of the feature rows by vertex id
+// (graph.OGBRows.FeatureReader), nil without features or when node_feat
+// cannot be read by id.
+func (o *OGB) FeatureReader() (FeatureReader, error) {
+	f, err := o.r.FeatureReader()
+	if f == nil {
+		return nil, err
+	}
+	return f, nil
 }
 
 // mine returns an error unless [lo, hi) is this rank's block.
