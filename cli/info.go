@@ -42,6 +42,7 @@ func info(env *Env, path string, o distpart.DescribeOptions, showGPU bool) error
 	warnClasses(env, path, in.EmptyClasses, in.Classes)
 	env.Printf("dataset   %s (%s)\n", in.Name, path)
 	env.Printf("nodes     %d\nedges     %d\nfeatures  %d\nclasses   %d\n", in.Nodes, in.Edges, in.Features, in.Classes)
+	env.Printf("labels    %d labelled, %d unlabelled\n", in.Labelled, in.Unlabelled)
 	if in.FeatureFormat != "" {
 		env.Printf("format    %s features, %d nonzero (density %.4g%%)\n", in.FeatureFormat, in.FeatureNNZ, 100*in.Density)
 	}

@@ -24,7 +24,7 @@ func TestFinalRecordKeys(t *testing.T) {
 	}{
 		{"info", []string{"--data", data}, []string{"dataset"}, "dataset", []string{"path", "name", "nodes", "edges", "features", "feature_format",
 			"feature_density", "feature_nnz", "classes", "splits", "min_degree", "max_degree", "mean_degree", "std_degree", "isolated", "self_loops",
-			"rows_per_rank", "load_seconds_max", "reciprocity", "symmetrized", "empty_classes"}},
+			"rows_per_rank", "load_seconds_max", "reciprocity", "symmetrized", "empty_classes", "labelled", "unlabelled"}},
 		{"info", []string{"--data", data, "--gpu"}, []string{"dataset", "gpu"}, "", nil},
 		{"selftest", nil, []string{"cases", "failed"}, "", nil},
 		{"fetch", []string{"--data", data, "--cache", "none", "--cache-frac", "0"}, []string{"final", "points", "config"}, "config", []string{"data", "split",

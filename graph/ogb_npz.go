@@ -1,11 +1,11 @@
 package graph
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"gnnmpi/dense"
 	"gnnmpi/npy"
@@ -191,15 +191,19 @@ func readNPZFeatures(z *npy.Archive, n int64, rows []int64, format FeatureFormat
 	if a.DType.Kind != npy.Float {
 		return nil, nil, &npy.Error{Path: z.Path, Entry: npzFeat, Err: fmt.Errorf("%w: %s features, want float16, float32 or float64", npy.ErrDType, a.DType)}
 	}
-	if a.Fortran && !a.Mapped() {
-		return nil, nil, &npy.Error{Path: z.Path, Entry: npzFeat, Err: errors.New("a Fortran-order array in a deflated entry cannot be read by rows in one pass; store it in C order (numpy.ascontiguousarray) or uncompressed (numpy.savez)")}
-	}
 	dim := a.Shape[1]
 	if dim > math.MaxInt32 || (n > 0 && heldRows(n, rows) > math.MaxInt/max(dim, 1)) {
 		return nil, nil, parseErr(z.Path, 0, fmt.Sprintf("%s: %d×%d is too large", npzFeat, n, dim))
 	}
 	b := &featBuilder{format: format, n: n, held: heldRows(n, rows), rows: rows, ones: true, dim: int(dim)}
 	if n == 0 {
+		feat, csr := b.finish()
+		return feat, csr, nil
+	}
+	if a.Fortran && !a.Mapped() {
+		if err := readFortranFeatures(z.Path, a, b); err != nil {
+			return nil, nil, err
+		}
 		feat, csr := b.finish()
 		return feat, csr, nil
 	}
@@ -224,6 +228,99 @@ func readNPZFeatures(z *npy.Archive, n int64, rows []int64, format FeatureFormat
 	}
 	feat, csr := b.finish()
 	return feat, csr, nil
+}
+
+// fortranPiece is how many values of a column readFortranFeatures reads
+// at a time (npzRowBytes of float32; a variable for tests).
+var fortranPiece = int64(npzRowBytes / 4)
+
+// readFortranFeatures fills b (n > 0 rows of b.dim columns) with the
+// held rows of node_feat a, a streamed (deflated) Fortran-order array of
+// the archive at path: column by column in storage order, through a
+// buffer of fortranPiece values, so that the entry is decompressed
+// forward and only the held rows are kept. The dense format takes one
+// pass over the entry; auto and csr take two: the first counts the
+// nonzeros (of the whole file, which choose auto's format and whether
+// the rows are a pattern; of each held row, which size the sparse rows),
+// the second fills the rows. The result is the featBuilder's of the same
+// rows read in C order; a non-finite value is an error naming its row
+// and column, the first in storage order.
+func readFortranFeatures(path string, a *npy.Array, b *featBuilder) error {
+	n, dim := b.n, b.dim
+	buf := make([]float32, min(n, fortranPiece))
+	// pass calls fn with every entry (g, q) of the file, and lid the index
+	// of row g among the held rows (-1 when not held).
+	pass := func(fn func(lid int64, q int, v float32)) error {
+		c := a.Cursor()
+		defer c.Close()
+		for q := range dim {
+			next := 0
+			for at := int64(0); at < n; at += int64(len(buf)) {
+				k := min(int64(len(buf)), n-at)
+				if err := npy.Read(c, buf[:k], int64(q)*n+at); err != nil {
+					return err
+				}
+				for i, v := range buf[:k] {
+					g := at + int64(i)
+					if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+						return parseErr(path, 0, fmt.Sprintf("%s: row %d, column %d: non-finite feature %v", npzFeat, g, q, v))
+					}
+					lid := g
+					if b.rows != nil {
+						lid = -1
+						if next < len(b.rows) && b.rows[next] == g {
+							lid = int64(next)
+							next++
+						}
+					}
+					fn(lid, q, v)
+				}
+			}
+		}
+		return nil
+	}
+	fillDense := func() error {
+		b.format, b.feat = FeatureDense, dense.New(int(b.held), dim)
+		data := b.feat.Data
+		return pass(func(lid int64, q int, v float32) {
+			if lid >= 0 {
+				data[lid*int64(dim)+int64(q)] = v
+			}
+		})
+	}
+	if b.format == FeatureDense {
+		return fillDense()
+	}
+	indptr := make([]int64, b.held+1)
+	err := pass(func(lid int64, _ int, v float32) {
+		if v != 0 {
+			b.nnz++
+			b.ones = b.ones && v == 1
+			if lid >= 0 {
+				indptr[lid+1]++
+			}
+		}
+	})
+	if err != nil {
+		return err
+	}
+	if b.format == FeatureAuto && !sparseByDensity(b.nnz, n, dim) {
+		return fillDense()
+	}
+	for i := range b.held {
+		indptr[i+1] += indptr[i]
+	}
+	m := &sparse.Matrix[float32]{NRows: b.held, NCols: int64(dim), Indptr: indptr,
+		Indices: make([]int64, indptr[b.held]), Values: make([]float32, indptr[b.held])}
+	at := slices.Clone(indptr[:b.held]) // the next free slot of each row
+	err = pass(func(lid int64, q int, v float32) {
+		if v != 0 && lid >= 0 {
+			m.Indices[at[lid]], m.Values[at[lid]] = int64(q), v
+			at[lid]++
+		}
+	})
+	b.csr = m
+	return err
 }
 
 // readNPZEdges reads edge_index (2×E integers: sources, then

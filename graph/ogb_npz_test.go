@@ -314,3 +314,96 @@ func TestOGBBinaryEdgeMemory(t *testing.T) {
 		})
 	}
 }
+
+// writeFortranFeat rewrites raw/data.npz of the layout in dir with d's
+// node_feat in Fortran order (column-major), deflated; the other entries
+// are copied as they are.
+func writeFortranFeat(t *testing.T, dir string, d *Dataset) {
+	t.Helper()
+	path := filepath.Join(dir, "raw", "data.npz")
+	zr, err := zip.OpenReader(path)
+	require.NoError(t, err)
+	defer zr.Close()
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	for _, f := range zr.File {
+		if f.Name != "node_feat.npy" {
+			require.NoError(t, zw.Copy(f))
+		}
+	}
+	n, dim := d.Feat.Rows, d.Feat.Cols
+	cols := make([]float32, 0, n*dim)
+	for j := range dim {
+		for i := range n {
+			cols = append(cols, d.Feat.Row(i)[j])
+		}
+	}
+	var nf bytes.Buffer
+	require.NoError(t, npy.Write(&nf, []int64{int64(n), int64(dim)}, cols))
+	// "True " is as long as "False": the header keeps its length.
+	fortran := bytes.Replace(nf.Bytes(), []byte("'fortran_order': False"), []byte("'fortran_order': True "), 1)
+	w, err := zw.CreateHeader(&zip.FileHeader{Name: "node_feat.npy", Method: zip.Deflate})
+	require.NoError(t, err)
+	_, err = w.Write(fortran)
+	require.NoError(t, err)
+	require.NoError(t, zw.Close())
+	require.NoError(t, os.WriteFile(path, buf.Bytes(), 0o644))
+}
+
+// TestOGBBinaryFortranFeatures reads a deflated Fortran-order node_feat
+// (streamed column by column, in pieces of 64 values here so that every
+// column takes several) and requires the Dataset of the same graph with
+// a C-order node_feat, whole and by rows, in every feature format, and
+// the same rows from OGBRows.Features; a non-finite value is named by
+// its row and column.
+func TestOGBBinaryFortranFeatures(t *testing.T) {
+	defer func(p int64) { fortranPiece = p }(fortranPiece)
+	fortranPiece = 64
+	for _, dens := range []float64{0.9, 0.05} {
+		g := npzGraph(5, 300, 1500, 7, dens)
+		root := t.TempDir()
+		cDir, fDir := filepath.Join(root, "c", "g"), filepath.Join(root, "f", "g")
+		writeNPZLayout(t, cDir, g, true)
+		writeNPZLayout(t, fDir, g, true)
+		writeFortranFeat(t, fDir, g)
+		keep := func(gid int64) bool { return gid%3 != 1 }
+		for _, opt := range []ReadOptions{
+			{},
+			{Keep: keep},
+			{FeatureFormat: FeatureCSR},
+			{FeatureFormat: FeatureCSR, Keep: keep},
+			{FeatureFormat: FeatureDense},
+			{FeatureFormat: FeatureDense, Keep: keep},
+		} {
+			want, err := Load(cDir, opt)
+			require.NoError(t, err)
+			got, err := Load(fDir, opt)
+			require.NoError(t, err, "density %v, options %+v", dens, opt)
+			require.NoError(t, got.Validate())
+			require.Equal(t, want, got, "density %v, options %+v", dens, opt)
+		}
+		cr, err := OpenOGBRows(cDir)
+		require.NoError(t, err)
+		fr, err := OpenOGBRows(fDir)
+		require.NoError(t, err)
+		for _, r := range [][2]int64{{0, 300}, {0, 1}, {17, 150}, {299, 300}, {40, 40}} {
+			want, err := cr.Features(r[0], r[1])
+			require.NoError(t, err)
+			got, err := fr.Features(r[0], r[1])
+			require.NoError(t, err, "rows %v", r)
+			require.Equal(t, want.src.dense, got.src.dense, "density %v, rows %v", dens, r)
+		}
+		require.NoError(t, cr.Close())
+		require.NoError(t, fr.Close())
+	}
+	g := npzGraph(5, 300, 1500, 7, 0.9)
+	g.Feat.Row(250)[4] = float32(math.NaN())
+	dir := filepath.Join(t.TempDir(), "g")
+	writeNPZLayout(t, dir, g, true)
+	writeFortranFeat(t, dir, g)
+	for _, f := range []FeatureFormat{FeatureAuto, FeatureDense} {
+		_, err := Load(dir, ReadOptions{FeatureFormat: f})
+		require.ErrorContains(t, err, "raw/data.npz")
+		require.ErrorContains(t, err, "node_feat: row 250, column 4: non-finite feature NaN")
+	}
+}

@@ -1,7 +1,6 @@
 package graph
 
 import (
-	"errors"
 	"fmt"
 	"io/fs"
 	"math"
@@ -103,8 +102,6 @@ func (r *OGBRows) openFeat() (*npy.Array, error) {
 	case err != nil:
 	case a.DType.Kind != npy.Float:
 		err = &npy.Error{Path: r.z.Path, Entry: npzFeat, Err: fmt.Errorf("%w: %s features, want float16, float32 or float64", npy.ErrDType, a.DType)}
-	case a.Fortran && !a.Mapped():
-		err = &npy.Error{Path: r.z.Path, Entry: npzFeat, Err: errors.New("a Fortran-order array in a deflated entry cannot be read by rows in one pass; store it in C order (numpy.ascontiguousarray) or uncompressed (numpy.savez)")}
 	case a.Shape[1] > math.MaxInt32 || (r.n > 0 && a.Shape[1] > math.MaxInt/r.n):
 		err = parseErr(r.z.Path, 0, fmt.Sprintf("%s: %d×%d is too large", npzFeat, r.n, a.Shape[1]))
 	}

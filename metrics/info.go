@@ -29,6 +29,12 @@ type DatasetInfo struct {
 	Reciprocity  float64 `json:"reciprocity"`
 	Symmetrized  bool    `json:"symmetrized"`
 	EmptyClasses []int   `json:"empty_classes"` // classes below Classes without a vertex
+	// Labelled is the number of vertices with a class in [0, Classes),
+	// Unlabelled the others (graph.Unlabelled: NaN in OGB's binary
+	// layout, "nan" in its csv layout; every vertex of a dataset without
+	// labels).
+	Labelled   int64 `json:"labelled"`
+	Unlabelled int64 `json:"unlabelled"`
 }
 
 // Info is the final record of gnnmpi info.

@@ -272,9 +272,14 @@ func Read[T Elem](a *Array, dst []T, off int64) error {
 // ReadRows reads rows [lo, hi) along the first axis into dst in C order
 // (row i of the result is dst[(i-lo)·RowLen : (i-lo+1)·RowLen]), whatever
 // a's storage order, converting as Read does. For a Fortran-ordered array
-// the rows are gathered from RowLen strips of hi-lo elements, read in
-// ascending order (one forward pass on a streamed array). It panics
-// unless 0 ≤ lo ≤ hi ≤ Rows and len(dst) = (hi-lo)·RowLen.
+// the rows are gathered from RowLen strips of hi-lo elements (one a
+// column), read in ascending storage order through a buffer of at most
+// 64 KiB of a's elements: one forward pass on a streamed (deflated)
+// array, which keeps of each column only rows [lo, hi) and holds dst and
+// that buffer. A later call on the same streamed Array must start at or
+// after the end of this one's last strip (else ErrBackward): use a new
+// Cursor for each row range. It panics unless 0 ≤ lo ≤ hi ≤ Rows and
+// len(dst) = (hi-lo)·RowLen.
 func ReadRows[T Elem](a *Array, dst []T, lo, hi int64) error {
 	rows, rowLen := a.Rows(), a.RowLen()
 	if lo < 0 || lo > hi || hi > rows || int64(len(dst)) != (hi-lo)*rowLen {
@@ -294,14 +299,17 @@ func ReadRows[T Elem](a *Array, dst []T, lo, hi int64) error {
 		strides[k] = s
 		s *= dims[k]
 	}
-	strip := make([]T, hi-lo)
+	piece := make([]T, min(hi-lo, chunk/int64(a.DType.Size)))
 	var c int64
 	for q := int64(0); q < rowLen; q++ {
-		if err := Read(a, strip, rows*q+lo); err != nil {
-			return err
-		}
-		for i, v := range strip {
-			dst[int64(i)*rowLen+c] = v
+		for at := lo; at < hi; at += int64(len(piece)) {
+			p := piece[:min(int64(len(piece)), hi-at)]
+			if err := Read(a, p, rows*q+at); err != nil {
+				return err
+			}
+			for i, v := range p {
+				dst[(at-lo+int64(i))*rowLen+c] = v
+			}
 		}
 		// Advance the trailing index in Fortran order.
 		for k := range idx {

@@ -409,3 +409,32 @@ func TestConversion(t *testing.T) {
 	require.Equal(t, []float64{1.5, -2}, f8)
 	require.True(t, strings.HasSuffix(f4.Name(), ".npz: x"))
 }
+
+// TestFortranRowsPieces reads row ranges of a streamed Fortran-order
+// array whose columns are longer than ReadRows' buffer (16384 float32),
+// so that each column is read in several pieces in one forward pass.
+func TestFortranRowsPieces(t *testing.T) {
+	const n, f = 40000, 3
+	var data []byte
+	for j := range f {
+		for i := range n {
+			data = binary.LittleEndian.AppendUint32(data, math.Float32bits(float32(10*i+j)))
+		}
+	}
+	b := rawNPY(1, fmt.Sprintf("{'descr': '<f4', 'fortran_order': True, 'shape': (%d, %d), }", n, f), data)
+	for _, mapped := range []bool{true, false} {
+		a := openTestArray(t, b, mapped)
+		for _, r := range [][2]int64{{0, n}, {100, 39999}, {16383, 32770}, {39999, n}} {
+			c := a.Cursor()
+			got := make([]float32, (r[1]-r[0])*f)
+			require.NoError(t, ReadRows(c, got, r[0], r[1]))
+			require.NoError(t, c.Close())
+			for i := r[0]; i < r[1]; i++ {
+				for j := range int64(f) {
+					require.Equal(t, float32(10*i+j), got[(i-r[0])*f+j], "mapped %v, rows %v (%d,%d)", mapped, r, i, j)
+				}
+			}
+		}
+		require.NoError(t, a.Close())
+	}
+}

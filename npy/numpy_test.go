@@ -174,3 +174,44 @@ func TestNumPyArchives(t *testing.T) {
 		})
 	}
 }
+
+// TestNumPyFortranCompressed reads rows of the Fortran-order arrays of
+// NumPy's savez_compressed (deflated: streamed), each range in one
+// forward pass of a new cursor, and refuses a range behind the last one
+// on the same cursor.
+func TestNumPyFortranCompressed(t *testing.T) {
+	z, err := OpenArchive(filepath.Join("testdata", "fortran_compressed.npz"))
+	require.NoError(t, err)
+	defer z.Close()
+	nf, err := z.Open("node_feat")
+	require.NoError(t, err)
+	defer nf.Close()
+	require.False(t, nf.Mapped())
+	require.True(t, nf.Fortran)
+	require.Equal(t, []int64{2, 3, 4}, nf.Shape)
+	for _, r := range [][2]int64{{0, 2}, {0, 1}, {1, 2}, {1, 1}} {
+		c := nf.Cursor()
+		got := make([]float64, (r[1]-r[0])*12)
+		require.NoError(t, ReadRows(c, got, r[0], r[1]))
+		require.NoError(t, c.Close())
+		want := []float64{}
+		for i := r[0]; i < r[1]; i++ {
+			for j := range int64(3) {
+				for k := range int64(4) {
+					want = append(want, float64(100*i+10*j+k))
+				}
+			}
+		}
+		require.Equal(t, want, got, "rows %v", r)
+	}
+	ints, err := z.Open("ints")
+	require.NoError(t, err)
+	defer ints.Close()
+	require.True(t, ints.Fortran)
+	got := make([]int64, 8)
+	require.NoError(t, ReadRows(ints, got, 1, 3))
+	require.Equal(t, []int64{-1, 0, 1, 2, 3, 4, 5, 6}, got) // (i, j) = 4i + j - 5
+	err = ReadRows(ints, got[:4], 0, 1)
+	require.ErrorIs(t, err, ErrBackward)
+	require.ErrorContains(t, err, "fortran_compressed.npz: ints")
+}

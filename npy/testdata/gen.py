@@ -40,6 +40,9 @@ arrays = dict(edge_index=np.stack([np.arange(10) % 4, (np.arange(10) * 3) % 4]).
 np.savez('savez.npz', **arrays)
 np.savez_compressed('savez_compressed.npz', **arrays)
 
+# A deflated Fortran-order node_feat (read by rows in one streamed pass).
+np.savez_compressed('fortran_compressed.npz', node_feat=f234(),
+                    ints=np.asfortranarray(np.arange(12, dtype='<i4').reshape(3, 4) - 5))
 
 # Zip64 throughout (zip64 extra fields in the central directory and the
 # zip64 end of central directory), which NumPy writes for archives over

@@ -38,7 +38,9 @@ type Description struct {
 // v on rank v mod p; a single rank without a book maps the whole file)
 // and returns its statistics (graph.DistInfo), with the fraction of edges that
 // have a reverse edge over all ranks (Info.Reciprocity), the classes no
-// vertex has (Info.EmptyClasses) and the sizes of its splits. With
+// vertex has (Info.EmptyClasses), how many vertices have a class and how
+// many do not (Info.Labelled, Info.Unlabelled: graph.Unlabelled, or no
+// labels at all) and the sizes of its splits. With
 // o.Symmetrize the statistics are those of the symmetrized graph.
 //
 // Describe is collective over c: beyond DistInfo's reductions it sends,
@@ -90,6 +92,10 @@ func Describe(c collective.Comm, path string, o DescribeOptions) (Description, e
 		return Description{}, err
 	}
 	in.EmptyClasses = graph.EmptyClasses(counts)
+	for _, k := range counts {
+		in.Labelled += k
+	}
+	in.Unlabelled = in.Nodes - in.Labelled
 	for name, s := range d.Splits {
 		in.Splits[name] = []int{len(s.Train), len(s.Valid), len(s.Test)}
 	}
