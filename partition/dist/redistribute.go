@@ -139,8 +139,12 @@ func fetch[T collective.Elem](c collective.Comm, b []int64, adj *sparse.CSR, val
 // them, every column translated to its new id (the new ids of remote
 // columns come from their owners, a halo exchange), rows sorted.
 //
-// A rank holds its block, the rows of the parts it writes and its halo,
-// never an array of length n. Redistribute is collective over c. It
+// The rows' headers, features, labels and split members go in one
+// Alltoallv each; the columns and weights follow in rounds of at most 2²¹
+// entries a rank (sendColumns), put in place as they arrive, so that a
+// rank holds its block, the rows of the parts it writes, its halo and a
+// round's columns, never an array of length n nor a second copy of its
+// block's columns. Redistribute is collective over c. It
 // returns an error, on every rank alike, if the blocks are not as Bounds
 // requires; it will panic if part does not match the block, if a part
 // lies outside [0, parts) or if a split member lies outside the block.
@@ -173,25 +177,18 @@ func Redistribute(c collective.Comm, n int64, b *Block, part []int32, parts int)
 		return remote[k]
 	}
 
-	// Pack each row for the writer of its part: ints are (new id, original
-	// id, degree, columns…, feature nonzeros, feature columns…), edge
-	// weights, dense feature rows or sparse feature values, and labels go
-	// in streams of their own types.
+	// Pack each row's header for the writer of its part: ints are (new
+	// id, original id, degree, feature nonzeros, feature columns…); dense
+	// feature rows or sparse feature values, and labels go in streams of
+	// their own types. The columns and edge weights follow in rounds
+	// (sendColumns).
 	p := c.Size()
 	ints := make([][]int64, p)
-	weights := make([][]float64, p)
 	feats := make([][]float32, p)
 	labels := make([][]int32, p)
 	for i := range adj.NRows {
 		q := Writer(int(part[i]), p)
-		row := adj.Indices[adj.Indptr[i]:adj.Indptr[i+1]]
-		ints[q] = append(ints[q], newID[i], lo+i, int64(len(row)))
-		for _, j := range row {
-			ints[q] = append(ints[q], relabel(j))
-		}
-		if adj.Values != nil {
-			weights[q] = append(weights[q], adj.Values[adj.Indptr[i]:adj.Indptr[i+1]]...)
-		}
+		ints[q] = append(ints[q], newID[i], lo+i, adj.Indptr[i+1]-adj.Indptr[i])
 		switch {
 		case b.Feat != nil:
 			feats[q] = append(feats[q], b.Feat.Row(int(i))...)
@@ -229,10 +226,6 @@ func Redistribute(c collective.Comm, n int64, b *Block, part []int32, parts int)
 	if err != nil {
 		return nil, nil, err
 	}
-	recvWeights, err := collective.AlltoallvSlices(c, weights)
-	if err != nil {
-		return nil, nil, err
-	}
 	recvFeats, err := collective.AlltoallvSlices(c, feats)
 	if err != nil {
 		return nil, nil, err
@@ -245,7 +238,7 @@ func Redistribute(c collective.Comm, n int64, b *Block, part []int32, parts int)
 	if err != nil {
 		return nil, nil, err
 	}
-	ints, weights, feats, labels, members = nil, nil, nil, nil, nil
+	ints, feats, labels, members = nil, nil, nil, nil
 
 	// Which features every rank sends: the same on all, by Block's rules.
 	var featCols int
@@ -294,7 +287,7 @@ func Redistribute(c collective.Comm, n int64, b *Block, part []int32, parts int)
 			v, deg := msg[k], msg[k+2]
 			pr := partOf(v)
 			pr.Adj.Indptr[v-pr.Lo+1] = deg
-			k += 3 + int(deg)
+			k += 3
 			if sparseFeat {
 				pr.FeatCSR.Indptr[v-pr.Lo+1] = msg[k]
 				k += 1 + int(msg[k])
@@ -321,19 +314,13 @@ func Redistribute(c collective.Comm, n int64, b *Block, part []int32, parts int)
 	}
 	// Second pass: contents.
 	for src, msg := range recvInts {
-		w, f, l := recvWeights[src], recvFeats[src], recvLabels[src]
+		f, l := recvFeats[src], recvLabels[src]
 		for k := 0; k < len(msg); {
-			v, orig, deg := msg[k], msg[k+1], msg[k+2]
+			v, orig := msg[k], msg[k+1]
 			pr := partOf(v)
 			i := v - pr.Lo
 			pr.OrigIDs[i] = orig
-			at := pr.Adj.Indptr[i]
-			copy(pr.Adj.Indices[at:at+deg], msg[k+3:k+3+int(deg)])
-			k += 3 + int(deg)
-			if weighted {
-				copy(pr.Adj.Values[at:at+deg], w[:deg])
-				w = w[deg:]
-			}
+			k += 3
 			switch {
 			case denseFeat:
 				copy(pr.Feat.Row(int(i)), f[:featCols])
@@ -354,6 +341,10 @@ func Redistribute(c collective.Comm, n int64, b *Block, part []int32, parts int)
 			}
 		}
 	}
+	if err := sendColumns(c, adj, part, relabel, recvInts, partOf, sparseFeat); err != nil {
+		return nil, nil, err
+	}
+	recvInts = nil
 	for _, pr := range out {
 		pr.Adj.SortRows()
 		for _, name := range names {
@@ -377,6 +368,94 @@ func Redistribute(c collective.Comm, n int64, b *Block, part []int32, parts int)
 		}
 	}
 	return offsets, out, nil
+}
+
+// columnRound is how many columns (and edge weights) a rank sends in one
+// round of Redistribute: 16 MiB of int64s (a variable so that tests can
+// cut rows across rounds).
+var columnRound int64 = 1 << 21
+
+// sendColumns sends the columns of adj's rows, relabelled, and their
+// weights to the writers of the rows' parts (part), in rounds of at most
+// columnRound of this rank's entries (as many rounds on every rank: one
+// scalar Allreduce, then an Alltoallv of columns, and one of weights when
+// weighted, a round), and puts each in its row of the parts partOf finds.
+// A writer places what a source sends in the order of the source's row
+// headers in recvInts (new id, original id, degree, and with sparse
+// features their count and columns), which is the order of the source's
+// rows: a round may end within a row. It is collective over c.
+func sendColumns(c collective.Comm, adj *sparse.CSR, part []int32, relabel func(int64) int64, recvInts [][]int64,
+	partOf func(int64) *PartRows, sparseFeat bool) error {
+	p := c.Size()
+	rounds, err := collective.AllreduceScalar(c, (adj.NNZ()+columnRound-1)/columnRound, collective.Max)
+	if err != nil {
+		return err
+	}
+	weighted := adj.Values != nil
+	// Where each source's next column goes: the part cur[src], the row's
+	// next free entry at[src] and its end end[src]; the source's next
+	// header is at hdr[src].
+	hdr, at, end := make([]int, p), make([]int64, p), make([]int64, p)
+	cur := make([]*PartRows, p)
+	nextRow := func(src int) {
+		msg := recvInts[src]
+		for at[src] == end[src] {
+			k := hdr[src]
+			v, deg := msg[k], msg[k+2]
+			hdr[src] += 3
+			if sparseFeat {
+				hdr[src] += 1 + int(msg[k+3])
+			}
+			pr := partOf(v)
+			cur[src] = pr
+			at[src] = pr.Adj.Indptr[v-pr.Lo]
+			end[src] = at[src] + deg
+		}
+	}
+	cols := make([][]int64, p)
+	weights := make([][]float64, p)
+	row := int64(0) // this rank's first row not yet fully sent
+	for k := range rounds {
+		elo, ehi := min(k*columnRound, adj.NNZ()), min((k+1)*columnRound, adj.NNZ())
+		for q := range p {
+			cols[q], weights[q] = cols[q][:0], weights[q][:0]
+		}
+		for ; row < adj.NRows && adj.Indptr[row] < ehi; row++ {
+			q := Writer(int(part[row]), p)
+			a, b := max(adj.Indptr[row], elo), min(adj.Indptr[row+1], ehi)
+			for _, j := range adj.Indices[a:b] {
+				cols[q] = append(cols[q], relabel(j))
+			}
+			if weighted {
+				weights[q] = append(weights[q], adj.Values[a:b]...)
+			}
+			if adj.Indptr[row+1] > ehi {
+				break // the row goes on in the next round
+			}
+		}
+		recvCols, err := collective.AlltoallvSlices(c, cols)
+		if err != nil {
+			return err
+		}
+		var recvWeights [][]float64
+		if weighted {
+			if recvWeights, err = collective.AlltoallvSlices(c, weights); err != nil {
+				return err
+			}
+		}
+		for src, got := range recvCols {
+			for e, j := range got {
+				nextRow(src)
+				pr := cur[src]
+				pr.Adj.Indices[at[src]] = j
+				if weighted {
+					pr.Adj.Values[at[src]] = recvWeights[src][e]
+				}
+				at[src]++
+			}
+		}
+	}
+	return nil
 }
 
 // Reciprocal reports whether every stored edge (i, j) of the graph whose

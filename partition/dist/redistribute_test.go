@@ -83,56 +83,72 @@ func blockOf(d *graph.Dataset, lo, hi int64) *Block {
 // random assignment of K parts (K below, equal to and above p), and checks
 // that every part equals graph.MakePart of the whole dataset with the
 // book of the same assignment, and each part is received by its writer.
+// With K = 3 the columns go in rounds of 5 and 64, cutting rows across
+// rounds; else in one round.
 func TestRedistributeMatchesMakePart(t *testing.T) {
 	for name, d := range datasets(t) {
 		for _, k := range []int{1, 3, 4, 7} {
-			rng := rand.New(rand.NewPCG(uint64(k), 5))
-			whole := make([]int32, d.NumNodes)
-			for v := range whole {
-				whole[v] = int32(rng.IntN(k))
-			}
-			book, err := partition.New(whole, k, "random")
-			require.NoError(t, err)
-			wantOff, _ := graph.Relabel(book)
-			for _, p := range rankCounts {
-				t.Run(fmt.Sprintf("%s/k=%d/p=%d", name, k, p), func(t *testing.T) {
-					var mu sync.Mutex
-					got := map[int]*PartRows{}
-					run(t, p, func(c collective.Comm) error {
-						lo, hi := BlockRange(d.NumNodes, p, c.Rank())
-						off, parts, err := Redistribute(c, d.NumNodes, blockOf(d, lo, hi), whole[lo:hi], k)
-						if err != nil {
-							return err
-						}
-						assert.Equal(t, wantOff, off)
-						mu.Lock()
-						defer mu.Unlock()
-						for _, pr := range parts {
-							assert.Equal(t, c.Rank(), Writer(pr.Part, p))
-							got[pr.Part] = pr
-						}
-						return nil
-					})
-					require.Len(t, got, k)
-					for q := range k {
-						want, err := graph.MakePart(d, book, q)
-						require.NoError(t, err)
-						pr := got[q]
-						assert.Equal(t, want.Lo, pr.Lo)
-						assert.Equal(t, want.Hi, pr.Hi)
-						assert.Equal(t, want.Adj, pr.Adj, "part %d adjacency", q)
-						assert.Equal(t, want.Feat, pr.Feat, "part %d dense features", q)
-						assert.Equal(t, want.FeatCSR, pr.FeatCSR, "part %d sparse features", q)
-						assert.Equal(t, want.Labels, pr.Labels, "part %d labels", q)
-						assert.Equal(t, want.OrigIDs, pr.OrigIDs, "part %d original ids", q)
-						require.Len(t, pr.Splits, len(want.Splits))
-						for s, w := range want.Splits {
-							assert.Equal(t, Members{w.Train, w.Valid, w.Test}, pr.Splits[s], "part %d split %s", q, s)
-						}
-					}
+			for _, round := range []int64{5, 64, 1 << 21} {
+				if round < 1<<21 && k != 3 {
+					continue
+				}
+				t.Run(fmt.Sprintf("round=%d", round), func(t *testing.T) {
+					defer func(old int64) { columnRound = old }(columnRound)
+					columnRound = round
+					testRedistribute(t, name, d, k)
 				})
 			}
 		}
+	}
+}
+
+// testRedistribute is TestRedistributeMatchesMakePart for d with k parts.
+func testRedistribute(t *testing.T, name string, d *graph.Dataset, k int) {
+	rng := rand.New(rand.NewPCG(uint64(k), 5))
+	whole := make([]int32, d.NumNodes)
+	for v := range whole {
+		whole[v] = int32(rng.IntN(k))
+	}
+	book, err := partition.New(whole, k, "random")
+	require.NoError(t, err)
+	wantOff, _ := graph.Relabel(book)
+	for _, p := range rankCounts {
+		t.Run(fmt.Sprintf("%s/k=%d/p=%d", name, k, p), func(t *testing.T) {
+			var mu sync.Mutex
+			got := map[int]*PartRows{}
+			run(t, p, func(c collective.Comm) error {
+				lo, hi := BlockRange(d.NumNodes, p, c.Rank())
+				off, parts, err := Redistribute(c, d.NumNodes, blockOf(d, lo, hi), whole[lo:hi], k)
+				if err != nil {
+					return err
+				}
+				assert.Equal(t, wantOff, off)
+				mu.Lock()
+				defer mu.Unlock()
+				for _, pr := range parts {
+					assert.Equal(t, c.Rank(), Writer(pr.Part, p))
+					got[pr.Part] = pr
+				}
+				return nil
+			})
+			require.Len(t, got, k)
+			for q := range k {
+				want, err := graph.MakePart(d, book, q)
+				require.NoError(t, err)
+				pr := got[q]
+				assert.Equal(t, want.Lo, pr.Lo)
+				assert.Equal(t, want.Hi, pr.Hi)
+				assert.Equal(t, want.Adj, pr.Adj, "part %d adjacency", q)
+				assert.Equal(t, want.Feat, pr.Feat, "part %d dense features", q)
+				assert.Equal(t, want.FeatCSR, pr.FeatCSR, "part %d sparse features", q)
+				assert.Equal(t, want.Labels, pr.Labels, "part %d labels", q)
+				assert.Equal(t, want.OrigIDs, pr.OrigIDs, "part %d original ids", q)
+				require.Len(t, pr.Splits, len(want.Splits))
+				for s, w := range want.Splits {
+					assert.Equal(t, Members{w.Train, w.Valid, w.Test}, pr.Splits[s], "part %d split %s", q, s)
+				}
+			}
+		})
 	}
 }
 
