@@ -109,13 +109,23 @@ func NewIDs(c collective.Comm, part []int32, parts int) (newID, offsets []int64,
 func fetch[T collective.Elem](c collective.Comm, b []int64, adj *sparse.CSR, val []T) (ids []int64, vals []T, err error) {
 	me := c.Rank()
 	lo, hi := b[me], b[me+1]
+	// The distinct remote columns, gathered in sorted chunks merged into
+	// ids, so that only distinct ones are held beside a chunk.
+	chunk := make([]int64, 0, min(fetchChunk, len(adj.Indices)))
+	flush := func() {
+		slices.Sort(chunk)
+		ids = mergeDistinct(ids, slices.Compact(chunk))
+		chunk = chunk[:0]
+	}
 	for _, j := range adj.Indices {
 		if j < lo || j >= hi {
-			ids = append(ids, j)
+			if chunk = append(chunk, j); len(chunk) == cap(chunk) {
+				flush()
+			}
 		}
 	}
-	slices.Sort(ids)
-	ids = slices.Compact(ids)
+	flush()
+	chunk = nil
 	vals, err = collective.Halo(c, ids, func(j int64) int { return collective.BlockOf(b, j) }, func(j int64) (T, bool) {
 		if j < lo || j >= hi {
 			var zero T
@@ -127,6 +137,35 @@ func fetch[T collective.Elem](c collective.Comm, b []int64, adj *sparse.CSR, val
 		return nil, nil, err
 	}
 	return ids, vals, nil
+}
+
+// fetchChunk is how many remote columns fetch sorts at a time (a
+// variable so that tests can use several chunks).
+var fetchChunk = 1 << 22
+
+// mergeDistinct returns the sorted distinct values of the sorted
+// distinct a and b, a new slice (a itself when b is empty).
+func mergeDistinct(a, b []int64) []int64 {
+	if len(b) == 0 {
+		return a
+	}
+	out := make([]int64, 0, len(a)+len(b))
+	i, k := 0, 0
+	for i < len(a) && k < len(b) {
+		switch {
+		case a[i] < b[k]:
+			out = append(out, a[i])
+			i++
+		case a[i] > b[k]:
+			out = append(out, b[k])
+			k++
+		default:
+			out = append(out, a[i])
+			i, k = i+1, k+1
+		}
+	}
+	out = append(out, a[i:]...)
+	return slices.Clip(append(out, b[k:]...))
 }
 
 // Redistribute relabels a dataset spread over the ranks of c in row

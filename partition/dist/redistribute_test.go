@@ -84,7 +84,8 @@ func blockOf(d *graph.Dataset, lo, hi int64) *Block {
 // that every part equals graph.MakePart of the whole dataset with the
 // book of the same assignment, and each part is received by its writer.
 // With K = 3 the columns go in rounds of 5 and 64, cutting rows across
-// rounds; else in one round.
+// rounds, and the halo's columns are sorted in chunks of as many; else in
+// one round and one chunk.
 func TestRedistributeMatchesMakePart(t *testing.T) {
 	for name, d := range datasets(t) {
 		for _, k := range []int{1, 3, 4, 7} {
@@ -93,8 +94,11 @@ func TestRedistributeMatchesMakePart(t *testing.T) {
 					continue
 				}
 				t.Run(fmt.Sprintf("round=%d", round), func(t *testing.T) {
-					defer func(old int64) { columnRound = old }(columnRound)
+					defer func(round int64, chunk int) { columnRound, fetchChunk = round, chunk }(columnRound, fetchChunk)
 					columnRound = round
+					if round < 1<<21 {
+						fetchChunk = int(round)
+					}
 					testRedistribute(t, name, d, k)
 				})
 			}
