@@ -287,6 +287,7 @@ func EdgeCut(c collective.Comm, n, lo int64, adj *sparse.CSR, part []int32) (int
 		return 0, err
 	}
 	hi := lo + adj.NRows
+	index := newSortedIndex(ids)
 	var cut int64
 	for i := range adj.NRows {
 		for _, j := range adj.Indices[adj.Indptr[i]:adj.Indptr[i+1]] {
@@ -294,7 +295,7 @@ func EdgeCut(c collective.Comm, n, lo int64, adj *sparse.CSR, part []int32) (int
 			if j >= lo && j < hi {
 				pj = part[j-lo]
 			} else {
-				k, ok := slices.BinarySearch(ids, j)
+				k, ok := index.find(j)
 				if !ok {
 					panic("dist: internal error: missing halo vertex")
 				}

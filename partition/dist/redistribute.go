@@ -104,7 +104,7 @@ func NewIDs(c collective.Comm, part []int32, parts int) (newID, offsets []int64,
 // fetch returns, for the sorted distinct columns of adj outside this
 // rank's rows [b[rank], b[rank+1]), the values val of their owners (each
 // owner answers with val[j−lo] for its row j): collective.Halo, whose
-// traffic it is. The caller looks a column up by binary search in ids.
+// traffic it is. The caller looks a column up in ids (newSortedIndex).
 // fetch is collective over c.
 func fetch[T collective.Elem](c collective.Comm, b []int64, adj *sparse.CSR, val []T) (ids []int64, vals []T, err error) {
 	me := c.Rank()
@@ -178,7 +178,10 @@ func mergeDistinct(a, b []int64) []int64 {
 // them, every column translated to its new id (the new ids of remote
 // columns come from their owners, a halo exchange), rows sorted.
 //
-// The rows' headers, features, labels and split members go in one
+// When no vertex changes its id (the parts are consecutive blocks of
+// ids, as partition.Block's), the halo exchange is skipped: one scalar
+// Allreduce finds it. The rows' headers, features, labels and split
+// members go in one
 // Alltoallv each; the columns and weights follow in rounds of at most 2²¹
 // entries a rank (sendColumns), put in place as they arrive, so that a
 // rank holds its block, the rows of the parts it writes, its halo and a
@@ -200,16 +203,35 @@ func Redistribute(c collective.Comm, n int64, b *Block, part []int32, parts int)
 	if err != nil {
 		return nil, nil, err
 	}
-	ids, remote, err := fetch(c, bounds, adj, newID)
-	if err != nil {
+	lo, hi := b.Lo, b.Lo+adj.NRows
+	// Where every vertex keeps its id (the parts are consecutive blocks
+	// in id order), the columns need no relabelling and no halo.
+	moved := int64(0)
+	for i, v := range newID {
+		if v != lo+int64(i) {
+			moved = 1
+			break
+		}
+	}
+	if moved, err = collective.AllreduceScalar(c, moved, collective.Max); err != nil {
 		return nil, nil, err
 	}
-	lo, hi := b.Lo, b.Lo+adj.NRows
+	var ids []int64
+	var remote []int64
+	if moved != 0 {
+		if ids, remote, err = fetch(c, bounds, adj, newID); err != nil {
+			return nil, nil, err
+		}
+	}
+	index := newSortedIndex(ids)
 	relabel := func(j int64) int64 {
+		if moved == 0 {
+			return j
+		}
 		if j >= lo && j < hi {
 			return newID[j-lo]
 		}
-		k, ok := slices.BinarySearch(ids, j)
+		k, ok := index.find(j)
 		if !ok {
 			panic("dist: internal error: missing halo vertex")
 		}

@@ -96,7 +96,12 @@ func Partition(c collective.Comm, r Source, o Options) (*Result, error) {
 	if res.Seconds, err = collective.AllreduceScalar(c, time.Since(t0).Seconds(), collective.Max); err != nil {
 		return nil, err
 	}
-	if res.Cut, err = dist.EdgeCut(c, n, lo, cutBlock, res.Part); err != nil {
+	if o.Engine != nil {
+		res.Cut, err = dist.EdgeCut(c, n, lo, cutBlock, res.Part)
+	} else {
+		res.Cut, err = collective.AllreduceScalar(c, blockCut(n, o.Parts, lo, cutBlock), collective.Sum)
+	}
+	if err != nil {
 		return nil, err
 	}
 	if res.Sizes, err = dist.Sizes(c, res.Part, o.Parts); err != nil {
@@ -117,6 +122,26 @@ func blockParts(n int64, k int, lo, hi int64) []int32 {
 		part[v-lo] = int32(q)
 	}
 	return part
+}
+
+// blockCut returns the edges of rows [lo, lo+adj.NRows) whose ends lie in
+// different parts of the block book of n vertices and k parts: the part
+// of any vertex is known from its id, so no halo is fetched.
+func blockCut(n int64, k int, lo int64, adj *sparse.CSR) int64 {
+	bounds := make([]int64, k+1)
+	for q := range k {
+		bounds[q], bounds[q+1] = dist.BlockRange(n, k, q)
+	}
+	var cut int64
+	for i := range adj.NRows {
+		pi := collective.BlockOf(bounds, lo+i)
+		for _, j := range adj.Indices[adj.Indptr[i]:adj.Indptr[i+1]] {
+			if j < bounds[pi] || j >= bounds[pi+1] {
+				cut++
+			}
+		}
+	}
+	return cut
 }
 
 // Book gathers res's parts on rank 0 (dist.GatherParts: one Gatherv of
