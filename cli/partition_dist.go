@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"gnnmpi/collective"
 	"gnnmpi/graph"
+	"gnnmpi/internal/memlimit"
 	"gnnmpi/partition"
 	"gnnmpi/partition/dist"
 	"gnnmpi/partition/distpart"
@@ -62,6 +64,13 @@ func ogbBinaryDir(path string) bool {
 // rank holds the whole graph.
 func runDistPartition(env *Env, o distOptions) error {
 	c := env.Comm
+	stopWatch := memlimit.WatchAnon(50 * time.Millisecond)
+	watching := true
+	defer func() {
+		if watching {
+			stopWatch()
+		}
+	}()
 	k, method, data := o.parts, o.method, o.data
 	if k < 1 {
 		return fmt.Errorf("partition: --parts %d < 1", k)
@@ -82,6 +91,9 @@ func runDistPartition(env *Env, o distOptions) error {
 	}
 	var r distpart.Source
 	if ogbBinaryDir(data) {
+		if err := checkIngest(c, data, o.symmetrize, k); err != nil {
+			return err
+		}
 		g, err := distpart.OpenOGB(c, data, distpart.OGBOptions{Symmetrize: o.symmetrize, Progress: env.Progress})
 		if err != nil {
 			return err
@@ -152,5 +164,66 @@ func runDistPartition(env *Env, o distOptions) error {
 	if m != nil {
 		reportParts(env, o.out, m)
 	}
+	watching = false
+	return reportMemory(env, stopWatch())
+}
+
+// checkIngest fails every rank, before any edge is read, when the
+// ingest of the OGB layout in dir into k parts (distpart.IngestBytes)
+// does not fit what a rank may allocate (memlimit.Available): each rank
+// that does not fit names its need and its limit. It is collective over
+// c.
+func checkIngest(c collective.Comm, dir string, symmetrize bool, k int) error {
+	err := func() error {
+		g, err := graph.OpenOGBRows(dir)
+		if err != nil {
+			return err
+		}
+		defer g.Close()
+		f, err := g.FeatureReader()
+		if f != nil {
+			f.Close()
+		}
+		if err != nil {
+			return err
+		}
+		n, m, p := g.NumNodes(), g.NumEdges(), c.Size()
+		need := distpart.IngestBytes(n, m, symmetrize, p, k, g.NumFeatures(), f != nil)
+		if b := memlimit.Available(); need > b.Bytes {
+			sym := ""
+			if symmetrize {
+				sym = ", symmetrized"
+			}
+			return fmt.Errorf("partition: out of memory: ingesting %s (%d vertices, %d edges%s) into %d parts on %d ranks needs about %.2f GiB a rank, but this rank may allocate only %s; run on more ranks (each holds 1/p of the edges) or raise the limit",
+				dir, n, m, sym, k, p, float64(need)/(1<<30), b)
+		}
+		return nil
+	}()
+	if e := collective.Agree(c, err); err == nil {
+		return e
+	}
+	return err
+}
+
+// reportMemory prints on rank 0 the largest peak resident set of the
+// ranks (VmHWM, with the pages of mapped files) and the largest peak of
+// anonymous memory (sampled: memlimit.WatchAnon), each with its rank: one
+// Allgather of two int64s.
+func reportMemory(env *Env, anon int64) error {
+	all, _, err := collective.AllgatherSlice(env.Comm, []int64{memlimit.PeakRSS(), anon})
+	if err != nil {
+		return err
+	}
+	rss, anonRank := 0, 0
+	for r := 0; r < len(all)/2; r++ {
+		if all[2*r] > all[2*rss] {
+			rss = r
+		}
+		if all[2*r+1] > all[2*anonRank+1] {
+			anonRank = r
+		}
+	}
+	env.Printf("memory: peak resident set %.2f GiB (rank %d, mapped files included); anonymous peak %.2f GiB (rank %d, sampled every 50 ms)\n",
+		float64(all[2*rss])/(1<<30), rss, float64(all[2*anonRank+1])/(1<<30), anonRank)
 	return nil
 }

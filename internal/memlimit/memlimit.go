@@ -18,7 +18,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
+	"time"
 	"unsafe"
 )
 
@@ -89,6 +91,53 @@ func PeakRSS() int64 {
 	}
 	v, _ := statusField(data, "VmHWM:")
 	return v
+}
+
+// AnonRSS returns the process's anonymous resident memory in bytes now
+// (RssAnon of /proc/self/status: heap and stacks, not the pages of mapped
+// files), or 0 where that is not available.
+func AnonRSS() int64 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	v, _ := statusField(data, "RssAnon:")
+	return v
+}
+
+// WatchAnon samples AnonRSS every interval until stop is called; stop
+// returns the largest sample, taking one more first. The kernel keeps no
+// peak of anonymous memory (VmHWM counts mapped files' pages too), so a
+// peak between two samples can be missed.
+func WatchAnon(every time.Duration) (stop func() int64) {
+	var peak atomic.Int64
+	sample := func() {
+		if v := AnonRSS(); v > peak.Load() {
+			peak.Store(v)
+		}
+	}
+	sample()
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				sample()
+			}
+		}
+	}()
+	return func() int64 {
+		close(done)
+		<-finished
+		sample()
+		return peak.Load()
+	}
 }
 
 // LocalRanks returns the number of ranks the launcher started on this

@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"runtime"
 	"syscall"
 	"testing"
+	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -132,4 +135,24 @@ func TestReleaseMapped(t *testing.T) {
 	if !bytes.Equal(m, want) || !bytes.Equal(heap, want) {
 		t.Fatal("ReleaseMapped changed the buffers' contents")
 	}
+}
+
+// TestWatchAnon requires the watched peak to cover a buffer of 64 MiB
+// touched while watching and released before stop, and no sample above
+// the resident set's peak.
+func TestWatchAnon(t *testing.T) {
+	if AnonRSS() == 0 {
+		t.Skip("no RssAnon in /proc/self/status")
+	}
+	base := AnonRSS()
+	stop := WatchAnon(time.Millisecond)
+	buf := make([]byte, 64<<20)
+	for i := range buf {
+		buf[i] = byte(i)
+	}
+	time.Sleep(20 * time.Millisecond)
+	runtime.KeepAlive(buf)
+	peak := stop()
+	assert.GreaterOrEqual(t, peak, base+60<<20, "the buffer was resident while watched")
+	assert.LessOrEqual(t, peak, PeakRSS())
 }

@@ -248,6 +248,37 @@ func (g *OGB) load(c collective.Comm, o OGBOptions) error {
 	return nil
 }
 
+// IngestBytes estimates the most a rank of p holds while OpenOGB reads a
+// graph of n vertices and edges stored edges (twice as many entries when
+// symmetrize) and WriteParts writes it in parts parts: its rows' CSR (8
+// bytes an entry, 24 a row), the CSR of the parts it writes (8 bytes an
+// entry, 24 a row with their original ids), a round's buffers of both,
+// and dim features a row: a chunk of them when streamed (the source is
+// RowFeatures), else the rows' block, the packed and received copies and
+// the part's (4 bytes a feature each). Entries are counted before
+// deduplication and spread evenly over the ranks' rows.
+func IngestBytes(n, edges int64, symmetrize bool, p, parts, dim int, streamed bool) int64 {
+	entries := edges
+	if symmetrize {
+		entries *= 2
+	}
+	per := (parts + p - 1) / p // parts a writer writes
+	blockRows, partRows := n/int64(p)+1, (n/int64(parts)+1)*int64(per)
+	need := 8*entries/int64(p) + 24*blockRows
+	need += 8*entries/int64(parts)*int64(per) + 24*partRows
+	round := int64(DefaultRoundEdges) * 8 * 5 // pairs (twice symmetrized), rows, received pairs
+	if symmetrize {
+		round = int64(DefaultRoundEdges) * 8 * 9
+	}
+	need += max(round, 2*8<<21) // Redistribute's rounds: columns sent and received
+	if streamed {
+		need += 2 * streamChunk
+	} else {
+		need += 4 * int64(dim) * (3*blockRows + partRows)
+	}
+	return need
+}
+
 // sortByOwner orders the (row, column) pairs in place by the block of
 // bounds that holds their row (collective.BlockOf), in place, and returns
 // the number of int64s (two a pair) of each block.
