@@ -298,6 +298,14 @@ func checkFootprint(c collective.Comm, d *Data, cfg Config, norm FeatureNorm, ev
 		return footprint{}, "", err
 	}
 	need, what := f.Total(), f.String()
+	// Feature rows in a file mapping are resident now, counted by the
+	// budget, and released once the store has copied them
+	// (mappedRows.release); the kernel reclaims them under the limit
+	// while the store fills, so the store's need is net of them.
+	if mapped := min(memlimit.MappedBytes(mappedFeatures(d)...), f.Store); mapped > 0 {
+		need = max(0, need-mapped)
+		what += ", less the mapped feature rows the store replaces " + gib(mapped)
+	}
 	if cfg.Device == DeviceCUDA && shape.nnz < 0 && cfg.FeatureDType != alltoall.F16 {
 		// The device tiers (gpu/tier) copy the resident rows not in device
 		// memory into mapped host memory beside the store.

@@ -309,6 +309,27 @@ func ReleaseMapped(bufs ...[]byte) {
 	}
 }
 
+// MappedBytes returns the bytes of those buffers that lie in a shared
+// file mapping (per /proc/self/maps; 0 without /proc): memory the kernel
+// may reclaim and read again from the file, unlike the heap's.
+func MappedBytes(bufs ...[]byte) int64 {
+	maps, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		return 0
+	}
+	var n int64
+	for _, b := range bufs {
+		if len(b) == 0 {
+			continue
+		}
+		lo := uint64(uintptr(unsafe.Pointer(unsafe.SliceData(b))))
+		if FileMapped(maps, lo, lo+uint64(len(b))) {
+			n += int64(len(b))
+		}
+	}
+	return n
+}
+
 // FileMapped reports whether [lo, hi) lies inside one shared mapping of a
 // file in maps, the contents of /proc/PID/maps ("lo-hi perms offset dev
 // inode path" per line).

@@ -112,8 +112,9 @@ func TestFileMapped(t *testing.T) {
 	}
 }
 
-// ReleaseMapped leaves a shared file mapping's contents readable, and
-// heap memory untouched.
+// TestReleaseMapped requires MappedBytes to count a file mapping's
+// buffer and not a heap buffer, and ReleaseMapped to leave a shared file
+// mapping's contents readable and heap memory untouched.
 func TestReleaseMapped(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "rows")
 	want := bytes.Repeat([]byte("gnnmpi rows "), 4096)
@@ -131,6 +132,7 @@ func TestReleaseMapped(t *testing.T) {
 	}
 	defer syscall.Munmap(m)
 	heap := append([]byte(nil), want...)
+	assert.Equal(t, int64(len(m)-100), MappedBytes(m[100:], heap), "the mapped buffer counts, the heap's does not")
 	ReleaseMapped(m, heap)
 	if !bytes.Equal(m, want) || !bytes.Equal(heap, want) {
 		t.Fatal("ReleaseMapped changed the buffers' contents")
