@@ -75,6 +75,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	setBLASThreads(g.blasThreads, os.Getenv)
 	setProcs(os.Getenv)
 	setMemoryLimit(os.Getenv)
+	memlimit.StartAnonWatch(50 * time.Millisecond)
 	impl, blasName, err := pickBLAS(g.blas)
 	if err != nil {
 		fmt.Fprintf(stderr, "gnnmpi: %v\n", err)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"time"
 
 	"gnnmpi/collective"
 	"gnnmpi/graph"
@@ -64,13 +63,6 @@ func ogbBinaryDir(path string) bool {
 // rank holds the whole graph.
 func runDistPartition(env *Env, o distOptions) error {
 	c := env.Comm
-	stopWatch := memlimit.WatchAnon(50 * time.Millisecond)
-	watching := true
-	defer func() {
-		if watching {
-			stopWatch()
-		}
-	}()
 	k, method, data := o.parts, o.method, o.data
 	if k < 1 {
 		return fmt.Errorf("partition: --parts %d < 1", k)
@@ -164,8 +156,7 @@ func runDistPartition(env *Env, o distOptions) error {
 	if m != nil {
 		reportParts(env, o.out, m)
 	}
-	watching = false
-	return reportMemory(env, stopWatch())
+	return reportMemory(env)
 }
 
 // checkIngest fails every rank, before any edge is read, when the
@@ -207,10 +198,10 @@ func checkIngest(c collective.Comm, dir string, symmetrize bool, k int) error {
 
 // reportMemory prints on rank 0 the largest peak resident set of the
 // ranks (VmHWM, with the pages of mapped files) and the largest peak of
-// anonymous memory (sampled: memlimit.WatchAnon), each with its rank: one
+// anonymous memory (memlimit.PeakAnon, sampled), each with its rank: one
 // Allgather of two int64s.
-func reportMemory(env *Env, anon int64) error {
-	all, _, err := collective.AllgatherSlice(env.Comm, []int64{memlimit.PeakRSS(), anon})
+func reportMemory(env *Env) error {
+	all, _, err := collective.AllgatherSlice(env.Comm, []int64{memlimit.PeakRSS(), memlimit.PeakAnon()})
 	if err != nil {
 		return err
 	}
@@ -223,7 +214,7 @@ func reportMemory(env *Env, anon int64) error {
 			anonRank = r
 		}
 	}
-	env.Printf("memory: peak resident set %.2f GiB (rank %d, mapped files included); anonymous peak %.2f GiB (rank %d, sampled every 50 ms)\n",
+	env.Printf("memory: peak resident set %.2f GiB (rank %d, mapped files included); anonymous peak %.2f GiB (rank %d, sampled)\n",
 		float64(all[2*rss])/(1<<30), rss, float64(all[2*anonRank+1])/(1<<30), anonRank)
 	return nil
 }

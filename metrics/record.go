@@ -99,7 +99,8 @@ type Training struct {
 	BytesPerEpoch map[string]int64 `json:"bytes_per_epoch"` // mean by phase, summed over ranks
 	Params        int              `json:"params"`
 	EpochsRun     int              `json:"epochs_run"`
-	PeakRSSBytes  []int64          `json:"peak_rss_bytes"` // every rank's
+	PeakRSSBytes  []int64          `json:"peak_rss_bytes"`  // every rank's (VmHWM: mapped files' pages too)
+	PeakAnonBytes []int64          `json:"peak_anon_bytes"` // every rank's anonymous memory (heap, stacks), sampled
 	// MedianPhaseS is the median over the epochs of each phase's seconds.
 	MedianPhaseS map[string]float64 `json:"median_phase_s"`
 }

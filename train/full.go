@@ -143,13 +143,14 @@ func RunFull(c collective.Comm, d *Data, cfg FullConfig, h Hooks) (*FullResult, 
 	delete(res.BytesPerEpoch, metrics.PhaseEval)
 	res.NumParams = pipe.NumParams(s.model)
 	defer collective.SetPhase(c, metrics.PhaseMetrics)()
-	mem, _, err := collective.AllgatherSlice(c, []int64{s.tr.StateBytes(), memlimit.PeakRSS()})
+	mem, _, err := collective.AllgatherSlice(c, []int64{s.tr.StateBytes(), memlimit.PeakRSS(), memlimit.PeakAnon()})
 	if err != nil {
 		return nil, err
 	}
 	for r := range c.Size() {
-		res.StateBytes = append(res.StateBytes, mem[2*r])
-		res.PeakRSS = append(res.PeakRSS, mem[2*r+1])
+		res.StateBytes = append(res.StateBytes, mem[3*r])
+		res.PeakRSS = append(res.PeakRSS, mem[3*r+1])
+		res.PeakAnon = append(res.PeakAnon, mem[3*r+2])
 	}
 	return res, nil
 }

@@ -52,6 +52,10 @@ type Result struct {
 	// (VmHWM; 0 where unknown). In-process ranks share one process and
 	// report its peak.
 	PeakRSS []int64
+	// PeakAnon is every rank's peak anonymous resident memory, sampled
+	// (memlimit.PeakAnon: the heap and stacks without mapped files'
+	// pages; the current value where main started no watch).
+	PeakAnon []int64
 	// Memory is every rank's state by category (Run only; see
 	// MemoryCategories): Memory[category][rank] bytes.
 	Memory map[string][]int64

@@ -91,7 +91,7 @@ func Run(c collective.Comm, d *Data, cfg Config, h Hooks) (*Result, error) {
 	res.NumParams, res.Stores = t.m.NumParams(), t.stores
 	res.DataPath = t.path.record()
 	defer collective.SetPhase(c, metrics.PhaseMetrics)()
-	mine := append(t.memory(), memlimit.PeakRSS())
+	mine := append(t.memory(), memlimit.PeakRSS(), memlimit.PeakAnon())
 	all, _, err := collective.AllgatherSlice(c, mine)
 	if err != nil {
 		return nil, err
@@ -104,6 +104,7 @@ func Run(c collective.Comm, d *Data, cfg Config, h Hooks) (*Result, error) {
 			res.Memory[cat] = append(res.Memory[cat], v[k])
 		}
 		res.PeakRSS = append(res.PeakRSS, v[len(cats)])
+		res.PeakAnon = append(res.PeakAnon, v[len(cats)+1])
 	}
 	return &res, nil
 }

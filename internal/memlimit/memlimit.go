@@ -105,39 +105,48 @@ func AnonRSS() int64 {
 	return v
 }
 
-// WatchAnon samples AnonRSS every interval until stop is called; stop
-// returns the largest sample, taking one more first. The kernel keeps no
-// peak of anonymous memory (VmHWM counts mapped files' pages too), so a
-// peak between two samples can be missed.
-func WatchAnon(every time.Duration) (stop func() int64) {
-	var peak atomic.Int64
-	sample := func() {
-		if v := AnonRSS(); v > peak.Load() {
-			peak.Store(v)
-		}
+// The process-wide watch of anonymous memory (StartAnonWatch).
+var (
+	anonPeak  atomic.Int64
+	anonWatch atomic.Bool
+)
+
+// StartAnonWatch starts sampling AnonRSS every interval for the rest of
+// the process's life, for PeakAnon; later calls do nothing. The kernel
+// keeps no peak of anonymous memory (VmHWM counts mapped files' pages
+// too), so a peak between two samples can be missed.
+func StartAnonWatch(every time.Duration) {
+	if anonWatch.Swap(true) {
+		return
 	}
-	sample()
-	done := make(chan struct{})
-	finished := make(chan struct{})
+	sampleAnon()
 	go func() {
-		defer close(finished)
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				sample()
-			}
+		for range time.Tick(every) {
+			sampleAnon()
 		}
 	}()
-	return func() int64 {
-		close(done)
-		<-finished
-		sample()
-		return peak.Load()
+}
+
+// sampleAnon raises anonPeak to AnonRSS now.
+func sampleAnon() {
+	v := AnonRSS()
+	for {
+		old := anonPeak.Load()
+		if v <= old || anonPeak.CompareAndSwap(old, v) {
+			return
+		}
 	}
+}
+
+// PeakAnon returns the largest anonymous resident memory sampled since
+// StartAnonWatch, with a sample taken now; without a watch, AnonRSS now.
+// Under mpirun a process is a rank.
+func PeakAnon() int64 {
+	if !anonWatch.Load() {
+		return AnonRSS()
+	}
+	sampleAnon()
+	return anonPeak.Load()
 }
 
 // LocalRanks returns the number of ranks the launcher started on this

@@ -139,22 +139,24 @@ func TestReleaseMapped(t *testing.T) {
 	}
 }
 
-// TestWatchAnon requires the watched peak to cover a buffer of 64 MiB
-// touched while watching and released before stop, and no sample above
-// the resident set's peak.
-func TestWatchAnon(t *testing.T) {
+// TestPeakAnon requires the watched peak to cover a buffer of 64 MiB
+// touched while watching and released before PeakAnon, and no sample
+// above the resident set's peak.
+func TestPeakAnon(t *testing.T) {
 	if AnonRSS() == 0 {
 		t.Skip("no RssAnon in /proc/self/status")
 	}
 	base := AnonRSS()
-	stop := WatchAnon(time.Millisecond)
+	StartAnonWatch(time.Millisecond)
 	buf := make([]byte, 64<<20)
 	for i := range buf {
 		buf[i] = byte(i)
 	}
 	time.Sleep(20 * time.Millisecond)
 	runtime.KeepAlive(buf)
-	peak := stop()
+	buf = nil
+	runtime.GC()
+	peak := PeakAnon()
 	assert.GreaterOrEqual(t, peak, base+60<<20, "the buffer was resident while watched")
 	assert.LessOrEqual(t, peak, PeakRSS())
 }
