@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -144,5 +145,30 @@ func TestInferSplit(t *testing.T) {
 	require.Len(t, got, len(ids))
 	for k, v := range ids {
 		assert.Equal(t, whole[v], got[k], "vertex %d", v)
+	}
+}
+
+// TestSaveLogitsWithoutEvaluation trains with --eval-every 0, so that
+// inference is planned only when --save-logits needs it after the last
+// epoch, on 1 and 2 ranks: the logits equal infer's scores of the saved
+// (last) model on one rank, bit for bit, and within 1e-4 on two.
+func TestSaveLogitsWithoutEvaluation(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "sbm.gnn")
+	require.NoError(t, graph.WriteBinary(data, testSBM(t)))
+	for _, p := range []int{1, 2} {
+		saved, logits, scores := filepath.Join(dir, fmt.Sprint("m", p)), filepath.Join(dir, fmt.Sprint("l", p, ".npy")), filepath.Join(dir, fmt.Sprint("s", p, ".npy"))
+		_, err := runCmd(t, p, "train", "--data", data, "--epochs", "2", "--hidden", "8", "--eval-every", "0",
+			"--save-model", saved, "--save-logits", logits)
+		require.NoError(t, err)
+		_, err = runCmd(t, 1, "infer", "--model", saved, "--data", data, "--scores", scores)
+		require.NoError(t, err)
+		got, _ := readNpy[float32](t, logits)
+		want, _ := readNpy[float32](t, scores)
+		if p == 1 {
+			assert.Equal(t, want, got)
+		} else {
+			assert.InDeltaSlice(t, want, got, 1e-4)
+		}
 	}
 }

@@ -25,6 +25,22 @@ func mask(lo, hi int64, ids []int64) []bool {
 	return m
 }
 
+// planInference finds the rank's inference halo (haloOf) and plans the
+// layer-wise inference's chunks (planChunks), once: at setup when the
+// loop evaluates, else before the first inference. It is collective over
+// t.c.
+func (t *trainer) planInference() error {
+	if t.evalChunks != nil {
+		return nil
+	}
+	if t.halo == nil && t.c.Rank() < t.ebook.Parts {
+		t.halo = haloOf(t.d, t.ebook, t.c.Rank(), t.ebook.Owned(t.c.Rank()))
+	}
+	var err error
+	t.evalChunks, err = t.planChunks()
+	return err
+}
+
 // planChunks cuts the owned vertices, for every layer, into chunks whose
 // gathered input (the distinct rows of the destinations and all their
 // neighbours, times the layer's input width) stays within evalValues;
@@ -200,6 +216,9 @@ func (t *trainer) releaseTraining() {
 // t.haloRounds set fetches its halo in pieces instead (inferPieces).
 // t.layerDone, if set, is called after each layer with its output.
 func (t *trainer) infer(owned []int64) (*dense.Matrix, error) {
+	if err := t.planInference(); err != nil {
+		return nil, err
+	}
 	if err := t.fetchHaloDegrees(); err != nil {
 		return nil, err
 	}

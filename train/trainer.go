@@ -148,14 +148,18 @@ func newTrainer(c collective.Comm, d *Data, cfg Config) (*trainer, error) {
 	// Nothing large is allocated before the check: the model, the
 	// normalised features and the store come after it. (A book of the
 	// wrong size is refused below, after the check.)
+	// Inference is planned (and counted by the check) at setup when the
+	// loop evaluates; a run without evaluation plans it only if it infers
+	// after all (planInference: --save-logits).
+	evaluates := cfg.EvalEvery > 0
 	evalRows := int64(0)
-	if c.Rank() < ebook.Parts {
+	if c.Rank() < ebook.Parts && evaluates {
 		evalRows = int64(len(ebook.Owned(c.Rank())))
 	}
 	ccfg := cfg
 	ccfg.Model = mc
 	var halo []int64 // inference's halo rows on this rank (haloOf)
-	if c.Rank() < ebook.Parts {
+	if c.Rank() < ebook.Parts && evaluates {
 		halo = haloOf(d, ebook, c.Rank(), ebook.Owned(c.Rank()))
 	}
 	fp, memCheck, err := checkFootprint(c, d, ccfg, norm, evalRows, int64(len(halo)))
@@ -238,8 +242,10 @@ func newTrainer(c collective.Comm, d *Data, cfg Config) (*trainer, error) {
 		return nil, err
 	}
 	defer collective.SetPhase(c, metrics.PhaseSetup)()
-	if t.evalChunks, err = t.planChunks(); err != nil {
-		return nil, err
+	if evaluates {
+		if err := t.planInference(); err != nil {
+			return nil, err
+		}
 	}
 	t.valMask, t.testMask = mask(d.RowLo, d.RowHi, d.Split.Valid), mask(d.RowLo, d.RowHi, d.Split.Test)
 	t.fingerprint = t.makeFingerprint()
