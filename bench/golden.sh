@@ -8,7 +8,7 @@
 #   bench/golden.sh ./gnnmpi /tmp/after/out
 #   bench/golden.sh --compare /tmp/before/out /tmp/after/out
 #
-# --compare drops the keys that measure time or memory (*_s, peak_rss_bytes, peak_anon_bytes,
+# --compare drops the keys that measure time or memory (*_s, peak_*_bytes,
 # per-rank snapshots' seconds) and diffs the rest, key for key.
 set -euo pipefail
 cd "$(dirname "$0")/.."

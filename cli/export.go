@@ -49,7 +49,11 @@ func saveModel(env *Env, path string, res *train.Result, cfg train.Config, d *tr
 		if err := train.SaveModel(path, sm.Config, sm.Weights, sm.Info); err != nil {
 			return err
 		}
-		env.Printf("model (epoch %d) saved to %s\n", sm.Info.BestEpoch, path)
+		which := fmt.Sprintf("epoch %d", sm.Info.BestEpoch)
+		if sm.Info.BestEpoch == 0 {
+			which = "the last epoch's; none was evaluated"
+		}
+		env.Printf("model (%s) saved to %s\n", which, path)
 		return nil
 	})
 }

@@ -86,7 +86,7 @@ func flatten(v any, path string, out map[string]any) {
 // differently: the losses agree to lossTol).
 func measuredKey(path string) bool {
 	for _, k := range strings.Split(path, "/") {
-		if strings.HasSuffix(k, "_s") || strings.HasSuffix(k, "seconds") || strings.HasSuffix(k, "_gbps") || k == "peak_rss_bytes" || k == "peak_anon_bytes" {
+		if strings.HasSuffix(k, "_s") || strings.HasSuffix(k, "seconds") || strings.HasSuffix(k, "_gbps") || k == "peak_rss_bytes" || k == "peak_anon_bytes" || k == "peak_live_heap_bytes" {
 			return true
 		}
 	}

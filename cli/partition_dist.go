@@ -196,25 +196,27 @@ func checkIngest(c collective.Comm, dir string, symmetrize bool, k int) error {
 	return err
 }
 
-// reportMemory prints on rank 0 the largest peak resident set of the
-// ranks (VmHWM, with the pages of mapped files) and the largest peak of
-// anonymous memory (memlimit.PeakAnon, sampled), each with its rank: one
-// Allgather of two int64s.
+// reportMemory prints on rank 0 the ranks' largest peak resident set
+// (VmHWM, with the pages of mapped files), peak of anonymous memory
+// (memlimit.PeakAnon, sampled) and peak live heap (memlimit.PeakLiveHeap:
+// what the collections found live), each with its rank: one Allgather of
+// three int64s.
 func reportMemory(env *Env) error {
-	all, _, err := collective.AllgatherSlice(env.Comm, []int64{memlimit.PeakRSS(), memlimit.PeakAnon()})
+	all, _, err := collective.AllgatherSlice(env.Comm, []int64{memlimit.PeakRSS(), memlimit.PeakAnon(), memlimit.PeakLiveHeap()})
 	if err != nil {
 		return err
 	}
-	rss, anonRank := 0, 0
-	for r := 0; r < len(all)/2; r++ {
-		if all[2*r] > all[2*rss] {
-			rss = r
-		}
-		if all[2*r+1] > all[2*anonRank+1] {
-			anonRank = r
+	const k = 3
+	top := [k]int{}
+	for r := 0; r < len(all)/k; r++ {
+		for i := range k {
+			if all[k*r+i] > all[k*top[i]+i] {
+				top[i] = r
+			}
 		}
 	}
-	env.Printf("memory: peak resident set %.2f GiB (rank %d, mapped files included); anonymous peak %.2f GiB (rank %d, sampled)\n",
-		float64(all[2*rss])/(1<<30), rss, float64(all[2*anonRank+1])/(1<<30), anonRank)
+	gb := func(i int) float64 { return float64(all[k*top[i]+i]) / (1 << 30) }
+	env.Printf("memory: peak resident set %.2f GiB (rank %d, mapped files included); anonymous %.2f GiB (rank %d, sampled); live heap %.2f GiB (rank %d)\n",
+		gb(0), top[0], gb(1), top[1], gb(2), top[2])
 	return nil
 }

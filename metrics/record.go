@@ -101,6 +101,8 @@ type Training struct {
 	EpochsRun     int              `json:"epochs_run"`
 	PeakRSSBytes  []int64          `json:"peak_rss_bytes"`  // every rank's (VmHWM: mapped files' pages too)
 	PeakAnonBytes []int64          `json:"peak_anon_bytes"` // every rank's anonymous memory (heap, stacks), sampled
+	// PeakLiveHeapBytes is every rank's largest heap a collection found live.
+	PeakLiveHeapBytes []int64 `json:"peak_live_heap_bytes"`
 	// MedianPhaseS is the median over the epochs of each phase's seconds.
 	MedianPhaseS map[string]float64 `json:"median_phase_s"`
 }

@@ -81,7 +81,8 @@ func (r *Result) training() metrics.Training {
 	return metrics.Training{
 		Final: true, BestEpoch: r.BestEpoch, BestValAcc: r.BestValAcc, TestAcc: r.TestAcc,
 		MedianEpochS: r.MedianEpochS, BytesPerEpoch: r.BytesPerEpoch, Params: r.NumParams,
-		EpochsRun: len(r.Epochs), PeakRSSBytes: r.PeakRSS, PeakAnonBytes: r.PeakAnon, MedianPhaseS: medianPhaseSeconds(r.Epochs),
+		EpochsRun: len(r.Epochs), PeakRSSBytes: r.PeakRSS, PeakAnonBytes: r.PeakAnon, PeakLiveHeapBytes: r.PeakLiveHeap,
+		MedianPhaseS: medianPhaseSeconds(r.Epochs),
 	}
 }
 

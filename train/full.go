@@ -143,14 +143,15 @@ func RunFull(c collective.Comm, d *Data, cfg FullConfig, h Hooks) (*FullResult, 
 	delete(res.BytesPerEpoch, metrics.PhaseEval)
 	res.NumParams = pipe.NumParams(s.model)
 	defer collective.SetPhase(c, metrics.PhaseMetrics)()
-	mem, _, err := collective.AllgatherSlice(c, []int64{s.tr.StateBytes(), memlimit.PeakRSS(), memlimit.PeakAnon()})
+	mem, _, err := collective.AllgatherSlice(c, []int64{s.tr.StateBytes(), memlimit.PeakRSS(), memlimit.PeakAnon(), memlimit.PeakLiveHeap()})
 	if err != nil {
 		return nil, err
 	}
 	for r := range c.Size() {
-		res.StateBytes = append(res.StateBytes, mem[3*r])
-		res.PeakRSS = append(res.PeakRSS, mem[3*r+1])
-		res.PeakAnon = append(res.PeakAnon, mem[3*r+2])
+		res.StateBytes = append(res.StateBytes, mem[4*r])
+		res.PeakRSS = append(res.PeakRSS, mem[4*r+1])
+		res.PeakAnon = append(res.PeakAnon, mem[4*r+2])
+		res.PeakLiveHeap = append(res.PeakLiveHeap, mem[4*r+3])
 	}
 	return res, nil
 }

@@ -56,6 +56,9 @@ type Result struct {
 	// (memlimit.PeakAnon: the heap and stacks without mapped files'
 	// pages; the current value where main started no watch).
 	PeakAnon []int64
+	// PeakLiveHeap is every rank's largest live heap found by a
+	// collection (memlimit.PeakLiveHeap; 0 without a watch).
+	PeakLiveHeap []int64
 	// Memory is every rank's state by category (Run only; see
 	// MemoryCategories): Memory[category][rank] bytes.
 	Memory map[string][]int64

@@ -91,7 +91,7 @@ func Run(c collective.Comm, d *Data, cfg Config, h Hooks) (*Result, error) {
 	res.NumParams, res.Stores = t.m.NumParams(), t.stores
 	res.DataPath = t.path.record()
 	defer collective.SetPhase(c, metrics.PhaseMetrics)()
-	mine := append(t.memory(), memlimit.PeakRSS(), memlimit.PeakAnon())
+	mine := append(t.memory(), memlimit.PeakRSS(), memlimit.PeakAnon(), memlimit.PeakLiveHeap())
 	all, _, err := collective.AllgatherSlice(c, mine)
 	if err != nil {
 		return nil, err
@@ -105,6 +105,7 @@ func Run(c collective.Comm, d *Data, cfg Config, h Hooks) (*Result, error) {
 		}
 		res.PeakRSS = append(res.PeakRSS, v[len(cats)])
 		res.PeakAnon = append(res.PeakAnon, v[len(cats)+1])
+		res.PeakLiveHeap = append(res.PeakLiveHeap, v[len(cats)+2])
 	}
 	return &res, nil
 }

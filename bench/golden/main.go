@@ -42,7 +42,7 @@ func main() {
 // measured reports whether key names a time or memory measurement
 // (data_path: the loader's rates and the copy bandwidth).
 func measured(key string) bool {
-	return strings.HasSuffix(key, "_s") || strings.HasSuffix(key, "seconds") || key == "peak_rss_bytes" || key == "peak_anon_bytes" || key == "wall_s" || key == "data_path"
+	return strings.HasSuffix(key, "_s") || strings.HasSuffix(key, "seconds") || key == "peak_rss_bytes" || key == "peak_anon_bytes" || key == "peak_live_heap_bytes" || key == "wall_s" || key == "data_path"
 }
 
 func strip(v any) any {

@@ -16,6 +16,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime/metrics"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -105,9 +106,11 @@ func AnonRSS() int64 {
 	return v
 }
 
-// The process-wide watch of anonymous memory (StartAnonWatch).
+// The process-wide watch of anonymous memory and of the live heap
+// (StartAnonWatch).
 var (
 	anonPeak  atomic.Int64
+	livePeak  atomic.Int64
 	anonWatch atomic.Bool
 )
 
@@ -127,15 +130,38 @@ func StartAnonWatch(every time.Duration) {
 	}()
 }
 
-// sampleAnon raises anonPeak to AnonRSS now.
+// sampleAnon raises anonPeak to AnonRSS now and livePeak to the heap
+// the last collection found live.
 func sampleAnon() {
-	v := AnonRSS()
+	raise(&anonPeak, AnonRSS())
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() == metrics.KindUint64 {
+		raise(&livePeak, int64(s[0].Value.Uint64()))
+	}
+}
+
+// raise sets p to v if v is larger.
+func raise(p *atomic.Int64, v int64) {
 	for {
-		old := anonPeak.Load()
-		if v <= old || anonPeak.CompareAndSwap(old, v) {
+		old := p.Load()
+		if v <= old || p.CompareAndSwap(old, v) {
 			return
 		}
 	}
+}
+
+// PeakLiveHeap returns the largest heap that a garbage collection found
+// live (runtime/metrics' /gc/heap/live:bytes) among the samples since
+// StartAnonWatch, with a sample taken now; 0 without a watch. It is what
+// the process needed of its heap, without the garbage the collector lets
+// grow up to its soft limit, which PeakAnon counts.
+func PeakLiveHeap() int64 {
+	if !anonWatch.Load() {
+		return 0
+	}
+	sampleAnon()
+	return livePeak.Load()
 }
 
 // PeakAnon returns the largest anonymous resident memory sampled since

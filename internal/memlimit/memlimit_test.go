@@ -141,7 +141,8 @@ func TestReleaseMapped(t *testing.T) {
 
 // TestPeakAnon requires the watched peak to cover a buffer of 64 MiB
 // touched while watching and released before PeakAnon, and no sample
-// above the resident set's peak.
+// above the resident set's peak; and a live heap's peak, once the
+// collector has run, within the anonymous peak.
 func TestPeakAnon(t *testing.T) {
 	if AnonRSS() == 0 {
 		t.Skip("no RssAnon in /proc/self/status")
@@ -159,4 +160,7 @@ func TestPeakAnon(t *testing.T) {
 	peak := PeakAnon()
 	assert.GreaterOrEqual(t, peak, base+60<<20, "the buffer was resident while watched")
 	assert.LessOrEqual(t, peak, PeakRSS())
+	live := PeakLiveHeap()
+	assert.Greater(t, live, int64(0), "collections ran while watched")
+	assert.LessOrEqual(t, live, peak+(8<<20), "the live heap is resident memory")
 }
