@@ -96,7 +96,7 @@ const DefaultRoundEdges = 1 << 20
 // members of this rank's rows, and finds the class count with one scalar
 // Allreduce.
 //
-// A rank holds its rows' CSR (8 bytes an entry received, 16 a row), its
+// A rank holds its rows' CSR (8 bytes an entry received, 24 a row), its
 // rows' labels, a round's edges to send and those it receives (16 bytes
 // an edge each, twice symmetrized, reused from round to round) and chunks
 // of at most 512 KiB of the edge array: O(E/p + n/p) bytes in all, only
