@@ -150,7 +150,37 @@ type Store struct {
 // does not have the part's rows, the options are invalid, or
 // communication fails.
 func NewStore(c collective.Comm, book *partition.Book, local *dense.Matrix, o StoreOptions) (*Store, error) {
-	s, cache, err := newLayout(c, book, local.Rows, local.Cols, o)
+	return newDenseStore(c, book, local.Rows, local.Cols, o, func(s *Store) {
+		for lid := range local.Rows {
+			s.put(int(s.local[lid]), local.Row(lid))
+		}
+	})
+}
+
+// NewStoreHalf is NewStore for local rows held in half precision (as a
+// float16 feature file stores them): an F16 store copies the words as
+// they are, with no float32 copy of the rows, and an F32 store widens each
+// row once into its table. The stores equal NewStore's of the same rows
+// widened, word for word: half values are exact in float32 and round back
+// to themselves.
+func NewStoreHalf(c collective.Comm, book *partition.Book, local *dense.Half, o StoreOptions) (*Store, error) {
+	return newDenseStore(c, book, local.Rows, local.Cols, o, func(s *Store) {
+		f := s.cols
+		for lid := range local.Rows {
+			r := int(s.local[lid])
+			if s.half {
+				copy(s.f16[r*f:(r+1)*f], local.Row(lid))
+			} else {
+				f16.Decode(s.f32[r*f:(r+1)*f], local.Row(lid))
+			}
+		}
+	})
+}
+
+// newDenseStore builds a dense store of rows×cols local rows, which fill
+// puts into the allocated table, then fills the cache (NewStore).
+func newDenseStore(c collective.Comm, book *partition.Book, rows, cols int, o StoreOptions, fill func(*Store)) (*Store, error) {
+	s, cache, err := newLayout(c, book, rows, cols, o)
 	if err != nil {
 		return nil, err
 	}
@@ -162,9 +192,7 @@ func NewStore(c collective.Comm, book *partition.Book, local *dense.Matrix, o St
 	} else {
 		s.f32 = make([]float32, len(s.order)*f)
 	}
-	for lid := range local.Rows {
-		s.put(int(s.local[lid]), local.Row(lid))
-	}
+	fill(s)
 
 	// Fill the cache: one exchange of the cached rows in wire format.
 	p := newPlan(cache, book, s.part, func(int64, int, int64) (int64, bool) { return 0, false })

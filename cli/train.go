@@ -333,6 +333,9 @@ func runTrain(env *Env, path string, lo train.LoadOptions, cfg train.Config, out
 	}
 	lo.Replication = cfg.Replication
 	lo.WholeTopology = cfg.Topology == train.TopologyReplicated
+	// Half features of a partitioned dataset go into the store unwidened
+	// (f16) or widened row by row (f32), never copied whole to float32.
+	lo.KeepHalf = true
 	d, err := loadData(env, path, lo)
 	if err != nil {
 		return err

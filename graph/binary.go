@@ -127,6 +127,27 @@ func (m *binMeta) rows() int64 {
 	return m.NumNodes
 }
 
+// dtypeHalf is the dtype of a dense features section of IEEE half words.
+const dtypeHalf = "float16"
+
+// featureDType returns the dtype of the dense features section: that
+// of the section the metadata lists (float32 or float16; check refuses
+// others), float32 when there is none.
+//
+// A float16 section needs no new version: every build since the format's
+// first checks each section's dtype against the one it expects, so an
+// older build refuses such a file ("section "features" is …×float16 …,
+// want …×float32") instead of misreading it, and files with float32
+// features stay byte-identical.
+func (m *binMeta) featureDType() string {
+	for _, s := range m.Sections {
+		if s.Name == "features" && s.DType == dtypeHalf {
+			return dtypeHalf
+		}
+	}
+	return "float32"
+}
+
 // binSplit records a split's name and part sizes.
 type binSplit struct {
 	Name  string `json:"name"`
@@ -138,14 +159,14 @@ type binSplit struct {
 // binSection locates one array in the file.
 type binSection struct {
 	Name   string `json:"name"`
-	DType  string `json:"dtype"`  // int64, int32, float64 or float32
+	DType  string `json:"dtype"`  // int64, int32, float64, float32 or float16 (dense features only)
 	Count  int64  `json:"count"`  // elements
 	Offset int64  `json:"offset"` // bytes from the start of the file
 	Length int64  `json:"length"` // bytes, Count × element size
 	CRC32C uint32 `json:"crc32c"`
 }
 
-var dtypeSize = map[string]int64{"int64": 8, "int32": 4, "float64": 8, "float32": 4}
+var dtypeSize = map[string]int64{"int64": 8, "int32": 4, "float64": 8, "float32": 4, "float16": 2}
 
 // littleEndian reports whether the host stores integers little-endian, the
 // byte order of the binary format.
@@ -156,7 +177,7 @@ var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
 var errBigEndian = errors.New("graph: the binary dataset format needs a little-endian host")
 
 // asBytes returns the memory of s as bytes, without copying.
-func asBytes[T int64 | int32 | float64 | float32](s []T) []byte {
+func asBytes[T int64 | int32 | float64 | float32 | uint16](s []T) []byte {
 	if len(s) == 0 {
 		return nil
 	}
@@ -244,6 +265,11 @@ func binContentOf(d *Dataset) *binContent {
 		c.meta.HasFeatures, c.meta.NumFeatures = true, d.Feat.Cols
 		data := d.Feat.Data[:d.Feat.Rows*d.Feat.Cols]
 		c.add("features", "float32", int64(len(data)), asBytes(data))
+	}
+	if d.Feat16 != nil {
+		c.meta.HasFeatures, c.meta.NumFeatures = true, d.Feat16.Cols
+		data := d.Feat16.Data[:d.Feat16.Rows*d.Feat16.Cols]
+		c.add("features", dtypeHalf, int64(len(data)), asBytes(data))
 	}
 	if d.FeatCSR != nil {
 		c.addSparseFeatures(d.FeatCSR)
@@ -562,7 +588,7 @@ func (m *binMeta) check(path string, size int64) error {
 		want["features"] = struct {
 			dtype string
 			count int64
-		}{"float32", rows * int64(m.NumFeatures)}
+		}{m.featureDType(), rows * int64(m.NumFeatures)}
 	}
 	if err := m.checkSparseFeatures(path, want); err != nil {
 		return err
@@ -619,7 +645,7 @@ func (m *binMeta) section(name string) binSection {
 
 // view returns the elements of section s of the mapped file data, aliasing
 // data; an empty section gives an empty, non-nil slice.
-func view[T int64 | int32 | float64 | float32](data []byte, s binSection) []T {
+func view[T int64 | int32 | float64 | float32 | uint16](data []byte, s binSection) []T {
 	if s.Count == 0 {
 		return []T{}
 	}
@@ -637,7 +663,7 @@ type binFile struct {
 
 // binView returns the elements of the section name of f, aliasing the
 // mapping, after verifying the section's checksum unless f.noVerify.
-func binView[T int64 | int32 | float64 | float32](f *binFile, name string) ([]T, error) {
+func binView[T int64 | int32 | float64 | float32 | uint16](f *binFile, name string) ([]T, error) {
 	s := f.meta.section(name)
 	if f.used == nil {
 		f.used = map[string]bool{}
@@ -656,6 +682,7 @@ type binArrays struct {
 	indptr, indices []int64
 	values          []float64 // weighted graphs only
 	feat            []float32 // n×f row-major
+	feat16          []uint16  // or the same in half precision
 	sfeat           *featSection
 	labels          []int32
 }
@@ -681,6 +708,10 @@ func (f *binFile) arrays(noFeatures, noLabels bool) (a binArrays, err error) {
 	if f.meta.HasFeatures && !noFeatures {
 		if f.meta.FeatureFormat != "" {
 			if a.sfeat, err = f.sparseFeatures(); err != nil {
+				return a, err
+			}
+		} else if f.meta.featureDType() == dtypeHalf {
+			if a.feat16, err = binView[uint16](f, "features"); err != nil {
 				return a, err
 			}
 		} else if a.feat, err = binView[float32](f, "features"); err != nil {
@@ -755,9 +786,9 @@ func binDataset(path string, data []byte, meta *binMeta, opt ReadOptions) (*Data
 		}
 		d.Labels = a.labels
 	}
-	if a.feat != nil || a.sfeat != nil {
-		src := featSource{path: path, dim: meta.NumFeatures, dense: a.feat, sp: a.sfeat}
-		if d.Feat, d.FeatCSR, err = src.rows(d.Rows, n, format); err != nil {
+	if a.feat != nil || a.feat16 != nil || a.sfeat != nil {
+		src := featSource{path: path, dim: meta.NumFeatures, dense: a.feat, half: a.feat16, sp: a.sfeat}
+		if d.Feat, d.Feat16, d.FeatCSR, err = src.rows(d.Rows, n, format, opt.KeepHalf); err != nil {
 			return nil, err
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"gnnmpi/dense"
+	"gnnmpi/internal/f16"
 	"gnnmpi/sparse"
 )
 
@@ -115,6 +116,7 @@ type featSource struct {
 	path  string
 	dim   int
 	dense []float32    // n×dim, or nil
+	half  []uint16     // or n×dim half words
 	sp    *featSection // or the sparse rows
 	// whole, when set, describes the whole feature matrix of which these
 	// rows are a part (a partitioned dataset's manifest): rows uses it
@@ -143,6 +145,9 @@ func (s *featSource) stats(n int64) (nnz int64, ones bool) {
 		}
 		return s.sp.ptr[n], ones
 	}
+	if s.half != nil {
+		return halfStats(s.half)
+	}
 	ones = true
 	for _, v := range s.dense {
 		if v != 0 {
@@ -153,13 +158,38 @@ func (s *featSource) stats(n int64) (nnz int64, ones bool) {
 	return nnz, ones
 }
 
+// halfOne is the half-precision word of 1.
+const halfOne = 0x3c00
+
+// halfStats returns the nonzeros of the half words h (±0 are zero) and
+// whether all of them are 1: what the float32 loop counts of the same
+// values widened, as half precision holds 0 and 1 exactly.
+func halfStats(h []uint16) (nnz int64, ones bool) {
+	ones = true
+	for _, w := range h {
+		if w&0x7fff != 0 {
+			nnz++
+			ones = ones && w == halfOne
+		}
+	}
+	return nnz, ones
+}
+
+// widen returns the half rows h as float32.
+func widen(h []uint16) []float32 {
+	out := make([]float32, len(h))
+	f16.Decode(out, h)
+	return out
+}
+
 // rows returns the feature rows rows (nil: all n) in format (auto, dense
-// or csr), dense or sparse. Auto decides by the density of the whole
+// or csr), dense or sparse; dense rows of a half section stay half (the
+// *dense.Half) when keepHalf, else are widened to float32. Auto decides by the density of the whole
 // file (SparseDensity); sparse rows are a pattern matrix when every
 // nonzero of the file is 1. Sparse rows of a sparse section are aliased
 // when all rows are taken and the indices are stored as int64; every
 // other result is a copy, checked for corrupt row pointers and columns.
-func (s *featSource) rows(rows []int64, n int64, format FeatureFormat) (*dense.Matrix, *sparse.Matrix[float32], error) {
+func (s *featSource) rows(rows []int64, n int64, format FeatureFormat, keepHalf bool) (*dense.Matrix, *dense.Half, *sparse.Matrix[float32], error) {
 	whole := featStats{rows: n, ones: true}
 	switch {
 	case s.whole != nil:
@@ -181,44 +211,69 @@ func (s *featSource) rows(rows []int64, n int64, format FeatureFormat) (*dense.M
 		}
 		return rows[k]
 	}
+	if s.half != nil && format == FeatureDense {
+		dim := s.dim
+		if keepHalf {
+			if rows == nil {
+				return nil, &dense.Half{Rows: int(n), Cols: dim, Data: s.half}, nil, nil
+			}
+			h := dense.NewHalf(int(held), dim)
+			for k := range held {
+				g := int(gid(k))
+				copy(h.Row(int(k)), s.half[g*dim:(g+1)*dim])
+			}
+			return nil, h, nil, nil
+		}
+		m := dense.New(int(held), dim)
+		for k := range held {
+			g := int(gid(k))
+			f16.Decode(m.Row(int(k)), s.half[g*dim:(g+1)*dim])
+		}
+		return m, nil, nil, nil
+	}
+	if s.half != nil { // sparse rows of half features: from their float32 values
+		w := *s
+		w.dense, w.half = widen(s.half), nil
+		s = &w
+	}
 	if format == FeatureDense {
 		if s.sp == nil {
 			if rows == nil {
-				return &dense.Matrix{Rows: int(n), Cols: s.dim, Data: s.dense}, nil, nil
+				return &dense.Matrix{Rows: int(n), Cols: s.dim, Data: s.dense}, nil, nil, nil
 			}
 			m := dense.New(int(held), s.dim)
 			for k := range held {
 				g := int(gid(k))
 				copy(m.Row(int(k)), s.dense[g*s.dim:(g+1)*s.dim])
 			}
-			return m, nil, nil
+			return m, nil, nil, nil
 		}
 		m := dense.New(int(held), s.dim)
 		for k := range held {
 			lo, hi, err := s.span(gid(k))
 			if err != nil {
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
 			row := m.Row(int(k))
 			for e := lo; e < hi; e++ {
 				j, err := s.col(e)
 				if err != nil {
-					return nil, nil, err
+					return nil, nil, nil, err
 				}
 				row[j] = s.val(e)
 			}
 		}
-		return m, nil, nil
+		return m, nil, nil, nil
 	}
 	if s.sp != nil && rows == nil && s.sp.idx64 != nil {
 		a := &sparse.Matrix[float32]{NRows: n, NCols: int64(s.dim), Indptr: s.sp.ptr, Indices: s.sp.idx64, Values: s.sp.vals}
-		return nil, a, nil
+		return nil, nil, a, nil
 	}
 	a := &sparse.Matrix[float32]{NRows: held, NCols: int64(s.dim), Indptr: make([]int64, held+1)}
 	for k := range held {
 		cnt, err := s.count(gid(k))
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		a.Indptr[k+1] = a.Indptr[k] + cnt
 	}
@@ -228,10 +283,10 @@ func (s *featSource) rows(rows []int64, n int64, format FeatureFormat) (*dense.M
 	}
 	for k := range held {
 		if err := s.fill(a, k, gid(k)); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 	}
-	return nil, a, nil
+	return nil, nil, a, nil
 }
 
 // span returns the entries of row g of the sparse section, checking them.

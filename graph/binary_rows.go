@@ -114,7 +114,7 @@ func (r *BinaryRows) Rows(lo, hi int64) (*sparse.CSR, error) {
 
 // readSection reads len(dst) elements of section name of r, starting at
 // element first, into dst.
-func readSection[T int64 | int32 | float64 | float32](r *BinaryRows, name string, first int64, dst []T) error {
+func readSection[T int64 | int32 | float64 | float32 | uint16](r *BinaryRows, name string, first int64, dst []T) error {
 	s := r.meta.section(name)
 	if len(dst) == 0 {
 		return nil

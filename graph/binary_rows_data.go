@@ -128,6 +128,13 @@ func (r *BinaryRows) Features(lo, hi int64) (*FeatureBlock, error) {
 		return nil, nil
 	}
 	b := &FeatureBlock{src: featSource{path: r.path, dim: m.NumFeatures}, rows: hi - lo}
+	if m.FeatureFormat == "" && m.featureDType() == dtypeHalf {
+		b.src.half = make([]uint16, (hi-lo)*int64(m.NumFeatures))
+		if err := readSection(r, "features", lo*int64(m.NumFeatures), b.src.half); err != nil {
+			return nil, err
+		}
+		return b, nil
+	}
 	if m.FeatureFormat == "" {
 		b.src.dense = make([]float32, (hi-lo)*int64(m.NumFeatures))
 		if err := readSection(r, "features", lo*int64(m.NumFeatures), b.src.dense); err != nil {
@@ -176,8 +183,8 @@ func (b *FeatureBlock) Stats() (nnz int64, ones bool) { return b.src.stats(b.row
 // Rows returns the block's rows in format (auto, dense or csr) as Load
 // would give them for the whole file: auto decides by the density of the
 // whole feature matrix, n rows with nnz nonzeros, and sparse rows are a
-// pattern matrix when ones (every nonzero of the whole matrix is 1). The
-// result may alias the block. Corrupt columns give a *ParseError naming
+// pattern matrix when ones (every nonzero of the whole matrix is 1); half
+// features are widened to float32. The result may alias the block. Corrupt columns give a *ParseError naming
 // the file.
 func (b *FeatureBlock) Rows(format FeatureFormat, n, nnz int64, ones bool) (*dense.Matrix, *sparse.Matrix[float32], error) {
 	format, err := format.resolve()
@@ -186,12 +193,13 @@ func (b *FeatureBlock) Rows(format FeatureFormat, n, nnz int64, ones bool) (*den
 	}
 	src := b.src
 	src.whole = &featStats{rows: n, nnz: nnz, ones: ones}
-	return src.rows(nil, b.rows, format)
+	m, _, a, err := src.rows(nil, b.rows, format, false)
+	return m, a, err
 }
 
 // FeatureStats returns the nonzero features of p's rows and whether all of
 // them are 1, as the manifest records them for the whole dataset (summed
 // over the parts, and ANDed).
 func (p *Part) FeatureStats() (nnz int64, ones bool) {
-	return featureStats(&Dataset{Feat: p.Feat, FeatCSR: p.FeatCSR})
+	return featureStats(&Dataset{Feat: p.Feat, Feat16: p.Feat16, FeatCSR: p.FeatCSR})
 }

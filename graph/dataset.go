@@ -28,11 +28,15 @@ type Split struct {
 // entries are all 1); at most one of the two is set (ReadOptions's
 // FeatureFormat picks which).
 type Dataset struct {
-	Name       string
-	NumNodes   int64
-	Rows       []int64                 // held rows' global ids, ascending; nil = all
-	Adj        *sparse.CSR             // len(Rows) (or NumNodes) × NumNodes
-	Feat       *dense.Matrix           // one row per held vertex; nil if absent or sparse
+	Name     string
+	NumNodes int64
+	Rows     []int64       // held rows' global ids, ascending; nil = all
+	Adj      *sparse.CSR   // len(Rows) (or NumNodes) × NumNodes
+	Feat     *dense.Matrix // one row per held vertex; nil if absent or sparse
+	// Feat16 holds dense features in half precision instead of Feat,
+	// as a float16 file stores them, when read with
+	// ReadOptions.KeepHalf; nil otherwise.
+	Feat16     *dense.Half
 	FeatCSR    *sparse.Matrix[float32] // the same rows, sparse; nil if absent or dense
 	Labels     []int32                 // one per held vertex; nil if absent
 	NumClasses int                     // 1 + the largest label over the whole graph
@@ -58,6 +62,8 @@ func (d *Dataset) NumFeatures() int {
 	switch {
 	case d.Feat != nil:
 		return d.Feat.Cols
+	case d.Feat16 != nil:
+		return d.Feat16.Cols
 	case d.FeatCSR != nil:
 		return int(d.FeatCSR.NCols)
 	}
@@ -65,7 +71,7 @@ func (d *Dataset) NumFeatures() int {
 }
 
 // HasFeatures reports whether d holds node features, dense or sparse.
-func (d *Dataset) HasFeatures() bool { return d.Feat != nil || d.FeatCSR != nil }
+func (d *Dataset) HasFeatures() bool { return d.Feat != nil || d.Feat16 != nil || d.FeatCSR != nil }
 
 // SplitNames returns the split names in sorted order. The first one is the
 // default split.
@@ -132,6 +138,9 @@ func (d *Dataset) Validate() error {
 	}
 	if d.Feat != nil && int64(d.Feat.Rows) != held {
 		return fmt.Errorf("graph: %d feature rows, want %d", d.Feat.Rows, held)
+	}
+	if d.Feat16 != nil && (d.Feat != nil || d.FeatCSR != nil || int64(d.Feat16.Rows) != held) {
+		return fmt.Errorf("graph: %d half feature rows beside other features, or not %d", d.Feat16.Rows, held)
 	}
 	if d.FeatCSR != nil {
 		if d.Feat != nil {

@@ -149,7 +149,7 @@ func (d *Dataset) FeatureFormat() FeatureFormat {
 	switch {
 	case d.FeatCSR != nil:
 		return FeatureCSR
-	case d.Feat != nil:
+	case d.Feat != nil, d.Feat16 != nil:
 		return FeatureDense
 	}
 	return ""

@@ -40,6 +40,11 @@ type ReadOptions struct {
 	// (OpenBinary). Text readers ignore it. A corrupted file read with
 	// NoVerify may give a Dataset that fails Validate.
 	NoVerify bool
+	// KeepHalf holds dense features that a binary file stores in half
+	// precision (a float16 features section) as they are, in
+	// Dataset.Feat16, instead of widening them to float32 in Feat. Other
+	// files, sparse features and the other readers ignore it.
+	KeepHalf bool
 }
 
 // maxNodes bounds the vertex count a text file may declare. It is far above

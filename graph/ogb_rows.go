@@ -2,6 +2,7 @@ package graph
 
 import (
 	"fmt"
+	"gnnmpi/internal/f16"
 	"io/fs"
 	"math"
 	"os"
@@ -330,6 +331,45 @@ func (f *OGBFeatureReader) Read(ids []int64, dst []float32) error {
 		for e, v := range rows {
 			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
 				return parseErr(f.path, 0, fmt.Sprintf("%s: row %d, column %d: non-finite feature %v", npzFeat, ids[k]+int64(e)/dim, int64(e)%dim, v))
+			}
+		}
+		k += run
+	}
+	return nil
+}
+
+// Half reports whether node_feat is float16, whose rows ReadHalf reads
+// without widening them.
+func (f *OGBFeatureReader) Half() bool { return f.a.DType.Kind == npy.Float && f.a.DType.Size == 2 }
+
+// ReadHalf is Read for a float16 node_feat (Half): it fills dst with the
+// rows' raw half-precision words, unwidened. A word that is not finite
+// (all exponent bits set) gives a *ParseError naming the file, the row
+// and the column; node_feat of another dtype an error wrapping
+// npy.ErrDType.
+func (f *OGBFeatureReader) ReadHalf(ids []int64, dst []uint16) error {
+	dim := f.dim
+	if int64(len(dst)) != int64(len(ids))*dim {
+		panic("graph: OGBFeatureReader.ReadHalf: dst does not hold the rows")
+	}
+	for k := 0; k < len(ids); {
+		run := 1
+		for k+run < len(ids) && ids[k+run] == ids[k]+int64(run) {
+			run++
+		}
+		rows := dst[int64(k)*dim : int64(k+run)*dim]
+		var err error
+		if f.a.Fortran {
+			err = npy.ReadRows(f.a, rows, ids[k], ids[k]+int64(run))
+		} else {
+			err = npy.Read(f.a, rows, ids[k]*dim)
+		}
+		if err != nil {
+			return err
+		}
+		for e, w := range rows {
+			if w&0x7c00 == 0x7c00 {
+				return parseErr(f.path, 0, fmt.Sprintf("%s: row %d, column %d: non-finite feature %v", npzFeat, ids[k]+int64(e)/dim, int64(e)%dim, f16.ToFloat32(w)))
 			}
 		}
 		k += run

@@ -54,11 +54,15 @@ var ErrManifest = errors.New("does not match the manifest")
 // A Part loaded from a single file aliases its read-only memory map (see
 // OpenBinary): writing to its arrays crashes the program. Close unmaps it.
 type Part struct {
-	Name       string
-	NumNodes   int64 // of the whole graph
-	Lo, Hi     int64 // the rows held, new ids
-	Adj        *sparse.CSR
-	Feat       *dense.Matrix
+	Name     string
+	NumNodes int64 // of the whole graph
+	Lo, Hi   int64 // the rows held, new ids
+	Adj      *sparse.CSR
+	Feat     *dense.Matrix
+	// Feat16 holds the dense features in half precision instead of Feat
+	// when the part files store them so and they were read with
+	// PartReadOptions.KeepHalf.
+	Feat16     *dense.Half
 	FeatCSR    *sparse.Matrix[float32]
 	Labels     []int32
 	NumClasses int
@@ -87,7 +91,7 @@ func (p *Part) Close() error {
 // only the members among its rows (p.Splits) unless p is the whole graph:
 // the manifest has the splits' sizes.
 func (p *Part) Dataset() *Dataset {
-	d := &Dataset{Name: p.Name, NumNodes: p.NumNodes, Adj: p.Adj, Feat: p.Feat, FeatCSR: p.FeatCSR,
+	d := &Dataset{Name: p.Name, NumNodes: p.NumNodes, Adj: p.Adj, Feat: p.Feat, Feat16: p.Feat16, FeatCSR: p.FeatCSR,
 		Labels: p.Labels, NumClasses: p.NumClasses, Splits: p.Splits, Symmetric: p.Symmetric}
 	if p.Lo != 0 || p.Hi != p.NumNodes {
 		d.Rows = make([]int64, p.Rows())
@@ -132,15 +136,18 @@ type PartManifest struct {
 	// of the whole dataset and FeaturePattern says that all of them are
 	// 1: LoadParts decides FeatureAuto and pattern rows from them, so
 	// that every rank agrees.
-	FeatureFormat  FeatureFormat `json:"feature_format,omitempty"`
-	FeatureNNZ     int64         `json:"feature_nnz"`
-	FeaturePattern bool          `json:"feature_pattern"`
-	HasLabels      bool          `json:"has_labels"`
-	NumClasses     int           `json:"num_classes"`
-	Symmetric      bool          `json:"symmetric"`
-	Weighted       bool          `json:"weighted"`
-	Method         string        `json:"method"` // the partition book's
-	Parts          int           `json:"parts"`
+	FeatureFormat FeatureFormat `json:"feature_format,omitempty"`
+	// FeatureDType is "float16" when the part files store dense
+	// features in half precision, else "" (float32).
+	FeatureDType   string `json:"feature_dtype,omitempty"`
+	FeatureNNZ     int64  `json:"feature_nnz"`
+	FeaturePattern bool   `json:"feature_pattern"`
+	HasLabels      bool   `json:"has_labels"`
+	NumClasses     int    `json:"num_classes"`
+	Symmetric      bool   `json:"symmetric"`
+	Weighted       bool   `json:"weighted"`
+	Method         string `json:"method"` // the partition book's
+	Parts          int    `json:"parts"`
 	// Offsets has Parts+1 entries: part q holds the new ids
 	// [Offsets[q], Offsets[q+1]).
 	Offsets []int64 `json:"offsets"`
@@ -205,7 +212,7 @@ func MakePart(g *Dataset, book *partition.Book, q int) (*Part, error) {
 		p.Adj.Indices[k] = newID(j)
 	}
 	p.Adj.SortRows()
-	p.Feat, p.FeatCSR, p.Labels = selectRowData(g.Feat, g.FeatCSR, g.Labels, own)
+	p.Feat, p.Feat16, p.FeatCSR, p.Labels = selectRowData(g.Feat, g.Feat16, g.FeatCSR, g.Labels, own)
 	member := func(ids []int64) []int64 {
 		out := []int64{}
 		for _, v := range ids {
@@ -238,7 +245,7 @@ func checkPartInput(g *Dataset, book *partition.Book) error {
 // partContent returns the metadata and sections of part index of parts
 // p (binContentOf's, then the original ids).
 func partContent(p *Part, index, parts int) *binContent {
-	d := &Dataset{Name: p.Name, NumNodes: p.Rows(), Adj: p.Adj, Feat: p.Feat, FeatCSR: p.FeatCSR, Labels: p.Labels,
+	d := &Dataset{Name: p.Name, NumNodes: p.Rows(), Adj: p.Adj, Feat: p.Feat, Feat16: p.Feat16, FeatCSR: p.FeatCSR, Labels: p.Labels,
 		NumClasses: p.NumClasses, Splits: p.Splits, Symmetric: p.Symmetric}
 	c := binContentOf(d)
 	c.meta.NumNodes = p.NumNodes
@@ -276,32 +283,56 @@ func WritePart(path string, p *Part, index, parts int) (PartFile, error) {
 // first row), for WritePartRows.
 type FeatureRows func(lo, hi int64, dst []float32) error
 
+// HalfFeatureRows is FeatureRows for rows in half precision (IEEE
+// binary16 words), for WritePartHalfRows.
+type HalfFeatureRows func(lo, hi int64, dst []uint16) error
+
 // partRowChunk is how many bytes of feature rows WritePartRows asks for
 // at a time.
 const partRowChunk = 4 << 20
 
 // WritePartRows writes p as WritePart does, with dense features dim wide
 // that it reads from rows in chunks of at most 4 MiB instead of from
-// p.Feat, which must be nil, as p.FeatCSR: the file is the one WritePart
-// writes with those rows in p.Feat. rows is called twice for each chunk,
-// ascending, in two passes: the first for the section's checksum and for
-// the feature statistics it returns (the nonzeros, and whether all are 1,
-// as Part.FeatureStats), the second to write them; it must give the same
-// rows both times. An error of rows is returned as is.
+// p.Feat, which must be nil, as p.Feat16 and p.FeatCSR: the file is the
+// one WritePart writes with those rows in p.Feat. rows is called twice
+// for each chunk, ascending, in two passes: the first for the section's
+// checksum and for the feature statistics it returns (the nonzeros, and
+// whether all are 1, as Part.FeatureStats), the second to write them; it
+// must give the same rows both times. An error of rows is returned as is.
 func WritePartRows(path string, p *Part, index, parts, dim int, rows FeatureRows) (f PartFile, nnz int64, ones bool, err error) {
+	return writePartRows(path, p, index, parts, dim, "float32", rows, func(chunk []float32) (nnz int64, ones bool) {
+		src := featSource{dense: chunk}
+		return src.stats(0)
+	})
+}
+
+// WritePartHalfRows is WritePartRows for features in half precision: the
+// part file's features section is float16 (the file WritePart writes for
+// those rows in p.Feat16), half the bytes of float32 ones, and the rows
+// are never widened. The statistics count what WritePartRows counts of
+// the same values widened (half precision holds 0 and 1 exactly).
+func WritePartHalfRows(path string, p *Part, index, parts, dim int, rows HalfFeatureRows) (f PartFile, nnz int64, ones bool, err error) {
+	return writePartRows(path, p, index, parts, dim, dtypeHalf, rows, halfStats)
+}
+
+// writePartRows is WritePartRows and WritePartHalfRows, for features of
+// the given dtype whose chunks stats counts.
+func writePartRows[T float32 | uint16](path string, p *Part, index, parts, dim int, dtype string, rows func(lo, hi int64, dst []T) error,
+	stats func([]T) (int64, bool)) (f PartFile, nnz int64, ones bool, err error) {
 	if !littleEndian {
 		return PartFile{}, 0, false, errBigEndian
 	}
-	if p.Feat != nil || p.FeatCSR != nil || dim < 1 {
+	if p.Feat != nil || p.Feat16 != nil || p.FeatCSR != nil || dim < 1 {
 		panic("graph: WritePartRows of a part holding features, or of no feature columns")
 	}
 	if err := p.check(index, parts); err != nil {
 		return PartFile{}, 0, false, fmt.Errorf("graph: writing %s: %w", path, err)
 	}
 	n := p.Rows()
-	step := max(1, int64(partRowChunk/(4*dim)))
-	buf := make([]float32, min(step, n)*int64(dim))
-	each := func(fn func(chunk []float32) error) error {
+	size := dtypeSize[dtype]
+	step := max(1, partRowChunk/(size*int64(dim)))
+	buf := make([]T, min(step, n)*int64(dim))
+	each := func(fn func(chunk []T) error) error {
 		for lo := int64(0); lo < n; lo += step {
 			hi := min(lo+step, n)
 			chunk := buf[:(hi-lo)*int64(dim)]
@@ -316,14 +347,10 @@ func WritePartRows(path string, p *Part, index, parts, dim int, rows FeatureRows
 	}
 	var crc uint32
 	ones = true
-	err = each(func(chunk []float32) error {
+	err = each(func(chunk []T) error {
 		crc = crc32.Update(crc, castagnoli, asBytes(chunk))
-		for _, v := range chunk {
-			if v != 0 {
-				nnz++
-				ones = ones && v == 1
-			}
-		}
+		z, o := stats(chunk)
+		nnz, ones = nnz+z, ones && o
 		return nil
 	})
 	if err != nil {
@@ -336,17 +363,17 @@ func WritePartRows(path string, p *Part, index, parts, dim int, rows FeatureRows
 	if c.meta.Weighted {
 		at++
 	}
-	sec := binSection{Name: "features", DType: "float32", Count: n * int64(dim), Length: 4 * n * int64(dim), CRC32C: crc}
+	sec := binSection{Name: "features", DType: dtype, Count: n * int64(dim), Length: size * n * int64(dim), CRC32C: crc}
 	c.meta.Sections = slices.Insert(c.meta.Sections, at, sec)
 	c.data = slices.Insert(c.data, at, nil)
 	c.stream = map[int]func(func([]byte) error) error{at: func(write func([]byte) error) error {
-		return each(func(chunk []float32) error { return write(asBytes(chunk)) })
+		return each(func(chunk []T) error { return write(asBytes(chunk)) })
 	}}
 	mj, err := c.meta.layOut()
 	if err != nil {
 		return PartFile{}, 0, false, err
 	}
-	size, err := c.write(path, mj)
+	size, err = c.write(path, mj)
 	if err != nil {
 		return PartFile{}, 0, false, err
 	}
@@ -354,16 +381,23 @@ func WritePartRows(path string, p *Part, index, parts, dim int, rows FeatureRows
 }
 
 // selectRowData returns copies of the rows idx of a part's or dataset's
-// row data: of the dense features feat or else the sparse ones featCSR
-// (nil results for those absent), and of the labels (nil if absent).
-func selectRowData(feat *dense.Matrix, featCSR *sparse.Matrix[float32], labels []int32, idx []int64) (*dense.Matrix, *sparse.Matrix[float32], []int32) {
+// row data: of the dense features feat, or the half ones feat16, or else
+// the sparse ones featCSR (nil results for those absent), and of the
+// labels (nil if absent).
+func selectRowData(feat *dense.Matrix, feat16 *dense.Half, featCSR *sparse.Matrix[float32], labels []int32, idx []int64) (*dense.Matrix, *dense.Half, *sparse.Matrix[float32], []int32) {
 	var f *dense.Matrix
+	var h *dense.Half
 	var fc *sparse.Matrix[float32]
 	switch {
 	case feat != nil:
 		f = dense.New(len(idx), feat.Cols)
 		for i, r := range idx {
 			copy(f.Row(i), feat.Row(int(r)))
+		}
+	case feat16 != nil:
+		h = dense.NewHalf(len(idx), feat16.Cols)
+		for i, r := range idx {
+			copy(h.Row(i), feat16.Row(int(r)))
 		}
 	case featCSR != nil:
 		fc = sparse.SelectRows(featCSR, idx)
@@ -375,7 +409,7 @@ func selectRowData(feat *dense.Matrix, featCSR *sparse.Matrix[float32], labels [
 			l[i] = labels[r]
 		}
 	}
-	return f, fc, l
+	return f, h, fc, l
 }
 
 // check verifies that p is a consistent part index of parts.
@@ -397,8 +431,10 @@ func (p *Part) check(index, parts int) error {
 		return err
 	}
 	switch {
-	case p.Feat != nil && p.FeatCSR != nil:
-		return errors.New("both dense and sparse features")
+	case p.Feat != nil && p.FeatCSR != nil, p.Feat16 != nil && (p.Feat != nil || p.FeatCSR != nil):
+		return errors.New("features held in more than one form")
+	case p.Feat16 != nil && int64(p.Feat16.Rows) != rows:
+		return fmt.Errorf("%d half feature rows, want %d", p.Feat16.Rows, rows)
 	case p.Feat != nil && int64(p.Feat.Rows) != rows:
 		return fmt.Errorf("%d feature rows, want %d", p.Feat.Rows, rows)
 	case p.FeatCSR != nil:
@@ -463,6 +499,9 @@ func WriteParts(dir string, g *Dataset, book *partition.Book, method string, pro
 		Symmetric: symmetric, Weighted: g.Adj.Values != nil, Method: method, Parts: book.Parts, Offsets: offsets,
 		Splits: []SplitSizes{}, Dir: dir}
 	m.FeatureNNZ, m.FeaturePattern = featureStats(g)
+	if g.Feat16 != nil {
+		m.FeatureDType = dtypeHalf
+	}
 	for _, name := range g.SplitNames() {
 		s := g.Splits[name]
 		m.Splits = append(m.Splits, SplitSizes{name, int64(len(s.Train)), int64(len(s.Valid)), int64(len(s.Test))})
@@ -503,6 +542,8 @@ func featureStats(g *Dataset) (nnz int64, ones bool) {
 	case g.Feat != nil:
 		src := featSource{dim: g.Feat.Cols, dense: g.Feat.Data[:g.Feat.Rows*g.Feat.Cols]}
 		return src.stats(int64(g.Feat.Rows))
+	case g.Feat16 != nil:
+		return halfStats(g.Feat16.Data[:g.Feat16.Rows*g.Feat16.Cols])
 	}
 	return 0, false
 }
@@ -564,6 +605,8 @@ func (m *PartManifest) check(path string) error {
 		return bad("feature format %q", m.FeatureFormat)
 	case m.FeatureFormat == "" && m.NumFeatures != 0:
 		return bad("%d features without a feature format", m.NumFeatures)
+	case m.FeatureDType != "" && (m.FeatureDType != dtypeHalf || m.FeatureFormat != FeatureDense):
+		return bad("feature dtype %q of %q features (want float16 dense or none)", m.FeatureDType, m.FeatureFormat)
 	case m.Parts < 1 || len(m.Offsets) != m.Parts+1 || len(m.Files) != m.Parts:
 		return bad("%d parts with %d offsets and %d files", m.Parts, len(m.Offsets), len(m.Files))
 	case m.Offsets[0] != 0 || m.Offsets[m.Parts] != m.NumNodes:

@@ -20,6 +20,11 @@ type PartReadOptions struct {
 	FeatureFormat FeatureFormat
 	// NoFeatures skips the features: Feat and FeatCSR are nil.
 	NoFeatures bool
+	// KeepHalf holds dense features that the part files store in half
+	// precision (PartManifest.FeatureDType float16) as they are, in
+	// Part.Feat16, aliasing the mapping of a single part; without it they
+	// are widened to float32 in Feat.
+	KeepHalf bool
 	// NoLabels skips the labels: Labels is nil and NumClasses 0.
 	NoLabels bool
 	// Cols, unless zero, keeps only the adjacency entries whose columns
@@ -164,6 +169,7 @@ func checkPartMeta(path, mpath string, meta *binMeta, m *PartManifest, q int) er
 		{"the name", meta.Name, m.Name},
 		{"num_features", meta.NumFeatures, m.NumFeatures},
 		{"the feature format", stored, m.FeatureFormat},
+		{"the feature dtype", featDTypeTag(meta), m.FeatureDType},
 		{"has_labels", meta.HasLabels, m.HasLabels},
 		{"num_classes", meta.NumClasses, m.NumClasses},
 		{"weighted", meta.Weighted, m.Weighted},
@@ -180,6 +186,15 @@ func checkPartMeta(path, mpath string, meta *binMeta, m *PartManifest, q int) er
 		}
 	}
 	return nil
+}
+
+// featDTypeTag returns the manifest's FeatureDType of a part file with
+// metadata meta: "float16" for dense half features, else "".
+func featDTypeTag(meta *binMeta) string {
+	if meta.HasFeatures && meta.FeatureFormat == "" && meta.featureDType() == dtypeHalf {
+		return dtypeHalf
+	}
+	return ""
 }
 
 // fill sets p from the mapped part file f of manifest m, verifying the
@@ -231,10 +246,10 @@ func (p *Part) fill(f *binFile, m *PartManifest, o PartReadOptions, format Featu
 			return parseErr(f.path, 0, fmt.Sprintf("section %s: row %d has original id %d outside [0,%d)", secOrigIDs, i, v, n))
 		}
 	}
-	if a.feat != nil || a.sfeat != nil {
-		src := featSource{path: f.path, dim: meta.NumFeatures, dense: a.feat, sp: a.sfeat,
+	if a.feat != nil || a.feat16 != nil || a.sfeat != nil {
+		src := featSource{path: f.path, dim: meta.NumFeatures, dense: a.feat, half: a.feat16, sp: a.sfeat,
 			whole: &featStats{rows: m.NumNodes, nnz: m.FeatureNNZ, ones: m.FeaturePattern}}
-		if p.Feat, p.FeatCSR, err = src.rows(nil, rows, format); err != nil {
+		if p.Feat, p.Feat16, p.FeatCSR, err = src.rows(nil, rows, format, o.KeepHalf); err != nil {
 			return err
 		}
 	}
@@ -263,6 +278,12 @@ func mergeParts(parts []*Part) *Part {
 		at := 0
 		for _, q := range parts {
 			at += copy(p.Feat.Data[at:], q.Feat.Data[:q.Feat.Rows*q.Feat.Cols])
+		}
+	case first.Feat16 != nil:
+		p.Feat16 = dense.NewHalf(int(rows), first.Feat16.Cols)
+		at := 0
+		for _, q := range parts {
+			at += copy(p.Feat16.Data[at:], q.Feat16.Data[:q.Feat16.Rows*q.Feat16.Cols])
 		}
 	case first.FeatCSR != nil:
 		feats := make([]*sparse.Matrix[float32], len(parts))
@@ -306,7 +327,7 @@ func loadPartDir(dir string, opt ReadOptions) (*Dataset, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := PartReadOptions{FeatureFormat: opt.FeatureFormat, NoFeatures: opt.NoFeatures, NoLabels: opt.NoLabels}
+	o := PartReadOptions{FeatureFormat: opt.FeatureFormat, NoFeatures: opt.NoFeatures, NoLabels: opt.NoLabels, KeepHalf: opt.KeepHalf}
 	if opt.Keep == nil {
 		p, err := LoadParts(dir, m, 0, m.Parts, o)
 		if err != nil {
@@ -347,7 +368,7 @@ func loadPartDir(dir string, opt ReadOptions) (*Dataset, error) {
 	if len(pieces) > 1 {
 		p = mergeParts(pieces)
 	}
-	d.Adj, d.Feat, d.FeatCSR, d.Labels, d.Splits = p.Adj, p.Feat, p.FeatCSR, p.Labels, p.Splits
+	d.Adj, d.Feat, d.Feat16, d.FeatCSR, d.Labels, d.Splits = p.Adj, p.Feat, p.Feat16, p.FeatCSR, p.Labels, p.Splits
 	return d, nil
 }
 
@@ -361,7 +382,7 @@ func (p *Part) selectRows(ids []int64) *Part {
 	}
 	out := &Part{Name: p.Name, NumNodes: p.NumNodes, Lo: p.Lo, Hi: p.Hi, NumClasses: p.NumClasses, Splits: map[string]Split{},
 		Symmetric: p.Symmetric, Weighted: p.Weighted, Adj: sparse.SelectRows(p.Adj, local)}
-	out.Feat, out.FeatCSR, out.Labels = selectRowData(p.Feat, p.FeatCSR, p.Labels, local)
+	out.Feat, out.Feat16, out.FeatCSR, out.Labels = selectRowData(p.Feat, p.Feat16, p.FeatCSR, p.Labels, local)
 	out.OrigIDs = make([]int64, len(ids))
 	for i, r := range local {
 		out.OrigIDs[i] = p.OrigIDs[r]

@@ -2,6 +2,7 @@ package train
 
 import (
 	"fmt"
+	"gnnmpi/internal/f16"
 	"os"
 	"slices"
 
@@ -34,11 +35,15 @@ import (
 // global ids), Labels their labels and Split only those of its members.
 // RunFull trains on such data with no rank holding the whole graph.
 type Data struct {
-	Name       string
-	Adj        *sparse.CSR             // rows [RowLo, RowHi) of the graph, n columns
-	Feat       *dense.Matrix           // rows this rank owns, in the book's local-id order; nil when sparse
-	FeatCSR    *sparse.Matrix[float32] // the same rows, sparse; nil when dense
-	Labels     []int32                 // labels of rows [RowLo, RowHi)
+	Name    string
+	Adj     *sparse.CSR             // rows [RowLo, RowHi) of the graph, n columns
+	Feat    *dense.Matrix           // rows this rank owns, in the book's local-id order; nil when sparse
+	FeatCSR *sparse.Matrix[float32] // the same rows, sparse; nil when dense
+	// Feat16 holds the dense rows in half precision instead of Feat when
+	// a partitioned dataset stores them so and LoadOptions.KeepHalf asked
+	// to keep them (maybe read-only mapped memory); nil otherwise.
+	Feat16     *dense.Half
+	Labels     []int32 // labels of rows [RowLo, RowHi)
 	NumClasses int
 	SplitName  string
 	Split      graph.Split // global ids, ascending; those in [RowLo, RowHi)
@@ -92,6 +97,9 @@ func (d *Data) NumFeatures() int {
 	if d.FeatCSR != nil {
 		return int(d.FeatCSR.NCols)
 	}
+	if d.Feat16 != nil {
+		return d.Feat16.Cols
+	}
 	return d.Feat.Cols
 }
 
@@ -100,13 +108,18 @@ func (d *Data) OwnRows() int {
 	if d.FeatCSR != nil {
 		return int(d.FeatCSR.NRows)
 	}
+	if d.Feat16 != nil {
+		return d.Feat16.Rows
+	}
 	return d.Feat.Rows
 }
 
 // Features are one rank's feature rows in the form the feature store
-// takes: dense (Dense) or sparse (CSR), exactly one of them set.
+// takes: dense (Dense), dense in half precision (Half) or sparse (CSR),
+// exactly one of them set.
 type Features struct {
 	Dense *dense.Matrix
+	Half  *dense.Half
 	CSR   *sparse.Matrix[float32]
 }
 
@@ -116,8 +129,17 @@ type Features struct {
 // clamped at 1 (dense.RowNormalized or sparse.RowNormalized, which agree
 // bitwise; a 0/1 pattern gets values): dense rows that d owns
 // (Data.FeatOwned) in place, by dense.NormalizeRows, so that no second
-// copy of the features is made, other rows into a copy.
+// copy of the features is made, other rows into a copy. Half rows
+// (Data.Feat16) are returned as they are for FeatureNormNone; for
+// FeatureNormRow they are widened once into rows d owns, in Feat, which
+// are then normalised in place.
 func (d *Data) Features(norm FeatureNorm) Features {
+	if d.Feat16 != nil {
+		if norm != FeatureNormRow {
+			return Features{Half: d.Feat16}
+		}
+		d.widenHalf()
+	}
 	switch {
 	case d.FeatCSR != nil && norm == FeatureNormRow:
 		return Features{CSR: sparse.RowNormalized(d.FeatCSR)}
@@ -139,6 +161,9 @@ func (d *Data) Features(norm FeatureNorm) Features {
 func (f Features) Cols() int {
 	if f.CSR != nil {
 		return int(f.CSR.NCols)
+	}
+	if f.Half != nil {
+		return f.Half.Cols
 	}
 	return f.Dense.Cols
 }
@@ -173,6 +198,13 @@ type LoadOptions struct {
 	// 0 means 1): the book has p/c parts and rank r holds part r/c (the c
 	// ranks of a grid row hold the same part). It must divide p.
 	Replication int
+	// KeepHalf keeps dense features that a partitioned dataset stores in
+	// half precision (graph.PartReadOptions.KeepHalf) unwidened, in
+	// Data.Feat16, for a feature store of dtype F16 (Run's store takes
+	// them as they are) or F32 (widened once, row by row, into the
+	// store). Other datasets ignore it. RunFull and Infer widen such
+	// rows first.
+	KeepHalf bool
 	// Format is how the features are held: dense (Data.Feat) or sparse
 	// (Data.FeatCSR); graph.FeatureAuto, or "", picks sparse below
 	// graph.SparseDensity nonzeros, decided over the whole file so that
@@ -333,6 +365,32 @@ func nonNegativeCSR(x *sparse.Matrix[float32]) bool {
 	}
 	for _, v := range x.Values {
 		if v < 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// widenHalf replaces half rows (Feat16) by their float32 widening in
+// Feat, memory d owns; it does nothing without half rows.
+func (d *Data) widenHalf() {
+	h := d.Feat16
+	if h == nil {
+		return
+	}
+	d.Feat = dense.New(h.Rows, h.Cols)
+	f16.Decode(d.Feat.Data, h.Data[:h.Rows*h.Cols])
+	d.Feat16, d.FeatOwned = nil, true
+}
+
+// nonNegativeHalf reports whether no entry of the half rows x is
+// negative (nil: true): whether no word has its sign bit set, but for -0.
+func nonNegativeHalf(x *dense.Half) bool {
+	if x == nil {
+		return true
+	}
+	for _, w := range x.Data[:x.Rows*x.Cols] {
+		if w&0x8000 != 0 && w != 0x8000 {
 			return false
 		}
 	}

@@ -242,13 +242,17 @@ func (t *trainer) newStore(feat Features, policy alltoall.CachePolicy, frac floa
 }
 
 // storeOf builds the store of feat with the given scores and cache rows:
-// alltoall.NewStore for dense rows, alltoall.NewSparseStore for sparse
+// alltoall.NewStore for dense rows, alltoall.NewStoreHalf for half ones
+// (Data.Feat16), alltoall.NewSparseStore for sparse
 // ones (whose fetches move only the nonzeros). It is collective.
 func (t *trainer) storeOf(feat Features, score *sparse.Vec, rows int) (*alltoall.Store, error) {
 	defer collective.SetPhase(t.lc, metrics.PhaseSetup)() // the store's group is split from t.lc
 	o := alltoall.StoreOptions{DType: t.cfg.FeatureDType, Score: score, CacheRows: rows, GPUFrac: t.cfg.GPUFrac}
 	if feat.CSR != nil {
 		return alltoall.NewSparseStore(t.fcomm, t.d.Book, feat.CSR, o)
+	}
+	if feat.Half != nil {
+		return alltoall.NewStoreHalf(t.fcomm, t.d.Book, feat.Half, o)
 	}
 	return alltoall.NewStore(t.fcomm, t.d.Book, feat.Dense, o)
 }

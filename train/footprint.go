@@ -325,6 +325,9 @@ func featShapeOf(d *Data) featShape {
 	if d.FeatCSR != nil {
 		return featShape{rows: d.FeatCSR.NRows, cols: d.FeatCSR.NCols, nnz: int64(len(d.FeatCSR.Indices))}
 	}
+	if d.Feat16 != nil { // row normalisation widens them into a copy
+		return featShape{rows: int64(d.Feat16.Rows), cols: int64(d.Feat16.Cols), nnz: -1}
+	}
 	return featShape{rows: int64(d.Feat.Rows), cols: int64(d.Feat.Cols), nnz: -1, owned: d.FeatOwned}
 }
 
@@ -340,6 +343,8 @@ func mappedFeatures(d *Data) mappedRows {
 		return mappedRows{byteView(d.FeatCSR.Indptr), byteView(d.FeatCSR.Indices), byteView(d.FeatCSR.Values)}
 	case d.Feat != nil:
 		return mappedRows{byteView(d.Feat.Data)}
+	case d.Feat16 != nil:
+		return mappedRows{byteView(d.Feat16.Data)}
 	}
 	return nil
 }

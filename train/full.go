@@ -126,6 +126,7 @@ func RunFull(c collective.Comm, d *Data, cfg FullConfig, h Hooks) (*FullResult, 
 	if err := cfg.Validate(c.Size()); err != nil {
 		return nil, err
 	}
+	d.widenHalf()
 	if h.Log == nil {
 		h.Log = func(string, ...any) {}
 	}

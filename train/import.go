@@ -144,6 +144,7 @@ type Inference struct {
 // range.
 func Infer(c collective.Comm, d *Data, sm SavedModel, cfg Config, embed int, progress func(layer int)) (*Inference, error) {
 	mc := sm.Config
+	d.widenHalf()
 	if d.Feat == nil && d.FeatCSR == nil {
 		return nil, fmt.Errorf("%s has no feature rows (a run has taken them)", d.Name)
 	}

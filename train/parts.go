@@ -52,11 +52,11 @@ func loadParts(c collective.Comm, dir string, o LoadOptions, rc int, whole bool)
 		return nil, err
 	}
 	o.progress("loading parts [%d, %d) of %s (%d parts)", first, last, dir, m.Parts)
-	part, err := graph.LoadParts(dir, m, first, last, graph.PartReadOptions{FeatureFormat: o.Format})
+	part, err := graph.LoadParts(dir, m, first, last, graph.PartReadOptions{FeatureFormat: o.Format, KeepHalf: o.KeepHalf})
 	if err := collective.Agree(c, err); err != nil { // a damaged part fails every rank
 		return nil, err
 	}
-	if part.Feat == nil && part.FeatCSR == nil {
+	if part.Feat == nil && part.Feat16 == nil && part.FeatCSR == nil {
 		return nil, fmt.Errorf("train: %s has no node features", dir)
 	}
 	if part.Labels == nil || m.NumClasses < 1 {
@@ -67,7 +67,7 @@ func loadParts(c collective.Comm, dir string, o LoadOptions, rc int, whole bool)
 	if err != nil {
 		return nil, err
 	}
-	d := &Data{Name: m.Name, Adj: part.Adj, Feat: part.Feat, FeatCSR: part.FeatCSR, Labels: part.Labels, NumClasses: m.NumClasses,
+	d := &Data{Name: m.Name, Adj: part.Adj, Feat: part.Feat, Feat16: part.Feat16, FeatCSR: part.FeatCSR, Labels: part.Labels, NumClasses: m.NumClasses,
 		SplitName: name, Split: part.Splits[name], Book: book, RowLo: part.Lo, RowHi: part.Hi, Offsets: offsets, OrigIDs: part.OrigIDs}
 	if whole {
 		o.progress("loading the adjacency and labels of all %d parts (replicated topology)", m.Parts)
@@ -82,7 +82,7 @@ func loadParts(c collective.Comm, dir string, o LoadOptions, rc int, whole bool)
 	}
 	counts := graph.ClassCounts(part.Labels, m.NumClasses)
 	neg := int64(0)
-	if !nonNegative(d.Feat) || !nonNegativeCSR(d.FeatCSR) {
+	if !nonNegative(d.Feat) || !nonNegativeHalf(d.Feat16) || !nonNegativeCSR(d.FeatCSR) {
 		neg = 1
 	}
 	// Each run part is held by rc ranks: count its labels once.

@@ -174,7 +174,7 @@ func newTrainer(c collective.Comm, d *Data, cfg Config) (*trainer, error) {
 	// itself let go of them, so that the rows are not held twice.
 	feat := d.Features(norm) // normalised in place when d owns its dense rows, else into a copy (maybe read-only mapped memory)
 	mapped := mappedFeatures(d)
-	d.Feat, d.FeatCSR = nil, nil
+	d.Feat, d.Feat16, d.FeatCSR = nil, nil, nil
 	dd := *d
 	d = &dd
 	t := &trainer{cfg: cfg, d: d, comms: comms{c: c}, learner: learner{m: m}, memCheck: memCheck}

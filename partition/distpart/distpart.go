@@ -328,6 +328,9 @@ func WriteParts(c collective.Comm, r Source, res *Result, o WriteOptions) (*grap
 		if featFormat != "" {
 			m.FeatureFormat, m.FeatureNNZ, m.FeaturePattern = featFormat, fnnz, notOnes == 0
 		}
+		if stream != nil && stream.half {
+			m.FeatureDType = "float16"
+		}
 		sizes := r.SplitSizes()
 		slices.SortFunc(sizes, func(a, b graph.SplitSizes) int { return strings.Compare(a.Name, b.Name) })
 		m.Splits = append(m.Splits, sizes...)
@@ -340,11 +343,17 @@ func WriteParts(c collective.Comm, r Source, res *Result, o WriteOptions) (*grap
 }
 
 // FeatureReader reads dense feature rows by vertex id, widened to
-// float32: a mapped array in any order, a streamed one by ids ascending
-// over all calls (graph.OGBFeatureReader).
+// float32 or, for features stored in half precision, as half words: a
+// mapped array in any order, a streamed one by ids ascending over all
+// calls (graph.OGBFeatureReader).
 type FeatureReader interface {
 	// Read fills dst, len(ids) rows, with the feature rows of ids.
 	Read(ids []int64, dst []float32) error
+	// Half reports whether the rows are stored in half precision, which
+	// ReadHalf reads unwidened.
+	Half() bool
+	// ReadHalf is Read into the rows' half-precision words.
+	ReadHalf(ids []int64, dst []uint16) error
 	Close() error
 }
 
@@ -360,8 +369,9 @@ type RowFeatures interface {
 // streamed reads the dense feature rows of the parts a rank writes from
 // the dataset, for graph.WritePartRows.
 type streamed struct {
-	src RowFeatures
-	dim int
+	src  RowFeatures
+	dim  int
+	half bool // the rows are float16, written as such
 }
 
 // streamFeatures returns how WriteParts reads the features when it can
@@ -379,12 +389,16 @@ func streamFeatures(c collective.Comm, r Source, lo, hi int64, format graph.Feat
 	}
 	var nnz int64
 	ones := true
+	half := int64(1)
 	have, err := func() (int64, error) {
 		f, err := src.FeatureReader()
 		if err != nil || f == nil {
 			return 0, err
 		}
 		defer f.Close()
+		if !f.Half() {
+			half = 0
+		}
 		if format == graph.FeatureDense {
 			return 1, nil
 		}
@@ -412,7 +426,7 @@ func streamFeatures(c collective.Comm, r Source, lo, hi int64, format graph.Feat
 	if err = collective.Agree(c, err); err != nil {
 		return nil, err
 	}
-	if have, err = collective.AllreduceScalar(c, have, collective.Min); err != nil || have == 0 {
+	if err := collective.AllreduceVars(c, collective.Min, &have, &half); err != nil || have == 0 {
 		return nil, err
 	}
 	if format != graph.FeatureDense {
@@ -427,7 +441,7 @@ func streamFeatures(c collective.Comm, r Source, lo, hi int64, format graph.Feat
 			return nil, err
 		}
 	}
-	return &streamed{src: src, dim: dim}, nil
+	return &streamed{src: src, dim: dim, half: half == 1}, nil
 }
 
 // streamChunk is how many bytes of feature rows streamFeatures reads at
@@ -435,7 +449,8 @@ func streamFeatures(c collective.Comm, r Source, lo, hi int64, format graph.Feat
 const streamChunk = 4 << 20
 
 // write writes part index of parts p, whose features it reads by p's
-// original ids (ascending), with graph.WritePartRows: a new reader for
+// original ids (ascending), with graph.WritePartRows, or
+// graph.WritePartHalfRows for half features (kept half): a new reader for
 // each of its two passes.
 func (s *streamed) write(path string, p *graph.Part, index, parts int) (graph.PartFile, int64, bool, error) {
 	var f FeatureReader
@@ -444,18 +459,33 @@ func (s *streamed) write(path string, p *graph.Part, index, parts int) (graph.Pa
 			f.Close()
 		}
 	}()
-	return graph.WritePartRows(path, p, index, parts, s.dim, func(lo, hi int64, dst []float32) error {
-		if lo == 0 {
-			if f != nil {
-				f.Close()
-			}
-			var err error
-			if f, err = s.src.FeatureReader(); err != nil {
+	open := func(lo int64) error {
+		if lo != 0 {
+			return nil
+		}
+		if f != nil {
+			f.Close()
+		}
+		var err error
+		if f, err = s.src.FeatureReader(); err != nil {
+			return err
+		}
+		if f == nil {
+			return fmt.Errorf("partition: %s: the features can no longer be read by id", path)
+		}
+		return nil
+	}
+	if s.half {
+		return graph.WritePartHalfRows(path, p, index, parts, s.dim, func(lo, hi int64, dst []uint16) error {
+			if err := open(lo); err != nil {
 				return err
 			}
-			if f == nil {
-				return fmt.Errorf("partition: %s: the features can no longer be read by id", path)
-			}
+			return f.ReadHalf(p.OrigIDs[lo:hi], dst)
+		})
+	}
+	return graph.WritePartRows(path, p, index, parts, s.dim, func(lo, hi int64, dst []float32) error {
+		if err := open(lo); err != nil {
+			return err
 		}
 		return f.Read(p.OrigIDs[lo:hi], dst)
 	})
