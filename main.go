@@ -128,8 +128,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runMPI(cmd.Name, runCmd, setBackends, g, metrics, stdout, stderr)
 	}
 	p := max(g.ranks, 1)
-	err = inproc.Run(p, inproc.Options{Timeout: g.commTimeout}, func(c collective.Comm) error {
-		env := cli.NewEnv(collective.WithStats(c, nil), "inproc", cmd.Name, stdout, stderr, metrics, g.json)
+	// Each rank's counters, kept here so that a call blocked past
+	// --comm-timeout is reported with its rank's phase, as under MPI.
+	stats := make([]*collective.Stats, p)
+	for r := range stats {
+		stats[r] = collective.NewStats()
+	}
+	opt := inproc.Options{Timeout: g.commTimeout, Describe: func(r int) string {
+		if ph := stats[r].Phase(); ph != "" {
+			return "phase " + ph
+		}
+		return ""
+	}}
+	err = inproc.Run(p, opt, func(c collective.Comm) error {
+		env := cli.NewEnv(collective.WithStats(c, stats[c.Rank()]), "inproc", cmd.Name, stdout, stderr, metrics, g.json)
 		setBackends(env)
 		return runCmd(env)
 	})

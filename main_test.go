@@ -11,6 +11,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -338,4 +339,53 @@ func TestRankPath(t *testing.T) {
 	require.Equal(t, "cpu.prof.3", rankPath("cpu.prof"))
 	t.Setenv("OMPI_COMM_WORLD_RANK", "1")
 	require.Equal(t, "cpu.prof.1", rankPath("cpu.prof"))
+}
+
+// In-process ranks end a job whose rank hangs within seconds of
+// --comm-timeout, and print the cause of a failure, not the error of a rank
+// that only learnt of it: as under MPI.
+func TestInprocPrintsCause(t *testing.T) {
+	ck := t.TempDir()
+	_, se, code := gnnmpi(t, "--ranks", "4", "train", "--data", "data/cora", "--epochs", "1", "--checkpoint", ck)
+	require.Equal(t, 0, code, se)
+	f, err := os.OpenFile(filepath.Join(ck, "checkpoint.bin"), os.O_RDWR, 0)
+	require.NoError(t, err)
+	fi, err := f.Stat()
+	require.NoError(t, err)
+	_, err = f.WriteAt([]byte{0xff, 0xfe, 0xfd, 0xfc}, fi.Size()/2)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	for _, tc := range []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"hung rank", []string{"--ranks", "4", "--comm-timeout", "300ms", "selftest", "--fail-rank", "2", "--fail-mode", "hang"},
+			[]string{"blocked for 300ms (past the timeout 300ms; phase ", "rank 2: running", "rank 2 still running"}},
+		{"too many chunks", []string{"--ranks", "4", "train", "--data", "data/cora", "--mode", "pipe", "--chunks", "100000"},
+			[]string{"fewer than 100000 chunks"}},
+		{"corrupt checkpoint", []string{"--ranks", "4", "train", "--data", "data/cora", "--epochs", "2", "--checkpoint", ck, "--resume"},
+			[]string{"checksum mismatch"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			type result struct {
+				se   string
+				code int
+			}
+			res := make(chan result, 1)
+			go func() {
+				_, se, code := gnnmpi(t, tc.args...)
+				res <- result{se, code}
+			}()
+			select {
+			case r := <-res:
+				require.Equal(t, 1, r.code, r.se)
+				for _, w := range tc.want {
+					require.Contains(t, r.se, w)
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatal("the job still runs after 30 s")
+			}
+		})
+	}
 }

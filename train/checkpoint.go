@@ -215,7 +215,8 @@ func (t *trainer) resume() (resumed, error) {
 
 // bcastCheckpoint reads the checkpoint on rank 0 and broadcasts it to
 // every rank (phase setup); every rank returns an error if rank 0 could
-// not read it.
+// not read it: rank 0 the reason, the others one wrapping
+// collective.ErrAborted.
 //
 // bcastCheckpoint is collective over t.c.
 func (t *trainer) bcastCheckpoint() (*checkpoint, error) {
@@ -239,7 +240,7 @@ func (t *trainer) bcastCheckpoint() (*checkpoint, error) {
 	}
 	if n[0] < 0 {
 		if rerr == nil {
-			rerr = fmt.Errorf("train: rank 0 could not read the checkpoint %s", t.ckptPath())
+			rerr = fmt.Errorf("train: rank 0 could not read the checkpoint %s (%w)", t.ckptPath(), collective.ErrAborted)
 		}
 		return nil, rerr
 	}

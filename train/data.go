@@ -520,7 +520,8 @@ func Distribute(g *graph.Dataset, split string, book *partition.Book, rank int) 
 
 // onRoot runs f on rank 0 of c, then broadcasts a status word and, if f
 // succeeded, the slice out from rank 0, so that a failure there fails every
-// rank (with f's error on rank 0) instead of leaving the others waiting.
+// rank (with f's error on rank 0, and on the others an error wrapping
+// collective.ErrAborted) instead of leaving the others waiting.
 // It is collective.
 func onRoot(c collective.Comm, f func() error, out []int32) error {
 	status := []int64{0}
@@ -535,7 +536,8 @@ func onRoot(c collective.Comm, f func() error, out []int32) error {
 	}
 	if status[0] != 0 {
 		if ferr == nil {
-			ferr = fmt.Errorf("train: rank 0 failed (partitioning or reading its input); see its error")
+			// Wraps ErrAborted: the launcher reports rank 0's error, the cause.
+			ferr = fmt.Errorf("train: rank 0 failed (partitioning or reading its input); see its error (%w)", collective.ErrAborted)
 		}
 		return ferr
 	}

@@ -42,6 +42,15 @@ type Options struct {
 	// is aborted with an error describing what each rank waits for. Zero
 	// means no limit.
 	Timeout time.Duration
+	// Describe, when set, gives the context of a world rank's calls (its
+	// phase, say) for the timeout's error, as the MPI backend's watchdog
+	// does. It is called from any goroutine.
+	Describe func(worldRank int) string
+	// Grace bounds how long Run waits, once the job has failed, for the
+	// ranks that have not returned: a rank stuck outside any call (a
+	// computation that never ends) would otherwise keep Run waiting. Zero
+	// means 3 seconds; a negative value waits without limit.
+	Grace time.Duration
 	// Hook, when set, is called at the start of every call. A non-nil error
 	// is returned by that call without communicating; the hook may also
 	// sleep to delay the call. It is called concurrently from all ranks.
@@ -113,6 +122,11 @@ func (w *world) describe() string {
 			s = strings.Join(waits, "; ")
 		}
 		fmt.Fprintf(&b, "\n  rank %d: %s", r, s)
+		if w.opt.Describe != nil {
+			if d := w.opt.Describe(r); d != "" {
+				fmt.Fprintf(&b, " (%s)", d)
+			}
+		}
 	}
 	return b.String()
 }
@@ -179,28 +193,91 @@ func New(p int, opt Options) []*Comm {
 // Run runs fn on p in-process ranks, each in its own goroutine with its world
 // communicator, and waits for all of them. The first rank to return an error
 // or panic aborts the others (their pending calls return
-// collective.ErrAborted), and Run returns that first error, prefixed with its
-// rank. It returns nil when every rank returns nil.
+// collective.ErrAborted). Run returns the cause, prefixed with its rank:
+// the first error that does not wrap collective.ErrAborted (a rank that
+// only saw another fail, through collective.Agree say, does not hide that
+// rank's own error), else the first error. Once the job has failed, Run
+// waits at most Options.Grace for the ranks still running, and says which
+// it left behind. It returns nil when every rank returns nil.
 func Run(p int, opt Options, fn func(c collective.Comm) error) error {
 	comms := New(p, opt)
 	w := comms[0].g.w
-	var wg sync.WaitGroup
+	type result struct {
+		rank int
+		err  error
+	}
+	done := make(chan result, p)
 	for r := range comms {
-		wg.Add(1)
 		go func(r int) {
-			defer wg.Done()
+			var err error
 			defer func() {
 				if v := recover(); v != nil {
-					w.fail(fmt.Errorf("rank %d: panic: %v\n%s", r, v, debug.Stack()))
+					err = fmt.Errorf("rank %d: panic: %v\n%s", r, v, debug.Stack())
 				}
+				if err != nil {
+					w.fail(err)
+				}
+				done <- result{r, err}
 			}()
-			if err := fn(comms[r]); err != nil {
-				w.fail(fmt.Errorf("rank %d: %w", r, err))
+			if e := fn(comms[r]); e != nil {
+				err = fmt.Errorf("rank %d: %w", r, e)
 			}
 		}(r)
 	}
-	wg.Wait()
-	return w.cause()
+	grace := opt.Grace
+	if grace == 0 {
+		grace = 3 * time.Second
+	}
+	running := make([]bool, p)
+	for r := range running {
+		running[r] = true
+	}
+	var primary error
+	var expired <-chan time.Time
+	abort := w.abort
+	for left := p; left > 0; {
+		select {
+		case res := <-done:
+			left--
+			running[res.rank] = false
+			if primary == nil && res.err != nil && !errors.Is(res.err, collective.ErrAborted) {
+				primary = res.err
+			}
+			continue
+		case <-abort:
+			abort = nil
+			if grace > 0 {
+				t := time.NewTimer(grace)
+				defer t.Stop()
+				expired = t.C
+			}
+			continue
+		case <-expired:
+		}
+		var stuck []string
+		for r, run := range running {
+			if run {
+				stuck = append(stuck, fmt.Sprint(r))
+			}
+		}
+		label := "rank"
+		if len(stuck) > 1 {
+			label = "ranks"
+		}
+		return fmt.Errorf("%w\n(%s %s still running %v after the job failed: left behind)",
+			pick(w.cause(), primary), label, strings.Join(stuck, ", "), grace)
+	}
+	return pick(w.cause(), primary)
+}
+
+// pick returns the error Run reports: first, the error that failed the
+// job, unless it only says another rank failed and primary (the first
+// error that does not) is set.
+func pick(first, primary error) error {
+	if first == nil || primary == nil || !errors.Is(first, collective.ErrAborted) {
+		return first
+	}
+	return primary
 }
 
 // Rank returns the rank of c.
@@ -253,8 +330,14 @@ func (c *Comm) wait(ch <-chan struct{}, what string) error {
 	case <-w.abort:
 		return collective.ErrAborted
 	case <-timeout:
-		err := fmt.Errorf("%w: rank %d waited %v in %s on comm %d; ranks:%s",
-			ErrDeadlock, c.worldRank(), w.opt.Timeout, what, c.g.id, w.describe())
+		ctx := fmt.Sprintf("past the timeout %v", w.opt.Timeout)
+		if w.opt.Describe != nil {
+			if d := w.opt.Describe(c.worldRank()); d != "" {
+				ctx += "; " + d
+			}
+		}
+		err := fmt.Errorf("%w: rank %d: %s on comm %d blocked for %v (%s); ranks:%s",
+			ErrDeadlock, c.worldRank(), what, c.g.id, w.opt.Timeout, ctx, w.describe())
 		w.fail(err)
 		return err
 	}

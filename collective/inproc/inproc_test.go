@@ -72,6 +72,55 @@ func TestDeadlockFailsInsteadOfHanging(t *testing.T) {
 	require.Less(t, time.Since(start), 5*time.Second)
 }
 
+// A rank stuck outside any call (here: forever) does not keep Run waiting:
+// the others' waits time out, naming the call and each rank's context, and
+// Run returns once the grace has passed, saying which rank it left behind.
+func TestRunLeavesStuckRankBehind(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	opt := inproc.Options{
+		Timeout:  200 * time.Millisecond,
+		Grace:    300 * time.Millisecond,
+		Describe: func(r int) string { return fmt.Sprintf("phase p%d", r) },
+	}
+	res := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		res <- inproc.Run(4, opt, func(c collective.Comm) error {
+			if c.Rank() == 2 {
+				<-release
+				return nil
+			}
+			return c.Barrier()
+		})
+	}()
+	select {
+	case err := <-res:
+		require.ErrorIs(t, err, inproc.ErrDeadlock)
+		for _, want := range []string{"barrier #0 on comm 0 blocked for 200ms", "past the timeout 200ms; phase p", "rank 2: running (phase p2)", "rank 2 still running 300ms after the job failed"} {
+			require.Contains(t, err.Error(), want)
+		}
+		require.Less(t, time.Since(start), 5*time.Second)
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run still waits for the stuck rank 10 s after the timeout")
+	}
+}
+
+// Run reports the cause, not the error of a rank that only learnt of it
+// (one wrapping collective.ErrAborted), even when that one came first.
+func TestRunReportsCauseBeforeSecondaryError(t *testing.T) {
+	cause := errors.New("cannot read input")
+	err := inproc.Run(3, opts, func(c collective.Comm) error {
+		if c.Rank() == 0 {
+			time.Sleep(50 * time.Millisecond)
+			return cause
+		}
+		return fmt.Errorf("rank 0 failed (%w)", collective.ErrAborted)
+	})
+	require.ErrorIs(t, err, cause)
+	require.Equal(t, "rank 0: cannot read input", err.Error())
+}
+
 func TestSynchronousSendDeadlocks(t *testing.T) {
 	// Both ranks send first. MPI may buffer small messages, but it need not:
 	// the in-process backend reports this unsafe pattern.
