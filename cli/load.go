@@ -22,7 +22,7 @@ func loadData(env *Env, path string, lo train.LoadOptions) (*train.Data, error) 
 		kind = fmt.Sprintf("%s, %d nonzeros on rank %d", kind, d.FeatCSR.NNZ(), env.Comm.Rank())
 	}
 	env.Progress("loaded %s in %.2fs: %d vertices, %d features (%s), %d classes; split %s with %d training vertices; %d parts (%s) × replication %d",
-		d.Name, time.Since(t0).Seconds(), d.NumNodes(), d.NumFeatures(), kind, d.NumClasses, d.SplitName, len(d.Split.Train), d.Book.Parts, d.Book.Method, max(lo.Replication, 1))
+		d.Name, time.Since(t0).Seconds(), d.NumNodes(), d.NumFeatures(), kind, d.NumClasses, d.SplitName, d.TrainTotal, d.Book.Parts, d.Book.Method, max(lo.Replication, 1))
 	warnDirection(env, path, d.Reciprocity, d.Symmetrized)
 	warnClasses(env, path, d.EmptyClasses, d.NumClasses)
 	return d, nil

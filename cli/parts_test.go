@@ -83,3 +83,22 @@ func mustLoad(t *testing.T, path string) *graph.Dataset {
 	require.NoError(t, err)
 	return d
 }
+
+// A partitioned dataset's training vertices are counted over every part,
+// whatever each rank holds: the loaded-data line and the record's
+// train_vertices (which predict fits from) give Cora's 140, not a part's.
+func TestPartsTrainVerticesTotal(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "cora.parts")
+	_, err := runCmd(t, 1, "partition", "--data", filepath.Join("..", "data", "cora"), "--parts", "4", "--out", dir)
+	require.NoError(t, err)
+	for _, topo := range []string{"1.5d", "replicated"} {
+		so, se, err := runCmdErr(t, 4, "train", "--data", dir, "--topology", topo, "--epochs", "1", "--hidden", "8")
+		require.NoError(t, err, se)
+		var rec struct {
+			TrainVertices int `json:"train_vertices"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(so), &rec), so)
+		assert.Equal(t, 140, rec.TrainVertices, topo)
+		assert.Contains(t, se, "split planetoid with 140 training vertices", topo)
+	}
+}

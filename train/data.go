@@ -47,6 +47,10 @@ type Data struct {
 	NumClasses int
 	SplitName  string
 	Split      graph.Split // global ids, ascending; those in [RowLo, RowHi)
+	// TrainTotal is the number of training vertices of the split over the
+	// whole graph, on every rank (Split.Train holds only this rank's rows'
+	// share of them when the dataset is partitioned).
+	TrainTotal int
 	Book       *partition.Book
 
 	// RowLo and RowHi are the rows held: 0 and n for a whole dataset.
@@ -281,7 +285,7 @@ func Load(c collective.Comm, path string, o LoadOptions) (*Data, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Data{Name: g.Name, Adj: g.Adj, Labels: g.Labels, NumClasses: g.NumClasses, SplitName: split, Split: s, Book: book,
+	d := &Data{Name: g.Name, Adj: g.Adj, Labels: g.Labels, NumClasses: g.NumClasses, SplitName: split, Split: s, TrainTotal: len(s.Train), Book: book,
 		RowHi: g.NumNodes, Reciprocity: recip, Symmetrized: symmetrized, EmptyClasses: graph.EmptyClasses(graph.ClassCounts(g.Labels, g.NumClasses))}
 	progress("loading the features of the vertices each rank owns")
 	var keep func(int64) bool
@@ -504,7 +508,7 @@ func Distribute(g *graph.Dataset, split string, book *partition.Book, rank int) 
 			recip = float64(r) / float64(m)
 		}
 	}
-	d := &Data{Name: g.Name, Adj: g.Adj, Labels: g.Labels, NumClasses: g.NumClasses, SplitName: split, Split: s, Book: book,
+	d := &Data{Name: g.Name, Adj: g.Adj, Labels: g.Labels, NumClasses: g.NumClasses, SplitName: split, Split: s, TrainTotal: len(s.Train), Book: book,
 		RowHi: g.NumNodes, Reciprocity: recip, EmptyClasses: graph.EmptyClasses(graph.ClassCounts(g.Labels, g.NumClasses)),
 		NonNegative: nonNegative(g.Feat) && nonNegativeCSR(g.FeatCSR)}
 	if g.FeatCSR != nil {

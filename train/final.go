@@ -36,7 +36,7 @@ func (r *Result) Final(cfg Config, d *Data, info RunInfo) *metrics.MinibatchFina
 			BatchSize: cfg.BatchSize, GlobalBatchSize: info.GlobalBatchSize, Shuffle: string(cfg.Shuffle),
 			Overlap: r.Overlap, Device: string(cfg.Device), GradComm: string(cfg.GradComm),
 		},
-		RemoteRowsPerEpoch: r.RemoteRowsPerEpoch, StateBytes: r.Memory, TrainVertices: len(d.Split.Train),
+		RemoteRowsPerEpoch: r.RemoteRowsPerEpoch, StateBytes: r.Memory, TrainVertices: d.TrainTotal,
 		MedianCriticalPhaseS: medianCriticalPhaseSeconds(r.Epochs),
 	}
 	for _, st := range r.Stores {

@@ -18,8 +18,8 @@ import (
 func TestFinalMinibatch(t *testing.T) {
 	cfg := Defaults(model.KindSAGE, ModeMinibatch).Minibatch
 	cfg.FeatureNorm = FeatureNormRow // as applied
-	d := &Data{SplitName: "s", Reciprocity: 0.5}
-	d.Split.Train = []int64{1, 2, 3}
+	d := &Data{SplitName: "s", Reciprocity: 0.5, TrainTotal: 3}
+	d.Split.Train = []int64{1} // this rank's share of a partitioned dataset's 3
 	info := RunInfo{Path: "data/x", Load: LoadOptions{Book: "b.book", Symmetrize: true},
 		FeatureNorm: FeatureNormAuto, GlobalBatchSize: 64, BLAS: "gonum"}
 	for _, tc := range []struct {
