@@ -159,10 +159,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 func parseArgs(args []string, stdout, stderr io.Writer) (cmd *cli.Command, runCmd func(*cli.Env) error, g globalFlags, code int) {
 	fs := flag.NewFlagSet("gnnmpi", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.IntVar(&g.ranks, "ranks", 0, "run N in-process ranks (goroutines) instead of MPI processes")
+	fs.IntVar(&g.ranks, "ranks", 0, "run N ≥ 1 in-process ranks (goroutines) instead of MPI processes (default 1)")
 	fs.StringVar(&g.metrics, "metrics", "", "append JSONL metrics to this file (rank 0)")
 	fs.BoolVar(&g.json, "json", false, "print the final metrics object as JSON")
-	fs.DurationVar(&g.commTimeout, "comm-timeout", 10*time.Minute, "fail a communication call blocked longer than this: in-process ranks (default 10m), and under MPI when given, MPI calls and NCCL's waits for the device alike (the rank reports the call and phase and aborts the job: a hung peer or a cut link)")
+	fs.DurationVar(&g.commTimeout, "comm-timeout", 10*time.Minute, "fail a communication call blocked longer than this: in-process ranks (default 10m), and under MPI when given, MPI calls and NCCL's waits for the device alike (the rank reports the call and phase and aborts the job: a hung peer or a cut link); 0: no limit")
 	fs.StringVar(&g.blas, "blas", "openblas", "dense products: openblas (gonum's netlib binding) or gonum (pure Go)")
 	fs.IntVar(&g.blasThreads, "blas-threads", 0, "OpenBLAS threads per rank (0: $OPENBLAS_NUM_THREADS if set, else 1: gnnmpi's own kernels use the cores, and idle OpenBLAS threads spin on them)")
 	fs.StringVar(&g.cpuprofile, "cpuprofile", "", "write a CPU profile of this process to FILE (under MPI: FILE.RANK)")
@@ -175,7 +175,19 @@ func parseArgs(args []string, stdout, stderr io.Writer) (cmd *cli.Command, runCm
 		}
 		return nil, nil, g, 2
 	}
-	fs.Visit(func(f *flag.Flag) { g.commTimeoutSet = g.commTimeoutSet || f.Name == "comm-timeout" })
+	ranksSet := false
+	fs.Visit(func(f *flag.Flag) {
+		g.commTimeoutSet = g.commTimeoutSet || f.Name == "comm-timeout"
+		ranksSet = ranksSet || f.Name == "ranks"
+	})
+	if ranksSet && g.ranks < 1 {
+		fmt.Fprintf(stderr, "gnnmpi: --ranks %d: run at least 1 rank\n", g.ranks)
+		return nil, nil, g, 2
+	}
+	if g.commTimeout < 0 {
+		fmt.Fprintf(stderr, "gnnmpi: --comm-timeout %v: want a positive duration, or 0 for no limit\n", g.commTimeout)
+		return nil, nil, g, 2
+	}
 	rest := fs.Args()
 	if len(rest) == 0 || rest[0] == "help" || rest[0] == "-h" || rest[0] == "--help" {
 		cli.Help(stdout)

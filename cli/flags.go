@@ -37,7 +37,7 @@ func addSampleFlags(fs *flag.FlagSet, d train.Config) *sampleFlags {
 		data:        fs.String("data", "data/cora", "dataset: OGB raw-layout directory or .gnn binary file"),
 		split:       fs.String("split", "", "split whose training vertices are the seeds (default: the dataset's first)"),
 		partition:   fs.String("partition", string(train.PartitionMetis), "vertex partition over the ranks: "+methodList(train.PartitionMethods)+", or a book file from `gnnmpi partition`"),
-		fanouts:     fs.String("fanouts", joinInts(d.Fanouts), "neighbours sampled per hop, from the seeds outwards (-1: all); one per layer"),
+		fanouts:     fs.String("fanouts", joinInts(d.Fanouts), "neighbours sampled per hop, from the seeds outwards (-1, and only -1: all); one per layer"),
 		sampler:     enumVar(fs, "sampler", d.Sampler, train.ParseSampler, "sage (node-wise: --fanouts neighbours per vertex) or ladies (layer-wise: --fanouts vertices per minibatch and layer; --model gcn)"),
 		topology:    enumVar(fs, "topology", d.Topology, sampling.ParseLayout, "where the sampler's graph lives: replicated (no communication), 1.5d (rows over p/c grid rows, c copies; P = Q·A by 1.5D SpGEMM) or 2d (√p×√p blocks, SUMMA); a partitioned dataset (a directory) needs 1.5d with --c equal to --replication, or 2d with --replication √p"),
 		c:           fs.Int("c", d.C, "replication factor of --topology 1.5d (divides the number of ranks)"),

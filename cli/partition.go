@@ -30,6 +30,11 @@ func partitionCmd() *Command {
 			bookPath := fs.String("book", "", "partition book to write (.gz for gzip), for --partition of train, info and fetch")
 			return func(env *Env) error {
 				k := *parts
+				given := false
+				fs.Visit(func(f *flag.Flag) { given = given || f.Name == "parts" })
+				if given && k < 1 {
+					return fmt.Errorf("partition: --parts %d: want at least 1 part", k)
+				}
 				if k == 0 {
 					k = env.Comm.Size()
 				}
@@ -93,6 +98,9 @@ func runPartition(env *Env, o partitionOptions) error {
 		split = ""
 	} else if _, ok := d.Splits[split]; !ok {
 		return fmt.Errorf("partition: %s has no split %q (have %v)", o.data, split, d.SplitNames())
+	}
+	if int64(k) > d.NumNodes {
+		return fmt.Errorf("partition: --parts %d is more than the %d vertices of %s: every part needs one", k, d.NumNodes, o.data)
 	}
 	t0 := time.Now()
 	var b *partition.Book

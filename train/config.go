@@ -55,8 +55,8 @@ func (c *Common) Validate() error {
 		return err
 	}
 	switch {
-	case c.Epochs < 0:
-		return fmt.Errorf("train: %d epochs < 0", c.Epochs)
+	case c.Epochs < 1:
+		return fmt.Errorf("train: %d epochs: train at least 1", c.Epochs)
 	case !(c.LR > 0):
 		return fmt.Errorf("train: learning rate %g must be positive", c.LR)
 	case c.WeightDecay < 0:
@@ -100,7 +100,7 @@ type Config struct {
 	// minibatch and layer; GCN only, whose blocks then carry LADIES's
 	// weights).
 	Sampler   Sampler
-	Fanouts   []int // per hop from the seeds (output layer first); < 0: all neighbours (sage)
+	Fanouts   []int // per hop from the seeds (output layer first); -1: all neighbours (sage)
 	BatchSize int   // seeds per rank per minibatch (upper bound)
 	// GlobalBatchSize, if > 0, is the number of seeds per step over all
 	// ranks (upper bound) in place of BatchSize, which must then be 0:
@@ -246,6 +246,9 @@ func (c *Config) validateSampling() error {
 	for _, f := range c.Fanouts {
 		if f == 0 {
 			return fmt.Errorf("train: fanout 0 samples nothing; use a positive fanout or -1 for all neighbours")
+		}
+		if f < -1 {
+			return fmt.Errorf("train: fanout %d: give a positive fanout, or -1 (only -1) for all neighbours", f)
 		}
 		if f < 0 && c.Sampler == SamplerLADIES {
 			return fmt.Errorf("train: ladies samples a fixed number of vertices per layer; fanout %d must be positive", f)
