@@ -389,3 +389,26 @@ func TestInprocPrintsCause(t *testing.T) {
 		})
 	}
 }
+
+// Values that used to be accepted silently are refused with a clear error.
+func TestRefusesBadCounts(t *testing.T) {
+	book := filepath.Join(t.TempDir(), "b.book")
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"--ranks", "0", "info"}, 2, "--ranks 0: run at least 1 rank"},
+		{[]string{"--ranks", "-1", "info"}, 2, "--ranks -1: run at least 1 rank"},
+		{[]string{"--comm-timeout", "-1s", "info"}, 2, "--comm-timeout -1s: want a positive duration"},
+		{[]string{"train", "--data", "data/cora", "--fanouts", "10,-2"}, 1, "fanout -2: give a positive fanout, or -1"},
+		{[]string{"train", "--data", "data/cora", "--epochs", "0"}, 1, "0 epochs: train at least 1"},
+		{[]string{"partition", "--data", "data/cora", "--parts", "0", "--book", book}, 1, "--parts 0: want at least 1 part"},
+		{[]string{"partition", "--data", "data/cora", "--parts", "5000", "--book", book}, 1, "--parts 5000 is more than the 2708 vertices"},
+	} {
+		_, se, code := gnnmpi(t, tc.args...)
+		require.Equal(t, tc.code, code, "%v: %s", tc.args, se)
+		require.Contains(t, se, tc.want, tc.args)
+	}
+	require.NoFileExists(t, book)
+}

@@ -198,7 +198,7 @@ func (t *trainer) resume() (resumed, error) {
 		return resumed{}, err
 	}
 	if !sameFingerprint(ck.Header.Fingerprint, t.fingerprint) {
-		return resumed{}, fmt.Errorf("train: checkpoint %s was written by a run with other settings; resume needs the same model, data, partition, seed and rank count\n  checkpoint: %s\n  this run:   %s", t.ckptPath(), ck.Header.Fingerprint, t.fingerprint)
+		return resumed{}, fmt.Errorf("train: checkpoint %s was written by a run with other settings; resume needs the same model, data, partition, seed and rank count; %s", t.ckptPath(), fingerprintDiff(ck.Header.Fingerprint, t.fingerprint))
 	}
 	if len(ck.Weights) != t.m.NumParams() {
 		return resumed{}, fmt.Errorf("train: checkpoint %s has %d parameters, the model %d", t.ckptPath(), len(ck.Weights), t.m.NumParams())

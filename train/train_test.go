@@ -222,6 +222,11 @@ func TestResumeRejectsOtherSettings(t *testing.T) {
 	cfg.Resume, cfg.Epochs, cfg.Model.Hidden = true, 2, 8
 	_, err := runRanks(2, cfg, partition.Random(sbm().NumNodes, 2, 5))
 	require.ErrorContains(t, err, "other settings")
+	require.ErrorContains(t, err, "Hidden: checkpoint")
+	// Another rank count: the refusal names both counts.
+	cfg.Model.Hidden = testConfig("sage").Model.Hidden
+	_, err = runRanks(4, cfg, partition.Random(sbm().NumNodes, 4, 5))
+	require.ErrorContains(t, err, "Ranks: checkpoint 2, this run 4")
 }
 
 // Exact layer-wise inference gives the same accuracy whatever the number of
