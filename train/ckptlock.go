@@ -63,7 +63,8 @@ func (l *dirLock) release() {
 // files of interrupted writes (removeTemporaries); every rank returns
 // rank 0's error, so a refused job fails on every rank before anything is
 // written. Without a checkpoint directory it does nothing and makes no
-// collective call.
+// collective call; a run that resumes from a directory that does not
+// exist is not given one (the resume then fails, creating nothing).
 //
 // lockCheckpointDir is collective over c when cc.CheckpointDir is set.
 func lockCheckpointDir(c collective.Comm, cc *Common, log func(string, ...any)) (func(), error) {
@@ -90,6 +91,9 @@ func lockCheckpointDir(c collective.Comm, cc *Common, log func(string, ...any)) 
 // ranks ranks.
 func takeCheckpointDir(cc *Common, ranks int, log func(string, ...any)) (*dirLock, error) {
 	dir := cc.CheckpointDir
+	if _, err := os.Stat(dir); cc.Resume && errors.Is(err, os.ErrNotExist) {
+		return nil, nil // nothing to resume: the resume says so
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("train: checkpoint directory: %w", err)
 	}
