@@ -66,6 +66,7 @@ type trainFlags struct {
 	wd, mom               *float64
 	evalEvery, ckptEvery  *int
 	resume                *bool
+	overwrite             *bool
 	saveModel, saveLogits *string
 
 	// minibatch
@@ -229,6 +230,7 @@ func addTrainFlags(fs *flag.FlagSet) *trainFlags {
 	f.ckpt = fs.String("checkpoint", d.CheckpointDir, "checkpoint directory (written atomically; full-graph modes: one file per rank and a manifest)")
 	f.ckptEvery = fs.Int("checkpoint-every", d.CheckpointEvery, "epochs between checkpoints (and after the last)")
 	f.resume = fs.Bool("resume", d.Resume, "continue from the checkpoint in --checkpoint, with the losses of an uninterrupted run")
+	f.overwrite = fs.Bool("overwrite", d.Overwrite, "let this run replace the checkpoint that --checkpoint already holds (without --resume or --overwrite such a directory is refused)")
 	f.saveModel = fs.String("save-model", "", "write the selected model (the best evaluated epoch's; the last epoch's when none was evaluated) to this file as safetensors with PyTorch Geometric's names (rank 0, atomically; docs/data-formats.md)")
 	f.saveLogits = fs.String("save-logits", "", "write the selected model's logits of every vertex, by the evaluation's layer-wise inference after the last epoch, to this file as a float32 .npy (n×classes, global id order; rank 0, atomically; every rank receives all rows)")
 	f.mode = enumVar(fs, "mode", train.ModeMinibatch, train.ParseMode, "minibatch (data-parallel sampled minibatches), or full-graph training of a deep model: graph (graph parallelism, halo exchange per layer), pipe (GNNPipe: layers in stages over the ranks, chunks through the pipeline) or hybrid (--pipelines pipelines over graph parts)")
@@ -250,7 +252,7 @@ func (f *trainFlags) common(env *Env, c *train.Common) {
 	f.lr.apply32(&c.LR)
 	c.WeightDecay, c.Momentum, c.Seed = float32(*f.wd), float32(*f.mom), *f.sample.seed
 	c.EvalEvery = *f.evalEvery
-	c.CheckpointDir, c.CheckpointEvery, c.Resume = *f.ckpt, *f.ckptEvery, *f.resume
+	c.CheckpointDir, c.CheckpointEvery, c.Resume, c.Overwrite = *f.ckpt, *f.ckptEvery, *f.resume, *f.overwrite
 	c.BLAS = env.BLAS
 }
 

@@ -136,6 +136,7 @@ func (t *trainer) ckptPath() string { return filepath.Join(t.cfg.CheckpointDir, 
 func (t *trainer) makeFingerprint() string {
 	cfg := t.cfg
 	cfg.Epochs, cfg.EvalEvery, cfg.CheckpointDir, cfg.CheckpointEvery, cfg.Resume, cfg.EvalMemory = 0, 0, "", 0, false, 0
+	cfg.Overwrite = false
 	cfg.FeatureNorm = cfg.FeatureNorm.Resolve(t.d.NonNegative) // auto and what it chose are the same run
 	cfg.Overlap, cfg.OverlapCores = false, 0
 	cfg.Device = ""   // where the step ran: a run may resume on the other device

@@ -40,6 +40,9 @@ type Common struct {
 	CheckpointDir   string // "" disables checkpoints
 	CheckpointEvery int    // epochs between checkpoints (and after the last)
 	Resume          bool   // continue from CheckpointDir's checkpoint
+	// Overwrite lets the run replace a checkpoint that CheckpointDir
+	// already holds; without it (or Resume) such a directory is refused.
+	Overwrite bool `json:",omitempty"`
 
 	// BLAS does the dense products; nil selects gonum's pure Go.
 	BLAS blas.Float32Level3 `json:"-"`
@@ -67,6 +70,10 @@ func (c *Common) Validate() error {
 		return fmt.Errorf("train: checkpoint every %d < 1", c.CheckpointEvery)
 	case c.Resume && c.CheckpointDir == "":
 		return errors.New("train: resume needs a checkpoint directory")
+	case c.Overwrite && c.CheckpointDir == "":
+		return errors.New("train: overwrite needs a checkpoint directory")
+	case c.Resume && c.Overwrite:
+		return errors.New("train: resume continues the checkpoint and overwrite replaces it: give one of them")
 	}
 	return nil
 }

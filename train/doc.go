@@ -10,7 +10,9 @@
 // share: the NaN check, the evaluation cadence (exact distributed
 // inference), best-epoch selection, checkpoints (atomic, through
 // internal/atomicfile; --resume repeats an uninterrupted run's losses bit
-// for bit) and per-epoch metrics by phase. Configuration is one validated
+// for bit; one job per checkpoint directory, which rank 0 locks for the
+// job's lifetime, refusing another run's checkpoint without Resume or
+// Overwrite) and per-epoch metrics by phase. Configuration is one validated
 // common config with typed values (optimiser, mode, cache policy, feature
 // dtype, sampler, topology, shuffle, selection), checked on every rank
 // before the first collective; a global batch size is resolved into the

@@ -126,10 +126,15 @@ func RunFull(c collective.Comm, d *Data, cfg FullConfig, h Hooks) (*FullResult, 
 	if err := cfg.Validate(c.Size()); err != nil {
 		return nil, err
 	}
-	d.widenHalf()
 	if h.Log == nil {
 		h.Log = func(string, ...any) {}
 	}
+	unlock, err := lockCheckpointDir(c, &cfg.Common, h.Log)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	d.widenHalf()
 	s, res, err := newFullStepper(c, d, cfg, h.Log)
 	if err != nil {
 		return nil, err

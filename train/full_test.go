@@ -198,20 +198,24 @@ func TestFullResumeContinuesTheSameCurve(t *testing.T) {
 	}
 }
 
-// requireCheckpointFiles checks that dir holds the manifest of epoch and
-// exactly the p rank files of that epoch.
+// requireCheckpointFiles checks that dir holds the manifest of epoch,
+// exactly the p rank files of that epoch and the released (empty) lock
+// file.
 func requireCheckpointFiles(t *testing.T, dir string, p, epoch int) {
 	t.Helper()
+	lock, err := os.Stat(filepath.Join(dir, LockFile))
+	require.NoError(t, err)
+	require.Zero(t, lock.Size(), "the lock is released")
 	var m fullManifest
 	b, err := os.ReadFile(filepath.Join(dir, FullManifestFile))
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(b, &m))
 	require.Equal(t, epoch, m.Epoch)
-	want := []string{FullManifestFile}
+	want := []string{FullManifestFile, LockFile}
 	for r := range p {
 		want = append(want, FullRankFile(r, epoch))
 	}
-	require.Equal(t, want[1:], m.Files)
+	require.Equal(t, want[2:], m.Files)
 	ents, err := os.ReadDir(dir)
 	require.NoError(t, err)
 	var got []string

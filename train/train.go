@@ -54,6 +54,11 @@ func Run(c collective.Comm, d *Data, cfg Config, h Hooks) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	unlock, err := lockCheckpointDir(c, &cfg.Common, h.Log)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	requested := cfg.Overlap
 	cfg, cores, err := resolveOverlap(c, cfg)
 	if err != nil {

@@ -155,3 +155,51 @@ func killSession(t *testing.T, sid int) {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
 }
+
+// While a job runs with a checkpoint directory, a second mpirun job given
+// the same directory fails at its start, naming the directory and the
+// first job's pid and host, and the first job's lock file names it.
+// Minibatch and pipe.
+func TestSecondJobOnCheckpointDirRefused(t *testing.T) {
+	skipUnlessMPI(t)
+	const np = 2
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"minibatch", []string{"train", "--data", "data/cora", "--model", "sage", "--epochs", "1000"}},
+		{"pipe", []string{"train", "--mode", "pipe", "--chunks", "2", "--data", "data/cora", "--model", "gcnii", "--layers", "4", "--hidden", "16", "--epochs", "100000"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ckdir := filepath.Join(t.TempDir(), "ck")
+			args := append(tc.args, "--checkpoint", ckdir, "--checkpoint-every", "1")
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			first := startSession(t, ctx, np, args...)
+			defer func() {
+				killSession(t, first.Process.Pid)
+				_ = first.Wait()
+				waitSessionGone(t, first.Process.Pid)
+			}()
+			var holder struct {
+				Host string `json:"host"`
+				PID  int    `json:"pid"`
+			}
+			for holder.PID == 0 && ctx.Err() == nil {
+				time.Sleep(10 * time.Millisecond)
+				if b, err := os.ReadFile(filepath.Join(ckdir, "gnnmpi.lock")); err == nil {
+					_ = json.Unmarshal(b, &holder)
+				}
+			}
+			require.NotZero(t, holder.PID, "the first job took no lock")
+
+			r := mpirun(t, time.Minute, np, bin, args...)
+			require.NotEqual(t, 0, r.code, "the second job must fail")
+			require.Contains(t, r.stderr, fmt.Sprintf("gnnmpi: rank 0: train: checkpoint directory %s is in use by another job (pid %d on host %s, %d ranks, since ", ckdir, holder.PID, holder.Host, np))
+			require.NotEmpty(t, sessionProcs(first.Process.Pid), "the first job still runs")
+			b, err := os.ReadFile(filepath.Join(ckdir, "gnnmpi.lock"))
+			require.NoError(t, err)
+			require.Contains(t, string(b), fmt.Sprintf(`"pid":%d`, holder.PID), "and holds the lock")
+		})
+	}
+}
