@@ -49,8 +49,8 @@ type ckptHeader struct {
 	// each rank's epoch sums go on from, so that the epoch's loss is
 	// bit-identical to an uninterrupted run's.
 	Partial []float64 `json:"partial,omitempty"`
-	Seed        uint64 `json:"seed"`
-	Ranks       int    `json:"ranks"`
+	Seed    uint64    `json:"seed"`
+	Ranks   int       `json:"ranks"`
 	ckptRecord
 	// In and Out are the model's input and output widths, which the
 	// fingerprint's settings leave 0 (they come from the data): what

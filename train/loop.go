@@ -2,8 +2,8 @@ package train
 
 import (
 	"errors"
-	"math"
 	"fmt"
+	"math"
 	"sort"
 	"time"
 
