@@ -22,6 +22,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"time"
 
@@ -145,11 +146,40 @@ func run(args []string, stdout, stderr io.Writer) int {
 		setBackends(env)
 		return runCmd(env)
 	})
+	if st := stoppedOf(err); st != nil {
+		reportStopped(stderr, st, args)
+		return train.ExitStopped
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "gnnmpi: %v\n", err)
 		return 1
 	}
 	return 0
+}
+
+// stoppedOf returns the *train.Stopped that err wraps, or nil.
+func stoppedOf(err error) *train.Stopped {
+	var st *train.Stopped
+	if errors.As(err, &st) {
+		return st
+	}
+	return nil
+}
+
+// reportStopped tells how a run stopped on request (a signal: train
+// --checkpoint-on-signal) and how to resume it: the same command with
+// --resume.
+func reportStopped(w io.Writer, st *train.Stopped, args []string) {
+	fmt.Fprintf(w, "gnnmpi: %v\n", st)
+	if st.Checkpoint == "" {
+		fmt.Fprintf(w, "gnnmpi: exit status %d (stopped on request)\n", train.ExitStopped)
+		return
+	}
+	cmd := append([]string{"gnnmpi"}, args...)
+	if !slices.Contains(args, "--resume") && !slices.Contains(args, "-resume") {
+		cmd = append(cmd, "--resume")
+	}
+	fmt.Fprintf(w, "gnnmpi: exit status %d (stopped on request); resume with: %s\n", train.ExitStopped, strings.Join(cmd, " "))
 }
 
 // parseArgs parses the global flags and the command's own, on every rank
@@ -302,6 +332,18 @@ func runMPI(name string, runCmd func(*cli.Env) error, setBackends func(*cli.Env)
 	setBackends(env)
 	env.MPI = &cli.MPIAccess{Handle: mpi.FortranHandle, Call: mpi.Call}
 	if err := runCmd(env); err != nil {
+		if st := stoppedOf(err); st != nil {
+			// Every rank stopped at the same boundary, the checkpoint
+			// written: an orderly end, no abort.
+			if world.Rank() == 0 {
+				reportStopped(stderr, st, os.Args[1:])
+			}
+			if err := mpi.Finalize(); err != nil {
+				fmt.Fprintf(stderr, "gnnmpi: %v\n", err)
+				return 1
+			}
+			return train.ExitStopped
+		}
 		fail(err)
 		return 1
 	}

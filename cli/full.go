@@ -8,8 +8,9 @@ import (
 )
 
 // runFull loads the dataset with each graph part held by the ranks of its
-// pipeline and trains a deep model on the whole graph.
-func runFull(env *Env, path string, lo train.LoadOptions, cfg train.FullConfig) error {
+// pipeline and trains a deep model on the whole graph; stop is
+// train.Hooks.Stop.
+func runFull(env *Env, path string, lo train.LoadOptions, cfg train.FullConfig, stop func() bool) error {
 	c := env.Comm
 	if err := cfg.Validate(c.Size()); err != nil {
 		return err
@@ -31,6 +32,7 @@ func runFull(env *Env, path string, lo train.LoadOptions, cfg train.FullConfig) 
 			printFullEpoch(env, st)
 			return env.Record(st.Record())
 		},
+		Stop: stop,
 	}
 	res, err := train.RunFull(c, d, cfg, hooks)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"gnnmpi/alltoall"
@@ -27,6 +28,8 @@ func trainCmd() *Command {
 			return func(env *Env) error {
 				set := setFlags(fs)
 				mode := *f.mode
+				stop, release := watchSignals(env, f.stopSignals)
+				defer release()
 				lo, err := f.sample.loadOptions(env, 1)
 				if err != nil {
 					return err
@@ -36,13 +39,13 @@ func trainCmd() *Command {
 					if err != nil {
 						return err
 					}
-					return runFull(env, *f.sample.data, lo, cfg)
+					return runFull(env, *f.sample.data, lo, cfg, stop)
 				}
 				cfg, err := f.minibatchConfig(env, set)
 				if err != nil {
 					return err
 				}
-				return runTrain(env, *f.sample.data, lo, cfg, outputs{model: *f.saveModel, logits: *f.saveLogits})
+				return runTrain(env, *f.sample.data, lo, cfg, outputs{model: *f.saveModel, logits: *f.saveLogits, stop: stop})
 			}
 		},
 	}
@@ -64,7 +67,9 @@ type trainFlags struct {
 	sel                   *train.Selection
 	ckpt                  *string
 	wd, mom               *float64
-	evalEvery, ckptEvery  *int
+	evalEvery             *int
+	ckptEvery             checkpointEvery
+	stopSignals           signalList
 	resume                *bool
 	overwrite             *bool
 	saveModel, saveLogits *string
@@ -228,7 +233,10 @@ func addTrainFlags(fs *flag.FlagSet) *trainFlags {
 	f.sel = enumVar(fs, "select", d.Select, train.ParseSelection, "model selection over evaluated epochs: val-acc (highest validation accuracy) or val-loss (lowest validation loss)")
 	f.evalMem = fs.Int64("eval-memory", d.EvalMemory*4>>20, "MiB of gathered inputs per chunk of layer-wise inference (a layer in several chunks also holds its halo rows, fetched once)")
 	f.ckpt = fs.String("checkpoint", d.CheckpointDir, "checkpoint directory (written atomically; full-graph modes: one file per rank and a manifest)")
-	f.ckptEvery = fs.Int("checkpoint-every", d.CheckpointEvery, "epochs between checkpoints (and after the last)")
+	f.ckptEvery = checkpointEvery{epochs: d.CheckpointEvery}
+	fs.Var(&f.ckptEvery, "checkpoint-every", "checkpoint cadence: N epochs; Nsteps, every N minibatch steps inside epochs and at every epoch's end (minibatch mode; full-graph modes at epoch ends); or a duration such as 10m, at the first step boundary after it has passed (rank 0's clock); and after the last epoch")
+	f.stopSignals = signalList{syscall.SIGTERM, syscall.SIGINT, syscall.SIGUSR1, syscall.SIGUSR2}
+	fs.Var(&f.stopSignals, "checkpoint-on-signal", "signals (comma-separated: TERM, INT, USR1, USR2; or none) on which every rank stops at the next step boundary (full-graph modes: epoch end), writes the checkpoint if --checkpoint is set and exits with status 75 (EX_TEMPFAIL)")
 	f.resume = fs.Bool("resume", d.Resume, "continue from the checkpoint in --checkpoint, with the losses of an uninterrupted run")
 	f.overwrite = fs.Bool("overwrite", d.Overwrite, "let this run replace the checkpoint that --checkpoint already holds (without --resume or --overwrite such a directory is refused)")
 	f.saveModel = fs.String("save-model", "", "write the selected model (the best evaluated epoch's; the last epoch's when none was evaluated) to this file as safetensors with PyTorch Geometric's names (rank 0, atomically; docs/data-formats.md)")
@@ -252,7 +260,8 @@ func (f *trainFlags) common(env *Env, c *train.Common) {
 	f.lr.apply32(&c.LR)
 	c.WeightDecay, c.Momentum, c.Seed = float32(*f.wd), float32(*f.mom), *f.sample.seed
 	c.EvalEvery = *f.evalEvery
-	c.CheckpointDir, c.CheckpointEvery, c.Resume, c.Overwrite = *f.ckpt, *f.ckptEvery, *f.resume, *f.overwrite
+	c.CheckpointDir, c.Resume, c.Overwrite = *f.ckpt, *f.resume, *f.overwrite
+	f.ckptEvery.apply(c)
 	c.BLAS = env.BLAS
 }
 
@@ -322,7 +331,12 @@ func (f *trainFlags) minibatchConfig(env *Env, set map[string]bool) (train.Confi
 // outputs are the files minibatch training writes besides its metrics:
 // the selected model (--save-model) and its logits (--save-logits); ""
 // for none.
-type outputs struct{ model, logits string }
+// outputs are what runTrain writes besides the metrics, and the stop
+// request of --checkpoint-on-signal (nil: none).
+type outputs struct {
+	model, logits string
+	stop          func() bool
+}
 
 func runTrain(env *Env, path string, lo train.LoadOptions, cfg train.Config, out outputs) error {
 	c := env.Comm
@@ -360,6 +374,7 @@ func runTrain(env *Env, path string, lo train.LoadOptions, cfg train.Config, out
 		hooks.Logits = logitsWriter(env, out.logits, d.NumNodes())
 	}
 	cfg.Backends = env.GPU
+	hooks.Stop = out.stop
 	res, err := train.Run(c, d, cfg, hooks)
 	if err != nil {
 		return err

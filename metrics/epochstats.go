@@ -26,6 +26,12 @@ type EpochStats struct {
 	WaitSeconds float64          `json:"wait_s"`
 	Bytes       map[string]int64 `json:"bytes"`   // bytes sent by phase, summed over ranks
 	Batches     int              `json:"batches"` // minibatches per rank
+	// FromStep is, for an epoch resumed from a checkpoint written inside
+	// it (train.Common.CheckpointSteps, a stop on a signal), the steps
+	// of it done before: its loss and accuracies cover the whole epoch,
+	// exactly as an uninterrupted run's, but its times, bytes and fetch
+	// counts only steps FromStep … Batches−1. 0 otherwise.
+	FromStep int `json:"from_step,omitempty"`
 	// Feature fetches of the training minibatches, summed over ranks: rows
 	// asked for, rows served by a rank's cache, and distinct rows fetched
 	// from other ranks (alltoall.Counts).

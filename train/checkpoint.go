@@ -15,15 +15,22 @@ import (
 	"gnnmpi/metrics"
 )
 
-// checkpointMagic starts every checkpoint file.
-const checkpointMagic = "GNNMPI-CKPT-1\n"
+// checkpointMagic starts every checkpoint file written at an epoch's
+// end; checkpointMagicStep one written inside an epoch (ckptHeader.Step),
+// so that a binary that knows only the first refuses it (bad magic)
+// instead of taking it for one of the epoch's end.
+const (
+	checkpointMagic     = "GNNMPI-CKPT-1\n"
+	checkpointMagicStep = "GNNMPI-CKPT-2\n"
+)
 
 // CheckpointFile is the checkpoint's name inside the checkpoint directory.
 const CheckpointFile = "checkpoint.bin"
 
 // checkpoint is the state a run needs to continue exactly where it was.
-// Random streams are keyed by (seed, epoch, step, rank), so the epoch is
-// the whole random state.
+// Random streams are keyed by (seed, epoch, step, rank), so the epoch and
+// the step within it are the whole random state: what the loader had
+// prepared beyond the step is prepared again from them.
 type checkpoint struct {
 	Header  ckptHeader
 	Weights []float32 // model parameters, Model.FlattenWeights order
@@ -33,9 +40,17 @@ type checkpoint struct {
 
 type ckptHeader struct {
 	Fingerprint string `json:"fingerprint"` // the settings that must match to resume
-	Epoch       int    `json:"epoch"`       // last completed epoch
-	Seed        uint64 `json:"seed"`
-	Ranks       int    `json:"ranks"`
+	Epoch       int    `json:"epoch"`       // last completed epoch; with Step > 0 the epoch in progress
+	// Step is the minibatch steps of Epoch done, for a checkpoint
+	// written inside it (magic checkpointMagicStep); 0 at an epoch's end.
+	Step int `json:"step,omitempty"`
+	// Partial is, with Step > 0, every rank's loss sum, correct count and
+	// seeds seen over those steps, three per rank in rank order: what
+	// each rank's epoch sums go on from, so that the epoch's loss is
+	// bit-identical to an uninterrupted run's.
+	Partial []float64 `json:"partial,omitempty"`
+	Seed    uint64    `json:"seed"`
+	Ranks   int       `json:"ranks"`
 	ckptRecord
 	// In and Out are the model's input and output widths, which the
 	// fingerprint's settings leave 0 (they come from the data): what
@@ -73,19 +88,30 @@ func (r ckptRecord) record() record {
 // encode serialises ck (encodeRecord).
 func (ck *checkpoint) encode() ([]byte, error) {
 	ck.Header.Weights, ck.Header.Opt, ck.Header.Best = len(ck.Weights), len(ck.Opt), len(ck.Best)
-	return encodeRecord(checkpointMagic, ck.Header, ck.Weights, ck.Opt, ck.Best)
+	magic := checkpointMagic
+	if ck.Header.Step > 0 {
+		magic = checkpointMagicStep
+	}
+	return encodeRecord(magic, ck.Header, ck.Weights, ck.Opt, ck.Best)
 }
 
 // decodeCheckpoint parses what encode wrote; path names the file in errors.
 func decodeCheckpoint(b []byte, path string) (*checkpoint, error) {
 	ck := &checkpoint{}
-	a, err := decodeRecord(b, path, checkpointMagic, &ck.Header, func() []int {
+	magic := checkpointMagic
+	if len(b) >= len(checkpointMagicStep) && string(b[:len(checkpointMagicStep)]) == checkpointMagicStep {
+		magic = checkpointMagicStep
+	}
+	a, err := decodeRecord(b, path, magic, &ck.Header, func() []int {
 		return []int{ck.Header.Weights, ck.Header.Opt, ck.Header.Best}
 	})
 	if err != nil {
 		return nil, err
 	}
 	ck.Weights, ck.Opt, ck.Best = a[0], a[1], a[2]
+	if (magic == checkpointMagicStep) != (ck.Header.Step > 0) || ck.Header.Step < 0 {
+		return nil, fmt.Errorf("train: checkpoint %s: step %d does not match its format %q", path, ck.Header.Step, magic[:len(magic)-1])
+	}
 	return ck, nil
 }
 
@@ -137,6 +163,7 @@ func (t *trainer) makeFingerprint() string {
 	cfg := t.cfg
 	cfg.Epochs, cfg.EvalEvery, cfg.CheckpointDir, cfg.CheckpointEvery, cfg.Resume, cfg.EvalMemory = 0, 0, "", 0, false, 0
 	cfg.Overwrite = false
+	cfg.CheckpointSteps, cfg.CheckpointInterval = 0, 0
 	cfg.FeatureNorm = cfg.FeatureNorm.Resolve(t.d.NonNegative) // auto and what it chose are the same run
 	cfg.Overlap, cfg.OverlapCores = false, 0
 	cfg.Device = ""   // where the step ran: a run may resume on the other device
@@ -171,11 +198,39 @@ func int32Bytes(x []int32) []byte {
 // save writes the checkpoint after epoch with the loop's record (rank 0;
 // every rank holds the same model and optimizer state).
 func (t *trainer) save(epoch int, rec *record) error {
+	return t.write(epoch, 0, nil, rec)
+}
+
+// saveStep writes the checkpoint after step steps of epoch, with the
+// loop's record of the epochs before (stepSaver): the epoch's loss and
+// accuracy sums of every rank so far, gathered on every rank (phase
+// metrics.PhaseCheckpoint), go with it. With the device step the weights
+// and moments are downloaded first.
+//
+// saveStep is collective over t.c.
+func (t *trainer) saveStep(epoch, step int, rec *record) error {
+	if t.dev != nil {
+		if err := t.dev.download(t.m); err != nil {
+			return err
+		}
+	}
+	restore := collective.SetPhase(t.c, metrics.PhaseCheckpoint)
+	all, _, err := collective.AllgatherSlice(t.c, []float64{t.ep.lossSum, t.ep.correct, t.ep.seen})
+	restore()
+	if err != nil {
+		return err
+	}
+	return collective.Agree(t.c, t.write(epoch, step, all, rec))
+}
+
+// write writes the checkpoint after step steps of epoch (0: all of it)
+// with every rank's epoch sums partial (rank 0).
+func (t *trainer) write(epoch, step int, partial []float64, rec *record) error {
 	if t.c.Rank() != 0 {
 		return nil
 	}
 	ck := &checkpoint{
-		Header: ckptHeader{Fingerprint: t.fingerprint, Epoch: epoch, Seed: t.cfg.Seed, Ranks: t.c.Size(),
+		Header: ckptHeader{Fingerprint: t.fingerprint, Epoch: epoch, Step: step, Partial: partial, Seed: t.cfg.Seed, Ranks: t.c.Size(),
 			ckptRecord: ckptRecordOf(rec), In: t.m.Config().In, Out: t.m.Config().Out},
 		Weights: t.m.FlattenWeights(nil),
 		Opt:     t.opt.State(),
@@ -209,9 +264,19 @@ func (t *trainer) resume() (resumed, error) {
 		return resumed{}, fmt.Errorf("train: checkpoint %s: %w", t.ckptPath(), err)
 	}
 	h := ck.Header
+	if h.Step > 0 {
+		r := t.c.Rank()
+		if len(h.Partial) != 3*t.c.Size() {
+			return resumed{}, fmt.Errorf("train: checkpoint %s: %d epoch sums for %d ranks", t.ckptPath(), len(h.Partial), t.c.Size())
+		}
+		if h.Step >= t.sched.nb {
+			return resumed{}, fmt.Errorf("train: checkpoint %s: step %d of an epoch of %d", t.ckptPath(), h.Step, t.sched.nb)
+		}
+		copy(t.resumeSums[:], h.Partial[3*r:3*r+3])
+	}
 	rec := h.record()
 	rec.history, rec.best = slices.Clone(rec.history), slices.Clone(ck.Best)
-	return resumed{epoch: h.Epoch, rec: rec, from: t.ckptPath()}, nil
+	return resumed{epoch: h.Epoch, step: h.Step, rec: rec, from: t.ckptPath()}, nil
 }
 
 // bcastCheckpoint reads the checkpoint on rank 0 and broadcasts it to

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"time"
 
 	"gonum.org/v1/gonum/blas"
 
@@ -39,7 +40,16 @@ type Common struct {
 
 	CheckpointDir   string // "" disables checkpoints
 	CheckpointEvery int    // epochs between checkpoints (and after the last)
-	Resume          bool   // continue from CheckpointDir's checkpoint
+	// CheckpointSteps, if > 0, checkpoints inside every epoch of minibatch
+	// training after steps CheckpointSteps, 2·CheckpointSteps, … of it,
+	// and at the end of every epoch (CheckpointEvery is then not used).
+	CheckpointSteps int `json:",omitempty"`
+	// CheckpointInterval, if > 0, checkpoints at the first step boundary
+	// (minibatch training) or epoch end after this much time has passed
+	// on rank 0 since the run started or the last checkpoint, and after
+	// the last epoch (CheckpointEvery is then not used).
+	CheckpointInterval time.Duration `json:",omitempty"`
+	Resume             bool          // continue from CheckpointDir's checkpoint
 	// Overwrite lets the run replace a checkpoint that CheckpointDir
 	// already holds; without it (or Resume) such a directory is refused.
 	Overwrite bool `json:",omitempty"`
@@ -68,6 +78,10 @@ func (c *Common) Validate() error {
 		return fmt.Errorf("train: eval every %d < 0", c.EvalEvery)
 	case c.CheckpointDir != "" && c.CheckpointEvery < 1:
 		return fmt.Errorf("train: checkpoint every %d < 1", c.CheckpointEvery)
+	case c.CheckpointSteps < 0 || c.CheckpointInterval < 0:
+		return fmt.Errorf("train: checkpoint every %d steps or %v: negative", c.CheckpointSteps, c.CheckpointInterval)
+	case c.CheckpointSteps > 0 && c.CheckpointInterval > 0:
+		return errors.New("train: checkpoints every so many steps or every so long, not both")
 	case c.Resume && c.CheckpointDir == "":
 		return errors.New("train: resume needs a checkpoint directory")
 	case c.Overwrite && c.CheckpointDir == "":
@@ -91,9 +105,16 @@ func (c *Common) evalDue(epoch int) bool {
 }
 
 // checkpointDue reports whether the loop checkpoints after epoch: every
-// CheckpointEvery epochs and after the last.
+// CheckpointEvery epochs (every epoch with CheckpointSteps) and after the
+// last. (With CheckpointInterval the clock decides: stepControl.)
 func (c *Common) checkpointDue(epoch int) bool {
-	return c.CheckpointDir != "" && (epoch%c.CheckpointEvery == 0 || epoch == c.Epochs)
+	if c.CheckpointDir == "" {
+		return false
+	}
+	if epoch == c.Epochs || c.CheckpointSteps > 0 {
+		return true
+	}
+	return c.CheckpointInterval == 0 && epoch%c.CheckpointEvery == 0
 }
 
 // Config is a minibatch training run's configuration (Run). It must be the

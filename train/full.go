@@ -139,7 +139,7 @@ func RunFull(c collective.Comm, d *Data, cfg FullConfig, h Hooks) (*FullResult, 
 	if err != nil {
 		return nil, err
 	}
-	rec, err := runLoop(s, &cfg.Common, h)
+	rec, err := runLoop(s, c, &cfg.Common, h)
 	if err != nil {
 		return nil, err
 	}
@@ -325,7 +325,7 @@ func partData(d *Data, plan *pipe.PartPlan) pipe.Data {
 
 // train runs one epoch of the pipe trainer (one optimizer step); there are
 // no minibatches to report to progress.
-func (s *fullStepper) train(epoch int, _ func(epoch, batch, batches int)) error {
+func (s *fullStepper) train(epoch int, _ stepRun) error {
 	s.before = collective.SnapshotOf(s.c)
 	t0 := time.Now()
 	st, err := s.tr.Epoch(epoch)

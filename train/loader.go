@@ -77,6 +77,7 @@ type batch struct {
 // feature fetches of the preparation.
 type loadState struct {
 	epoch   int
+	from    int // the first step prepared
 	batches [][]int64
 	sampled []*sampling.MiniBatch
 	secs    map[string]float64 // metrics.PhaseSample, metrics.PhaseFetch
@@ -89,9 +90,11 @@ type loadState struct {
 // and fetches minibatch i of the epoch into s. It communicates on t.lc only.
 func (t *trainer) prepare(ls *loadState, i int, s *slot) (*batch, error) {
 	t0 := time.Now()
-	if i%t.cfg.Bulk == 0 {
+	if i%t.cfg.Bulk == 0 || i == ls.from {
+		// An epoch resumed inside a bulk samples the whole bulk again
+		// (the same keys) and uses its share.
 		var err error
-		if ls.sampled, err = t.sampleBulk(ls.epoch, ls.batches, i); err != nil {
+		if ls.sampled, err = t.sampleBulk(ls.epoch, ls.batches, i-i%t.cfg.Bulk); err != nil {
 			return nil, err
 		}
 	}
@@ -182,14 +185,20 @@ type source interface {
 	// stop ends the preparation early, after an error, without waiting
 	// for a loader that may be blocked in a collective (see pipeline).
 	stop()
+	// drain ends the preparation before step i on every rank alike (a
+	// coordinated stop, before step i is taken): it waits for the
+	// minibatches the loader may prepare ahead of step i, the same ones
+	// on every rank, so that no rank's loader is left in a collective
+	// the others never join, and drops them.
+	drain(i int) error
 }
 
-// newSource returns the source of epoch's minibatches: a pipeline when
-// cfg.Overlap is set, else inline preparation.
-func (t *trainer) newSource(epoch int, batches [][]int64) source {
-	ls := &loadState{epoch: epoch, batches: batches, secs: map[string]float64{}}
+// newSource returns the source of epoch's minibatches from step from on:
+// a pipeline when cfg.Overlap is set, else inline preparation.
+func (t *trainer) newSource(epoch int, batches [][]int64, from int) source {
+	ls := &loadState{epoch: epoch, from: from, batches: batches, secs: map[string]float64{}}
 	if !t.cfg.Overlap {
-		return &inline{t: t, ls: ls, s: t.spare()}
+		return &inline{t: t, ls: ls, s: t.spare(), i: from}
 	}
 	for len(t.slots) < prefetch+1 {
 		t.slots = append(t.slots, &slot{})
@@ -224,6 +233,7 @@ func (in *inline) next() (*batch, error) {
 func (in *inline) release(*batch)     {}
 func (in *inline) finish() *loadState { return in.ls }
 func (in *inline) stop()              {}
+func (in *inline) drain(int) error    { return nil }
 
 // pipeline runs the loader on a goroutine of its own. The loader takes a
 // free slot (there are prefetch+1: one computing, prefetch prepared or in
@@ -285,7 +295,7 @@ func (p *pipeline) load(t *trainer) {
 			}
 		}
 	}()
-	for i := range p.ls.batches {
+	for i := p.ls.from; i < len(p.ls.batches); i++ {
 		var s *slot
 		select {
 		case s = <-p.free:
@@ -317,3 +327,25 @@ func (p *pipeline) finish() *loadState {
 }
 
 func (p *pipeline) stop() { close(p.quit) }
+
+// drain waits for the minibatches prepared ahead of step i: the loader
+// holds a slot for every minibatch prepared and not released, so with
+// steps before i released it prepares exactly those up to i+prefetch
+// (or the epoch's last) and then waits for a slot; drain takes them and
+// stops it there.
+func (p *pipeline) drain(i int) error {
+	last := min(i+prefetch, len(p.ls.batches)-1)
+	for {
+		l := <-p.ready
+		if l.err != nil {
+			p.stop()
+			return l.err
+		}
+		if l.b.i == last {
+			break
+		}
+	}
+	p.stop()
+	<-p.done
+	return nil
+}

@@ -1,10 +1,13 @@
 package train
 
 import (
+	"errors"
+	"fmt"
 	"math"
 	"sort"
 	"time"
 
+	"gnnmpi/collective"
 	"gnnmpi/gpu/tier"
 )
 
@@ -14,8 +17,9 @@ import (
 // communicator, and every rank calls them in the same order.
 type stepper interface {
 	// train runs epoch's training, keeping on this rank what summarize
-	// reduces; progress, if not nil, is told of every minibatch.
-	train(epoch int, progress func(epoch, batch, batches int)) error
+	// reduces, as run says; it returns a *stepStop when run.at stops it
+	// inside the epoch.
+	train(epoch int, run stepRun) error
 	// evaluate runs exact inference with the current weights.
 	evaluate() (evaluation, error)
 	// summarize reduces the statistics of the epoch that train ran over
@@ -26,6 +30,35 @@ type stepper interface {
 	save(epoch int, rec *record) error
 	// resume restores the state of the checkpoint to continue from.
 	resume() (resumed, error)
+}
+
+// stepRun is how the loop drives the steps of one epoch in stepper.train
+// (the minibatch trainer; the full-graph stepper's epoch has no step
+// boundaries, and it takes only progress).
+type stepRun struct {
+	// from is the first step to take: 0, or the steps a checkpoint
+	// inside the epoch had done.
+	from int
+	// progress, if not nil, is told of every minibatch.
+	progress func(epoch, batch, batches int)
+	// at, if not nil, is called before every step i ≥ from, on every
+	// rank; it checkpoints inside the epoch when due and reports whether
+	// the ranks stop before step i (i > from only).
+	at func(i int) (stop bool, err error)
+}
+
+// stepStop is the error train returns when run.at stopped it before
+// step.
+type stepStop struct{ step int }
+
+func (e *stepStop) Error() string { return fmt.Sprintf("train: stopped before step %d", e.step) }
+
+// stepSaver is a stepper that checkpoints inside an epoch: the minibatch
+// trainer.
+type stepSaver interface {
+	// saveStep checkpoints the state after step steps of epoch together
+	// with rec, the record of the epochs before.
+	saveStep(epoch, step int, rec *record) error
 }
 
 // weightKeeper is a stepper that keeps a copy of the parameters of the best
@@ -51,12 +84,13 @@ type record struct {
 	best              []float32    // parameters at bestEpoch (weightKeeper only)
 }
 
-// resumed is the checkpoint a stepper resumed from: its last epoch, the
-// loop's record, and where it was read from (for the log).
+// resumed is the checkpoint a stepper resumed from: its last epoch (with
+// step > 0: the epoch it had done step minibatch steps of), the loop's
+// record, and where it was read from (for the log).
 type resumed struct {
-	epoch int
-	rec   record
-	from  string
+	epoch, step int
+	rec         record
+	from        string
 }
 
 // runLoop is the epoch loop of both kinds of training. It resumes from the
@@ -66,23 +100,50 @@ type resumed struct {
 // epoch by cc.Select, checkpoints when due (cc.CheckpointEvery and after
 // the last epoch) and calls the hooks.
 //
-// runLoop is collective over the stepper's communicator.
-func runLoop(s stepper, cc *Common, h Hooks) (*record, error) {
+// With h.Stop or cc.CheckpointInterval the ranks agree at every step
+// boundary (stepControl) whether to stop and whether a timed checkpoint
+// is due; a stop checkpoints (when cc.CheckpointDir is set) and returns a
+// *Stopped. With cc.CheckpointSteps the minibatch trainer checkpoints
+// inside epochs too.
+//
+// runLoop is collective over the stepper's communicator c.
+func runLoop(s stepper, c collective.Comm, cc *Common, h Hooks) (*record, error) {
 	if h.Log == nil {
 		h.Log = func(string, ...any) {}
 	}
 	rec := &record{}
-	start := 1
+	start, from := 1, 0
 	if cc.Resume {
 		r, err := s.resume()
 		if err != nil {
 			return nil, err
 		}
 		rec, start = &r.rec, r.epoch+1
-		h.Log("resumed from %s at epoch %d", r.from, r.epoch)
+		if r.step > 0 {
+			start, from = r.epoch, r.step
+			h.Log("resumed from %s at step %d of epoch %d", r.from, r.step, r.epoch)
+		} else {
+			h.Log("resumed from %s at epoch %d", r.from, r.epoch)
+		}
+	}
+	ctl, err := newStepControl(c, h.Stop, cc)
+	if err != nil {
+		return nil, err
 	}
 	for epoch := start; epoch <= cc.Epochs; epoch++ {
-		st, err := runEpoch(s, cc, epoch, h.Batch)
+		run := stepRun{from: from, progress: h.Batch}
+		if ss, ok := s.(stepSaver); ok && (ctl != nil || cc.CheckpointSteps > 0 && cc.CheckpointDir != "") {
+			run.at = boundary(ss, ctl, cc, epoch, from, rec)
+		}
+		from = 0
+		st, err := runEpoch(s, cc, epoch, run)
+		var ss *stepStop
+		if errors.As(err, &ss) {
+			if err := ctl.close(); err != nil {
+				return nil, err
+			}
+			return nil, &Stopped{Epoch: epoch, Step: ss.step, Checkpoint: cc.CheckpointDir}
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -91,9 +152,19 @@ func runLoop(s stepper, cc *Common, h Hooks) (*record, error) {
 			return nil, settingErrorf("train: epoch %d: loss is %v (diverged; lower %s?)", epoch, st.Loss, SettingLR)
 		}
 		rec.add(st, cc.Select, s)
-		if cc.checkpointDue(epoch) {
+		var flags int32
+		if ctl != nil {
+			if flags, err = ctl.sync(); err != nil {
+				return nil, err
+			}
+		}
+		stop := flags&flagStop != 0 && epoch < cc.Epochs
+		if cc.checkpointDue(epoch) || cc.CheckpointDir != "" && (flags&flagSave != 0 || stop) {
 			if err := s.save(epoch, rec); err != nil {
 				return nil, err
+			}
+			if ctl != nil {
+				ctl.saved()
 			}
 		}
 		if h.Epoch != nil {
@@ -101,14 +172,50 @@ func runLoop(s stepper, cc *Common, h Hooks) (*record, error) {
 				return nil, err
 			}
 		}
+		if stop {
+			if err := ctl.close(); err != nil {
+				return nil, err
+			}
+			return nil, &Stopped{Epoch: epoch + 1, Checkpoint: cc.CheckpointDir}
+		}
 	}
-	return rec, nil
+	return rec, ctl.close()
+}
+
+// boundary returns stepRun.at of epoch, which starts at step from, for
+// the loop's record rec: the ranks agree on ctl's flags (when ctl is not
+// nil) and checkpoint after every cc.CheckpointSteps steps, when the
+// flags say a timed checkpoint is due, and before they stop.
+func boundary(s stepSaver, ctl *stepControl, cc *Common, epoch, from int, rec *record) func(int) (bool, error) {
+	return func(i int) (bool, error) {
+		var flags int32
+		if ctl != nil {
+			var err error
+			if flags, err = ctl.boundary(i, from); err != nil {
+				return false, err
+			}
+		}
+		if i == from {
+			return false, nil
+		}
+		stop := flags&flagStop != 0
+		due := flags&(flagSave|flagStop) != 0 || cc.CheckpointSteps > 0 && i%cc.CheckpointSteps == 0
+		if due && cc.CheckpointDir != "" {
+			if err := s.saveStep(epoch, i, rec); err != nil {
+				return false, err
+			}
+			if ctl != nil {
+				ctl.saved()
+			}
+		}
+		return stop, nil
+	}
 }
 
 // runEpoch trains one epoch, evaluates it when due and returns its
 // statistics over the ranks.
-func runEpoch(s stepper, cc *Common, epoch int, progress func(epoch, batch, batches int)) (EpochStats, error) {
-	if err := s.train(epoch, progress); err != nil {
+func runEpoch(s stepper, cc *Common, epoch int, run stepRun) (EpochStats, error) {
+	if err := s.train(epoch, run); err != nil {
 		return EpochStats{}, err
 	}
 	var ev *evaluation

@@ -32,7 +32,7 @@ type fakeStepper struct {
 	savedRec  []record
 }
 
-func (f *fakeStepper) train(epoch int, _ func(int, int, int)) error {
+func (f *fakeStepper) train(epoch int, _ stepRun) error {
 	f.epoch = epoch
 	f.trained = append(f.trained, epoch)
 	return nil
@@ -103,7 +103,7 @@ func TestLoopCadence(t *testing.T) {
 			}
 			f := &fakeStepper{eval: evals}
 			var hooked []int
-			rec, err := runLoop(f, &cc, Hooks{Epoch: func(st EpochStats) error {
+			rec, err := runLoop(f, nil, &cc, Hooks{Epoch: func(st EpochStats) error {
 				hooked = append(hooked, st.Epoch)
 				return nil
 			}})
@@ -127,7 +127,7 @@ func TestLoopCadence(t *testing.T) {
 		bestEpoch: 1, bestVal: 0.95, best: []float32{1}}
 	f := &fakeStepper{eval: evals, resumeAt: &resumed{epoch: 2, rec: before, from: "ck"}}
 	var logged string
-	rec, err := runLoop(f, &cc, Hooks{Log: func(format string, args ...any) { logged = format }})
+	rec, err := runLoop(f, nil, &cc, Hooks{Log: func(format string, args ...any) { logged = format }})
 	require.NoError(t, err)
 	require.Equal(t, []int{3, 4}, f.trained)
 	require.Equal(t, []int{3, 4}, f.saved)
@@ -144,7 +144,7 @@ func TestLoopDiverged(t *testing.T) {
 	for _, loss := range []float64{math.NaN(), math.Inf(1)} {
 		f := &fakeStepper{loss: map[int]float64{2: loss}}
 		cc := Common{Epochs: 3, Select: SelectAcc, CheckpointDir: "ck", CheckpointEvery: 1}
-		_, err := runLoop(f, &cc, Hooks{})
+		_, err := runLoop(f, nil, &cc, Hooks{})
 		require.ErrorContains(t, err, "epoch 2: loss is")
 		require.Equal(t, []int{1}, f.saved)
 	}

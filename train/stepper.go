@@ -25,6 +25,7 @@ type epochState struct {
 	fetched                alltoall.Counts
 	reads                  tier.Reads // of the device gathers
 	batches                int
+	from                   int     // the first step trained (a resume inside the epoch), else 0
 	gradWait               float64 // seconds the gradient sums waited for the other ranks (gradSync.takeWait)
 }
 
@@ -42,26 +43,51 @@ func (ep *epochState) count(loss float64, correct, n int) {
 // Config.Overlap a loader goroutine prepares the next ones while one
 // computes. The time the compute loop waits for a minibatch is counted as
 // metrics.PhaseWait; the loader's sample and fetch times are its own.
-func (t *trainer) train(epoch int, progress func(epoch, batch, batches int)) error {
+//
+// The epoch starts at step run.from (a resume inside it: its sums go on
+// from the checkpoint's, t.resumeSums) and calls run.at before every
+// step; when that stops the ranks, the loader's minibatches in flight are
+// dropped (a resume prepares them again from the seeded streams) and
+// train returns a *stepStop.
+func (t *trainer) train(epoch int, run stepRun) error {
 	c, r := t.c, t.c.Rank()
-	ep := epochState{before: collective.SnapshotOf(c), secs: map[string]float64{}}
+	t.ep = epochState{before: collective.SnapshotOf(c), secs: map[string]float64{}}
+	ep := &t.ep
 	lap := func(phase string, t0 time.Time) time.Time {
 		now := time.Now()
 		ep.secs[phase] += now.Sub(t0).Seconds()
 		return now
 	}
 	batches := t.sched.batches(t.cfg.Seed, epoch, r)
-	ep.batches = len(batches)
+	ep.batches, ep.from = len(batches), run.from
+	if run.from > 0 {
+		// The epoch resumes inside: its loss and accuracy sums go on
+		// from those of the steps before, as this rank had them.
+		ep.lossSum, ep.correct, ep.seen = t.resumeSums[0], t.resumeSums[1], t.resumeSums[2]
+	}
 	start := time.Now()
 	if t.dev != nil {
 		if err := t.dev.upload(t.m); err != nil {
 			return err
 		}
 	}
-	src := t.newSource(epoch, batches)
-	for i := range batches {
-		if progress != nil {
-			progress(epoch, i, len(batches))
+	src := t.newSource(epoch, batches, run.from)
+	for i := run.from; i < len(batches); i++ {
+		if run.at != nil {
+			stop, err := run.at(i)
+			if err != nil {
+				src.stop()
+				return err
+			}
+			if stop {
+				if err := src.drain(i); err != nil {
+					return err
+				}
+				return &stepStop{step: i}
+			}
+		}
+		if run.progress != nil {
+			run.progress(epoch, i, len(batches))
 		}
 		t0 := time.Now()
 		b, err := src.next()
@@ -71,9 +97,9 @@ func (t *trainer) train(epoch int, progress func(epoch, batch, batches int)) err
 		}
 		t0 = lap(metrics.PhaseWait, t0)
 		if t.dev != nil {
-			err = t.deviceBackward(&ep, epoch, b.i, b.seeds, b.mb, b.x)
+			err = t.deviceBackward(ep, epoch, b.i, b.seeds, b.mb, b.x)
 		} else {
-			t.backward(&ep, epoch, b.i, b.seeds, b.mb, b.x)
+			t.backward(ep, epoch, b.i, b.seeds, b.mb, b.x)
 		}
 		src.release(b)
 		if err != nil {
@@ -120,7 +146,6 @@ func (t *trainer) train(epoch int, progress func(epoch, batch, batches int)) err
 	t.path.addEpoch(ls)
 	ep.trainSecs = time.Since(start).Seconds()
 	ep.gradWait = t.gsync.takeWait().Seconds()
-	t.ep = ep
 	return nil
 }
 
@@ -180,7 +205,7 @@ func (t *trainer) backward(ep *epochState, epoch, i int, seeds []int64, mb *samp
 // sums of the epoch's bytes by phase and of the feature fetches.
 func (t *trainer) summarize(epoch int, ev *evaluation, evalSecs float64) (EpochStats, error) {
 	c, ep := t.c, &t.ep
-	st := EpochStats{Epoch: epoch, Batches: ep.batches}
+	st := EpochStats{Epoch: epoch, Batches: ep.batches, FromStep: ep.from}
 	if ev != nil {
 		ep.secs[metrics.PhaseEval] += evalSecs
 		st.Evaluated, st.ValAcc, st.TestAcc, st.ValLoss = true, ev.ValAcc, ev.TestAcc, ev.ValLoss

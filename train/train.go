@@ -37,6 +37,15 @@ type Hooks struct {
 	// evaluation's layer-wise inference (phase "eval"). It may make
 	// collective calls: every rank calls it.
 	Logits func(owned []int64, logits *dense.Matrix) error
+	// Stop, when set, reports whether this rank was asked to stop (a
+	// signal). It is polled at every minibatch step boundary and at
+	// every epoch's end; when it reports true on any rank, every rank
+	// stops at the same boundary, at most two steps later (stepControl),
+	// checkpoints if Common.CheckpointDir is set, and Run and RunFull
+	// return a *Stopped. It must be set on every rank or on none, and be
+	// safe to call from the training goroutine while a signal handler
+	// sets what it reads.
+	Stop func() bool
 }
 
 // Run trains a model on d with cfg: data-parallel minibatch SGD, every rank
@@ -78,7 +87,7 @@ func Run(c collective.Comm, d *Data, cfg Config, h Hooks) (*Result, error) {
 		major, minor := t.dev.ctx.Capability()
 		h.Log("minibatch step on %s (compute capability %d.%d), kernels loaded as %s", t.dev.ctx.Name(), major, minor, t.dev.m.Image())
 	}
-	rec, err := runLoop(t, &cfg.Common, h)
+	rec, err := runLoop(t, c, &cfg.Common, h)
 	if err != nil {
 		return nil, err
 	}

@@ -60,6 +60,10 @@ type trainer struct {
 	ep  epochState // the epoch that train ran, for summarize
 	// memCheck is the memory check's line for the log (checkFootprint).
 	memCheck string
+	// resumeSums is this rank's loss sum, correct count and seeds seen
+	// of the steps a checkpoint inside an epoch had done (resume), for
+	// train to go on from.
+	resumeSums [3]float64
 }
 
 // comms are a trainer's communicators. The compute loop (gradients,
