@@ -328,6 +328,17 @@ func (c *Comm) wait(ch <-chan struct{}, what string) error {
 	case <-ch:
 		return nil
 	case <-w.abort:
+		// A call that completed before the abort completes: between the
+		// check above and this select both may have become ready (the
+		// rank that failed finished this very call, as the root of
+		// collective.Agree's Bcast, then aborted the job), and select
+		// picks at random among ready cases. Seen as a rare failure of
+		// train's TestFullResumeFromOwnRows under -race.
+		select {
+		case <-ch:
+			return nil
+		default:
+		}
 		return collective.ErrAborted
 	case <-timeout:
 		ctx := fmt.Sprintf("past the timeout %v", w.opt.Timeout)
