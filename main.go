@@ -24,6 +24,7 @@ import (
 	"runtime/pprof"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"gonum.org/v1/gonum/blas"
@@ -129,6 +130,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runMPI(cmd.Name, runCmd, setBackends, g, metrics, stdout, stderr)
 	}
 	p := max(g.ranks, 1)
+	// The in-process ranks write from goroutines of their own, and one
+	// left behind by a failed job (inproc.Options.Grace) may still write
+	// while the error is printed.
+	stdout, stderr = &lockedWriter{w: stdout}, &lockedWriter{w: stderr}
 	// Each rank's counters, kept here so that a call blocked past
 	// --comm-timeout is reported with its rank's phase, as under MPI.
 	stats := make([]*collective.Stats, p)
@@ -155,6 +160,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// lockedWriter serialises the writes of several goroutines to w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+// Write writes b to the underlying writer, one write at a time.
+func (l *lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
 }
 
 // stoppedOf returns the *train.Stopped that err wraps, or nil.
