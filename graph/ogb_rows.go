@@ -309,9 +309,18 @@ func (r *OGBRows) FeatureReader() (*OGBFeatureReader, error) {
 // It will panic if len(dst) is not len(ids) × NumFeatures or an id lies
 // outside [0, NumNodes).
 func (f *OGBFeatureReader) Read(ids []int64, dst []float32) error {
+	return readFeatureRuns(f, ids, dst, func(v float32) (float32, bool) {
+		return v, !math.IsNaN(float64(v)) && !math.IsInf(float64(v), 0)
+	})
+}
+
+// readFeatureRuns fills dst with the feature rows of ids, reading each run
+// of consecutive ids at once, and checks every value with finite (which
+// also gives the value for the error).
+func readFeatureRuns[T float32 | uint16](f *OGBFeatureReader, ids []int64, dst []T, finite func(T) (float32, bool)) error {
 	dim := f.dim
 	if int64(len(dst)) != int64(len(ids))*dim {
-		panic("graph: OGBFeatureReader.Read: dst does not hold the rows")
+		panic("graph: OGBFeatureReader: dst does not hold the rows")
 	}
 	for k := 0; k < len(ids); {
 		run := 1
@@ -328,8 +337,8 @@ func (f *OGBFeatureReader) Read(ids []int64, dst []float32) error {
 		if err != nil {
 			return err
 		}
-		for e, v := range rows {
-			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+		for e, w := range rows {
+			if v, ok := finite(w); !ok {
 				return parseErr(f.path, 0, fmt.Sprintf("%s: row %d, column %d: non-finite feature %v", npzFeat, ids[k]+int64(e)/dim, int64(e)%dim, v))
 			}
 		}
@@ -348,33 +357,9 @@ func (f *OGBFeatureReader) Half() bool { return f.a.DType.Kind == npy.Float && f
 // and the column; node_feat of another dtype an error wrapping
 // npy.ErrDType.
 func (f *OGBFeatureReader) ReadHalf(ids []int64, dst []uint16) error {
-	dim := f.dim
-	if int64(len(dst)) != int64(len(ids))*dim {
-		panic("graph: OGBFeatureReader.ReadHalf: dst does not hold the rows")
-	}
-	for k := 0; k < len(ids); {
-		run := 1
-		for k+run < len(ids) && ids[k+run] == ids[k]+int64(run) {
-			run++
-		}
-		rows := dst[int64(k)*dim : int64(k+run)*dim]
-		var err error
-		if f.a.Fortran {
-			err = npy.ReadRows(f.a, rows, ids[k], ids[k]+int64(run))
-		} else {
-			err = npy.Read(f.a, rows, ids[k]*dim)
-		}
-		if err != nil {
-			return err
-		}
-		for e, w := range rows {
-			if w&0x7c00 == 0x7c00 {
-				return parseErr(f.path, 0, fmt.Sprintf("%s: row %d, column %d: non-finite feature %v", npzFeat, ids[k]+int64(e)/dim, int64(e)%dim, f16.ToFloat32(w)))
-			}
-		}
-		k += run
-	}
-	return nil
+	return readFeatureRuns(f, ids, dst, func(w uint16) (float32, bool) {
+		return f16.ToFloat32(w), w&0x7c00 != 0x7c00 // all exponent bits set: infinite or NaN
+	})
 }
 
 // Close closes the reader.

@@ -3,7 +3,6 @@ package train
 import (
 	"fmt"
 	"math"
-	"os"
 	"unsafe"
 
 	"gnnmpi/alltoall"
@@ -360,27 +359,6 @@ func csrArrays(m *sparse.CSR) [][]byte {
 		return nil
 	}
 	return [][]byte{byteView(m.Indptr), byteView(m.Indices), byteView(m.Values)}
-}
-
-// mappedBytes returns the total length of those of bufs that lie in a
-// shared file mapping (memlimit.FileMapped), or 0 where /proc/self/maps
-// cannot be read.
-func mappedBytes(bufs ...[]byte) int64 {
-	maps, err := os.ReadFile("/proc/self/maps")
-	if err != nil {
-		return 0
-	}
-	var n int64
-	for _, b := range bufs {
-		if len(b) == 0 {
-			continue
-		}
-		lo := uint64(uintptr(unsafe.Pointer(unsafe.SliceData(b))))
-		if memlimit.FileMapped(maps, lo, lo+uint64(len(b))) {
-			n += int64(len(b))
-		}
-	}
-	return n
 }
 
 // byteView returns the bytes of s.

@@ -3,9 +3,6 @@ package train
 import (
 	"math"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
-	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -315,23 +312,4 @@ func TestHeapLimit(t *testing.T) {
 			require.Equal(t, tc.want, heapLimit(tc.state, tc.mapped, tc.other, tc.batch, tc.cur))
 		})
 	}
-}
-
-// mappedBytes counts a buffer in a shared file mapping and not one on the
-// heap.
-func TestMappedBytes(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "f")
-	require.NoError(t, os.WriteFile(path, make([]byte, 3*4096), 0o644))
-	f, err := os.Open(path)
-	require.NoError(t, err)
-	defer f.Close()
-	data, err := syscall.Mmap(int(f.Fd()), 0, 3*4096, syscall.PROT_READ, syscall.MAP_SHARED)
-	require.NoError(t, err)
-	defer syscall.Munmap(data)
-	heap := make([]byte, 5000)
-	if _, err := os.Stat("/proc/self/maps"); err != nil {
-		t.Skip("no /proc/self/maps")
-	}
-	require.Equal(t, int64(4096+100), mappedBytes(data[4096:8192], heap, data[:100], nil))
-	require.Equal(t, int64(0), mappedBytes(heap))
 }

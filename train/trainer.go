@@ -263,7 +263,7 @@ func newTrainer(c collective.Comm, d *Data, cfg Config) (*trainer, error) {
 	if t.gsync, err = newGradSync(c, m, cfg.GradDType, bucketMB); err != nil {
 		return nil, err
 	}
-	limitHeap(t.memory(), mappedBytes(csrArrays(t.d.Adj)...), fp.Slack)
+	limitHeap(t.memory(), memlimit.MappedBytes(csrArrays(t.d.Adj)...), fp.Slack)
 	return t, nil
 }
 
