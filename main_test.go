@@ -10,7 +10,6 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,32 +17,14 @@ import (
 
 	"gnnmpi/internal/memlimit"
 	"gnnmpi/internal/openblas"
+	"gnnmpi/internal/testutil"
 )
 
 func gnnmpi(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	var so, se syncBuffer
+	var so, se testutil.LockedBuffer
 	code = run(args, &so, &se)
 	return so.String(), se.String(), code
-}
-
-// syncBuffer is a bytes.Buffer that an in-process rank left behind by a
-// failed job may still write to while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func infoJSON(t *testing.T, args ...string) map[string]any {

@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,6 +21,7 @@ import (
 	"gnnmpi/collective/inproc"
 	"gnnmpi/gpu/cuda"
 	"gnnmpi/graph"
+	"gnnmpi/internal/testutil"
 	"gnnmpi/metrics"
 	"gnnmpi/nccl"
 	"gnnmpi/sparse"
@@ -32,29 +32,11 @@ import (
 // does; the GPU tests point them at the fake libraries (gputest).
 var testGPU = train.Backends{CUDADeviceCount: cuda.DeviceCount, OpenCUDA: cuda.Open, NewNCCL: nccl.New}
 
-// lockedBuffer is a bytes.Buffer that several ranks may write.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // runCmdErr is runCmd that also returns rank 0's standard error (progress
 // and warnings).
 func runCmdErr(t *testing.T, p int, name string, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
-	var out, se lockedBuffer
+	var out, se testutil.LockedBuffer
 	errs := make([]error, p)
 	err = inproc.Run(p, inproc.Options{Timeout: time.Minute}, func(c collective.Comm) (err error) {
 		defer func() { errs[c.Rank()] = err }()

@@ -6,13 +6,16 @@
 // GradCheck compares an analytic gradient with central differences of a
 // scalar function of float32 parameters, perturbing the parameters in place
 // and restoring them afterwards. Close reports whether two float32 slices
-// agree to a relative tolerance. ReadDir reads a directory's files. The
+// agree to a relative tolerance. ReadDir reads a directory's files.
+// LockedBuffer is an output several goroutines may share. The
 // package imports only the standard library, so any package's tests may use
 // it.
 package testutil
 
 import (
+	"bytes"
 	"math"
+	"sync"
 	"testing"
 )
 
@@ -137,4 +140,26 @@ func Close(got, want []float32, tol float64) bool {
 		}
 	}
 	return true
+}
+
+// LockedBuffer is a bytes.Buffer that several goroutines may write and
+// read: in-process ranks writing one output, or a rank left behind by a
+// failed job writing while a test reads.
+type LockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+// Write appends p.
+func (l *LockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// String returns what was written so far.
+func (l *LockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
