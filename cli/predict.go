@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/csv"
 	"encoding/json"
 	"flag"
@@ -125,6 +126,20 @@ type predictOptions struct {
 
 // readRuns reads the final metrics of train runs (perfmodel.ReadMeasured).
 func readRuns(paths []string, what string) ([]*perfmodel.Measured, error) {
+	// A run given twice (the same file, or a copy of it) would count as
+	// two observations and make a fit look exact.
+	seen := map[[sha256.Size]byte]string{}
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue // ReadMeasured reports it
+		}
+		sum := sha256.Sum256(b)
+		if q, ok := seen[sum]; ok {
+			return nil, fmt.Errorf("predict: %s: %s and %s hold the same run: give each run once", what, q, p)
+		}
+		seen[sum] = p
+	}
 	runs, err := perfmodel.ReadMeasured(paths, what, os.ReadFile)
 	if err != nil {
 		return nil, fmt.Errorf("predict: %w", err)

@@ -79,6 +79,7 @@ func TestPredictCommand(t *testing.T) {
 		{[]string{"--net", "25gbe", "--fit", r1 + "," + bad, "--np", "8"}, bad},
 		{[]string{"--net", "25gbe", "--fit", r1 + "," + other, "--np", "8"}, other},
 		{[]string{"--net", "25gbe", "--fit", r1, "--np", "8"}, "fewer observations"},
+		{[]string{"--net", "25gbe", "--fit", r1 + "," + r1, "--np", "8"}, "hold the same run"},
 		{[]string{"--net", "25gbe", "--fit", fit, "--np", "8", "--validate", other}, other},
 		{[]string{"--net", "25gbe", "--fit", netPath, "--np", "8"}, netPath},
 		{[]string{"--net", "25gbe", "--fit-net", bad, "--fit", fit, "--np", "8"}, bad},
