@@ -253,7 +253,7 @@ func (d *Dropout) Mask(dst []float32, rows, cols int, x []float32, train bool, r
 		panic("model: dropout mask: len(x) != rows·cols")
 	}
 	dst = dense.Grow(dst, rows*cols)
-	key := rng.Uint64()
+	key, _, _, _ := d.MaskKey(train, rng)
 	for r := range rows {
 		dr := newDropper(d.Rate, key, uint64(r))
 		for i := r * cols; i < (r+1)*cols; i++ {
@@ -265,6 +265,29 @@ func (d *Dropout) Mask(dst []float32, rows, cols int, x []float32, train bool, r
 		}
 	}
 	return dst
+}
+
+// MaskKey draws from rng what Mask draws, and returns what defines the
+// mask instead of the mask, for a caller that computes it elsewhere
+// (gpu/gnn, in a kernel): row r's decisions come from the stream
+// rng.PCG{Hi: key, Lo: r}, each 64-bit draw making four decisions of 16
+// bits, low bits first; an element is kept, with mask value keep, when its
+// 16 bits are at least t, and dropped (0) otherwise; with SkipZeros a zero
+// element draws nothing and gets 0. ok is false, and nothing is drawn,
+// when Mask would return nil (not train, or Rate 0).
+// It will panic if Rate is outside [0, 1), or if rng is nil when needed.
+func (d *Dropout) MaskKey(train bool, rng *rand.Rand) (key uint64, t uint32, keep float32, ok bool) {
+	if !(d.Rate >= 0 && d.Rate < 1) {
+		panic("model: dropout rate outside [0, 1)")
+	}
+	if !train || d.Rate == 0 {
+		return 0, 0, 0, false
+	}
+	if rng == nil {
+		panic("model: dropout needs an rng")
+	}
+	dr := newDropper(d.Rate, 0, 0)
+	return rng.Uint64(), uint32(dr.t), dr.keep, true
 }
 
 // ForwardSparse is Forward on sparse rows: it returns x with dropout

@@ -27,7 +27,7 @@ if [ -d ../shared/data/coauthor-physics ]; then
 else
 	echo "pack: ../shared/data/coauthor-physics not found; the pack has Cora only" >&2
 fi
-cp bench/peers/sage_torch.py bench/peers/sage_pyg.py "$PACK/peers/"
+cp bench/peers/sage_torch.py bench/peers/sage_pyg.py bench/peers/load_gnnmpi.py "$PACK/peers/"
 cp bench/gpu/run.sh "$PACK/run.sh"
 size=$(du -sb "$PACK" | cut -f1)
 if [ "$size" -gt $((64 << 20)) ]; then

@@ -8,7 +8,7 @@
 #   bench/gpu/run.sh --fake OUT   here, on the fake CUDA libraries of the tests
 #                                 (built with gcc; ./run.sh test runs this)
 #
-# It writes four files to OUT (the device tool brings back at most eight):
+# It writes five files to OUT (the device tool brings back at most eight):
 #   run.log            everything it printed
 #   gpucheck.json      gnnmpi gpucheck's report (kernels, cuBLAS/cuSPARSE,
 #                      the zero-copy gather benchmark with the link's bandwidth
@@ -19,6 +19,10 @@
 #                      and --device cpu (GraphSAGE on each dataset, GCN and GAT on
 #                      Cora; every epoch's loss compared), and the PyTorch and PyG
 #                      peers on the same GPU where they import
+#   export.jsonl       bench/peers/load_gnnmpi.py --pyg on, one line a model: Cora's
+#                      SAGE, GCN and GAT trained with --device cpu and SAGE with
+#                      --device cuda, exported (--save-model, --save-logits) and
+#                      rebuilt in plain PyTorch and in PyG (skipped with --fake)
 # and keeps every run's metrics and output in WORK (default: a temporary
 # directory, named in run.log). It fails when a check fails or the losses of cuda and cpu differ by more
 # than LOSS_TOL (relative, default 1e-3).
@@ -111,12 +115,20 @@ declare -A path
 for ds in "${datasets[@]}"; do path[$ds]=$PACK/data/$ds; done
 # left prints the seconds of the budget left (0 when spent).
 left() { echo $((BUDGET > SECONDS ? BUDGET - SECONDS : 0)); }
+if [ "$fake" = 0 ]; then
+	nvidia-smi || true
+	"$PYTHON" -c 'import sys, torch; print("python", sys.version.split()[0], "torch", torch.__version__, "cuda", torch.version.cuda, torch.cuda.is_available())' || true
+	"$PYTHON" -c 'import torch_geometric; print("torch_geometric", torch_geometric.__version__)' || true
+fi
 echo "gpu run: $device, driver $driver; work in $WORK; GNNMPI_CUDA_LIBDIR=${GNNMPI_CUDA_LIBDIR:-} GNNMPI_NCCL_LIBDIR=${GNNMPI_NCCL_LIBDIR:-}; epochs $EPOCHS"
 status=0
 
 # 1. gpucheck: the kernels, the libraries, the zero-copy benchmark and a
 # short training on the GPU against the CPU.
-if "$BIN" gpucheck --data "$PACK/data/cora" --report "$OUT/gpucheck.json"; then
+# Each gnnmpi step has a time limit (STEP_S, default 150 s), so that a hang
+# on new hardware costs one step, not the call.
+STEP_S=${STEP_S:-150}
+if timeout "$STEP_S" "$BIN" gpucheck --data "$PACK/data/cora" --report "$OUT/gpucheck.json"; then
 	echo "gpucheck: passed"
 else
 	echo "gpucheck: FAILED"
@@ -133,7 +145,7 @@ for run in "${runs[@]}"; do
 	for where in cuda cpu; do
 		f=$WORK/$ds-$model-$where
 		rm -f "$f.jsonl"
-		if ! "$BIN" --metrics "$f.jsonl" train --data "$PACK/data/$ds" --model "$model" --device "$where" \
+		if ! timeout "$STEP_S" "$BIN" --metrics "$f.jsonl" train --data "$PACK/data/$ds" --model "$model" --device "$where" \
 			--epochs "$EPOCHS" --eval-every "$EPOCHS" >"$f.log" 2>&1; then
 			echo "train $ds --model $model --device $where: FAILED"
 			status=1
@@ -141,6 +153,26 @@ for run in "${runs[@]}"; do
 		tail -3 "$f.log"
 	done
 done
+
+# 2b. Export: the models gnnmpi trained, rebuilt in PyTorch and in PyG.
+if [ "$fake" = 0 ]; then
+	: >"$OUT/export.jsonl"
+	for run in cpu:sage cpu:gcn cpu:gat cuda:sage; do
+		where=${run%%:*} model=${run##*:}
+		f=$WORK/export-$model-$where
+		if timeout "$STEP_S" "$BIN" train --data "$PACK/data/cora" --model "$model" --device "$where" --epochs 10 \
+			--save-model "$f.safetensors" --save-logits "$f.npy" >"$f.log" 2>&1 &&
+			timeout "$STEP_S" "$PYTHON" "$PACK/peers/load_gnnmpi.py" --model "$f.safetensors" --data "$PACK/data/cora" \
+				--logits "$f.npy" --pyg on >"$f.check" 2>&1; then
+			echo "export $model ($where): matched"
+		else
+			echo "export $model ($where): FAILED"
+			status=1
+		fi
+		tail -n 3 "$f.log" "$f.check" || true
+		grep '^{' "$f.check" | sed "s/^{/{\"device\": \"$where\", /" >>"$OUT/export.jsonl" || true
+	done
+fi
 
 # 3. The products-size SBM: gnnmpi on the GPU only (time and memory).
 bench=()

@@ -87,10 +87,9 @@ type Model struct {
 	drops    []model.Dropout
 	bufs     map[string]*buffer
 	caches   []cache
-	masks    [][]float32 // host masks of the last step, per layer
+	keys     []dropKey   // the dropout of the last step, per layer
 	edges    []gatEdges  // per GAT layer: the attended edges of the last step
 	attnDrop float32     // GAT's attention dropout rate
-	xHost    []float32   // StepDevice's input, downloaded for the input dropout's mask
 	xsPtr    []int32     // StepSparse's input row offsets, on the host
 }
 
@@ -148,7 +147,7 @@ func New(ctx *cuda.Context, cfg model.Config) (*Model, error) {
 	}
 	m.n = int(off)
 	m.caches = make([]cache, cfg.Layers)
-	m.masks = make([][]float32, cfg.Layers)
+	m.keys = make([]dropKey, cfg.Layers)
 	m.edges = make([]gatEdges, cfg.Layers)
 	err := ctx.Do(func() (err error) {
 		if m.bl, err = gblas.NewBLAS(0); err != nil {
@@ -402,7 +401,7 @@ func (m *Model) Step(blocks []*sparse.CSR, x *dense.Matrix, labels []int32, scal
 		if err != nil {
 			return err
 		}
-		res, err = m.step(blocks, input{x: p, rows: x.Rows, xh: x.Data}, labels, scale, rng)
+		res, err = m.step(blocks, input{x: p, rows: x.Rows}, labels, scale, rng)
 		return err
 	})
 	return res, err
@@ -415,34 +414,33 @@ func (m *Model) Step(blocks []*sparse.CSR, x *dense.Matrix, labels []int32, scal
 // loss, and leaves on the device the gradients of scale times the mean
 // loss (the trainer's share of a global mean), as model.Model.Backward
 // after model.SoftmaxCrossEntropy with its gradient scaled; dropout masks
-// come from rng, drawn as model.Model.Forward draws them. With dropout on,
-// the input is downloaded once for the input layer's mask (see the
-// package doc). With no labels the gradients are zero.
+// come from rng, drawn as model.Model.Forward draws them (see the package
+// doc). With no labels the gradients are zero.
 func (m *Model) StepDevice(blocks []*sparse.CSR, x cuda.DevicePtr, rows int, labels []int32, scale float32, rng *rand.Rand) (Result, error) {
 	var res Result
 	err := m.ctx.Do(func() (err error) {
-		var xh []float32
-		if m.drops[0].Rate > 0 && len(labels) > 0 {
-			m.xHost = dense.Grow(m.xHost, rows*m.layers[0].fin)
-			if err := cuda.CopyDtoH(m.ctx, m.xHost, x); err != nil {
-				return err
-			}
-			xh = m.xHost
-		}
-		res, err = m.step(blocks, input{x: x, rows: rows, xh: xh}, labels, scale, rng)
+		res, err = m.step(blocks, input{x: x, rows: rows}, labels, scale, rng)
 		return err
 	})
 	return res, err
 }
 
-// input is a step's input rows: rows dense rows at x on the device (xh:
-// the same on the host, when the input dropout needs them), or, when xs
-// is set, sparse rows on the host.
+// input is a step's input rows: rows dense rows at x on the device or,
+// when xs is set, sparse rows on the host.
 type input struct {
 	x    cuda.DevicePtr
 	rows int
-	xh   []float32
 	xs   *sparse.Matrix[float32]
+}
+
+// dropKey is a layer's dropout in a step: model.Dropout.MaskKey's draw,
+// from which the dropout_mask kernel makes the mask on the device (ok
+// false: no dropout).
+type dropKey struct {
+	key  uint64
+	t    uint32
+	keep float32
+	ok   bool
 }
 
 // step is StepDevice, or StepSparse, with the context current.
@@ -464,19 +462,16 @@ func (m *Model) step(blocks []*sparse.CSR, in input, labels []int32, scale float
 	if ns != len(labels) {
 		return Result{}, fmt.Errorf("gpu/gnn: %d labels for %d output rows", len(labels), ns)
 	}
-	// The masks, in Forward's order of draws (ForwardSparse's for sparse
-	// input rows, whose dropout is applied on the host).
+	// The masks' keys, in Forward's order of draws (ForwardSparse's for
+	// sparse input rows, whose dropout is applied on the host).
 	// A GAT layer then draws its attention dropout.
 	var xs *sparse.Matrix[float32]
 	for l, a := range blocks {
 		if l == 0 && in.xs != nil {
-			xs, m.masks[0] = m.drops[0].ForwardSparse(in.xs, true, rng), nil
+			xs, m.keys[0] = m.drops[0].ForwardSparse(in.xs, true, rng), dropKey{}
 		} else {
-			var xl []float32
-			if l == 0 {
-				xl = in.xh
-			}
-			m.masks[l] = m.drops[l].Mask(m.masks[l], int(a.NCols), m.layers[l].fin, xl, true, rng)
+			k := &m.keys[l]
+			k.key, k.t, k.keep, k.ok = m.drops[l].MaskKey(true, rng)
 		}
 		if m.layers[l].gat {
 			if err := m.drawGAT(l, a, rng); err != nil {
@@ -546,8 +541,15 @@ func (m *Model) forward(blocks []*sparse.CSR, x cuda.DevicePtr, xs *sparse.Matri
 			continue
 		}
 		c.xd = x
-		if m.masks[l] != nil {
-			if c.mask, err = upload(m, fmt.Sprint("mask", l), m.masks[l]); err != nil {
+		if k := m.keys[l]; k.ok {
+			if c.mask, err = m.scratch(fmt.Sprint("mask", l), f32(ns*fin)); err != nil {
+				return 0, err
+			}
+			var skip int32
+			if m.drops[l].SkipZeros {
+				skip = 1
+			}
+			if err := m.launch("dropout_mask", ns, c.mask, x, int64(ns), int32(fin), int64(k.key), int32(k.t), k.keep, skip); err != nil {
 				return 0, err
 			}
 			if c.xd, err = m.scratch(fmt.Sprint("xd", l), f32(ns*fin)); err != nil {

@@ -319,6 +319,49 @@ func kernelChecks() map[string]kernelCheck {
 			}
 			return checkElementwise(c, fn, "mul_mask", 0, want, x, mask)
 		},
+		"dropout_mask": func(c *cuda.Context, fn *cuda.Function, r *rand.Rand) error {
+			// Against model.Dropout.Mask from the same key: the input
+			// layer's (zeros draw nothing) and a hidden layer's, with
+			// rows of a length that is not a multiple of 4, so that a
+			// row ends inside a draw.
+			const rows, cols = 257, 37
+			x := randNormal(r, rows*cols)
+			for k := range x {
+				if r.IntN(3) == 0 {
+					x[k] = 0
+				}
+			}
+			d := &devBufs{c: c}
+			defer d.free()
+			px := up(d, x)
+			pm := up(d, make([]float32, rows*cols))
+			if d.err != nil {
+				return d.err
+			}
+			var errs []error
+			for _, skip := range []bool{true, false} {
+				drop := model.Dropout{Rate: 0.5, SkipZeros: skip}
+				if !skip {
+					drop.Rate = 0.6 // GAT's, not a multiple of 2⁻¹⁶
+				}
+				seed := r.Uint64()
+				want := drop.Mask(nil, rows, cols, x, true, rand.New(rand.NewPCG(seed, 0)))
+				key, t, keep, _ := drop.MaskKey(true, rand.New(rand.NewPCG(seed, 0)))
+				var skipArg int32
+				if skip {
+					skipArg = 1
+				}
+				if err := launch1D(fn, rows, pm, px, int64(rows), int32(cols), int64(key), int32(t), keep, skipArg); err != nil {
+					return err
+				}
+				got, err := devDownload[float32](c, pm, rows*cols)
+				if err != nil {
+					return err
+				}
+				errs = append(errs, closeTo(fmt.Sprintf("dropout_mask (skip zeros %v)", skip), got, want, 0))
+			}
+			return errors.Join(errs...)
+		},
 		"col_sum": func(c *cuda.Context, fn *cuda.Function, r *rand.Rand) error {
 			const rows, cols = 301, 23
 			d := &devBufs{c: c}

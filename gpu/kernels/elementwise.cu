@@ -90,7 +90,7 @@ extern "C" __global__ void adam_step(float *__restrict__ w, const float *__restr
 }
 GNNMPI_KERNEL(adam_step)
 
-// mul_mask: y[i] = x[i] * mask[i] (dropout with a mask drawn on the host,
+// mul_mask: y[i] = x[i] * mask[i] (dropout with a mask from dropout_mask,
 // and its backward). y may be x.
 extern "C" __global__ void mul_mask(float *y, const float *x, const float *__restrict__ mask, long long n) {
 	for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
@@ -98,6 +98,56 @@ extern "C" __global__ void mul_mask(float *y, const float *x, const float *__res
 	}
 }
 GNNMPI_KERNEL(mul_mask)
+
+// gnnmpi_pcg_next advances the 128-bit PCG state (hi, lo) as model's
+// rng.PCG.Next does (one LCG step) and returns its output.
+__device__ __forceinline__ unsigned long long gnnmpi_pcg_next(unsigned long long *hi, unsigned long long *lo) {
+	const unsigned long long mul_hi = 2549297995355413924ULL, mul_lo = 4865540595714422341ULL;
+	const unsigned long long inc_hi = 6364136223846793005ULL, inc_lo = 1442695040888963407ULL;
+	const unsigned long long p_hi = *hi, p_lo = *lo;
+	unsigned long long h = __umul64hi(p_lo, mul_lo) + p_hi * mul_lo + p_lo * mul_hi;
+	const unsigned long long l = p_lo * mul_lo + inc_lo;
+	h += inc_hi + (l < inc_lo ? 1ULL : 0ULL);
+	*hi = h;
+	*lo = l;
+	unsigned long long x = h;
+	x ^= x >> 32;
+	x *= 0xda942042e4dd58b5ULL;
+	x ^= x >> 48;
+	x *= l | 1ULL;
+	return x;
+}
+
+// dropout_mask: the inverted-dropout mask that model.Dropout.Mask draws on
+// the host, drawn on the device: row r of the rows×cols row-major mask takes
+// its decisions from the PCG stream (hi = key, lo = r), four 16-bit
+// decisions per draw, low bits first; an element is kept (mask keep) when
+// its bits are at least t, else dropped (0). With skip_zeros, an element
+// whose x is 0 draws nothing and gets 0 (x is read only then). One thread a
+// row, in column order (the decisions are sequential within a row).
+extern "C" __global__ void dropout_mask(float *__restrict__ mask, const float *__restrict__ x, long long rows, int cols,
+		long long key, int t, float keep, int skip_zeros) {
+	for (long long r = (long long)blockIdx.x * blockDim.x + threadIdx.x; r < rows; r += (long long)gridDim.x * blockDim.x) {
+		unsigned long long hi = (unsigned long long)key, lo = (unsigned long long)r, bits = 0;
+		int left = 0;
+		float *m = mask + r * cols;
+		const float *xr = x + r * cols;
+		for (int c = 0; c < cols; c++) {
+			if (skip_zeros && xr[c] == 0.0f) {
+				m[c] = 0.0f;
+				continue;
+			}
+			if (left == 0) {
+				bits = gnnmpi_pcg_next(&hi, &lo);
+				left = 4;
+			}
+			left--;
+			m[c] = (bits & 0xffffULL) >= (unsigned long long)t ? keep : 0.0f;
+			bits >>= 16;
+		}
+	}
+}
+GNNMPI_KERNEL(dropout_mask)
 
 // col_sum: y[c] = sum over r of x[r, c] for the rows×cols row-major x (the
 // bias gradient): one thread per column loops over the rows, in row order.

@@ -10,7 +10,8 @@
 // gather_rows_f16, the same over tiers of half-precision rows, converted
 // to float32 on the device.
 // elementwise.cu: relu_forward, relu_backward, add_bias, scale_add,
-// softmax_xent, adam_step, mul_mask (dropout) and col_sum (the bias
+// softmax_xent, adam_step, dropout_mask and mul_mask (dropout: the mask
+// drawn on the device as model.Dropout.Mask draws it, and applied) and col_sum (the bias
 // gradient) for the device training step.
 // gat.cu: elu_forward and elu_backward, and the GAT layer's attention:
 // gat_scores, gat_softmax (the edge softmax), gat_aggregate, and their
@@ -33,7 +34,7 @@ import (
 var files embed.FS
 
 // Names lists every kernel that Source defines.
-var Names = []string{"gather_rows", "gather_rows_f16", "relu_forward", "relu_backward", "add_bias", "scale_add", "softmax_xent", "adam_step", "mul_mask", "col_sum",
+var Names = []string{"gather_rows", "gather_rows_f16", "relu_forward", "relu_backward", "add_bias", "scale_add", "softmax_xent", "adam_step", "mul_mask", "dropout_mask", "col_sum",
 	"elu_forward", "elu_backward", "gat_scores", "gat_softmax", "gat_aggregate", "gat_dalpha", "gat_softmax_backward", "gat_src_grad", "diag_blocks"}
 
 // Source returns every .cu file, in name order, concatenated into one
@@ -102,6 +103,7 @@ var Params = map[string][]Param{
 	"softmax_xent":    {Ptr, Ptr, Ptr, Ptr, Int32, Int32, Float32},
 	"adam_step":       {Ptr, Ptr, Ptr, Ptr, Int64, Float32, Float32, Float32, Float32, Float32, Float32},
 	"mul_mask":        {Ptr, Ptr, Ptr, Int64},
+	"dropout_mask":    {Ptr, Ptr, Int64, Int32, Int64, Int32, Float32, Int32},
 	"col_sum":         {Ptr, Ptr, Int64, Int32},
 
 	"elu_forward":          {Ptr, Ptr, Int64},

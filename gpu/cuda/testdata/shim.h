@@ -4,7 +4,7 @@
 //
 // Supported: __global__, __device__, __forceinline__, __restrict__,
 // threadIdx/blockIdx/blockDim/gridDim, warpSize, min/max, expf/logf/sqrtf/
-// powf/fabsf, __ldg (a plain load). Not supported: __syncthreads, shared
+// powf/fabsf, __ldg (a plain load), __umul64hi. Not supported: __syncthreads, shared
 // memory, warp shuffles, atomics; the kernels must not use them (the
 // threads of a block run one after another, to completion).
 //
@@ -31,6 +31,9 @@ static const int warpSize = 32;
 template <typename T> static inline T min(T a, T b) { return a < b ? a : b; }
 template <typename T> static inline T max(T a, T b) { return a < b ? b : a; }
 template <typename T> static inline T __ldg(const T *p) { return *p; }
+static inline unsigned long long __umul64hi(unsigned long long a, unsigned long long b) {
+	return (unsigned long long)(((unsigned __int128)a * b) >> 64);
+}
 
 template <typename... A, std::size_t... I>
 static inline void gnnmpi_call(void (*k)(A...), void **p, std::index_sequence<I...>) {
