@@ -28,11 +28,16 @@ type DataPath struct {
 	// measured it once (the best of three memmoves of a 32 MiB buffer):
 	// the bound GatherGBps is compared with.
 	CopyGBps float64 `json:"copy_gbps"`
+	// OnDevice is set when a GPU gathered the rows from its feature tiers
+	// (train's --device cuda with dense rows): they cross the host link
+	// or come from device memory, so the host's copy bandwidth does not
+	// bound GatherGBps, and Summary does not compare them.
+	OnDevice bool `json:"on_device,omitempty"`
 }
 
 // Summary returns the data path's rates as a log line: the slowest and the
 // fastest rank's minibatches/s, and rank 0's gather rate against its copy
-// bandwidth.
+// bandwidth (not compared when the rows were gathered on a GPU).
 func (d *DataPath) Summary() string {
 	lo, hi := 0.0, 0.0
 	if len(d.MinibatchesPerS) > 0 {
@@ -42,6 +47,9 @@ func (d *DataPath) Summary() string {
 	if d.CopyGBps > 0 {
 		share = 100 * d.GatherGBps / d.CopyGBps
 	}
-	return fmt.Sprintf("data path (sample+fetch alone): %.1f minibatches/s (slowest rank; fastest %.1f); rank 0 gathers %.2f GB/s, %.0f%% of its %.1f GB/s copy bandwidth",
-		lo, hi, d.GatherGBps, share, d.CopyGBps)
+	head := fmt.Sprintf("data path (sample+fetch alone): %.1f minibatches/s (slowest rank; fastest %.1f); ", lo, hi)
+	if d.OnDevice {
+		return head + fmt.Sprintf("rank 0's GPU gathers %.2f GB/s from its feature tiers", d.GatherGBps)
+	}
+	return head + fmt.Sprintf("rank 0 gathers %.2f GB/s, %.0f%% of its %.1f GB/s copy bandwidth", d.GatherGBps, share, d.CopyGBps)
 }

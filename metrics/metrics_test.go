@@ -90,6 +90,8 @@ func TestDataPathSummary(t *testing.T) {
 			"data path (sample+fetch alone): 25.5 minibatches/s (slowest rank; fastest 40.0); rank 0 gathers 3.00 GB/s, 25% of its 12.0 GB/s copy bandwidth"},
 		{"no copy rate", DataPath{MinibatchesPerS: []float64{7}, GatherGBps: 1.5},
 			"data path (sample+fetch alone): 7.0 minibatches/s (slowest rank; fastest 7.0); rank 0 gathers 1.50 GB/s, 0% of its 0.0 GB/s copy bandwidth"},
+		{"on a GPU", DataPath{MinibatchesPerS: []float64{80.5}, GatherGBps: 24.75, CopyGBps: 6.1, OnDevice: true},
+			"data path (sample+fetch alone): 80.5 minibatches/s (slowest rank; fastest 80.5); rank 0's GPU gathers 24.75 GB/s from its feature tiers"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := tc.d.Summary(); got != tc.want {

@@ -92,6 +92,7 @@ func Run(c collective.Comm, d *Data, cfg Config, h Hooks) (*Result, error) {
 		return nil, err
 	}
 	last := t.m.FlattenWeights(nil)
+	onDevice := t.dev != nil && t.dev.tier != nil // free releases the device
 	if h.Logits != nil {
 		if err := t.selectedLogits(rec.best, h.Logits); err != nil {
 			return nil, err
@@ -103,7 +104,9 @@ func Run(c collective.Comm, d *Data, cfg Config, h Hooks) (*Result, error) {
 	res := rec.result()
 	res.Last, res.Model, res.Overlap = last, t.m.Config(), t.cfg.Overlap
 	res.NumParams, res.Stores = t.m.NumParams(), t.stores
-	res.DataPath = t.path.record()
+	if res.DataPath = t.path.record(); res.DataPath != nil {
+		res.DataPath.OnDevice = onDevice
+	}
 	defer collective.SetPhase(c, metrics.PhaseMetrics)()
 	mine := append(t.memory(), memlimit.PeakRSS(), memlimit.PeakAnon(), memlimit.PeakLiveHeap())
 	all, _, err := collective.AllgatherSlice(c, mine)
