@@ -87,10 +87,10 @@ type Model struct {
 	drops    []model.Dropout
 	bufs     map[string]*buffer
 	caches   []cache
-	keys     []dropKey   // the dropout of the last step, per layer
-	edges    []gatEdges  // per GAT layer: the attended edges of the last step
-	attnDrop float32     // GAT's attention dropout rate
-	xsPtr    []int32     // StepSparse's input row offsets, on the host
+	keys     []dropKey  // the dropout of the last step, per layer
+	edges    []gatEdges // per GAT layer: the attended edges of the last step
+	attnDrop float32    // GAT's attention dropout rate
+	xsPtr    []int32    // StepSparse's input row offsets, on the host
 }
 
 // New builds a device model for cfg (In and Out set, as model.New takes
