@@ -106,6 +106,9 @@ func runDistPartition(env *Env, o distOptions) error {
 		defer b.Close()
 		r = b
 	}
+	if n := r.NumNodes(); int64(k) > n {
+		return fmt.Errorf("partition: --parts %d is more than the %d vertices of %s: every part needs one", k, n, data)
+	}
 	if o.out != "" && o.symmetrize && !r.Symmetric() {
 		return fmt.Errorf("partition: --symmetrize with --out and --method %s: %s is not symmetric; write a symmetrized copy first (gnnmpi convert --symmetrize) and partition that", method, data)
 	}

@@ -111,6 +111,16 @@ func TestPartitionDistributedErrors(t *testing.T) {
 	_, _, err := runCmdErr(t, 3, "partition", "--method", "block", "--parts", "3", "--data", data, "--out", filepath.Join(file, "parts"))
 	require.ErrorContains(t, err, filepath.Join(file, "parts"))
 
+	// More parts than vertices, refused on every rank before anything is
+	// read, as the serial path refuses them.
+	n, err := graph.OpenBinaryRows(data)
+	require.NoError(t, err)
+	nodes := n.NumNodes()
+	require.NoError(t, n.Close())
+	_, _, err = runCmdErr(t, 3, "partition", "--method", "block", "--parts", fmt.Sprint(nodes+1), "--data", data, "--out", filepath.Join(dir, "many"))
+	require.EqualError(t, err, fmt.Sprintf("partition: --parts %d is more than the %d vertices of %s: every part needs one", nodes+1, nodes, data))
+	assert.False(t, graph.IsPartDir(filepath.Join(dir, "many")))
+
 	// A label out of range, found by the rank that reads it.
 	b, err := os.ReadFile(data)
 	require.NoError(t, err)

@@ -71,7 +71,11 @@ func TestSampleErrors(t *testing.T) {
 	}{
 		{[]string{"--data", data, "--bulk", "0"}, "--bulk 0"},
 		{[]string{"--data", data, "--sampler", "fastgcn"}, "unknown sampler"},
-		{[]string{"--data", data, "--sampler", "ladies", "--fanouts", "0"}, "at least 1 vertex"},
+		// The fanouts are checked as train checks them.
+		{[]string{"--data", data, "--sampler", "ladies", "--fanouts", "0"}, "sample: fanout 0 samples nothing"},
+		{[]string{"--data", data, "--sampler", "ladies", "--fanouts", "10,-1"}, "sample: ladies samples a fixed number of vertices per layer; fanout -1 must be positive"},
+		{[]string{"--data", data, "--fanouts", "10,-2"}, "sample: fanout -2: give a positive fanout, or -1 (only -1) for all neighbours"},
+		{[]string{"--data", data, "--sampler", "plain", "--fanouts", "-3,5"}, "sample: fanout -3"},
 		{[]string{"--data", data, "--fanouts", "x"}, "--fanouts"},
 		{[]string{"--data", data, "--topology", "2d"}, "--topology"},
 		{[]string{"--data", data, "--topology", "1.5d", "--c", "3"}, "--c 3"},

@@ -271,15 +271,23 @@ func (c *Config) validateSampling() error {
 	case c.EvalMemory < 1:
 		return fmt.Errorf("train: eval memory %d < 1", c.EvalMemory)
 	}
-	for _, f := range c.Fanouts {
+	return checkFanouts("train", c.Fanouts, c.Sampler)
+}
+
+// checkFanouts checks the fanouts of sampler kind for the command cmd
+// (train, sample), which prefixes the error: each positive, or −1 (all
+// neighbours) but with ladies, which samples a fixed number of vertices
+// per layer.
+func checkFanouts(cmd string, fanouts []int, kind sampling.Kind) error {
+	for _, f := range fanouts {
 		if f == 0 {
-			return fmt.Errorf("train: fanout 0 samples nothing; use a positive fanout or -1 for all neighbours")
+			return fmt.Errorf("%s: fanout 0 samples nothing; use a positive fanout or -1 for all neighbours", cmd)
 		}
 		if f < -1 {
-			return fmt.Errorf("train: fanout %d: give a positive fanout, or -1 (only -1) for all neighbours", f)
+			return fmt.Errorf("%s: fanout %d: give a positive fanout, or -1 (only -1) for all neighbours", cmd, f)
 		}
-		if f < 0 && c.Sampler == SamplerLADIES {
-			return fmt.Errorf("train: ladies samples a fixed number of vertices per layer; fanout %d must be positive", f)
+		if f < 0 && kind == sampling.KindLADIES {
+			return fmt.Errorf("%s: ladies samples a fixed number of vertices per layer; fanout %d must be positive", cmd, f)
 		}
 	}
 	return nil

@@ -2,6 +2,7 @@ package train
 
 import (
 	"fmt"
+	"path/filepath"
 
 	"gnnmpi/collective"
 	"gnnmpi/graph"
@@ -62,6 +63,9 @@ func loadParts(c collective.Comm, dir string, o LoadOptions, rc int, whole bool)
 	if part.Labels == nil || m.NumClasses < 1 {
 		return nil, fmt.Errorf("train: %s has no node labels", dir)
 	}
+	if err := checkSplitSizes(c, m, part, rc); err != nil {
+		return nil, err
+	}
 	offsets := m.RunOffsets(p / rc)
 	book, err := partition.Contiguous(offsets, "parts")
 	if err != nil {
@@ -97,6 +101,37 @@ func loadParts(c collective.Comm, dir string, o LoadOptions, rc int, whole bool)
 	}
 	d.EmptyClasses, d.NonNegative = graph.EmptyClasses(counts), neg == 0
 	return d, nil
+}
+
+// checkSplitSizes fails every rank, naming the manifest, the split and
+// the counts, unless the training, validation and test members that the
+// part files hold, summed over the ranks (each run part once: rc ranks
+// hold it), are the sizes the manifest states for every split. Training
+// divides its loss by the manifest's count, so a manifest that is off by
+// one would train silently on a wrong mean. part is the rank's run part;
+// checkSplitSizes is collective over c.
+func checkSplitSizes(c collective.Comm, m *graph.PartManifest, part *graph.Part, rc int) error {
+	counts := make([]int64, 3*len(m.Splits))
+	if c.Rank()%rc == 0 {
+		for k, s := range m.Splits {
+			sp := part.Splits[s.Name]
+			counts[3*k], counts[3*k+1], counts[3*k+2] = int64(len(sp.Train)), int64(len(sp.Valid)), int64(len(sp.Test))
+		}
+	}
+	if err := collective.AllreduceSlice(c, counts, collective.Sum); err != nil {
+		return err
+	}
+	for k, s := range m.Splits {
+		for i, want := range []struct {
+			name string
+			n    int64
+		}{{"training", s.Train}, {"validation", s.Valid}, {"test", s.Test}} {
+			if got := counts[3*k+i]; got != want.n {
+				return fmt.Errorf("train: %s: split %q has %d %s vertices, but its part files hold %d: the manifest does not describe these parts", filepath.Join(m.Dir, graph.PartManifestName), s.Name, want.n, want.name, got)
+			}
+		}
+	}
+	return nil
 }
 
 // available is memlimit.Available, a variable for the tests.

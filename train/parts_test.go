@@ -1,8 +1,11 @@
 package train
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -319,5 +322,61 @@ func TestPartitionedReciprocity(t *testing.T) {
 		for r := range pc[0] {
 			require.InDelta(t, want, got[r], 1e-12, "p=%d c=%d rank %d", pc[0], pc[1], r)
 		}
+	}
+}
+
+// A manifest whose split sizes differ from the members its part files
+// hold (here one training vertex too many, or one test vertex too few)
+// fails every rank, naming the manifest, the split and both counts; with
+// feature replication each run part is counted once.
+func TestPartitionedSplitSizesChecked(t *testing.T) {
+	src := partDir(t, 2)
+	m, err := graph.ReadPartManifest(src)
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name        string
+		p, rc       int
+		edit        func(*graph.SplitSizes)
+		what        string
+		stated, has int64
+	}{
+		{"train+1", 2, 1, func(s *graph.SplitSizes) { s.Train++ }, "training", m.Splits[0].Train + 1, m.Splits[0].Train},
+		{"test-1/replicated", 2, 2, func(s *graph.SplitSizes) { s.Test-- }, "test", m.Splits[0].Test - 1, m.Splits[0].Test},
+		{"intact/replicated", 4, 2, func(*graph.SplitSizes) {}, "", 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "d")
+			require.NoError(t, os.MkdirAll(dir, 0o755))
+			for _, name := range []string{graph.PartFileName(0), graph.PartFileName(1)} {
+				b, err := os.ReadFile(filepath.Join(src, name))
+				require.NoError(t, err)
+				require.NoError(t, os.WriteFile(filepath.Join(dir, name), b, 0o644))
+			}
+			var raw map[string]any
+			b, err := os.ReadFile(filepath.Join(src, graph.PartManifestName))
+			require.NoError(t, err)
+			require.NoError(t, json.Unmarshal(b, &raw))
+			edited := *m
+			edited.Splits = slices.Clone(m.Splits)
+			tc.edit(&edited.Splits[0])
+			raw["splits"] = edited.Splits
+			b, err = json.Marshal(raw)
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(filepath.Join(dir, graph.PartManifestName), b, 0o644))
+
+			errs := make([]error, tc.p)
+			_ = inproc.Run(tc.p, inproc.Options{Timeout: time.Minute}, func(c collective.Comm) error {
+				_, errs[c.Rank()] = Load(c, dir, LoadOptions{Replication: tc.rc})
+				return errs[c.Rank()]
+			})
+			for r, err := range errs {
+				if tc.what == "" {
+					require.NoError(t, err, "rank %d", r)
+					continue
+				}
+				require.EqualError(t, err, fmt.Sprintf("train: %s: split %q has %d %s vertices, but its part files hold %d: the manifest does not describe these parts",
+					filepath.Join(dir, graph.PartManifestName), m.Splits[0].Name, tc.stated, tc.what, tc.has), "rank %d", r)
+			}
+		})
 	}
 }

@@ -67,7 +67,7 @@ func (cfg *SampleConfig) check(p int) error {
 	case cfg.C < 1 || p%cfg.C != 0:
 		return fmt.Errorf("sample: --c %d does not divide the %d ranks", cfg.C, p)
 	}
-	return nil
+	return checkFanouts("sample", cfg.Fanouts, cfg.Sampler)
 }
 
 // SampleSource is what the sampling benchmark samples: the sampler, the
