@@ -44,6 +44,12 @@ func runFull(t *testing.T, p int, cfg FullConfig) []*FullResult {
 // every rank's result and error, and the job's (the first) error.
 func runFullHooks(t *testing.T, p int, cfg FullConfig, h Hooks) ([]*FullResult, []error, error) {
 	t.Helper()
+	return runFullHooked(t, p, cfg, func(int) Hooks { return h })
+}
+
+// runFullHooked is runFullHooks with rank r's hooks hooksOf(r).
+func runFullHooked(t *testing.T, p int, cfg FullConfig, hooksOf func(r int) Hooks) ([]*FullResult, []error, error) {
+	t.Helper()
 	g := sbm()
 	stages, err := FullStages(cfg, p)
 	require.NoError(t, err)
@@ -60,7 +66,7 @@ func runFullHooks(t *testing.T, p int, cfg FullConfig, h Hooks) ([]*FullResult, 
 		if err != nil {
 			return err
 		}
-		results[r], errs[r] = RunFull(collective.WithStats(c, nil), d, cfg, h)
+		results[r], errs[r] = RunFull(collective.WithStats(c, nil), d, cfg, hooksOf(r))
 		return errs[r]
 	})
 	return results, errs, err

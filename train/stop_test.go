@@ -204,3 +204,47 @@ func TestCheckpointStepFormat(t *testing.T) {
 	_, err = decodeCheckpoint(bad, "x.bin")
 	require.ErrorContains(t, err, "does not match its format")
 }
+
+// In the full-graph modes an epoch is one optimizer step, so its end is
+// the step boundary: a stop request of one rank only during epoch 2 stops
+// every rank after it, with the checkpoint of epoch 2 written (no
+// --checkpoint-every), and a resumed run continues the uninterrupted
+// curve exactly.
+func TestFullStopResumesExactly(t *testing.T) {
+	for _, mode := range []Mode{ModePipe, ModeGraph} {
+		t.Run(string(mode), func(t *testing.T) {
+			const p = 2
+			cfg := fullConfig(mode)
+			cfg.Epochs, cfg.EvalEvery = 4, 1
+			want := runFull(t, p, cfg)[0]
+
+			cfg.CheckpointDir = t.TempDir()
+			var asked atomic.Bool
+			_, errs, err := runFullHooked(t, p, cfg, func(r int) Hooks {
+				return Hooks{
+					// Asked once epoch 1 is over: during epoch 2.
+					Epoch: func(st EpochStats) error {
+						if r == 1 && st.Epoch == 1 {
+							asked.Store(true)
+						}
+						return nil
+					},
+					Stop: func() bool { return r == 1 && asked.Load() },
+				}
+			})
+			require.Error(t, err)
+			for r, err := range errs {
+				var st *Stopped
+				require.ErrorAs(t, err, &st, "rank %d", r)
+				require.Equal(t, Stopped{Epoch: 3, Checkpoint: cfg.CheckpointDir}, *st, "rank %d", r)
+			}
+			requireCheckpointFiles(t, cfg.CheckpointDir, p, 2)
+
+			cfg.Resume = true
+			for r, got := range runFull(t, p, cfg) {
+				require.Equal(t, want.Epochs, withoutTimes(got.Epochs, want.Epochs), "rank %d", r)
+				require.Equal(t, want.TestAcc, got.TestAcc)
+			}
+		})
+	}
+}
