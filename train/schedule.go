@@ -60,16 +60,32 @@ func globalBatchSizes(parts []int, nb int) []int {
 type schedule struct {
 	mode  Shuffle
 	train []int64 // local mode: this rank's training vertices; global: all of them (sorted)
-	parts []int   // vertices each rank draws from per epoch
+	parts []int   // vertices each rank draws from per epoch (not elastic)
 	nb    int     // minibatches per rank per epoch
 	sizes []int   // seeds per step over all ranks
+	// elastic is true with the global shuffle and a global batch size:
+	// step i then covers the i-th of nb = ⌈N/GlobalBatchSize⌉ near-equal
+	// runs of the epoch's permutation of all N training vertices, which
+	// the p ranks split near-equally, so that the step's global minibatch
+	// does not depend on p (what a checkpoint needs to resume at another
+	// rank count).
+	elastic bool
+	p       int // ranks (elastic)
 }
 
 // newSchedule builds the schedule of rank r of p. owned is the training
 // vertices rank r owns (sorted); counts[q] is the number rank q owns; all
-// is every training vertex (sorted), used by the global mode.
-func newSchedule(mode Shuffle, owned, all []int64, counts []int, r, batch int) *schedule {
+// is every training vertex (sorted), used by the global mode. global is
+// the global batch size (Config.GlobalBatchSize) or 0; with the global
+// mode and global > 0 the schedule is elastic (schedule.elastic).
+func newSchedule(mode Shuffle, owned, all []int64, counts []int, r, batch, global int) *schedule {
 	s := &schedule{mode: mode}
+	if mode == ShuffleGlobal && global > 0 {
+		s.train, s.elastic, s.p = all, true, len(counts)
+		s.nb = max(1, (len(all)+global-1)/global)
+		s.sizes = evenSplit(len(all), s.nb)
+		return s
+	}
 	switch mode {
 	case ShuffleGlobal:
 		s.train = all
@@ -94,6 +110,22 @@ func (s *schedule) batches(seed uint64, epoch, r int) [][]int64 {
 		g = rng.New(seed, streamShuffle, uint64(epoch), uint64(r))
 	}
 	g.Shuffle(len(perm), func(i, j int) { perm[i], perm[j] = perm[j], perm[i] })
+	if s.elastic {
+		out := make([][]int64, s.nb)
+		lo := 0
+		for i, n := range s.sizes {
+			share := evenSplit(n, s.p)
+			at := lo
+			for q := range r {
+				at += share[q]
+			}
+			b := slices.Clone(perm[at : at+share[r]])
+			slices.Sort(b)
+			out[i] = b
+			lo += n
+		}
+		return out
+	}
 	if s.mode == ShuffleGlobal {
 		lo := 0
 		for q := range r {
