@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"maps"
 	"math"
 	"os"
@@ -179,9 +180,22 @@ func (t *trainer) makeFingerprint() string {
 		// Config.BatchSize: with it the schedule is another
 		// (schedule.elastic).
 		GlobalBatch int `json:",omitempty"`
+		// Parts is, with the elastic schedule of a partitioned dataset,
+		// the CRC-32C of its dataset parts' offsets, which cut the epoch
+		// (dataID's Book, of the run parts', depends on the rank count).
+		Parts uint32 `json:",omitempty"`
 		dataID
-	}{cfg, t.c.Size(), cfg.globalBatch, dataIDOf(t.d)})
+	}{cfg, t.c.Size(), cfg.globalBatch, t.partsID(), dataIDOf(t.d)})
 	return string(b)
+}
+
+// partsID is the CRC-32C of the dataset parts' offsets with the elastic
+// schedule of a partitioned dataset, else 0.
+func (t *trainer) partsID() uint32 {
+	if t.sched == nil || t.sched.partTrain == nil {
+		return 0
+	}
+	return crc32.Checksum(int64Bytes(t.d.PartOffsets), castagnoli)
 }
 
 func int64Bytes(x []int64) []byte {
@@ -320,12 +334,12 @@ func (t *trainer) resumable(ck *checkpoint) error {
 			if t.sched.elastic {
 				return nil
 			}
-			whole := ""
 			if t.d.Partitioned() {
-				whole = "a whole dataset (a .gnn file, not a partitioned directory, whose ranks draw only their parts' training vertices) with "
+				return settingErrorf("train: checkpoint %s was written at %d ranks, this run has %d: its minibatches depend on the rank count (each rank shuffles and cuts its own parts' training vertices); resume with %d ranks, or train with %s N, whose steps take the same global minibatches at any rank count the parts suit",
+					path, p, q, p, SettingGlobalBatchSize)
 			}
-			return settingErrorf("train: checkpoint %s was written at %d ranks, this run has %d: its minibatches depend on the rank count (each rank shuffles and cuts its own share of the training vertices and samples with its own streams); resume with %d ranks, or train with %s%s %s and %s N, whose steps take the same global minibatches at any rank count",
-				path, p, q, p, whole, SettingShuffle, ShuffleGlobal, SettingGlobalBatchSize)
+			return settingErrorf("train: checkpoint %s was written at %d ranks, this run has %d: its minibatches depend on the rank count (each rank shuffles and cuts its own share of the training vertices and samples with its own streams); resume with %d ranks, or train with %s %s and %s N, whose steps take the same global minibatches at any rank count",
+				path, p, q, p, SettingShuffle, ShuffleGlobal, SettingGlobalBatchSize)
 		}
 	}
 	return fmt.Errorf("train: checkpoint %s was written by a run with other settings; resume needs the same model, data, partition, seed and rank count; %s", path, fingerprintDiff(ck.Header.Fingerprint, t.fingerprint))

@@ -3,7 +3,9 @@ package train
 import (
 	"slices"
 
+	"gnnmpi/collective"
 	"gnnmpi/internal/rng"
+	"gnnmpi/metrics"
 )
 
 // Stream identifiers of the seeded random streams (internal/rng). Every
@@ -16,6 +18,7 @@ const (
 	streamSample             // neighbour sampling of one minibatch
 	streamDropout            // dropout masks of one minibatch
 	streamSim                // simulated epochs that score the sim feature cache
+	streamShufflePart        // per-epoch shuffle of one dataset part's training vertices (elastic schedule of a partitioned dataset)
 )
 
 // evenSplit returns the sizes of n items split into k near-equal parts:
@@ -71,6 +74,56 @@ type schedule struct {
 	// rank count).
 	elastic bool
 	p       int // ranks (elastic)
+	// partTrain, with the elastic schedule of a partitioned dataset, is
+	// the training vertices (sorted) of each dataset part the rank's run
+	// part holds, from dataset part partFirst on; step i then takes the
+	// i-th of nb near-equal runs of every dataset part's own permutation,
+	// which the rc ranks of the grid row (col the rank's) split
+	// near-equally: the K parts, not the p ranks, cut the epoch.
+	partTrain [][]int64
+	partFirst int
+	col, rc   int
+}
+
+// newPartSchedule builds the elastic schedule of a rank of a partitioned
+// dataset (schedule.partTrain): partTrain[j] is the training vertices of
+// dataset part first+j, counts[k] the number of dataset part k's (all
+// K of them), col the rank's column among the rc ranks of its grid row,
+// and global the global batch size.
+func newPartSchedule(partTrain [][]int64, counts []int, first, col, rc, global int) *schedule {
+	total := 0
+	for _, n := range counts {
+		total += n
+	}
+	s := &schedule{mode: ShuffleLocal, elastic: true, partTrain: partTrain, partFirst: first, col: col, rc: rc}
+	s.nb = max(1, (total+global-1)/global)
+	s.sizes = globalBatchSizes(counts, s.nb)
+	return s
+}
+
+// partBatches returns the elastic schedule's minibatches of a partitioned
+// dataset (schedule.partTrain) of one epoch, each sorted.
+func (s *schedule) partBatches(seed uint64, epoch int) [][]int64 {
+	out := make([][]int64, s.nb)
+	for j, train := range s.partTrain {
+		perm := slices.Clone(train)
+		g := rng.New(seed, streamShufflePart, uint64(epoch), uint64(s.partFirst+j))
+		g.Shuffle(len(perm), func(i, j int) { perm[i], perm[j] = perm[j], perm[i] })
+		lo := 0
+		for i, n := range evenSplit(len(perm), s.nb) {
+			share := evenSplit(n, s.rc)
+			at := lo
+			for q := range s.col {
+				at += share[q]
+			}
+			out[i] = append(out[i], perm[at:at+share[s.col]]...)
+			lo += n
+		}
+	}
+	for _, b := range out {
+		slices.Sort(b)
+	}
+	return out
 }
 
 // newSchedule builds the schedule of rank r of p. owned is the training
@@ -104,6 +157,9 @@ func newSchedule(mode Shuffle, owned, all []int64, counts []int, r, batch, globa
 // computes the same permutation and takes its contiguous share, and by
 // (seed, epoch, rank) in local mode.
 func (s *schedule) batches(seed uint64, epoch, r int) [][]int64 {
+	if s.partTrain != nil {
+		return s.partBatches(seed, epoch)
+	}
 	perm := slices.Clone(s.train)
 	var g = rng.New(seed, streamShuffle, uint64(epoch))
 	if s.mode != ShuffleGlobal {
@@ -142,4 +198,36 @@ func (s *schedule) batches(seed uint64, epoch, r int) [][]int64 {
 		lo += n
 	}
 	return out
+}
+
+// partSchedule builds the elastic schedule of this rank of a partitioned
+// dataset (newPartSchedule), gathering every dataset part's number of
+// training vertices (phase setup).
+//
+// partSchedule is collective over t.c.
+func (t *trainer) partSchedule() (*schedule, error) {
+	d, c, rc := t.d, t.c, t.cfg.Replication
+	k, runs := len(d.PartOffsets)-1, c.Size()/rc
+	run := c.Rank() / rc
+	first, last := run*k/runs, (run+1)*k/runs
+	partTrain := make([][]int64, last-first)
+	mine := make([]int64, k)
+	for j := range partTrain {
+		lo, hi := d.PartOffsets[first+j], d.PartOffsets[first+j+1]
+		a, _ := slices.BinarySearch(d.Split.Train, lo)
+		b, _ := slices.BinarySearch(d.Split.Train, hi)
+		partTrain[j] = d.Split.Train[a:b]
+		mine[first+j] = int64(b - a)
+	}
+	restore := collective.SetPhase(c, metrics.PhaseSetup)
+	all, _, err := collective.AllgatherSlice(c, mine)
+	restore()
+	if err != nil {
+		return nil, err
+	}
+	counts := make([]int, k)
+	for i, n := range all {
+		counts[i%k] = max(counts[i%k], int(n))
+	}
+	return newPartSchedule(partTrain, counts, first, c.Rank()%rc, rc, t.cfg.globalBatch), nil
 }
