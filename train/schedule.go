@@ -13,12 +13,12 @@ import (
 // where it differs between ranks or steps, by epoch, step and rank, so a
 // resumed run draws exactly what an uninterrupted one does.
 const (
-	streamInit    = iota + 1 // weight initialisation (rank-free)
-	streamShuffle            // per-epoch shuffle of the training vertices
-	streamSample             // neighbour sampling of one minibatch
-	streamDropout            // dropout masks of one minibatch
-	streamSim                // simulated epochs that score the sim feature cache
-	streamShufflePart        // per-epoch shuffle of one dataset part's training vertices (elastic schedule of a partitioned dataset)
+	streamInit        = iota + 1 // weight initialisation (rank-free)
+	streamShuffle                // per-epoch shuffle of the training vertices
+	streamSample                 // neighbour sampling of one minibatch
+	streamDropout                // dropout masks of one minibatch
+	streamSim                    // simulated epochs that score the sim feature cache
+	streamShufflePart            // per-epoch shuffle of one dataset part's training vertices (elastic schedule of a partitioned dataset)
 )
 
 // evenSplit returns the sizes of n items split into k near-equal parts:
