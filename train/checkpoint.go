@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -174,9 +176,26 @@ func (t *trainer) makeFingerprint() string {
 	b, _ := json.Marshal(struct {
 		Config Config
 		Ranks  int
+		// GlobalBatch is the global batch size Resolve turned into
+		// Config.BatchSize: with it the schedule is another
+		// (schedule.elastic).
+		GlobalBatch int `json:",omitempty"`
+		// Parts is, with the elastic schedule of a partitioned dataset,
+		// the CRC-32C of its dataset parts' offsets, which cut the epoch
+		// (dataID's Book, of the run parts', depends on the rank count).
+		Parts uint32 `json:",omitempty"`
 		dataID
-	}{cfg, t.c.Size(), dataIDOf(t.d)})
+	}{cfg, t.c.Size(), cfg.globalBatch, t.partsID(), dataIDOf(t.d)})
 	return string(b)
+}
+
+// partsID is the CRC-32C of the dataset parts' offsets with the elastic
+// schedule of a partitioned dataset, else 0.
+func (t *trainer) partsID() uint32 {
+	if t.sched == nil || t.sched.partTrain == nil {
+		return 0
+	}
+	return crc32.Checksum(int64Bytes(t.d.PartOffsets), castagnoli)
 }
 
 func int64Bytes(x []int64) []byte {
@@ -253,8 +272,8 @@ func (t *trainer) resume() (resumed, error) {
 	if err != nil {
 		return resumed{}, err
 	}
-	if !sameFingerprint(ck.Header.Fingerprint, t.fingerprint) {
-		return resumed{}, fmt.Errorf("train: checkpoint %s was written by a run with other settings; resume needs the same model, data, partition, seed and rank count; %s", t.ckptPath(), fingerprintDiff(ck.Header.Fingerprint, t.fingerprint))
+	if err := t.resumable(ck); err != nil {
+		return resumed{}, err
 	}
 	if len(ck.Weights) != t.m.NumParams() {
 		return resumed{}, fmt.Errorf("train: checkpoint %s has %d parameters, the model %d", t.ckptPath(), len(ck.Weights), t.m.NumParams())
@@ -266,17 +285,64 @@ func (t *trainer) resume() (resumed, error) {
 	h := ck.Header
 	if h.Step > 0 {
 		r := t.c.Rank()
-		if len(h.Partial) != 3*t.c.Size() {
-			return resumed{}, fmt.Errorf("train: checkpoint %s: %d epoch sums for %d ranks", t.ckptPath(), len(h.Partial), t.c.Size())
+		if len(h.Partial) != 3*h.Ranks {
+			return resumed{}, fmt.Errorf("train: checkpoint %s: %d epoch sums for %d ranks", t.ckptPath(), len(h.Partial), h.Ranks)
 		}
 		if h.Step >= t.sched.nb {
 			return resumed{}, fmt.Errorf("train: checkpoint %s: step %d of an epoch of %d", t.ckptPath(), h.Step, t.sched.nb)
 		}
-		copy(t.resumeSums[:], h.Partial[3*r:3*r+3])
+		switch {
+		case h.Ranks == t.c.Size():
+			copy(t.resumeSums[:], h.Partial[3*r:3*r+3])
+		case r == 0:
+			// At another rank count rank 0 goes on from every rank's
+			// sums (the epoch's are their total), the others from 0.
+			for q := range h.Ranks {
+				for k := range 3 {
+					t.resumeSums[k] += h.Partial[3*q+k]
+				}
+			}
+		}
 	}
 	rec := h.record()
 	rec.history, rec.best = slices.Clone(rec.history), slices.Clone(ck.Best)
 	return resumed{epoch: h.Epoch, step: h.Step, rec: rec, from: t.ckptPath()}, nil
+}
+
+// elasticKeys are the fingerprint's fields that may differ between the
+// run that wrote a checkpoint and the run resuming it with the elastic
+// schedule (schedule.elastic): the rank count, the per-rank batch size
+// Resolve derives from it and the partition of the vertices over the
+// ranks, none of which changes a step's global minibatch.
+var elasticKeys = []string{"Ranks", "Config.BatchSize", "Book"}
+
+// resumable reports why the run cannot resume from ck, or nil: ck must
+// have this run's fingerprint, but for the rank count, which may differ
+// with the elastic schedule (elasticKeys).
+func (t *trainer) resumable(ck *checkpoint) error {
+	if sameFingerprint(ck.Header.Fingerprint, t.fingerprint) {
+		return nil
+	}
+	path, p, q := t.ckptPath(), ck.Header.Ranks, t.c.Size()
+	fa, fb, ok := flatFingerprints(ck.Header.Fingerprint, t.fingerprint)
+	if ok && p != q {
+		for _, k := range elasticKeys {
+			delete(fa, k)
+			delete(fb, k)
+		}
+		if maps.Equal(fa, fb) {
+			if t.sched.elastic {
+				return nil
+			}
+			if t.d.Partitioned() {
+				return settingErrorf("train: checkpoint %s was written at %d ranks, this run has %d: its minibatches depend on the rank count (each rank shuffles and cuts its own parts' training vertices); resume with %d ranks, or train with %s N, whose steps take the same global minibatches at any rank count the parts suit",
+					path, p, q, p, SettingGlobalBatchSize)
+			}
+			return settingErrorf("train: checkpoint %s was written at %d ranks, this run has %d: its minibatches depend on the rank count (each rank shuffles and cuts its own share of the training vertices and samples with its own streams); resume with %d ranks, or train with %s %s and %s N, whose steps take the same global minibatches at any rank count",
+				path, p, q, p, SettingShuffle, ShuffleGlobal, SettingGlobalBatchSize)
+		}
+	}
+	return fmt.Errorf("train: checkpoint %s was written by a run with other settings; resume needs the same model, data, partition, seed and rank count; %s", path, fingerprintDiff(ck.Header.Fingerprint, t.fingerprint))
 }
 
 // bcastCheckpoint reads the checkpoint on rank 0 and broadcasts it to

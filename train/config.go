@@ -135,6 +135,10 @@ type Config struct {
 	// Resolve sets BatchSize to ⌈GlobalBatchSize/p⌉ on p ranks, so the
 	// number of optimizer steps does not depend on the rank count.
 	GlobalBatchSize int `json:",omitempty"`
+	// globalBatch is the GlobalBatchSize that Resolve turned into
+	// BatchSize (0 if none): what the elastic schedule cuts by
+	// (schedule.elastic).
+	globalBatch int
 	// Bulk is the number of minibatches sampled together (one sparse
 	// product per layer for all of them); they are then trained one after
 	// another. The minibatches do not depend on it.
@@ -322,7 +326,7 @@ func (c Config) Resolve(p int) (Config, error) {
 		return Config{}, err
 	}
 	if c.GlobalBatchSize > 0 {
-		c.BatchSize, c.GlobalBatchSize = (c.GlobalBatchSize+p-1)/p, 0
+		c.BatchSize, c.GlobalBatchSize, c.globalBatch = (c.GlobalBatchSize+p-1)/p, 0, c.GlobalBatchSize
 	}
 	return c, nil
 }

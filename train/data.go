@@ -58,6 +58,11 @@ type Data struct {
 	// Offsets are the run parts' id ranges of a partitioned dataset
 	// (part q owns [Offsets[q], Offsets[q+1])); nil for a whole dataset.
 	Offsets []int64
+	// PartOffsets are the dataset parts' id ranges of a partitioned
+	// dataset (graph.PartManifest.Offsets: dataset part k owns
+	// [PartOffsets[k], PartOffsets[k+1]); a run part is a run of
+	// consecutive dataset parts); nil for a whole dataset.
+	PartOffsets []int64
 	// OrigIDs are the original ids of rows [RowLo, RowHi) of a
 	// partitioned (relabelled) dataset; nil for a whole dataset, whose
 	// ids are the original ones.

@@ -10,7 +10,8 @@
 // share: the NaN check, the evaluation cadence (exact distributed
 // inference), best-epoch selection, checkpoints (atomic, through
 // internal/atomicfile; --resume repeats an uninterrupted run's losses bit
-// for bit; one job per checkpoint directory, which rank 0 locks for the
+// for bit; with a global batch size a minibatch checkpoint resumes at
+// another rank count, schedule.elastic; one job per checkpoint directory, which rank 0 locks for the
 // job's lifetime, refusing another run's checkpoint without Resume or
 // Overwrite) and per-epoch metrics by phase. Configuration is one validated
 // common config with typed values (optimiser, mode, cache policy, feature

@@ -186,7 +186,7 @@ func (t *trainer) sampleEpoch(seed uint64, epoch int) ([]*sampling.MiniBatch, er
 	var out []*sampling.MiniBatch
 	for i := 0; i < len(batches); i += t.cfg.Bulk {
 		bulk := batches[i:min(i+t.cfg.Bulk, len(batches))]
-		mbs, err := t.sampler.Sample(bulk, sampleKeys(seed, epoch, i, len(bulk), r))
+		mbs, err := t.sampler.Sample(bulk, sampleKeys(seed, epoch, i, len(bulk), t.sampleRank(r)))
 		if err != nil {
 			return nil, err
 		}
@@ -196,13 +196,29 @@ func (t *trainer) sampleEpoch(seed uint64, epoch int) ([]*sampling.MiniBatch, er
 }
 
 // sampleKeys returns the sampling keys of the n minibatches from step i of
-// an epoch on rank r: one stream per (seed, epoch, step, rank).
+// an epoch on rank r: one stream per (seed, epoch, step, rank), or with
+// r < 0 one per (seed, epoch, step), the same on every rank (the elastic
+// schedule's: a vertex's neighbours are then drawn alike whatever the
+// rank that samples it, so the step's samples do not depend on p).
 func sampleKeys(seed uint64, epoch, i, n, r int) []uint64 {
 	keys := make([]uint64, n)
 	for x := range keys {
-		keys[x] = rng.Mix(seed, streamSample, uint64(epoch), uint64(i+x), uint64(r))
+		if r < 0 {
+			keys[x] = rng.Mix(seed, streamSample, uint64(epoch), uint64(i+x))
+		} else {
+			keys[x] = rng.Mix(seed, streamSample, uint64(epoch), uint64(i+x), uint64(r))
+		}
 	}
 	return keys
+}
+
+// sampleRank is the rank that keys rank r's sampling streams (sampleKeys):
+// r, or −1 with the elastic schedule.
+func (t *trainer) sampleRank(r int) int {
+	if t.sched.elastic {
+		return -1
+	}
+	return r
 }
 
 // free releases the grids and the loader communicator the trainer built.

@@ -250,7 +250,7 @@ func readManifest(dir, fp string, p int) (*fullManifest, error) {
 		return nil, fmt.Errorf("train: checkpoint manifest %s: not a %s manifest (corrupted?)", path, fullFormat)
 	}
 	if m.Ranks != p {
-		return nil, fmt.Errorf("train: checkpoint %s was written by %d ranks; this run has %d, and resuming needs the same rank count and layout", path, m.Ranks, p)
+		return nil, fmt.Errorf("train: checkpoint %s was written by %d ranks; this run has %d: a full-graph checkpoint (--mode graph, pipe, hybrid) holds each rank's part or stage of the state in that rank's file and is not repartitioned or restaged, so it resumes only with %d ranks (and the same parts, stages and chunks)", path, m.Ranks, p, m.Ranks)
 	}
 	if !sameFingerprint(m.Fingerprint, fp) {
 		return nil, otherSettings(path, m.Fingerprint, fp)

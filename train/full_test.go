@@ -260,7 +260,7 @@ func TestFullResumeRejects(t *testing.T) {
 		{"chunks", 2, func(c *FullConfig) { c.Chunks = 3 }, nil, manifest, "Config.Chunks: checkpoint 2, this run 3"},
 		{"seed", 2, func(c *FullConfig) { c.Seed = 9 }, nil, manifest, "Config.Pipe.Seed: checkpoint 1, this run 9"},
 		{"snapshots", 2, func(c *FullConfig) { c.SnapshotEvery = 5 }, nil, manifest, "they differ in Config.Pipe.SnapshotEvery: checkpoint 23, this run 5"},
-		{"ranks", 4, nil, nil, manifest, "written by 2 ranks; this run has 4"},
+		{"ranks", 4, nil, nil, manifest, "written by 2 ranks; this run has 4: a full-graph checkpoint (--mode graph, pipe, hybrid) holds each rank's part or stage of the state in that rank's file and is not repartitioned or restaged, so it resumes only with 2 ranks"},
 		{"corrupted", 2, nil, edit(rank1, func(_ string, b []byte) []byte { b[len(b)/2] ^= 0x10; return b }), rank1, "checksum mismatch"},
 		{"truncated", 2, nil, edit(rank0, func(_ string, b []byte) []byte { return b[:len(b)-100] }), rank0, "checksum mismatch"},
 		{"missing", 2, nil, func(t *testing.T, dir string) { require.NoError(t, os.Remove(filepath.Join(dir, rank1))) }, rank1, "no such file"},

@@ -135,7 +135,7 @@ func (t *trainer) prepare(ls *loadState, i int, s *slot) (*batch, error) {
 func (t *trainer) sampleBulk(epoch int, batches [][]int64, i int) ([]*sampling.MiniBatch, error) {
 	defer collective.SetPhase(t.lc, metrics.PhaseSample)()
 	bulk := batches[i:min(i+t.cfg.Bulk, len(batches))]
-	return t.sampler.Sample(bulk, sampleKeys(t.cfg.Seed, epoch, i, len(bulk), t.c.Rank()))
+	return t.sampler.Sample(bulk, sampleKeys(t.cfg.Seed, epoch, i, len(bulk), t.sampleRank(t.c.Rank())))
 }
 
 // fetch gathers the feature rows of ids from the feature store into x,

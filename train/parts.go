@@ -72,7 +72,7 @@ func loadParts(c collective.Comm, dir string, o LoadOptions, rc int, whole bool)
 		return nil, err
 	}
 	d := &Data{Name: m.Name, Adj: part.Adj, Feat: part.Feat, Feat16: part.Feat16, FeatCSR: part.FeatCSR, Labels: part.Labels, NumClasses: m.NumClasses,
-		SplitName: name, Split: part.Splits[name], TrainTotal: int(split.Train), Book: book, RowLo: part.Lo, RowHi: part.Hi, Offsets: offsets, OrigIDs: part.OrigIDs}
+		SplitName: name, Split: part.Splits[name], TrainTotal: int(split.Train), Book: book, RowLo: part.Lo, RowHi: part.Hi, Offsets: offsets, PartOffsets: m.Offsets, OrigIDs: part.OrigIDs}
 	if whole {
 		o.progress("loading the adjacency and labels of all %d parts (replicated topology)", m.Parts)
 		all, err := graph.LoadParts(dir, m, 0, m.Parts, graph.PartReadOptions{NoFeatures: true})

@@ -45,7 +45,7 @@ func TestScheduleCoversEveryVertexOnce(t *testing.T) {
 				var nb int
 				steps := make([]int, 0)
 				for r := range p {
-					s := newSchedule(mode, owned[r], all, counts, r, batch)
+					s := newSchedule(mode, owned[r], all, counts, r, batch, 0)
 					bs := s.batches(7, epoch, r)
 					if r == 0 {
 						nb = len(bs)
@@ -79,7 +79,7 @@ func TestScheduleShuffleIsSeededAndChangesPerEpoch(t *testing.T) {
 	for i := range all {
 		all[i] = int64(i)
 	}
-	s := newSchedule(ShuffleLocal, all, all, []int{64}, 0, 8)
+	s := newSchedule(ShuffleLocal, all, all, []int{64}, 0, 8, 0)
 	require.Equal(t, s.batches(1, 1, 0), s.batches(1, 1, 0))
 	require.NotEqual(t, s.batches(1, 1, 0), s.batches(1, 2, 0))
 	require.NotEqual(t, s.batches(1, 1, 0), s.batches(2, 1, 0))

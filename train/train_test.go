@@ -223,10 +223,11 @@ func TestResumeRejectsOtherSettings(t *testing.T) {
 	_, err := runRanks(2, cfg, partition.Random(sbm().NumNodes, 2, 5))
 	require.ErrorContains(t, err, "other settings")
 	require.ErrorContains(t, err, "Hidden: checkpoint")
-	// Another rank count: the refusal names both counts.
+	// Another rank count without the elastic schedule: the refusal names
+	// both counts (TestElasticResumeRefused).
 	cfg.Model.Hidden = testConfig("sage").Model.Hidden
 	_, err = runRanks(4, cfg, partition.Random(sbm().NumNodes, 4, 5))
-	require.ErrorContains(t, err, "Ranks: checkpoint 2, this run 4")
+	require.ErrorContains(t, err, "written at 2 ranks, this run has 4")
 }
 
 // Exact layer-wise inference gives the same accuracy whatever the number of

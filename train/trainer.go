@@ -236,7 +236,13 @@ func newTrainer(c collective.Comm, d *Data, cfg Config) (*trainer, error) {
 		}
 	}
 	t.halo = halo
-	t.sched = newSchedule(cfg.Shuffle, t.owned, d.Split.Train, counts, r, cfg.BatchSize)
+	if d.PartOffsets != nil && cfg.globalBatch > 0 {
+		if t.sched, err = t.partSchedule(); err != nil {
+			return nil, err
+		}
+	} else {
+		t.sched = newSchedule(cfg.Shuffle, t.owned, d.Split.Train, counts, r, cfg.BatchSize, cfg.globalBatch)
+	}
 	if t.store, err = t.newStore(feat, cfg.Cache, cfg.CacheFrac); err != nil {
 		return nil, err
 	}
