@@ -137,8 +137,11 @@ func (u *ELU) Backward(dy *dense.Matrix) *dense.Matrix {
 // so Rate is rounded to a multiple of 2⁻¹⁶; the scale uses the rounded
 // rate, keeping the expectation exact. A forward draws one key from the
 // rng, and row i of the matrix draws from its own stream seeded by (key,
-// i), in column order: the rows are masked in parallel, and the mask does
-// not depend on GOMAXPROCS.
+// id(i)), in column order: the rows are masked in parallel, and the mask
+// does not depend on GOMAXPROCS. id(i) is i for Forward, ForwardSparse and
+// Mask with nil ids, and ids[i] otherwise: a minibatch trainer passes the
+// global vertex ids of the rows, so that a vertex's mask depends on the
+// vertex, not on where its row is, nor on which rank holds it.
 //
 // With SkipZeros a zero element draws nothing (it is zero whether dropped or
 // not; its mask is 0, so it passes no gradient), which makes the draws of a
@@ -174,9 +177,18 @@ type Dropout struct {
 // drawing the mask from rng. Otherwise it returns x itself.
 // It will panic if Rate is outside [0, 1), or if rng is nil when needed.
 func (d *Dropout) Forward(x *dense.Matrix, train bool, rng *rand.Rand) *dense.Matrix {
+	return d.ForwardIDs(x, nil, train, rng)
+}
+
+// ForwardIDs is Forward with row i's stream keyed by ids[i] instead of i
+// (nil ids: Forward).
+// It will panic if ids is not nil and len(ids) != x.Rows, as Forward
+// otherwise.
+func (d *Dropout) ForwardIDs(x *dense.Matrix, ids []int64, train bool, rng *rand.Rand) *dense.Matrix {
 	if !d.active(train, rng) {
 		return x
 	}
+	checkIDs(ids, x.Rows)
 	if d.noMask {
 		d.unmasked = true
 	} else {
@@ -200,7 +212,7 @@ func (d *Dropout) Forward(x *dense.Matrix, train bool, rng *rand.Rand) *dense.Ma
 				if d.mask != nil {
 					mask = d.mask[r*c : (r+8)*c]
 				}
-				if proto.rows8(key, r, c, mask, y.Data[r*c:(r+8)*c], x.Data[r*c:(r+8)*c], words) {
+				if proto.rows8(key, ids, r, c, mask, y.Data[r*c:(r+8)*c], x.Data[r*c:(r+8)*c], words) {
 					r += 8
 					continue
 				}
@@ -210,12 +222,30 @@ func (d *Dropout) Forward(x *dense.Matrix, train bool, rng *rand.Rand) *dense.Ma
 			if d.mask != nil {
 				mask = d.mask[r*c : (r+1)*c]
 			}
-			dr := proto.stream(key, uint64(r))
+			dr := proto.stream(key, rowID(ids, r))
 			dr.row(mask, y.Data[r*c:(r+1)*c], x.Data[r*c:(r+1)*c], d.SkipZeros)
 			r++
 		}
 	})
 	return y
+}
+
+// rowID returns the stream of row r: ids[r], or r when ids is nil.
+func rowID(ids []int64, r int) uint64 {
+	if ids == nil {
+		return uint64(r)
+	}
+	return uint64(ids[r])
+}
+
+// mixKey returns rng.Mix(key, id), for code whose rng is a parameter.
+func mixKey(key, id uint64) uint64 { return rng.Mix(key, id) }
+
+// checkIDs panics unless ids is nil or has one id per row of rows.
+func checkIDs(ids []int64, rows int) {
+	if ids != nil && len(ids) != rows {
+		panic("model: dropout ids do not match the rows")
+	}
 }
 
 // noZeroRows reports whether none of the rows of c elements in x has an
@@ -234,12 +264,14 @@ func noZeroRows(x []float32, c int) bool {
 // dst grown to rows·cols. It makes the same draws as Forward, so a caller
 // that applies the mask elsewhere (gpu/gnn, on a device) drops the same
 // elements. x is read only with SkipZeros (a zero element draws nothing
-// and gets mask 0) and may be nil otherwise. It returns nil, drawing
+// and gets mask 0) and may be nil otherwise. Row r's stream is keyed by
+// ids[r], as ForwardIDs's, or by r when ids is nil. It returns nil, drawing
 // nothing, when Forward would return x itself (not train, or Rate 0); it
 // does not change the state Backward reads.
-// It will panic if Rate is outside [0, 1), rng is nil when needed, or
-// SkipZeros is set and len(x) != rows·cols.
-func (d *Dropout) Mask(dst []float32, rows, cols int, x []float32, train bool, rng *rand.Rand) []float32 {
+// It will panic if Rate is outside [0, 1), rng is nil when needed,
+// SkipZeros is set and len(x) != rows·cols, or ids is not nil and
+// len(ids) != rows.
+func (d *Dropout) Mask(dst []float32, rows, cols int, x []float32, ids []int64, train bool, rng *rand.Rand) []float32 {
 	if !(d.Rate >= 0 && d.Rate < 1) {
 		panic("model: dropout rate outside [0, 1)")
 	}
@@ -252,10 +284,11 @@ func (d *Dropout) Mask(dst []float32, rows, cols int, x []float32, train bool, r
 	if d.SkipZeros && len(x) != rows*cols {
 		panic("model: dropout mask: len(x) != rows·cols")
 	}
+	checkIDs(ids, rows)
 	dst = dense.Grow(dst, rows*cols)
 	key, _, _, _ := d.MaskKey(train, rng)
 	for r := range rows {
-		dr := newDropper(d.Rate, key, uint64(r))
+		dr := newDropper(d.Rate, key, rowID(ids, r))
 		for i := r * cols; i < (r+1)*cols; i++ {
 			if d.SkipZeros && x[i] == 0 {
 				dst[i] = 0
@@ -270,7 +303,7 @@ func (d *Dropout) Mask(dst []float32, rows, cols int, x []float32, train bool, r
 // MaskKey draws from rng what Mask draws, and returns what defines the
 // mask instead of the mask, for a caller that computes it elsewhere
 // (gpu/gnn, in a kernel): row r's decisions come from the stream
-// rng.PCG{Hi: key, Lo: r}, each 64-bit draw making four decisions of 16
+// rng.PCG{Hi: key, Lo: r}, or Lo: ids[r] for Mask with ids, each 64-bit draw making four decisions of 16
 // bits, low bits first; an element is kept, with mask value keep, when its
 // 16 bits are at least t, and dropped (0) otherwise; with SkipZeros a zero
 // element draws nothing and gets 0. ok is false, and nothing is drawn,
@@ -303,9 +336,18 @@ func (d *Dropout) MaskKey(train bool, rng *rand.Rand) (key uint64, t uint32, kee
 // no gradient: Backward panics after a ForwardSparse that dropped.
 // It will panic if Rate is outside [0, 1), or if rng is nil when needed.
 func (d *Dropout) ForwardSparse(x *sparse.Matrix[float32], train bool, rng *rand.Rand) *sparse.Matrix[float32] {
+	return d.ForwardSparseIDs(x, nil, train, rng)
+}
+
+// ForwardSparseIDs is ForwardSparse with row i's stream keyed by ids[i]
+// instead of i (nil ids: ForwardSparse), the draws of ForwardIDs.
+// It will panic if ids is not nil and len(ids) != x.NRows, as
+// ForwardSparse otherwise.
+func (d *Dropout) ForwardSparseIDs(x *sparse.Matrix[float32], ids []int64, train bool, rng *rand.Rand) *sparse.Matrix[float32] {
 	if !d.active(train, rng) {
 		return x
 	}
+	checkIDs(ids, int(x.NRows))
 	d.sparse = true
 	key := rng.Uint64()
 	nr := int(x.NRows)
@@ -332,7 +374,7 @@ func (d *Dropout) ForwardSparse(x *sparse.Matrix[float32], train bool, rng *rand
 		pos := int(x.Indptr[lo] - base)
 		start := pos
 		for i := lo; i < hi; i++ {
-			dr := newDropper(d.Rate, key, uint64(i))
+			dr := newDropper(d.Rate, key, rowID(ids, i))
 			n := dr.sparseRow(y.Indices[pos:], y.Values[pos:], x, i)
 			y.Indptr[i+1] = int64(n)
 			pos += n
@@ -509,14 +551,14 @@ const wordsChunk = 256
 
 // rows8 masks rows r … r+7 of c columns (mask, y and x hold those rows;
 // mask may be nil), every element of which draws, each row from its own
-// stream (key, row) of d's rate, as row would: the eight streams' draws
-// are made side by side (dense.PCGFill8, AVX-512) into words, and
-// dense.DropWordsStride applies each row's. It reports false, doing
-// nothing, where PCGFill8 cannot run.
-func (d dropper) rows8(key uint64, r, c int, mask, y, x []float32, words *[8 * wordsChunk / 4]uint64) bool {
+// stream (key, rowID(ids, row)) of d's rate, as row would: the eight
+// streams' draws are made side by side (dense.PCGFill8, AVX-512) into
+// words, and dense.DropWordsStride applies each row's. It reports false,
+// doing nothing, where PCGFill8 cannot run.
+func (d dropper) rows8(key uint64, ids []int64, r, c int, mask, y, x []float32, words *[8 * wordsChunk / 4]uint64) bool {
 	var hi, lo [8]uint64
 	for i := range 8 {
-		hi[i], lo[i] = key, uint64(r+i)
+		hi[i], lo[i] = key, rowID(ids, r+i)
 	}
 	for c0 := 0; c0 < c; c0 += wordsChunk {
 		c1 := min(c0+wordsChunk, c)

@@ -115,15 +115,15 @@ func TestDropoutMask(t *testing.T) {
 		if !skip {
 			in = nil // not read
 		}
-		m := (&Dropout{Rate: 0.3, SkipZeros: skip}).Mask(nil, x.Rows, x.Cols, in, true, r2)
+		m := (&Dropout{Rate: 0.3, SkipZeros: skip}).Mask(nil, x.Rows, x.Cols, in, nil, true, r2)
 		require.Len(t, m, len(x.Data))
 		for i, v := range x.Data {
 			require.Equal(t, y.Data[i], v*m[i], "skip %v element %d", skip, i)
 		}
 		require.Equal(t, r1.Uint64(), r2.Uint64(), "the rng streams stay in step")
 	}
-	assert.Nil(t, (&Dropout{Rate: 0.3}).Mask(nil, 2, 2, nil, false, nil))
-	assert.Nil(t, (&Dropout{}).Mask(nil, 2, 2, nil, true, nil))
+	assert.Nil(t, (&Dropout{Rate: 0.3}).Mask(nil, 2, 2, nil, nil, false, nil))
+	assert.Nil(t, (&Dropout{}).Mask(nil, 2, 2, nil, nil, true, nil))
 }
 
 // Forward's row loops (eight rows' draws side by side, a row's draws
@@ -152,7 +152,7 @@ func TestDropoutRowDraws(t *testing.T) {
 					d := &Dropout{Rate: 0.3, SkipZeros: skip, noMask: noMask}
 					y := d.Forward(x, true, testRNG(8))
 					in := x.Data
-					m := (&Dropout{Rate: 0.3, SkipZeros: skip}).Mask(nil, x.Rows, x.Cols, in, true, testRNG(8))
+					m := (&Dropout{Rate: 0.3, SkipZeros: skip}).Mask(nil, x.Rows, x.Cols, in, nil, true, testRNG(8))
 					for i, v := range x.Data {
 						require.Equal(t, v*m[i], y.Data[i], "cols %d zeros %s skip %v noMask %v element %d", cols, zeros, skip, noMask, i)
 					}

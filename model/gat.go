@@ -40,6 +40,11 @@ type GAT struct {
 	concat           bool
 	impl             blas.Float32Level3
 
+	// ids are the global ids of the next forward's sources, which key
+	// its attention dropout (AttentionMask); nil keys it by edge order.
+	// A Model sets them (ForwardIDs).
+	ids []int64
+
 	a     *sparse.CSR
 	x     *dense.Matrix
 	xs    *sparse.Matrix[float32] // the input of the last ForwardSparse, else nil
@@ -171,7 +176,7 @@ func (g *GAT) attend(train bool, rng *rand.Rand) *dense.Matrix {
 		if rng == nil {
 			panic("model: attention dropout needs an rng")
 		}
-		g.dbuf = AttentionMask(g.dbuf, ne*h, g.AttnDropout, rng)
+		g.dbuf = AttentionMask(g.dbuf, g.eptr, g.esrc, g.ids, h, g.AttnDropout, rng)
 		g.drop = g.dbuf
 	}
 
@@ -325,13 +330,35 @@ func (g *GAT) attention(nd, ne int) {
 	}
 }
 
-// AttentionMask returns the attention dropout scales of n coefficients
-// (each 0, or 1/(1−rate) for a kept one) in dst's storage, drawn from rng
-// as Forward draws them in training: for the E edges of AttendedEdges and
-// h heads, coefficient e·h+k. It draws one key from rng.
-func AttentionMask(dst []float32, n int, rate float32, rng *rand.Rand) []float32 {
-	dst = dense.Grow(dst, n)
-	dropMask(dst, rate, rng)
+// AttentionMask returns the attention dropout scales (each 0, or
+// 1/(1−rate) for a kept one) of the h heads of the E edges ptr, src of
+// AttendedEdges, coefficient e·h+k, in dst's storage, drawn from rng as
+// Forward draws them in training. It draws one key from rng. With nil ids
+// the E·h coefficients draw in order from one stream. Otherwise ids are
+// the global ids of the block's sources (destination i's is ids[i]: the
+// destinations are the first sources), and edge e from j to i draws its h
+// decisions, in head order, from its own stream rng.PCG{Hi: rng.Mix(key,
+// ids[i]), Lo: ids[j]}: a coefficient's scale then depends on the edge's
+// two vertices, not on the order of the rows or of the edges (a minibatch
+// trainer's, which gives a vertex's edges the same scales on any rank).
+// It will panic if an edge's source or destination has no id.
+func AttentionMask[T int | int32](dst []float32, ptr, src []T, ids []int64, h int, rate float32, rng *rand.Rand) []float32 {
+	dst = dense.Grow(dst, len(src)*h)
+	if ids == nil {
+		dropMask(dst, rate, rng)
+		return dst
+	}
+	key := rng.Uint64()
+	proto := newDropper(rate, 0, 0)
+	for i := range len(ptr) - 1 {
+		hi := mixKey(key, uint64(ids[i]))
+		for e := ptr[i]; e < ptr[i+1]; e++ {
+			d := proto.stream(hi, uint64(ids[src[e]]))
+			for k := range h {
+				dst[int(e)*h+k] = d.next()
+			}
+		}
+	}
 	return dst
 }
 

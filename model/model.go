@@ -178,17 +178,65 @@ func (m *Model) Config() Config { return m.cfg }
 // Backward needs; x and blocks must not change until Backward returns.
 // It will panic if len(blocks) != len(m.Layers) or the shapes do not conform.
 func (m *Model) Forward(blocks []*sparse.CSR, x *dense.Matrix, train bool, rng *rand.Rand) *dense.Matrix {
+	return m.ForwardIDs(blocks, nil, x, train, rng)
+}
+
+// ForwardIDs is Forward with the dropout masks keyed by vertex: ids[l]
+// holds the global ids of layer l's input rows (block l's sources, whose
+// first rows are its destinations: a sampled minibatch's
+// sampling.Block.Src), and a row's feature dropout draws from the stream of
+// its id (Dropout.ForwardIDs), a GAT edge's attention dropout from the
+// stream of its two ids (AttentionMask). A vertex's masks in a step then
+// do not depend on the rows around it: the minibatch trainer's steps give
+// the same loss at any rank count. With nil ids it is Forward, whose
+// streams are row indices and edge order.
+// It will panic if ids is not nil and len(ids) != len(blocks) or
+// len(ids[l]) != blocks[l].NCols, as Forward otherwise.
+func (m *Model) ForwardIDs(blocks []*sparse.CSR, ids [][]int64, x *dense.Matrix, train bool, rng *rand.Rand) *dense.Matrix {
 	if len(blocks) != len(m.Layers) {
 		panic("model: len(blocks) != number of layers")
 	}
-	return m.forwardFrom(0, blocks, x, train, rng)
+	checkLayerIDs(blocks, ids)
+	return m.forwardFrom(0, blocks, ids, x, train, rng)
 }
 
-// forwardFrom runs layers l0, l0+1, … of Forward on h, the input of layer
-// l0, and returns the logits.
-func (m *Model) forwardFrom(l0 int, blocks []*sparse.CSR, h *dense.Matrix, train bool, rng *rand.Rand) *dense.Matrix {
+// checkLayerIDs panics unless ids is nil or holds the ids of every
+// block's sources.
+func checkLayerIDs(blocks []*sparse.CSR, ids [][]int64) {
+	if ids == nil {
+		return
+	}
+	if len(ids) != len(blocks) {
+		panic("model: len(ids) != number of layers")
+	}
+	for l, a := range blocks {
+		if a != nil && int64(len(ids[l])) != a.NCols {
+			panic("model: ids do not match a block's sources")
+		}
+	}
+}
+
+// layerIDs returns ids[l], or nil when ids is nil.
+func layerIDs(ids [][]int64, l int) []int64 {
+	if ids == nil {
+		return nil
+	}
+	return ids[l]
+}
+
+// setIDs gives layer l's attention dropout, if it has one, its ids.
+func (m *Model) setIDs(l int, ids []int64) {
+	if g, ok := m.Layers[l].(*GAT); ok {
+		g.ids = ids
+	}
+}
+
+// forwardFrom runs layers l0, l0+1, … of ForwardIDs on h, the input of
+// layer l0, and returns the logits.
+func (m *Model) forwardFrom(l0 int, blocks []*sparse.CSR, ids [][]int64, h *dense.Matrix, train bool, rng *rand.Rand) *dense.Matrix {
 	for l := l0; l < len(m.Layers); l++ {
-		h = m.drops[l].Forward(h, train, rng)
+		h = m.drops[l].ForwardIDs(h, layerIDs(ids, l), train, rng)
+		m.setIDs(l, layerIDs(ids, l))
 		h = m.Layers[l].Forward(blocks[l], h, train, rng)
 		if m.acts[l] != nil {
 			h = m.acts[l].Forward(h)

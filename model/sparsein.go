@@ -225,6 +225,15 @@ func sparseTMulAddTerms(x *sparse.Matrix[float32], f int, terms ...tmulTerm) {
 // It will panic if len(blocks) != len(m.Layers) or the shapes do not
 // conform.
 func (m *Model) ForwardSparse(blocks []*sparse.CSR, x *sparse.Matrix[float32], train bool, rng *rand.Rand) *dense.Matrix {
+	return m.ForwardSparseIDs(blocks, nil, x, train, rng)
+}
+
+// ForwardSparseIDs is ForwardSparse with the dropout masks keyed by
+// vertex, as ForwardIDs: ids[l] holds the global ids of layer l's input
+// rows; nil ids is ForwardSparse.
+// It will panic if ids is not nil and len(ids) != len(blocks) or
+// len(ids[l]) != blocks[l].NCols, as ForwardSparse otherwise.
+func (m *Model) ForwardSparseIDs(blocks []*sparse.CSR, ids [][]int64, x *sparse.Matrix[float32], train bool, rng *rand.Rand) *dense.Matrix {
 	if len(blocks) != len(m.Layers) {
 		panic("model: len(blocks) != number of layers")
 	}
@@ -232,12 +241,14 @@ func (m *Model) ForwardSparse(blocks []*sparse.CSR, x *sparse.Matrix[float32], t
 		panic("model: nil block or input")
 	}
 	checkRows(x)
-	xs := m.drops[0].ForwardSparse(x, train, rng)
+	checkLayerIDs(blocks, ids)
+	xs := m.drops[0].ForwardSparseIDs(x, layerIDs(ids, 0), train, rng)
+	m.setIDs(0, layerIDs(ids, 0))
 	h := m.sparseLayer(0).ForwardSparse(blocks[0], xs, train, rng)
 	if m.acts[0] != nil {
 		h = m.acts[0].Forward(h)
 	}
-	return m.forwardFrom(1, blocks, h, train, rng)
+	return m.forwardFrom(1, blocks, ids, h, train, rng)
 }
 
 // ForwardLayerSparse is ForwardLayer with x given as sparse rows (the

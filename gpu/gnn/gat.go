@@ -33,8 +33,10 @@ type gatCache struct {
 }
 
 // drawGAT sets layer l's attended edges of block a and, in training with
-// attention dropout, draws their scales from rng as model.GAT.Forward does.
-func (m *Model) drawGAT(l int, a *sparse.CSR, rng *rand.Rand) error {
+// attention dropout, draws their scales from rng as model.GAT.Forward does
+// (model.AttentionMask, keyed by the sources' global ids if ids is not
+// nil).
+func (m *Model) drawGAT(l int, a *sparse.CSR, ids []int64, rng *rand.Rand) error {
 	g, h := &m.edges[l], m.layers[l].heads
 	g.ptr, g.src = model.AttendedEdges(a, g.ptr, g.src)
 	if len(g.src) > math.MaxInt32/h {
@@ -42,7 +44,7 @@ func (m *Model) drawGAT(l int, a *sparse.CSR, rng *rand.Rand) error {
 	}
 	g.drop = nil
 	if m.attnDrop > 0 {
-		g.dbuf = model.AttentionMask(g.dbuf, len(g.src)*h, m.attnDrop, rng)
+		g.dbuf = model.AttentionMask(g.dbuf, g.ptr, g.src, ids, h, m.attnDrop, rng)
 		g.drop = g.dbuf
 	}
 	return nil

@@ -391,7 +391,7 @@ type Result struct {
 
 // Step runs one training step on a minibatch whose input rows x
 // (blocks[0].NCols×In) are on the host, uploaded once: see StepDevice.
-func (m *Model) Step(blocks []*sparse.CSR, x *dense.Matrix, labels []int32, scale float32, rng *rand.Rand) (Result, error) {
+func (m *Model) Step(blocks []*sparse.CSR, ids [][]int64, x *dense.Matrix, labels []int32, scale float32, rng *rand.Rand) (Result, error) {
 	if x.Cols != m.layers[0].fin {
 		return Result{}, fmt.Errorf("gpu/gnn: input of %d columns for a model of %d inputs", x.Cols, m.layers[0].fin)
 	}
@@ -401,7 +401,7 @@ func (m *Model) Step(blocks []*sparse.CSR, x *dense.Matrix, labels []int32, scal
 		if err != nil {
 			return err
 		}
-		res, err = m.step(blocks, input{x: p, rows: x.Rows}, labels, scale, rng)
+		res, err = m.step(blocks, ids, input{x: p, rows: x.Rows}, labels, scale, rng)
 		return err
 	})
 	return res, err
@@ -414,12 +414,13 @@ func (m *Model) Step(blocks []*sparse.CSR, x *dense.Matrix, labels []int32, scal
 // loss, and leaves on the device the gradients of scale times the mean
 // loss (the trainer's share of a global mean), as model.Model.Backward
 // after model.SoftmaxCrossEntropy with its gradient scaled; dropout masks
-// come from rng, drawn as model.Model.Forward draws them (see the package
-// doc). With no labels the gradients are zero.
-func (m *Model) StepDevice(blocks []*sparse.CSR, x cuda.DevicePtr, rows int, labels []int32, scale float32, rng *rand.Rand) (Result, error) {
+// come from rng, drawn as model.Model.ForwardIDs draws them with ids (nil:
+// as model.Model.Forward; see the package doc). With no labels the
+// gradients are zero.
+func (m *Model) StepDevice(blocks []*sparse.CSR, ids [][]int64, x cuda.DevicePtr, rows int, labels []int32, scale float32, rng *rand.Rand) (Result, error) {
 	var res Result
 	err := m.ctx.Do(func() (err error) {
-		res, err = m.step(blocks, input{x: x, rows: rows}, labels, scale, rng)
+		res, err = m.step(blocks, ids, input{x: x, rows: rows}, labels, scale, rng)
 		return err
 	})
 	return res, err
@@ -435,18 +436,34 @@ type input struct {
 
 // dropKey is a layer's dropout in a step: model.Dropout.MaskKey's draw,
 // from which the dropout_mask kernel makes the mask on the device (ok
-// false: no dropout).
+// false: no dropout), and the global ids of the layer's input rows that
+// key its rows' streams (nil: the row indices).
 type dropKey struct {
 	key  uint64
 	t    uint32
 	keep float32
 	ok   bool
+	ids  []int64
 }
 
 // step is StepDevice, or StepSparse, with the context current.
-func (m *Model) step(blocks []*sparse.CSR, in input, labels []int32, scale float32, rng *rand.Rand) (Result, error) {
+func (m *Model) step(blocks []*sparse.CSR, ids [][]int64, in input, labels []int32, scale float32, rng *rand.Rand) (Result, error) {
 	if len(blocks) != len(m.layers) {
 		return Result{}, fmt.Errorf("gpu/gnn: %d blocks for %d layers", len(blocks), len(m.layers))
+	}
+	if ids != nil && len(ids) != len(blocks) {
+		return Result{}, fmt.Errorf("gpu/gnn: ids of %d layers for %d blocks", len(ids), len(blocks))
+	}
+	layerIDs := func(l int) []int64 {
+		if ids == nil {
+			return nil
+		}
+		return ids[l]
+	}
+	for l, a := range blocks {
+		if ids != nil && int64(len(ids[l])) != a.NCols {
+			return Result{}, fmt.Errorf("gpu/gnn: %d ids for block %d of %d sources", len(ids[l]), l, a.NCols)
+		}
 	}
 	last := m.layers[len(m.layers)-1]
 	if len(labels) == 0 {
@@ -468,13 +485,14 @@ func (m *Model) step(blocks []*sparse.CSR, in input, labels []int32, scale float
 	var xs *sparse.Matrix[float32]
 	for l, a := range blocks {
 		if l == 0 && in.xs != nil {
-			xs, m.keys[0] = m.drops[0].ForwardSparse(in.xs, true, rng), dropKey{}
+			xs, m.keys[0] = m.drops[0].ForwardSparseIDs(in.xs, layerIDs(0), true, rng), dropKey{}
 		} else {
 			k := &m.keys[l]
 			k.key, k.t, k.keep, k.ok = m.drops[l].MaskKey(true, rng)
+			k.ids = layerIDs(l)
 		}
 		if m.layers[l].gat {
-			if err := m.drawGAT(l, a, rng); err != nil {
+			if err := m.drawGAT(l, a, layerIDs(l), rng); err != nil {
 				return Result{}, err
 			}
 		}
@@ -549,7 +567,13 @@ func (m *Model) forward(blocks []*sparse.CSR, x cuda.DevicePtr, xs *sparse.Matri
 			if m.drops[l].SkipZeros {
 				skip = 1
 			}
-			if err := m.launch("dropout_mask", ns, c.mask, x, int64(ns), int32(fin), int64(k.key), int32(k.t), k.keep, skip); err != nil {
+			var ids cuda.DevicePtr // null: row r's stream is r
+			if k.ids != nil {
+				if ids, err = upload(m, fmt.Sprint("ids", l), k.ids); err != nil {
+					return 0, err
+				}
+			}
+			if err := m.launch("dropout_mask", ns, c.mask, x, ids, int64(ns), int32(fin), int64(k.key), int32(k.t), k.keep, skip); err != nil {
 				return 0, err
 			}
 			if c.xd, err = m.scratch(fmt.Sprint("xd", l), f32(ns*fin)); err != nil {

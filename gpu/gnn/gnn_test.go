@@ -86,7 +86,8 @@ func gcnBlock(r *rand.Rand, a *sparse.CSR) *sparse.CSR {
 // gradients, updated weights and Adam moments, for GraphSAGE, GCN and GAT
 // (two concatenated heads in hidden layers, three averaged in the output
 // layer), with dropout on (the input's zeros draw nothing) and GAT's
-// attention dropout.
+// attention dropout, keyed by row and edge order (nil ids) and by the
+// rows' global ids.
 func TestStepMatchesHost(t *testing.T) {
 	c := open(t)
 	const in, hidden, out = 12, 8, 5
@@ -120,22 +121,39 @@ func TestStepMatchesHost(t *testing.T) {
 			labels[k] = int32(r.IntN(out))
 		}
 		const scale = 0.75
+		// Global ids of the rows: layer l's sources are the first
+		// sizes[l] (a block's destinations are its first sources).
+		gids := make([]int64, sizes[0])
+		for k, v := range r.Perm(1000)[:sizes[0]] {
+			gids[k] = int64(v)
+		}
+		layerIDs := make([][]int64, cfg.Layers)
+		for l := range layerIDs {
+			layerIDs[l] = gids[:sizes[l]]
+		}
 
 		host, err := model.New(cfg, rng.New(1, 2), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		w0 := host.FlattenWeights(nil)
-		for _, input := range []string{"host", "device", "sparse"} {
-			t.Run(fmt.Sprintf("%s/input=%s", kind, input), func(t *testing.T) {
+		for _, tc := range []struct {
+			input string
+			ids   [][]int64
+		}{
+			{"host", nil}, {"device", nil}, {"sparse", nil},
+			{"host", layerIDs}, {"device", layerIDs}, {"sparse", layerIDs},
+		} {
+			input, ids := tc.input, tc.ids
+			t.Run(fmt.Sprintf("%s/input=%s/ids=%v", kind, input, ids != nil), func(t *testing.T) {
 				host.SetWeights(w0)
 				host.ZeroGrad()
 				hopt, dopt := model.NewAdam(0.01, 5e-4), model.NewAdam(0.01, 5e-4)
 				var logits *dense.Matrix
 				if input == "sparse" {
-					logits = host.ForwardSparse(blocks, xs, true, rng.New(1, 9))
+					logits = host.ForwardSparseIDs(blocks, ids, xs, true, rng.New(1, 9))
 				} else {
-					logits = host.Forward(blocks, x, true, rng.New(1, 9))
+					logits = host.ForwardIDs(blocks, ids, x, true, rng.New(1, 9))
 				}
 				loss, dl := model.SoftmaxCrossEntropy(logits, labels)
 				dense.Scale(scale, dl.Data)
@@ -162,11 +180,11 @@ func TestStepMatchesHost(t *testing.T) {
 					if err := cuda.CopyHtoD(c, p, x.Data); err != nil {
 						t.Fatal(err)
 					}
-					res, err = dm.StepDevice(blocks, p, x.Rows, labels, scale, rng.New(1, 9))
+					res, err = dm.StepDevice(blocks, ids, p, x.Rows, labels, scale, rng.New(1, 9))
 				case "sparse":
-					res, err = dm.StepSparse(blocks, xs, labels, scale, rng.New(1, 9))
+					res, err = dm.StepSparse(blocks, ids, xs, labels, scale, rng.New(1, 9))
 				default:
-					res, err = dm.Step(blocks, x, labels, scale, rng.New(1, 9))
+					res, err = dm.Step(blocks, ids, x, labels, scale, rng.New(1, 9))
 				}
 				if err != nil {
 					t.Fatal(err)
@@ -238,13 +256,13 @@ func TestErrors(t *testing.T) {
 	if err := dm.LoadWeights(make([]float32, 3)); err == nil {
 		t.Error("LoadWeights of a wrong length: no error")
 	}
-	if _, err := dm.Step([]*sparse.CSR{randBlock(rand.New(rand.NewPCG(1, 1)), 2, 4)}, dense.New(4, 3), []int32{0, 1}, 1, nil); err == nil {
+	if _, err := dm.Step([]*sparse.CSR{randBlock(rand.New(rand.NewPCG(1, 1)), 2, 4)}, nil, dense.New(4, 3), []int32{0, 1}, 1, nil); err == nil {
 		t.Error("Step with one block for two layers: no error")
 	}
 	r := rand.New(rand.NewPCG(1, 1))
 	b0, b1 := randBlock(r, 4, 6), randBlock(r, 2, 4)
 	xs := sparse.FromDense(6, 3, make([]float32, 18))
-	if _, err := dm.StepSparse([]*sparse.CSR{b0, b1}, sparse.FromDense(6, 4, make([]float32, 24)), []int32{0, 1}, 1, nil); err == nil {
+	if _, err := dm.StepSparse([]*sparse.CSR{b0, b1}, nil, sparse.FromDense(6, 4, make([]float32, 24)), []int32{0, 1}, 1, nil); err == nil {
 		t.Error("StepSparse with 4 input columns for 3: no error")
 	}
 	gcn, err := New(c, model.Config{Kind: "gcn", In: 3, Hidden: 2, Out: 2, Layers: 2})
@@ -253,7 +271,7 @@ func TestErrors(t *testing.T) {
 	}
 	defer gcn.Close()
 	b0.Values = nil
-	if _, err := gcn.StepSparse([]*sparse.CSR{b0, gcnBlock(r, b1)}, xs, []int32{0, 1}, 1, nil); err == nil || !contains(err.Error(), "no Values") {
+	if _, err := gcn.StepSparse([]*sparse.CSR{b0, gcnBlock(r, b1)}, nil, xs, []int32{0, 1}, 1, nil); err == nil || !contains(err.Error(), "no Values") {
 		t.Errorf("GCN step on a block without Values: %v, want an error naming them", err)
 	}
 }

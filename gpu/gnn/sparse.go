@@ -16,11 +16,11 @@ import (
 // StepSparse is Step on input rows given as sparse rows x
 // (blocks[0].NCols×In, Values nil for a pattern), as model.Model's
 // ForwardSparse takes them: the input dropout is applied on the host
-// (model.Dropout.ForwardSparse, the same draws), the kept rows are
+// (model.Dropout.ForwardSparseIDs, the same draws), the kept rows are
 // uploaded once in CSR form, and the input layer projects first with
 // cuSPARSE SpMM (X·W, and Xᵀ·dZ for the weight gradients; see the package
 // doc). x gets no gradient.
-func (m *Model) StepSparse(blocks []*sparse.CSR, x *sparse.Matrix[float32], labels []int32, scale float32, rng *rand.Rand) (Result, error) {
+func (m *Model) StepSparse(blocks []*sparse.CSR, ids [][]int64, x *sparse.Matrix[float32], labels []int32, scale float32, rng *rand.Rand) (Result, error) {
 	switch {
 	case x == nil:
 		return Result{}, errors.New("gpu/gnn: nil sparse input")
@@ -31,7 +31,7 @@ func (m *Model) StepSparse(blocks []*sparse.CSR, x *sparse.Matrix[float32], labe
 	}
 	var res Result
 	err := m.ctx.Do(func() (err error) {
-		res, err = m.step(blocks, input{rows: int(x.NRows), xs: x}, labels, scale, rng)
+		res, err = m.step(blocks, ids, input{rows: int(x.NRows), xs: x}, labels, scale, rng)
 		return err
 	})
 	return res, err

@@ -44,13 +44,13 @@ func newGATRef(r *rand.Rand, concat bool) *gatRef {
 	g.ptr, g.src = model.AttendedEdges(a, nil, []int32(nil))
 	g.dst = model.EdgeDestinations(g.ptr, nil)
 	g.tptr, g.tedge = model.EdgesBySource(g.src, g.ns, nil, nil)
-	h, d, hd, ne := g.h, g.d, g.h*g.d, len(g.src)
+	h, d, hd := g.h, g.d, g.h*g.d
 	g.od = d
 	if concat {
 		g.od = hd
 	}
 	g.z, g.attL, g.attR = randNormal(r, g.ns*hd), randNormal(r, hd), randNormal(r, hd)
-	g.drop = model.AttentionMask(nil, ne*h, 0.3, r)
+	g.drop = model.AttentionMask(nil, g.ptr, g.src, nil, h, 0.3, r)
 	g.dy = randNormal(r, g.nd*g.od)
 	g.forward()
 	g.backward()

@@ -323,7 +323,8 @@ func kernelChecks() map[string]kernelCheck {
 			// Against model.Dropout.Mask from the same key: the input
 			// layer's (zeros draw nothing) and a hidden layer's, with
 			// rows of a length that is not a multiple of 4, so that a
-			// row ends inside a draw.
+			// row ends inside a draw; rows keyed by their index (null
+			// ids) and by global vertex ids.
 			const rows, cols = 257, 37
 			x := randNormal(r, rows*cols)
 			for k := range x {
@@ -331,34 +332,46 @@ func kernelChecks() map[string]kernelCheck {
 					x[k] = 0
 				}
 			}
+			ids := make([]int64, rows)
+			for k := range ids {
+				ids[k] = r.Int64N(1 << 40)
+			}
 			d := &devBufs{c: c}
 			defer d.free()
 			px := up(d, x)
 			pm := up(d, make([]float32, rows*cols))
+			pids := up(d, ids)
 			if d.err != nil {
 				return d.err
 			}
 			var errs []error
 			for _, skip := range []bool{true, false} {
-				drop := model.Dropout{Rate: 0.5, SkipZeros: skip}
-				if !skip {
-					drop.Rate = 0.6 // GAT's, not a multiple of 2⁻¹⁶
+				for _, keyed := range []bool{false, true} {
+					drop := model.Dropout{Rate: 0.5, SkipZeros: skip}
+					if !skip {
+						drop.Rate = 0.6 // GAT's, not a multiple of 2⁻¹⁶
+					}
+					var hostIDs []int64
+					var devIDs cuda.DevicePtr
+					if keyed {
+						hostIDs, devIDs = ids, pids
+					}
+					seed := r.Uint64()
+					want := drop.Mask(nil, rows, cols, x, hostIDs, true, rand.New(rand.NewPCG(seed, 0)))
+					key, t, keep, _ := drop.MaskKey(true, rand.New(rand.NewPCG(seed, 0)))
+					var skipArg int32
+					if skip {
+						skipArg = 1
+					}
+					if err := launch1D(fn, rows, pm, px, devIDs, int64(rows), int32(cols), int64(key), int32(t), keep, skipArg); err != nil {
+						return err
+					}
+					got, err := devDownload[float32](c, pm, rows*cols)
+					if err != nil {
+						return err
+					}
+					errs = append(errs, closeTo(fmt.Sprintf("dropout_mask (skip zeros %v, ids %v)", skip, keyed), got, want, 0))
 				}
-				seed := r.Uint64()
-				want := drop.Mask(nil, rows, cols, x, true, rand.New(rand.NewPCG(seed, 0)))
-				key, t, keep, _ := drop.MaskKey(true, rand.New(rand.NewPCG(seed, 0)))
-				var skipArg int32
-				if skip {
-					skipArg = 1
-				}
-				if err := launch1D(fn, rows, pm, px, int64(rows), int32(cols), int64(key), int32(t), keep, skipArg); err != nil {
-					return err
-				}
-				got, err := devDownload[float32](c, pm, rows*cols)
-				if err != nil {
-					return err
-				}
-				errs = append(errs, closeTo(fmt.Sprintf("dropout_mask (skip zeros %v)", skip), got, want, 0))
 			}
 			return errors.Join(errs...)
 		},

@@ -120,15 +120,16 @@ __device__ __forceinline__ unsigned long long gnnmpi_pcg_next(unsigned long long
 
 // dropout_mask: the inverted-dropout mask that model.Dropout.Mask draws on
 // the host, drawn on the device: row r of the rows×cols row-major mask takes
-// its decisions from the PCG stream (hi = key, lo = r), four 16-bit
+// its decisions from the PCG stream (hi = key, lo = ids[r]), or lo = r when
+// ids is null (ids: the rows' global vertex ids), four 16-bit
 // decisions per draw, low bits first; an element is kept (mask keep) when
 // its bits are at least t, else dropped (0). With skip_zeros, an element
 // whose x is 0 draws nothing and gets 0 (x is read only then). One thread a
 // row, in column order (the decisions are sequential within a row).
-extern "C" __global__ void dropout_mask(float *__restrict__ mask, const float *__restrict__ x, long long rows, int cols,
-		long long key, int t, float keep, int skip_zeros) {
+extern "C" __global__ void dropout_mask(float *__restrict__ mask, const float *__restrict__ x,
+		const long long *__restrict__ ids, long long rows, int cols, long long key, int t, float keep, int skip_zeros) {
 	for (long long r = (long long)blockIdx.x * blockDim.x + threadIdx.x; r < rows; r += (long long)gridDim.x * blockDim.x) {
-		unsigned long long hi = (unsigned long long)key, lo = (unsigned long long)r, bits = 0;
+		unsigned long long hi = (unsigned long long)key, lo = (unsigned long long)(ids ? ids[r] : r), bits = 0;
 		int left = 0;
 		float *m = mask + r * cols;
 		const float *xr = x + r * cols;

@@ -103,7 +103,7 @@ var Params = map[string][]Param{
 	"softmax_xent":    {Ptr, Ptr, Ptr, Ptr, Int32, Int32, Float32},
 	"adam_step":       {Ptr, Ptr, Ptr, Ptr, Int64, Float32, Float32, Float32, Float32, Float32, Float32},
 	"mul_mask":        {Ptr, Ptr, Ptr, Int64},
-	"dropout_mask":    {Ptr, Ptr, Int64, Int32, Int64, Int32, Float32, Int32},
+	"dropout_mask":    {Ptr, Ptr, Ptr, Int64, Int32, Int64, Int32, Float32, Int32},
 	"col_sum":         {Ptr, Ptr, Int64, Int32},
 
 	"elu_forward":          {Ptr, Ptr, Int64},
