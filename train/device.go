@@ -11,7 +11,6 @@ import (
 	"gnnmpi/gpu/cuda"
 	"gnnmpi/gpu/gnn"
 	"gnnmpi/gpu/tier"
-	"gnnmpi/internal/rng"
 	"gnnmpi/model"
 	"gnnmpi/nccl"
 	"gnnmpi/sampling"
@@ -293,7 +292,7 @@ func (t *trainer) deviceBackward(ep *epochState, epoch, i int, seeds []int64, mb
 	if len(seeds) == 0 {
 		return t.dev.m.ZeroGrad()
 	}
-	drops := rng.New(t.cfg.Seed, streamDropout, uint64(epoch), uint64(i), uint64(t.c.Rank()))
+	drops := dropStream(t.cfg.Seed, epoch, i)
 	labels := make([]int32, len(seeds))
 	for k, g := range seeds {
 		labels[k] = t.d.Label(g)
@@ -303,11 +302,11 @@ func (t *trainer) deviceBackward(ep *epochState, epoch, i int, seeds []int64, mb
 	var err error
 	switch {
 	case t.dev.tier != nil:
-		res, err = t.dev.m.StepDevice(t.blocks(mb, x.deg), x.gpu.Ptr, x.gpu.Rows, labels, scale, drops)
+		res, err = t.dev.m.StepDevice(t.blocks(mb, x.deg), dropIDs(mb), x.gpu.Ptr, x.gpu.Rows, labels, scale, drops)
 	case x.csr != nil:
-		res, err = t.dev.m.StepSparse(t.blocks(mb, x.deg), x.csr, labels, scale, drops)
+		res, err = t.dev.m.StepSparse(t.blocks(mb, x.deg), dropIDs(mb), x.csr, labels, scale, drops)
 	default:
-		res, err = t.dev.m.Step(t.blocks(mb, x.deg), x.dense, labels, scale, drops)
+		res, err = t.dev.m.Step(t.blocks(mb, x.deg), dropIDs(mb), x.dense, labels, scale, drops)
 	}
 	if err != nil {
 		return err

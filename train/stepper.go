@@ -1,6 +1,7 @@
 package train
 
 import (
+	"math/rand/v2"
 	"slices"
 	"time"
 
@@ -175,12 +176,12 @@ func (t *trainer) backward(ep *epochState, epoch, i int, seeds []int64, mb *samp
 	if len(seeds) == 0 {
 		return
 	}
-	drops := rng.New(t.cfg.Seed, streamDropout, uint64(epoch), uint64(i), uint64(t.c.Rank()))
+	drops := dropStream(t.cfg.Seed, epoch, i)
 	var logits *dense.Matrix
 	if x.csr != nil {
-		logits = t.m.ForwardSparse(t.blocks(mb, x.deg), x.csr, true, drops)
+		logits = t.m.ForwardSparseIDs(t.blocks(mb, x.deg), dropIDs(mb), x.csr, true, drops)
 	} else {
-		logits = t.m.Forward(t.blocks(mb, x.deg), x.dense, true, drops)
+		logits = t.m.ForwardIDs(t.blocks(mb, x.deg), dropIDs(mb), x.dense, true, drops)
 	}
 	labels := slices.Grow(t.labels[:0], len(seeds))[:len(seeds)]
 	t.labels = labels
@@ -198,6 +199,24 @@ func (t *trainer) backward(ep *epochState, epoch, i int, seeds []int64, mb *samp
 	}
 	t.m.BackwardEach(dl, t.gsync.layerDone)
 	ep.count(loss, model.Correct(logits, labels), len(seeds))
+}
+
+// dropStream returns the rng of step i of epoch's dropout masks: the same
+// on every rank, so that with the masks keyed by vertex (dropIDs) a
+// vertex's masks in a step do not depend on the rank that computes it, nor
+// on the rank count.
+func dropStream(seed uint64, epoch, i int) *rand.Rand {
+	return rng.New(seed, streamDropout, uint64(epoch), uint64(i))
+}
+
+// dropIDs returns the global ids of each layer's input rows of mb (block
+// l's sources), which key its dropout masks (model.Model.ForwardIDs).
+func dropIDs(mb *sampling.MiniBatch) [][]int64 {
+	ids := make([][]int64, len(mb.Blocks))
+	for l, b := range mb.Blocks {
+		ids[l] = b.Src
+	}
+	return ids
 }
 
 // summarize reduces the epoch that train ran (and the evaluation ev, if not
