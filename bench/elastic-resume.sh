@@ -5,12 +5,12 @@
 #   bench/elastic-resume.sh BIN DATA WORKDIR
 # Environment: SHUF (default "--shuffle global"; "--topology 1.5d" for a
 # partitioned directory, which takes the local shuffle), DROP (dropout,
-# default 0: the masks are drawn per rank, so with dropout the curve
-# depends on the rank count).
+# default 0.5: the masks are keyed by vertex, the same at any rank
+# count).
 set -e
 B=${1:-./gnnmpi}; D=${2:-data/cora}; W=${3:-/tmp/elastic-measure}
 rm -rf "$W"; mkdir -p "$W"
-A="--data $D --global-batch-size 32 ${SHUF:---shuffle global} --seed 1 --dropout ${DROP:-0}"
+A="--data $D --global-batch-size 32 ${SHUF:---shuffle global} --seed 1 --dropout ${DROP:-0.5}"
 for p in 2 4; do
   $B --ranks $p train $A --epochs 10 --metrics $W/u$p.jsonl >/dev/null 2>&1
   $B --ranks $p train $A --epochs 5 --checkpoint $W/c$p >/dev/null 2>&1

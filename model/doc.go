@@ -45,7 +45,11 @@
 // layer. The input Dropout of a Model draws one random number per nonzero
 // (Dropout.SkipZeros) in row-major order, as Dropout.ForwardSparse does per
 // stored nonzero, so the dense and the sparse path drop the same entries
-// and train to the same losses up to float32 rounding.
+// and train to the same losses up to float32 rounding. Each row draws from
+// its own stream, keyed by the layer's key and the row's index or, with
+// ForwardIDs and ForwardSparseIDs, the row's global vertex id (GAT's
+// attention dropout then by the edge's two ids, AttentionMask), so that a
+// minibatch trainer's masks do not depend on where a vertex's row is.
 //
 // # Computation
 //
