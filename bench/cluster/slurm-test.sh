@@ -112,8 +112,14 @@ ReturnToService=2
 AccountingStorageType=accounting_storage/none
 JobAcctGatherType=jobacct_gather/none
 JobCompType=jobcomp/none
+# The requeue cycle: jobs may be requeued; KillWait (SIGTERM to SIGKILL)
+# outlasts a Cora checkpoint; a requeued job may start again 5 s later
+# (cred_expire, default 120 s) and the scheduler, which starts it once it
+# is eligible, runs every second (sched_interval, default 60 s; backfill:
+# bf_interval, default 30 s).
 JobRequeue=1
 KillWait=10
+SchedulerParameters=bf_interval=1,sched_interval=1
 NodeName=$H NodeAddr=127.0.0.1 CPUs=4 State=UNKNOWN
 PartitionName=debug Nodes=$H Default=YES MaxTime=INFINITE State=UP
 CONF
