@@ -246,6 +246,9 @@ PY
 	scancel --batch --signal=USR1 "$rq" || fail "scancel --batch --signal=USR1"
 	reached requeue 3
 	grep -q 'requeueing job' "$T/requeue.out" || fail "USR1 did not requeue the job: $(cat "$T/requeue.out")"
+	# srun passed USR1 on to both tasks (each rank reports its signal).
+	[ "$(grep -c '^gnnmpi: rank [01]: user defined signal 1: stopping' "$T/requeue.out")" = 2 ] ||
+		fail "USR1 did not reach both ranks: $(cat "$T/requeue.out")"
 	scontrol requeue "$rq" || fail "scontrol requeue $rq"
 	s=$(ended "$rq")
 	[ "$s" = COMPLETED ] || fail "requeued job: $s: $(cat "$T/requeue.out")"
