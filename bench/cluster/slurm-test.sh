@@ -15,9 +15,14 @@
 # srun -n 1 (no --mpi) runs one rank; srun -n 2 without --mpi is refused by
 # gnnmpi with the fix named, exit non-zero; with MPICH installed, an MPICH
 # build runs selftest under srun --mpi=pmi2 and is refused under pmix
-# (every task a world of one). Environment: SLURM_TEST_KEEP=1
-# keeps the temp dir (logs, slurm.conf); SLURM_TEST_PORT (default 6817:
-# slurmctld, +1 slurmd).
+# (every task a world of one); the requeue cycle of train.sbatch (see
+# requeue_cycle: the warning signal, scontrol requeue, SIGKILL of the step,
+# scancel and resubmission at another rank count). Environment:
+# SLURM_TEST_KEEP=1 keeps the temp dir (logs, slurm.conf); SLURM_TEST_PORT
+# (default 6817: slurmctld, +1 slurmd); SLURM_TEST_ONLY=requeue runs the
+# requeue cycle alone; SLURM_TEST_ELASTIC=1 fails the resubmission at
+# another rank count where it would otherwise be skipped (default auto:
+# skipped while gnnmpi refuses another rank count).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
@@ -169,7 +174,7 @@ grep -q '2 ranks (mpi' <<<"$out" || fail "train did not run on 2 MPI ranks: $out
 #      binary refuses another rank count ("rank count" in its message) this
 #      part is skipped and says so; SLURM_TEST_ELASTIC=1 makes it required.
 requeue_cycle() {
-	local epochs=4 args="--model sage --global-batch-size 2 --seed 3"
+	local epochs=5 args="--model sage --global-batch-size 2 --seed 3"
 	cat >"$T/curve.py" <<'PY'
 import json, sys
 def curve(path):
