@@ -22,8 +22,7 @@
 # (default 6817: slurmctld, +1 slurmd); SLURM_TEST_ONLY=requeue runs the
 # requeue cycle alone; SLURM_TEST_ELASTIC=1 fails the resubmission at
 # another rank count where it would otherwise be skipped (default auto:
-# required where gnnmpi train has --shuffle, skipped where it refuses
-# another rank count).
+# skipped where gnnmpi refuses it as binaries before elastic resume do).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
@@ -172,20 +171,20 @@ grep -q '2 ranks (mpi' <<<"$out" || fail "train did not run on 2 MPI ranks: $out
 #   3. scancel (SIGTERM, exit 75, not requeued: a cancel stays one), then
 #      the same OUT resubmitted at 1 rank: it resumes at the other rank
 #      count with the losses within round-off (relative 1e-5). While the
-#      binary has no --shuffle flag (elastic resume, issue 31 item 3, not
-#      there) and refuses another rank count ("rank count" in its message),
-#      this part is skipped and says so; SLURM_TEST_ELASTIC=1 makes it
-#      required anyway.
+#      binary refuses another rank count with the fingerprint message of
+#      the binaries before elastic resume (issue 31 item 3: "… rank count;
+#      they differ in … Ranks: checkpoint 2, this run 1"), this part is
+#      skipped and says so; SLURM_TEST_ELASTIC=1 makes it required anyway.
 requeue_cycle() {
-	local epochs=5 args="--model sage --global-batch-size 2 --seed 3" elastic=${SLURM_TEST_ELASTIC:-auto}
-	# Elastic resume takes the same global minibatches at any rank count
-	# with --shuffle global, and the same losses to round-off without
-	# dropout (its masks are drawn per rank): where the binary has that
-	# flag, both are used, and part 3 is required.
-	if "$B" train -h 2>&1 | grep -qE '^  -shuffle( |$)'; then
-		args+=" --shuffle global --dropout 0"
-		[ "$elastic" = auto ] && elastic=1
-	fi
+	# --shuffle global with --global-batch-size: the elastic schedule, the
+	# same global minibatches at any rank count; --dropout 0: the same
+	# losses to round-off at another rank count (dropout masks are drawn per
+	# rank).
+	local epochs=5 args="--model sage --global-batch-size 2 --shuffle global --dropout 0 --seed 3"
+	# Part 3 is skipped only where the binary refuses the other rank count
+	# with the fingerprint message of the binaries before elastic resume;
+	# SLURM_TEST_ELASTIC=1 requires it regardless.
+	local elastic=${SLURM_TEST_ELASTIC:-auto}
 	cat >"$T/curve.py" <<'PY'
 import json, sys
 def curve(path):
@@ -297,7 +296,7 @@ PY
 	grep -q 'exit status 75 (stopped on request)' "$T/elastic.out" || fail "scancel: no stop with 75: $(cat "$T/elastic.out")"
 	el=$(submit elastic 1) || fail "sbatch"
 	s=$(ended "$el")
-	if [ "$s" != COMPLETED ] && [ "$elastic" = auto ] && grep -q 'rank count' "$T/elastic.out"; then
+	if [ "$s" != COMPLETED ] && [ "$elastic" = auto ] && grep -q 'rank count.*Ranks: checkpoint 2, this run 1' "$T/elastic.out"; then
 		echo "   elastic: SKIPPED: this gnnmpi cannot resume a 2-rank checkpoint at 1 rank (issue 31 item 3," \
 			"elastic resume, missing): $(grep -m1 'rank count' "$T/elastic.out")" >&2
 	else
