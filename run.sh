@@ -187,7 +187,7 @@ run_tests() {
 }
 
 cluster_tests() {
-	echo "== one-node Slurm: srun, sbatch, srun without --mpi refused" >&2
+	echo "== one-node Slurm: srun, sbatch, srun without --mpi refused, the requeue cycle" >&2
 	bench/cluster/slurm-test.sh
 	echo "== three network-namespace hosts over TCP: selftest, train, pipe, veth counters, a tbf rate limit, a cut link" >&2
 	bench/cluster/netns-test.sh

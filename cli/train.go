@@ -408,9 +408,14 @@ func printEpoch(env *Env, st train.EpochStats) {
 }
 
 // progressBar draws a bar on rank 0's standard error inside epochs that
-// take long (more than two seconds), and nothing in short ones.
+// take long (more than two seconds), and nothing in short ones. Its time
+// left is measured from the first step it saw in the epoch, which is not
+// step 0 in an epoch resumed from a checkpoint written inside it.
 type progressBar struct {
 	env   *Env
+	now   func() time.Time // time.Now when nil (tests set a clock)
+	epoch int              // the epoch of start
+	first int              // the step of start
 	start time.Time
 	shown bool
 	last  time.Time
@@ -421,8 +426,11 @@ func (b *progressBar) update(epoch, batch, batches int) {
 		return
 	}
 	now := time.Now()
-	if batch == 0 {
-		b.start = now
+	if b.now != nil {
+		now = b.now()
+	}
+	if b.start.IsZero() || epoch != b.epoch || batch <= b.first {
+		b.epoch, b.first, b.start = epoch, batch, now
 		return
 	}
 	if now.Sub(b.start) < 2*time.Second || now.Sub(b.last) < 200*time.Millisecond {
@@ -431,7 +439,7 @@ func (b *progressBar) update(epoch, batch, batches int) {
 	b.last, b.shown = now, true
 	const width = 30
 	done := width * batch / batches
-	eta := time.Duration(float64(now.Sub(b.start)) * float64(batches-batch) / float64(batch))
+	eta := time.Duration(float64(now.Sub(b.start)) * float64(batches-batch) / float64(batch-b.first))
 	fmt.Fprintf(b.env.Err, "\repoch %d [%s%s] %d/%d minibatches, %s left ", epoch,
 		strings.Repeat("#", done), strings.Repeat(".", width-done), batch, batches, eta.Round(time.Second))
 }

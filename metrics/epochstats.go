@@ -65,6 +65,7 @@ func (st *EpochStats) Record() Epoch {
 		Epoch: st.Epoch, Loss: st.Loss, TrainAcc: st.TrainAcc,
 		EpochS: st.Seconds, PhaseS: st.PhaseSeconds, CriticalPhaseS: st.CriticalPhaseSeconds, WaitS: st.WaitSeconds,
 		Bytes: st.Bytes, Batches: st.Batches, FetchRows: st.FetchRows, CacheHits: st.CacheHits, RemoteRows: st.RemoteRows,
+		FromStep: st.FromStep,
 	}
 	if st.Evaluated {
 		rec.ValAcc, rec.TestAcc, rec.ValLoss = &st.ValAcc, &st.TestAcc, &st.ValLoss

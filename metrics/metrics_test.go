@@ -100,3 +100,27 @@ func TestDataPathSummary(t *testing.T) {
 		})
 	}
 }
+
+// An epoch resumed inside itself says where in its record; any other
+// epoch's record has no from_step.
+func TestEpochRecordFromStep(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		from int
+		want string // the key and value in the JSON record, or "" for none
+	}{
+		{"whole epoch", 0, ""},
+		{"resumed at step 12", 12, `"from_step":12`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := EpochStats{Epoch: 2, Batches: 70, FromStep: tc.from}
+			raw, err := json.Marshal(st.Record())
+			require.NoError(t, err)
+			if tc.want == "" {
+				require.NotContains(t, string(raw), "from_step")
+			} else {
+				require.Contains(t, string(raw), tc.want)
+			}
+		})
+	}
+}

@@ -26,6 +26,11 @@ type Epoch struct {
 	FetchRows  int64 `json:"fetch_rows"`
 	CacheHits  int64 `json:"cache_hits"`
 	RemoteRows int64 `json:"remote_rows"`
+	// FromStep is, for an epoch resumed from a checkpoint written inside
+	// it, the step it resumed at: Loss and the accuracies cover the whole
+	// epoch, the times, bytes and counts only steps FromStep on. Absent
+	// (0) otherwise.
+	FromStep int `json:"from_step,omitempty"`
 	// GPUReads is present when the inputs were gathered on the device.
 	GPUReads *GPUReads `json:"gpu_reads,omitempty"`
 	// GradExposedS is the step blocked on gradient sums after backward
