@@ -20,9 +20,7 @@
 # scancel and resubmission at another rank count). Environment:
 # SLURM_TEST_KEEP=1 keeps the temp dir (logs, slurm.conf); SLURM_TEST_PORT
 # (default 6817: slurmctld, +1 slurmd); SLURM_TEST_ONLY=requeue runs the
-# requeue cycle alone; SLURM_TEST_ELASTIC=1 fails the resubmission at
-# another rank count where it would otherwise be skipped (default auto:
-# skipped where gnnmpi refuses it as binaries before elastic resume do).
+# requeue cycle alone.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
@@ -170,21 +168,12 @@ grep -q '2 ranks (mpi' <<<"$out" || fail "train did not run on 2 MPI ranks: $out
 #      job fails; requeued, it resumes from the last completed checkpoint;
 #   3. scancel (SIGTERM, exit 75, not requeued: a cancel stays one), then
 #      the same OUT resubmitted at 1 rank: it resumes at the other rank
-#      count with the losses within round-off (relative 1e-5). While the
-#      binary refuses another rank count with the fingerprint message of
-#      the binaries before elastic resume (issue 31 item 3: "… rank count;
-#      they differ in … Ranks: checkpoint 2, this run 1"), this part is
-#      skipped and says so; SLURM_TEST_ELASTIC=1 makes it required anyway.
+#      count with the losses within round-off (relative 1e-5).
 requeue_cycle() {
 	# --shuffle global with --global-batch-size: the elastic schedule, the
-	# same global minibatches at any rank count; --dropout 0: the same
-	# losses to round-off at another rank count (dropout masks are drawn per
-	# rank).
-	local epochs=5 args="--model sage --global-batch-size 2 --shuffle global --dropout 0 --seed 3"
-	# Part 3 is skipped only where the binary refuses the other rank count
-	# with the fingerprint message of the binaries before elastic resume;
-	# SLURM_TEST_ELASTIC=1 requires it regardless.
-	local elastic=${SLURM_TEST_ELASTIC:-auto}
+	# same global minibatches, samples and dropout masks at any rank count,
+	# so the losses agree to round-off at another rank count.
+	local epochs=5 args="--model sage --global-batch-size 2 --shuffle global --seed 3"
 	cat >"$T/curve.py" <<'PY'
 import json, sys
 def curve(path):
@@ -296,13 +285,8 @@ PY
 	grep -q 'exit status 75 (stopped on request)' "$T/elastic.out" || fail "scancel: no stop with 75: $(cat "$T/elastic.out")"
 	el=$(submit elastic 1) || fail "sbatch"
 	s=$(ended "$el")
-	if [ "$s" != COMPLETED ] && [ "$elastic" = auto ] && grep -q 'rank count.*Ranks: checkpoint 2, this run 1' "$T/elastic.out"; then
-		echo "   elastic: SKIPPED: this gnnmpi cannot resume a 2-rank checkpoint at 1 rank (issue 31 item 3," \
-			"elastic resume, missing): $(grep -m1 'rank count' "$T/elastic.out")" >&2
-	else
-		[ "$s" = COMPLETED ] || fail "resubmitted at 1 rank: $s: $(cat "$T/elastic.out")"
-		same close elastic
-	fi
+	[ "$s" = COMPLETED ] || fail "resubmitted at 1 rank: $s: $(cat "$T/elastic.out")"
+	same close elastic
 }
 
 if [ "${SLURM_TEST_ONLY:-}" != requeue ]; then
