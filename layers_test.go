@@ -32,6 +32,7 @@ var layers = map[string]int{
 	"gnnmpi/partition/ptscotch":  0,
 	"gnnmpi/nccl/nccltest":       0,
 	"gnnmpi/internal/atomicfile": 0,
+	"gnnmpi/internal/byteview":   0,
 	"gnnmpi/internal/cores":      0,
 	"gnnmpi/internal/dl":         0,
 	"gnnmpi/internal/enum":       0,
@@ -96,7 +97,7 @@ var pureGo = []string{
 	"gnnmpi/sparse", "gnnmpi/dense", "gnnmpi/collective", "gnnmpi/model", "gnnmpi/spgemm", "gnnmpi/sampling",
 	"gnnmpi/pipe", "gnnmpi/alltoall", "gnnmpi/partition", "gnnmpi/partition/dist", "gnnmpi/perfmodel",
 	"gnnmpi/internal/rng", "gnnmpi/internal/sat", "gnnmpi/internal/enum", "gnnmpi/internal/textfile", "gnnmpi/internal/atomicfile", "gnnmpi/internal/memlimit",
-	"gnnmpi/internal/cores",
+	"gnnmpi/internal/cores", "gnnmpi/internal/byteview",
 }
 
 // cgoLeaves are the only packages with cgo files (STYLE.md §5): thin

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"gnnmpi/internal/textfile"
 	"hash/crc32"
 	"io"
 	"maps"
@@ -21,6 +20,8 @@ import (
 
 	"gnnmpi/dense"
 	"gnnmpi/internal/atomicfile"
+	"gnnmpi/internal/byteview"
+	"gnnmpi/internal/textfile"
 	"gnnmpi/sparse"
 )
 
@@ -168,21 +169,9 @@ type binSection struct {
 
 var dtypeSize = map[string]int64{"int64": 8, "int32": 4, "float64": 8, "float32": 4, "float16": 2}
 
-// littleEndian reports whether the host stores integers little-endian, the
-// byte order of the binary format.
-var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
-
 // errBigEndian is returned by the binary reader and writer on big-endian
 // hosts, where the mapped arrays would need byte swapping.
 var errBigEndian = errors.New("graph: the binary dataset format needs a little-endian host")
-
-// asBytes returns the memory of s as bytes, without copying.
-func asBytes[T int64 | int32 | float64 | float32 | uint16](s []T) []byte {
-	if len(s) == 0 {
-		return nil
-	}
-	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), len(s)*int(unsafe.Sizeof(s[0])))
-}
 
 // alignUp rounds x up to a multiple of binAlign.
 func alignUp(x int64) int64 { return (x + binAlign - 1) &^ (binAlign - 1) }
@@ -198,7 +187,7 @@ func alignUp(x int64) int64 { return (x + binAlign - 1) &^ (binAlign - 1) }
 // OpenBinary then sets Dataset.Symmetric and loaders need not check.
 // WriteBinary returns an error on big-endian hosts.
 func WriteBinary(path string, d *Dataset) error {
-	if !littleEndian {
+	if !byteview.LittleEndian {
 		return errBigEndian
 	}
 	if d.Rows != nil {
@@ -256,32 +245,32 @@ func binContentOf(d *Dataset) *binContent {
 		Symmetric:  d.Symmetric,
 		Splits:     []binSplit{},
 	}}
-	c.add("indptr", "int64", int64(len(d.Adj.Indptr)), asBytes(d.Adj.Indptr))
-	c.add("indices", "int64", int64(len(d.Adj.Indices)), asBytes(d.Adj.Indices))
+	c.add("indptr", "int64", int64(len(d.Adj.Indptr)), byteview.Of(d.Adj.Indptr))
+	c.add("indices", "int64", int64(len(d.Adj.Indices)), byteview.Of(d.Adj.Indices))
 	if c.meta.Weighted {
-		c.add("values", "float64", int64(len(d.Adj.Values)), asBytes(d.Adj.Values))
+		c.add("values", "float64", int64(len(d.Adj.Values)), byteview.Of(d.Adj.Values))
 	}
 	if d.Feat != nil {
 		c.meta.HasFeatures, c.meta.NumFeatures = true, d.Feat.Cols
 		data := d.Feat.Data[:d.Feat.Rows*d.Feat.Cols]
-		c.add("features", "float32", int64(len(data)), asBytes(data))
+		c.add("features", "float32", int64(len(data)), byteview.Of(data))
 	}
 	if d.Feat16 != nil {
 		c.meta.HasFeatures, c.meta.NumFeatures = true, d.Feat16.Cols
 		data := d.Feat16.Data[:d.Feat16.Rows*d.Feat16.Cols]
-		c.add("features", dtypeHalf, int64(len(data)), asBytes(data))
+		c.add("features", dtypeHalf, int64(len(data)), byteview.Of(data))
 	}
 	if d.FeatCSR != nil {
 		c.addSparseFeatures(d.FeatCSR)
 	}
 	if d.Labels != nil {
-		c.add("labels", "int32", int64(len(d.Labels)), asBytes(d.Labels))
+		c.add("labels", "int32", int64(len(d.Labels)), byteview.Of(d.Labels))
 	}
 	for _, name := range d.SplitNames() {
 		s := d.Splits[name]
 		c.meta.Splits = append(c.meta.Splits, binSplit{name, int64(len(s.Train)), int64(len(s.Valid)), int64(len(s.Test))})
 		for k, ids := range [...][]int64{s.Train, s.Valid, s.Test} {
-			c.add("split/"+name+"/"+splitParts[k], "int64", int64(len(ids)), asBytes(ids))
+			c.add("split/"+name+"/"+splitParts[k], "int64", int64(len(ids)), byteview.Of(ids))
 		}
 	}
 	return c
@@ -459,7 +448,7 @@ func (m *Mapping) Close() error {
 //
 // OpenBinary returns an error on big-endian hosts.
 func OpenBinary(path string, opt ReadOptions) (*Dataset, *Mapping, error) {
-	if !littleEndian {
+	if !byteview.LittleEndian {
 		return nil, nil, errBigEndian
 	}
 	f, err := os.Open(path)

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"gnnmpi/dense"
+	"gnnmpi/internal/byteview"
 	"gnnmpi/internal/f16"
 	"gnnmpi/sparse"
 )
@@ -23,20 +24,20 @@ func (c *binContent) addSparseFeatures(a *sparse.Matrix[float32]) {
 	m := &c.meta
 	m.HasFeatures, m.NumFeatures = true, int(a.NCols)
 	m.FeatureFormat, m.FeatureNNZ, m.FeaturePattern = string(FeatureCSR), a.NNZ(), a.Values == nil
-	c.add(secFeatIndptr, "int64", int64(len(a.Indptr)), asBytes(a.Indptr))
+	c.add(secFeatIndptr, "int64", int64(len(a.Indptr)), byteview.Of(a.Indptr))
 	if a.NCols <= math.MaxInt32 {
 		m.FeatureIndex = "int32"
 		idx := make([]int32, len(a.Indices))
 		for k, j := range a.Indices {
 			idx[k] = int32(j)
 		}
-		c.add(secFeatIndices, "int32", int64(len(idx)), asBytes(idx))
+		c.add(secFeatIndices, "int32", int64(len(idx)), byteview.Of(idx))
 	} else {
 		m.FeatureIndex = "int64"
-		c.add(secFeatIndices, "int64", int64(len(a.Indices)), asBytes(a.Indices))
+		c.add(secFeatIndices, "int64", int64(len(a.Indices)), byteview.Of(a.Indices))
 	}
 	if a.Values != nil {
-		c.add(secFeatValues, "float32", int64(len(a.Values)), asBytes(a.Values))
+		c.add(secFeatValues, "float32", int64(len(a.Values)), byteview.Of(a.Values))
 	}
 }
 

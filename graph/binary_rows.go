@@ -6,6 +6,7 @@ import (
 	"os"
 	"unsafe"
 
+	"gnnmpi/internal/byteview"
 	"gnnmpi/internal/textfile"
 	"gnnmpi/sparse"
 )
@@ -32,7 +33,7 @@ type BinaryRows struct {
 // metadata checksum, or that is truncated gives a *ParseError naming the
 // file. It returns an error on big-endian hosts. The caller closes it.
 func OpenBinaryRows(path string) (*BinaryRows, error) {
-	if !littleEndian {
+	if !byteview.LittleEndian {
 		return nil, errBigEndian
 	}
 	f, err := os.Open(path)
@@ -123,7 +124,7 @@ func readSection[T int64 | int32 | float64 | float32 | uint16](r *BinaryRows, na
 	if first < 0 || first+int64(len(dst)) > s.Count {
 		return parseErr(r.path, 0, fmt.Sprintf("section %s: elements [%d,%d) outside its %d", name, first, first+int64(len(dst)), s.Count))
 	}
-	if _, err := r.f.ReadAt(asBytes(dst), s.Offset+first*size); err != nil {
+	if _, err := r.f.ReadAt(byteview.Of(dst), s.Offset+first*size); err != nil {
 		if err == io.EOF {
 			return &ParseError{Path: r.path, Msg: "section " + name, Err: ErrTruncated}
 		}

@@ -13,6 +13,7 @@ import (
 
 	"gnnmpi/dense"
 	"gnnmpi/internal/atomicfile"
+	"gnnmpi/internal/byteview"
 	"gnnmpi/internal/textfile"
 	"gnnmpi/partition"
 	"gnnmpi/sparse"
@@ -250,7 +251,7 @@ func partContent(p *Part, index, parts int) *binContent {
 	c := binContentOf(d)
 	c.meta.NumNodes = p.NumNodes
 	c.meta.Part = &binPart{Index: index, Parts: parts, Lo: p.Lo, Hi: p.Hi}
-	c.add(secOrigIDs, "int64", int64(len(p.OrigIDs)), asBytes(p.OrigIDs))
+	c.add(secOrigIDs, "int64", int64(len(p.OrigIDs)), byteview.Of(p.OrigIDs))
 	return c
 }
 
@@ -260,7 +261,7 @@ func partContent(p *Part, index, parts int) *binContent {
 // consistent: Adj, features, labels and OrigIDs of Hi−Lo rows, split
 // members in [Lo, Hi).
 func WritePart(path string, p *Part, index, parts int) (PartFile, error) {
-	if !littleEndian {
+	if !byteview.LittleEndian {
 		return PartFile{}, errBigEndian
 	}
 	if err := p.check(index, parts); err != nil {
@@ -319,7 +320,7 @@ func WritePartHalfRows(path string, p *Part, index, parts, dim int, rows HalfFea
 // the given dtype whose chunks stats counts.
 func writePartRows[T float32 | uint16](path string, p *Part, index, parts, dim int, dtype string, rows func(lo, hi int64, dst []T) error,
 	stats func([]T) (int64, bool)) (f PartFile, nnz int64, ones bool, err error) {
-	if !littleEndian {
+	if !byteview.LittleEndian {
 		return PartFile{}, 0, false, errBigEndian
 	}
 	if p.Feat != nil || p.Feat16 != nil || p.FeatCSR != nil || dim < 1 {
@@ -348,7 +349,7 @@ func writePartRows[T float32 | uint16](path string, p *Part, index, parts, dim i
 	var crc uint32
 	ones = true
 	err = each(func(chunk []T) error {
-		crc = crc32.Update(crc, castagnoli, asBytes(chunk))
+		crc = crc32.Update(crc, castagnoli, byteview.Of(chunk))
 		z, o := stats(chunk)
 		nnz, ones = nnz+z, ones && o
 		return nil
@@ -367,7 +368,7 @@ func writePartRows[T float32 | uint16](path string, p *Part, index, parts, dim i
 	c.meta.Sections = slices.Insert(c.meta.Sections, at, sec)
 	c.data = slices.Insert(c.data, at, nil)
 	c.stream = map[int]func(func([]byte) error) error{at: func(write func([]byte) error) error {
-		return each(func(chunk []T) error { return write(asBytes(chunk)) })
+		return each(func(chunk []T) error { return write(byteview.Of(chunk)) })
 	}}
 	mj, err := c.meta.layOut()
 	if err != nil {

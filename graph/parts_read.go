@@ -8,6 +8,7 @@ import (
 	"syscall"
 
 	"gnnmpi/dense"
+	"gnnmpi/internal/byteview"
 	"gnnmpi/internal/textfile"
 	"gnnmpi/sparse"
 )
@@ -96,7 +97,7 @@ func LoadParts(dir string, m *PartManifest, first, last int, o PartReadOptions) 
 // openPart maps and verifies part q of the manifest m, stored at path,
 // and returns it aliasing the mapping (features converted to format).
 func openPart(path string, m *PartManifest, q int, o PartReadOptions, format FeatureFormat) (*Part, error) {
-	if !littleEndian {
+	if !byteview.LittleEndian {
 		return nil, errBigEndian
 	}
 	f, err := os.Open(path)

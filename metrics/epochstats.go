@@ -32,6 +32,13 @@ type EpochStats struct {
 	// exactly as an uninterrupted run's, but its times, bytes and fetch
 	// counts only steps FromStep … Batches−1. 0 otherwise.
 	FromStep int `json:"from_step,omitempty"`
+	// CheckpointSeconds is the time rank 0's step loop spent in the
+	// checkpoints written inside the epoch (train.Common.CheckpointSteps,
+	// CheckpointInterval, a stop): gathering the epoch's sums, copying
+	// the state, waiting for the write before it and for the ranks'
+	// agreement. The file is written in the background meanwhile. 0
+	// when none was written.
+	CheckpointSeconds float64 `json:"checkpoint_s,omitempty"`
 	// Feature fetches of the training minibatches, summed over ranks: rows
 	// asked for, rows served by a rank's cache, and distinct rows fetched
 	// from other ranks (alltoall.Counts).
@@ -65,7 +72,7 @@ func (st *EpochStats) Record() Epoch {
 		Epoch: st.Epoch, Loss: st.Loss, TrainAcc: st.TrainAcc,
 		EpochS: st.Seconds, PhaseS: st.PhaseSeconds, CriticalPhaseS: st.CriticalPhaseSeconds, WaitS: st.WaitSeconds,
 		Bytes: st.Bytes, Batches: st.Batches, FetchRows: st.FetchRows, CacheHits: st.CacheHits, RemoteRows: st.RemoteRows,
-		FromStep: st.FromStep,
+		FromStep: st.FromStep, CheckpointS: st.CheckpointSeconds,
 	}
 	if st.Evaluated {
 		rec.ValAcc, rec.TestAcc, rec.ValLoss = &st.ValAcc, &st.TestAcc, &st.ValLoss

@@ -31,6 +31,10 @@ type Epoch struct {
 	// epoch, the times, bytes and counts only steps FromStep on. Absent
 	// (0) otherwise.
 	FromStep int `json:"from_step,omitempty"`
+	// CheckpointS is the time rank 0's step loop spent in checkpoints
+	// written inside the epoch (the file is written in the background).
+	// Absent when none was.
+	CheckpointS float64 `json:"checkpoint_s,omitempty"`
 	// GPUReads is present when the inputs were gathered on the device.
 	GPUReads *GPUReads `json:"gpu_reads,omitempty"`
 	// GradExposedS is the step blocked on gradient sums after backward

@@ -22,6 +22,9 @@ var ErrState = errors.New("model: bad optimizer state")
 type Optimizer interface {
 	Step(params []*Param)
 	State() []float32
+	// AppendState is State appended to dst (a caller that saves the
+	// state again and again reuses one buffer).
+	AppendState(dst []float32) []float32
 	SetState(state []float32) error
 }
 
@@ -160,11 +163,13 @@ func (o *Adam) Moments(n int) (m, v []float32) {
 }
 
 // State returns [1, t as three 16-bit words, m…, v…] as a new slice.
-func (o *Adam) State() []float32 {
-	s := make([]float32, 0, 4+2*len(o.m))
-	s = append(s, stateAdam, float32(o.t&0xffff), float32(o.t>>16&0xffff), float32(o.t>>32&0xffff))
-	s = append(s, o.m...)
-	return append(s, o.v...)
+func (o *Adam) State() []float32 { return o.AppendState(make([]float32, 0, 4+2*len(o.m))) }
+
+// AppendState appends State's values to dst and returns it.
+func (o *Adam) AppendState(dst []float32) []float32 {
+	dst = append(dst, stateAdam, float32(o.t&0xffff), float32(o.t>>16&0xffff), float32(o.t>>32&0xffff))
+	dst = append(dst, o.m...)
+	return append(dst, o.v...)
 }
 
 // SetState restores a state written by State. It returns an error wrapping
@@ -261,8 +266,11 @@ func (o *SGD) StepRange(params []*Param, lo, hi int) {
 
 // State returns [2, momentum buffer…] as a new slice; the buffer is empty
 // before the first step with momentum.
-func (o *SGD) State() []float32 {
-	return append([]float32{stateSGD}, o.buf...)
+func (o *SGD) State() []float32 { return o.AppendState(nil) }
+
+// AppendState appends State's values to dst and returns it.
+func (o *SGD) AppendState(dst []float32) []float32 {
+	return append(append(dst, stateSGD), o.buf...)
 }
 
 // SetState restores a state written by State. It returns an error wrapping

@@ -228,8 +228,9 @@ func (s *stepRecorder) Step(params []*model.Param) {
 		s.sums = append(s.sums, p.Grad()...)
 	}
 }
-func (s *stepRecorder) State() []float32               { return nil }
-func (s *stepRecorder) SetState(state []float32) error { return nil }
+func (s *stepRecorder) State() []float32                    { return nil }
+func (s *stepRecorder) AppendState(dst []float32) []float32 { return dst }
+func (s *stepRecorder) SetState(state []float32) error      { return nil }
 
 // A rank whose gradients ZeroGrad only marked (no backward wrote them: a
 // step without seeds) adds zeros to the sum, not the stale values its

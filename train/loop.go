@@ -61,6 +61,22 @@ type stepSaver interface {
 	saveStep(epoch, step int, rec *record) error
 }
 
+// checkpointFlusher is a stepper whose checkpoint files are written in
+// the background (the minibatch trainer, ckptWriter): flushCheckpoint
+// waits for the write in flight and agrees on its result, collectively.
+type checkpointFlusher interface {
+	flushCheckpoint() error
+}
+
+// flushCheckpoint flushes s's checkpoint write (checkpointFlusher), if it
+// has one in the background.
+func flushCheckpoint(s stepper) error {
+	if f, ok := s.(checkpointFlusher); ok {
+		return f.flushCheckpoint()
+	}
+	return nil
+}
+
 // weightKeeper is a stepper that keeps a copy of the parameters of the best
 // epoch (Result.Best): the minibatch trainer, whose ranks hold the whole
 // model. The full-graph stepper's ranks hold a stage each, and it keeps
@@ -139,7 +155,7 @@ func runLoop(s stepper, c collective.Comm, cc *Common, h Hooks) (*record, error)
 		st, err := runEpoch(s, cc, epoch, run)
 		var ss *stepStop
 		if errors.As(err, &ss) {
-			if err := ctl.close(); err != nil {
+			if err := errors.Join(flushCheckpoint(s), ctl.close()); err != nil {
 				return nil, err
 			}
 			return nil, &Stopped{Epoch: epoch, Step: ss.step, Checkpoint: cc.CheckpointDir}
@@ -173,11 +189,14 @@ func runLoop(s stepper, c collective.Comm, cc *Common, h Hooks) (*record, error)
 			}
 		}
 		if stop {
-			if err := ctl.close(); err != nil {
+			if err := errors.Join(flushCheckpoint(s), ctl.close()); err != nil {
 				return nil, err
 			}
 			return nil, &Stopped{Epoch: epoch + 1, Checkpoint: cc.CheckpointDir}
 		}
+	}
+	if err := flushCheckpoint(s); err != nil {
+		return nil, err
 	}
 	return rec, ctl.close()
 }

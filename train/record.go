@@ -1,12 +1,20 @@
 package train
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
+	"math"
+	"os"
+	"path/filepath"
+
+	"gnnmpi/internal/atomicfile"
+	"gnnmpi/internal/byteview"
 )
 
 // The checkpoint record: the one file layout of both checkpoints, the
@@ -27,15 +35,87 @@ func encodeRecord(magic string, header any, arrays ...[]float32) ([]byte, error)
 	if err != nil {
 		return nil, err
 	}
-	var buf bytes.Buffer
-	buf.WriteString(magic)
-	_ = binary.Write(&buf, binary.LittleEndian, uint64(len(h)))
-	buf.Write(h)
+	return appendRecord(nil, magic, h, arrays...)
+}
+
+// appendRecord is encodeRecord with the header already in JSON, into
+// dst's storage (grown as needed; its contents are not kept): a caller
+// that encodes again and again reuses one buffer.
+func appendRecord(dst []byte, magic string, h json.RawMessage, arrays ...[]float32) ([]byte, error) {
+	// One buffer of the record's size, the arrays converted in place: a
+	// bytes.Buffer and binary.Write copied the model's state three times
+	// more (binary.Write's own slice, the buffer's growth).
+	n := len(magic) + 8 + len(h) + 4
 	for _, a := range arrays {
-		_ = binary.Write(&buf, binary.LittleEndian, a)
+		n += 4 * len(a)
 	}
-	_ = binary.Write(&buf, binary.LittleEndian, crc32.Checksum(buf.Bytes(), castagnoli))
-	return buf.Bytes(), nil
+	b := dst[:0]
+	if cap(b) < n {
+		b = make([]byte, 0, n)
+	}
+	b = append(b, magic...)
+	b = binary.LittleEndian.AppendUint64(b, uint64(len(h)))
+	b = append(b, h...)
+	for _, a := range arrays {
+		if byteview.LittleEndian {
+			b = append(b, byteview.Of(a)...)
+			continue
+		}
+		for _, v := range a {
+			b = binary.LittleEndian.AppendUint32(b, math.Float32bits(v))
+		}
+	}
+	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli)), nil
+}
+
+// writeRecordFile writes the record appendRecord makes to path atomically
+// (internal/atomicfile, the directory created), streaming the arrays'
+// memory to the file (byteview) with the checksum updated as they go: no
+// copy of them is made on a little-endian host.
+func writeRecordFile(path, magic string, h json.RawMessage, arrays ...[]float32) error {
+	if !byteview.LittleEndian {
+		b, err := appendRecord(nil, magic, h, arrays...)
+		if err != nil {
+			return err
+		}
+		return writeCheckpointFile(path, b)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("train: checkpoint: %w", err)
+	}
+	f, err := atomicfile.Create(path)
+	if err != nil {
+		return fmt.Errorf("train: checkpoint: %w", err)
+	}
+	var sum uint32
+	w := bufio.NewWriterSize(f, 1<<20)
+	put := func(b []byte) error {
+		sum = crc32.Update(sum, castagnoli, b)
+		_, err := w.Write(b)
+		return err
+	}
+	head := binary.LittleEndian.AppendUint64([]byte(magic), uint64(len(h)))
+	err = errors.Join(put(head), put(h))
+	for _, a := range arrays {
+		if err == nil {
+			err = put(byteview.Of(a))
+		}
+	}
+	if err == nil {
+		_, err = w.Write(binary.LittleEndian.AppendUint32(nil, sum))
+	}
+	if err == nil {
+		err = w.Flush()
+	}
+	if err == nil {
+		err = f.Commit()
+	} else {
+		f.Abort()
+	}
+	if err != nil {
+		return fmt.Errorf("train: checkpoint: %w", err)
+	}
+	return nil
 }
 
 // decodeRecord parses what encodeRecord wrote: it checks the magic and the

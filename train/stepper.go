@@ -28,6 +28,7 @@ type epochState struct {
 	batches                int
 	from                   int     // the first step trained (a resume inside the epoch), else 0
 	gradWait               float64 // seconds the gradient sums waited for the other ranks (gradSync.takeWait)
+	ckptSecs               float64 // seconds in checkpoints inside the epoch (saveStep)
 }
 
 // count adds a minibatch of n seeds to the epoch's sums: its mean loss
@@ -224,7 +225,7 @@ func dropIDs(mb *sampling.MiniBatch) [][]int64 {
 // sums of the epoch's bytes by phase and of the feature fetches.
 func (t *trainer) summarize(epoch int, ev *evaluation, evalSecs float64) (EpochStats, error) {
 	c, ep := t.c, &t.ep
-	st := EpochStats{Epoch: epoch, Batches: ep.batches, FromStep: ep.from}
+	st := EpochStats{Epoch: epoch, Batches: ep.batches, FromStep: ep.from, CheckpointSeconds: ep.ckptSecs}
 	if ev != nil {
 		ep.secs[metrics.PhaseEval] += evalSecs
 		st.Evaluated, st.ValAcc, st.TestAcc, st.ValLoss = true, ev.ValAcc, ev.TestAcc, ev.ValLoss

@@ -77,6 +77,9 @@ func Run(c collective.Comm, d *Data, cfg Config, h Hooks) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A run that fails with a checkpoint write in flight lets it finish
+	// before the directory's lock goes (the deferred unlock runs after).
+	defer func() { _ = t.ckw.wait() }()
 	if requested && !cfg.Overlap && h.Log != nil && c.Rank() == 0 {
 		h.Log("overlap off: %d core per rank, fewer than %d (--overlap to overlap anyway)", cores, cfg.OverlapCores)
 	}

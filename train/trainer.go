@@ -110,7 +110,8 @@ type feed struct {
 	// the degree exchanges of GCN on a partitioned dataset
 	// (needDegrees); nil otherwise.
 	featDeg *dense.Matrix
-	path    dataPath // the loader's own timing over the run (datapath.go)
+	path    dataPath   // the loader's own timing over the run (datapath.go)
+	ckw     ckptWriter // rank 0: the checkpoint file's background write
 }
 
 // evaluator is the state of a trainer's layer-wise inference (infer.go):
