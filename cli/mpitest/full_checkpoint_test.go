@@ -96,10 +96,12 @@ func manifestEpoch(path string) int {
 	return m.Epoch
 }
 
-// sessionProcs returns the live processes (not zombies) of session sid.
+// sessionProcs returns the live processes (not zombies) of session sid and
+// their descendants.
 func sessionProcs(sid int) []int {
 	ents, _ := os.ReadDir("/proc")
-	var pids []int
+	type proc struct{ pid, ppid, sid int }
+	var all []proc
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
@@ -115,8 +117,28 @@ func sessionProcs(sid int) []int {
 		if len(f) < 4 || f[0] == "Z" {
 			continue
 		}
-		if s, err := strconv.Atoi(f[3]); err == nil && s == sid {
-			pids = append(pids, pid)
+		ppid, err1 := strconv.Atoi(f[1])
+		s, err2 := strconv.Atoi(f[3])
+		if err1 == nil && err2 == nil {
+			all = append(all, proc{pid, ppid, s})
+		}
+	}
+	// The session's processes, then their descendants until none is
+	// added: MPICH's hydra proxy and its ranks each start a session of
+	// their own.
+	in := map[int]bool{}
+	for added := true; added; {
+		added = false
+		for _, p := range all {
+			if !in[p.pid] && (p.sid == sid || in[p.ppid]) {
+				in[p.pid], added = true, true
+			}
+		}
+	}
+	var pids []int
+	for _, p := range all {
+		if in[p.pid] {
+			pids = append(pids, p.pid)
 		}
 	}
 	return pids
