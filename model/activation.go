@@ -303,11 +303,12 @@ func (d *Dropout) Mask(dst []float32, rows, cols int, x []float32, ids []int64, 
 // MaskKey draws from rng what Mask draws, and returns what defines the
 // mask instead of the mask, for a caller that computes it elsewhere
 // (gpu/gnn, in a kernel): row r's decisions come from the stream
-// rng.PCG{Hi: key, Lo: r}, or Lo: ids[r] for Mask with ids, each 64-bit draw making four decisions of 16
-// bits, low bits first; an element is kept, with mask value keep, when its
-// 16 bits are at least t, and dropped (0) otherwise; with SkipZeros a zero
-// element draws nothing and gets 0. ok is false, and nothing is drawn,
-// when Mask would return nil (not train, or Rate 0).
+// rng.PCG{Hi: key, Lo: r}, or Lo: ids[r] for Mask with ids, each 64-bit
+// draw making four decisions of 16 bits, low bits first; an element is
+// kept, with mask value keep, when its 16 bits are at least t, and
+// dropped (0) otherwise; with SkipZeros a zero element draws nothing and
+// gets 0. ok is false, and nothing is drawn, when Mask would return nil
+// (not train, or Rate 0).
 // It will panic if Rate is outside [0, 1), or if rng is nil when needed.
 func (d *Dropout) MaskKey(train bool, rng *rand.Rand) (key uint64, t uint32, keep float32, ok bool) {
 	if !(d.Rate >= 0 && d.Rate < 1) {

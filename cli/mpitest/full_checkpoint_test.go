@@ -189,7 +189,7 @@ func TestSecondJobOnCheckpointDirRefused(t *testing.T) {
 		name string
 		args []string
 	}{
-		{"minibatch", []string{"train", "--data", "data/cora", "--model", "sage", "--epochs", "1000"}},
+		{"minibatch", []string{"train", "--data", "data/cora", "--model", "sage", "--epochs", "100000"}},
 		{"pipe", []string{"train", "--mode", "pipe", "--chunks", "2", "--data", "data/cora", "--model", "gcnii", "--layers", "4", "--hidden", "16", "--epochs", "100000"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
