@@ -194,7 +194,10 @@ func TestSecondJobOnCheckpointDirRefused(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ckdir := filepath.Join(t.TempDir(), "ck")
-			args := append(tc.args, "--checkpoint", ckdir, "--checkpoint-every", "1")
+			// The lock is taken at the start; no checkpoint need be written
+			// (one every epoch of Cora is hundreds a second, whose writes
+			// slowed the second job's start to over a minute).
+			args := append(tc.args, "--checkpoint", ckdir, "--checkpoint-every", "100000")
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
 			first := startSession(t, ctx, np, args...)
