@@ -218,7 +218,11 @@ func TestSecondJobOnCheckpointDirRefused(t *testing.T) {
 			}
 			require.NotZero(t, holder.PID, "the first job took no lock")
 
-			r := mpirun(t, time.Minute, np, bin, args...)
+			// Its start and MPI_Abort compete with the first job's two busy
+			// ranks for the cores: seconds here, once over a minute in the
+			// full suite on 2 cores (a hang guard, not a speed check).
+			r := mpirun(t, 3*time.Minute, np, bin, args...)
+			t.Logf("the second job ended %v after its start", r.took)
 			require.NotEqual(t, 0, r.code, "the second job must fail")
 			require.Contains(t, r.stderr, fmt.Sprintf("gnnmpi: rank 0: train: checkpoint directory %s is in use by another job (pid %d on host %s, %d ranks, since ", ckdir, holder.PID, holder.Host, np))
 			require.NotEmpty(t, sessionProcs(first.Process.Pid), "the first job still runs")
