@@ -144,7 +144,11 @@ func TestStopSignalResumesExactly(t *testing.T) {
 					step, _ := strconv.Atoi(m[1])
 					resumeEpoch, _ = strconv.Atoi(m[2])
 					require.Positive(t, step)
-					require.Equal(t, seen+1, resumeEpoch, "stopped in the epoch the signal came in")
+					// In the epoch the signal came in: after the one whose
+					// end was seen, or later where the ranks ran ahead of
+					// the test's polling and its search for the rank.
+					require.Greater(t, resumeEpoch, seen, "stopped after the epoch whose end was seen")
+					require.LessOrEqual(t, resumeEpoch, epochs, "the signal came before the run ended")
 				} else {
 					require.NotEmpty(t, m[3], "pipe stops at an epoch's end; stderr:\n%s", stderr)
 					e, _ := strconv.Atoi(m[3])
