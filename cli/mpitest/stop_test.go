@@ -123,11 +123,21 @@ func TestStopSignalResumesExactly(t *testing.T) {
 					}
 					return
 				}
+				// Every rank stops, reports (rank 0) and finalizes: after
+				// MPI_Finalize they exit 75 together, and a rank that is
+				// still on its way out when mpirun has seen the first 75
+				// is killed by mpirun's abort on a non-zero status (SIGTERM:
+				// 143). At least one exits 75 itself, and none otherwise.
+				var own int
 				for r := range np {
 					b, err := os.ReadFile(fmt.Sprintf("%s%d.status", status, r))
 					require.NoError(t, err, "rank %d left no exit status", r)
-					require.Equal(t, "75\n", string(b), "rank %d's exit status", r)
+					require.Contains(t, []string{"75\n", "143\n"}, string(b), "rank %d's exit status", r)
+					if string(b) == "75\n" {
+						own++
+					}
 				}
+				require.Positive(t, own, "no rank exited 75")
 				b, err := os.ReadFile(status + "0.err")
 				require.NoError(t, err)
 				stderr := string(b)
