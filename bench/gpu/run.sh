@@ -203,7 +203,8 @@ fi
 # 4. The peers on the same GPU, where PyTorch sees it.
 peers=()
 if [ "$fake" = 0 ] && "$PYTHON" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
-	for ds in "${datasets[@]}" "${bench[@]}"; do
+	# The SBM first: its comparison (SALIENT's settings) is the one the budget must not cut.
+	for ds in "${bench[@]}" "${datasets[@]}"; do
 		[ "$ds" = cora ] && continue
 		for peer in torch pyg; do
 			if [ "$(left)" -lt 30 ]; then
