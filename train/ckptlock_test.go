@@ -14,27 +14,15 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"gnnmpi/collective"
-	"gnnmpi/collective/inproc"
 	"gnnmpi/internal/atomicfile"
 	"gnnmpi/partition"
 )
 
 // runRanksHooks trains cfg on the test graph on p in-process ranks with
-// hooks h and returns every rank's result and error, and the job's.
+// hooks h and returns every rank's result and error, and the job's: a
+// rank's error ends the job (runRanksOn).
 func runRanksHooks(p int, cfg Config, h Hooks) ([]*Result, []error, error) {
-	g := sbm()
-	book := partition.Random(g.NumNodes, p, 5)
-	results, errs := make([]*Result, p), make([]error, p)
-	err := inproc.Run(p, inproc.Options{Timeout: time.Minute}, func(c collective.Comm) error {
-		d, err := Distribute(g, "random", book, c.Rank())
-		if err != nil {
-			return err
-		}
-		results[c.Rank()], errs[c.Rank()] = Run(collective.WithStats(c, nil), d, cfg, h)
-		return errs[c.Rank()]
-	})
-	return results, errs, err
+	return runRanksOn(p, cfg, partition.Random(sbm().NumNodes, p, 5), func(int) Hooks { return h }, true)
 }
 
 // A second job given the checkpoint directory of a running one is refused

@@ -31,6 +31,19 @@ var elasticCases = []struct {
 	p, q int
 }{{"sage", 4, 2}, {"sage", 2, 4}, {"gat", 4, 2}, {"gat", 2, 4}}
 
+// stopAt returns the hooks of a run whose every rank asks to stop once it
+// has seen step step of epoch begin.
+func stopAt(epoch, step int) func(int) Hooks {
+	return func(int) Hooks {
+		var seen bool
+		return Hooks{Batch: func(e, s, _ int) {
+			if e == epoch && s == step {
+				seen = true
+			}
+		}, Stop: func() bool { return seen }}
+	}
+}
+
 // relDrift returns the largest relative difference of the per-epoch
 // losses of a and b.
 func relDrift(a, b []float64) float64 {
@@ -60,14 +73,7 @@ func TestElasticResume(t *testing.T) {
 			require.InDelta(t, 0, relDrift(losses(atP[0]), losses(atQ[0])), 1e-5, "the curve depends on the rank count")
 
 			cfg.CheckpointDir, cfg.CheckpointEvery = t.TempDir(), 10
-			_, errs = runHooked(t, tc.p, cfg, func(int) Hooks {
-				var n int
-				return Hooks{Batch: func(epoch, step, _ int) {
-					if epoch == stopEpoch && step == stopStep {
-						n++
-					}
-				}, Stop: func() bool { return n > 0 }}
-			})
+			_, errs = runHooked(t, tc.p, cfg, stopAt(stopEpoch, stopStep))
 			var st *Stopped
 			require.ErrorAs(t, errs[0], &st)
 			require.Equal(t, stopEpoch, st.Epoch)
@@ -142,14 +148,7 @@ func TestElasticResumeParts(t *testing.T) {
 			require.LessOrEqual(t, relDrift(losses(atP[0]), losses(atQ[0])), 1e-5, "the curve depends on the rank count")
 
 			cfg.CheckpointDir, cfg.CheckpointEvery = t.TempDir(), 10
-			_, errs = runPartsHooked(t, tc.p, dir, cfg, func(int) Hooks {
-				var n int
-				return Hooks{Batch: func(epoch, step, _ int) {
-					if epoch == stopEpoch && step == stopStep {
-						n++
-					}
-				}, Stop: func() bool { return n > 0 }}
-			})
+			_, errs = runPartsHooked(t, tc.p, dir, cfg, stopAt(stopEpoch, stopStep))
 			var st *Stopped
 			require.ErrorAs(t, errs[0], &st)
 			require.Equal(t, stopEpoch, st.Epoch)

@@ -12,26 +12,15 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"gnnmpi/collective"
-	"gnnmpi/collective/inproc"
 	"gnnmpi/partition"
 )
 
 // runHooked trains on the test graph on p in-process ranks, rank r with
-// hooksOf(r), and returns every rank's result and error.
+// hooksOf(r), and returns every rank's result and error; each rank runs
+// to its own end (runRanksOn without failFast).
 func runHooked(t *testing.T, p int, cfg Config, hooksOf func(r int) Hooks) ([]*Result, []error) {
 	t.Helper()
-	g := sbm()
-	book := partition.Random(g.NumNodes, p, 5)
-	results, errs := make([]*Result, p), make([]error, p)
-	err := inproc.Run(p, inproc.Options{Timeout: time.Minute}, func(c collective.Comm) error {
-		d, err := Distribute(g, "random", book, c.Rank())
-		if err != nil {
-			return err
-		}
-		results[c.Rank()], errs[c.Rank()] = Run(collective.WithStats(c, nil), d, cfg, hooksOf(c.Rank()))
-		return nil
-	})
+	results, errs, err := runRanksOn(p, cfg, partition.Random(sbm().NumNodes, p, 5), hooksOf, false)
 	require.NoError(t, err)
 	return results, errs
 }

@@ -62,18 +62,31 @@ func runP(t *testing.T, p int, cfg Config, bookOf func(*graph.Dataset, int) *par
 // runRanks trains on the test graph on p in-process ranks with the given
 // partition and returns every rank's result and the first error.
 func runRanks(p int, cfg Config, book *partition.Book) ([]*Result, error) {
+	results, _, err := runRanksOn(p, cfg, book, func(int) Hooks { return Hooks{} }, true)
+	return results, err
+}
+
+// runRanksOn trains cfg on the test graph on p in-process ranks with the
+// given partition, rank r with hooksOf(r), and returns every rank's result
+// and error, and the job's. With failFast a rank's error is its
+// goroutine's, which ends the job (inproc.Run aborts the others); without
+// it every rank runs to its own end and the job's error is the harness's
+// only.
+func runRanksOn(p int, cfg Config, book *partition.Book, hooksOf func(r int) Hooks, failFast bool) ([]*Result, []error, error) {
 	g := sbm()
-	results := make([]*Result, p)
+	results, errs := make([]*Result, p), make([]error, p)
 	err := inproc.Run(p, inproc.Options{Timeout: time.Minute}, func(c collective.Comm) error {
 		d, err := Distribute(g, "random", book, c.Rank()/max(cfg.Replication, 1))
 		if err != nil {
 			return err
 		}
-		res, err := Run(collective.WithStats(c, nil), d, cfg, Hooks{})
-		results[c.Rank()] = res
-		return err
+		results[c.Rank()], errs[c.Rank()] = Run(collective.WithStats(c, nil), d, cfg, hooksOf(c.Rank()))
+		if failFast {
+			return errs[c.Rank()]
+		}
+		return nil
 	})
-	return results, err
+	return results, errs, err
 }
 
 // withoutTimes returns a copy of got with times taken from ref (times are
