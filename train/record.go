@@ -35,13 +35,11 @@ func encodeRecord(magic string, header any, arrays ...[]float32) ([]byte, error)
 	if err != nil {
 		return nil, err
 	}
-	return appendRecord(nil, magic, h, arrays...)
+	return encodeRawRecord(magic, h, arrays...)
 }
 
-// appendRecord is encodeRecord with the header already in JSON, into
-// dst's storage (grown as needed; its contents are not kept): a caller
-// that encodes again and again reuses one buffer.
-func appendRecord(dst []byte, magic string, h json.RawMessage, arrays ...[]float32) ([]byte, error) {
+// encodeRawRecord is encodeRecord with the header already in JSON.
+func encodeRawRecord(magic string, h json.RawMessage, arrays ...[]float32) ([]byte, error) {
 	// One buffer of the record's size, the arrays converted in place: a
 	// bytes.Buffer and binary.Write copied the model's state three times
 	// more (binary.Write's own slice, the buffer's growth).
@@ -49,10 +47,7 @@ func appendRecord(dst []byte, magic string, h json.RawMessage, arrays ...[]float
 	for _, a := range arrays {
 		n += 4 * len(a)
 	}
-	b := dst[:0]
-	if cap(b) < n {
-		b = make([]byte, 0, n)
-	}
+	b := make([]byte, 0, n)
 	b = append(b, magic...)
 	b = binary.LittleEndian.AppendUint64(b, uint64(len(h)))
 	b = append(b, h...)
@@ -68,13 +63,13 @@ func appendRecord(dst []byte, magic string, h json.RawMessage, arrays ...[]float
 	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli)), nil
 }
 
-// writeRecordFile writes the record appendRecord makes to path atomically
+// writeRecordFile writes the record encodeRawRecord makes to path atomically
 // (internal/atomicfile, the directory created), streaming the arrays'
 // memory to the file (byteview) with the checksum updated as they go: no
 // copy of them is made on a little-endian host.
 func writeRecordFile(path, magic string, h json.RawMessage, arrays ...[]float32) error {
 	if !byteview.LittleEndian {
-		b, err := appendRecord(nil, magic, h, arrays...)
+		b, err := encodeRawRecord(magic, h, arrays...)
 		if err != nil {
 			return err
 		}
