@@ -49,8 +49,9 @@ func (g GPUCheckRow) Summary() string {
 		return ""
 	}
 	if _, ok := n["epochs"]; ok {
-		return fmt.Sprintf("%.0f epochs, last loss GPU %.6g CPU %.6g; median epoch GPU %.3gs CPU %.3gs", n["epochs"],
-			n[fmt.Sprintf("gpu_loss_%.0f", n["epochs"])], n[fmt.Sprintf("cpu_loss_%.0f", n["epochs"])], n["gpu_epoch_s"], n["cpu_epoch_s"])
+		return fmt.Sprintf("%.0f epochs, last loss GPU %.6g CPU %.6g, validation loss GPU %.6g CPU %.6g; median epoch GPU %.3gs CPU %.3gs", n["epochs"],
+			n[fmt.Sprintf("gpu_loss_%.0f", n["epochs"])], n[fmt.Sprintf("cpu_loss_%.0f", n["epochs"])], n["gpu_val_loss"], n["cpu_val_loss"],
+			n["gpu_epoch_s"], n["cpu_epoch_s"])
 	}
 	link := "link bandwidth unknown"
 	if n["link_gbps"] > 0 {

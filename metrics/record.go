@@ -134,6 +134,9 @@ type MinibatchFinal struct {
 	GPUReads          *GPUReads `json:"gpu_reads,omitempty"` // summed over the epochs
 	// DataPath is the loader's own rate; absent without epochs.
 	DataPath *DataPath `json:"data_path,omitempty"`
+	// InferDevice names the GPU that computed layer-wise inference;
+	// absent where the CPU did.
+	InferDevice string `json:"infer_device,omitempty"`
 }
 
 // FullFinal is the final record of full-graph training (modes graph, pipe

@@ -14,6 +14,7 @@ import (
 	"gnnmpi/model"
 	"gnnmpi/nccl"
 	"gnnmpi/sampling"
+	"gnnmpi/sparse"
 )
 
 // The minibatch step on a GPU (Config.Device DeviceCUDA). Each rank opens,
@@ -25,9 +26,16 @@ import (
 // downloaded, summed over the ranks with the same Allreduce and uploaded
 // (or with GradComm nccl summed on the device, below), and Adam runs on the device with the host optimizer's step count. The
 // host model and optimizer get the device's weights and moments back at
-// the end of every epoch, so evaluation, checkpoints and inference run on
-// the CPU as before; the next epoch uploads them again (a resume sets
-// them on the host).
+// the end of every epoch, for checkpoints, and the next epoch uploads them
+// again (a resume sets them on the host). Layer-wise inference
+// (evaluation, --save-logits) computes each chunk's layer on the device
+// (gnn.Model.InferLayer, from the host model's weights): the chunks, their
+// exchanges and the assembled layer outputs stay on the host, the input
+// layer's rows come from the tier store's gather on the device where a
+// chunk fetches them, and the outputs come back to the host for the next
+// layer. A layer whose halo is fetched in pieces (inferPieces) sums its
+// sources' rows on the host and computes the layer from the sums on the
+// device (gnn.Model.InferAggregated).
 //
 // With dense features, float32 or f16, a rank's feature store also goes
 // on the device as a gpu/tier store: the hottest --gpu-frac of its resident rows
@@ -280,6 +288,29 @@ func (d *device) download(m *model.Model) error {
 	}
 	m.SetWeights(d.w)
 	return nil
+}
+
+// loadWeights copies the host model's weights to the device (before
+// layer-wise inference on it).
+func (d *device) loadWeights(m *model.Model) error {
+	d.w = m.FlattenWeights(d.w[:0])
+	return d.m.LoadWeights(d.w)
+}
+
+// inferLayer computes layer l of layer-wise inference over a chunk's
+// adjacency a on the device (gnn.Model.InferLayer) and returns the chunk's
+// output rows on the host. Its input rows are those the tier store
+// gathered on the device (xg, when set), the input layer's sparse rows
+// (xs, when not nil), or else the host rows x.
+func (d *device) inferLayer(l int, a *sparse.CSR, x *dense.Matrix, xs *sparse.Matrix[float32], xg tier.Batch) (*dense.Matrix, error) {
+	switch {
+	case xg.Ptr != 0:
+		return d.m.InferLayerDevice(l, a, xg.Ptr, xg.Rows)
+	case xs != nil:
+		return d.m.InferLayerSparse(a, xs)
+	default:
+		return d.m.InferLayer(l, a, x)
+	}
 }
 
 // deviceBackward is backward on the device: it leaves the gradients of

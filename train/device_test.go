@@ -106,6 +106,7 @@ func testDeviceMatchesCPU(t *testing.T, dt alltoall.DType) {
 				}
 				require.Equal(t, total, *gpu.GPUReads, name)
 				require.Nil(t, cpu.GPUReads)
+				requireSameEvaluation(t, name, cpu, gpu)
 			}
 		}
 	}
@@ -154,7 +155,8 @@ func TestDeviceModelsMatchCPU(t *testing.T) {
 				if tc.kind == model.KindGAT {
 					require.Positive(t, cfg.Model.AttnDropout, "attention dropout on")
 				}
-				want := losses(run(p, cfg, tc.format))
+				cpu := run(p, cfg, tc.format)
+				want := losses(cpu)
 				cfg.Device = DeviceCUDA
 				gpu := run(p, cfg, tc.format)
 				got := losses(gpu)
@@ -163,6 +165,7 @@ func TestDeviceModelsMatchCPU(t *testing.T) {
 				for e := range want {
 					require.InDelta(t, want[e], got[e], 1e-4*math.Abs(want[e]), "epoch %d loss: gpu %v cpu %v", e+1, got, want)
 				}
+				requireSameEvaluation(t, name, cpu, gpu)
 				if tc.format == graph.FeatureCSR {
 					require.Nil(t, gpu.GPUReads, "sparse rows are fetched on the host, not gathered from the tiers")
 				} else {
@@ -171,6 +174,30 @@ func TestDeviceModelsMatchCPU(t *testing.T) {
 			})
 		}
 	}
+}
+
+// requireSameEvaluation requires that layer-wise inference ran on the
+// device in gpu and on the CPU in cpu, and that every evaluation agrees:
+// the validation loss to float32 rounding, the accuracies to a vertex or
+// two whose top logits the rounding may swap.
+func requireSameEvaluation(t *testing.T, name string, cpu, gpu *Result) {
+	t.Helper()
+	require.Empty(t, cpu.InferDevice, name)
+	require.NotEmpty(t, gpu.InferDevice, "%s: evaluation did not run on the device", name)
+	require.Len(t, gpu.Epochs, len(cpu.Epochs), name)
+	evaluated := 0
+	for e, ce := range cpu.Epochs {
+		ge := gpu.Epochs[e]
+		require.Equal(t, ce.Evaluated, ge.Evaluated, name)
+		if !ce.Evaluated {
+			continue
+		}
+		evaluated++
+		require.InDelta(t, ce.ValLoss, ge.ValLoss, 1e-4*math.Abs(ce.ValLoss), "%s epoch %d: validation loss", name, e+1)
+		require.InDelta(t, ce.ValAcc, ge.ValAcc, 0.01, "%s epoch %d: validation accuracy", name, e+1)
+		require.InDelta(t, ce.TestAcc, ge.TestAcc, 0.01, "%s epoch %d: test accuracy", name, e+1)
+	}
+	require.Positive(t, evaluated, "%s: no epoch evaluated", name)
 }
 
 // cfgCols returns the number of features of the test graph.

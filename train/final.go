@@ -54,7 +54,7 @@ func (r *Result) Final(cfg Config, d *Data, info RunInfo) *metrics.MinibatchFina
 		g := metrics.GPUReads(*r.GPUReads)
 		out.GPUReads = &g
 	}
-	out.DataPath = r.DataPath
+	out.DataPath, out.InferDevice = r.DataPath, r.InferDevice
 	return out
 }
 

@@ -40,9 +40,12 @@ func GPUCheckTrain(c collective.Comm, backends Backends, data string, epochs int
 		if err != nil {
 			return gpucheck.Curve{}, err
 		}
-		curve := gpucheck.Curve{MedianEpochS: res.MedianEpochS}
+		curve := gpucheck.Curve{MedianEpochS: res.MedianEpochS, InferDevice: res.InferDevice}
 		for _, e := range res.Epochs {
 			curve.Losses = append(curve.Losses, e.Loss)
+			if e.Evaluated {
+				curve.ValLoss = e.ValLoss
+			}
 		}
 		return curve, nil
 	}

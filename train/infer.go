@@ -6,6 +6,7 @@ import (
 	"gnnmpi/alltoall"
 	"gnnmpi/collective"
 	"gnnmpi/dense"
+	"gnnmpi/gpu/tier"
 	"gnnmpi/metrics"
 	"gnnmpi/model"
 	"gnnmpi/partition"
@@ -222,6 +223,11 @@ func (t *trainer) infer(owned []int64) (*dense.Matrix, error) {
 	if err := t.fetchHaloDegrees(); err != nil {
 		return nil, err
 	}
+	if t.dev != nil { // the host model's weights: those of the last epoch, or a resumed run's
+		if err := t.dev.loadWeights(t.m); err != nil {
+			return nil, err
+		}
+	}
 	var h *dense.Matrix
 	var in *alltoall.Halo // the input layer's halo rows
 	var hx *dense.Matrix  // a hidden layer's halo rows, in t.halo's order
@@ -260,6 +266,7 @@ func (t *trainer) infer(owned []int64) (*dense.Matrix, error) {
 			ch := t.chunk(owned, lo, hi)
 			t.normalize(ch)
 			x := h
+			var xg tier.Batch // the input rows on the device, when the tier store gathers them
 			var err error
 			buf := t.spare()
 			switch {
@@ -270,6 +277,13 @@ func (t *trainer) infer(owned []int64) (*dense.Matrix, error) {
 					buf.x.dense = t.store.GatherTo(buf.x.dense, in, ch.src)
 				}
 				x = buf.x.dense
+			case l == 0 && t.dev != nil && t.dev.tier != nil: // the input rows, gathered on the device
+				if buf.out == nil {
+					buf.out = t.dev.tier.NewOut()
+				}
+				if xg, err = t.dev.tier.GatherTo(buf.out, ch.src); err != nil {
+					return nil, err
+				}
 			case l == 0: // the input rows, from the feature store
 				if _, err = t.fetch(&buf.x, ch.src); err != nil {
 					return nil, err
@@ -299,9 +313,19 @@ func (t *trainer) infer(owned []int64) (*dense.Matrix, error) {
 				continue
 			}
 			var y *dense.Matrix
-			if l == 0 && t.store.Sparse() {
+			switch {
+			case t.dev != nil:
+				t.inferDevice = t.dev.ctx.Name()
+				var xs *sparse.Matrix[float32]
+				if l == 0 && t.store.Sparse() {
+					xs = buf.x.csr
+				}
+				if y, err = t.dev.inferLayer(l, ch.adj, x, xs, xg); err != nil {
+					return nil, err
+				}
+			case l == 0 && t.store.Sparse():
 				y = t.m.ForwardLayerSparse(0, ch.adj, buf.x.csr)
-			} else {
+			default:
 				y = t.m.ForwardLayer(l, ch.adj, x)
 			}
 			if out == nil {

@@ -226,7 +226,16 @@ func (t *trainer) inferPieces(l int, owned []int64, h *dense.Matrix, rounds int)
 				own(owned[i], int64(i), xdst.Row(i-a))
 			}
 		}
-		y := t.m.ForwardLayerAggregated(l, xdst, s)
+		var y *dense.Matrix
+		if t.dev != nil {
+			t.inferDevice = t.dev.ctx.Name()
+			var err error
+			if y, err = t.dev.m.InferAggregated(l, xdst, s); err != nil {
+				return nil, err
+			}
+		} else {
+			y = t.m.ForwardLayerAggregated(l, xdst, s)
+		}
 		copy(out.Data[a*fout:], y.Data)
 	}
 	if fout < fin {

@@ -64,6 +64,9 @@ type Result struct {
 	Memory map[string][]int64
 	// DataPath is the loader's own rate (Run only; nil without epochs).
 	DataPath *metrics.DataPath
+	// InferDevice names the GPU that computed layer-wise inference
+	// (evaluation, logits), "" where the CPU did (Run only).
+	InferDevice string
 }
 
 // medianPhaseSeconds returns the median over the epochs of each phase's

@@ -88,7 +88,7 @@ func Run(c collective.Comm, d *Data, cfg Config, h Hooks) (*Result, error) {
 	}
 	if t.dev != nil && h.Log != nil && c.Rank() == 0 {
 		major, minor := t.dev.ctx.Capability()
-		h.Log("minibatch step on %s (compute capability %d.%d), kernels loaded as %s", t.dev.ctx.Name(), major, minor, t.dev.m.Image())
+		h.Log("minibatch step and layer-wise inference on %s (compute capability %d.%d), kernels loaded as %s", t.dev.ctx.Name(), major, minor, t.dev.m.Image())
 	}
 	rec, err := runLoop(t, c, &cfg.Common, h)
 	if err != nil {
@@ -106,7 +106,7 @@ func Run(c collective.Comm, d *Data, cfg Config, h Hooks) (*Result, error) {
 	}
 	res := rec.result()
 	res.Last, res.Model, res.Overlap = last, t.m.Config(), t.cfg.Overlap
-	res.NumParams, res.Stores = t.m.NumParams(), t.stores
+	res.NumParams, res.Stores, res.InferDevice = t.m.NumParams(), t.stores, t.inferDevice
 	if res.DataPath = t.path.record(); res.DataPath != nil {
 		res.DataPath.OnDevice = onDevice
 	}

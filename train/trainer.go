@@ -137,6 +137,9 @@ type evaluator struct {
 	// fetched at the first evaluation (nil before).
 	haloDeg           []int64
 	valMask, testMask []bool // of rows [d.RowLo, d.RowHi)
+	// inferDevice names the GPU that computed layer-wise inference's
+	// chunks (Config.Device cuda), once it has; "" on the CPU.
+	inferDevice string
 	// layerDone, when set (Infer), is called after each layer of
 	// inference with its number, from 1, and its output rows.
 	layerDone func(layer int, h *dense.Matrix)

@@ -8,17 +8,19 @@
 #   bench/gpu/run.sh --fake OUT   here, on the fake CUDA libraries of the tests
 #                                 (built with gcc; ./run.sh test runs this)
 #
-# It writes five files to OUT (the device tool brings back at most eight):
+# It writes six files to OUT (the device tool brings back at most eight):
 #   run.log            everything it printed
 #   gpucheck.json      gnnmpi gpucheck's report (kernels, cuBLAS/cuSPARSE,
 #                      the zero-copy gather benchmark with the link's bandwidth
 #                      from NVML, Cora trained on the GPU against the CPU)
 #   gpucheck.csv       device,driver,check,result,detail,numbers: one row a check
-#   train.csv          device,driver,dataset,model,system,where,epochs,epoch_s,test_acc,
+#   train.csv          device,driver,dataset,model,system,where,epochs,epoch_s,eval_s,test_acc,
 #                      peak_device_bytes,max_loss_rel_diff: gnnmpi with --device cuda
 #                      and --device cpu (GraphSAGE on each dataset, GCN and GAT on
 #                      Cora; every epoch's loss compared), and the PyTorch and PyG
-#                      peers on the same GPU where they import
+#                      peers on the same GPU where they import (eval_s: the last
+#                      evaluation's seconds, inference over every vertex)
+#   sbm-gnnmpi.jsonl   gnnmpi's metrics of the SBM's training below
 #   export.jsonl       bench/peers/load_gnnmpi.py --pyg on, one line a model: Cora's
 #                      SAGE, GCN and GAT trained with --device cpu and SAGE with
 #                      --device cuda, exported (--save-model, --save-logits) and
@@ -121,6 +123,8 @@ if [ "$fake" = 0 ]; then
 	"$PYTHON" -c 'import torch_geometric; print("torch_geometric", torch_geometric.__version__)' || true
 fi
 echo "gpu run: $device, driver $driver; work in $WORK; GNNMPI_CUDA_LIBDIR=${GNNMPI_CUDA_LIBDIR:-} GNNMPI_NCCL_LIBDIR=${GNNMPI_NCCL_LIBDIR:-}; epochs $EPOCHS"
+# step prints a step's name with the seconds since the start.
+step() { echo "[${SECONDS}s] $*"; }
 status=0
 
 # 1. gpucheck: the kernels, the libraries, the zero-copy benchmark and a
@@ -128,6 +132,7 @@ status=0
 # Each gnnmpi step has a time limit (STEP_S, default 150 s), so that a hang
 # on new hardware costs one step, not the call.
 STEP_S=${STEP_S:-150}
+step gpucheck
 if timeout "$STEP_S" "$BIN" gpucheck --data "$PACK/data/cora" --report "$OUT/gpucheck.json"; then
 	echo "gpucheck: passed"
 else
@@ -143,6 +148,7 @@ runs+=(cora:gcn cora:gat)
 for run in "${runs[@]}"; do
 	ds=${run%%:*} model=${run##*:}
 	for where in cuda cpu; do
+		step "train $ds --model $model --device $where"
 		f=$WORK/$ds-$model-$where
 		rm -f "$f.jsonl"
 		if ! timeout "$STEP_S" "$BIN" --metrics "$f.jsonl" train --data "$PACK/data/$ds" --model "$model" --device "$where" \
@@ -159,6 +165,7 @@ if [ "$fake" = 0 ]; then
 	: >"$OUT/export.jsonl"
 	for run in cpu:sage cpu:gcn cpu:gat cuda:sage; do
 		where=${run%%:*} model=${run##*:}
+		step "export $model ($where)"
 		f=$WORK/export-$model-$where
 		if timeout "$STEP_S" "$BIN" train --data "$PACK/data/cora" --model "$model" --device "$where" --epochs 10 \
 			--save-model "$f.safetensors" --save-logits "$f.npy" >"$f.log" 2>&1 &&
@@ -178,12 +185,14 @@ fi
 bench=()
 if [ "$SBM_NODES" -gt 0 ] && [ "$(left)" -gt 60 ]; then
 	t0=$SECONDS
+	step "sbm: gen"
 	if "$BIN" gen sbm --nodes "$SBM_NODES" --features 100 --train-frac 0.08 --valid-frac 0.016 \
 		--out "$WORK/sbm" >"$WORK/sbm-gen.log" 2>&1; then
 		echo "sbm: $SBM_NODES vertices generated in $((SECONDS - t0)) s"
 		path[sbm]=$WORK/sbm
 		bench+=(sbm)
 		rm -f "$WORK/sbm-cuda.jsonl"
+		step "sbm: gnnmpi --device cuda"
 		# shellcheck disable=SC2086
 		if ! timeout "$(left)" "$BIN" --metrics "$WORK/sbm-cuda.jsonl" train --data "$WORK/sbm" --device cuda \
 			$SBM_TRAIN --global-batch-size 1024 --eval-every 2 >"$WORK/sbm-cuda.log" 2>&1; then
@@ -191,6 +200,7 @@ if [ "$SBM_NODES" -gt 0 ] && [ "$(left)" -gt 60 ]; then
 			status=1
 		fi
 		tail -3 "$WORK/sbm-cuda.log"
+		cp "$WORK/sbm-cuda.jsonl" "$OUT/sbm-gnnmpi.jsonl" 2>/dev/null || true
 	else
 		echo "sbm: gen failed"
 		tail -3 "$WORK/sbm-gen.log"
@@ -211,6 +221,7 @@ if [ "$fake" = 0 ] && "$PYTHON" -c 'import torch, sys; sys.exit(0 if torch.cuda.
 				echo "peer $peer on $ds: skipped (time budget spent)"
 				continue
 			fi
+			step "peer $peer on $ds"
 			args=(--epochs "$EPOCHS" --fanouts 25,10 --batch-size 32 --hidden 128) # gnnmpi's defaults
 			# shellcheck disable=SC2206
 			[ "$ds" = sbm ] && args=($SBM_TRAIN --batch-size 1024)
@@ -249,6 +260,11 @@ with open(os.path.join(out, "gpucheck.csv"), "w", newline="") as f:
         print(f"gpucheck.json: {e}")
         ok = False
 
+def eval_s(rs):
+    """The last evaluation's seconds of a gnnmpi run's epoch records."""
+    ev = [r for r in rs if r.get("val_loss") is not None and "phase_s" in r]
+    return ev[-1]["phase_s"].get("eval") if ev else None
+
 def records(path):
     try:
         return [json.loads(l) for l in open(path) if l.strip()]
@@ -271,23 +287,23 @@ for run in os.environ["RUNS"].split():
         ok = False
     for w, rs in runs.items():
         fin = next((r for r in rs if r.get("type") == "final" or r.get("final")), {})
-        rows.append([device, driver, ds, model, "gnnmpi", w, len(losses[w]), fin.get("median_epoch_s"), fin.get("test_acc"), "", diff])
+        rows.append([device, driver, ds, model, "gnnmpi", w, len(losses[w]), fin.get("median_epoch_s"), eval_s(rs), fin.get("test_acc"), "", diff])
 for ds in os.environ["BENCH"].split():
     rs = records(os.path.join(work, f"{ds}-cuda.jsonl"))
     fin = next((r for r in rs if r.get("type") == "final" or r.get("final")), {})
     epochs = sum(1 for r in rs if "epoch" in r and "loss" in r)
-    rows.append([device, driver, ds, "sage", "gnnmpi", "cuda", epochs, fin.get("median_epoch_s"), fin.get("test_acc"), "", ""])
+    rows.append([device, driver, ds, "sage", "gnnmpi", "cuda", epochs, fin.get("median_epoch_s"), eval_s(rs), fin.get("test_acc"), "", ""])
 for p in os.environ["PEERS"].split():
     ds, peer = p.split(":")
     res = {}
     for line in open(os.path.join(work, f"{ds}-{peer}.log")):
         if line.startswith("{"):
             res = json.loads(line)
-    rows.append([device, driver, ds, "sage", peer, "cuda", res.get("epochs"), res.get("epoch_s"), res.get("test_acc"),
+    rows.append([device, driver, ds, "sage", peer, "cuda", res.get("epochs"), res.get("epoch_s"), res.get("eval_s"), res.get("test_acc"),
                  res.get("peak_device_bytes"), ""])
 with open(os.path.join(out, "train.csv"), "w", newline="") as f:
     w = csv.writer(f)
-    w.writerow(["device", "driver", "dataset", "model", "system", "where", "epochs", "epoch_s", "test_acc",
+    w.writerow(["device", "driver", "dataset", "model", "system", "where", "epochs", "epoch_s", "eval_s", "test_acc",
                 "peak_device_bytes", "max_loss_rel_diff"])
     w.writerows(rows)
 for r in rows:

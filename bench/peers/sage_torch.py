@@ -470,6 +470,7 @@ def main():
     epochs, phases = [], {"sample": [], "gather": [], "compute": []}
     best = None  # (val, test, epoch)
     ev = None
+    eval_s = None  # the last evaluation's seconds
     for epoch in range(1, args.epochs + 1):
         model.train()
         ph = dict.fromkeys(phases, 0.0)
@@ -510,7 +511,8 @@ def main():
         if epoch == args.epochs or (args.eval_every > 0 and epoch % args.eval_every == 0):
             te = time.perf_counter()
             ev = evaluate(model, indptr, indices, feat, labels, parts)
-            line += f"  | val {ev['valid']:.4f} test {ev['test']:.4f} (eval {time.perf_counter() - te:.2f}s)"
+            eval_s = time.perf_counter() - te
+            line += f"  | val {ev['valid']:.4f} test {ev['test']:.4f} (eval {eval_s:.2f}s)"
             if best is None or ev["valid"] > best[0]:
                 best = (ev["valid"], ev["test"], epoch)
         print(line, flush=True)
@@ -528,7 +530,7 @@ def main():
         "test_acc": ev["test"] if ev else None, "val_acc": ev["valid"] if ev else None,
         "best_epoch": best[2] if best else None, "best_val_acc": best[0] if best else None,
         "best_test_acc": best[1] if best else None,
-        "load_s": load_s,
+        "load_s": load_s, "eval_s": eval_s,
         "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
     }
     print(json.dumps(result), flush=True)

@@ -1,8 +1,8 @@
-// Package gnn runs the minibatch training step of GraphSAGE, GCN and GAT
-// on an NVIDIA GPU: forward, loss, backward and the Adam update of a model
-// whose weights live in device memory, mirroring model.Model of kind
-// "sage", "gcn" or "gat" on dense or sparse (CSR) input features to
-// float32 rounding.
+// Package gnn runs the minibatch training step and layer-wise inference of
+// GraphSAGE, GCN and GAT on an NVIDIA GPU: forward, loss, backward and the
+// Adam update of a model whose weights live in device memory, mirroring
+// model.Model of kind "sage", "gcn" or "gat" on dense or sparse (CSR)
+// input features to float32 rounding.
 //
 // # Overview
 //
@@ -70,7 +70,14 @@
 // the device, so that checkpoints see them. Grads and SetGrads move the
 // flat gradient through host memory, for an Allreduce over MPI between
 // ranks (host staging); LoadWeights and StoreWeights move the weights, so
-// that evaluation, checkpoints and inference run on the host model.
+// that checkpoints see them.
+//
+// InferLayer (InferLayerDevice, InferLayerSparse) runs one layer in
+// evaluation, without dropout, on a chunk of layer-wise inference: the
+// chunk's full-neighbour block and its input rows, on the host (uploaded)
+// or on the device, with the output downloaded, as model.Model's
+// ForwardLayer computes it. InferAggregated computes a SAGE or GCN layer
+// from its destinations' aggregated sums, as ForwardLayerAggregated does.
 //
 // # Limits
 //

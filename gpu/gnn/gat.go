@@ -32,10 +32,10 @@ type gatCache struct {
 	ne                            int
 }
 
-// drawGAT sets layer l's attended edges of block a and, in training with
-// attention dropout, draws their scales from rng as model.GAT.Forward does
-// (model.AttentionMask, keyed by the sources' global ids if ids is not
-// nil).
+// drawGAT sets layer l's attended edges of block a and, in training (rng
+// not nil) with attention dropout, draws their scales from rng as
+// model.GAT.Forward does (model.AttentionMask, keyed by the sources' global
+// ids if ids is not nil).
 func (m *Model) drawGAT(l int, a *sparse.CSR, ids []int64, rng *rand.Rand) error {
 	g, h := &m.edges[l], m.layers[l].heads
 	g.ptr, g.src = model.AttendedEdges(a, g.ptr, g.src)
@@ -43,7 +43,7 @@ func (m *Model) drawGAT(l int, a *sparse.CSR, ids []int64, rng *rand.Rand) error
 		return fmt.Errorf("gpu/gnn: GAT block %d attends over %d edges of %d heads: over 32-bit indices", l, len(g.src), h)
 	}
 	g.drop = nil
-	if m.attnDrop > 0 {
+	if m.attnDrop > 0 && rng != nil {
 		g.dbuf = model.AttentionMask(g.dbuf, g.ptr, g.src, ids, h, m.attnDrop, rng)
 		g.drop = g.dbuf
 	}

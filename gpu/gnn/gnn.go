@@ -532,88 +532,93 @@ func (m *Model) step(blocks []*sparse.CSR, ids [][]int64, in input, labels []int
 // forward runs the layers on the input, x on the device or, when xs is
 // not nil, the sparse rows xs (dropout applied), and returns the logits.
 func (m *Model) forward(blocks []*sparse.CSR, x cuda.DevicePtr, xs *sparse.Matrix[float32]) (cuda.DevicePtr, error) {
-	f32 := func(n int) int64 { return int64(n) * 4 }
 	for l, a := range blocks {
-		ly, c := m.layers[l], &m.caches[l]
-		c.nd, c.ns, c.x, c.mask, c.sparse = int(a.NRows), int(a.NCols), x, 0, false
-		fin, fout, nd, ns := ly.fin, ly.fout, c.nd, c.ns
 		var err error
-		if !ly.gat {
-			if c.csr, err = m.blockCSR(l, a); err != nil {
-				return 0, err
-			}
+		if l > 0 {
+			xs = nil
 		}
-		if l == 0 && xs != nil {
-			if ly.gat {
-				c.sparse = true
-				if c.xs, err = m.inputCSR(xs); err != nil {
-					return 0, err
-				}
-				x, err = m.forwardGAT(l, 0)
-			} else {
-				x, err = m.forwardSparse(xs)
-			}
-			if err != nil {
-				return 0, err
-			}
-			continue
-		}
-		c.xd = x
-		if k := m.keys[l]; k.ok {
-			if c.mask, err = m.scratch(fmt.Sprint("mask", l), f32(ns*fin)); err != nil {
-				return 0, err
-			}
-			var skip int32
-			if m.drops[l].SkipZeros {
-				skip = 1
-			}
-			var ids cuda.DevicePtr // null: row r's stream is r
-			if k.ids != nil {
-				if ids, err = upload(m, fmt.Sprint("ids", l), k.ids); err != nil {
-					return 0, err
-				}
-			}
-			if err := m.launch("dropout_mask", ns, c.mask, x, ids, int64(ns), int32(fin), int64(k.key), int32(k.t), k.keep, skip); err != nil {
-				return 0, err
-			}
-			if c.xd, err = m.scratch(fmt.Sprint("xd", l), f32(ns*fin)); err != nil {
-				return 0, err
-			}
-			if err := m.launch("mul_mask", ns*fin, c.xd, x, c.mask, int64(ns*fin)); err != nil {
-				return 0, err
-			}
-		}
-		if ly.gat {
-			if x, err = m.forwardGAT(l, c.xd); err != nil {
-				return 0, err
-			}
-			continue
-		}
-		if c.agg, err = m.scratch(fmt.Sprint("agg", l), f32(nd*fin)); err != nil {
-			return 0, err
-		}
-		if c.out, err = m.scratch(fmt.Sprint("out", l), f32(nd*fout)); err != nil {
-			return 0, err
-		}
-		// SAGE: X'[:NDst]·W_self + (M·X')·W_neigh; GCN: (Â·X')·W.
-		var beta float32
-		if !ly.gcn {
-			if err := m.bl.Sgemm(blas.NoTrans, blas.NoTrans, nd, fout, fin, 1, uintptr(c.xd), m.wAt(ly.wSelf), 0, uintptr(c.out)); err != nil {
-				return 0, err
-			}
-			beta = 1
-		}
-		if err := errors.Join(
-			m.sp.SpMM(blas.NoTrans, 1, c.csr, uintptr(c.xd), fin, 0, uintptr(c.agg)),
-			m.bl.Sgemm(blas.NoTrans, blas.NoTrans, nd, fout, fin, 1, uintptr(c.agg), m.wAt(ly.wNeigh), beta, uintptr(c.out)),
-		); err != nil {
-			return 0, err
-		}
-		if x, err = m.finish(l, c.out, nd); err != nil {
+		if x, err = m.forwardLayer(l, a, x, xs); err != nil {
 			return 0, err
 		}
 	}
 	return x, nil
+}
+
+// forwardLayer runs layer l on block a and its input, x on the device or,
+// for layer 0 when xs is not nil, the sparse rows xs (dropout applied),
+// with the dropout of m.keys[l] and the attended edges of m.edges[l] (GAT),
+// and returns its output (after a hidden layer's activation) on the
+// device, in layer l's buffers.
+func (m *Model) forwardLayer(l int, a *sparse.CSR, x cuda.DevicePtr, xs *sparse.Matrix[float32]) (cuda.DevicePtr, error) {
+	f32 := func(n int) int64 { return int64(n) * 4 }
+	ly, c := m.layers[l], &m.caches[l]
+	c.nd, c.ns, c.x, c.mask, c.sparse = int(a.NRows), int(a.NCols), x, 0, false
+	fin, fout, nd, ns := ly.fin, ly.fout, c.nd, c.ns
+	var err error
+	if !ly.gat {
+		if c.csr, err = m.blockCSR(l, a); err != nil {
+			return 0, err
+		}
+	}
+	if xs != nil {
+		if ly.gat {
+			c.sparse = true
+			if c.xs, err = m.inputCSR(xs); err != nil {
+				return 0, err
+			}
+			return m.forwardGAT(l, 0)
+		}
+		return m.forwardSparse(xs)
+	}
+	c.xd = x
+	if k := m.keys[l]; k.ok {
+		if c.mask, err = m.scratch(fmt.Sprint("mask", l), f32(ns*fin)); err != nil {
+			return 0, err
+		}
+		var skip int32
+		if m.drops[l].SkipZeros {
+			skip = 1
+		}
+		var ids cuda.DevicePtr // null: row r's stream is r
+		if k.ids != nil {
+			if ids, err = upload(m, fmt.Sprint("ids", l), k.ids); err != nil {
+				return 0, err
+			}
+		}
+		if err := m.launch("dropout_mask", ns, c.mask, x, ids, int64(ns), int32(fin), int64(k.key), int32(k.t), k.keep, skip); err != nil {
+			return 0, err
+		}
+		if c.xd, err = m.scratch(fmt.Sprint("xd", l), f32(ns*fin)); err != nil {
+			return 0, err
+		}
+		if err := m.launch("mul_mask", ns*fin, c.xd, x, c.mask, int64(ns*fin)); err != nil {
+			return 0, err
+		}
+	}
+	if ly.gat {
+		return m.forwardGAT(l, c.xd)
+	}
+	if c.agg, err = m.scratch(fmt.Sprint("agg", l), f32(nd*fin)); err != nil {
+		return 0, err
+	}
+	if c.out, err = m.scratch(fmt.Sprint("out", l), f32(nd*fout)); err != nil {
+		return 0, err
+	}
+	// SAGE: X'[:NDst]·W_self + (M·X')·W_neigh; GCN: (Â·X')·W.
+	var beta float32
+	if !ly.gcn {
+		if err := m.bl.Sgemm(blas.NoTrans, blas.NoTrans, nd, fout, fin, 1, uintptr(c.xd), m.wAt(ly.wSelf), 0, uintptr(c.out)); err != nil {
+			return 0, err
+		}
+		beta = 1
+	}
+	if err := errors.Join(
+		m.sp.SpMM(blas.NoTrans, 1, c.csr, uintptr(c.xd), fin, 0, uintptr(c.agg)),
+		m.bl.Sgemm(blas.NoTrans, blas.NoTrans, nd, fout, fin, 1, uintptr(c.agg), m.wAt(ly.wNeigh), beta, uintptr(c.out)),
+	); err != nil {
+		return 0, err
+	}
+	return m.finish(l, c.out, nd)
 }
 
 // wAt and gAt return the device addresses of the weight and the gradient

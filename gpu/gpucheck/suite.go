@@ -94,10 +94,14 @@ func Cases() []Case {
 		}})
 }
 
-// Curve is a training's loss per epoch and its median epoch time.
+// Curve is a training's loss per epoch and its median epoch time, and its
+// last evaluation: the validation loss and the device that computed it
+// ("" for the CPU).
 type Curve struct {
 	Losses       []float64
 	MedianEpochS float64
+	ValLoss      float64
+	InferDevice  string
 }
 
 // Options configure Run.
@@ -115,8 +119,9 @@ type Options struct {
 	// Train, when not nil, trains the same model on the CPU (false) and
 	// on the GPU (true); it is collective and must not change its
 	// communicator's phase. Run compares the two curves: the row
-	// train/gpu-vs-cpu fails if an epoch's loss differs by more than 1e-4
-	// relative. When Train is nil the row is skipped with TrainSkip as
+	// train/gpu-vs-cpu fails if an epoch's loss or the last validation
+	// loss differs by more than 1e-4 relative, or if the GPU's training
+	// did not evaluate on the GPU. When Train is nil the row is skipped with TrainSkip as
 	// its detail.
 	Train     func(onGPU bool) (Curve, error)
 	TrainSkip string
@@ -339,6 +344,13 @@ func compareTraining(train func(onGPU bool) (Curve, error)) (map[string]float64,
 		if math.Abs(got-want) > 1e-4*math.Abs(want) || math.IsNaN(got) {
 			return nums, fmt.Errorf("epoch %d loss: GPU %v, CPU %v", e+1, got, want)
 		}
+	}
+	nums["cpu_val_loss"], nums["gpu_val_loss"] = cpu.ValLoss, gpu.ValLoss
+	switch {
+	case gpu.InferDevice == "":
+		return nums, errors.New("the GPU's training evaluated on the CPU")
+	case math.Abs(gpu.ValLoss-cpu.ValLoss) > 1e-4*math.Abs(cpu.ValLoss) || math.IsNaN(gpu.ValLoss):
+		return nums, fmt.Errorf("validation loss: GPU %v, CPU %v", gpu.ValLoss, cpu.ValLoss)
 	}
 	return nums, nil
 }

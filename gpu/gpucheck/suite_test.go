@@ -35,7 +35,11 @@ func TestRunFake(t *testing.T) {
 			if onGPU {
 				l[2] += 1e-5 // within 1e-4 relative
 			}
-			return Curve{Losses: l, MedianEpochS: 0.5}, nil
+			c := Curve{Losses: l, MedianEpochS: 0.5, ValLoss: 1.3}
+			if onGPU {
+				c.InferDevice = "fake"
+			}
+			return c, nil
 		}
 		err := inproc.Run(p, inproc.Options{}, func(c collective.Comm) error {
 			res, err := Run(c, Options{Backend: "inproc", LocalRank: -1, Rows: 100, Width: 9, Iters: 1, Seed: 1, Train: train, Log: &log})
@@ -108,11 +112,14 @@ func TestCompareTraining(t *testing.T) {
 		wantErr  string
 		wantSkip bool
 	}{
-		{name: "equal", cpu: Curve{Losses: []float64{2, 1}}, gpu: Curve{Losses: []float64{2, 1}}},
-		{name: "within 1e-4", cpu: Curve{Losses: []float64{2, 1}}, gpu: Curve{Losses: []float64{2, 1 + 0.9e-4}}},
-		{name: "apart", cpu: Curve{Losses: []float64{2, 1}}, gpu: Curve{Losses: []float64{2, 1.001}}, wantErr: "epoch 2 loss"},
-		{name: "NaN", cpu: Curve{Losses: []float64{2}}, gpu: Curve{Losses: []float64{math.NaN()}}, wantErr: "epoch 1 loss"},
-		{name: "lengths", cpu: Curve{Losses: []float64{2, 1}}, gpu: Curve{Losses: []float64{2}}, wantErr: "2 epochs on the CPU, 1 on the GPU"},
+		{name: "equal", cpu: Curve{Losses: []float64{2, 1}, ValLoss: 1.1}, gpu: Curve{Losses: []float64{2, 1}, ValLoss: 1.1, InferDevice: "gpu"}},
+		{name: "within 1e-4", cpu: Curve{Losses: []float64{2, 1}, ValLoss: 1.1}, gpu: Curve{Losses: []float64{2, 1 + 0.9e-4}, ValLoss: 1.1 + 1e-4, InferDevice: "gpu"}},
+		{name: "apart", cpu: Curve{Losses: []float64{2, 1}}, gpu: Curve{Losses: []float64{2, 1.001}, InferDevice: "gpu"}, wantErr: "epoch 2 loss"},
+		{name: "NaN", cpu: Curve{Losses: []float64{2}}, gpu: Curve{Losses: []float64{math.NaN()}, InferDevice: "gpu"}, wantErr: "epoch 1 loss"},
+		{name: "lengths", cpu: Curve{Losses: []float64{2, 1}}, gpu: Curve{Losses: []float64{2}, InferDevice: "gpu"}, wantErr: "2 epochs on the CPU, 1 on the GPU"},
+		{name: "validation apart", cpu: Curve{Losses: []float64{2, 1}, ValLoss: 1.1}, gpu: Curve{Losses: []float64{2, 1}, ValLoss: 1.2, InferDevice: "gpu"}, wantErr: "validation loss: GPU 1.2, CPU 1.1"},
+		{name: "validation NaN", cpu: Curve{Losses: []float64{2, 1}, ValLoss: 1.1}, gpu: Curve{Losses: []float64{2, 1}, ValLoss: math.NaN(), InferDevice: "gpu"}, wantErr: "validation loss"},
+		{name: "evaluated on the CPU", cpu: Curve{Losses: []float64{2, 1}, ValLoss: 1.1}, gpu: Curve{Losses: []float64{2, 1}, ValLoss: 1.1}, wantErr: "evaluated on the CPU"},
 		{name: "none", wantErr: "0 epochs on the CPU"},
 		{name: "skipped", err: Skipped("no data"), wantSkip: true},
 		{name: "failed", err: errors.New("boom"), wantErr: "boom"},
@@ -134,6 +141,7 @@ func TestCompareTraining(t *testing.T) {
 				require.NoError(t, err)
 				require.Equal(t, float64(len(tc.cpu.Losses)), nums["epochs"])
 				require.Equal(t, tc.gpu.Losses[1], nums["gpu_loss_2"])
+				require.Equal(t, tc.gpu.ValLoss, nums["gpu_val_loss"])
 			}
 		})
 	}
@@ -147,8 +155,9 @@ func TestSummary(t *testing.T) {
 	}{
 		{"detail", Row{Detail: "first\nsecond", Numbers: map[string]float64{"epochs": 1}}, "first"},
 		{"none", Row{}, ""},
-		{"train", Row{Numbers: map[string]float64{"epochs": 2, "gpu_loss_2": 1.5, "cpu_loss_2": 1.25, "gpu_epoch_s": 0.5, "cpu_epoch_s": 2}},
-			"2 epochs, last loss GPU 1.5 CPU 1.25; median epoch GPU 0.5s CPU 2s"},
+		{"train", Row{Numbers: map[string]float64{"epochs": 2, "gpu_loss_2": 1.5, "cpu_loss_2": 1.25, "gpu_epoch_s": 0.5, "cpu_epoch_s": 2,
+			"gpu_val_loss": 1.75, "cpu_val_loss": 1.5}},
+			"2 epochs, last loss GPU 1.5 CPU 1.25, validation loss GPU 1.75 CPU 1.5; median epoch GPU 0.5s CPU 2s"},
 		{"bench", Row{Numbers: map[string]float64{"zero_copy_gbps": 12, "cpu_gather_copy_gbps": 6, "link_gbps": 24}},
 			"zero-copy 12.00 GB/s, CPU gather+copy 6.00 GB/s (50% / 25% of 24.0 GB/s)"},
 		{"bench, no link", Row{Numbers: map[string]float64{"zero_copy_gbps": 1, "cpu_gather_copy_gbps": 2}},
