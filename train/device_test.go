@@ -113,7 +113,7 @@ func testDeviceMatchesCPU(t *testing.T, dt alltoall.DType) {
 }
 
 // GCN and GAT, and sparse (CSR) input rows for GraphSAGE, GCN and GAT,
-// train on the (fake) GPU along the CPU's loss curve to float32 rounding,
+// train and evaluate on the (fake) GPU along the CPU's loss curve to float32 rounding,
 // on one rank and on two sharing the device, with dropout on (GAT's
 // attention dropout too): Cora's bag-of-words rows, dense or fetched as
 // CSR rows and uploaded for the input layer's sparse products (GCN's
@@ -166,6 +166,17 @@ func TestDeviceModelsMatchCPU(t *testing.T) {
 					require.InDelta(t, want[e], got[e], 1e-4*math.Abs(want[e]), "epoch %d loss: gpu %v cpu %v", e+1, got, want)
 				}
 				requireSameEvaluation(t, name, cpu, gpu)
+				if tc.format == graph.FeatureDense {
+					// The same in the host's chunks (the input layer
+					// gathered on the device chunk by chunk; at p = 2 GCN's
+					// halo in pieces, the layer from the sums), not one
+					// chunk per layer.
+					chunkedOnDevice = true
+					chunked := run(p, cfg, tc.format)
+					chunkedOnDevice = false
+					require.Equal(t, got, losses(chunked))
+					requireSameEvaluation(t, name+" (chunked)", cpu, chunked)
+				}
 				if tc.format == graph.FeatureCSR {
 					require.Nil(t, gpu.GPUReads, "sparse rows are fetched on the host, not gathered from the tiers")
 				} else {

@@ -58,6 +58,14 @@ func (t *trainer) planInference() error {
 func (t *trainer) planChunks() ([][]int, error) {
 	owned := t.ebook.Owned(t.c.Rank())
 	L := t.cfg.Model.Layers
+	whole, err := t.wholeOnDevice(owned)
+	if err != nil {
+		return nil, err
+	}
+	if whole {
+		t.inferWhole, t.haloOnce, t.haloRounds = true, make([]bool, L), nil
+		return wholeBounds(L, len(owned)), nil
+	}
 	bounds := make([][]int, L)
 	counts := make([]int64, 2*L) // the chunks of every layer, then its halo values
 	seen := newStamps(t.d)       // chunk number + 1 that last counted the vertex
@@ -343,6 +351,9 @@ func (t *trainer) infer(owned []int64) (*dense.Matrix, error) {
 			t.layerDone(l+1, h)
 		}
 	}
+	if err := t.releaseInference(); err != nil {
+		return nil, err
+	}
 	return h, nil
 }
 
@@ -470,7 +481,14 @@ func (t *trainer) chunk(owned []int64, lo, hi int) *evalChunk {
 	if ch, ok := t.chunkCache[key]; ok {
 		return ch
 	}
-	blk := sampling.FullBlockRows(t.d.Adj, t.d.RowLo, owned[lo:hi])
+	var blk sampling.Block
+	ok := false
+	if t.inferWhole && lo == 0 && hi == len(owned) {
+		blk, ok = t.identityBlock(owned)
+	}
+	if !ok {
+		blk = sampling.FullBlockRows(t.d.Adj, t.d.RowLo, owned[lo:hi])
+	}
 	ch := &evalChunk{blk: blk, src: blk.Src}
 	// One rank, one chunk: the sources are this rank's rows in order, so
 	// nothing is exchanged.
@@ -479,7 +497,9 @@ func (t *trainer) chunk(owned []int64, lo, hi int) *evalChunk {
 	// (row offset) and source (its id, and where it is: trainer.sources);
 	// the cache holds as many bytes as one chunk's gathered inputs.
 	size := 8 * (int64(len(blk.Adj.Indices)) + blk.Adj.NRows + 1 + 2*int64(len(blk.Src)))
-	if t.chunkCached+size <= 4*t.evalValues() {
+	// The one chunk of inference on the device is kept whatever its size
+	// (one block of the rank's vertices, shared by the layers).
+	if t.inferWhole || t.chunkCached+size <= 4*t.evalValues() {
 		if t.chunkCache == nil {
 			t.chunkCache = map[[2]int]*evalChunk{}
 		}

@@ -89,6 +89,9 @@ func Run(c collective.Comm, d *Data, cfg Config, h Hooks) (*Result, error) {
 	if t.dev != nil && h.Log != nil && c.Rank() == 0 {
 		major, minor := t.dev.ctx.Capability()
 		h.Log("minibatch step and layer-wise inference on %s (compute capability %d.%d), kernels loaded as %s", t.dev.ctx.Name(), major, minor, t.dev.m.Image())
+		if t.inferPlan != "" {
+			h.Log("layer-wise inference on the device %s", t.inferPlan)
+		}
 	}
 	rec, err := runLoop(t, c, &cfg.Common, h)
 	if err != nil {

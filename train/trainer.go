@@ -1,6 +1,7 @@
 package train
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"runtime/debug"
@@ -137,6 +138,11 @@ type evaluator struct {
 	// fetched at the first evaluation (nil before).
 	haloDeg           []int64
 	valMask, testMask []bool // of rows [d.RowLo, d.RowHi)
+	// inferWhole is set when layer-wise inference computes each layer in
+	// one chunk on the device (wholeOnDevice); inferPlan says which way it
+	// goes there, and why, for the log.
+	inferWhole bool
+	inferPlan  string
 	// inferDevice names the GPU that computed layer-wise inference's
 	// chunks (Config.Device cuda), once it has; "" on the CPU.
 	inferDevice string
@@ -256,16 +262,16 @@ func newTrainer(c collective.Comm, d *Data, cfg Config) (*trainer, error) {
 		return nil, err
 	}
 	defer collective.SetPhase(c, metrics.PhaseSetup)()
-	if evaluates {
+	if err := t.openDevice(); err != nil {
+		return nil, err
+	}
+	if evaluates { // after the device opens: inference may run there (wholeOnDevice)
 		if err := t.planInference(); err != nil {
-			return nil, err
+			return nil, errors.Join(err, t.closeDevice())
 		}
 	}
 	t.valMask, t.testMask = mask(d.RowLo, d.RowHi, d.Split.Valid), mask(d.RowLo, d.RowHi, d.Split.Test)
 	t.fingerprint = t.makeFingerprint()
-	if err := t.openDevice(); err != nil {
-		return nil, err
-	}
 	bucketMB := cfg.GradBucketMB
 	if t.dev != nil {
 		bucketMB = 0 // the device step hands over all its gradients at once

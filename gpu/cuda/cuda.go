@@ -175,6 +175,17 @@ func (c *Context) Alloc(bytes int64) (DevicePtr, error) {
 	return DevicePtr(p), err
 }
 
+// MemInfo returns the bytes of the device's memory that are free and its
+// total (cuMemGetInfo).
+func (c *Context) MemInfo() (free, total int64, err error) {
+	err = c.do(func() error {
+		f, t, err := c.d.MemGetInfo()
+		free, total = int64(f), int64(t)
+		return err
+	})
+	return free, total, err
+}
+
 // Free frees device memory from Alloc.
 func (c *Context) Free(p DevicePtr) error {
 	return c.do(func() error { return c.d.MemFree(uint64(p)) })

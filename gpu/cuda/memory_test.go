@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -94,5 +95,34 @@ func TestDoRestoresContext(t *testing.T) {
 	}
 	if current() != (cudadl.Context{}) {
 		t.Error("after Do, its context is still current")
+	}
+}
+
+// MemInfo reports the device's size and what is free of it (the fake's
+// GNNMPI_FAKE_CUDA_MEMORY bytes): an allocation takes its bytes until it
+// is freed, and one beyond what is free is the driver's out-of-memory
+// error.
+func TestMemInfo(t *testing.T) {
+	t.Setenv("GNNMPI_FAKE_CUDA_MEMORY", "1048576")
+	c := open(t)
+	free0, total, err := c.MemInfo()
+	if err != nil || total != 1<<20 || free0 <= 0 || free0 > total {
+		t.Fatalf("MemInfo() = %d, %d, %v; want free in (0, %d] of %d", free0, total, err, 1<<20, 1<<20)
+	}
+	p, err := c.Alloc(4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if free, _, err := c.MemInfo(); err != nil || free != free0-4096 {
+		t.Fatalf("after Alloc(4096): free %d, %v; want %d", free, err, free0-4096)
+	}
+	if q, err := c.Alloc(2 << 20); err == nil || !strings.Contains(err.Error(), "CUDA_ERROR_OUT_OF_MEMORY") {
+		t.Fatalf("Alloc(2 MiB) of a 1 MiB device = %#x, %v; want CUDA_ERROR_OUT_OF_MEMORY", q, err)
+	}
+	if err := c.Free(p); err != nil {
+		t.Fatal(err)
+	}
+	if free, _, err := c.MemInfo(); err != nil || free != free0 {
+		t.Fatalf("after Free: free %d, %v; want %d", free, err, free0)
 	}
 }

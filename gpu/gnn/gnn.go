@@ -189,10 +189,7 @@ func (m *Model) Close() error {
 		}
 	}
 	m.w, m.g, m.m, m.v = 0, 0, 0, 0
-	for k, b := range m.bufs {
-		errs = append(errs, m.ctx.Free(b.p))
-		delete(m.bufs, k)
-	}
+	errs = append(errs, m.FreeBuffers())
 	errs = append(errs, m.ctx.Do(func() error {
 		var errs []error
 		if m.sp != nil {
@@ -204,6 +201,19 @@ func (m *Model) Close() error {
 		return errors.Join(errs...)
 	}))
 	m.sp, m.bl = nil, nil
+	return errors.Join(errs...)
+}
+
+// FreeBuffers frees the device scratch memory the steps and inference
+// grew (inputs, blocks, activations), keeping the weights, gradients and
+// moments: after layer-wise inference over large chunks, so that training
+// gets that memory back. The next step allocates what it needs again.
+func (m *Model) FreeBuffers() error {
+	var errs []error
+	for k, b := range m.bufs {
+		errs = append(errs, m.ctx.Free(b.p))
+		delete(m.bufs, k)
+	}
 	return errors.Join(errs...)
 }
 

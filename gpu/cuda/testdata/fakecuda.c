@@ -26,6 +26,11 @@
 // device is CUDA_ERROR_INVALID_PTX (the JIT cannot compile down).
 // (Capabilities above 9.9 take three digits: "12.1" is sm_121.)
 //
+// Device memory is GNNMPI_FAKE_CUDA_MEMORY bytes (default 16 GiB), one
+// pool the devices share: cuMemAlloc_v2 beyond it is
+// CUDA_ERROR_OUT_OF_MEMORY, and cuMemGetInfo_v2 reports it and what is not
+// allocated.
+//
 // GNNMPI_FAKE_CC sets the devices' compute capability ("8.9"; default
 // 8.0) and GNNMPI_FAKE_DRIVER the driver's CUDA version (cuDriverGetVersion's
 // number, e.g. 11080; default 12040).
@@ -251,16 +256,61 @@ static CUresult copyAsync(void *dst, const void *src, size_t n, void *s) {
 	return r;
 }
 
+// The device memory's size and what is allocated of it; each allocation
+// keeps its size in a header of ALLOC_HEADER bytes before the pointer.
+enum { ALLOC_HEADER = 256 };
+static pthread_mutex_t mem_mu = PTHREAD_MUTEX_INITIALIZER;
+static size_t mem_used;
+static size_t memTotal(void) {
+	const char *s = getenv("GNNMPI_FAKE_CUDA_MEMORY");
+	unsigned long long n;
+	if (s == NULL || *s == 0) return (size_t)16 << 30;
+	if (sscanf(s, "%llu", &n) != 1) {
+		fprintf(stderr, "fake libcuda: bad GNNMPI_FAKE_CUDA_MEMORY=%s\n", s);
+		abort();
+	}
+	return (size_t)n;
+}
+
 CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) {
 	NEED_INIT;
 	if (n == 0) return INVALID_VALUE;
-	void *m = malloc(n);
-	if (m == NULL) return OUT_OF_MEMORY;
-	memset(m, 0xA5, n); // device memory is not zeroed: make stale reads visible
-	*p = (CUdeviceptr)(size_t)m;
+	pthread_mutex_lock(&mem_mu);
+	int over = n > memTotal() - mem_used;
+	if (!over) mem_used += n;
+	pthread_mutex_unlock(&mem_mu);
+	if (over) return OUT_OF_MEMORY;
+	char *m = malloc(ALLOC_HEADER + n);
+	if (m == NULL) {
+		pthread_mutex_lock(&mem_mu);
+		mem_used -= n;
+		pthread_mutex_unlock(&mem_mu);
+		return OUT_OF_MEMORY;
+	}
+	memcpy(m, &n, sizeof n);
+	memset(m + ALLOC_HEADER, 0xA5, n); // device memory is not zeroed: make stale reads visible
+	*p = (CUdeviceptr)(size_t)(m + ALLOC_HEADER);
 	return OK;
 }
-CUresult cuMemFree_v2(CUdeviceptr p) { free((void *)(size_t)p); return OK; }
+CUresult cuMemFree_v2(CUdeviceptr p) {
+	if (p == 0) return OK;
+	char *m = (char *)(size_t)p - ALLOC_HEADER;
+	size_t n;
+	memcpy(&n, m, sizeof n);
+	pthread_mutex_lock(&mem_mu);
+	mem_used -= n;
+	pthread_mutex_unlock(&mem_mu);
+	free(m);
+	return OK;
+}
+CUresult cuMemGetInfo_v2(size_t *free_, size_t *total) {
+	NEED_INIT;
+	pthread_mutex_lock(&mem_mu);
+	*total = memTotal();
+	*free_ = *total - mem_used;
+	pthread_mutex_unlock(&mem_mu);
+	return OK;
+}
 CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n) { waitFor(NULL); memcpy((void *)(size_t)dst, src, n); return OK; }
 CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n) { waitFor(NULL); memcpy(dst, (const void *)(size_t)src, n); return OK; }
 CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, void *s) { return copyAsync((void *)(size_t)dst, src, n, s); }

@@ -49,6 +49,7 @@ static CUresult t_ptr(void *f, void *p) { return ((CUresult (*)(void *))f)(p); }
 static CUresult t_cuCtxCreate(void *f, CUcontext *c, unsigned int flags, CUdevice d) { return ((CUresult (*)(CUcontext *, unsigned int, CUdevice))f)(c, flags, d); }
 static CUresult t_cuMemAlloc(void *f, CUdeviceptr *p, size_t n) { return ((CUresult (*)(CUdeviceptr *, size_t))f)(p, n); }
 static CUresult t_cuMemFree(void *f, CUdeviceptr p) { return ((CUresult (*)(CUdeviceptr))f)(p); }
+static CUresult t_cuMemGetInfo(void *f, size_t *free_, size_t *total) { return ((CUresult (*)(size_t *, size_t *))f)(free_, total); }
 static CUresult t_cuMemcpyHtoD(void *f, CUdeviceptr dst, const void *src, size_t n) { return ((CUresult (*)(CUdeviceptr, const void *, size_t))f)(dst, src, n); }
 static CUresult t_cuMemcpyDtoH(void *f, void *dst, CUdeviceptr src, size_t n) { return ((CUresult (*)(void *, CUdeviceptr, size_t))f)(dst, src, n); }
 static CUresult t_cuMemcpyHtoDAsync(void *f, CUdeviceptr dst, const void *src, size_t n, CUstream s) { return ((CUresult (*)(CUdeviceptr, const void *, size_t, CUstream))f)(dst, src, n, s); }
@@ -128,7 +129,7 @@ type Driver struct {
 	lib                                                                         *dl.Lib
 	init, driverVersion, deviceCount, deviceGet, deviceName, deviceAttr         unsafe.Pointer
 	primaryRetain, primaryRelease, ctxSetCurrent, ctxCreate, ctxDestroy         unsafe.Pointer
-	memAlloc, memFree, htod, dtoh, htodAsync, hostAlloc, freeHost               unsafe.Pointer
+	memAlloc, memFree, memGetInfo, htod, dtoh, htodAsync, hostAlloc, freeHost   unsafe.Pointer
 	hostRegister, hostUnregister, hostDevPtr                                    unsafe.Pointer
 	streamCreate, streamSync, streamDestroy                                     unsafe.Pointer
 	eventCreate, eventRecord, eventSync, eventElapsed, eventDestroy             unsafe.Pointer
@@ -164,6 +165,7 @@ func OpenDriver() (*Driver, error) {
 		{&d.ctxDestroy, []string{"cuCtxDestroy_v2"}},
 		{&d.memAlloc, []string{"cuMemAlloc_v2"}},
 		{&d.memFree, []string{"cuMemFree_v2"}},
+		{&d.memGetInfo, []string{"cuMemGetInfo_v2"}},
 		{&d.htod, []string{"cuMemcpyHtoD_v2"}},
 		{&d.dtoh, []string{"cuMemcpyDtoH_v2"}},
 		{&d.htodAsync, []string{"cuMemcpyHtoDAsync_v2"}},
@@ -310,6 +312,14 @@ func (d *Driver) MemAlloc(bytes uint64) (uint64, error) {
 	var p C.CUdeviceptr
 	err := d.check("cuMemAlloc_v2", C.t_cuMemAlloc(d.memAlloc, &p, C.size_t(bytes)))
 	return uint64(p), err
+}
+
+// MemGetInfo calls cuMemGetInfo_v2: the free and total bytes of the
+// current context's device memory.
+func (d *Driver) MemGetInfo() (free, total uint64, err error) {
+	var f, t C.size_t
+	err = d.check("cuMemGetInfo_v2", C.t_cuMemGetInfo(d.memGetInfo, &f, &t))
+	return uint64(f), uint64(t), err
 }
 
 // MemFree calls cuMemFree_v2.
