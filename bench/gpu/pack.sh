@@ -6,7 +6,8 @@
 #   gnnmpi        a nompi,noblas build (in-process ranks, pure-Go BLAS;
 #                 CUDA, NVRTC, cuBLAS, cuSPARSE and NCCL are dlopened there)
 #   lib/          the shared libraries it links beyond glibc (libmetis)
-#   data/         cora, and coauthor-physics from ../shared/data when present
+#   data/         cora, and coauthor-physics.gnn converted from ../shared/data
+#                 when present
 #   peers/        bench/peers' PyTorch and PyG scripts
 #   run.sh        bench/gpu/run.sh
 #
@@ -23,11 +24,13 @@ ldd "$PACK/gnnmpi" | awk '$2 == "=>" && $3 ~ /^\// {print $3}' |
 	while read -r lib; do cp -L "$lib" "$PACK/lib/"; done
 cp -r data/cora "$PACK/data/"
 if [ -d ../shared/data/coauthor-physics ]; then
-	cp -r ../shared/data/coauthor-physics "$PACK/data/"
+	# As .gnn (sparse rows): smaller, and the peers (gnnfile.py) and gnnmpi
+	# load it without parsing csv.gz.
+	"$PACK/gnnmpi" convert --data ../shared/data/coauthor-physics --out "$PACK/data/coauthor-physics.gnn" >/dev/null
 else
 	echo "pack: ../shared/data/coauthor-physics not found; the pack has Cora only" >&2
 fi
-cp bench/peers/sage_torch.py bench/peers/sage_pyg.py bench/peers/load_gnnmpi.py "$PACK/peers/"
+cp bench/peers/sage_torch.py bench/peers/sage_pyg.py bench/peers/load_gnnmpi.py bench/peers/gnnfile.py "$PACK/peers/"
 cp bench/gpu/run.sh "$PACK/run.sh"
 size=$(du -sb "$PACK" | cut -f1)
 if [ "$size" -gt $((64 << 20)) ]; then

@@ -21,6 +21,8 @@
 #                      peers on the same GPU where they import (eval_s: the last
 #                      evaluation's seconds, inference over every vertex)
 #   sbm-gnnmpi.jsonl   gnnmpi's metrics of the SBM's training below
+#                      (train.csv also has a row of it with --bulk SBM_BULK,
+#                      default 16, without evaluation)
 #   export.jsonl       bench/peers/load_gnnmpi.py --pyg on, one line a model: Cora's
 #                      SAGE, GCN and GAT trained with --device cpu and SAGE with
 #                      --device cuda, exported (--save-model, --save-logits) and
@@ -30,6 +32,7 @@
 # than LOSS_TOL (relative, default 1e-3).
 #
 # A products-size SBM (SBM_NODES vertices, default 2,400,000; --fake: 2,000;
+# written as .gnn, which gnnmpi and the peers read without parsing text;
 # 100 dense features; ogbn-products' split sizes, 8% training and 1.6%
 # validation vertices), generated there by gnnmpi gen, is then trained by
 # gnnmpi with --device cuda and by the peers, for time and device memory
@@ -78,7 +81,7 @@ else
 	EPOCHS=${EPOCHS:-5}
 	SBM_NODES=${SBM_NODES:-2400000}
 	datasets=(cora)
-	[ -d "$PACK/data/coauthor-physics" ] && datasets+=(coauthor-physics)
+	[ -e "$PACK/data/coauthor-physics.gnn" ] && datasets+=(coauthor-physics)
 	# The driver's directory, and the CUDA libraries of PyTorch's wheels
 	# (site-packages/nvidia/*/lib, nvidia/cu13/lib): every directory holding
 	# one goes on the loader's path, so that NVRTC also finds its builtins.
@@ -114,7 +117,13 @@ BIN=$PACK/gnnmpi
 BUDGET=${BUDGET:-420}
 SBM_TRAIN="--epochs 2 --fanouts 15,10 --hidden 128" # the SBM's training, gnnmpi's and the peers'; batch 1024
 declare -A path
-for ds in "${datasets[@]}"; do path[$ds]=$PACK/data/$ds; done
+# A dataset is PACK/data/NAME.gnn (pack.sh converts coauthor-physics: the
+# peers read .gnn too, without parsing csv.gz) or the OGB directory
+# PACK/data/NAME.
+for ds in "${datasets[@]}"; do
+	path[$ds]=$PACK/data/$ds
+	[ -e "$PACK/data/$ds.gnn" ] && path[$ds]=$PACK/data/$ds.gnn
+done
 # left prints the seconds of the budget left (0 when spent).
 left() { echo $((BUDGET > SECONDS ? BUDGET - SECONDS : 0)); }
 if [ "$fake" = 0 ]; then
@@ -151,7 +160,7 @@ for run in "${runs[@]}"; do
 		step "train $ds --model $model --device $where"
 		f=$WORK/$ds-$model-$where
 		rm -f "$f.jsonl"
-		if ! timeout "$STEP_S" "$BIN" --metrics "$f.jsonl" train --data "$PACK/data/$ds" --model "$model" --device "$where" \
+		if ! timeout "$STEP_S" "$BIN" --metrics "$f.jsonl" train --data "${path[$ds]}" --model "$model" --device "$where" \
 			--epochs "$EPOCHS" --eval-every "$EPOCHS" >"$f.log" 2>&1; then
 			echo "train $ds --model $model --device $where: FAILED"
 			status=1
@@ -187,20 +196,36 @@ if [ "$SBM_NODES" -gt 0 ] && [ "$(left)" -gt 60 ]; then
 	t0=$SECONDS
 	step "sbm: gen"
 	if "$BIN" gen sbm --nodes "$SBM_NODES" --features 100 --train-frac 0.08 --valid-frac 0.016 \
-		--out "$WORK/sbm" >"$WORK/sbm-gen.log" 2>&1; then
+		--out "$WORK/sbm.gnn" >"$WORK/sbm-gen.log" 2>&1; then
 		echo "sbm: $SBM_NODES vertices generated in $((SECONDS - t0)) s"
-		path[sbm]=$WORK/sbm
+		path[sbm]=$WORK/sbm.gnn
 		bench+=(sbm)
 		rm -f "$WORK/sbm-cuda.jsonl"
 		step "sbm: gnnmpi --device cuda"
 		# shellcheck disable=SC2086
-		if ! timeout "$(left)" "$BIN" --metrics "$WORK/sbm-cuda.jsonl" train --data "$WORK/sbm" --device cuda \
+		if ! timeout "$(left)" "$BIN" --metrics "$WORK/sbm-cuda.jsonl" train --data "${path[sbm]}" --device cuda \
 			$SBM_TRAIN --global-batch-size 1024 --eval-every 2 >"$WORK/sbm-cuda.log" 2>&1; then
 			echo "train sbm --device cuda: FAILED or over the budget"
 			status=1
 		fi
 		tail -3 "$WORK/sbm-cuda.log"
 		cp "$WORK/sbm-cuda.jsonl" "$OUT/sbm-gnnmpi.jsonl" 2>/dev/null || true
+		# Bulk sampling (SBM_BULK minibatches a round, sampled in parallel
+		# over the host's cores; the same minibatches as --bulk 1), without
+		# evaluation: the sampling is the SBM epoch's largest part.
+		if [ "${SBM_BULK:-16}" -gt 1 ] && [ "$(left)" -gt 60 ]; then
+			step "sbm: gnnmpi --device cuda --bulk ${SBM_BULK:-16}"
+			rm -f "$WORK/sbm-bulk-cuda.jsonl"
+			# shellcheck disable=SC2086
+			if timeout "$(left)" "$BIN" --metrics "$WORK/sbm-bulk-cuda.jsonl" train --data "${path[sbm]}" --device cuda \
+				$SBM_TRAIN --global-batch-size 1024 --eval-every 0 --bulk "${SBM_BULK:-16}" >"$WORK/sbm-bulk.log" 2>&1; then
+				bench+=(sbm-bulk)
+			else
+				echo "train sbm --bulk ${SBM_BULK:-16}: FAILED or over the budget"
+				status=1
+			fi
+			tail -n 3 "$WORK/sbm-bulk.log"
+		fi
 	else
 		echo "sbm: gen failed"
 		tail -3 "$WORK/sbm-gen.log"
@@ -215,7 +240,7 @@ peers=()
 if [ "$fake" = 0 ] && "$PYTHON" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
 	# The SBM first: its comparison (SALIENT's settings) is the one the budget must not cut.
 	for ds in "${bench[@]}" "${datasets[@]}"; do
-		[ "$ds" = cora ] && continue
+		[ "$ds" = cora ] || [ "$ds" = sbm-bulk ] && continue
 		for peer in torch pyg; do
 			if [ "$(left)" -lt 30 ]; then
 				echo "peer $peer on $ds: skipped (time budget spent)"
@@ -292,7 +317,9 @@ for ds in os.environ["BENCH"].split():
     rs = records(os.path.join(work, f"{ds}-cuda.jsonl"))
     fin = next((r for r in rs if r.get("type") == "final" or r.get("final")), {})
     epochs = sum(1 for r in rs if "epoch" in r and "loss" in r)
-    rows.append([device, driver, ds, "sage", "gnnmpi", "cuda", epochs, fin.get("median_epoch_s"), eval_s(rs), fin.get("test_acc"), "", ""])
+    system = "gnnmpi --bulk " + str(fin.get("config", {}).get("bulk")) if ds.endswith("-bulk") else "gnnmpi"
+    rows.append([device, driver, ds.removesuffix("-bulk"), "sage", system, "cuda", epochs, fin.get("median_epoch_s"), eval_s(rs),
+                 fin.get("test_acc") if fin.get("best_epoch") else "", "", ""])
 for p in os.environ["PEERS"].split():
     ds, peer = p.split(":")
     res = {}

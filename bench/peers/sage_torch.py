@@ -67,6 +67,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+import gnnfile  # beside this script: .gnn files
+
 
 # ---------------------------------------------------------------- data
 
@@ -140,9 +142,11 @@ def read_features(path, n, chunk_bytes=64 << 20):
 
 
 def load(data_dir, split):
-    """The dataset of an OGB raw-layout directory: CSR adjacency (indptr,
-    indices; rows sorted, repeated entries removed), features, labels and
-    the split's vertex ids."""
+    """The dataset of an OGB raw-layout directory, or of a gnnmpi .gnn file
+    (gnnfile.py): CSR adjacency (indptr, indices; rows sorted, repeated
+    entries removed), features, labels and the split's vertex ids."""
+    if gnnfile.is_gnn(data_dir):
+        return gnnfile.load(data_dir, split)
     raw = os.path.join(data_dir, "raw")
     p = find_table(raw, "num-node-list")
     if p is None:
