@@ -58,7 +58,8 @@ func addSampleFlags(fs *flag.FlagSet, d train.Config) *sampleFlags {
 // commands report those errors with the flags' names (withFlagNames).
 var settingFlags = map[train.Setting]string{
 	train.SettingBatchSize: "batch-size", train.SettingC: "c", train.SettingCache: "cache",
-	train.SettingChunks: "chunks", train.SettingDevice: "device", train.SettingFanouts: "fanouts",
+	train.SettingChunks: "chunks", train.SettingDevice: "device", train.SettingEvalBatchSize: "eval-batch-size",
+	train.SettingEvalFanouts: "eval-fanouts", train.SettingFanouts: "fanouts",
 	train.SettingFeatureFormat: "feature-format", train.SettingGlobalBatchSize: "global-batch-size",
 	train.SettingGradComm: "grad-comm", train.SettingGradDType: "grad-dtype", train.SettingLR: "lr", train.SettingMode: "mode",
 	train.SettingModel: "model", train.SettingNormalize: "normalize", train.SettingOptimizer: "optimizer", train.SettingPartition: "partition",

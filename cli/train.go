@@ -80,6 +80,8 @@ type trainFlags struct {
 	cache              *alltoall.CachePolicy
 	cacheFrac, gpuFrac *float64
 	evalMem            *int64
+	evalFanouts        *string
+	evalBatch          *int
 	norm, overlap      *bool
 	device             *train.Device
 	gradComm           *train.GradComm
@@ -98,7 +100,7 @@ type trainFlags struct {
 var flagModes = map[string]bool{ // true: minibatch only; false: full-graph only
 	"fanouts": true, "sampler": true, "topology": true, "c": true, "replication": true, "cache": true, "cache-frac": true, "cache-sim-epochs": true,
 	"feature-dtype": true, "gpu-frac": true, "bulk": true, "batch-size": true, "global-batch-size": true, "shuffle": true, "heads": true, "out-heads": true, "attn-dropout": true,
-	"normalize": true, "eval-memory": true, "overlap": true, "save-model": true, "save-logits": true, "grad-comm": true, "grad-dtype": true, "grad-bucket-mb": true, "device": true,
+	"normalize": true, "eval-memory": true, "eval-fanouts": true, "eval-batch-size": true, "overlap": true, "save-model": true, "save-logits": true, "grad-comm": true, "grad-dtype": true, "grad-bucket-mb": true, "device": true,
 	"chunks": false, "pipelines": false, "chunk-partition": false, "shuffle-chunks": false, "clear-grads": false, "snapshot-every": false, "alpha": false, "lambda": false,
 }
 
@@ -232,6 +234,8 @@ func addTrainFlags(fs *flag.FlagSet) *trainFlags {
 	f.evalEvery = fs.Int("eval-every", d.EvalEvery, "evaluate every K epochs and after the last (0: no evaluation)")
 	f.sel = enumVar(fs, "select", d.Select, train.ParseSelection, "model selection over evaluated epochs: val-acc (highest validation accuracy) or val-loss (lowest validation loss)")
 	f.evalMem = fs.Int64("eval-memory", d.EvalMemory*4>>20, "MiB of gathered inputs per chunk of layer-wise inference (a layer in several chunks also holds its halo rows, fetched once)")
+	f.evalFanouts = fs.String("eval-fanouts", "", "evaluate the validation and test vertices only, by sampling their neighbourhoods with these fanouts (one per layer, from the vertices; -1: all neighbours, exact inference over their receptive fields), in minibatches of --eval-batch-size; empty: layer-wise inference over every vertex")
+	f.evalBatch = fs.Int("eval-batch-size", d.EvalBatchSize, "seeds per rank per minibatch of --eval-fanouts evaluation")
 	f.ckpt = fs.String("checkpoint", d.CheckpointDir, "checkpoint directory (written atomically; full-graph modes: one file per rank and a manifest)")
 	f.ckptEvery = checkpointEvery{epochs: d.CheckpointEvery}
 	fs.Var(&f.ckptEvery, "checkpoint-every", "checkpoint cadence: N epochs; Nsteps, every N minibatch steps inside epochs and at every epoch's end (minibatch mode; full-graph modes at epoch ends); or a duration such as 10m, at the first step boundary after it has passed (rank 0's clock); and after the last epoch")
@@ -319,6 +323,14 @@ func (f *trainFlags) minibatchConfig(env *Env, set map[string]bool) (train.Confi
 	cfg.Shuffle, cfg.Cache = *f.shuffle, *f.cache
 	cfg.CacheFrac, cfg.GPUFrac = *f.cacheFrac, *f.gpuFrac
 	cfg.EvalMemory = *f.evalMem << 20 / 4
+	if *f.evalFanouts != "" {
+		fo, err := parseInts(*f.evalFanouts)
+		if err != nil {
+			return train.Config{}, fmt.Errorf("train: --eval-fanouts %q: %w", *f.evalFanouts, err)
+		}
+		cfg.EvalFanouts = fo
+	}
+	cfg.EvalBatchSize = *f.evalBatch
 	cfg.Overlap = *f.overlap
 	if set["overlap"] {
 		cfg.OverlapCores = 0 // asked for: overlap on any number of cores
@@ -360,6 +372,9 @@ func runTrain(env *Env, path string, lo train.LoadOptions, cfg train.Config, out
 	cfg.FeatureNorm = resolveFeatureNorm(env, cfg.FeatureNorm, d)
 	env.Printf("training %s (%d layers, hidden %d) on %s, %d ranks (%s, BLAS %s): %s sampler, fanouts %v, batch %d/rank, bulk %d, %s %.3g, seed %d\n",
 		cfg.Model.Kind, cfg.Model.Layers, cfg.Model.Hidden, d.Name, c.Size(), env.Backend, env.BLASName, cfg.Sampler, cfg.Fanouts, cfg.BatchSize, cfg.Bulk, cfg.Optimizer, cfg.LR, cfg.Seed)
+	if cfg.EvalFanouts != nil && cfg.EvalEvery > 0 {
+		env.Printf("evaluation: the validation and test vertices only, node-wise with fanouts %v (-1: all neighbours), %d seeds/rank a minibatch\n", cfg.EvalFanouts, cfg.EvalBatchSize)
+	}
 	bar := &progressBar{env: env}
 	hooks := train.Hooks{
 		Log:   env.Progress,

@@ -194,6 +194,11 @@ type MinibatchConfig struct {
 	Overlap         bool           `json:"overlap"`
 	Device          string         `json:"device"`
 	GradComm        string         `json:"grad_comm"`
+	// EvalFanouts and EvalBatchSize are set when evaluation samples the
+	// validation and test vertices' neighbourhoods (absent: layer-wise
+	// inference over every vertex).
+	EvalFanouts   []int `json:"eval_fanouts,omitempty"`
+	EvalBatchSize int   `json:"eval_batch_size,omitempty"`
 }
 
 // FullConfig is the configuration of full-graph training.

@@ -255,6 +255,7 @@ func (t *trainer) ckptPath() string { return filepath.Join(t.cfg.CheckpointDir, 
 func (t *trainer) makeFingerprint() string {
 	cfg := t.cfg
 	cfg.Epochs, cfg.EvalEvery, cfg.CheckpointDir, cfg.CheckpointEvery, cfg.Resume, cfg.EvalMemory = 0, 0, "", 0, false, 0
+	cfg.EvalFanouts, cfg.EvalBatchSize = nil, 0 // how evaluation runs
 	cfg.Overwrite = false
 	cfg.CheckpointSteps, cfg.CheckpointInterval = 0, 0
 	cfg.FeatureNorm = cfg.FeatureNorm.Resolve(t.d.NonNegative) // auto and what it chose are the same run

@@ -224,6 +224,19 @@ type Config struct {
 	// several chunks also holds the rank's halo rows, fetched once
 	// (infer.go), beside one chunk's inputs.
 	EvalMemory int64
+
+	// EvalFanouts, if set, makes evaluation sample the neighbourhoods of
+	// the validation and test vertices only, in minibatches of
+	// EvalBatchSize seeds per rank, with these fanouts (per hop from the
+	// vertices, as Fanouts; node-wise), instead of layer-wise inference
+	// over every vertex (evalsampled.go). −1 for every hop takes all
+	// neighbours: exact inference restricted to the vertices' receptive
+	// fields, which costs far less than every vertex's when they are a
+	// small share of the graph. Positive fanouts evaluate on a sample,
+	// as SALIENT does. Evaluation does not change training: neither is
+	// part of a checkpoint's identity.
+	EvalFanouts   []int `json:",omitempty"`
+	EvalBatchSize int   `json:",omitempty"`
 }
 
 // Validate reports the first invalid setting. It checks the settings that
@@ -274,6 +287,17 @@ func (c *Config) validateSampling() error {
 		return settingErrorf("train: the %s sampler weights GCN's propagation matrix; use %s %s (not %s)", SamplerLADIES, SettingModel, model.KindGCN, c.Model.Kind)
 	case c.EvalMemory < 1:
 		return fmt.Errorf("train: eval memory %d < 1", c.EvalMemory)
+	case c.EvalFanouts != nil && len(c.EvalFanouts) != c.Model.Layers:
+		return settingErrorf("train: %d evaluation fanouts for %d layers; give one per layer (e.g. %s -1,-1 for all neighbours)", len(c.EvalFanouts), c.Model.Layers, SettingEvalFanouts)
+	case c.EvalFanouts != nil && c.EvalBatchSize < 1:
+		return settingErrorf("train: evaluation batch size %d < 1 (%s)", c.EvalBatchSize, SettingEvalBatchSize)
+	case c.EvalFanouts != nil && c.Sampler == SamplerLADIES && c.Topology != TopologyReplicated:
+		return settingErrorf("train: %s samples node-wise; with the %s sampler it needs %s %s (the distributed topology holds LADIES's weighted rows)", SettingEvalFanouts, SamplerLADIES, SettingTopology, TopologyReplicated)
+	}
+	if c.EvalFanouts != nil {
+		if err := checkFanouts("train: evaluation", c.EvalFanouts, sampling.KindSAGE); err != nil {
+			return err
+		}
 	}
 	return checkFanouts("train", c.Fanouts, c.Sampler)
 }

@@ -71,6 +71,9 @@ func Defaults(kind model.Kind, mode Mode) Settings {
 		Device:     DeviceCPU,
 		GradComm:   GradCommMPI,
 		EvalMemory: 256 << 20,
+		// Evaluation by sampling (EvalFanouts, off by default): seeds per
+		// rank per minibatch.
+		EvalBatchSize: 4096,
 	}
 	c.GradDType, c.GradBucketMB = GradF32, 0 // one sum after backward: buckets cost time where no core is free for them (docs/training.md)
 	switch kind {

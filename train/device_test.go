@@ -317,3 +317,46 @@ func TestDeviceWithoutBackends(t *testing.T) {
 		})
 	}
 }
+
+// Evaluation by sampling (EvalFanouts) runs its forward passes on the
+// (fake) GPU and gives the CPU's evaluation: dense rows gathered from the
+// tiers, on one rank and two, and Cora's CSR rows uploaded; all
+// neighbours and a sample.
+func TestDeviceEvalSampled(t *testing.T) {
+	useFakeGPU(t)
+	for _, fo := range [][]int{{-1, -1}, {3, 2}} {
+		for _, p := range []int{1, 2} {
+			name := fmt.Sprintf("sbm/fanouts=%v/p=%d", fo, p)
+			t.Run(name, func(t *testing.T) {
+				cfg := testConfig("sage")
+				cfg.Epochs, cfg.EvalEvery = 2, 1
+				cfg.EvalFanouts, cfg.EvalBatchSize = fo, 40
+				cpu := runP(t, p, cfg, nil)
+				cfg.Device = DeviceCUDA
+				requireSameEvaluation(t, name, cpu, runP(t, p, cfg, nil))
+			})
+		}
+	}
+	t.Run("cora/csr/gcn", func(t *testing.T) {
+		cfg := testConfig(model.KindGCN)
+		cfg.Epochs, cfg.EvalEvery, cfg.FeatureNorm = 2, 1, FeatureNormRow
+		cfg.EvalFanouts, cfg.EvalBatchSize = []int{-1, -1}, 200
+		run := func(cfg Config) *Result {
+			results := make([]*Result, 2)
+			err := inproc.Run(2, inproc.Options{Timeout: 2 * time.Minute}, func(c collective.Comm) error {
+				d, err := Load(c, coraPath, LoadOptions{Partition: PartitionBlock, Format: graph.FeatureCSR, Seed: cfg.Seed})
+				if err != nil {
+					return err
+				}
+				res, err := Run(collective.WithStats(c, nil), d, cfg, Hooks{})
+				results[c.Rank()] = res
+				return err
+			})
+			require.NoError(t, err)
+			return results[0]
+		}
+		cpu := run(cfg)
+		cfg.Device = DeviceCUDA
+		requireSameEvaluation(t, "cora/csr/gcn", cpu, run(cfg))
+	})
+}

@@ -55,6 +55,9 @@ func (r *Result) Final(cfg Config, d *Data, info RunInfo) *metrics.MinibatchFina
 		out.GPUReads = &g
 	}
 	out.DataPath, out.InferDevice = r.DataPath, r.InferDevice
+	if cfg.EvalFanouts != nil {
+		out.Config.EvalFanouts, out.Config.EvalBatchSize = cfg.EvalFanouts, cfg.EvalBatchSize
+	}
 	return out
 }
 

@@ -164,6 +164,9 @@ func (s *stamps) swap(v int64, x int32) int32 {
 // (infer) and returns the validation and test accuracy and the mean
 // validation loss.
 func (t *trainer) evaluate() (evaluation, error) {
+	if t.cfg.EvalFanouts != nil {
+		return t.evaluateSampled()
+	}
 	c := t.c
 	defer collective.SetPhase(c, metrics.PhaseEval)()
 	defer collective.SetPhase(t.lc, metrics.PhaseEval)() // the input layer's fetch

@@ -19,6 +19,7 @@ const (
 	streamDropout                // dropout masks of one minibatch
 	streamSim                    // simulated epochs that score the sim feature cache
 	streamShufflePart            // per-epoch shuffle of one dataset part's training vertices (elastic schedule of a partitioned dataset)
+	streamEvalSample             // neighbour sampling of evaluation (Config.EvalFanouts; one key for every minibatch and rank)
 )
 
 // evenSplit returns the sizes of n items split into k near-equal parts:

@@ -18,6 +18,8 @@ const (
 	SettingCache           Setting = "Cache"           // Config.Cache
 	SettingChunks          Setting = "Chunks"          // FullConfig.Chunks
 	SettingDevice          Setting = "Device"          // Config.Device
+	SettingEvalBatchSize   Setting = "EvalBatchSize"   // Config.EvalBatchSize
+	SettingEvalFanouts     Setting = "EvalFanouts"     // Config.EvalFanouts
 	SettingFanouts         Setting = "Fanouts"         // Config.Fanouts
 	SettingFeatureFormat   Setting = "Format"          // LoadOptions.Format
 	SettingGlobalBatchSize Setting = "GlobalBatchSize" // Config.GlobalBatchSize
@@ -39,7 +41,7 @@ const (
 // a front end that renames them (SettingError.Message) checks its names
 // against it.
 var ErrorSettings = []Setting{
-	SettingBatchSize, SettingC, SettingCache, SettingChunks, SettingDevice, SettingFanouts,
+	SettingBatchSize, SettingC, SettingCache, SettingChunks, SettingDevice, SettingEvalBatchSize, SettingEvalFanouts, SettingFanouts,
 	SettingFeatureFormat, SettingGlobalBatchSize, SettingGradComm, SettingGradDType, SettingLR, SettingMode, SettingModel,
 	SettingNormalize, SettingOptimizer, SettingPartition, SettingSampler, SettingShuffle, SettingSymmetrize, SettingTopology,
 }

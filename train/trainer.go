@@ -138,6 +138,9 @@ type evaluator struct {
 	// fetched at the first evaluation (nil before).
 	haloDeg           []int64
 	valMask, testMask []bool // of rows [d.RowLo, d.RowHi)
+	// evalSampler samples evaluation's minibatches with Config.EvalFanouts
+	// (evalsampled.go), made at the first evaluation.
+	evalSampler sampling.Sampler
 	// inferWhole is set when layer-wise inference computes each layer in
 	// one chunk on the device (wholeOnDevice); inferPlan says which way it
 	// goes there, and why, for the log.
@@ -265,7 +268,7 @@ func newTrainer(c collective.Comm, d *Data, cfg Config) (*trainer, error) {
 	if err := t.openDevice(); err != nil {
 		return nil, err
 	}
-	if evaluates { // after the device opens: inference may run there (wholeOnDevice)
+	if evaluates && cfg.EvalFanouts == nil { // after the device opens: inference may run there (wholeOnDevice)
 		if err := t.planInference(); err != nil {
 			return nil, errors.Join(err, t.closeDevice())
 		}

@@ -95,18 +95,24 @@ func (m *Model) checkInfer(l int, a *sparse.CSR, rows, cols int) error {
 // with no dropout (and, for GAT, no attention dropout), its output
 // downloaded.
 func (m *Model) inferLayer(l int, a *sparse.CSR, in input) (*dense.Matrix, error) {
-	m.keys[l] = dropKey{}
-	if m.layers[l].gat {
-		if err := m.drawGAT(l, a, nil, nil); err != nil {
-			return nil, err
-		}
-	}
-	out, err := m.forwardLayer(l, a, in.x, in.xs)
+	out, err := m.evalLayer(l, a, in.x, in.xs)
 	if err != nil {
 		return nil, err
 	}
 	y := dense.New(int(a.NRows), m.layers[l].fout)
 	return y, cuda.CopyDtoH(m.ctx, y.Data, out)
+}
+
+// evalLayer is forwardLayer in evaluation: no dropout, no attention
+// dropout. It returns the layer's output on the device.
+func (m *Model) evalLayer(l int, a *sparse.CSR, x cuda.DevicePtr, xs *sparse.Matrix[float32]) (cuda.DevicePtr, error) {
+	m.keys[l] = dropKey{}
+	if m.layers[l].gat {
+		if err := m.drawGAT(l, a, nil, nil); err != nil {
+			return 0, err
+		}
+	}
+	return m.forwardLayer(l, a, x, xs)
 }
 
 // InferAggregated computes layer l, a GraphSAGE or GCN layer, in
@@ -160,4 +166,79 @@ func (m *Model) InferAggregated(l int, xdst, agg *dense.Matrix) (*dense.Matrix, 
 		return cuda.CopyDtoH(m.ctx, y.Data, out)
 	})
 	return y, err
+}
+
+// Infer runs the whole model in evaluation (no dropout) on a minibatch's
+// blocks (input layer first, as model.Model.Forward takes them) and its
+// input rows x on the host (uploaded), and returns the output layer's
+// logits on the host, as model.Model.Forward(blocks, x, false, nil) does.
+func (m *Model) Infer(blocks []*sparse.CSR, x *dense.Matrix) (*dense.Matrix, error) {
+	if x.Cols != m.layers[0].fin {
+		return nil, fmt.Errorf("gpu/gnn: input of %d columns for a model of %d inputs", x.Cols, m.layers[0].fin)
+	}
+	var y *dense.Matrix
+	err := m.ctx.Do(func() error {
+		p, err := upload(m, "x", x.Data)
+		if err != nil {
+			return err
+		}
+		y, err = m.infer(blocks, input{x: p, rows: x.Rows})
+		return err
+	})
+	return y, err
+}
+
+// InferDevice is Infer on input rows already on the device (the rows×In
+// row-major float32 matrix at x: what the feature tiers' gather produces).
+func (m *Model) InferDevice(blocks []*sparse.CSR, x cuda.DevicePtr, rows int) (*dense.Matrix, error) {
+	var y *dense.Matrix
+	err := m.ctx.Do(func() (err error) {
+		y, err = m.infer(blocks, input{x: x, rows: rows})
+		return err
+	})
+	return y, err
+}
+
+// InferSparse is Infer on sparse input rows x (Values nil for a pattern),
+// as model.Model.ForwardSparse(blocks, x, false, nil) computes it.
+func (m *Model) InferSparse(blocks []*sparse.CSR, x *sparse.Matrix[float32]) (*dense.Matrix, error) {
+	switch {
+	case x == nil:
+		return nil, errors.New("gpu/gnn: nil sparse input")
+	case x.NCols != int64(m.layers[0].fin):
+		return nil, fmt.Errorf("gpu/gnn: sparse input of %d columns for a model of %d inputs", x.NCols, m.layers[0].fin)
+	case int64(len(x.Indptr)) != x.NRows+1 || x.Indptr[x.NRows] != x.NNZ() || (x.Values != nil && len(x.Values) != len(x.Indices)):
+		return nil, errors.New("gpu/gnn: malformed sparse input")
+	}
+	var y *dense.Matrix
+	err := m.ctx.Do(func() (err error) {
+		y, err = m.infer(blocks, input{rows: int(x.NRows), xs: x})
+		return err
+	})
+	return y, err
+}
+
+// infer is Infer with the context current: every layer's forward with no
+// dropout, the logits downloaded.
+func (m *Model) infer(blocks []*sparse.CSR, in input) (*dense.Matrix, error) {
+	if len(blocks) != len(m.layers) {
+		return nil, fmt.Errorf("gpu/gnn: %d blocks for %d layers", len(blocks), len(m.layers))
+	}
+	ns := in.rows
+	for l, a := range blocks {
+		if int(a.NCols) != ns || a.NRows > a.NCols {
+			return nil, fmt.Errorf("gpu/gnn: block %d is %d×%d; its input has %d rows", l, a.NRows, a.NCols, ns)
+		}
+		ns = int(a.NRows)
+	}
+	x, xs := in.x, in.xs
+	for l, a := range blocks {
+		var err error
+		if x, err = m.evalLayer(l, a, x, xs); err != nil {
+			return nil, err
+		}
+		xs = nil
+	}
+	y := dense.New(ns, m.layers[len(m.layers)-1].fout)
+	return y, cuda.CopyDtoH(m.ctx, y.Data, x)
 }

@@ -172,3 +172,77 @@ func TestInferLayerErrors(t *testing.T) {
 		t.Errorf("sums of the wrong width: got %v", err)
 	}
 }
+
+// The whole model in evaluation on a minibatch's blocks, from host rows,
+// device rows and sparse rows, gives the host model's logits (Forward and
+// ForwardSparse without training), for GraphSAGE, GCN and GAT with dropout
+// set; blocks that do not chain are an error.
+func TestInferMatchesHost(t *testing.T) {
+	c := open(t)
+	const in, hidden, out = 12, 8, 5
+	sizes := []int{40, 17, 6}
+	for _, kind := range model.MinibatchKinds {
+		t.Run(fmt.Sprint(kind), func(t *testing.T) {
+			r := rand.New(rand.NewPCG(9, 4))
+			cfg := model.Config{Kind: kind, In: in, Hidden: hidden, Out: out, Layers: 2, Dropout: 0.5}
+			if kind == model.KindGAT {
+				cfg.Heads, cfg.OutHeads, cfg.AttnDropout = 2, 3, 0.3
+			}
+			host, err := model.New(cfg, rng.New(3, 2), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dm, err := New(c, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer dm.Close()
+			if err := dm.LoadWeights(host.FlattenWeights(nil)); err != nil {
+				t.Fatal(err)
+			}
+			blocks := make([]*sparse.CSR, cfg.Layers)
+			for l := range blocks {
+				blocks[l] = randBlock(r, sizes[l+1], sizes[l])
+				if kind == model.KindGCN {
+					blocks[l] = gcnBlock(r, blocks[l])
+				}
+			}
+			x := dense.New(sizes[0], in)
+			for k := range x.Data {
+				if r.IntN(3) > 0 {
+					x.Data[k] = float32(r.NormFloat64())
+				}
+			}
+			want := host.Forward(blocks, x, false, nil)
+			got, err := dm.Infer(blocks, x)
+			if err != nil {
+				t.Fatal(err)
+			}
+			near(t, "logits (host rows)", got.Data, want.Data, 1e-5)
+			p, err := c.Alloc(int64(len(x.Data)) * 4)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Free(p)
+			if err := cuda.CopyHtoD(c, p, x.Data); err != nil {
+				t.Fatal(err)
+			}
+			if got, err = dm.InferDevice(blocks, p, x.Rows); err != nil {
+				t.Fatal(err)
+			}
+			near(t, "logits (device rows)", got.Data, want.Data, 1e-5)
+			xs := sparse.FromDense(x.Rows, x.Cols, x.Data)
+			want = host.ForwardSparse(blocks, xs, false, nil)
+			if got, err = dm.InferSparse(blocks, xs); err != nil {
+				t.Fatal(err)
+			}
+			near(t, "logits (sparse rows)", got.Data, want.Data, 1e-5)
+			if _, err := dm.Infer(blocks[:1], x); err == nil || !contains(err.Error(), "1 blocks for 2 layers") {
+				t.Errorf("one block for two layers: got %v", err)
+			}
+			if _, err := dm.Infer([]*sparse.CSR{blocks[1], blocks[0]}, x); err == nil || !contains(err.Error(), "block 0 is 6×17; its input has 40 rows") {
+				t.Errorf("blocks that do not chain: got %v", err)
+			}
+		})
+	}
+}

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# bench/evalsampled.sh: evaluation restricted to the validation and test
+# vertices (train --eval-fanouts) against layer-wise inference over every
+# vertex, side by side in one run, on a papers100M-like graph (gnnmpi gen
+# papers: 0.3% of the vertices are validation and test vertices, as in
+# ogbn-papers100M). For each rank count in NPS (default "1 2"; under
+# mpirun above 1) and each evaluation (layer-wise; --eval-fanouts -1,-1,
+# the vertices' whole receptive fields, exact; --eval-fanouts 15,10, a
+# sample), REPS times alternating (default 2): train EPOCHS epochs
+# (default 2), evaluating after each, and record the median evaluation
+# seconds, the accuracies of the last, the evaluation's bytes per epoch
+# and the peak RSS of rank 0.
+#
+#   bench/evalsampled.sh BIN OUTCSV
+#
+# NODES (default 1000000) sizes the graph; it is generated once into
+# bench/out/evalsampled.
+set -euo pipefail
+bin=$1 csv=$2
+NODES=${NODES:-1000000} NPS=${NPS:-1 2} REPS=${REPS:-2} EPOCHS=${EPOCHS:-2}
+cd "$(dirname "$0")/.."
+data=bench/out/evalsampled/papers$NODES
+if [ ! -d "$data" ]; then
+	mkdir -p bench/out/evalsampled
+	"$bin" gen papers --nodes "$NODES" --degree 15 --features 128 --out "$data" >&2
+fi
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+commit=$(git rev-parse --short HEAD)
+echo "nodes,np,evaluation,rep,epochs,median_eval_s,val_acc,test_acc,eval_bytes_per_epoch,peak_rss_bytes_rank0,median_epoch_s,loadavg_start,commit" >"$csv"
+for rep in $(seq "$REPS"); do
+	for np in $NPS; do
+		for ev in layerwise all sampled; do
+			args=()
+			case $ev in
+			all) args=(--eval-fanouts=-1,-1) ;;
+			sampled) args=(--eval-fanouts=15,10) ;;
+			esac
+			run=("$bin" --metrics "$work/m.jsonl" train --data "$data" --epochs "$EPOCHS" --eval-every 1
+				--fanouts 15,10 --batch-size 1024 --hidden 128 "${args[@]}")
+			[ "$np" -gt 1 ] && run=(mpirun -np "$np" --bind-to none "${run[@]}")
+			load=$(cut -d' ' -f1 /proc/loadavg)
+			rm -f "$work/m.jsonl"
+			echo "== np $np, $ev, rep $rep (load $load)" >&2
+			"${run[@]}" >"$work/log" 2>&1 || {
+				tail -5 "$work/log" >&2
+				exit 1
+			}
+			python3 - "$work/m.jsonl" "$NODES" "$np" "$ev" "$rep" "$load" "$commit" >>"$csv" <<'PY'
+import json, statistics, sys
+path, nodes, np_, ev, rep, load, commit = sys.argv[1:]
+recs = [json.loads(l) for l in open(path) if l.strip()]
+eps = [r for r in recs if "epoch" in r and r.get("val_acc") is not None]
+fin = next(r for r in recs if r.get("final"))
+evs = [r["phase_s"]["eval"] for r in eps]
+eb = statistics.mean(r["bytes"].get("eval", 0) for r in eps)
+print(",".join(str(x) for x in [nodes, np_, ev, rep, len(eps), round(statistics.median(evs), 4), round(eps[-1]["val_acc"], 4),
+    round(eps[-1]["test_acc"], 4), int(eb), fin["peak_rss_bytes"][0], round(fin["median_epoch_s"], 4), load, commit]))
+PY
+			tail -n 1 "$csv" >&2
+		done
+	done
+done
