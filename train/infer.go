@@ -161,8 +161,9 @@ func (s *stamps) swap(v int64, x int32) int32 {
 }
 
 // evaluate runs exact layer-wise full-neighbour inference over every vertex
-// (infer) and returns the validation and test accuracy and the mean
-// validation loss.
+// (infer), or with Config.EvalFanouts evaluates the validation and test
+// vertices alone (evaluateSampled), and returns the validation and test
+// accuracy and the mean validation loss.
 func (t *trainer) evaluate() (evaluation, error) {
 	if t.cfg.EvalFanouts != nil {
 		return t.evaluateSampled()
