@@ -120,21 +120,6 @@ func testDeviceMatchesCPU(t *testing.T, dt alltoall.DType) {
 // degrees fetched from their owners).
 func TestDeviceModelsMatchCPU(t *testing.T) {
 	useFakeGPU(t)
-	run := func(p int, cfg Config, format graph.FeatureFormat) *Result {
-		t.Helper()
-		results := make([]*Result, p)
-		err := inproc.Run(p, inproc.Options{Timeout: 2 * time.Minute}, func(c collective.Comm) error {
-			d, err := Load(c, coraPath, LoadOptions{Partition: PartitionBlock, Format: format, Seed: cfg.Seed})
-			if err != nil {
-				return err
-			}
-			res, err := Run(collective.WithStats(c, nil), d, cfg, Hooks{})
-			results[c.Rank()] = res
-			return err
-		})
-		require.NoError(t, err)
-		return results[0]
-	}
 	for _, tc := range []struct {
 		kind   model.Kind
 		format graph.FeatureFormat
@@ -155,10 +140,10 @@ func TestDeviceModelsMatchCPU(t *testing.T) {
 				if tc.kind == model.KindGAT {
 					require.Positive(t, cfg.Model.AttnDropout, "attention dropout on")
 				}
-				cpu := run(p, cfg, tc.format)
+				cpu := runCora(t, p, cfg, tc.format)
 				want := losses(cpu)
 				cfg.Device = DeviceCUDA
-				gpu := run(p, cfg, tc.format)
+				gpu := runCora(t, p, cfg, tc.format)
 				got := losses(gpu)
 				t.Logf("losses cpu %v gpu %v", want, got)
 				require.Len(t, got, len(want))
@@ -172,7 +157,7 @@ func TestDeviceModelsMatchCPU(t *testing.T) {
 					// halo in pieces, the layer from the sums), not one
 					// chunk per layer.
 					chunkedOnDevice = true
-					chunked := run(p, cfg, tc.format)
+					chunked := runCora(t, p, cfg, tc.format)
 					chunkedOnDevice = false
 					require.Equal(t, got, losses(chunked))
 					requireSameEvaluation(t, name+" (chunked)", cpu, chunked)
@@ -341,22 +326,26 @@ func TestDeviceEvalSampled(t *testing.T) {
 		cfg := testConfig(model.KindGCN)
 		cfg.Epochs, cfg.EvalEvery, cfg.FeatureNorm = 2, 1, FeatureNormRow
 		cfg.EvalFanouts, cfg.EvalBatchSize = []int{-1, -1}, 200
-		run := func(cfg Config) *Result {
-			results := make([]*Result, 2)
-			err := inproc.Run(2, inproc.Options{Timeout: 2 * time.Minute}, func(c collective.Comm) error {
-				d, err := Load(c, coraPath, LoadOptions{Partition: PartitionBlock, Format: graph.FeatureCSR, Seed: cfg.Seed})
-				if err != nil {
-					return err
-				}
-				res, err := Run(collective.WithStats(c, nil), d, cfg, Hooks{})
-				results[c.Rank()] = res
-				return err
-			})
-			require.NoError(t, err)
-			return results[0]
-		}
-		cpu := run(cfg)
+		cpu := runCora(t, 2, cfg, graph.FeatureCSR)
 		cfg.Device = DeviceCUDA
-		requireSameEvaluation(t, "cora/csr/gcn", cpu, run(cfg))
+		requireSameEvaluation(t, "cora/csr/gcn", cpu, runCora(t, 2, cfg, graph.FeatureCSR))
 	})
+}
+
+// runCora trains cfg on Cora, its rows in the feature format format, on p
+// in-process ranks (block partition) and returns rank 0's result.
+func runCora(t *testing.T, p int, cfg Config, format graph.FeatureFormat) *Result {
+	t.Helper()
+	results := make([]*Result, p)
+	err := inproc.Run(p, inproc.Options{Timeout: 2 * time.Minute}, func(c collective.Comm) error {
+		d, err := Load(c, coraPath, LoadOptions{Partition: PartitionBlock, Format: format, Seed: cfg.Seed})
+		if err != nil {
+			return err
+		}
+		res, err := Run(collective.WithStats(c, nil), d, cfg, Hooks{})
+		results[c.Rank()] = res
+		return err
+	})
+	require.NoError(t, err)
+	return results[0]
 }

@@ -5,7 +5,6 @@ import (
 	"gnnmpi/dense"
 	"gnnmpi/internal/rng"
 	"gnnmpi/metrics"
-	"gnnmpi/model"
 	"gnnmpi/sampling"
 )
 
@@ -52,41 +51,19 @@ func (t *trainer) evaluateSampled() (evaluation, error) {
 	}
 	key := rng.Mix(t.cfg.Seed, streamEvalSample)
 	buf := t.spare()
-	var valHits, val, testHits, test, valLoss float64
+	var sc scores
 	for b := range int(rounds[0]) {
 		seeds := targets[min(b*bs, len(targets)):min((b+1)*bs, len(targets))]
 		logits, err := t.evalBatch(buf, seeds, key)
 		if err != nil {
 			return evaluation{}, err
 		}
-		for k, pred := range model.Argmax(logits) {
-			g := seeds[k]
-			hit := 0.0
-			if pred == t.d.Label(g) {
-				hit = 1
-			}
-			if t.valMask[g-t.d.RowLo] {
-				valHits += hit
-				val++
-				valLoss += model.CrossEntropy(logits.Row(k), t.d.Label(g))
-			}
-			if t.testMask[g-t.d.RowLo] {
-				testHits += hit
-				test++
-			}
-		}
+		t.score(&sc, seeds, logits)
 	}
 	if err := t.releaseInference(); err != nil {
 		return evaluation{}, err
 	}
-	if err := collective.AllreduceVars(c, collective.Sum, &valHits, &val, &testHits, &test, &valLoss); err != nil {
-		return evaluation{}, err
-	}
-	return evaluation{
-		ValAcc:  valHits / max(val, 1),
-		ValLoss: valLoss / max(val, 1),
-		TestAcc: testHits / max(test, 1),
-	}, nil
+	return sc.evaluation(c)
 }
 
 // evalBatch samples the minibatch of seeds with key, fetches its input

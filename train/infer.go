@@ -177,30 +177,46 @@ func (t *trainer) evaluate() (evaluation, error) {
 	if err != nil {
 		return evaluation{}, err
 	}
-	var valHits, val, testHits, test, valLoss float64
-	for k, pred := range model.Argmax(h) {
-		g := owned[k]
+	var sc scores
+	t.score(&sc, owned, h)
+	return sc.evaluation(c)
+}
+
+// scores are the sums of an evaluation on a rank: hits and counts of the
+// validation and test vertices, and the validation loss.
+type scores struct{ valHits, val, testHits, test, valLoss float64 }
+
+// score adds to sc the predictions of logits for the vertices ids, one row
+// each.
+func (t *trainer) score(sc *scores, ids []int64, logits *dense.Matrix) {
+	for k, pred := range model.Argmax(logits) {
+		g := ids[k]
 		hit := 0.0
 		if pred == t.d.Label(g) {
 			hit = 1
 		}
 		if t.valMask[g-t.d.RowLo] {
-			valHits += hit
-			val++
-			valLoss += model.CrossEntropy(h.Data[k*h.Cols:(k+1)*h.Cols], t.d.Label(g))
+			sc.valHits += hit
+			sc.val++
+			sc.valLoss += model.CrossEntropy(logits.Row(k), t.d.Label(g))
 		}
 		if t.testMask[g-t.d.RowLo] {
-			testHits += hit
-			test++
+			sc.testHits += hit
+			sc.test++
 		}
 	}
-	if err := collective.AllreduceVars(c, collective.Sum, &valHits, &val, &testHits, &test, &valLoss); err != nil {
+}
+
+// evaluation sums sc over the ranks of c and returns the accuracies and
+// the mean validation loss. It is collective over c.
+func (sc *scores) evaluation(c collective.Comm) (evaluation, error) {
+	if err := collective.AllreduceVars(c, collective.Sum, &sc.valHits, &sc.val, &sc.testHits, &sc.test, &sc.valLoss); err != nil {
 		return evaluation{}, err
 	}
 	return evaluation{
-		ValAcc:  valHits / max(val, 1),
-		ValLoss: valLoss / max(val, 1),
-		TestAcc: testHits / max(test, 1),
+		ValAcc:  sc.valHits / max(sc.val, 1),
+		ValLoss: sc.valLoss / max(sc.val, 1),
+		TestAcc: sc.testHits / max(sc.test, 1),
 	}, nil
 }
 

@@ -33,6 +33,18 @@ def is_gnn(path):
         return False
 
 
+def pick_split(where, names, split):
+    """The split to use among names: split, or the first when None; exits
+    with a message naming where when there is none or it is not there."""
+    if split is None:
+        if not names:
+            sys.exit(f"{where}: no splits")
+        split = names[0]
+    if split not in names:
+        sys.exit(f"{where}: no split {split!r} (have {', '.join(names)})")
+    return split
+
+
 def load(path, split):
     with open(path, "rb") as f:
         head = f.read(64)
@@ -76,12 +88,6 @@ def load(path, split):
     else:
         feat = np.array(section("features"), dtype=np.float32).reshape(n, meta["num_features"])
     labels = np.array(section("labels"), dtype=np.int64)
-    names = [s["name"] for s in meta.get("splits", [])]
-    if split is None:
-        if not names:
-            sys.exit(f"{path}: no splits")
-        split = names[0]
-    if split not in names:
-        sys.exit(f"{path}: no split {split!r} (have {', '.join(names)})")
+    split = pick_split(path, [s["name"] for s in meta.get("splits", [])], split)
     parts = {k: np.sort(np.asarray(section(f"split/{split}/{k}"), dtype=np.int64)) for k in ("train", "valid", "test")}
     return indptr, indices, feat, labels, parts, split

@@ -164,13 +164,7 @@ def load(data_dir, split):
     if labels.size != n:
         sys.exit(f"{find_table(raw, 'node-label')}: {labels.size} labels, but num-node-list declares {n} nodes")
     sdir = os.path.join(data_dir, "split")
-    names = sorted(os.listdir(sdir)) if os.path.isdir(sdir) else []
-    if split is None:
-        if not names:
-            sys.exit(f"{sdir}: no splits")
-        split = names[0]
-    if split not in names:
-        sys.exit(f"{sdir}: no split {split!r} (have {', '.join(names)})")
+    split = gnnfile.pick_split(sdir, sorted(os.listdir(sdir)) if os.path.isdir(sdir) else [], split)
     parts = {k: np.sort(read_ints(find_table(os.path.join(sdir, split), k))) for k in ("train", "valid", "test")}
     return indptr, dst, feat, labels, parts, split
 

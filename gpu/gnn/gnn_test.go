@@ -109,12 +109,7 @@ func TestStepMatchesHost(t *testing.T) {
 				blocks[l] = gcnBlock(r, blocks[l])
 			}
 		}
-		x := dense.New(sizes[0], in)
-		for k := range x.Data {
-			if r.IntN(3) > 0 {
-				x.Data[k] = float32(r.NormFloat64())
-			}
-		}
+		x := randInput(r, sizes[0], in)
 		xs := sparse.FromDense(x.Rows, x.Cols, x.Data)
 		labels := make([]int32, 6)
 		for k := range labels {

@@ -23,22 +23,7 @@ func TestInferLayerMatchesHost(t *testing.T) {
 	for _, kind := range model.MinibatchKinds {
 		t.Run(fmt.Sprint(kind), func(t *testing.T) {
 			r := rand.New(rand.NewPCG(7, 3))
-			cfg := model.Config{Kind: kind, In: in, Hidden: hidden, Out: out, Layers: 3, Dropout: 0.4}
-			if kind == model.KindGAT {
-				cfg.Heads, cfg.OutHeads, cfg.AttnDropout = 2, 3, 0.3
-			}
-			host, err := model.New(cfg, rng.New(1, 2), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			dm, err := New(c, cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer dm.Close()
-			if err := dm.LoadWeights(host.FlattenWeights(nil)); err != nil {
-				t.Fatal(err)
-			}
+			cfg, host, dm := evalModels(t, c, kind, in, hidden, out, 3)
 			// Blocks of a chunk: 9 destinations, 30 sources (the
 			// destinations first); a second chunk of other sizes.
 			block := func(nd, ns int) *sparse.CSR {
@@ -48,15 +33,7 @@ func TestInferLayerMatchesHost(t *testing.T) {
 				}
 				return a
 			}
-			input := func(rows, cols int) *dense.Matrix {
-				x := dense.New(rows, cols)
-				for k := range x.Data {
-					if r.IntN(3) > 0 {
-						x.Data[k] = float32(r.NormFloat64())
-					}
-				}
-				return x
-			}
+			input := func(rows, cols int) *dense.Matrix { return randInput(r, rows, cols) }
 			for _, sz := range [][2]int{{9, 30}, {20, 21}, {3, 3}} {
 				nd, ns := sz[0], sz[1]
 				fin := in
@@ -184,22 +161,7 @@ func TestInferMatchesHost(t *testing.T) {
 	for _, kind := range model.MinibatchKinds {
 		t.Run(fmt.Sprint(kind), func(t *testing.T) {
 			r := rand.New(rand.NewPCG(9, 4))
-			cfg := model.Config{Kind: kind, In: in, Hidden: hidden, Out: out, Layers: 2, Dropout: 0.5}
-			if kind == model.KindGAT {
-				cfg.Heads, cfg.OutHeads, cfg.AttnDropout = 2, 3, 0.3
-			}
-			host, err := model.New(cfg, rng.New(3, 2), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			dm, err := New(c, cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer dm.Close()
-			if err := dm.LoadWeights(host.FlattenWeights(nil)); err != nil {
-				t.Fatal(err)
-			}
+			cfg, host, dm := evalModels(t, c, kind, in, hidden, out, 2)
 			blocks := make([]*sparse.CSR, cfg.Layers)
 			for l := range blocks {
 				blocks[l] = randBlock(r, sizes[l+1], sizes[l])
@@ -207,12 +169,7 @@ func TestInferMatchesHost(t *testing.T) {
 					blocks[l] = gcnBlock(r, blocks[l])
 				}
 			}
-			x := dense.New(sizes[0], in)
-			for k := range x.Data {
-				if r.IntN(3) > 0 {
-					x.Data[k] = float32(r.NormFloat64())
-				}
-			}
+			x := randInput(r, sizes[0], in)
 			want := host.Forward(blocks, x, false, nil)
 			got, err := dm.Infer(blocks, x)
 			if err != nil {
@@ -245,4 +202,40 @@ func TestInferMatchesHost(t *testing.T) {
 			}
 		})
 	}
+}
+
+// evalModels returns a model of kind with dropout (GAT: two heads, three
+// in the output layer, attention dropout) on the host and the same weights
+// on the device, closed when t ends.
+func evalModels(t *testing.T, c *cuda.Context, kind model.Kind, in, hidden, out, layers int) (model.Config, *model.Model, *Model) {
+	t.Helper()
+	cfg := model.Config{Kind: kind, In: in, Hidden: hidden, Out: out, Layers: layers, Dropout: 0.4}
+	if kind == model.KindGAT {
+		cfg.Heads, cfg.OutHeads, cfg.AttnDropout = 2, 3, 0.3
+	}
+	host, err := model.New(cfg, rng.New(1, 2), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dm, err := New(c, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dm.Close() })
+	if err := dm.LoadWeights(host.FlattenWeights(nil)); err != nil {
+		t.Fatal(err)
+	}
+	return cfg, host, dm
+}
+
+// randInput returns rows×cols input rows, a third of them zero, the rest
+// normal.
+func randInput(r *rand.Rand, rows, cols int) *dense.Matrix {
+	x := dense.New(rows, cols)
+	for k := range x.Data {
+		if r.IntN(3) > 0 {
+			x.Data[k] = float32(r.NormFloat64())
+		}
+	}
+	return x
 }
