@@ -3,6 +3,7 @@ package train
 import (
 	"fmt"
 	"math"
+	"slices"
 	"unsafe"
 
 	"gnnmpi/alltoall"
@@ -77,7 +78,7 @@ func (s featShape) rowBytes(dtype alltoall.DType) float64 {
 
 // estimateFootprint returns what a minibatch trainer of cfg (whose model
 // has In and Out set) will allocate on a rank whose feature rows have
-// shape feat, with n vertices in the graph, evalRows vertices to compute
+// shape feat, with n vertices in the graph of mean degree meanDeg, evalRows vertices to compute
 // in layer-wise inference (haloRows of them not its own: the halo, which
 // a layer computed in several chunks fetches once), cacheRows cached rows
 // and norm the feature normalisation. It returns an error if cfg.Model is
@@ -88,7 +89,12 @@ func (s featShape) rowBytes(dtype alltoall.DType) float64 {
 // the input. A minibatch's sampled rows are bounded hop by hop by
 // sampledRows; Slack bounds them by the batch times the product of
 // (fanout + 1) and by n instead.
-func estimateFootprint(cfg Config, feat featShape, n, evalRows, haloRows, cacheRows int64, norm FeatureNorm) (footprint, error) {
+//
+// With cfg.EvalFanouts, evaluation holds one of its minibatches (one
+// slot, EvalBatchSize seeds) instead of layer-wise inference's buffers,
+// counted as a training minibatch of those fanouts, all neighbours (−1)
+// counting as meanDeg draws a vertex.
+func estimateFootprint(cfg Config, feat featShape, n int64, meanDeg float64, evalRows, haloRows, cacheRows int64, norm FeatureNorm) (footprint, error) {
 	var f footprint
 	params, err := cfg.Model.NumParams()
 	if err != nil {
@@ -145,6 +151,17 @@ func estimateFootprint(cfg Config, feat featShape, n, evalRows, haloRows, cacheR
 	chunk := min(sat.Mul(cfg.EvalMemory, 4), int64(row*float64(n)))
 	if !sparse {
 		chunk = min(sat.Mul(evalChunkValues(cfg.EvalMemory, feat), 4), int64(row*float64(n)))
+	}
+	if cfg.EvalEvery > 0 && cfg.EvalFanouts != nil {
+		ev := cfg
+		ev.BatchSize, ev.Fanouts = cfg.EvalBatchSize, slices.Clone(cfg.EvalFanouts)
+		for h, k := range ev.Fanouts {
+			if k < 0 {
+				ev.Fanouts[h] = max(int(math.Ceil(meanDeg)), 1)
+			}
+		}
+		f.Infer, _, _ = batchBytes(ev, widths, sparse, row, 1, sampledRows(ev, n, true))
+		return f, nil
 	}
 	if cfg.EvalEvery > 0 {
 		f.Infer = sat.Add(sat.Mul(evalRows, sat.Mul(wide, 4)), sat.Mul(2, chunk))
@@ -292,7 +309,8 @@ func evalChunkValues(evalMemory int64, feat featShape) int64 {
 // into the store count twice in it, so it errs high by about the store).
 func checkFootprint(c collective.Comm, d *Data, cfg Config, norm FeatureNorm, evalRows, haloRows int64) (footprint, string, error) {
 	shape := featShapeOf(d)
-	f, err := estimateFootprint(cfg, shape, d.NumNodes(), evalRows, haloRows, int64(cacheRows(cfg.CacheFrac, d.Book.NumNodes(), d.Book.Parts)), norm)
+	meanDeg := float64(d.Adj.NNZ()) / float64(max(d.Adj.NRows, 1))
+	f, err := estimateFootprint(cfg, shape, d.NumNodes(), meanDeg, evalRows, haloRows, int64(cacheRows(cfg.CacheFrac, d.Book.NumNodes(), d.Book.Parts)), norm)
 	if err != nil { // the same configuration on every rank: all fail alike
 		return footprint{}, "", err
 	}

@@ -132,7 +132,7 @@ func TestEstimateFootprint(t *testing.T) {
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := estimateFootprint(tc.cfg, tc.feat, 20, 10, 0, 2, tc.norm)
+			got, err := estimateFootprint(tc.cfg, tc.feat, 20, 0, 10, 0, 2, tc.norm)
 			require.NoError(t, err)
 			require.Equal(t, tc.want, got)
 			// Inference runs after releaseTraining: beside Held, not Batch.
@@ -159,7 +159,7 @@ func TestEstimateFootprint(t *testing.T) {
 			// Halo rows add one row each at the widest layer input: the
 			// features' row (plus its offset) or a hidden output (every
 			// case's halo fits in its chunk bound), or the pieces if more.
-			halo, err := estimateFootprint(tc.cfg, tc.feat, 20, 10, 3, 2, tc.norm)
+			halo, err := estimateFootprint(tc.cfg, tc.feat, 20, 0, 10, 3, 2, tc.norm)
 			require.NoError(t, err)
 			widest := int64(tc.feat.rowBytes(tc.cfg.FeatureDType)) + 8
 			for _, w := range layerWidths(tc.cfg.Model)[:tc.cfg.Model.Layers-1] {
@@ -176,7 +176,7 @@ func TestEstimateFootprint(t *testing.T) {
 			// SAGE fetches it in pieces, GAT's chunks their own inputs.
 			small := tc.cfg
 			small.EvalMemory = 2
-			over, err := estimateFootprint(small, tc.feat, 20, 10, 3, 2, tc.norm)
+			over, err := estimateFootprint(small, tc.feat, 20, 0, 10, 3, 2, tc.norm)
 			require.NoError(t, err)
 			require.Equal(t, pieces(2), over.Halo)
 		})
@@ -248,25 +248,25 @@ func TestSampledRows(t *testing.T) {
 func TestEstimateFootprintSaturatesAndRejects(t *testing.T) {
 	cfg := Config{Model: model.Config{Kind: model.KindSAGE, In: 8415, Hidden: 100_000_000, Out: 5, Layers: 2}, Fanouts: []int{15, 10}, BatchSize: 1024}
 	cfg.Optimizer, cfg.EvalEvery, cfg.EvalMemory = model.OptimizerAdam, 1, 1<<30
-	f, err := estimateFootprint(cfg, featShape{rows: 34493, cols: 8415, nnz: 11_000_000}, 34493, 34493, 0, 0, FeatureNormRow)
+	f, err := estimateFootprint(cfg, featShape{rows: 34493, cols: 8415, nnz: 11_000_000}, 34493, 0, 34493, 0, 0, FeatureNormRow)
 	require.NoError(t, err)
 	require.Greater(t, f.Model, int64(1)<<43, "2·8415·1e8 weights, 24 bytes each")
 
 	// 2·2e9·2e9 weights fit an int64, their 24 bytes each do not.
 	cfg.Model.In, cfg.Model.Hidden = 2_000_000_000, 2_000_000_000
-	f, err = estimateFootprint(cfg, featShape{rows: 10, cols: 2_000_000_000, nnz: 100}, 10, 10, 0, 0, FeatureNormNone)
+	f, err = estimateFootprint(cfg, featShape{rows: 10, cols: 2_000_000_000, nnz: 100}, 10, 0, 10, 0, 0, FeatureNormNone)
 	require.NoError(t, err)
 	require.Equal(t, int64(math.MaxInt64), f.Model)
 	require.Equal(t, int64(math.MaxInt64), f.Total())
 
 	cfg.Model.Heads = 1_000_000
 	cfg.Model.Kind, cfg.Model.Hidden = model.KindGAT, 8
-	f, err = estimateFootprint(cfg, featShape{rows: 10, cols: 8415, nnz: 100}, 10, 10, 0, 0, FeatureNormNone)
+	f, err = estimateFootprint(cfg, featShape{rows: 10, cols: 8415, nnz: 100}, 10, 0, 10, 0, 0, FeatureNormNone)
 	require.NoError(t, err)
 	require.Greater(t, f.Model, int64(8415*8_000_000*24-1), "W alone: 8415·1e6·8 weights")
 
 	cfg.Model.Layers = 0
-	_, err = estimateFootprint(cfg, featShape{rows: 10, cols: 8415, nnz: 100}, 10, 10, 0, 0, FeatureNormNone)
+	_, err = estimateFootprint(cfg, featShape{rows: 10, cols: 8415, nnz: 100}, 10, 0, 10, 0, 0, FeatureNormNone)
 	require.Error(t, err)
 }
 
@@ -312,4 +312,35 @@ func TestHeapLimit(t *testing.T) {
 			require.Equal(t, tc.want, heapLimit(tc.state, tc.mapped, tc.other, tc.batch, tc.cur))
 		})
 	}
+}
+
+// With evaluation by sampling, inference's estimate is one evaluation
+// minibatch: no halo, independent of the vertices layer-wise inference
+// would compute, growing with the batch, all neighbours counted as the
+// mean degree's draws, and far below layer-wise inference's on a graph
+// of papers100M's size.
+func TestEstimateFootprintEvalFanouts(t *testing.T) {
+	cfg := Config{Model: model.Config{Kind: model.KindSAGE, In: 128, Hidden: 128, Out: 172, Layers: 2}, Fanouts: []int{15, 10}, BatchSize: 1024}
+	cfg.Optimizer, cfg.EvalEvery, cfg.EvalMemory = model.OptimizerAdam, 1, 64<<20
+	feat := featShape{rows: 100_000_000, cols: 128, nnz: -1}
+	const n, deg = 100_000_000, 15.0
+	layerwise, err := estimateFootprint(cfg, feat, n, deg, n, 50_000, 0, FeatureNormNone)
+	require.NoError(t, err)
+	cfg.EvalFanouts, cfg.EvalBatchSize = []int{-1, -1}, 4096
+	all, err := estimateFootprint(cfg, feat, n, deg, n, 50_000, 0, FeatureNormNone)
+	require.NoError(t, err)
+	require.Zero(t, all.Halo)
+	require.Less(t, all.Infer, layerwise.Infer/2)
+	fewer, err := estimateFootprint(cfg, feat, n, deg, n/2, 0, 0, FeatureNormNone)
+	require.NoError(t, err)
+	require.Equal(t, all.Infer, fewer.Infer, "the vertices layer-wise inference computes do not count")
+	cfg.EvalFanouts = []int{15, 15}
+	fifteen, err := estimateFootprint(cfg, feat, n, deg, n, 50_000, 0, FeatureNormNone)
+	require.NoError(t, err)
+	require.Equal(t, all.Infer, fifteen.Infer, "-1 counts as the mean degree's draws")
+	cfg.EvalBatchSize = 8192
+	bigger, err := estimateFootprint(cfg, feat, n, deg, n, 50_000, 0, FeatureNormNone)
+	require.NoError(t, err)
+	require.Greater(t, bigger.Infer, fifteen.Infer)
+	require.Equal(t, all.Batch, bigger.Batch, "training's minibatches are the same")
 }
