@@ -9,7 +9,11 @@
 # sample), REPS times alternating (default 2): train EPOCHS epochs
 # (default 2), evaluating after each, and record the median evaluation
 # seconds, the accuracies of the last, the evaluation's bytes per epoch
-# and the peak RSS of rank 0.
+# and the peak RSS of rank 0. Then, on one rank, `gnnmpi infer --split
+# test` of a model trained there (--save-model), layer-wise and with
+# --eval-fanouts=-1,-1, REPS times alternating, into OUTCSV's sibling
+# OUTCSV-infer.csv: the command's wall seconds (loading included), and
+# whether the predictions are the same.
 #
 #   bench/evalsampled.sh BIN OUTCSV
 #
@@ -17,7 +21,7 @@
 # bench/out/evalsampled.
 set -euo pipefail
 bin=$1 csv=$2
-NODES=${NODES:-1000000} NPS=${NPS:-1 2} REPS=${REPS:-2} EPOCHS=${EPOCHS:-2}
+NODES=${NODES:-1000000} NPS=${NPS-1 2} REPS=${REPS:-2} EPOCHS=${EPOCHS:-2}
 cd "$(dirname "$0")/.."
 data=bench/out/evalsampled/papers$NODES
 if [ ! -d "$data" ]; then
@@ -60,5 +64,35 @@ print(",".join(str(x) for x in [nodes, np_, ev, rep, len(eps), round(statistics.
 PY
 			tail -n 1 "$csv" >&2
 		done
+	done
+done
+icsv=${csv%.csv}-infer.csv
+echo "nodes,np,inference,rep,wall_s,test_vertices,same_predictions,loadavg_start,commit" >"$icsv"
+"$bin" train --data "$data" --epochs 1 --fanouts 15,10 --batch-size 1024 --hidden 128 --eval-every 0 \
+	--save-model "$work/m.safetensors" >"$work/log" 2>&1 || {
+	tail -5 "$work/log" >&2
+	exit 1
+}
+for rep in $(seq "$REPS"); do
+	for inf in layerwise all; do
+		args=()
+		[ "$inf" = all ] && args=(--eval-fanouts=-1,-1)
+		load=$(cut -d' ' -f1 /proc/loadavg)
+		s=$(date +%s.%N)
+		"$bin" infer --model "$work/m.safetensors" --data "$data" --split test --out "$work/$inf.npy" "${args[@]}" >"$work/log" 2>&1 || {
+			tail -5 "$work/log" >&2
+			exit 1
+		}
+		wall=$(echo "$(date +%s.%N) - $s" | bc)
+		/usr/bin/python3 - "$work" "$NODES" "$inf" "$rep" "$wall" "$load" "$commit" >>"$icsv" <<'PY'
+import os, sys
+import numpy as np
+work, nodes, inf, rep, wall, load, commit = sys.argv[1:]
+got = np.load(os.path.join(work, inf + ".npy"))
+other = os.path.join(work, "layerwise.npy")
+same = bool(np.array_equal(got, np.load(other))) if os.path.exists(other) else ""
+print(",".join(str(x) for x in [nodes, 1, inf, rep, round(float(wall), 3), got.size, same, load, commit]))
+PY
+		tail -n 1 "$icsv" >&2
 	done
 done

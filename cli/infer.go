@@ -28,7 +28,7 @@ func inferCmd() *Command {
 	return &Command{
 		Name:    "infer",
 		Summary: "run a saved model (train --save-model, export) over a dataset by the evaluation's exact layer-wise inference; write predictions, scores or a layer's embeddings as .npy in original vertex ids (docs/data-formats.md)",
-		Usage:   "--model FILE.safetensors --data PATH [--out preds.npy] [--scores scores.npy] [--embeddings emb.npy --layer K] [--split all|train|valid|test] [flags]",
+		Usage:   "--model FILE.safetensors --data PATH [--out preds.npy] [--scores scores.npy] [--embeddings emb.npy --layer K] [--split all|train|valid|test [--eval-fanouts -1,-1]] [flags]",
 		Flags: func(fs *flag.FlagSet) func(*Env) error {
 			d := train.Defaults(model.KindSAGE, train.ModeMinibatch).Minibatch
 			modelPath := fs.String("model", "", "safetensors model file (train --save-model or gnnmpi export)")
@@ -45,6 +45,8 @@ func inferCmd() *Command {
 			dtype := enumVar(fs, "feature-dtype", d.FeatureDType, train.ParseFeatureDType, "feature storage and wire type: f32 or f16")
 			norm := fs.String("feature-norm", "", "input features: row, none or auto (default: the normalisation the model file records, which training applied)")
 			evalMem := fs.Int64("eval-memory", d.EvalMemory*4>>20, "MiB of gathered inputs per chunk of layer-wise inference (as train's)")
+			evalFanouts := fs.String("eval-fanouts", "", "compute only the --split vertices, by sampling their receptive fields with these fanouts (one per layer, from the vertices; -1: all neighbours, exact), in minibatches of --eval-batch-size, instead of layer-wise inference over every vertex; --embeddings then writes the last layer only")
+			evalBatch := fs.Int("eval-batch-size", d.EvalBatchSize, "seeds per rank per minibatch of --eval-fanouts")
 			sym := fs.Bool("symmetrize", false, "add the reverse of every edge on load, as train --symmetrize")
 			seed := fs.Uint64("seed", d.Seed, "random seed of the partition (METIS), as train's")
 			return func(env *Env) error {
@@ -71,6 +73,12 @@ func inferCmd() *Command {
 				cfg := d
 				cfg.Replication, cfg.Seed, cfg.FeatureDType = *repl, *seed, *dtype
 				cfg.EvalMemory = *evalMem << 20 / 4
+				if *evalFanouts != "" {
+					if cfg.EvalFanouts, err = parseInts(*evalFanouts); err != nil {
+						return fmt.Errorf("infer: --eval-fanouts %q: %w", *evalFanouts, err)
+					}
+				}
+				cfg.EvalBatchSize = *evalBatch
 				cfg.FeatureNorm = sm.Info.FeatureNorm
 				if *norm != "" {
 					if cfg.FeatureNorm, err = train.ParseFeatureNorm(*norm); err != nil {
@@ -124,7 +132,11 @@ func runInfer(env *Env, path string, lo train.LoadOptions, cfg train.Config, sm 
 	}
 	env.Printf("inferring with the %s model of %s (%d layers, epoch %d, feature norm %s) on %s, %d ranks\n",
 		sm.Config.Kind, o.model, L, sm.Info.BestEpoch, cfg.FeatureNorm, d.Name, c.Size())
-	inf, err := train.Infer(c, d, sm, cfg, embed, func(l int) {
+	var only []int64 // with --eval-fanouts, the --split vertices alone
+	if cfg.EvalFanouts != nil {
+		only = splitSet(d, o.split)
+	}
+	inf, err := train.Infer(c, d, sm, cfg, embed, only, func(l int) {
 		if c.Rank() == 0 {
 			env.Progress("inference: layer %d of %d done", l, L)
 		}
@@ -179,15 +191,7 @@ func selectRows(c collective.Comm, d *train.Data, inf *train.Inference, split st
 		s.row = slices.Clone(inf.Orig)
 		return s, d.NumNodes(), nil, nil
 	}
-	var set []int64
-	switch split {
-	case "train":
-		set = d.Split.Train
-	case "valid":
-		set = d.Split.Valid
-	case "test":
-		set = d.Split.Test
-	}
+	set := splitSet(d, split)
 	var mine []int64
 	for i, g := range inf.Owned {
 		if _, ok := slices.BinarySearch(set, g); ok {
@@ -206,6 +210,20 @@ func selectRows(c collective.Comm, d *train.Data, inf *train.Inference, split st
 		s.row[k] = int64(r)
 	}
 	return s, int64(len(all)), all, nil
+}
+
+// splitSet returns the vertices of split in d's split (ascending), nil for
+// all.
+func splitSet(d *train.Data, split string) []int64 {
+	switch split {
+	case "train":
+		return d.Split.Train
+	case "valid":
+		return d.Split.Valid
+	case "test":
+		return d.Split.Test
+	}
+	return nil
 }
 
 // writeSelected writes the rows sel selects of src (cols values each; cols

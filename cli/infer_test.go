@@ -122,7 +122,8 @@ func TestInferErrors(t *testing.T) {
 
 // TestInferSplit writes the test split's predictions: one row per test
 // vertex, in ascending id, listed in the companion ids file, each equal to
-// the whole graph's prediction of that vertex.
+// the whole graph's prediction of that vertex, also when only the test
+// vertices' receptive fields are computed (--eval-fanouts).
 func TestInferSplit(t *testing.T) {
 	dir := t.TempDir()
 	data := filepath.Join(dir, "sbm.gnn")
@@ -146,6 +147,36 @@ func TestInferSplit(t *testing.T) {
 	for k, v := range ids {
 		assert.Equal(t, whole[v], got[k], "vertex %d", v)
 	}
+
+	// Only the test vertices' receptive fields (--eval-fanouts -1,-1), on
+	// one and two ranks: the same predictions and ids, scores within
+	// rounding of layer-wise inference's; the last layer's embeddings are
+	// the scores; a hidden layer's are refused.
+	allScores, rf := filepath.Join(dir, "all.scores.npy"), filepath.Join(dir, "rf")
+	_, err = runCmd(t, 1, "infer", "--model", saved, "--data", data, "--scores", allScores)
+	require.NoError(t, err)
+	wantScores, shape := readNpy[float32](t, allScores)
+	for _, p := range []int{1, 2} {
+		o := fmt.Sprint(rf, p)
+		_, err = runCmd(t, p, "infer", "--model", saved, "--data", data, "--out", o+".npy", "--scores", o+".scores.npy",
+			"--embeddings", o+".emb.npy", "--split", "test", "--eval-fanouts=-1,-1", "--eval-batch-size", "7")
+		require.NoError(t, err)
+		got, _ := readNpy[int64](t, o+".npy")
+		gotIDs, _ := readNpy[int64](t, o+".ids.npy")
+		assert.Equal(t, ids, gotIDs)
+		scores, sshape := readNpy[float32](t, o+".scores.npy")
+		emb, _ := readNpy[float32](t, o+".emb.npy")
+		assert.Equal(t, []int64{int64(len(ids)), shape[1]}, sshape)
+		assert.Equal(t, scores, emb, "the last layer's embeddings are the scores")
+		for k, v := range ids {
+			assert.Equal(t, whole[v], got[k], "np %d: vertex %d", p, v)
+			c := int(shape[1])
+			assert.InDeltaSlice(t, wantScores[int(v)*c:(int(v)+1)*c], scores[k*c:(k+1)*c], 1e-5, "np %d: vertex %d", p, v)
+		}
+	}
+	_, err = runCmd(t, 1, "infer", "--model", saved, "--data", data, "--embeddings", filepath.Join(dir, "h.npy"), "--layer", "1",
+		"--split", "test", "--eval-fanouts=-1,-1")
+	assert.ErrorContains(t, err, "computes the last layer only")
 }
 
 // TestSaveLogitsWithoutEvaluation trains with --eval-every 0, so that

@@ -1,6 +1,8 @@
 package train
 
 import (
+	"slices"
+
 	"gnnmpi/collective"
 	"gnnmpi/dense"
 	"gnnmpi/internal/rng"
@@ -30,40 +32,50 @@ func (t *trainer) evaluateSampled() (evaluation, error) {
 	c := t.c
 	defer collective.SetPhase(c, metrics.PhaseEval)()
 	defer collective.SetPhase(t.lc, metrics.PhaseEval)()
-	if err := t.newEvalSampler(); err != nil {
-		return evaluation{}, err
-	}
 	var targets []int64
 	for _, g := range t.ebook.Owned(c.Rank()) {
 		if t.valMask[g-t.d.RowLo] || t.testMask[g-t.d.RowLo] {
 			targets = append(targets, g)
 		}
 	}
+	var sc scores
+	if err := t.forSampled(targets, func(seeds []int64, logits *dense.Matrix) { t.score(&sc, seeds, logits) }); err != nil {
+		return evaluation{}, err
+	}
+	return sc.evaluation(c)
+}
+
+// forSampled computes the logits of the vertices targets (this rank's) in
+// evaluation's minibatches of Config.EvalBatchSize seeds, sampled with
+// Config.EvalFanouts, and calls fn with each minibatch's seeds and logits
+// (one row a seed). It is collective over t.c and the sampler's and the
+// store's communicators: the ranks take as many rounds as the rank with
+// the most minibatches.
+func (t *trainer) forSampled(targets []int64, fn func(seeds []int64, logits *dense.Matrix)) error {
+	if err := t.newEvalSampler(); err != nil {
+		return err
+	}
 	bs := t.cfg.EvalBatchSize
 	rounds := []int64{int64((len(targets) + bs - 1) / bs)}
-	if err := collective.AllreduceSlice(c, rounds, collective.Max); err != nil {
-		return evaluation{}, err
+	if err := collective.AllreduceSlice(t.c, rounds, collective.Max); err != nil {
+		return err
 	}
 	if t.dev != nil {
 		if err := t.dev.loadWeights(t.m); err != nil {
-			return evaluation{}, err
+			return err
 		}
 	}
 	key := rng.Mix(t.cfg.Seed, streamEvalSample)
 	buf := t.spare()
-	var sc scores
 	for b := range int(rounds[0]) {
 		seeds := targets[min(b*bs, len(targets)):min((b+1)*bs, len(targets))]
 		logits, err := t.evalBatch(buf, seeds, key)
 		if err != nil {
-			return evaluation{}, err
+			return err
 		}
-		t.score(&sc, seeds, logits)
+		fn(seeds, logits)
 	}
-	if err := t.releaseInference(); err != nil {
-		return evaluation{}, err
-	}
-	return sc.evaluation(c)
+	return t.releaseInference()
 }
 
 // evalBatch samples the minibatch of seeds with key, fetches its input
@@ -131,4 +143,26 @@ func (t *trainer) newEvalSampler() error {
 		t.evalSampler, err = sampling.NewNodeWise(t.d.Adj, t.cfg.EvalFanouts)
 	}
 	return err
+}
+
+// sampledLogits returns the logits of the vertices targets (this rank's)
+// computed by forSampled, in their order: Infer with Config.EvalFanouts.
+// With embed set (the last layer: Infer checks) inf.Embeddings gets a
+// copy; progress, if not nil, is called with the layer count at the end.
+func (t *trainer) sampledLogits(targets []int64, embed int, inf *Inference, progress func(layer int)) (*dense.Matrix, error) {
+	out := dense.New(len(targets), t.m.Layers[len(t.m.Layers)-1].OutDim())
+	k := 0
+	if err := t.forSampled(targets, func(seeds []int64, logits *dense.Matrix) {
+		copy(out.Data[k*out.Cols:], logits.Data)
+		k += len(seeds)
+	}); err != nil {
+		return nil, err
+	}
+	if embed != 0 {
+		inf.Embeddings = &dense.Matrix{Rows: out.Rows, Cols: out.Cols, Data: slices.Clone(out.Data)}
+	}
+	if progress != nil {
+		progress(len(t.m.Layers))
+	}
+	return out, nil
 }

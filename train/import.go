@@ -138,11 +138,19 @@ type Inference struct {
 // after each layer with the layer's number (from 1). Like Run, Infer
 // takes d's feature rows: d serves one call.
 //
+// With cfg.EvalFanouts set, Infer computes instead only the vertices of
+// only (ascending global ids; nil: every vertex) that the rank owns, by
+// sampling their receptive fields as evaluation does (Config.EvalFanouts:
+// −1 for every hop gives the logits of layer-wise inference to rounding),
+// in minibatches of cfg.EvalBatchSize; the Inference's rows are those
+// vertices, and embed may only name the last layer. progress is then
+// called once, after the last minibatch, with the number of layers.
+//
 // Infer is collective over c: every rank calls it with the same model and
 // cfg. It returns an error if the model's input width is not d's feature
 // count or its output width not d's class count, or if embed is out of
 // range.
-func Infer(c collective.Comm, d *Data, sm SavedModel, cfg Config, embed int, progress func(layer int)) (*Inference, error) {
+func Infer(c collective.Comm, d *Data, sm SavedModel, cfg Config, embed int, only []int64, progress func(layer int)) (*Inference, error) {
 	mc := sm.Config
 	d.widenHalf()
 	if d.Feat == nil && d.FeatCSR == nil {
@@ -153,6 +161,9 @@ func Infer(c collective.Comm, d *Data, sm SavedModel, cfg Config, embed int, pro
 	}
 	if embed < 0 || embed > mc.Layers {
 		return nil, fmt.Errorf("layer %d of a model of %d layers: want 1 to %d", embed, mc.Layers, mc.Layers)
+	}
+	if cfg.EvalFanouts != nil && embed != 0 && embed != mc.Layers {
+		return nil, fmt.Errorf("layer %d of a model of %d layers: inference by sampling (EvalFanouts) computes the last layer only", embed, mc.Layers)
 	}
 	cfg.Model = mc
 	if len(cfg.Fanouts) != mc.Layers {
@@ -186,9 +197,18 @@ func Infer(c collective.Comm, d *Data, sm SavedModel, cfg Config, embed int, pro
 		}
 	}
 	owned := t.ebook.Owned(c.Rank())
+	if cfg.EvalFanouts != nil && only != nil {
+		owned = slices.DeleteFunc(slices.Clone(owned), func(g int64) bool {
+			_, ok := slices.BinarySearch(only, g)
+			return !ok
+		})
+	}
 	h, err := func() (*dense.Matrix, error) {
 		defer collective.SetPhase(c, metrics.PhaseEval)()
 		defer collective.SetPhase(t.lc, metrics.PhaseEval)()
+		if cfg.EvalFanouts != nil {
+			return t.sampledLogits(owned, embed, inf, progress)
+		}
 		t.releaseTraining()
 		return t.infer(owned)
 	}()
