@@ -71,6 +71,7 @@ func inferCmd() *Command {
 					return fmt.Errorf("infer: %s: %w", *modelPath, err)
 				}
 				cfg := d
+				cfg.BLAS = env.BLAS // as train's: the products of layer-wise inference
 				cfg.Replication, cfg.Seed, cfg.FeatureDType = *repl, *seed, *dtype
 				cfg.EvalMemory = *evalMem << 20 / 4
 				if *evalFanouts != "" {
