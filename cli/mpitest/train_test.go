@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -322,4 +323,43 @@ func TestFetchMPIMatchesInproc(t *testing.T) {
 			require.Equal(t, b, a)
 		})
 	}
+}
+
+// Evaluation of the validation and test vertices alone (--eval-fanouts
+// -1,-1) under mpirun at np 2: the in-process backend's evaluation, and
+// layer-wise inference's (the same accuracies), its fetches counted under
+// phase eval. (On Cora they are 55% of the vertices, and their
+// minibatches fetch more than layer-wise inference's halo: the mode pays
+// where they are few.)
+func TestTrainEvalFanoutsMPI(t *testing.T) {
+	skipUnlessMPI(t)
+	const np = 2
+	dir := t.TempDir()
+	args := []string{"train", "--data", "data/cora", "--epochs", "4", "--eval-every", "2", "--seed", "5"}
+	runs := map[string][]string{
+		"mpi":       {"--eval-fanouts=-1,-1", "--eval-batch-size", "100"},
+		"inproc":    {"--eval-fanouts=-1,-1", "--eval-batch-size", "100"},
+		"layerwise": nil,
+	}
+	fin := map[string]map[string]any{}
+	for name, extra := range runs {
+		m := filepath.Join(dir, name+".jsonl")
+		a := append(append(slices.Clone(args), extra...), "--metrics", m)
+		var code int
+		var stderr string
+		if name == "inproc" {
+			l := local(t, append([]string{"--ranks", fmt.Sprint(np)}, a...)...)
+			code, stderr = l.code, l.stderr
+		} else {
+			r := mpirun(t, 3*time.Minute, np, bin, a...)
+			code, stderr = r.code, r.stderr
+		}
+		require.Equal(t, 0, code, "%s: stderr:\n%s", name, stderr)
+		_, fin[name] = readMetrics(t, m)
+	}
+	for _, k := range []string{"best_val_acc", "test_acc", "best_epoch"} {
+		require.Equal(t, fin["inproc"][k], fin["mpi"][k], k)
+		require.Equal(t, fin["layerwise"][k], fin["mpi"][k], k)
+	}
+	require.Positive(t, fin["mpi"]["bytes_per_epoch"].(map[string]any)["eval"])
 }
