@@ -3,12 +3,14 @@ package train
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"sort"
 	"time"
 
 	"gnnmpi/collective"
 	"gnnmpi/gpu/tier"
+	"gnnmpi/metrics"
 )
 
 // stepper is one kind of training as the epoch loop (runLoop) drives it:
@@ -140,6 +142,9 @@ func runLoop(s stepper, c collective.Comm, cc *Common, h Hooks) (*record, error)
 			h.Log("resumed from %s at step %d of epoch %d", r.from, r.step, r.epoch)
 		} else {
 			h.Log("resumed from %s at epoch %d", r.from, r.epoch)
+			if err := evaluateDeferred(s, c, cc, rec, h.Log); err != nil {
+				return nil, err
+			}
 		}
 	}
 	ctl, err := newStepControl(c, h.Stop, cc)
@@ -152,7 +157,7 @@ func runLoop(s stepper, c collective.Comm, cc *Common, h Hooks) (*record, error)
 			run.at = boundary(ss, ctl, cc, epoch, from, rec)
 		}
 		from = 0
-		st, err := runEpoch(s, cc, epoch, run)
+		st, flags, deferred, err := runEpoch(s, cc, ctl, epoch, run)
 		var ss *stepStop
 		if errors.As(err, &ss) {
 			if err := errors.Join(flushCheckpoint(s), ctl.close()); err != nil {
@@ -168,13 +173,9 @@ func runLoop(s stepper, c collective.Comm, cc *Common, h Hooks) (*record, error)
 			return nil, settingErrorf("train: epoch %d: loss is %v (diverged; lower %s?)", epoch, st.Loss, SettingLR)
 		}
 		rec.add(st, cc.Select, s)
-		var flags int32
-		if ctl != nil {
-			if flags, err = ctl.sync(); err != nil {
-				return nil, err
-			}
-		}
-		stop := flags&flagStop != 0 && epoch < cc.Epochs
+		// A stop after the last epoch ends nothing, unless it deferred the
+		// last evaluation: the resumed run makes it.
+		stop := flags&flagStop != 0 && (epoch < cc.Epochs || deferred)
 		if cc.checkpointDue(epoch) || cc.CheckpointDir != "" && (flags&flagSave != 0 || stop) {
 			if err := s.save(epoch, rec); err != nil {
 				return nil, err
@@ -232,23 +233,74 @@ func boundary(s stepSaver, ctl *stepControl, cc *Common, epoch, from int, rec *r
 }
 
 // runEpoch trains one epoch, evaluates it when due and returns its
-// statistics over the ranks.
-func runEpoch(s stepper, cc *Common, epoch int, run stepRun) (EpochStats, error) {
+// statistics over the ranks and, when ctl is not nil, the flags the ranks
+// agreed on at the epoch's end (stepControl.sync, before the evaluation).
+// A stop asked for by then goes before a due evaluation, which may take
+// longer than a scheduler's grace period: the evaluation is skipped
+// (deferred is true) and made when the run resumes (evaluateDeferred).
+func runEpoch(s stepper, cc *Common, ctl *stepControl, epoch int, run stepRun) (st EpochStats, flags int32, deferred bool, err error) {
 	if err := s.train(epoch, run); err != nil {
-		return EpochStats{}, err
+		return EpochStats{}, 0, false, err
 	}
+	if ctl != nil {
+		if flags, err = ctl.sync(); err != nil {
+			return EpochStats{}, 0, false, err
+		}
+	}
+	deferred = cc.evalDue(epoch) && flags&flagStop != 0
 	var ev *evaluation
 	evalSecs := 0.0
-	if cc.evalDue(epoch) {
+	if cc.evalDue(epoch) && !deferred {
 		t0 := time.Now()
 		e, err := s.evaluate()
 		if err != nil {
-			return EpochStats{}, err
+			return EpochStats{}, 0, false, err
 		}
 		evalSecs = time.Since(t0).Seconds()
 		ev = &e
 	}
-	return s.summarize(epoch, ev, evalSecs)
+	st, err = s.summarize(epoch, ev, evalSecs)
+	return st, flags, deferred, err
+}
+
+// evaluateDeferred makes, on resuming, the evaluation of rec's last epoch
+// that a stop deferred (runEpoch): due but not made. The epoch gets its
+// accuracies and losses, the evaluation's bytes (summed over the ranks)
+// and seconds (the slowest rank's), as if made at its end, and becomes
+// the best if it is (the stepper holds its parameters: the checkpoint is
+// of its end). It is collective over c, the stepper's communicator.
+func evaluateDeferred(s stepper, c collective.Comm, cc *Common, rec *record, log func(string, ...any)) error {
+	n := len(rec.history)
+	if n == 0 || rec.history[n-1].Evaluated || !cc.evalDue(rec.history[n-1].Epoch) {
+		return nil
+	}
+	st := rec.history[n-1]
+	before, t0 := collective.SnapshotOf(c), time.Now()
+	e, err := s.evaluate()
+	if err != nil {
+		return err
+	}
+	secs := []float64{time.Since(t0).Seconds()}
+	sent := []int64{collective.SnapshotOf(c).Sub(before).Phase(metrics.PhaseEval).SentBytes}
+	restore := collective.SetPhase(c, metrics.PhaseMetrics)
+	err = errors.Join(collective.AllreduceSlice(c, secs, collective.Max), collective.AllreduceSlice(c, sent, collective.Sum))
+	restore()
+	if err != nil {
+		return err
+	}
+	st.PhaseSeconds, st.Bytes = maps.Clone(st.PhaseSeconds), maps.Clone(st.Bytes)
+	if st.PhaseSeconds == nil {
+		st.PhaseSeconds = map[string]float64{}
+	}
+	if st.Bytes == nil {
+		st.Bytes = map[string]int64{}
+	}
+	st.PhaseSeconds[metrics.PhaseEval], st.Bytes[metrics.PhaseEval] = secs[0], sent[0]
+	st.Evaluated, st.ValAcc, st.TestAcc, st.ValLoss = true, e.ValAcc, e.TestAcc, e.ValLoss
+	rec.history = rec.history[:n-1]
+	rec.add(st, cc.Select, s)
+	log("evaluated epoch %d, deferred by the stop: validation accuracy %.4f, test accuracy %.4f", st.Epoch, st.ValAcc, st.TestAcc)
+	return nil
 }
 
 // add appends the epoch st to the history and, if it was evaluated and

@@ -2,11 +2,13 @@ package train
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"sync/atomic"
 	"syscall"
+	"strings"
 	"testing"
 	"time"
 
@@ -244,6 +246,61 @@ func TestFullStopResumesExactly(t *testing.T) {
 				require.Equal(t, want.Epochs, withoutTimes(got.Epochs, want.Epochs), "rank %d", r)
 				require.Equal(t, want.TestAcc, got.TestAcc)
 			}
+		})
+	}
+}
+
+// A stop asked for during an epoch's last step, which no step boundary
+// follows, is acted on at the epoch's end before its evaluation (which may
+// take longer than a scheduler's grace period): the run checkpoints the
+// epoch unevaluated and stops after it, also after the last epoch; the
+// resumed run makes the deferred evaluation first and ends with the
+// uninterrupted run's epochs (evaluations and their bytes included),
+// best epoch and weights.
+func TestStopDefersEvaluation(t *testing.T) {
+	const p = 2
+	for _, stopEpoch := range []int{2, 3} {
+		t.Run(fmt.Sprintf("epoch %d of 3", stopEpoch), func(t *testing.T) {
+			cfg := stopConfig(false)
+			cfg.EvalEvery = 1
+			full, errs := runHooked(t, p, cfg, func(int) Hooks { return Hooks{} })
+			require.NoError(t, errors.Join(errs...))
+
+			cfg.CheckpointDir, cfg.CheckpointEvery = t.TempDir(), 10
+			_, errs = runHooked(t, p, cfg, func(int) Hooks {
+				var asked atomic.Bool
+				return Hooks{
+					Batch: func(epoch, batch, batches int) {
+						if epoch == stopEpoch && batch == batches-1 {
+							asked.Store(true)
+						}
+					},
+					Stop: asked.Load,
+				}
+			})
+			for r, err := range errs {
+				var st *Stopped
+				require.ErrorAs(t, err, &st, "rank %d", r)
+				require.Equal(t, Stopped{Epoch: stopEpoch + 1, Checkpoint: cfg.CheckpointDir}, *st, "rank %d", r)
+			}
+
+			cfg.Resume = true
+			var logged atomic.Value
+			resumed, errs := runHooked(t, p, cfg, func(r int) Hooks {
+				return Hooks{Log: func(format string, args ...any) {
+					if r == 0 && strings.Contains(format, "deferred by the stop") {
+						logged.Store(fmt.Sprintf(format, args...))
+					}
+				}}
+			})
+			require.NoError(t, errors.Join(errs...))
+			require.Contains(t, logged.Load(), fmt.Sprintf("evaluated epoch %d, deferred by the stop", stopEpoch))
+			requireSameRun(t, full[0], resumed[0])
+			for i, want := range full[0].Epochs {
+				got := resumed[0].Epochs[i]
+				require.Equal(t, [4]any{want.Evaluated, want.ValLoss, want.TestAcc, want.Bytes}, [4]any{got.Evaluated, got.ValLoss, got.TestAcc, got.Bytes}, "epoch %d", i+1)
+			}
+			require.Equal(t, full[0].TestAcc, resumed[0].TestAcc)
 		})
 	}
 }
