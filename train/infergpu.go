@@ -3,6 +3,7 @@ package train
 import (
 	"errors"
 	"fmt"
+	"math"
 
 	"gnnmpi/collective"
 	"gnnmpi/model"
@@ -24,7 +25,8 @@ import (
 // of this run in one chunk on the device: with a device and dense features
 // (the tier store gathers the input layer; sparse rows would be gathered
 // on the host, all at once), when on every rank the estimate
-// (wholeDeviceBytes) fits 90% of its device's free memory and the hidden
+// (wholeDeviceBytes) fits 90% of its device's free memory, the block's
+// entries and sources fit cuSPARSE's 32-bit indices, and the hidden
 // layers' host inputs fit the host's inference budget (wholeHostFits). It
 // is collective over t.c when the run has a device (every rank has, or
 // none).
@@ -38,11 +40,14 @@ func (t *trainer) wholeOnDevice(owned []int64) (bool, error) {
 	if err == nil {
 		need := t.wholeDeviceBytes(owned)
 		host := t.wholeHostFits(owned)
-		if need <= free/10*9 && host {
+		idx := t.wholeIndexable(owned)
+		if need <= free/10*9 && host && idx {
 			fits = 1
 		}
 		how := "in one chunk per layer"
 		switch {
+		case !idx:
+			how = "in the host's chunks (one chunk's block is beyond cuSPARSE's 32-bit indices)"
 		case !host:
 			how = "in the host's chunks (one chunk's hidden inputs would exceed the host's inference budget)"
 		case fits == 0:
@@ -94,6 +99,20 @@ func (t *trainer) wholeDeviceBytes(owned []int64) int64 {
 		fin = fout
 	}
 	return total + 2*inputs
+}
+
+// wholeIndexable reports whether the block of the rank's vertices owned,
+// with a self-loop a destination (GAT's attended edges, times its heads),
+// and its sources fit the 32-bit indices of cuSPARSE and the kernels.
+func (t *trainer) wholeIndexable(owned []int64) bool {
+	nnz := int64(len(owned))
+	for _, g := range owned {
+		nnz += int64(len(t.d.Row(g)))
+	}
+	if t.cfg.Model.Kind == model.KindGAT {
+		nnz *= int64(max(t.cfg.Model.Heads, t.cfg.Model.OutHeads, 1))
+	}
+	return nnz <= math.MaxInt32 && int64(len(owned)+len(t.halo)) < math.MaxInt32
 }
 
 // wholeHostFits reports whether inference in one chunk keeps the host's

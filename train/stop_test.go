@@ -6,9 +6,9 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"syscall"
-	"strings"
 	"testing"
 	"time"
 
