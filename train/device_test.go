@@ -333,12 +333,13 @@ func TestDeviceEvalSampled(t *testing.T) {
 }
 
 // runCora trains cfg on Cora, its rows in the feature format format, on p
-// in-process ranks (block partition) and returns rank 0's result.
+// in-process ranks (block partition, cfg's feature replication) and
+// returns rank 0's result.
 func runCora(t *testing.T, p int, cfg Config, format graph.FeatureFormat) *Result {
 	t.Helper()
 	results := make([]*Result, p)
 	err := inproc.Run(p, inproc.Options{Timeout: 2 * time.Minute}, func(c collective.Comm) error {
-		d, err := Load(c, coraPath, LoadOptions{Partition: PartitionBlock, Format: format, Seed: cfg.Seed})
+		d, err := Load(c, coraPath, LoadOptions{Partition: PartitionBlock, Replication: cfg.Replication, Format: format, Seed: cfg.Seed})
 		if err != nil {
 			return err
 		}

@@ -79,20 +79,6 @@ func TestDistributeSparse(t *testing.T) {
 // without row normalisation, cache and replication, while the fetch moves
 // a small fraction of the bytes.
 func TestSparseSameLosses(t *testing.T) {
-	run := func(p int, cfg Config, format graph.FeatureFormat) *Result {
-		results := make([]*Result, p)
-		err := inproc.Run(p, inproc.Options{Timeout: 2 * time.Minute}, func(c collective.Comm) error {
-			d, err := Load(c, coraPath, LoadOptions{Partition: PartitionBlock, Replication: cfg.Replication, Format: format, Seed: cfg.Seed})
-			if err != nil {
-				return err
-			}
-			res, err := Run(collective.WithStats(c, nil), d, cfg, Hooks{})
-			results[c.Rank()] = res
-			return err
-		})
-		require.NoError(t, err)
-		return results[0]
-	}
 	for _, tc := range []struct {
 		p, replication int
 		norm           FeatureNorm
@@ -109,8 +95,8 @@ func TestSparseSameLosses(t *testing.T) {
 			if tc.cache != alltoall.CacheNone {
 				cfg.Cache, cfg.CacheFrac = tc.cache, 0.1
 			}
-			dn := run(tc.p, cfg, graph.FeatureDense)
-			sp := run(tc.p, cfg, graph.FeatureCSR)
+			dn := runCora(t, tc.p, cfg, graph.FeatureDense)
+			sp := runCora(t, tc.p, cfg, graph.FeatureCSR)
 			require.InEpsilonSlice(t, losses(dn), losses(sp), 1e-5)
 			for e := range dn.Epochs {
 				require.InDelta(t, dn.Epochs[e].TestAcc, sp.Epochs[e].TestAcc, 0.003)
