@@ -22,7 +22,9 @@
 #                      evaluation's seconds, inference over every vertex)
 #   sbm-gnnmpi.jsonl   gnnmpi's metrics of the SBM's training below
 #                      (train.csv also has a row of it with --bulk SBM_BULK,
-#                      default 16, without evaluation)
+#                      default 16, without evaluation, and the rows of a
+#                      papers-like graph evaluated layer-wise and with
+#                      --eval-fanouts: step 4b)
 #   export.jsonl       bench/peers/load_gnnmpi.py --pyg on, one line a model: Cora's
 #                      SAGE, GCN and GAT trained with --device cpu and SAGE with
 #                      --device cuda, exported (--save-model, --save-logits) and
@@ -73,6 +75,7 @@ if [ "$fake" = 1 ]; then
 	export GNNMPI_CUDA_LIBDIR=$WORK/fakes
 	EPOCHS=${EPOCHS:-2}
 	SBM_NODES=${SBM_NODES:-2000}
+	PAPERS_NODES=${PAPERS_NODES:-3000}
 	datasets=(cora)
 	device="fake CUDA (gpu/gputest)"
 	driver=fake
@@ -80,6 +83,7 @@ else
 	PACK=$here
 	EPOCHS=${EPOCHS:-5}
 	SBM_NODES=${SBM_NODES:-2400000}
+	PAPERS_NODES=${PAPERS_NODES:-2000000}
 	datasets=(cora)
 	[ -e "$PACK/data/coauthor-physics.gnn" ] && datasets+=(coauthor-physics)
 	# The driver's directory, and the CUDA libraries of PyTorch's wheels
@@ -263,6 +267,40 @@ else
 	echo "peers: skipped (no PyTorch with a CUDA device)"
 fi
 
+# 4b. Evaluation on a papers100M-like graph (gnnmpi gen papers:
+# PAPERS_NODES vertices, 0.3% of them validation and test vertices), one
+# epoch each: layer-wise inference over every vertex on the device, and the
+# validation and test vertices alone (--eval-fanouts=-1,-1, exact). Last:
+# the budget cuts it first.
+if [ "${PAPERS_NODES:-0}" -gt 0 ] && [ "$(left)" -gt 60 ]; then
+	step "papers: gen"
+	if "$BIN" gen papers --nodes "$PAPERS_NODES" --degree 15 --features 128 --out "$WORK/papers" >"$WORK/papers-gen.log" 2>&1; then
+		for ev in layerwise evalfanouts; do
+			if [ "$(left)" -lt 30 ]; then
+				echo "papers $ev: skipped (time budget spent)"
+				continue
+			fi
+			name=papers
+			args=()
+			[ "$ev" = evalfanouts ] && name=papers-evalfanouts args=(--eval-fanouts=-1,-1)
+			step "papers: gnnmpi --device cuda ${args[*]}"
+			rm -f "$WORK/$name-cuda.jsonl"
+			if timeout "$(left)" "$BIN" --metrics "$WORK/$name-cuda.jsonl" train --data "$WORK/papers" --device cuda \
+				--epochs 1 --eval-every 1 --fanouts 15,10 --batch-size 1024 --hidden 128 "${args[@]}" >"$WORK/$name.log" 2>&1; then
+				bench+=("$name")
+			else
+				echo "train papers ${args[*]}: FAILED or over the budget"
+				status=1
+			fi
+			tail -n 3 "$WORK/$name.log"
+		done
+	else
+		echo "papers: gen failed"
+		tail -n 3 "$WORK/papers-gen.log"
+		status=1
+	fi
+fi
+
 # 5. The CSVs, naming the device and the driver.
 DEVICE=$device DRIVER=$driver OUT=$OUT WORK=$WORK LOSS_TOL=$LOSS_TOL PEERS="${peers[*]:-}" RUNS="${runs[*]}" \
 	BENCH="${bench[*]:-}" \
@@ -317,8 +355,13 @@ for ds in os.environ["BENCH"].split():
     rs = records(os.path.join(work, f"{ds}-cuda.jsonl"))
     fin = next((r for r in rs if r.get("type") == "final" or r.get("final")), {})
     epochs = sum(1 for r in rs if "epoch" in r and "loss" in r)
-    system = "gnnmpi --bulk " + str(fin.get("config", {}).get("bulk")) if ds.endswith("-bulk") else "gnnmpi"
-    rows.append([device, driver, ds.removesuffix("-bulk"), "sage", system, "cuda", epochs, fin.get("median_epoch_s"), eval_s(rs),
+    cfg = fin.get("config", {})
+    system = "gnnmpi"
+    if cfg.get("bulk", 1) > 1:
+        system += f" --bulk {cfg['bulk']}"
+    if cfg.get("eval_fanouts"):
+        system += " --eval-fanouts=" + ",".join(str(f) for f in cfg["eval_fanouts"])
+    rows.append([device, driver, ds.split("-")[0], "sage", system, "cuda", epochs, fin.get("median_epoch_s"), eval_s(rs),
                  fin.get("test_acc") if fin.get("best_epoch") else "", "", ""])
 for p in os.environ["PEERS"].split():
     ds, peer = p.split(":")
