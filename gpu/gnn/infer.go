@@ -1,7 +1,6 @@
 package gnn
 
 import (
-	"errors"
 	"fmt"
 
 	"gonum.org/v1/gonum/blas"
@@ -58,11 +57,8 @@ func (m *Model) InferLayerDevice(l int, a *sparse.CSR, x cuda.DevicePtr, rows in
 // model.Model.ForwardLayerSparse(0, a, x) computes it: the rows are
 // uploaded in CSR form and the layer projects first (see StepSparse).
 func (m *Model) InferLayerSparse(a *sparse.CSR, x *sparse.Matrix[float32]) (*dense.Matrix, error) {
-	switch {
-	case x == nil:
-		return nil, errors.New("gpu/gnn: nil sparse input")
-	case int64(len(x.Indptr)) != x.NRows+1 || x.Indptr[x.NRows] != x.NNZ() || (x.Values != nil && len(x.Values) != len(x.Indices)):
-		return nil, errors.New("gpu/gnn: malformed sparse input")
+	if err := m.checkSparse(x); err != nil {
+		return nil, err
 	}
 	if err := m.checkInfer(0, a, int(x.NRows), int(x.NCols)); err != nil {
 		return nil, err
@@ -202,13 +198,8 @@ func (m *Model) InferDevice(blocks []*sparse.CSR, x cuda.DevicePtr, rows int) (*
 // InferSparse is Infer on sparse input rows x (Values nil for a pattern),
 // as model.Model.ForwardSparse(blocks, x, false, nil) computes it.
 func (m *Model) InferSparse(blocks []*sparse.CSR, x *sparse.Matrix[float32]) (*dense.Matrix, error) {
-	switch {
-	case x == nil:
-		return nil, errors.New("gpu/gnn: nil sparse input")
-	case x.NCols != int64(m.layers[0].fin):
-		return nil, fmt.Errorf("gpu/gnn: sparse input of %d columns for a model of %d inputs", x.NCols, m.layers[0].fin)
-	case int64(len(x.Indptr)) != x.NRows+1 || x.Indptr[x.NRows] != x.NNZ() || (x.Values != nil && len(x.Values) != len(x.Indices)):
-		return nil, errors.New("gpu/gnn: malformed sparse input")
+	if err := m.checkSparse(x); err != nil {
+		return nil, err
 	}
 	var y *dense.Matrix
 	err := m.ctx.Do(func() (err error) {

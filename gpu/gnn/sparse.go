@@ -21,13 +21,8 @@ import (
 // cuSPARSE SpMM (X·W, and Xᵀ·dZ for the weight gradients; see the package
 // doc). x gets no gradient.
 func (m *Model) StepSparse(blocks []*sparse.CSR, ids [][]int64, x *sparse.Matrix[float32], labels []int32, scale float32, rng *rand.Rand) (Result, error) {
-	switch {
-	case x == nil:
-		return Result{}, errors.New("gpu/gnn: nil sparse input")
-	case x.NCols != int64(m.layers[0].fin):
-		return Result{}, fmt.Errorf("gpu/gnn: sparse input of %d columns for a model of %d inputs", x.NCols, m.layers[0].fin)
-	case int64(len(x.Indptr)) != x.NRows+1 || x.Indptr[x.NRows] != x.NNZ() || (x.Values != nil && len(x.Values) != len(x.Indices)):
-		return Result{}, errors.New("gpu/gnn: malformed sparse input")
+	if err := m.checkSparse(x); err != nil {
+		return Result{}, err
 	}
 	var res Result
 	err := m.ctx.Do(func() (err error) {
@@ -35,6 +30,20 @@ func (m *Model) StepSparse(blocks []*sparse.CSR, ids [][]int64, x *sparse.Matrix
 		return err
 	})
 	return res, err
+}
+
+// checkSparse checks sparse input rows x for the input layer: present,
+// as wide as the model's input, and well formed.
+func (m *Model) checkSparse(x *sparse.Matrix[float32]) error {
+	switch {
+	case x == nil:
+		return errors.New("gpu/gnn: nil sparse input")
+	case x.NCols != int64(m.layers[0].fin):
+		return fmt.Errorf("gpu/gnn: sparse input of %d columns for a model of %d inputs", x.NCols, m.layers[0].fin)
+	case int64(len(x.Indptr)) != x.NRows+1 || x.Indptr[x.NRows] != x.NNZ() || (x.Values != nil && len(x.Values) != len(x.Indices)):
+		return errors.New("gpu/gnn: malformed sparse input")
+	}
+	return nil
 }
 
 // inputCSR uploads the sparse input rows x (their stored values, or ones
