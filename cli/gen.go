@@ -3,6 +3,7 @@ package cli
 import (
 	"flag"
 	"fmt"
+	"strings"
 	"time"
 
 	"gnnmpi/collective"
@@ -91,7 +92,9 @@ func convertCmd() *Command {
 				}
 				return collective.RankZero(env.Comm, func() error {
 					t0 := time.Now()
-					d, err := graph.Load(*in, graph.ReadOptions{FeatureFormat: ff})
+					// A .gnn keeps float16 features float16 (half the bytes;
+					// exact): the npz's node_feat, or a .gnn's section.
+					d, err := graph.Load(*in, graph.ReadOptions{FeatureFormat: ff, KeepHalf: strings.HasSuffix(*out, ".gnn")})
 					if err != nil {
 						return err
 					}

@@ -94,3 +94,38 @@ func TestPartitionHalfFeatures(t *testing.T) {
 		})
 	}
 }
+
+// convert keeps float16 node_feat float16 in a .gnn (half the feature
+// bytes): read back widened, the features are the npz's, bit for bit, and
+// kept half they are the same words, whose nonzeros count as the widened
+// values'.
+func TestConvertKeepsHalf(t *testing.T) {
+	dir := t.TempDir()
+	half := filepath.Join(dir, "papers")
+	_, err := runCmd(t, 1, "gen", "--nodes", "2000", "--features", "8", "--feature-dtype", "f16", "--out", half, "papers")
+	require.NoError(t, err)
+	out := filepath.Join(dir, "p.gnn")
+	_, err = runCmd(t, 1, "convert", "--data", half, "--out", out)
+	require.NoError(t, err)
+	want, err := graph.Load(half, graph.ReadOptions{FeatureFormat: graph.FeatureDense})
+	require.NoError(t, err)
+	got, err := graph.Load(out, graph.ReadOptions{FeatureFormat: graph.FeatureDense})
+	require.NoError(t, err)
+	require.Equal(t, want.Feat, got.Feat, "widened on load: the npz's values")
+	kept, err := graph.Load(out, graph.ReadOptions{FeatureFormat: graph.FeatureDense, KeepHalf: true})
+	require.NoError(t, err)
+	require.NotNil(t, kept.Feat16, "the .gnn holds float16 features")
+	fromNPZ, err := graph.Load(half, graph.ReadOptions{FeatureFormat: graph.FeatureDense, KeepHalf: true})
+	require.NoError(t, err)
+	require.Equal(t, fromNPZ.Feat16, kept.Feat16, "the same half words")
+	require.Equal(t, want.FeatureNNZ(), kept.FeatureNNZ(), "half rows count their nonzeros as the widened ones")
+	require.Equal(t, want.Density(), kept.Density())
+	// A .gnn of the widened values stores float32: twice the feature bytes.
+	wide := filepath.Join(dir, "wide.gnn")
+	require.NoError(t, graph.WriteBinary(wide, want))
+	a, err := os.Stat(out)
+	require.NoError(t, err)
+	b, err := os.Stat(wide)
+	require.NoError(t, err)
+	assert.InDelta(t, float64(b.Size()-a.Size()), float64(2*2000*8), 4096*2, "half the feature bytes (sections align to 4096)")
+}

@@ -123,6 +123,14 @@ func (d *Dataset) FeatureNNZ() int64 {
 			}
 		}
 		return nz
+	case d.Feat16 != nil:
+		var nz int64
+		for _, h := range d.Feat16.Data[:d.Feat16.Rows*d.Feat16.Cols] {
+			if h&0x7fff != 0 { // ±0 are the zeros
+				nz++
+			}
+		}
+		return nz
 	}
 	return 0
 }
@@ -136,6 +144,8 @@ func (d *Dataset) Density() float64 {
 		rows = d.FeatCSR.NRows
 	case d.Feat != nil:
 		rows = int64(d.Feat.Rows)
+	case d.Feat16 != nil:
+		rows = int64(d.Feat16.Rows)
 	}
 	if e := float64(rows) * float64(d.NumFeatures()); e > 0 {
 		return float64(d.FeatureNNZ()) / e

@@ -41,9 +41,11 @@ type ReadOptions struct {
 	// NoVerify may give a Dataset that fails Validate.
 	NoVerify bool
 	// KeepHalf holds dense features that a binary file stores in half
-	// precision (a float16 features section) as they are, in
-	// Dataset.Feat16, instead of widening them to float32 in Feat. Other
-	// files, sparse features and the other readers ignore it.
+	// precision (a float16 features section), or an OGB npz layout's
+	// float16 node_feat, as they are, in Dataset.Feat16, instead of
+	// widening them to float32 in Feat (the npz's are read widened and
+	// narrowed back, exactly). Other files, sparse features and the other
+	// readers ignore it.
 	KeepHalf bool
 }
 

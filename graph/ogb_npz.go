@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"gnnmpi/dense"
+	"gnnmpi/internal/f16"
 	"gnnmpi/npy"
 	"gnnmpi/sparse"
 )
@@ -65,8 +66,15 @@ func readOGBBinary(dir string, opt ReadOptions, format FeatureFormat) (*Dataset,
 		}
 	}
 	if !opt.NoFeatures && z.Has(npzFeat) {
-		if d.Feat, d.FeatCSR, err = readNPZFeatures(z, n, d.Rows, format); err != nil {
+		var half bool
+		if d.Feat, d.FeatCSR, half, err = readNPZFeatures(z, n, d.Rows, format); err != nil {
 			return nil, err
+		}
+		if half && opt.KeepHalf && d.Feat != nil {
+			// float16 values widened exactly: narrowed back, exactly.
+			d.Feat16 = dense.NewHalf(d.Feat.Rows, d.Feat.Cols)
+			f16.Encode(d.Feat16.Data, d.Feat.Data)
+			d.Feat = nil
 		}
 	}
 	if d.Adj, err = readNPZEdges(z, n, d.Rows); err != nil {
@@ -178,34 +186,36 @@ func readIntsAsFloat(a *npy.Array, dst []float64, off int64) error {
 
 // readNPZFeatures reads node_feat (n×f floats, float16, float32 or
 // float64, converted to float32) of z, holding the held rows in format
-// as the csv reader does (featBuilder). Every value must be finite.
-func readNPZFeatures(z *npy.Archive, n int64, rows []int64, format FeatureFormat) (*dense.Matrix, *sparse.Matrix[float32], error) {
+// as the csv reader does (featBuilder), and reports whether the entry is
+// float16. Every value must be finite.
+func readNPZFeatures(z *npy.Archive, n int64, rows []int64, format FeatureFormat) (*dense.Matrix, *sparse.Matrix[float32], bool, error) {
 	a, err := z.Open(npzFeat)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	defer a.Close()
 	if err := a.RequireShape(n, -1); err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	if a.DType.Kind != npy.Float {
-		return nil, nil, &npy.Error{Path: z.Path, Entry: npzFeat, Err: fmt.Errorf("%w: %s features, want float16, float32 or float64", npy.ErrDType, a.DType)}
+		return nil, nil, false, &npy.Error{Path: z.Path, Entry: npzFeat, Err: fmt.Errorf("%w: %s features, want float16, float32 or float64", npy.ErrDType, a.DType)}
 	}
+	half := a.DType.Size == 2
 	dim := a.Shape[1]
 	if dim > math.MaxInt32 || (n > 0 && heldRows(n, rows) > math.MaxInt/max(dim, 1)) {
-		return nil, nil, parseErr(z.Path, 0, fmt.Sprintf("%s: %d×%d is too large", npzFeat, n, dim))
+		return nil, nil, false, parseErr(z.Path, 0, fmt.Sprintf("%s: %d×%d is too large", npzFeat, n, dim))
 	}
 	b := &featBuilder{format: format, n: n, held: heldRows(n, rows), rows: rows, ones: true, dim: int(dim)}
 	if n == 0 {
 		feat, csr := b.finish()
-		return feat, csr, nil
+		return feat, csr, half, nil
 	}
 	if a.Fortran && !a.Mapped() {
 		if err := readFortranFeatures(z.Path, a, b); err != nil {
-			return nil, nil, err
+			return nil, nil, false, err
 		}
 		feat, csr := b.finish()
-		return feat, csr, nil
+		return feat, csr, half, nil
 	}
 	b.alloc()
 	step := max(1, npzRowBytes/(4*max(dim, 1)))
@@ -214,20 +224,20 @@ func readNPZFeatures(z *npy.Archive, n int64, rows []int64, format FeatureFormat
 		hi := min(n, lo+step)
 		chunk := buf[:(hi-lo)*dim]
 		if err := npy.ReadRows(a, chunk, lo, hi); err != nil {
-			return nil, nil, err
+			return nil, nil, false, err
 		}
 		for g := lo; g < hi; g++ {
 			row := chunk[(g-lo)*dim : (g-lo+1)*dim]
 			for j, v := range row {
 				if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
-					return nil, nil, parseErr(z.Path, 0, fmt.Sprintf("%s: row %d, column %d: non-finite feature %v", npzFeat, g, j, v))
+					return nil, nil, false, parseErr(z.Path, 0, fmt.Sprintf("%s: row %d, column %d: non-finite feature %v", npzFeat, g, j, v))
 				}
 			}
 			b.values(g, row)
 		}
 	}
 	feat, csr := b.finish()
-	return feat, csr, nil
+	return feat, csr, half, nil
 }
 
 // fortranPiece is how many values of a column readFortranFeatures reads
