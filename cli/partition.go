@@ -82,7 +82,8 @@ func runPartition(env *Env, o partitionOptions) error {
 		return fmt.Errorf("partition: --parts %d < 1", k)
 	}
 	// The features are needed only for the partitioned dataset.
-	d, err := graph.Load(o.data, graph.ReadOptions{NoFeatures: o.out == "", FeatureFormat: o.format})
+	// Float16 features stay float16 in the parts (half the bytes).
+	d, err := graph.Load(o.data, graph.ReadOptions{NoFeatures: o.out == "", FeatureFormat: o.format, KeepHalf: true})
 	if err != nil {
 		return err
 	}

@@ -98,7 +98,7 @@ func TestPartitionHalfFeatures(t *testing.T) {
 // convert keeps float16 node_feat float16 in a .gnn (half the feature
 // bytes): read back widened, the features are the npz's, bit for bit, and
 // kept half they are the same words, whose nonzeros count as the widened
-// values'.
+// values'; partition of that .gnn keeps them float16 in the parts.
 func TestConvertKeepsHalf(t *testing.T) {
 	dir := t.TempDir()
 	half := filepath.Join(dir, "papers")
@@ -128,4 +128,22 @@ func TestConvertKeepsHalf(t *testing.T) {
 	b, err := os.Stat(wide)
 	require.NoError(t, err)
 	assert.InDelta(t, float64(b.Size()-a.Size()), float64(2*2000*8), 4096*2, "half the feature bytes (sections align to 4096)")
+
+	// partition of the half .gnn writes float16 parts, which train as the
+	// parts of the widened .gnn do, bit for bit.
+	models := map[string][]byte{}
+	for name, src := range map[string]string{"half": out, "wide": wide} {
+		parts := filepath.Join(dir, name+".parts")
+		_, err := runCmd(t, 1, "partition", "--data", src, "--parts", "2", "--method", "block", "--out", parts)
+		require.NoError(t, err)
+		m, err := graph.ReadPartManifest(parts)
+		require.NoError(t, err)
+		assert.Equal(t, map[string]string{"half": "float16", "wide": ""}[name], m.FeatureDType, name) // "": float32
+		saved := filepath.Join(dir, name+".safetensors")
+		_, err = runCmd(t, 2, "train", "--data", parts, "--epochs", "2", "--hidden", "8", "--fanouts", "3,3", "--seed", "3", "--save-model", saved)
+		require.NoError(t, err)
+		models[name], err = os.ReadFile(saved)
+		require.NoError(t, err)
+	}
+	assert.Equal(t, models["wide"], models["half"], "the trained weights")
 }
