@@ -276,7 +276,8 @@ CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) {
 	NEED_INIT;
 	if (n == 0) return INVALID_VALUE;
 	pthread_mutex_lock(&mem_mu);
-	int over = n > memTotal() - mem_used;
+	size_t total = memTotal();
+	int over = mem_used > total || n > total - mem_used; // the size may be lowered below what is in use
 	if (!over) mem_used += n;
 	pthread_mutex_unlock(&mem_mu);
 	if (over) return OUT_OF_MEMORY;
@@ -307,7 +308,7 @@ CUresult cuMemGetInfo_v2(size_t *free_, size_t *total) {
 	NEED_INIT;
 	pthread_mutex_lock(&mem_mu);
 	*total = memTotal();
-	*free_ = *total - mem_used;
+	*free_ = mem_used > *total ? 0 : *total - mem_used;
 	pthread_mutex_unlock(&mem_mu);
 	return OK;
 }
