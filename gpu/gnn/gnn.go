@@ -614,21 +614,29 @@ func (m *Model) forwardLayer(l int, a *sparse.CSR, x cuda.DevicePtr, xs *sparse.
 	if c.out, err = m.scratch(fmt.Sprint("out", l), f32(nd*fout)); err != nil {
 		return 0, err
 	}
-	// SAGE: X'[:NDst]·W_self + (M·X')·W_neigh; GCN: (Â·X')·W.
+	if err := m.sp.SpMM(blas.NoTrans, 1, c.csr, uintptr(c.xd), fin, 0, uintptr(c.agg)); err != nil {
+		return 0, err
+	}
+	return m.combine(l, c.xd, c.agg, c.out, nd)
+}
+
+// combine computes SAGE or GCN layer l's output into out from its first nd
+// input rows xd (SAGE's self term; unread for GCN) and their aggregated
+// rows agg: X'[:NDst]·W_self + agg·W_neigh for SAGE, agg·W for GCN, then
+// the bias and a hidden layer's activation (finish). It returns out.
+func (m *Model) combine(l int, xd, agg, out cuda.DevicePtr, nd int) (cuda.DevicePtr, error) {
+	ly := m.layers[l]
 	var beta float32
 	if !ly.gcn {
-		if err := m.bl.Sgemm(blas.NoTrans, blas.NoTrans, nd, fout, fin, 1, uintptr(c.xd), m.wAt(ly.wSelf), 0, uintptr(c.out)); err != nil {
+		if err := m.bl.Sgemm(blas.NoTrans, blas.NoTrans, nd, ly.fout, ly.fin, 1, uintptr(xd), m.wAt(ly.wSelf), 0, uintptr(out)); err != nil {
 			return 0, err
 		}
 		beta = 1
 	}
-	if err := errors.Join(
-		m.sp.SpMM(blas.NoTrans, 1, c.csr, uintptr(c.xd), fin, 0, uintptr(c.agg)),
-		m.bl.Sgemm(blas.NoTrans, blas.NoTrans, nd, fout, fin, 1, uintptr(c.agg), m.wAt(ly.wNeigh), beta, uintptr(c.out)),
-	); err != nil {
+	if err := m.bl.Sgemm(blas.NoTrans, blas.NoTrans, nd, ly.fout, ly.fin, 1, uintptr(agg), m.wAt(ly.wNeigh), beta, uintptr(out)); err != nil {
 		return 0, err
 	}
-	return m.finish(l, c.out, nd)
+	return m.finish(l, out, nd)
 }
 
 // wAt and gAt return the device addresses of the weight and the gradient

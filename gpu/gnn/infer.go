@@ -3,8 +3,6 @@ package gnn
 import (
 	"fmt"
 
-	"gonum.org/v1/gonum/blas"
-
 	"gnnmpi/dense"
 	"gnnmpi/gpu/cuda"
 	"gnnmpi/sparse"
@@ -131,32 +129,24 @@ func (m *Model) InferAggregated(l int, xdst, agg *dense.Matrix) (*dense.Matrix, 
 	case !ly.gcn && (xdst == nil || xdst.Cols != ly.fin || xdst.Rows != agg.Rows):
 		return nil, fmt.Errorf("gpu/gnn: layer %d needs its destinations' %d×%d input rows beside the sums", l, agg.Rows, ly.fin)
 	}
-	nd, fin, fout := agg.Rows, ly.fin, ly.fout
-	y := dense.New(nd, fout)
+	nd := agg.Rows
+	y := dense.New(nd, ly.fout)
 	err := m.ctx.Do(func() error {
 		ap, err := upload(m, fmt.Sprint("agg", l), agg.Data)
 		if err != nil {
 			return err
 		}
-		out, err := m.scratch(fmt.Sprint("out", l), int64(nd*fout)*4)
+		out, err := m.scratch(fmt.Sprint("out", l), int64(nd*ly.fout)*4)
 		if err != nil {
 			return err
 		}
-		var beta float32
+		var xp cuda.DevicePtr
 		if !ly.gcn {
-			xp, err := upload(m, fmt.Sprint("xd", l), xdst.Data)
-			if err != nil {
+			if xp, err = upload(m, fmt.Sprint("xd", l), xdst.Data); err != nil {
 				return err
 			}
-			if err := m.bl.Sgemm(blas.NoTrans, blas.NoTrans, nd, fout, fin, 1, uintptr(xp), m.wAt(ly.wSelf), 0, uintptr(out)); err != nil {
-				return err
-			}
-			beta = 1
 		}
-		if err := m.bl.Sgemm(blas.NoTrans, blas.NoTrans, nd, fout, fin, 1, uintptr(ap), m.wAt(ly.wNeigh), beta, uintptr(out)); err != nil {
-			return err
-		}
-		if out, err = m.finish(l, out, nd); err != nil {
+		if out, err = m.combine(l, xp, ap, out, nd); err != nil {
 			return err
 		}
 		return cuda.CopyDtoH(m.ctx, y.Data, out)
