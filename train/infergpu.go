@@ -38,9 +38,13 @@ func (t *trainer) wholeOnDevice(owned []int64) (bool, error) {
 	free, _, err := t.dev.ctx.MemInfo()
 	t.inferPlan = fmt.Sprintf("in the host's chunks (device memory unknown: %v)", err)
 	if err == nil {
-		need := t.wholeDeviceBytes(owned)
+		var nnz int64 // the entries of the rank's block
+		for _, g := range owned {
+			nnz += int64(len(t.d.Row(g)))
+		}
+		need := t.wholeDeviceBytes(owned, nnz)
 		host := t.wholeHostFits(owned)
-		idx := t.wholeIndexable(owned)
+		idx := t.wholeIndexable(owned, nnz)
 		if need <= free/10*9 && host && idx {
 			fits = 1
 		}
@@ -70,19 +74,15 @@ func (t *trainer) wholeOnDevice(owned []int64) (bool, error) {
 var chunkedOnDevice = false
 
 // wholeDeviceBytes estimates the device memory layer-wise inference in one
-// chunk takes beyond training's: per layer (gpu/gnn keeps each layer's
+// chunk (the block of owned, nnz entries) takes beyond training's: per layer (gpu/gnn keeps each layer's
 // buffers) the block's CSR (32-bit offsets and columns, float32 values),
 // the aggregated and output rows of the destinations, for GAT the
 // projected rows, scores and coefficients of every attended edge and head
 // and the edge arrays; and the largest input rows (the tier store's
 // output for the input layer, an upload for the others).
-func (t *trainer) wholeDeviceBytes(owned []int64) int64 {
+func (t *trainer) wholeDeviceBytes(owned []int64, nnz int64) int64 {
 	nd := int64(len(owned))
 	ns := nd + int64(len(t.halo))
-	var nnz int64
-	for _, g := range owned {
-		nnz += int64(len(t.d.Row(g)))
-	}
 	const f = 4 // bytes of a float32 or an int32
 	var total, inputs int64
 	fin := int64(t.store.Cols())
@@ -102,17 +102,15 @@ func (t *trainer) wholeDeviceBytes(owned []int64) int64 {
 }
 
 // wholeIndexable reports whether the block of the rank's vertices owned,
-// with a self-loop a destination (GAT's attended edges, times its heads),
-// and its sources fit the 32-bit indices of cuSPARSE and the kernels.
-func (t *trainer) wholeIndexable(owned []int64) bool {
-	nnz := int64(len(owned))
-	for _, g := range owned {
-		nnz += int64(len(t.d.Row(g)))
-	}
+// of nnz entries (and a self-loop a destination: GAT's attended edges,
+// times its heads), and its sources fit the 32-bit indices of cuSPARSE
+// and the kernels.
+func (t *trainer) wholeIndexable(owned []int64, nnz int64) bool {
+	entries := nnz + int64(len(owned))
 	if t.cfg.Model.Kind == model.KindGAT {
-		nnz *= int64(max(t.cfg.Model.Heads, t.cfg.Model.OutHeads, 1))
+		entries *= int64(max(t.cfg.Model.Heads, t.cfg.Model.OutHeads, 1))
 	}
-	return nnz <= math.MaxInt32 && int64(len(owned)+len(t.halo)) < math.MaxInt32
+	return entries <= math.MaxInt32 && int64(len(owned)+len(t.halo)) < math.MaxInt32
 }
 
 // wholeHostFits reports whether inference in one chunk keeps the host's
