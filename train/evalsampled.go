@@ -91,10 +91,7 @@ func (t *trainer) evalBatch(buf *slot, seeds []int64, key uint64) (*dense.Matrix
 	ids := mb.Input()
 	onTiers := t.dev != nil && t.dev.tier != nil
 	if onTiers {
-		if buf.out == nil {
-			buf.out = t.dev.tier.NewOut()
-		}
-		if buf.x.gpu, err = t.dev.tier.GatherTo(buf.out, ids); err != nil {
+		if buf.x.gpu, err = buf.gatherTiers(t.dev.tier, ids); err != nil {
 			return nil, err
 		}
 	} else if _, err := t.fetch(&buf.x, ids); err != nil {

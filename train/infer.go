@@ -306,10 +306,7 @@ func (t *trainer) infer(owned []int64) (*dense.Matrix, error) {
 				}
 				x = buf.x.dense
 			case l == 0 && t.dev != nil && t.dev.tier != nil: // the input rows, gathered on the device
-				if buf.out == nil {
-					buf.out = t.dev.tier.NewOut()
-				}
-				if xg, err = t.dev.tier.GatherTo(buf.out, ch.src); err != nil {
+				if xg, err = buf.gatherTiers(t.dev.tier, ch.src); err != nil {
 					return nil, err
 				}
 			case l == 0: // the input rows, from the feature store

@@ -160,16 +160,23 @@ func (t *trainer) fetch(x *inputs, ids []int64) (alltoall.Counts, error) {
 // the same as fetch's. It is collective over the store's group, like
 // fetch, and called where fetch would be.
 func (t *trainer) gather(ls *loadState, s *slot, ids []int64) (alltoall.Counts, error) {
-	if s.out == nil {
-		s.out = t.dev.tier.NewOut()
-	}
-	b, err := t.dev.tier.GatherTo(s.out, ids)
+	b, err := s.gatherTiers(t.dev.tier, ids)
 	if err != nil {
 		return alltoall.Counts{}, err
 	}
 	s.x.gpu = b
 	ls.reads = ls.reads.Add(b.Reads)
 	return b.Counts, nil
+}
+
+// gatherTiers gathers the input rows of ids on the device from the tier
+// store st into s's device buffer (made on first use) and returns them
+// (tier.Store.GatherTo: collective over the store's group).
+func (s *slot) gatherTiers(st *tier.Store, ids []int64) (tier.Batch, error) {
+	if s.out == nil {
+		s.out = st.NewOut()
+	}
+	return st.GatherTo(s.out, ids)
 }
 
 // source hands the compute loop an epoch's prepared minibatches in order.
