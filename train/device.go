@@ -275,8 +275,7 @@ func (t *trainer) closeDevice() error {
 // upload copies the host model's weights and optimizer moments to the
 // device (at the start of an epoch).
 func (d *device) upload(m *model.Model) error {
-	d.w = m.FlattenWeights(d.w[:0])
-	return errors.Join(d.m.LoadWeights(d.w), d.m.LoadAdam(d.adam))
+	return errors.Join(d.loadWeights(m), d.m.LoadAdam(d.adam))
 }
 
 // download copies the device's weights and moments into the host model
@@ -290,8 +289,8 @@ func (d *device) download(m *model.Model) error {
 	return nil
 }
 
-// loadWeights copies the host model's weights to the device (before
-// layer-wise inference on it).
+// loadWeights copies the host model's weights to the device (upload, and
+// before inference on it).
 func (d *device) loadWeights(m *model.Model) error {
 	d.w = m.FlattenWeights(d.w[:0])
 	return d.m.LoadWeights(d.w)

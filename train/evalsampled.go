@@ -108,15 +108,15 @@ func (t *trainer) evalBatch(buf *slot, seeds []int64, key uint64) (*dense.Matrix
 	}
 	blocks := t.blocks(mb, deg)
 	sparseRows := t.store.Sparse()
+	if t.dev != nil {
+		t.inferDevice = t.dev.ctx.Name()
+	}
 	switch {
 	case onTiers:
-		t.inferDevice = t.dev.ctx.Name()
 		return t.dev.m.InferDevice(blocks, buf.x.gpu.Ptr, buf.x.gpu.Rows)
 	case t.dev != nil && sparseRows:
-		t.inferDevice = t.dev.ctx.Name()
 		return t.dev.m.InferSparse(blocks, buf.x.csr)
 	case t.dev != nil:
-		t.inferDevice = t.dev.ctx.Name()
 		return t.dev.m.Infer(blocks, buf.x.dense)
 	case sparseRows:
 		return t.m.ForwardSparse(blocks, buf.x.csr, false, nil), nil

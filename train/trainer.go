@@ -146,8 +146,9 @@ type evaluator struct {
 	// goes there, and why, for the log.
 	inferWhole bool
 	inferPlan  string
-	// inferDevice names the GPU that computed layer-wise inference's
-	// chunks (Config.Device cuda), once it has; "" on the CPU.
+	// inferDevice names the GPU that computed inference (layer-wise or
+	// evaluation's minibatches; Config.Device cuda), once it has; "" on
+	// the CPU.
 	inferDevice string
 	// layerDone, when set (Infer), is called after each layer of
 	// inference with its number, from 1, and its output rows.
