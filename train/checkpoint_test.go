@@ -20,10 +20,7 @@ func TestCheckpointRoundTrip(t *testing.T) {
 	require.NoError(t, writeCheckpointFile(path, b))
 	got, err := readCheckpoint(path)
 	require.NoError(t, err)
-	require.Equal(t, ck.Header, got.Header)
-	require.Equal(t, ck.Weights, got.Weights)
-	require.Equal(t, ck.Opt, got.Opt)
-	require.Equal(t, ck.Best, got.Best)
+	requireSameCheckpoint(t, ck, got)
 	// No temporary file is left behind.
 	ents, err := os.ReadDir(filepath.Dir(path))
 	require.NoError(t, err)
@@ -101,8 +98,14 @@ func TestWriteRecordFileMatchesEncode(t *testing.T) {
 	require.NoError(t, w.wait())
 	back, err := readCheckpoint(path2)
 	require.NoError(t, err)
-	require.Equal(t, ck.Header, back.Header)
-	require.Equal(t, ck.Weights, back.Weights)
-	require.Equal(t, ck.Opt, back.Opt)
-	require.Equal(t, ck.Best, back.Best)
+	requireSameCheckpoint(t, ck, back)
+}
+
+// requireSameCheckpoint requires that got holds want's header and arrays.
+func requireSameCheckpoint(t *testing.T, want, got *checkpoint) {
+	t.Helper()
+	require.Equal(t, want.Header, got.Header)
+	require.Equal(t, want.Weights, got.Weights)
+	require.Equal(t, want.Opt, got.Opt)
+	require.Equal(t, want.Best, got.Best)
 }
