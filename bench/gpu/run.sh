@@ -19,7 +19,7 @@
 #                      and --device cpu (GraphSAGE on each dataset, GCN and GAT on
 #                      Cora; every epoch's loss compared), and the PyTorch and PyG
 #                      peers on the same GPU where they import (eval_s: the last
-#                      evaluation's seconds, inference over every vertex)
+#                      evaluation's seconds)
 #   sbm-gnnmpi.jsonl   gnnmpi's metrics of the SBM's training below
 #                      (train.csv also has a row of it with --bulk SBM_BULK,
 #                      default 16, without evaluation, and the rows of a
@@ -39,8 +39,10 @@
 # validation vertices), generated there by gnnmpi gen, is then trained by
 # gnnmpi with --device cuda and by the peers, for time and device memory
 # only, with the settings SALIENT uses on products: fanouts 15,10, batch
-# 1024, hidden 128, 2 epochs. Steps left when BUDGET seconds (default 420) have passed are
-# skipped, with a line saying so.
+# 1024, hidden 128, 2 epochs. A papers-like graph (PAPERS_NODES, default
+# 2,000,000; --fake: 3,000) is then evaluated both ways (step 4b). Steps
+# left when BUDGET seconds (default 420) have passed are skipped, with a
+# line saying so.
 #
 # Environment: EPOCHS (default 5; --fake: 2), LOSS_TOL, PYTHON (a python3
 # with PyTorch; default: the first python3 on PATH), GNNMPI_CUDA_LIBDIR and
