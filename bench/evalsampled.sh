@@ -9,7 +9,7 @@
 # sample), REPS times alternating (default 2): train EPOCHS epochs
 # (default 2), evaluating after each, and record the median evaluation
 # seconds, the accuracies of the last, the evaluation's bytes per epoch
-# and the peak RSS of rank 0. Then, on one rank, `gnnmpi infer --split
+# and the peak RSS of rank 0 with the memory check's estimate of it. Then, on one rank, `gnnmpi infer --split
 # test` of a model trained there (--save-model), layer-wise and with
 # --eval-fanouts=-1,-1, REPS times alternating, into OUTCSV's sibling
 # OUTCSV-infer.csv: the command's wall seconds (loading included), and
@@ -32,7 +32,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 commit=$(git rev-parse --short HEAD)
-echo "nodes,np,evaluation,rep,epochs,median_eval_s,val_acc,test_acc,eval_bytes_per_epoch,peak_rss_bytes_rank0,median_epoch_s,loadavg_start,commit" >"$csv"
+echo "nodes,np,evaluation,rep,epochs,median_eval_s,val_acc,test_acc,eval_bytes_per_epoch,peak_rss_bytes_rank0,estimated_peak_bytes_rank0,median_epoch_s,loadavg_start,commit" >"$csv"
 for rep in $(seq "$REPS"); do
 	for np in $NPS; do
 		for ev in layerwise all sampled; do
@@ -51,16 +51,17 @@ for rep in $(seq "$REPS"); do
 				tail -5 "$work/log" >&2
 				exit 1
 			}
-			python3 - "$work/m.jsonl" "$NODES" "$np" "$ev" "$rep" "$load" "$commit" >>"$csv" <<'PY'
-import json, statistics, sys
-path, nodes, np_, ev, rep, load, commit = sys.argv[1:]
+			python3 - "$work/m.jsonl" "$NODES" "$np" "$ev" "$rep" "$load" "$commit" "$work/log" >>"$csv" <<'PY'
+import json, re, statistics, sys
+path, nodes, np_, ev, rep, load, commit, log = sys.argv[1:]
+est = re.search(r"memory check: rank 0 .*estimated peak (\d+) bytes", open(log).read())
 recs = [json.loads(l) for l in open(path) if l.strip()]
 eps = [r for r in recs if "epoch" in r and r.get("val_acc") is not None]
 fin = next(r for r in recs if r.get("final"))
 evs = [r["phase_s"]["eval"] for r in eps]
 eb = statistics.mean(r["bytes"].get("eval", 0) for r in eps)
 print(",".join(str(x) for x in [nodes, np_, ev, rep, len(eps), round(statistics.median(evs), 4), round(eps[-1]["val_acc"], 4),
-    round(eps[-1]["test_acc"], 4), int(eb), fin["peak_rss_bytes"][0], round(fin["median_epoch_s"], 4), load, commit]))
+    round(eps[-1]["test_acc"], 4), int(eb), fin["peak_rss_bytes"][0], est.group(1) if est else "", round(fin["median_epoch_s"], 4), load, commit]))
 PY
 			tail -n 1 "$csv" >&2
 		done
