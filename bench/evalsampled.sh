@@ -54,14 +54,15 @@ for rep in $(seq "$REPS"); do
 			python3 - "$work/m.jsonl" "$NODES" "$np" "$ev" "$rep" "$load" "$commit" "$work/log" >>"$csv" <<'PY'
 import json, re, statistics, sys
 path, nodes, np_, ev, rep, load, commit, log = sys.argv[1:]
-est = re.search(r"memory check: rank 0 .*estimated peak (\d+) bytes", open(log).read())
+# Rank 0's estimated peaks: METIS's (a whole graph on several ranks) and training's.
+est = [int(x) for x in re.findall(r"memory check: rank 0[ :].*?estimated peak (\d+) bytes", open(log).read())]
 recs = [json.loads(l) for l in open(path) if l.strip()]
 eps = [r for r in recs if "epoch" in r and r.get("val_acc") is not None]
 fin = next(r for r in recs if r.get("final"))
 evs = [r["phase_s"]["eval"] for r in eps]
 eb = statistics.mean(r["bytes"].get("eval", 0) for r in eps)
 print(",".join(str(x) for x in [nodes, np_, ev, rep, len(eps), round(statistics.median(evs), 4), round(eps[-1]["val_acc"], 4),
-    round(eps[-1]["test_acc"], 4), int(eb), fin["peak_rss_bytes"][0], est.group(1) if est else "", round(fin["median_epoch_s"], 4), load, commit]))
+    round(eps[-1]["test_acc"], 4), int(eb), fin["peak_rss_bytes"][0], max(est) if est else "", round(fin["median_epoch_s"], 4), load, commit]))
 PY
 			tail -n 1 "$csv" >&2
 		done

@@ -3,6 +3,8 @@ package graph
 import (
 	"bufio"
 	"compress/gzip"
+	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -166,6 +168,54 @@ func TestMetisPartitionDirected(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, int64(1), b.EdgeCut(adj), "only the arc 3→4 is cut")
 	assert.Equal(t, []int64{4, 4}, b.Sizes())
+}
+
+// TestMetisPartitionFits checks that Fits sees MetisBytes of the graph's
+// symmetric entries, counted without building them (a directed graph with
+// a self-loop, and a symmetric one, flagged as such or not), with the
+// constraints of the split,
+// and that its error stops the partition before METIS runs.
+func TestMetisPartitionFits(t *testing.T) {
+	arcs := [][2]int64{{0, 1}, {1, 0}, {1, 2}, {2, 3}, {3, 0}, {2, 2}}
+	adj := &sparse.CSR{NRows: 4, NCols: 4, Indptr: make([]int64, 5)}
+	for _, a := range arcs {
+		adj.Indptr[a[0]+1]++
+		adj.Indices = append(adj.Indices, a[1])
+	}
+	for i := range 4 {
+		adj.Indptr[i+1] += adj.Indptr[i]
+	}
+	for i := range 4 { // rows sorted
+		slices.Sort(adj.Indices[adj.Indptr[i]:adj.Indptr[i+1]])
+	}
+	directed := &Dataset{Name: "directed", NumNodes: 4, Adj: adj}
+	require.NoError(t, directed.Validate())
+	sbm, err := SBM(DefaultSBM(300))
+	require.NoError(t, err)
+	split, _, _ := sbm.DefaultSplit()
+	flagged := *sbm // both directions stored: counted as they are
+	flagged.Symmetric, flagged.Name = true, "flagged"
+	for _, tc := range []struct {
+		d     *Dataset
+		split string
+		ncon  int
+	}{{directed, "", 1}, {sbm, split, 4}, {&flagged, "", 1}} {
+		var got []int64
+		b, err := MetisPartitionOpts(tc.d, 2, MetisOptions{Split: tc.split, Seed: 1, Fits: func(need int64) error {
+			got = append(got, need)
+			return nil
+		}})
+		require.NoError(t, err, tc.d.Name)
+		assert.Equal(t, int64(2), int64(b.Parts))
+		m := Symmetrize(tc.d.Adj).NNZ()
+		assert.Equal(t, []int64{MetisBytes(tc.d.NumNodes, m, tc.ncon)}, got, "%s: %d symmetric entries, %d constraints", tc.d.Name, m, tc.ncon)
+	}
+	assert.Equal(t, int64(4*(1108+12)+8*64), MetisBytes(4, 8, 1), "the directed graph: 8 symmetric entries with the self-loop")
+	assert.Equal(t, int64(math.MaxInt64), MetisBytes(math.MaxInt64/2, 3, 1), "saturates")
+
+	tooBig := errors.New("too big")
+	_, err = MetisPartitionOpts(sbm, 2, MetisOptions{Fits: func(int64) error { return tooBig }})
+	require.ErrorIs(t, err, tooBig)
 }
 
 func TestMetisPartitionErrors(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"gnnmpi/collective"
 	"gnnmpi/graph"
 	"gnnmpi/internal/memlimit"
+	"gnnmpi/internal/sat"
 	"gnnmpi/partition"
 	"gnnmpi/partition/dist"
 	"gnnmpi/sparse"
@@ -186,6 +187,27 @@ func fitsLocal(rank int, need int64, what string) error {
 			rank, what, b)
 	}
 	return nil
+}
+
+// MetisFits returns a graph.MetisOptions.Fits for rank: nil when METIS's
+// estimated need (graph.MetisBytes) fits what the rank may still allocate,
+// else an error naming both and what to do instead. With log not nil it
+// logs the need, the peak it makes with the resident memory, and the limit
+// first.
+func MetisFits(rank int, log func(string, ...any)) func(need int64) error {
+	return func(need int64) error {
+		b := available()
+		if log != nil {
+			rss := memlimit.RSS()
+			log("memory check: rank %d: METIS needs about %s (%d bytes) more at its peak (estimated peak %d bytes); this rank may allocate %s", rank, gib(need), need, sat.Add(rss, need), b)
+		}
+		if need > b.Bytes {
+			return fmt.Errorf("train: rank %d: out of memory: METIS partitioning of the whole graph needs about %s, but this rank may allocate only %s; "+
+				"partition the graph ahead over the ranks (mpirun … gnnmpi partition --method ptscotch --out DIR), take --partition block or random, or raise the limit",
+				rank, gib(need), b)
+		}
+		return nil
+	}
 }
 
 // gib formats bytes in GiB.

@@ -2,6 +2,7 @@ package train
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -379,4 +380,45 @@ func TestPartitionedSplitSizesChecked(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestPartitionBookMetisMemory checks that METIS on rank 0 beyond what the
+// rank may allocate fails every rank before METIS runs, rank 0 naming the
+// need, the limit and what to do instead, the others pointing at rank 0;
+// and that with room it partitions, the need logged on rank 0.
+func TestPartitionBookMetisMemory(t *testing.T) {
+	g := sbm()
+	split, _, _ := g.DefaultSplit()
+	defer func(f func() memlimit.Budget) { available = f }(available)
+	run := func(limit int64) ([]error, []string) {
+		available = func() memlimit.Budget { return memlimit.Budget{Bytes: limit, Source: "test limit"} }
+		errs := make([]error, 2)
+		var logged []string
+		_ = inproc.Run(2, inproc.Options{Timeout: time.Minute}, func(c collective.Comm) error {
+			log := func(f string, a ...any) {
+				if c.Rank() == 0 {
+					logged = append(logged, fmt.Sprintf(f, a...))
+				}
+			}
+			b, err := partitionBook(c, g, split, LoadOptions{}, 2, log)
+			if err == nil && b.NumNodes() != g.NumNodes {
+				err = fmt.Errorf("book of %d vertices", b.NumNodes())
+			}
+			errs[c.Rank()] = err
+			return err
+		})
+		return errs, logged
+	}
+	errs, logged := run(1 << 10)
+	require.ErrorContains(t, errs[0], "rank 0: out of memory: METIS partitioning of the whole graph needs about")
+	require.ErrorContains(t, errs[0], "test limit")
+	require.ErrorContains(t, errs[0], "--partition block or random")
+	require.ErrorIs(t, errs[1], collective.ErrAborted)
+	require.ErrorContains(t, errs[1], "rank 0 failed")
+	require.Len(t, logged, 2) // the progress line, then the check's
+	require.Contains(t, logged[1], "memory check: rank 0: METIS needs about")
+
+	errs, logged = run(1 << 40)
+	require.NoError(t, errors.Join(errs...))
+	require.Contains(t, logged[1], "memory check: rank 0: METIS needs about")
 }

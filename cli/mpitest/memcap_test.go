@@ -37,3 +37,31 @@ func TestMemoryCapProbe(t *testing.T) {
 	require.Equal(t, 0, r.code, "stderr:\n%s", r.stderr)
 	require.Contains(t, r.stderr, "memory check: rank 0 holds")
 }
+
+// TestMetisMemoryCap checks that METIS on rank 0 that would not fit the
+// rank's cap is refused with gnnmpi's own message before it runs (a
+// 150,000-vertex SBM: METIS peaks at about 316 MB on rank 0, training
+// with a random partition at about 227 MB), not killed by the kernel, and
+// that the same job with --partition random runs under that cap.
+func TestMetisMemoryCap(t *testing.T) {
+	skipUnlessMPI(t)
+	needOpenMPI(t, "the probe reads OMPI_COMM_WORLD_RANK in bench/memcap.sh")
+	memcap := filepath.Join(root, "bench", "memcap.sh")
+	if out, err := exec.Command(memcap, strconv.Itoa(1<<30), "true").CombinedOutput(); err != nil || os.Geteuid() != 0 {
+		t.Skipf("no writable memory cgroup (bench/memcap.sh: %v %s)", err, out)
+	}
+	data := filepath.Join(t.TempDir(), "sbm.gnn")
+	out, err := exec.Command(bin, "gen", "sbm", "--nodes", "150000", "--degree", "20", "--features", "8", "--out", data).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	limit := strconv.Itoa(280 << 20)
+	args := []string{limit, bin, "train", "--data", data, "--epochs", "1", "--eval-every", "0"}
+	r := mpirun(t, 2*time.Minute, 2, memcap, args...)
+	require.NotEqual(t, 0, r.code, "stderr:\n%s", r.stderr)
+	require.NotEqual(t, 137, r.code, "killed by the kernel:\n%s", r.stderr)
+	require.NotContains(t, r.stderr, "fatal error")
+	require.Contains(t, r.stderr, "gnnmpi: rank 0: train: rank 0: out of memory: METIS partitioning of the whole graph needs", "stderr:\n%s", r.stderr)
+	require.Contains(t, r.stderr, "cgroup", "the cap is the limit named")
+
+	r = mpirun(t, 2*time.Minute, 2, memcap, append(args, "--partition", "random")...)
+	require.Equal(t, 0, r.code, "stderr:\n%s", r.stderr)
+}
