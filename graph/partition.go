@@ -60,7 +60,7 @@ type MetisOptions struct {
 // resident memory before it, that made 1.22× and 1.23× the peak RSS that
 // Debian's METIS 5.1 reached on a papers-like graph (1 M vertices, 30 M
 // symmetric entries, 4 constraints: 2.85 GB) and a stochastic block model
-// (1 M, 20 M: 2.15 GB), and 1.69× on coauthor-physics (55 MB);
+// (1 M, 20 M: 2.15 GB), and 1.70× on coauthor-physics (55 MB);
 // bench/results/metis-memory.csv.
 func MetisBytes(n, m int64, ncon int) int64 {
 	return sat.Add(sat.Mul(n, 1108+12*int64(max(ncon, 1))), sat.Mul(m, 64))
