@@ -575,6 +575,17 @@ func (s *Store) DType() DType {
 // OwnRows returns the number of rows of the rank's own part.
 func (s *Store) OwnRows() int { return len(s.local) }
 
+// OwnRowsF32 returns the rank's own rows in local-id order, OwnRows() ×
+// Cols() floats row-major, as a view of the store's table, when the store
+// holds dense float32 rows with its own rows first in that order (a store
+// without scores); ok is false otherwise. The caller must not modify it.
+func (s *Store) OwnRowsF32() (rows []float32, ok bool) {
+	if s.sp != nil || s.half || !s.identity {
+		return nil, false
+	}
+	return s.f32[:len(s.local)*s.cols], true
+}
+
 // CachedRows returns the number of cached remote rows.
 func (s *Store) CachedRows() int { return len(s.cached) }
 

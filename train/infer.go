@@ -271,6 +271,15 @@ func (t *trainer) infer(owned []int64) (*dense.Matrix, error) {
 			}
 			continue
 		}
+		if pass := t.rowPass(l, owned, h); pass != nil {
+			h = t.inferRows(pass, l, len(owned))
+			in = nil
+			t.m.Release()
+			if t.layerDone != nil {
+				t.layerDone(l+1, h)
+			}
+			continue
+		}
 		var out *dense.Matrix
 		b := t.evalChunks[l]
 		// The chunk counts are padded to the ranks' maximum and haloOnce

@@ -16,6 +16,7 @@ import (
 	"gnnmpi/metrics"
 	"gnnmpi/model"
 	"gnnmpi/partition"
+	"gnnmpi/sparse"
 )
 
 // randomHalos partitions g at random (seed 9) into p parts and returns
@@ -276,4 +277,101 @@ func TestInferencePieces(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestInferRows checks layer-wise inference in place on one rank
+// (rowPass): SAGE's layers take the row pass, in several chunks or one
+// (not where a layer that projects every vertex first would hold more than
+// a chunk's bound), and give the same outputs as the chunks' relabelled blocks in one chunk
+// (bit for bit: the test's BLAS is gonum's) and, up to rounding, in
+// several; an adjacency whose rows are unsorted and repeat a neighbour
+// gives the same outputs as its sorted, deduplicated rows; sparse features
+// take the chunks for the input layer only, GCN for every layer.
+func TestInferRows(t *testing.T) {
+	g := sbm()
+	book, err := partition.New(make([]int32, g.NumNodes), 1, "metis")
+	require.NoError(t, err)
+	type run struct {
+		out    *dense.Matrix
+		passes int
+	}
+	infer := func(t *testing.T, g *graph.Dataset, kind model.Kind, evalMemory int64, chunks bool) run {
+		t.Helper()
+		defer func(v bool) { noRowPass = v }(noRowPass)
+		noRowPass = chunks
+		var r run
+		err := inproc.Run(1, inproc.Options{Timeout: time.Minute}, func(c collective.Comm) error {
+			d, err := Distribute(g, "random", book, 0)
+			if err != nil {
+				return err
+			}
+			cfg := testConfig(kind)
+			cfg.EvalMemory = evalMemory
+			tr, err := newTrainer(c, d, cfg)
+			if err != nil {
+				return err
+			}
+			owned := tr.ebook.Owned(0)
+			if tr.rowPass(0, owned, nil) != nil {
+				r.passes++
+			}
+			tr.layerDone = func(l int, h *dense.Matrix) {
+				if l < cfg.Model.Layers && tr.rowPass(l, owned, h) != nil {
+					r.passes++
+				}
+			}
+			r.out, err = tr.infer(owned)
+			return err
+		})
+		require.NoError(t, err)
+		return r
+	}
+	one := infer(t, g, model.KindSAGE, 1<<40, true)
+	for _, tc := range []struct {
+		mem    int64
+		passes int
+	}{{1 << 40, 2}, {50 * 11 * 32, 2}, {16 * 60, 0}} { // both layers project first: 600 rows of their outputs exceed 960 values
+		rows := infer(t, g, model.KindSAGE, tc.mem, false)
+		require.Equal(t, tc.passes, rows.passes, "bound %d: layers in place", tc.mem)
+		if tc.passes == 2 {
+			require.Equal(t, bitsOf32(one.out.Data), bitsOf32(rows.out.Data), "bound %d: the rows of one chunk", tc.mem)
+		}
+		chunked := infer(t, g, model.KindSAGE, tc.mem, true)
+		require.InDeltaSlice(t, one.out.Data, chunked.out.Data, 1e-5, "bound %d: the chunks, up to rounding", tc.mem)
+		require.InDeltaSlice(t, one.out.Data, rows.out.Data, 1e-5, "bound %d", tc.mem)
+	}
+
+	// Unsorted rows with a repeated neighbour: sorted, deduplicated copies.
+	messy := *g
+	adj := *g.Adj
+	adj.Indices = slices.Clone(adj.Indices)
+	adj.Indptr = slices.Clone(adj.Indptr)
+	for i := range adj.NRows {
+		slices.Reverse(adj.Indices[adj.Indptr[i]:adj.Indptr[i+1]])
+	}
+	v := adj.Indices[adj.Indptr[3]] // row 3 names it twice
+	adj.Indices = slices.Insert(adj.Indices, int(adj.Indptr[3]), v)
+	for i := int64(4); i <= adj.NRows; i++ {
+		adj.Indptr[i]++
+	}
+	messy.Adj = &adj
+	got := infer(t, &messy, model.KindSAGE, 50*11*32, false)
+	require.Equal(t, 2, got.passes)
+	require.Equal(t, bitsOf32(infer(t, g, model.KindSAGE, 50*11*32, false).out.Data), bitsOf32(got.out.Data))
+
+	// Sparse features: the input layer takes the chunks. GCN has no row
+	// form.
+	sp := *g
+	sp.FeatCSR, sp.Feat = sparse.FromDense(g.Feat.Rows, g.Feat.Cols, g.Feat.Data), nil
+	require.Equal(t, 1, infer(t, &sp, model.KindSAGE, 50*11*32, false).passes)
+	require.Equal(t, 0, infer(t, g, model.KindGCN, 50*11*32, false).passes)
+}
+
+// bitsOf32 returns the bit patterns of x (+0 and −0 differ).
+func bitsOf32(x []float32) []uint32 {
+	b := make([]uint32, len(x))
+	for i, v := range x {
+		b[i] = math.Float32bits(v)
+	}
+	return b
 }

@@ -141,6 +141,13 @@ type evaluator struct {
 	// evalSampler samples evaluation's minibatches with Config.EvalFanouts
 	// (evalsampled.go), made at the first evaluation.
 	evalSampler sampling.Sampler
+	// rowsWhole caches wholeRows: 0 not yet known, 1 yes, 2 no;
+	// rowsSorted, whether the adjacency's rows are sorted without repeats.
+	rowsWhole  int8
+	rowsSorted bool
+	// rowCache keeps sorted copies of adjacency rows (rowChunk), within
+	// chunkCached's budget.
+	rowCache map[[2]int]*sparse.CSR
 	// inferWhole is set when layer-wise inference computes each layer in
 	// one chunk on the device (wholeOnDevice); inferPlan says which way it
 	// goes there, and why, for the log.

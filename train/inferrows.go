@@ -1,0 +1,137 @@
+package train
+
+import (
+	"slices"
+
+	"gnnmpi/dense"
+	"gnnmpi/model"
+	"gnnmpi/sparse"
+)
+
+// Layer-wise inference in place, on one rank that holds the whole graph:
+// a SAGE layer's chunks are rows of the graph's own adjacency, whose
+// global column ids index the whole previous layer (model.RowPass), so no
+// chunk is relabelled and no input row is copied. The rows are those of
+// the layer in one chunk (the whole graph's block): bit for bit where the
+// BLAS computes a row of a product apart from the others, else to the last
+// bits (model.RowPass). The same chunks give the same bits every time.
+
+// rowPass returns layer l's row pass over the whole graph, or nil when the
+// layer takes the chunks: it needs one rank computing on the host, its
+// vertices 0…n−1 in order as the adjacency's rows (wholeRows), a layer with a row form (SAGE), the layer's input
+// whole in place (the store's own float32 rows for the input layer, the
+// previous layer's output otherwise), and, when the pass projects every
+// vertex first, those n rows within a chunk's bound, which the memory
+// check counts twice (two chunks' gathered inputs) and the pass never
+// gathers.
+func (t *trainer) rowPass(l int, owned []int64, h *dense.Matrix) *model.RowPass {
+	if noRowPass || t.c.Size() != 1 || t.dev != nil || !t.wholeRows(owned) {
+		return nil
+	}
+	n, nnz := int64(len(owned)), t.d.Adj.NNZ()
+	ok, mulFirst := t.m.RowPassOrder(l, n, nnz)
+	if !ok || (mulFirst && n*int64(t.m.Layers[l].OutDim()) > t.evalValues()) {
+		return nil
+	}
+	x := h
+	if l == 0 {
+		rows, ok := t.store.OwnRowsF32()
+		if !ok {
+			return nil
+		}
+		x = &dense.Matrix{Rows: int(n), Cols: t.store.Cols(), Data: rows}
+	}
+	return t.m.RowPass(l, x, nnz)
+}
+
+// noRowPass, set by tests, makes every layer take the chunks.
+var noRowPass = false
+
+// inferRows computes layer l's output for the rank's n vertices with
+// pass, over the layer's chunk boundaries (they bound the layer's scratch:
+// a chunk's neighbour means and output rows). A chunk's rows are the
+// adjacency's own where they are sorted without repeats; otherwise a
+// sorted, deduplicated copy of them (rowChunk), as the whole graph's block
+// has them.
+func (t *trainer) inferRows(pass *model.RowPass, l, n int) *dense.Matrix {
+	out := dense.New(n, t.m.Layers[l].OutDim())
+	b := t.evalChunks[l]
+	for k := range len(b) - 1 {
+		lo, hi := b[k], min(b[k+1], n)
+		if lo >= hi {
+			continue
+		}
+		y := pass.Rows(t.rowChunk(lo, hi), lo)
+		copy(out.Data[lo*y.Cols:], y.Data)
+	}
+	return out
+}
+
+// rowChunk returns adjacency rows lo…hi−1 with global column ids, each
+// sorted without repeats: a view of the adjacency when its rows are
+// (rowsSorted), else a sorted, deduplicated copy, kept for the next
+// evaluations while the chunks kept fit chunk's budget.
+func (t *trainer) rowChunk(lo, hi int) *sparse.CSR {
+	adj := t.d.Adj
+	if t.rowsSorted {
+		return &sparse.CSR{NRows: int64(hi - lo), NCols: adj.NCols, Indptr: adj.Indptr[lo : hi+1], Indices: adj.Indices[:adj.Indptr[hi]]}
+	}
+	key := [2]int{lo, hi}
+	if a, ok := t.rowCache[key]; ok {
+		return a
+	}
+	a := &sparse.CSR{NRows: int64(hi - lo), NCols: adj.NCols, Indptr: make([]int64, hi-lo+1), Indices: make([]int64, 0, adj.Indptr[hi]-adj.Indptr[lo])}
+	for i := lo; i < hi; i++ {
+		s := len(a.Indices)
+		a.Indices = append(a.Indices, adj.Indices[adj.Indptr[i]:adj.Indptr[i+1]]...)
+		row := a.Indices[s:]
+		slices.Sort(row)
+		a.Indices = a.Indices[:s+len(slices.Compact(row))]
+		a.Indptr[i-lo+1] = int64(len(a.Indices))
+	}
+	if size := 8 * (int64(len(a.Indices)) + a.NRows + 1); t.chunkCached+size <= 4*t.evalValues() {
+		if t.rowCache == nil {
+			t.rowCache = map[[2]int]*sparse.CSR{}
+		}
+		t.rowCache[key] = a
+		t.chunkCached += size
+	}
+	return a
+}
+
+// wholeRows reports whether this rank's inference vertices owned are the
+// whole graph's 0…n−1 in order, held as adjacency rows 0…n−1 of n
+// columns. It checks once, and notes whether every row is sorted without
+// repeats (rowsSorted).
+func (t *trainer) wholeRows(owned []int64) bool {
+	if t.rowsWhole == 0 {
+		t.rowsWhole = 2
+		if adj, n := t.d.Adj, int64(len(owned)); t.d.RowLo == 0 && adj.NRows == n && adj.NCols == n && ascending(owned) {
+			t.rowsWhole, t.rowsSorted = 1, sortedRows(adj)
+		}
+	}
+	return t.rowsWhole == 1
+}
+
+// ascending reports whether ids is 0, 1, …, len(ids)−1.
+func ascending(ids []int64) bool {
+	for i, v := range ids {
+		if v != int64(i) {
+			return false
+		}
+	}
+	return true
+}
+
+// sortedRows reports whether every row of adj is strictly ascending.
+func sortedRows(adj *sparse.CSR) bool {
+	for i := range adj.NRows {
+		row := adj.Indices[adj.Indptr[i]:adj.Indptr[i+1]]
+		for k := 1; k < len(row); k++ {
+			if row[k] <= row[k-1] {
+				return false
+			}
+		}
+	}
+	return true
+}
