@@ -18,7 +18,8 @@
 #   bench/evalsampled.sh BIN OUTCSV
 #
 # NODES (default 1000000) sizes the graph; it is generated once into
-# bench/out/evalsampled.
+# bench/out/evalsampled. COMMIT names BIN's commit in the CSVs (default
+# the tree's HEAD), for a binary built elsewhere.
 set -euo pipefail
 bin=$1 csv=$2
 NODES=${NODES:-1000000} NPS=${NPS-1 2} REPS=${REPS:-2} EPOCHS=${EPOCHS:-2}
@@ -31,7 +32,7 @@ fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-commit=$(git rev-parse --short HEAD)
+commit=${COMMIT:-$(git rev-parse --short HEAD)}
 echo "nodes,np,evaluation,rep,epochs,median_eval_s,val_acc,test_acc,eval_bytes_per_epoch,peak_rss_bytes_rank0,estimated_peak_bytes_rank0,median_epoch_s,loadavg_start,commit" >"$csv"
 for rep in $(seq "$REPS"); do
 	for np in $NPS; do
