@@ -1,6 +1,8 @@
 package model
 
 import (
+	"slices"
+
 	"gonum.org/v1/gonum/blas"
 
 	"gnnmpi/dense"
@@ -26,69 +28,87 @@ type RowPass struct {
 	m        *Model
 	l        int
 	s        *SAGE
-	x        *dense.Matrix
+	x, halo  *dense.Matrix // the sources: x's rows, then halo's (nil: none)
 	mulFirst bool
-	pre      []float32 // X·W_neigh of every vertex, when mulFirst
+	pre      []float32 // X·W_neigh of every source (x's rows, then halo's), when mulFirst
 }
 
 // RowPassOrder reports whether layer l has a row form (SAGE; the
-// others take blocks) and, for a graph of n vertices and nnz stored
-// entries, whether it projects every vertex first, which takes
-// n × OutDim() floats beside the output (RowPass computes them).
-func (m *Model) RowPassOrder(l int, n, nnz int64) (ok, mulFirst bool) {
+// others take blocks) and, for rows of nd vertices with ns sources (the
+// vertices themselves and the others their rows name) and nnz stored
+// entries, whether it projects every source first, which takes
+// ns × OutDim() floats beside the output (RowPass computes them). For a
+// whole graph nd and ns are its vertices.
+func (m *Model) RowPassOrder(l int, nd, ns, nnz int64) (ok, mulFirst bool) {
 	s, ok := m.Layers[l].(*SAGE)
 	if !ok {
 		return false, false
 	}
-	return true, s.rowOrder(n, nnz)
+	return true, s.rowOrder(nd, ns, nnz)
 }
 
-// rowOrder is the order Forward takes on the one block of a whole graph
-// of n vertices and nnz entries (destinations and sources all n), unless
+// rowOrder is the order Forward takes on one block of nd destinations, ns
+// sources and nnz entries (a whole graph: nd = ns, its vertices), unless
 // order forces one.
-func (s *SAGE) rowOrder(n, nnz int64) bool {
+func (s *SAGE) rowOrder(nd, ns, nnz int64) bool {
 	switch s.order {
 	case 1:
 		return false
 	case 2:
 		return true
 	}
-	return sageOrder(int(n), int(n), nnz, s.fin, s.fout)
+	return sageOrder(int(nd), int(ns), nnz, s.fin, s.fout)
 }
 
-// RowPass returns layer l's pass over x (n × the layer's input width, row
-// v vertex v's input) for a graph of n vertices and nnz stored entries, or
-// nil when the layer has no row form (RowPassOrder). When it projects
-// first it computes X·W_neigh of every vertex now. x must not change
-// while the pass is in use.
-func (m *Model) RowPass(l int, x *dense.Matrix, nnz int64) *RowPass {
+// RowPass returns layer l's pass over the sources x (the vertices whose
+// rows the pass computes, in order, each row the layer's input width) and
+// halo (other sources, after them; nil for none), for rows of nnz stored
+// entries in all, or nil when the layer has no row form (RowPassOrder).
+// When it projects first it computes X·W_neigh of every source now. x
+// and halo must not change while the pass is in use.
+func (m *Model) RowPass(l int, x, halo *dense.Matrix, nnz int64) *RowPass {
 	s, ok := m.Layers[l].(*SAGE)
 	if !ok {
 		return nil
 	}
+	nh := 0
+	if halo != nil {
+		nh = halo.Rows
+		if halo.Cols != s.fin {
+			panic("model: RowPass halo width mismatch")
+		}
+	}
 	if x.Cols != s.fin {
 		panic("model: RowPass input width mismatch")
 	}
-	p := &RowPass{m: m, l: l, s: s, x: x, mulFirst: s.rowOrder(int64(x.Rows), nnz)}
+	p := &RowPass{m: m, l: l, s: s, x: x, halo: halo, mulFirst: s.rowOrder(int64(x.Rows), int64(x.Rows+nh), nnz)}
 	if p.mulFirst {
-		p.pre = make([]float32, x.Rows*s.fout)
+		p.pre = make([]float32, (x.Rows+nh)*s.fout)
 		dense.Gemm(s.impl, blas.NoTrans, blas.NoTrans, x.Rows, s.fout, s.fin, 1, x.Data, s.wNeigh.W, 0, p.pre)
+		if nh > 0 {
+			dense.Gemm(s.impl, blas.NoTrans, blas.NoTrans, nh, s.fout, s.fin, 1, halo.Data, s.wNeigh.W, 0, p.pre[x.Rows*s.fout:])
+		}
 	}
 	m.ready = false
 	return p
 }
 
-// Rows computes the layer's output rows lo…lo+a.NRows, with the layer's
-// activation, as Model.ForwardLayer on the whole graph's block gives
-// them: a holds those rows of the graph's adjacency (global column ids
-// into the pass's x, each row sorted without repeats, as that block's rows
-// are). The result is the layer's own, valid until its next call.
+// Rows computes the layer's output rows lo…lo+a.NRows of the pass's
+// vertices, with the layer's activation: a holds those vertices' rows,
+// column j < x.Rows naming vertex j and x.Rows + k halo row k, each row
+// sorted without repeats. On a whole graph (no halo) they are the rows
+// Model.ForwardLayer gives on the graph's one block. The result is the
+// layer's own, valid until its next call.
 // It will panic if the rows or columns do not conform.
 func (p *RowPass) Rows(a *sparse.CSR, lo int) *dense.Matrix {
-	if a.NCols != int64(p.x.Rows) || lo < 0 || int64(lo)+a.NRows > int64(p.x.Rows) {
+	ns := p.x.Rows
+	if p.halo != nil {
+		ns += p.halo.Rows
+	}
+	if a.NCols != int64(ns) || lo < 0 || int64(lo)+a.NRows > int64(p.x.Rows) {
 		panic("model: RowPass rows out of range")
 	}
-	h := p.s.forwardRows(a, p.x, lo, p.mulFirst, p.pre)
+	h := p.s.forwardRows(a, p.x, p.halo, lo, p.mulFirst, p.pre)
 	if act := p.m.acts[p.l]; act != nil {
 		h = act.Forward(h)
 	}
@@ -96,10 +116,10 @@ func (p *RowPass) Rows(a *sparse.CSR, lo int) *dense.Matrix {
 	return h
 }
 
-// forwardRows is forward on the whole graph's block restricted to rows
-// lo…lo+a.NRows (RowPass.Rows), with pre = X·W_neigh of every vertex when
-// mulFirst.
-func (s *SAGE) forwardRows(a *sparse.CSR, x *dense.Matrix, lo int, mulFirst bool, pre []float32) *dense.Matrix {
+// forwardRows is forward on one block restricted to rows lo…lo+a.NRows
+// (RowPass.Rows): the destinations are x's rows, the sources x's and then
+// halo's; pre = X·W_neigh of every source when mulFirst.
+func (s *SAGE) forwardRows(a *sparse.CSR, x, halo *dense.Matrix, lo int, mulFirst bool, pre []float32) *dense.Matrix {
 	nd, fin, fout := int(a.NRows), s.fin, s.fout
 	s.blk, s.x, s.xs, s.mean = nil, nil, nil, nil
 	inv := make([]float32, nd)
@@ -112,13 +132,53 @@ func (s *SAGE) forwardRows(a *sparse.CSR, x *dense.Matrix, lo int, mulFirst bool
 	dense.Gemm(s.impl, blas.NoTrans, blas.NoTrans, nd, fout, fin, 1, x.Data[lo*fin:(lo+nd)*fin], s.wSelf.W, 0, out.Data)
 	if mulFirst {
 		aggOut := s.scratch(&s.aggO, nd*fout)
-		spmm(aggOut, a, nil, inv, pre, fout)
+		if halo == nil {
+			spmm(aggOut, a, nil, inv, pre, fout)
+		} else {
+			spmmSplit(aggOut, a, inv, pre[:x.Rows*fout], pre[x.Rows*fout:], x.Rows, fout)
+		}
 		dense.Axpy(1, aggOut, out.Data)
 	} else {
 		s.agg = dense.Grow(s.agg, nd*fin)
-		spmm(s.agg, a, nil, inv, x.Data, fin)
+		if halo == nil {
+			spmm(s.agg, a, nil, inv, x.Data, fin)
+		} else {
+			spmmSplit(s.agg, a, inv, x.Data, halo.Data, x.Rows, fin)
+		}
 		dense.Gemm(s.impl, blas.NoTrans, blas.NoTrans, nd, fout, fin, 1, s.agg, s.wNeigh.W, 1, out.Data)
 	}
 	s.finish(out)
 	return out
+}
+
+// spmmSplit is spmm with row i scaled by rowScale[i] and no weights over
+// sources in two matrices: column j < na is row j of xa, na + k row k of
+// xb (both f wide). Each row of a must be sorted, so that its columns in
+// xa come first: the terms are added in the row's order, as spmm adds
+// them over one matrix.
+func spmmSplit(dst []float32, a *sparse.CSR, rowScale []float32, xa, xb []float32, na, f int) {
+	nr := int(a.NRows)
+	dst = dst[:nr*f]
+	parallel(nr, 1, (a.Indptr[nr]-a.Indptr[0])*int64(f), func(lo, hi int) {
+		var alpha []float32
+		var idx []int64
+		for i := lo; i < hi; i++ {
+			out := dst[i*f : (i+1)*f]
+			e0, e1 := a.Indptr[i], a.Indptr[i+1]
+			row := a.Indices[e0:e1]
+			k, _ := slices.BinarySearch(row, int64(na))
+			alpha = alpha[:0]
+			for range row {
+				alpha = append(alpha, rowScale[i])
+			}
+			gatherRowTo(out, alpha[:k], row[:k], xa, f)
+			idx = idx[:0]
+			for _, j := range row[k:] {
+				idx = append(idx, j-int64(na))
+			}
+			if len(idx) > 0 {
+				gatherRow(out, alpha[k:], idx, xb, f)
+			}
+		}
+	})
 }

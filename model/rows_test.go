@@ -35,12 +35,12 @@ func TestRowPass(t *testing.T) {
 					in := x
 					for l := range 2 {
 						want := clone(m.ForwardLayer(l, adj, in))
-						ok, mulFirst := m.RowPassOrder(l, n, adj.NNZ())
+						ok, mulFirst := m.RowPassOrder(l, n, n, adj.NNZ())
 						require.True(t, ok)
 						if order != 0 {
 							assert.Equal(t, order == 2, mulFirst)
 						}
-						p := m.RowPass(l, in, adj.NNZ())
+						p := m.RowPass(l, in, nil, adj.NNZ())
 						for _, step := range []int{n, 64, 37, 1} {
 							got := dense.New(n, want.Cols)
 							for lo := 0; lo < n; lo += step {
@@ -58,7 +58,7 @@ func TestRowPass(t *testing.T) {
 						in = want
 					}
 					assert.Panics(t, func() {
-						m.RowPass(0, x, adj.NNZ()).Rows(&sparse.CSR{NRows: 2, NCols: n, Indptr: adj.Indptr[:3], Indices: adj.Indices}, n-1)
+						m.RowPass(0, x, nil, adj.NNZ()).Rows(&sparse.CSR{NRows: 2, NCols: n, Indptr: adj.Indptr[:3], Indices: adj.Indices}, n-1)
 					})
 				})
 			}
@@ -67,8 +67,39 @@ func TestRowPass(t *testing.T) {
 	for _, kind := range []Kind{KindGCN, KindGAT} {
 		m, err := New(Config{Kind: kind, In: fin, Hidden: 8, Out: out, Layers: 2}, testRNG(4203), nil)
 		require.NoError(t, err)
-		ok, _ := m.RowPassOrder(0, n, adj.NNZ())
+		ok, _ := m.RowPassOrder(0, n, n, adj.NNZ())
 		assert.False(t, ok, kind)
-		assert.Nil(t, m.RowPass(0, x, adj.NNZ()), kind)
+		assert.Nil(t, m.RowPass(0, x, nil, adj.NNZ()), kind)
+	}
+}
+
+// TestRowPassHalo checks a row pass over sources in two matrices, the
+// vertices' own rows and a halo after them: its rows equal, bit for bit,
+// those of the pass over the two stacked in one matrix, in each order.
+func TestRowPassHalo(t *testing.T) {
+	const n, own, fin = 200, 120, 24
+	adj := randBlock(testRNG(4300), own, n, 15) // own vertices' rows over all n sources
+	x := randMatrix(testRNG(4301), n, fin)
+	ownX := &dense.Matrix{Rows: own, Cols: fin, Data: x.Data[:own*fin]}
+	halo := &dense.Matrix{Rows: n - own, Cols: fin, Data: x.Data[own*fin:]}
+	for _, order := range []int{1, 2} {
+		m, err := New(Config{Kind: "sage", In: fin, Hidden: 16, Out: 5, Layers: 2}, testRNG(4302), nil)
+		require.NoError(t, err)
+		for _, layer := range m.Layers {
+			layer.(*SAGE).order = order
+		}
+		whole := m.RowPass(0, x, nil, adj.NNZ())
+		split := m.RowPass(0, ownX, halo, adj.NNZ())
+		for _, step := range []int{own, 50, 7} {
+			for lo := 0; lo < own; lo += step {
+				hi := min(lo+step, own)
+				rows := &sparse.CSR{NRows: int64(hi - lo), NCols: n, Indptr: adj.Indptr[lo : hi+1], Indices: adj.Indices}
+				want := bitsOf(clone(whole.Rows(rows, lo)).Data)
+				require.Equal(t, want, bitsOf(split.Rows(rows, lo).Data), "order %d, rows %d to %d", order, lo, hi)
+			}
+		}
+		assert.Panics(t, func() {
+			split.Rows(&sparse.CSR{NRows: 1, NCols: n + 1, Indptr: adj.Indptr[:2], Indices: adj.Indices}, 0)
+		}, "columns beyond the halo")
 	}
 }

@@ -272,7 +272,7 @@ func (t *trainer) infer(owned []int64) (*dense.Matrix, error) {
 			continue
 		}
 		if pass := t.rowPass(l, owned, h); pass != nil {
-			h = t.inferRows(pass, l, len(owned))
+			h = t.inferRows(pass, l, len(owned), t.rowChunk)
 			in = nil
 			t.m.Release()
 			if t.layerDone != nil {
@@ -295,6 +295,14 @@ func (t *trainer) infer(owned []int64) (*dense.Matrix, error) {
 			}
 			if err != nil {
 				return nil, err
+			}
+			if pass := t.haloRowPass(l, owned, h, hx); pass != nil {
+				h = t.inferRows(pass, l, len(owned), func(lo, hi int) *sparse.CSR { return t.haloChunk(owned, lo, hi) })
+				t.m.Release()
+				if t.layerDone != nil {
+					t.layerDone(l+1, h)
+				}
+				continue
 			}
 		}
 		for k := range len(b) - 1 {

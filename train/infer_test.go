@@ -375,3 +375,59 @@ func bitsOf32(x []float32) []uint32 {
 	}
 	return b
 }
+
+// TestInferRowsHalo checks hidden layers in place on several ranks
+// (haloRowPass): where a layer's chunks share one fetch of the halo, each
+// rank computes SAGE's hidden layer over its own rows and the halo's in
+// place, with the bytes of the chunks (TestInferenceHaloBytes counts
+// them), and the outputs of the chunks up to rounding.
+func TestInferRowsHalo(t *testing.T) {
+	g := sbm()
+	for _, p := range []int{2, 3} {
+		t.Run(fmt.Sprintf("p%d", p), func(t *testing.T) {
+			book, halo := randomHalos(g, p)
+			var most int
+			for _, h := range halo {
+				most = max(most, len(h))
+			}
+			outs := make([][2]*dense.Matrix, p)
+			passes := make([]int, p)
+			for k, chunks := range []bool{true, false} {
+				defer func(v bool) { noRowPass = v }(noRowPass)
+				noRowPass = chunks
+				err := inproc.Run(p, inproc.Options{Timeout: time.Minute}, func(c collective.Comm) error {
+					r := c.Rank()
+					d, err := Distribute(g, "random", book, r)
+					if err != nil {
+						return err
+					}
+					cfg := testConfig(model.KindSAGE)
+					// The hidden layer in several chunks sharing the halo, with
+					// the projections of its sources (they project first: 16
+					// to 8 columns) within the bound.
+					cfg.EvalMemory = int64(3 * most * cfg.Model.Hidden / 2)
+					tr, err := newTrainer(c, d, cfg)
+					if err != nil {
+						return err
+					}
+					if b := tr.evalChunks[1]; len(b) < 3 || !tr.haloOnce[1] {
+						return fmt.Errorf("rank %d: the hidden layer in %d chunk(s), halo once %v", r, len(b)-1, tr.haloOnce[1])
+					}
+					owned := tr.ebook.Owned(r)
+					tr.layerDone = func(l int, h *dense.Matrix) {
+						if l == 1 && !chunks && tr.haloRowPass(1, owned, h, dense.New(len(tr.halo), h.Cols)) != nil {
+							passes[r]++
+						}
+					}
+					outs[r][k], err = tr.infer(owned)
+					return err
+				})
+				require.NoError(t, err)
+			}
+			for r := range p {
+				require.Equal(t, 1, passes[r], "rank %d: the hidden layer in place", r)
+				require.InDeltaSlice(t, outs[r][0].Data, outs[r][1].Data, 1e-5, "rank %d", r)
+			}
+		})
+	}
+}

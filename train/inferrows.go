@@ -29,7 +29,7 @@ func (t *trainer) rowPass(l int, owned []int64, h *dense.Matrix) *model.RowPass 
 		return nil
 	}
 	n, nnz := int64(len(owned)), t.d.Adj.NNZ()
-	ok, mulFirst := t.m.RowPassOrder(l, n, nnz)
+	ok, mulFirst := t.m.RowPassOrder(l, n, n, nnz)
 	if !ok || (mulFirst && n*int64(t.m.Layers[l].OutDim()) > t.evalValues()) {
 		return nil
 	}
@@ -41,7 +41,32 @@ func (t *trainer) rowPass(l int, owned []int64, h *dense.Matrix) *model.RowPass 
 		}
 		x = &dense.Matrix{Rows: int(n), Cols: t.store.Cols(), Data: rows}
 	}
-	return t.m.RowPass(l, x, nnz)
+	return t.m.RowPass(l, x, nil, nnz)
+}
+
+// haloRowPass returns hidden layer l's row pass over the rank's own rows h
+// (owned's order) and its halo's hx (t.halo's order), for a layer computed
+// in several chunks that share one fetch of the halo (the chunks
+// communicate nothing then, so a rank may compute them either way), on
+// the host, with a row form (SAGE), and, when it projects every source
+// first, those rows within a chunk's bound; nil otherwise. Its chunks are
+// haloChunk's: the rank's adjacency rows over its own rows and the halo's
+// in place, nothing relabelled or copied.
+func (t *trainer) haloRowPass(l int, owned []int64, h, hx *dense.Matrix) *model.RowPass {
+	if noRowPass || t.dev != nil || l == 0 || hx == nil || h.Rows != len(owned) {
+		return nil
+	}
+	if t.ownedNNZ == 0 {
+		for _, g := range owned {
+			t.ownedNNZ += int64(len(t.d.Row(g)))
+		}
+	}
+	nd, ns := int64(len(owned)), int64(len(owned)+hx.Rows)
+	ok, mulFirst := t.m.RowPassOrder(l, nd, ns, t.ownedNNZ)
+	if !ok || (mulFirst && ns*int64(t.m.Layers[l].OutDim()) > t.evalValues()) {
+		return nil
+	}
+	return t.m.RowPass(l, h, hx, t.ownedNNZ)
 }
 
 // noRowPass, set by tests, makes every layer take the chunks.
@@ -49,11 +74,9 @@ var noRowPass = false
 
 // inferRows computes layer l's output for the rank's n vertices with
 // pass, over the layer's chunk boundaries (they bound the layer's scratch:
-// a chunk's neighbour means and output rows). A chunk's rows are the
-// adjacency's own where they are sorted without repeats; otherwise a
-// sorted, deduplicated copy of them (rowChunk), as the whole graph's block
-// has them.
-func (t *trainer) inferRows(pass *model.RowPass, l, n int) *dense.Matrix {
+// a chunk's neighbour means and output rows), chunk lo…hi taking
+// rows(lo, hi) (rowChunk on a whole graph, haloChunk otherwise).
+func (t *trainer) inferRows(pass *model.RowPass, l, n int, rows func(lo, hi int) *sparse.CSR) *dense.Matrix {
 	out := dense.New(n, t.m.Layers[l].OutDim())
 	b := t.evalChunks[l]
 	for k := range len(b) - 1 {
@@ -61,29 +84,61 @@ func (t *trainer) inferRows(pass *model.RowPass, l, n int) *dense.Matrix {
 		if lo >= hi {
 			continue
 		}
-		y := pass.Rows(t.rowChunk(lo, hi), lo)
+		y := pass.Rows(rows(lo, hi), lo)
 		copy(out.Data[lo*y.Cols:], y.Data)
 	}
 	return out
 }
 
 // rowChunk returns adjacency rows lo…hi−1 with global column ids, each
-// sorted without repeats: a view of the adjacency when its rows are
-// (rowsSorted), else a sorted, deduplicated copy, kept for the next
-// evaluations while the chunks kept fit chunk's budget.
+// sorted without repeats, as the whole graph's block has them: a view of
+// the adjacency when its rows are (rowsSorted), else a sorted,
+// deduplicated copy (keepRows).
 func (t *trainer) rowChunk(lo, hi int) *sparse.CSR {
 	adj := t.d.Adj
 	if t.rowsSorted {
 		return &sparse.CSR{NRows: int64(hi - lo), NCols: adj.NCols, Indptr: adj.Indptr[lo : hi+1], Indices: adj.Indices[:adj.Indptr[hi]]}
 	}
+	return t.keepRows(lo, hi, adj.NCols, func(i int, row []int64) []int64 {
+		return append(row, adj.Indices[adj.Indptr[i]:adj.Indptr[i+1]]...)
+	})
+}
+
+// haloChunk returns the adjacency rows of owned[lo:hi] with their columns
+// as a haloRowPass names them: a vertex the rank owns under ebook by its
+// local id, a halo vertex by len(owned) plus its place in t.halo; each
+// row sorted without repeats (keepRows).
+func (t *trainer) haloChunk(owned []int64, lo, hi int) *sparse.CSR {
+	r, own := t.c.Rank(), int64(len(owned))
+	return t.keepRows(lo, hi, own+int64(len(t.halo)), func(i int, row []int64) []int64 {
+		for _, g := range t.d.Row(owned[i]) {
+			if q, lid := t.ebook.Locate(g); q == r {
+				row = append(row, lid)
+				continue
+			}
+			k, ok := slices.BinarySearch(t.halo, g)
+			if !ok {
+				panic("train: an inference source outside the halo")
+			}
+			row = append(row, own+int64(k))
+		}
+		return row
+	})
+}
+
+// keepRows returns rows lo…hi−1 of ncols columns that add(i, row)
+// appends to row, each then sorted and deduplicated, kept for the next
+// evaluations (keyed by lo, hi) while the rows kept fit the chunks' cache
+// budget (trainer.chunk's).
+func (t *trainer) keepRows(lo, hi int, ncols int64, add func(i int, row []int64) []int64) *sparse.CSR {
 	key := [2]int{lo, hi}
 	if a, ok := t.rowCache[key]; ok {
 		return a
 	}
-	a := &sparse.CSR{NRows: int64(hi - lo), NCols: adj.NCols, Indptr: make([]int64, hi-lo+1), Indices: make([]int64, 0, adj.Indptr[hi]-adj.Indptr[lo])}
+	a := &sparse.CSR{NRows: int64(hi - lo), NCols: ncols, Indptr: make([]int64, hi-lo+1)}
 	for i := lo; i < hi; i++ {
 		s := len(a.Indices)
-		a.Indices = append(a.Indices, adj.Indices[adj.Indptr[i]:adj.Indptr[i+1]]...)
+		a.Indices = add(i, a.Indices)
 		row := a.Indices[s:]
 		slices.Sort(row)
 		a.Indices = a.Indices[:s+len(slices.Compact(row))]

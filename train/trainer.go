@@ -145,9 +145,11 @@ type evaluator struct {
 	// rowsSorted, whether the adjacency's rows are sorted without repeats.
 	rowsWhole  int8
 	rowsSorted bool
-	// rowCache keeps sorted copies of adjacency rows (rowChunk), within
-	// chunkCached's budget.
+	// rowCache keeps the sorted rows of row passes' chunks (keepRows),
+	// within chunkCached's budget; ownedNNZ counts the stored entries of
+	// the rank's inference vertices (haloRowPass), once.
 	rowCache map[[2]int]*sparse.CSR
+	ownedNNZ int64
 	// inferWhole is set when layer-wise inference computes each layer in
 	// one chunk on the device (wholeOnDevice); inferPlan says which way it
 	// goes there, and why, for the log.
