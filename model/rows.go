@@ -33,20 +33,6 @@ type RowPass struct {
 	pre      []float32 // X·W_neigh of every source (x's rows, then halo's), when mulFirst
 }
 
-// RowPassOrder reports whether layer l has a row form (SAGE; the
-// others take blocks) and, for rows of nd vertices with ns sources (the
-// vertices themselves and the others their rows name) and nnz stored
-// entries, whether it projects every source first, which takes
-// ns × OutDim() floats beside the output (RowPass computes them). For a
-// whole graph nd and ns are its vertices.
-func (m *Model) RowPassOrder(l int, nd, ns, nnz int64) (ok, mulFirst bool) {
-	s, ok := m.Layers[l].(*SAGE)
-	if !ok {
-		return false, false
-	}
-	return true, s.rowOrder(nd, ns, nnz)
-}
-
 // rowOrder is the order Forward takes on one block of nd destinations, ns
 // sources and nnz entries (a whole graph: nd = ns, its vertices), unless
 // order forces one.
@@ -63,10 +49,13 @@ func (s *SAGE) rowOrder(nd, ns, nnz int64) bool {
 // RowPass returns layer l's pass over the sources x (the vertices whose
 // rows the pass computes, in order, each row the layer's input width) and
 // halo (other sources, after them; nil for none), for rows of nnz stored
-// entries in all, or nil when the layer has no row form (RowPassOrder).
-// When it projects first it computes X·W_neigh of every source now. x
-// and halo must not change while the pass is in use.
-func (m *Model) RowPass(l int, x, halo *dense.Matrix, nnz int64) *RowPass {
+// entries in all, or nil when the layer has no row form (SAGE has one;
+// the others take blocks). It takes the order Forward would on one block
+// of those rows (on a whole graph, the graph's one block), except that it
+// projects first only when the projections of every source, ns × OutDim()
+// floats, are at most maxPre; it computes them now. x and halo must not
+// change while the pass is in use.
+func (m *Model) RowPass(l int, x, halo *dense.Matrix, nnz, maxPre int64) *RowPass {
 	s, ok := m.Layers[l].(*SAGE)
 	if !ok {
 		return nil
@@ -81,7 +70,8 @@ func (m *Model) RowPass(l int, x, halo *dense.Matrix, nnz int64) *RowPass {
 	if x.Cols != s.fin {
 		panic("model: RowPass input width mismatch")
 	}
-	p := &RowPass{m: m, l: l, s: s, x: x, halo: halo, mulFirst: s.rowOrder(int64(x.Rows), int64(x.Rows+nh), nnz)}
+	ns := int64(x.Rows + nh)
+	p := &RowPass{m: m, l: l, s: s, x: x, halo: halo, mulFirst: s.rowOrder(int64(x.Rows), ns, nnz) && ns*int64(s.fout) <= maxPre}
 	if p.mulFirst {
 		p.pre = make([]float32, (x.Rows+nh)*s.fout)
 		dense.Gemm(s.impl, blas.NoTrans, blas.NoTrans, x.Rows, s.fout, s.fin, 1, x.Data, s.wNeigh.W, 0, p.pre)

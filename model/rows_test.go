@@ -18,7 +18,8 @@ import (
 // picks), with and without Normalize: bit for bit under gonum's BLAS, whose
 // product rows do not depend on the other rows, and under OpenBLAS in one
 // block of every row; in smaller blocks OpenBLAS's kernels round some
-// products otherwise (within 1e-5). Layers without a row form have none.
+// products otherwise (within 1e-5). A pass whose projections would exceed
+// its bound aggregates first. Layers without a row form have none.
 func TestRowPass(t *testing.T) {
 	const n, fin, hidden, out = 300, 24, 40, 7
 	adj := randBlock(testRNG(4200), n, n, 12) // rows sorted without repeats
@@ -35,12 +36,11 @@ func TestRowPass(t *testing.T) {
 					in := x
 					for l := range 2 {
 						want := clone(m.ForwardLayer(l, adj, in))
-						ok, mulFirst := m.RowPassOrder(l, n, n, adj.NNZ())
-						require.True(t, ok)
+						p := m.RowPass(l, in, nil, adj.NNZ(), n*hidden)
+						require.NotNil(t, p)
 						if order != 0 {
-							assert.Equal(t, order == 2, mulFirst)
+							assert.Equal(t, order == 2, p.mulFirst)
 						}
-						p := m.RowPass(l, in, nil, adj.NNZ())
 						for _, step := range []int{n, 64, 37, 1} {
 							got := dense.New(n, want.Cols)
 							for lo := 0; lo < n; lo += step {
@@ -58,18 +58,21 @@ func TestRowPass(t *testing.T) {
 						in = want
 					}
 					assert.Panics(t, func() {
-						m.RowPass(0, x, nil, adj.NNZ()).Rows(&sparse.CSR{NRows: 2, NCols: n, Indptr: adj.Indptr[:3], Indices: adj.Indices}, n-1)
+						m.RowPass(0, x, nil, adj.NNZ(), n*hidden).Rows(&sparse.CSR{NRows: 2, NCols: n, Indptr: adj.Indptr[:3], Indices: adj.Indices}, n-1)
 					})
 				})
 			}
 		}
 	}
+	m, err := New(Config{Kind: "sage", In: fin, Hidden: hidden, Out: out, Layers: 2}, testRNG(4202), nil)
+	require.NoError(t, err)
+	m.Layers[0].(*SAGE).order = 2
+	assert.True(t, m.RowPass(0, x, nil, adj.NNZ(), n*hidden).mulFirst)
+	assert.False(t, m.RowPass(0, x, nil, adj.NNZ(), n*hidden-1).mulFirst, "the projections beyond the bound")
 	for _, kind := range []Kind{KindGCN, KindGAT} {
 		m, err := New(Config{Kind: kind, In: fin, Hidden: 8, Out: out, Layers: 2}, testRNG(4203), nil)
 		require.NoError(t, err)
-		ok, _ := m.RowPassOrder(0, n, n, adj.NNZ())
-		assert.False(t, ok, kind)
-		assert.Nil(t, m.RowPass(0, x, nil, adj.NNZ()), kind)
+		assert.Nil(t, m.RowPass(0, x, nil, adj.NNZ(), n*hidden), kind)
 	}
 }
 
@@ -88,8 +91,8 @@ func TestRowPassHalo(t *testing.T) {
 		for _, layer := range m.Layers {
 			layer.(*SAGE).order = order
 		}
-		whole := m.RowPass(0, x, nil, adj.NNZ())
-		split := m.RowPass(0, ownX, halo, adj.NNZ())
+		whole := m.RowPass(0, x, nil, adj.NNZ(), n*16)
+		split := m.RowPass(0, ownX, halo, adj.NNZ(), n*16)
 		for _, step := range []int{own, 50, 7} {
 			for lo := 0; lo < own; lo += step {
 				hi := min(lo+step, own)

@@ -18,19 +18,15 @@ import (
 
 // rowPass returns layer l's row pass over the whole graph, or nil when the
 // layer takes the chunks: it needs one rank computing on the host, its
-// vertices 0…n−1 in order as the adjacency's rows (wholeRows), a layer with a row form (SAGE), the layer's input
-// whole in place (the store's own float32 rows for the input layer, the
-// previous layer's output otherwise), and, when the pass projects every
-// vertex first, those n rows within a chunk's bound, which the memory
-// check counts twice (two chunks' gathered inputs) and the pass never
-// gathers.
+// vertices 0…n−1 in order as the adjacency's rows (wholeRows), a layer
+// with a row form (SAGE) and the layer's input whole in place (the
+// store's own float32 rows for the input layer, the previous layer's
+// output otherwise). The pass projects every vertex first, where that
+// order is the cheaper, only when those n rows fit a chunk's bound, which
+// the memory check counts twice (two chunks' gathered inputs, which the
+// pass never gathers); else it aggregates first.
 func (t *trainer) rowPass(l int, owned []int64, h *dense.Matrix) *model.RowPass {
 	if noRowPass || t.c.Size() != 1 || t.dev != nil || !t.wholeRows(owned) {
-		return nil
-	}
-	n, nnz := int64(len(owned)), t.d.Adj.NNZ()
-	ok, mulFirst := t.m.RowPassOrder(l, n, n, nnz)
-	if !ok || (mulFirst && n*int64(t.m.Layers[l].OutDim()) > t.evalValues()) {
 		return nil
 	}
 	x := h
@@ -39,19 +35,19 @@ func (t *trainer) rowPass(l int, owned []int64, h *dense.Matrix) *model.RowPass 
 		if !ok {
 			return nil
 		}
-		x = &dense.Matrix{Rows: int(n), Cols: t.store.Cols(), Data: rows}
+		x = &dense.Matrix{Rows: len(owned), Cols: t.store.Cols(), Data: rows}
 	}
-	return t.m.RowPass(l, x, nil, nnz)
+	return t.m.RowPass(l, x, nil, t.d.Adj.NNZ(), t.evalValues())
 }
 
 // haloRowPass returns hidden layer l's row pass over the rank's own rows h
 // (owned's order) and its halo's hx (t.halo's order), for a layer computed
 // in several chunks that share one fetch of the halo (the chunks
 // communicate nothing then, so a rank may compute them either way), on
-// the host, with a row form (SAGE), and, when it projects every source
-// first, those rows within a chunk's bound; nil otherwise. Its chunks are
-// haloChunk's: the rank's adjacency rows over its own rows and the halo's
-// in place, nothing relabelled or copied.
+// the host, with a row form (SAGE; projecting first within a chunk's
+// bound, as rowPass); nil otherwise. Its chunks are haloChunk's: the
+// rank's adjacency rows over its own rows and the halo's in place,
+// nothing relabelled or copied.
 func (t *trainer) haloRowPass(l int, owned []int64, h, hx *dense.Matrix) *model.RowPass {
 	if noRowPass || t.dev != nil || l == 0 || hx == nil || h.Rows != len(owned) {
 		return nil
@@ -61,12 +57,7 @@ func (t *trainer) haloRowPass(l int, owned []int64, h, hx *dense.Matrix) *model.
 			t.ownedNNZ += int64(len(t.d.Row(g)))
 		}
 	}
-	nd, ns := int64(len(owned)), int64(len(owned)+hx.Rows)
-	ok, mulFirst := t.m.RowPassOrder(l, nd, ns, t.ownedNNZ)
-	if !ok || (mulFirst && ns*int64(t.m.Layers[l].OutDim()) > t.evalValues()) {
-		return nil
-	}
-	return t.m.RowPass(l, h, hx, t.ownedNNZ)
+	return t.m.RowPass(l, h, hx, t.ownedNNZ, t.evalValues())
 }
 
 // noRowPass, set by tests, makes every layer take the chunks.
