@@ -9,21 +9,21 @@ import (
 	"gnnmpi/sparse"
 )
 
-// Layer-wise inference over a whole graph in row blocks of its own
-// adjacency. When one process holds the whole graph and the whole previous
-// layer (n rows, row v the input of vertex v), a layer's output rows
-// lo…hi need no block of their own: the rows of the adjacency, with their
-// global column ids, index the previous layer in place, and the
-// destinations' own rows are rows lo…hi of it. Nothing is relabelled or
-// gathered. A RowPass computes the products of Forward on the one block of
-// the whole graph (destination v being source v), restricted to the rows
-// asked for, in the order that block takes: the same rows bit for bit when
-// the BLAS computes a row of a product apart from the others (gonum's
+// Layer-wise inference in row blocks of a graph's own adjacency. When a
+// process holds the whole previous layer of the vertices it computes (row
+// v the input of its vertex v), and of the other vertices their rows name
+// (a halo, after them), a layer's output rows lo…hi need no block of
+// their own: the adjacency rows, with their columns numbered as those
+// sources, index the previous layer in place, and the destinations' own
+// rows are rows lo…hi of it. Nothing is relabelled or gathered. On a whole
+// graph (no halo) a RowPass computes the products of Forward on the one
+// block of the graph (destination v being source v), restricted to the
+// rows asked for, in the order that block takes: the same rows bit for bit
+// when the BLAS computes a row of a product apart from the others (gonum's
 // does; OpenBLAS's kernels for a few rows round some products otherwise,
 // so there the rows depend on the blocks at the last bits).
 
-// RowPass is one layer of whole-graph inference in row blocks
-// (Model.RowPass).
+// RowPass is one layer of inference in row blocks (Model.RowPass).
 type RowPass struct {
 	m        *Model
 	l        int

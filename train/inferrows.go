@@ -8,13 +8,15 @@ import (
 	"gnnmpi/sparse"
 )
 
-// Layer-wise inference in place, on one rank that holds the whole graph:
-// a SAGE layer's chunks are rows of the graph's own adjacency, whose
-// global column ids index the whole previous layer (model.RowPass), so no
-// chunk is relabelled and no input row is copied. The rows are those of
+// Layer-wise inference in place. On one rank that holds the whole graph, a
+// SAGE layer's chunks are rows of the graph's own adjacency, whose global
+// column ids index the whole previous layer (model.RowPass, rowPass), so
+// no chunk is relabelled and no input row is copied. The rows are those of
 // the layer in one chunk (the whole graph's block): bit for bit where the
 // BLAS computes a row of a product apart from the others, else to the last
-// bits (model.RowPass). The same chunks give the same bits every time.
+// bits. On several ranks a hidden layer whose chunks share one fetch of
+// the halo does the same over the rank's own rows and the halo's
+// (haloRowPass). The same chunks give the same bits every time.
 
 // rowPass returns layer l's row pass over the whole graph, or nil when the
 // layer takes the chunks: it needs one rank computing on the host, its
