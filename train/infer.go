@@ -245,6 +245,7 @@ func (t *trainer) releaseTraining() {
 // t.haloRounds set fetches its halo in pieces instead (inferPieces).
 // t.layerDone, if set, is called after each layer with its output.
 func (t *trainer) infer(owned []int64) (*dense.Matrix, error) {
+	defer func() { t.pieceNb = nil }()
 	if err := t.planInference(); err != nil {
 		return nil, err
 	}

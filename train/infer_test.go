@@ -343,20 +343,7 @@ func TestInferRows(t *testing.T) {
 	}
 
 	// Unsorted rows with a repeated neighbour: sorted, deduplicated copies.
-	messy := *g
-	adj := *g.Adj
-	adj.Indices = slices.Clone(adj.Indices)
-	adj.Indptr = slices.Clone(adj.Indptr)
-	for i := range adj.NRows {
-		slices.Reverse(adj.Indices[adj.Indptr[i]:adj.Indptr[i+1]])
-	}
-	v := adj.Indices[adj.Indptr[3]] // row 3 names it twice
-	adj.Indices = slices.Insert(adj.Indices, int(adj.Indptr[3]), v)
-	for i := int64(4); i <= adj.NRows; i++ {
-		adj.Indptr[i]++
-	}
-	messy.Adj = &adj
-	got := infer(t, &messy, model.KindSAGE, 50*11*32, false)
+	got := infer(t, messyRows(g), model.KindSAGE, 50*11*32, false)
 	require.Equal(t, 2, got.passes)
 	require.Equal(t, bitsOf32(infer(t, g, model.KindSAGE, 50*11*32, false).out.Data), bitsOf32(got.out.Data))
 
@@ -428,5 +415,60 @@ func TestInferRowsHalo(t *testing.T) {
 				require.InDeltaSlice(t, outs[r][0].Data, outs[r][1].Data, 1e-5, "rank %d", r)
 			}
 		})
+	}
+}
+
+// messyRows returns g with every adjacency row reversed (unsorted) and
+// row 3 naming its first neighbour twice: the same graph to a
+// full-neighbour block, which merges repeats.
+func messyRows(g *graph.Dataset) *graph.Dataset {
+	messy := *g
+	adj := *g.Adj
+	adj.Indices = slices.Clone(adj.Indices)
+	adj.Indptr = slices.Clone(adj.Indptr)
+	for i := range adj.NRows {
+		slices.Reverse(adj.Indices[adj.Indptr[i]:adj.Indptr[i+1]])
+	}
+	v := adj.Indices[adj.Indptr[3]]
+	adj.Indices = slices.Insert(adj.Indices, int(adj.Indptr[3]), v)
+	for i := int64(4); i <= adj.NRows; i++ {
+		adj.Indptr[i]++
+	}
+	messy.Adj = &adj
+	return &messy
+}
+
+// TestInferencePiecesUnsorted checks that inference in pieces over rows
+// stored unsorted with a repeated neighbour (evalRows' sorted copies)
+// gives bit for bit the outputs of the same graph's sorted rows.
+func TestInferencePiecesUnsorted(t *testing.T) {
+	const p = 2
+	g := sbm()
+	book, halo := randomHalos(g, p)
+	least := min(len(halo[0]), len(halo[1]))
+	outs := make([][2]*dense.Matrix, p)
+	for k, d := range []*graph.Dataset{g, messyRows(g)} {
+		err := inproc.Run(p, inproc.Options{Timeout: time.Minute}, func(c collective.Comm) error {
+			r := c.Rank()
+			dr, err := Distribute(d, "random", book, r)
+			if err != nil {
+				return err
+			}
+			cfg := testConfig(model.KindSAGE)
+			cfg.EvalMemory = int64(least * cfg.Model.Hidden / 3) // pieces in every layer
+			tr, err := newTrainer(c, dr, cfg)
+			if err != nil {
+				return err
+			}
+			if tr.haloRounds == nil || tr.haloRounds[0] < 2 || tr.haloRounds[1] < 2 {
+				return fmt.Errorf("rank %d: pieces %v, the test needs several in each layer", r, tr.haloRounds)
+			}
+			outs[r][k], err = tr.infer(tr.ebook.Owned(r))
+			return err
+		})
+		require.NoError(t, err)
+	}
+	for r := range p {
+		require.Equal(t, bitsOf32(outs[r][0].Data), bitsOf32(outs[r][1].Data), "rank %d", r)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"gnnmpi/collective"
 	"gnnmpi/dense"
 	"gnnmpi/model"
+	"gnnmpi/sparse"
 )
 
 // pieceable reports whether layer l of layer-wise inference can be
@@ -250,27 +251,38 @@ func (t *trainer) inferPieces(l int, owned []int64, h *dense.Matrix, rounds int)
 }
 
 // evalRows returns the neighbours of owned[i] for inferPieces: d's row,
-// ascending and distinct, as the full-neighbour block merges repeats. Rows
-// stored otherwise are sorted into copies, made here once for all calls.
+// ascending and distinct, as the full-neighbour block merges repeats. When
+// some row is stored otherwise, every row is copied sorted and
+// deduplicated into one array, once per inference for all its layers
+// (t.pieceNb, dropped when infer returns).
 func (t *trainer) evalRows(owned []int64) func(i int) []int64 {
-	fixed := map[int][]int64{}
-	for i, g := range owned {
-		nb := t.d.Row(g)
-		for e := 1; e < len(nb); e++ {
-			if nb[e-1] >= nb[e] {
-				s := slices.Clone(nb)
-				slices.Sort(s)
-				fixed[i] = slices.Compact(s)
-				break
-			}
+	if t.pieceNb == nil {
+		if !slices.ContainsFunc(owned, func(g int64) bool { return !strictlyAscending(t.d.Row(g)) }) {
+			return func(i int) []int64 { return t.d.Row(owned[i]) }
+		}
+		a := &sparse.CSR{NRows: int64(len(owned)), NCols: t.d.Adj.NCols, Indptr: make([]int64, len(owned)+1)}
+		for i, g := range owned {
+			s := len(a.Indices)
+			a.Indices = append(a.Indices, t.d.Row(g)...)
+			row := a.Indices[s:]
+			slices.Sort(row)
+			a.Indices = a.Indices[:s+len(slices.Compact(row))]
+			a.Indptr[i+1] = int64(len(a.Indices))
+		}
+		t.pieceNb = a
+	}
+	a := t.pieceNb
+	return func(i int) []int64 { return a.Indices[a.Indptr[i]:a.Indptr[i+1]] }
+}
+
+// strictlyAscending reports whether row is sorted without repeats.
+func strictlyAscending(row []int64) bool {
+	for e := 1; e < len(row); e++ {
+		if row[e-1] >= row[e] {
+			return false
 		}
 	}
-	return func(i int) []int64 {
-		if s, ok := fixed[i]; ok {
-			return s
-		}
-		return t.d.Row(owned[i])
-	}
+	return true
 }
 
 // eachRange calls f on contiguous ranges [a, b) covering [0, n), one per

@@ -174,11 +174,8 @@ func ascending(ids []int64) bool {
 // sortedRows reports whether every row of adj is strictly ascending.
 func sortedRows(adj *sparse.CSR) bool {
 	for i := range adj.NRows {
-		row := adj.Indices[adj.Indptr[i]:adj.Indptr[i+1]]
-		for k := 1; k < len(row); k++ {
-			if row[k] <= row[k-1] {
-				return false
-			}
+		if !strictlyAscending(adj.Indices[adj.Indptr[i]:adj.Indptr[i+1]]) {
+			return false
 		}
 	}
 	return true

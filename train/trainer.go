@@ -150,6 +150,9 @@ type evaluator struct {
 	// the rank's inference vertices (haloRowPass), once.
 	rowCache map[[2]int]*sparse.CSR
 	ownedNNZ int64
+	// pieceNb holds the sorted rows of the rank's inference vertices
+	// during one inference whose rows are stored unsorted (evalRows).
+	pieceNb *sparse.CSR
 	// inferWhole is set when layer-wise inference computes each layer in
 	// one chunk on the device (wholeOnDevice); inferPlan says which way it
 	// goes there, and why, for the log.
