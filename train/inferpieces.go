@@ -10,7 +10,6 @@ import (
 	"gnnmpi/collective"
 	"gnnmpi/dense"
 	"gnnmpi/model"
-	"gnnmpi/sparse"
 )
 
 // pieceable reports whether layer l of layer-wise inference can be
@@ -260,16 +259,7 @@ func (t *trainer) evalRows(owned []int64) func(i int) []int64 {
 		if !slices.ContainsFunc(owned, func(g int64) bool { return !strictlyAscending(t.d.Row(g)) }) {
 			return func(i int) []int64 { return t.d.Row(owned[i]) }
 		}
-		a := &sparse.CSR{NRows: int64(len(owned)), NCols: t.d.Adj.NCols, Indptr: make([]int64, len(owned)+1)}
-		for i, g := range owned {
-			s := len(a.Indices)
-			a.Indices = append(a.Indices, t.d.Row(g)...)
-			row := a.Indices[s:]
-			slices.Sort(row)
-			a.Indices = a.Indices[:s+len(slices.Compact(row))]
-			a.Indptr[i+1] = int64(len(a.Indices))
-		}
-		t.pieceNb = a
+		t.pieceNb = sortedCopy(len(owned), t.d.Adj.NCols, func(i int, row []int64) []int64 { return append(row, t.d.Row(owned[i])...) })
 	}
 	a := t.pieceNb
 	return func(i int) []int64 { return a.Indices[a.Indptr[i]:a.Indptr[i+1]] }

@@ -128,21 +128,28 @@ func (t *trainer) keepRows(lo, hi int, ncols int64, add func(i int, row []int64)
 	if a, ok := t.rowCache[key]; ok {
 		return a
 	}
-	a := &sparse.CSR{NRows: int64(hi - lo), NCols: ncols, Indptr: make([]int64, hi-lo+1)}
-	for i := lo; i < hi; i++ {
-		s := len(a.Indices)
-		a.Indices = add(i, a.Indices)
-		row := a.Indices[s:]
-		slices.Sort(row)
-		a.Indices = a.Indices[:s+len(slices.Compact(row))]
-		a.Indptr[i-lo+1] = int64(len(a.Indices))
-	}
+	a := sortedCopy(hi-lo, ncols, func(i int, row []int64) []int64 { return add(lo+i, row) })
 	if size := 8 * (int64(len(a.Indices)) + a.NRows + 1); t.chunkCached+size <= 4*t.evalValues() {
 		if t.rowCache == nil {
 			t.rowCache = map[[2]int]*sparse.CSR{}
 		}
 		t.rowCache[key] = a
 		t.chunkCached += size
+	}
+	return a
+}
+
+// sortedCopy returns n rows of ncols columns, row i the entries add(i,
+// row) appends to row, sorted and deduplicated, as one CSR.
+func sortedCopy(n int, ncols int64, add func(i int, row []int64) []int64) *sparse.CSR {
+	a := &sparse.CSR{NRows: int64(n), NCols: ncols, Indptr: make([]int64, n+1)}
+	for i := range n {
+		s := len(a.Indices)
+		a.Indices = add(i, a.Indices)
+		row := a.Indices[s:]
+		slices.Sort(row)
+		a.Indices = a.Indices[:s+len(slices.Compact(row))]
+		a.Indptr[i+1] = int64(len(a.Indices))
 	}
 	return a
 }
