@@ -259,7 +259,11 @@ func (t *trainer) evalRows(owned []int64) func(i int) []int64 {
 		if !slices.ContainsFunc(owned, func(g int64) bool { return !strictlyAscending(t.d.Row(g)) }) {
 			return func(i int) []int64 { return t.d.Row(owned[i]) }
 		}
-		t.pieceNb = sortedCopy(len(owned), t.d.Adj.NCols, func(i int, row []int64) []int64 { return append(row, t.d.Row(owned[i])...) })
+		var nnz int64
+		for _, g := range owned {
+			nnz += int64(len(t.d.Row(g)))
+		}
+		t.pieceNb = sortedCopy(len(owned), t.d.Adj.NCols, nnz, func(i int, row []int64) []int64 { return append(row, t.d.Row(owned[i])...) })
 	}
 	a := t.pieceNb
 	return func(i int) []int64 { return a.Indices[a.Indptr[i]:a.Indptr[i+1]] }

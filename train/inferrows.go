@@ -92,7 +92,7 @@ func (t *trainer) rowChunk(lo, hi int) *sparse.CSR {
 	if t.rowsSorted {
 		return &sparse.CSR{NRows: int64(hi - lo), NCols: adj.NCols, Indptr: adj.Indptr[lo : hi+1], Indices: adj.Indices[:adj.Indptr[hi]]}
 	}
-	return t.keepRows(lo, hi, adj.NCols, func(i int, row []int64) []int64 {
+	return t.keepRows(lo, hi, adj.NCols, adj.Indptr[hi]-adj.Indptr[lo], func(i int, row []int64) []int64 {
 		return append(row, adj.Indices[adj.Indptr[i]:adj.Indptr[i+1]]...)
 	})
 }
@@ -103,7 +103,11 @@ func (t *trainer) rowChunk(lo, hi int) *sparse.CSR {
 // row sorted without repeats (keepRows).
 func (t *trainer) haloChunk(owned []int64, lo, hi int) *sparse.CSR {
 	r, own := t.c.Rank(), int64(len(owned))
-	return t.keepRows(lo, hi, own+int64(len(t.halo)), func(i int, row []int64) []int64 {
+	var nnz int64
+	for _, g := range owned[lo:hi] {
+		nnz += int64(len(t.d.Row(g)))
+	}
+	return t.keepRows(lo, hi, own+int64(len(t.halo)), nnz, func(i int, row []int64) []int64 {
 		for _, g := range t.d.Row(owned[i]) {
 			if q, lid := t.ebook.Locate(g); q == r {
 				row = append(row, lid)
@@ -120,15 +124,16 @@ func (t *trainer) haloChunk(owned []int64, lo, hi int) *sparse.CSR {
 }
 
 // keepRows returns rows lo…hi−1 of ncols columns that add(i, row)
-// appends to row, each then sorted and deduplicated, kept for the next
+// appends to row (nnz entries in all), each then sorted and deduplicated
+// (sortedCopy), kept for the next
 // evaluations (keyed by lo, hi) while the rows kept fit the chunks' cache
 // budget (trainer.chunk's).
-func (t *trainer) keepRows(lo, hi int, ncols int64, add func(i int, row []int64) []int64) *sparse.CSR {
+func (t *trainer) keepRows(lo, hi int, ncols, nnz int64, add func(i int, row []int64) []int64) *sparse.CSR {
 	key := [2]int{lo, hi}
 	if a, ok := t.rowCache[key]; ok {
 		return a
 	}
-	a := sortedCopy(hi-lo, ncols, func(i int, row []int64) []int64 { return add(lo+i, row) })
+	a := sortedCopy(hi-lo, ncols, nnz, func(i int, row []int64) []int64 { return add(lo+i, row) })
 	if size := 8 * (int64(len(a.Indices)) + a.NRows + 1); t.chunkCached+size <= 4*t.evalValues() {
 		if t.rowCache == nil {
 			t.rowCache = map[[2]int]*sparse.CSR{}
@@ -140,9 +145,11 @@ func (t *trainer) keepRows(lo, hi int, ncols int64, add func(i int, row []int64)
 }
 
 // sortedCopy returns n rows of ncols columns, row i the entries add(i,
-// row) appends to row, sorted and deduplicated, as one CSR.
-func sortedCopy(n int, ncols int64, add func(i int, row []int64) []int64) *sparse.CSR {
-	a := &sparse.CSR{NRows: int64(n), NCols: ncols, Indptr: make([]int64, n+1)}
+// row) appends to row, sorted and deduplicated, as one CSR whose indices
+// start with room for nnz entries (the rows' entries before
+// deduplication).
+func sortedCopy(n int, ncols, nnz int64, add func(i int, row []int64) []int64) *sparse.CSR {
+	a := &sparse.CSR{NRows: int64(n), NCols: ncols, Indptr: make([]int64, n+1), Indices: make([]int64, 0, nnz)}
 	for i := range n {
 		s := len(a.Indices)
 		a.Indices = add(i, a.Indices)
