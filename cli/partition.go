@@ -112,7 +112,7 @@ func runPartition(env *Env, o partitionOptions) error {
 	case partition.MethodRandom:
 		b = partition.Random(d.NumNodes, k, o.seed)
 	case partition.MethodMetis:
-		if b, err = graph.MetisPartitionOpts(d, k, graph.MetisOptions{Split: split, Edges: o.edges, Seed: int(o.seed), Fits: train.MetisFits(env.Comm.Rank(), env.Progress)}); err != nil {
+		if b, err = graph.MetisPartitionOpts(d, k, graph.MetisOptions{Split: split, Edges: o.edges, Seed: int(o.seed), Fits: train.MetisFits(env.Comm.Rank(), "--method", env.Progress)}); err != nil {
 			return err
 		}
 	default:

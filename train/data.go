@@ -466,7 +466,7 @@ func partitionBook(c collective.Comm, g *graph.Dataset, split string, o LoadOpti
 		var err error
 		if path == "" {
 			progress("partitioning with METIS into %d parts, balancing split %s", p, split)
-			b, err = graph.MetisPartitionOpts(g, p, graph.MetisOptions{Split: split, Seed: int(seed), Fits: MetisFits(0, progress)})
+			b, err = graph.MetisPartitionOpts(g, p, graph.MetisOptions{Split: split, Seed: int(seed), Fits: MetisFits(0, "--partition", progress)})
 		} else {
 			b, err = partition.Read(path)
 			if err == nil && (b.Parts != p || b.NumNodes() != g.NumNodes) {

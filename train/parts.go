@@ -191,10 +191,11 @@ func fitsLocal(rank int, need int64, what string) error {
 
 // MetisFits returns a graph.MetisOptions.Fits for rank: nil when METIS's
 // estimated need (graph.MetisBytes) fits what the rank may still allocate,
-// else an error naming both and what to do instead. With log not nil it
-// logs the need, the peak it makes with the resident memory, and the limit
-// first.
-func MetisFits(rank int, log func(string, ...any)) func(need int64) error {
+// else an error naming both and what to do instead (method: the flag
+// that picks another partition, such as --partition). With log not nil
+// it logs the need, the peak it makes with the resident memory, and the
+// limit first.
+func MetisFits(rank int, method string, log func(string, ...any)) func(need int64) error {
 	return func(need int64) error {
 		b := available()
 		if log != nil {
@@ -203,8 +204,8 @@ func MetisFits(rank int, log func(string, ...any)) func(need int64) error {
 		}
 		if need > b.Bytes {
 			return fmt.Errorf("train: rank %d: out of memory: METIS partitioning of the whole graph needs about %s, but this rank may allocate only %s; "+
-				"partition the graph ahead over the ranks (mpirun … gnnmpi partition --method ptscotch --out DIR), take --partition block or random, or raise the limit",
-				rank, gib(need), b)
+				"partition the graph ahead over the ranks (mpirun … gnnmpi partition --method ptscotch --out DIR), take %s block or random, or raise the limit",
+				rank, gib(need), b, method)
 		}
 		return nil
 	}
