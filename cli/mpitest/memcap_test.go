@@ -17,12 +17,7 @@ import (
 // Go runtime crash nor a kernel kill; Cora's default run fits and exits 0.
 // bench/memprobe.sh runs the other probes.
 func TestMemoryCapProbe(t *testing.T) {
-	skipUnlessMPI(t)
-	needOpenMPI(t, "the probe reads OMPI_COMM_WORLD_RANK in bench/memcap.sh")
-	memcap := filepath.Join(root, "bench", "memcap.sh")
-	if out, err := exec.Command(memcap, strconv.Itoa(1<<30), "true").CombinedOutput(); err != nil || os.Geteuid() != 0 {
-		t.Skipf("no writable memory cgroup (bench/memcap.sh: %v %s)", err, out)
-	}
+	memcap := memcapOrSkip(t)
 	limit := strconv.Itoa(1 << 30)
 	r := mpirun(t, 2*time.Minute, 2, memcap, limit, bin, "train", "--data", "data/cora", "--model", "sage", "--hidden", "100000", "--epochs", "1")
 	require.NotEqual(t, 0, r.code, "stderr:\n%s", r.stderr)
@@ -44,12 +39,7 @@ func TestMemoryCapProbe(t *testing.T) {
 // with a random partition at about 227 MB), not killed by the kernel, and
 // that the same job with --partition random runs under that cap.
 func TestMetisMemoryCap(t *testing.T) {
-	skipUnlessMPI(t)
-	needOpenMPI(t, "the probe reads OMPI_COMM_WORLD_RANK in bench/memcap.sh")
-	memcap := filepath.Join(root, "bench", "memcap.sh")
-	if out, err := exec.Command(memcap, strconv.Itoa(1<<30), "true").CombinedOutput(); err != nil || os.Geteuid() != 0 {
-		t.Skipf("no writable memory cgroup (bench/memcap.sh: %v %s)", err, out)
-	}
+	memcap := memcapOrSkip(t)
 	data := filepath.Join(t.TempDir(), "sbm.gnn")
 	out, err := exec.Command(bin, "gen", "sbm", "--nodes", "150000", "--degree", "20", "--features", "8", "--out", data).CombinedOutput()
 	require.NoError(t, err, "%s", out)
@@ -64,4 +54,18 @@ func TestMetisMemoryCap(t *testing.T) {
 
 	r = mpirun(t, 2*time.Minute, 2, memcap, append(args, "--partition", "random")...)
 	require.Equal(t, 0, r.code, "stderr:\n%s", r.stderr)
+}
+
+// memcapOrSkip returns bench/memcap.sh's path, or skips t without MPI,
+// under another MPI than Open MPI (the script reads OMPI_COMM_WORLD_RANK)
+// or without a writable memory cgroup (root here).
+func memcapOrSkip(t *testing.T) string {
+	t.Helper()
+	skipUnlessMPI(t)
+	needOpenMPI(t, "the probe reads OMPI_COMM_WORLD_RANK in bench/memcap.sh")
+	memcap := filepath.Join(root, "bench", "memcap.sh")
+	if out, err := exec.Command(memcap, strconv.Itoa(1<<30), "true").CombinedOutput(); err != nil || os.Geteuid() != 0 {
+		t.Skipf("no writable memory cgroup (bench/memcap.sh: %v %s)", err, out)
+	}
+	return memcap
 }
