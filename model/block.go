@@ -104,16 +104,21 @@ func (b *Block) meanWeights() *weighting {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.mean == nil {
-		nd := int(b.a.NRows)
-		inv := make([]float32, nd)
-		for i := range nd {
-			if d := b.a.Indptr[i+1] - b.a.Indptr[i]; d > 0 {
-				inv[i] = 1 / float32(d)
-			}
-		}
-		b.mean = &weighting{rowScale: inv}
+		b.mean = &weighting{rowScale: meanScale(b.a)}
 	}
 	return b.mean
+}
+
+// meanScale returns 1/|row i| for each row i of a (0 for an empty row):
+// the row weights of a mean over the row's entries.
+func meanScale(a *sparse.CSR) []float32 {
+	inv := make([]float32, a.NRows)
+	for i := range inv {
+		if d := a.Indptr[i+1] - a.Indptr[i]; d > 0 {
+			inv[i] = 1 / float32(d)
+		}
+	}
+	return inv
 }
 
 // transpose returns the transpose of weighting w of b, building it on

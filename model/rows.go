@@ -110,35 +110,18 @@ func (p *RowPass) Rows(a *sparse.CSR, lo int) *dense.Matrix {
 // (RowPass.Rows): the destinations are x's rows, the sources x's and then
 // halo's; pre = X·W_neigh of every source when mulFirst.
 func (s *SAGE) forwardRows(a *sparse.CSR, x, halo *dense.Matrix, lo int, mulFirst bool, pre []float32) *dense.Matrix {
-	nd, fin, fout := int(a.NRows), s.fin, s.fout
+	nd, fin := int(a.NRows), s.fin
 	s.blk, s.x, s.xs, s.mean = nil, nil, nil, nil
-	inv := make([]float32, nd)
-	for i := range nd {
-		if d := a.Indptr[i+1] - a.Indptr[i]; d > 0 {
-			inv[i] = 1 / float32(d)
+	inv := meanScale(a)
+	mean := func(dst, src []float32, f int) { spmm(dst, a, nil, inv, src, f) }
+	if halo != nil { // the sources in two matrices: the inputs, or their projections
+		xa, xb := x.Data, halo.Data
+		if mulFirst {
+			xa, xb = pre[:x.Rows*s.fout], pre[x.Rows*s.fout:]
 		}
+		mean = func(dst, _ []float32, f int) { spmmSplit(dst, a, inv, xa, xb, x.Rows, f) }
 	}
-	out := s.matrix(&s.out, nd, fout)
-	dense.Gemm(s.impl, blas.NoTrans, blas.NoTrans, nd, fout, fin, 1, x.Data[lo*fin:(lo+nd)*fin], s.wSelf.W, 0, out.Data)
-	if mulFirst {
-		aggOut := s.scratch(&s.aggO, nd*fout)
-		if halo == nil {
-			spmm(aggOut, a, nil, inv, pre, fout)
-		} else {
-			spmmSplit(aggOut, a, inv, pre[:x.Rows*fout], pre[x.Rows*fout:], x.Rows, fout)
-		}
-		dense.Axpy(1, aggOut, out.Data)
-	} else {
-		s.agg = dense.Grow(s.agg, nd*fin)
-		if halo == nil {
-			spmm(s.agg, a, nil, inv, x.Data, fin)
-		} else {
-			spmmSplit(s.agg, a, inv, x.Data, halo.Data, x.Rows, fin)
-		}
-		dense.Gemm(s.impl, blas.NoTrans, blas.NoTrans, nd, fout, fin, 1, s.agg, s.wNeigh.W, 1, out.Data)
-	}
-	s.finish(out)
-	return out
+	return s.combine(nd, x.Data[lo*fin:(lo+nd)*fin], mulFirst, pre, x.Data, mean)
 }
 
 // spmmSplit is spmm with row i scaled by rowScale[i] and no weights over

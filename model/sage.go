@@ -185,31 +185,39 @@ func (s *SAGE) forward(b *Block, x *dense.Matrix) *dense.Matrix {
 	invDeg := s.mean.rowScale
 	nd, fin, fout := int(a.NRows), s.fin, s.fout
 	ns := int(a.NCols)
-	switch s.order {
-	case 1:
-		s.mulFirst = false
-	case 2:
-		s.mulFirst = true
-	default:
-		s.mulFirst = sageOrder(nd, ns, a.NNZ(), fin, fout)
-	}
-	out := s.matrix(&s.out, nd, fout)
-	dense.Gemm(s.impl, blas.NoTrans, blas.NoTrans, nd, fout, fin, 1, x.Data, s.wSelf.W, 0, out.Data)
+	s.mulFirst = s.rowOrder(int64(nd), int64(ns), a.NNZ())
+	var xn []float32
 	if s.mulFirst {
-		xn := s.scratch(&s.xn, ns*fout)
+		xn = s.scratch(&s.xn, ns*fout)
 		dense.Gemm(s.impl, blas.NoTrans, blas.NoTrans, ns, fout, fin, 1, x.Data, s.wNeigh.W, 0, xn)
+	}
+	out := s.combine(nd, x.Data, s.mulFirst, xn, x.Data, func(dst, src []float32, f int) { spmm(dst, a, nil, invDeg, src, f) })
+	if !s.mulFirst && s.dstOnly {
+		s.xd = dense.Grow(s.xd, nd*fin)
+		copy(s.xd, x.Data)
+		s.x = nil
+	}
+	return out
+}
+
+// combine computes the layer's output for nd destinations whose input
+// rows are xd (nd×fin): xd·W_self plus the neighbour term, with mulFirst
+// M·pre, pre being X·W_neigh of the sources (fout wide), else
+// (M·X)·W_neigh over the sources' rows x, into s.agg; mean(dst, src, f)
+// computes dst = M·src over f columns, M the row-mean matrix. Then the
+// bias and, with Normalize, the normalisation (finish).
+func (s *SAGE) combine(nd int, xd []float32, mulFirst bool, pre, x []float32, mean func(dst, src []float32, f int)) *dense.Matrix {
+	fin, fout := s.fin, s.fout
+	out := s.matrix(&s.out, nd, fout)
+	dense.Gemm(s.impl, blas.NoTrans, blas.NoTrans, nd, fout, fin, 1, xd, s.wSelf.W, 0, out.Data)
+	if mulFirst {
 		aggOut := s.scratch(&s.aggO, nd*fout)
-		spmm(aggOut, a, nil, invDeg, xn, fout)
+		mean(aggOut, pre, fout)
 		dense.Axpy(1, aggOut, out.Data)
 	} else {
 		s.agg = dense.Grow(s.agg, nd*fin)
-		spmm(s.agg, a, nil, invDeg, x.Data, fin)
+		mean(s.agg, x, fin)
 		dense.Gemm(s.impl, blas.NoTrans, blas.NoTrans, nd, fout, fin, 1, s.agg, s.wNeigh.W, 1, out.Data)
-		if s.dstOnly {
-			s.xd = dense.Grow(s.xd, nd*fin)
-			copy(s.xd, x.Data)
-			s.x = nil
-		}
 	}
 	s.finish(out)
 	return out

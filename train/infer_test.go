@@ -302,13 +302,7 @@ func TestInferRows(t *testing.T) {
 		noRowPass = chunks
 		var r run
 		err := inproc.Run(1, inproc.Options{Timeout: time.Minute}, func(c collective.Comm) error {
-			d, err := Distribute(g, "random", book, 0)
-			if err != nil {
-				return err
-			}
-			cfg := testConfig(kind)
-			cfg.EvalMemory = evalMemory
-			tr, err := newTrainer(c, d, cfg)
+			tr, err := evalTrainer(c, g, book, kind, evalMemory)
 			if err != nil {
 				return err
 			}
@@ -317,7 +311,7 @@ func TestInferRows(t *testing.T) {
 				r.passes++
 			}
 			tr.layerDone = func(l int, h *dense.Matrix) {
-				if l < cfg.Model.Layers && tr.rowPass(l, owned, h) != nil {
+				if l < tr.cfg.Model.Layers && tr.rowPass(l, owned, h) != nil {
 					r.passes++
 				}
 			}
@@ -385,14 +379,8 @@ func TestInferRowsHalo(t *testing.T) {
 				noRowPass = chunks
 				err := inproc.Run(p, inproc.Options{Timeout: time.Minute}, func(c collective.Comm) error {
 					r := c.Rank()
-					d, err := Distribute(g, "random", book, r)
-					if err != nil {
-						return err
-					}
-					cfg := testConfig(model.KindSAGE)
 					// The hidden layer in several chunks sharing the halo.
-					cfg.EvalMemory = int64(most * cfg.Model.Hidden)
-					tr, err := newTrainer(c, d, cfg)
+					tr, err := evalTrainer(c, g, book, model.KindSAGE, int64(most*testConfig(model.KindSAGE).Model.Hidden))
 					if err != nil {
 						return err
 					}
@@ -416,6 +404,18 @@ func TestInferRowsHalo(t *testing.T) {
 			}
 		})
 	}
+}
+
+// evalTrainer returns rank c.Rank()'s trainer of kind (testConfig, with
+// EvalMemory evalMemory) on g distributed under book, split "random".
+func evalTrainer(c collective.Comm, g *graph.Dataset, book *partition.Book, kind model.Kind, evalMemory int64) (*trainer, error) {
+	d, err := Distribute(g, "random", book, c.Rank())
+	if err != nil {
+		return nil, err
+	}
+	cfg := testConfig(kind)
+	cfg.EvalMemory = evalMemory
+	return newTrainer(c, d, cfg)
 }
 
 // messyRows returns g with every adjacency row reversed (unsorted) and
@@ -450,13 +450,8 @@ func TestInferencePiecesUnsorted(t *testing.T) {
 	for k, d := range []*graph.Dataset{g, messyRows(g)} {
 		err := inproc.Run(p, inproc.Options{Timeout: time.Minute}, func(c collective.Comm) error {
 			r := c.Rank()
-			dr, err := Distribute(d, "random", book, r)
-			if err != nil {
-				return err
-			}
-			cfg := testConfig(model.KindSAGE)
-			cfg.EvalMemory = int64(least * cfg.Model.Hidden / 3) // pieces in every layer
-			tr, err := newTrainer(c, dr, cfg)
+			// Pieces in every layer.
+			tr, err := evalTrainer(c, d, book, model.KindSAGE, int64(least*testConfig(model.KindSAGE).Model.Hidden/3))
 			if err != nil {
 				return err
 			}
